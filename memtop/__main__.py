@@ -1,0 +1,3 @@
+from memtop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""The bridge: probes in, record batches out.
+
+Probes compile and attach in the background, one after another (libbcc is not thread-safe), while
+the UI is already on screen. ``poll()`` runs every due probe's ``poll`` in a worker thread, stamps
+the batch with CLOCK_MONOTONIC (the clock of ``bpf_ktime_get_ns``) and hands it to subscribers
+(the state, the recorder). A poll still running when the next one is asked for absorbs it rather
+than queueing behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from memtop import bcc_compat
+from memtop.errors import MemtopError
+from memtop.probes.base import Probe
+from memtop.records import Batch, ProbeStatus, Record
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[Batch], None]
+
+
+def now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+class Source(Protocol):
+    """What the app consumes: a live bridge, a replay or a fake."""
+
+    mode: str  # "bpf" | "procfs" | "replay"
+
+    def subscribe(self, fn: Subscriber) -> None: ...
+    async def start(self) -> None: ...
+    async def poll(self) -> Batch | None: ...
+    def settled(self) -> bool: ...
+    async def stop(self) -> None: ...
+    def add_probe(self, probe: Probe) -> bool: ...
+    def remove_probe(self, name: str) -> None: ...
+
+
+class Bridge:
+    """Live source: owns the probes."""
+
+    def __init__(self, probes: Sequence[Probe], *, require_bpf: bool = False) -> None:
+        self.probes: list[Probe] = list(probes)
+        self.require_bpf = require_bpf
+        self._subs: list[Subscriber] = []
+        self._status: dict[str, ProbeStatus] = {}
+        self._attached: list[Probe] = []
+        self._last_poll: dict[str, float] = {}
+        self._pending_status: list[Record] = []
+        self._lock = threading.Lock()
+        self._queue: list[Probe] = []
+        self._loader: asyncio.Task[None] | None = None
+        self._polling = False
+        self._stopped = False
+        self.bpf_error: MemtopError | None = None
+        for p in self.probes:
+            self._set_status(ProbeStatus(p.name, "pending", "waiting to attach"))
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        with self._lock:
+            return "bpf" if any(p.needs_bpf for p in self._attached) else "procfs"
+
+    def statuses(self) -> dict[str, ProbeStatus]:
+        with self._lock:
+            return dict(self._status)
+
+    def settled(self) -> bool:
+        with self._lock:
+            return not self._queue and all(
+                s.state in ("attached", "failed", "detached") for s in self._status.values()
+            )
+
+    def _set_status(self, status: ProbeStatus) -> None:
+        with self._lock:
+            self._status[status.probe] = status
+            self._pending_status.append(status)
+
+    def subscribe(self, fn: Subscriber) -> None:
+        self._subs.append(fn)
+
+    # -- loading ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Queue every probe for loading and return at once; loading goes on in the background."""
+        with self._lock:
+            self._queue.extend(self.probes)
+        self._kick()
+
+    def add_probe(self, probe: Probe) -> bool:
+        """Attach another probe at run time (drill-in, memleak). False if one by that name runs."""
+        with self._lock:
+            if any(p.name == probe.name for p in self._attached + self._queue):
+                return False
+            self.probes.append(probe)
+            self._queue.append(probe)
+        self._set_status(ProbeStatus(probe.name, "pending", "waiting to attach"))
+        self._kick()
+        return True
+
+    def remove_probe(self, name: str) -> None:
+        with self._lock:
+            victims = [p for p in self._attached if p.name == name]
+            self._attached = [p for p in self._attached if p.name != name]
+            self._queue = [p for p in self._queue if p.name != name]
+            self.probes = [p for p in self.probes if p.name != name]
+        for p in victims:
+            p.close()
+        self._set_status(ProbeStatus(name, "detached", "detached"))
+
+    def probe(self, name: str) -> Probe | None:
+        with self._lock:
+            for p in self._attached:
+                if p.name == name:
+                    return p
+        return None
+
+    def _kick(self) -> None:
+        if self._loader is None or self._loader.done():
+            self._loader = asyncio.get_running_loop().create_task(self._load_all())
+
+    async def _load_all(self) -> None:
+        while not self._stopped:
+            with self._lock:
+                if not self._queue:
+                    return
+                probe = self._queue.pop(0)
+            await asyncio.to_thread(self._load_one, probe)
+
+    def _load_one(self, probe: Probe) -> None:
+        if probe.needs_bpf:
+            if self.bpf_error is None:
+                try:
+                    bcc_compat.check_can_load()
+                except MemtopError as exc:
+                    self.bpf_error = exc
+            if self.bpf_error is not None:
+                self._set_status(
+                    ProbeStatus(probe.name, "failed", self.bpf_error.message, self.bpf_error.hint)
+                )
+                return
+        self._set_status(ProbeStatus(probe.name, "attaching", "attaching…"))
+        t0 = time.monotonic()
+        try:
+            probe.load()
+        except MemtopError as exc:
+            probe.close()
+            self._set_status(ProbeStatus(probe.name, "failed", exc.message, exc.hint))
+            return
+        except Exception as exc:  # noqa: BLE001 - one probe failing is its pane's message
+            log.exception("probe %s failed to load", probe.name)
+            probe.close()
+            self._set_status(ProbeStatus(probe.name, "failed", f"{type(exc).__name__}: {exc}", ""))
+            return
+        if self._stopped:
+            probe.close()
+            return
+        with self._lock:
+            if probe not in self.probes:  # removed while it loaded
+                removed = True
+            else:
+                removed = False
+                self._attached.append(probe)
+        if removed:
+            probe.close()
+            return
+        took = time.monotonic() - t0
+        note = probe.note()
+        self._set_status(
+            ProbeStatus(probe.name, "attached", f"attached in {took:.2f}s" + (f"; {note}" if note else ""))
+        )
+
+    # -- polling ------------------------------------------------------------------------------
+    def poll_sync(self, force: bool = False) -> Batch:
+        """Poll every due attached probe (worker thread)."""
+        records: list[Record] = []
+        now = time.monotonic()
+        with self._lock:
+            probes = list(self._attached)
+        for p in probes:
+            last = self._last_poll.get(p.name, 0.0)
+            if not force and now - last < p.cadence_s * 0.9:
+                continue
+            self._last_poll[p.name] = now
+            try:
+                records.extend(p.poll())
+            except Exception as exc:  # noqa: BLE001 - a broken poll must not take the app down
+                log.exception("probe %s poll failed", p.name)
+                self._set_status(ProbeStatus(p.name, "failed", f"poll failed: {exc}", ""))
+                with self._lock:
+                    if p in self._attached:
+                        self._attached.remove(p)
+                p.close()
+        with self._lock:
+            status, self._pending_status = self._pending_status, []
+        return Batch(ts_ns=now_ns(), records=tuple(status) + tuple(records))
+
+    def publish(self, batch: Batch) -> None:
+        for fn in self._subs:
+            fn(batch)
+
+    async def poll(self) -> Batch | None:
+        if self._polling or self._stopped:
+            return None  # a slow poll absorbs this tick
+        self._polling = True
+        try:
+            batch = await asyncio.to_thread(self.poll_sync)
+        finally:
+            self._polling = False
+        self.publish(batch)
+        return batch
+
+    async def wait_settled(self, timeout_s: float = 60.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self.settled():
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+
+    def close(self) -> None:
+        """Detach every probe (idempotent, safe from signal/atexit paths)."""
+        self._stopped = True
+        with self._lock:
+            probes, self._attached = list(self._attached), []
+            self._queue.clear()
+        for p in probes:
+            p.close()
+
+    async def stop(self) -> None:
+        self._stopped = True
+        if self._loader is not None and not self._loader.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._loader), timeout=10)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                pass
+        self.close()

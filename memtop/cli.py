@@ -1,0 +1,175 @@
+"""Command line: `memtop` (the TUI), `memtop doctor`, `memtop snapshot`."""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import sys
+from collections.abc import Sequence
+
+from memtop import __version__
+from memtop.errors import MemtopError
+
+SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded")
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be zero or more seconds: {text!r}")
+    return value
+
+
+def pid_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a pid: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a pid: {text!r}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"memtop: error: {message}\n")
+        raise SystemExit(2)
+
+
+def common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interval", type=positive_float, default=1.0, help="refresh interval, seconds (default 1)")
+    p.add_argument("--no-bpf", action="store_true", help="do not load BPF: the /proc view only")
+    p.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="memtop", description="A live view of Linux memory behaviour, fed by BPF.")
+    p.add_argument("--version", action="version", version=f"memtop {__version__}")
+    common(p)
+    p.add_argument("--pid", type=pid_arg, help="open the drill-in screen for PID at start")
+    p.add_argument("--pane", help="pane to show at start")
+    p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
+    p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    d = sub.add_parser("doctor", help="check what this machine can run, with hints")
+    d.add_argument("--json", action="store_true")
+    s = sub.add_parser("snapshot", help="run headless, then write one pane to a file")
+    common(s)
+    s.add_argument("--pane", required=True)
+    s.add_argument("--format", choices=SNAPSHOT_FORMATS, default="json")
+    s.add_argument("--output", required=True)
+    s.add_argument("--after", type=nonneg_float, default=0.0, help="seconds to watch after probes attach")
+    s.add_argument("--force", action="store_true", help="overwrite an existing file")
+    s.add_argument("--pid", type=pid_arg)
+    s.add_argument("--section", default="")
+    return p
+
+
+def make_source(args: argparse.Namespace) -> "object":
+    from memtop.bridge import Bridge
+    from memtop.probes.registry import default_probes
+
+    bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf))
+    atexit.register(bridge.close)
+    return bridge
+
+
+def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
+    if pid is None:
+        return
+    from memtop.errors import PidNotFound
+
+    if not os.path.exists(os.path.join(proc_root, str(pid), "stat")):
+        raise PidNotFound(f"no process with pid {pid}", "pick a running pid (see `ps` or the processes pane)")
+    try:
+        with open(os.path.join(proc_root, str(pid), "status")) as f:
+            if "RssAnon" not in f.read():
+                raise PidNotFound(f"pid {pid} is a kernel thread (it has no user memory)", "pick a user process")
+    except OSError as exc:
+        raise PidNotFound(f"pid {pid} vanished", "pick a running pid") from exc
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    from memtop.ui.app import MemtopApp
+
+    check_pid(args.pid, args.proc_root)
+    if args.pane:
+        from memtop.views import get_view
+
+        get_view(args.pane)
+    app = MemtopApp(
+        make_source(args),  # type: ignore[arg-type]
+        interval_s=args.interval,
+        snapshot_format=args.snapshot_format,
+        snapshot_dir=args.snapshot_dir,
+        initial_pid=args.pid,
+        initial_pane=args.pane,
+    )
+    code = app.run()
+    if app.error is not None:
+        raise app.error
+    return int(code or 0)
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    from memtop import files
+    from memtop.ui.app import MemtopApp, SnapshotRequest
+    from memtop.views import get_view
+
+    view = get_view(args.pane)
+    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
+        raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
+    if args.pane == "process" and args.pid is None:
+        raise MemtopError("--pane process needs --pid PID")
+    check_pid(args.pid, args.proc_root)
+    files.check_target(args.output, args.force)
+    req = SnapshotRequest(args.pane, args.format, args.output, args.after, args.force, args.pid, args.section)
+    app = MemtopApp(make_source(args), interval_s=args.interval, snapshot_request=req,  # type: ignore[arg-type]
+                    initial_pid=args.pid if args.pane == "process" else None)
+    code = app.run(headless=True, size=(200, 60))
+    if app.error is not None:
+        raise app.error
+    if code:
+        return int(code)
+    print(args.output)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "doctor":
+            from memtop.doctor import report
+
+            text, code = report(args.json)
+            sys.stdout.write(text)
+            return code
+        if args.command == "snapshot":
+            return run_snapshot(args)
+        return run_tui(args)
+    except MemtopError as exc:
+        sys.stderr.write(f"memtop: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"  hint: {exc.hint}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

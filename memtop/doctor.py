@@ -1,0 +1,133 @@
+"""`memtop doctor`: can each pane run here, and if not, why and what to do."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from memtop import bcc_compat, headers, tracefs
+from memtop.probes.registry import all_probe_classes
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+    required: bool = True  # a failing required check means some pane cannot run
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _kprobes_available() -> bool:
+    if Path("/sys/bus/event_source/devices/kprobe").exists():
+        return True
+    base = tracefs.root()
+    return base is not None and (base / "kprobe_events").exists()
+
+
+def _fentry_available() -> bool:
+    # fentry needs BTF and a trampoline-capable kernel; DYNAMIC_FTRACE_WITH_DIRECT_CALLS shows as
+    # "direct" functions support in tracefs
+    base = tracefs.root()
+    if base is None or not Path("/sys/kernel/btf/vmlinux").exists():
+        return False
+    return (base / "available_filter_functions").exists() and _kprobes_available()
+
+
+def run_checks() -> list[Check]:
+    checks: list[Check] = []
+    priv = bcc_compat.have_privilege()
+    checks.append(
+        Check(
+            "privileges",
+            priv,
+            "root" if os.geteuid() == 0 else ("CAP_BPF+CAP_PERFMON" if priv else f"uid {os.geteuid()}"),
+            "" if priv else "run as root (sudo memtop) or grant CAP_BPF and CAP_PERFMON",
+        )
+    )
+    tr = tracefs.root(mount=priv)
+    checks.append(
+        Check("tracefs", tr is not None, str(tr) if tr else "not mounted",
+              "" if tr else "mount -t tracefs tracefs /sys/kernel/tracing")
+    )
+    btf = Path("/sys/kernel/btf/vmlinux").exists()
+    checks.append(Check("BTF", btf, "/sys/kernel/btf/vmlinux" if btf else "absent",
+                        "" if btf else "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
+                        required=False))
+    kp = _kprobes_available()
+    checks.append(Check("kprobes", kp, "available" if kp else "unavailable",
+                        "" if kp else "not needed: memtop uses tracepoints, perf events and uprobes",
+                        required=False))
+    fe = _fentry_available()
+    checks.append(Check("fentry", fe, "available" if fe else "unavailable",
+                        "" if fe else "not needed: optional enrichment only", required=False))
+    up = Path("/sys/bus/event_source/devices/uprobe").exists()
+    checks.append(Check("uprobes", up, "perf uprobe PMU" if up else "absent",
+                        "" if up else "kernel built without CONFIG_UPROBE_EVENTS: the memleak pane cannot run"))
+    paranoid = _read("/proc/sys/kernel/perf_event_paranoid").strip()
+    pe = Path("/proc/sys/kernel/perf_event_paranoid").exists()
+    checks.append(Check("perf events", pe, f"perf_event_paranoid={paranoid}" if pe else "absent",
+                        "" if pe else "kernel built without CONFIG_PERF_EVENTS"))
+    for cls in all_probe_classes():
+        for tp in cls.tracepoints:
+            present = tracefs.tracepoint_exists(tp)
+            checks.append(Check(f"tracepoint {tp}", present, f"{'present' if present else 'missing'} ({cls.name})",
+                                "" if present else f"pane(s) {', '.join(cls.panes)} cannot run on this kernel"))
+        for tp in cls.optional_tracepoints:
+            present = tracefs.tracepoint_exists(tp)
+            checks.append(Check(f"tracepoint {tp}", present, f"{'present' if present else 'missing'} ({cls.name}, optional)",
+                                "" if present else "optional: a detail of the pane is missing", required=False))
+    info = headers.find_headers(build=priv)
+    checks.append(Check(
+        "headers",
+        info.kind != "missing",
+        info.summary + (f" at {info.path}" if info.path else ""),
+        info.hint if info.kind == "missing" else (
+            "stand-in: safe because memtop's programs read only tracepoint fields" if info.kind == "standin" else ""),
+    ))
+    ver = bcc_compat.bcc_version()
+    checks.append(Check("bcc", bool(ver), ver or "not importable",
+                        "" if ver else "apt-get install python3-bpfcc; use a venv with --system-site-packages"))
+    swaps = _read("/proc/swaps").splitlines()[1:]
+    checks.append(Check("swap", bool(swaps),
+                        "; ".join(" ".join(s.split()[:4]) for s in swaps) or "no swap devices",
+                        "" if swaps else "no swap: the swap-in pane will stay empty (mkswap/swapon to test)",
+                        required=False))
+    cg2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
+    cg1 = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()
+    checks.append(Check("cgroup", cg1 or cg2,
+                        "v2" if cg2 else ("v1 (memory controller at /sys/fs/cgroup/memory)" if cg1 else "none"),
+                        required=False))
+    psi = bool(_read("/proc/pressure/memory"))
+    checks.append(Check("PSI", psi, "/proc/pressure/memory" if psi else "unavailable",
+                        "" if psi else "boot with psi=1 for memory pressure figures", required=False))
+    return checks
+
+
+def report(as_json: bool = False) -> tuple[str, int]:
+    checks = run_checks()
+    code = 0 if all(c.ok for c in checks if c.required) else 1
+    if as_json:
+        doc: dict[str, Any] = {"ok": code == 0, "checks": [asdict(c) for c in checks]}
+        return json.dumps(doc, indent=1) + "\n", code
+    lines = []
+    for c in checks:
+        mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
+        lines.append(f"[{mark}] {c.name:<44} {c.detail}")
+        if not c.ok and c.hint:
+            lines.append(f"       hint: {c.hint}")
+        elif c.ok and c.hint:
+            lines.append(f"       note: {c.hint}")
+    lines.append("")
+    lines.append("all panes can run" if code == 0 else "some panes cannot run (see FAIL lines)")
+    return "\n".join(lines) + "\n", code

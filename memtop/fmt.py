@@ -1,0 +1,58 @@
+"""Formatting numbers for people (pure; used by text snapshots and the UI)."""
+
+from __future__ import annotations
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def bytes_h(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit in ("B", "K", "M", "G", "T"):
+        if abs(n) < 1024 or unit == "T":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}T"
+
+
+def count_h(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    n = float(n)
+    if abs(n) >= 10_000_000:
+        return f"{n / 1e6:.0f}M"
+    if abs(n) >= 10_000:
+        return f"{n / 1e3:.0f}k"
+    if n != int(n):
+        return f"{n:.1f}"
+    return f"{int(n)}"
+
+
+def ns_h(ns: float | int | None) -> str:
+    if ns is None:
+        return "-"
+    ns = float(ns)
+    if ns >= 1e9:
+        return f"{ns / 1e9:.2f}s"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f}ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f}µs"
+    return f"{ns:.0f}ns"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}%"
+
+
+def sparkline(values: list[int] | list[float], width: int = 12) -> str:
+    vals = list(values)[-width:]
+    if not vals:
+        return ""
+    hi = max(vals)
+    lo = min(vals)
+    span = hi - lo
+    if span <= 0:
+        return SPARK[0] * len(vals) if hi == 0 else SPARK[3] * len(vals)
+    return "".join(SPARK[min(7, int((v - lo) * 7.999 / span))] for v in vals)

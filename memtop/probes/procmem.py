@@ -1,0 +1,62 @@
+"""procmem: process lifecycle from sched:sched_process_fork/exec/exit (rare events)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from memtop.probes.base import BpfProbe
+from memtop.records import Record
+from memtop.records.system import ProcEvent
+from memtop.text import clean
+
+KINDS = {1: "exec", 2: "exit"}
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [
+        ("ts_ns", ctypes.c_uint64),
+        ("lifetime_ns", ctypes.c_uint64),
+        ("pid", ctypes.c_uint32),
+        ("kind", ctypes.c_uint32),
+        ("comm", ctypes.c_char * 16),
+    ]
+
+
+class ProcmemProbe(BpfProbe):
+    name = "procmem"
+    program = "procmem"
+    tracepoints = ("sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit")
+    panes = ("processes",)
+
+    def __init__(self, max_pids: int = 16384, ringbuf_pages: int = 64) -> None:
+        super().__init__()
+        self.max_pids = max_pids
+        self.ringbuf_pages = ringbuf_pages
+        self._pending: list[Record] = []
+
+    def cflags(self) -> list[str]:
+        return [f"-DMAX_PIDS={self.max_pids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
+
+    def after_load(self) -> None:
+        self.bpf["events"].open_ring_buffer(self._on_event)
+
+    def _on_event(self, _ctx: Any, data: Any, _size: int) -> None:
+        ev = ctypes.cast(data, ctypes.POINTER(_Event)).contents
+        self._pending.append(
+            ProcEvent(
+                ts_ns=int(ev.ts_ns),
+                event=KINDS.get(int(ev.kind), "unknown"),
+                pid=int(ev.pid),
+                comm=clean(bytes(ev.comm).split(b"\0", 1)[0]),
+                lifetime_ns=int(ev.lifetime_ns),
+            )
+        )
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        self.bpf.ring_buffer_consume()
+        out, self._pending = self._pending, []
+        out.append(self.lost_record())
+        return out

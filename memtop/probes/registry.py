@@ -1,0 +1,31 @@
+"""The default probe set: what `memtop` attaches at start. Hot-path probes (fault stacks, malloc)
+are not here: they attach on demand, scoped to a target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memtop.probes.base import Probe
+from memtop.probes.procfs import ProcfsProbe
+from memtop.probes.procmem import ProcmemProbe
+
+
+def default_probes(proc_root: str | Path = "/proc", bpf: bool = True) -> list[Probe]:
+    probes: list[Probe] = [ProcfsProbe(proc_root)]
+    if not bpf:
+        return probes
+    probes.append(ProcmemProbe())
+    # further default probes are appended below, one per line, in load order
+    probes.extend(_optional_probes())
+    return probes
+
+
+def _optional_probes() -> list[Probe]:
+    out: list[Probe] = []
+    return out
+
+
+def all_probe_classes() -> list[type[Probe]]:
+    """Every probe class memtop knows (for doctor), default or on-demand."""
+    classes: list[type[Probe]] = [ProcfsProbe, ProcmemProbe]
+    return classes

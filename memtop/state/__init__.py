@@ -1,0 +1,63 @@
+"""State: pure Python, fed record batches; what the panes render from.
+
+``State.apply(batch)`` hands each batch to every sub-state (one per pane family, defined in the
+submodules of this package and discovered automatically). Probes emit cumulative counters; rates
+and deltas are derived here, so live and replay take the same path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TypeVar
+
+from memtop.records import Batch, Lost, ProbeStatus
+from memtop.state.base import SubState
+
+S = TypeVar("S", bound=SubState)
+
+
+def _load_submodules() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "base":
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+class State:
+    def __init__(self, mode: str = "procfs") -> None:
+        _load_submodules()
+        self.mode = mode  # "bpf" | "procfs" | "replay"
+        self.ts_ns = 0
+        self.first_ts_ns = 0
+        self.batches = 0
+        self.statuses: dict[str, ProbeStatus] = {}
+        self.lost: dict[tuple[str, str], int] = {}
+        self.subs: dict[str, SubState] = {cls.key: cls() for cls in SubState.registry}
+
+    def get(self, cls: type[S]) -> S:
+        sub = self.subs[cls.key]
+        assert isinstance(sub, cls)
+        return sub
+
+    def apply(self, batch: Batch) -> None:
+        if not self.first_ts_ns:
+            self.first_ts_ns = batch.ts_ns
+        self.ts_ns = batch.ts_ns
+        self.batches += 1
+        for rec in batch.records:
+            if isinstance(rec, ProbeStatus):
+                self.statuses[rec.probe] = rec
+            elif isinstance(rec, Lost):
+                self.lost[(rec.probe, rec.what)] = rec.count
+        for sub in self.subs.values():
+            sub.apply(batch, self)
+
+    def probe_state(self, name: str) -> ProbeStatus | None:
+        return self.statuses.get(name)
+
+    def lost_total(self, probe: str) -> int:
+        return sum(v for (p, _), v in self.lost.items() if p == probe)
+
+    @property
+    def uptime_s(self) -> float:
+        return (self.ts_ns - self.first_ts_ns) / 1e9 if self.first_ts_ns else 0.0

@@ -1,0 +1,49 @@
+"""Sub-state contract and small pure data structures (rings, log2 histograms)."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, ClassVar
+
+from memtop.records import Batch
+
+if TYPE_CHECKING:
+    from memtop.state import State
+
+
+class SubState:
+    """One pane family's state. Subclasses register themselves by defining ``key``."""
+
+    key: ClassVar[str] = ""
+    registry: ClassVar[list[type["SubState"]]] = []
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.key and cls not in SubState.registry:
+            SubState.registry.append(cls)
+
+    def apply(self, batch: Batch, state: "State") -> None:
+        raise NotImplementedError
+
+
+class Ring(deque[tuple[int, float]]):
+    """A fixed-size time series of (ts_ns, value)."""
+
+    def __init__(self, size: int = 600) -> None:
+        super().__init__(maxlen=size)
+
+
+def log2_bucket(value: int) -> int:
+    """Index of the power-of-two bucket holding ``value`` (0 for 0 and 1)."""
+    return max(0, int(value).bit_length() - 1) if value > 0 else 0
+
+
+def log2_le(index: int) -> int:
+    """Upper bound (inclusive) of log2 bucket ``index``: values in [2**i, 2**(i+1) - 1]."""
+    return (1 << (index + 1)) - 1
+
+
+def rate(cur: int, prev: int, dt_ns: int) -> float:
+    if dt_ns <= 0 or cur < prev:
+        return 0.0
+    return (cur - prev) * 1e9 / dt_ns

@@ -1,0 +1,173 @@
+"""Processes and system-wide memory: the foundation panes' state."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memtop.records import Batch
+from memtop.records.system import MemInfo, Pressure, ProcEvent, ProcSample, VmStat
+from memtop.state.base import SubState, rate
+
+if TYPE_CHECKING:
+    from memtop.state import State
+
+SPARK_LEN = 30
+HISTORY_LEN = 3600
+EXITED_LEN = 200
+GONE_GRACE_NS = 120 * 1_000_000_000
+
+
+@dataclass(slots=True)
+class HistoryPoint:
+    ts_ns: int
+    anon_bytes: int
+    file_bytes: int
+    shmem_bytes: int
+    swap_bytes: int
+    minflt_per_s: float
+    majflt_per_s: float
+
+
+@dataclass(slots=True)
+class ProcRow:
+    sample: ProcSample
+    ts_ns: int
+    minflt_per_s: float = 0.0
+    majflt_per_s: float = 0.0
+    spark: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
+    history: deque[HistoryPoint] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    exited_ns: int = 0  # when it was seen gone (0 = alive)
+    first_ts_ns: int = 0
+    first_minor_faults: int = 0
+    first_major_faults: int = 0
+
+
+@dataclass(slots=True)
+class ExitedRow:
+    pid: int
+    comm: str
+    exited_ns: int
+    lifetime_ns: int
+    last: ProcSample | None
+
+
+class ProcessesState(SubState):
+    key = "processes"
+
+    def __init__(self) -> None:
+        self.rows: dict[int, ProcRow] = {}
+        self.gone: dict[int, ProcRow] = {}
+        self.exited: deque[ExitedRow] = deque(maxlen=EXITED_LEN)
+        self._exit_seen: dict[int, ExitedRow] = {}
+        self.samples_ts_ns = 0
+
+    def row(self, pid: int) -> ProcRow | None:
+        return self.rows.get(pid) or self.gone.get(pid)
+
+    def apply(self, batch: Batch, state: "State") -> None:
+        samples = [r for r in batch.records if isinstance(r, ProcSample)]
+        for rec in batch.records:
+            if isinstance(rec, ProcEvent) and rec.event == "exit":
+                self._on_exit(rec)
+            elif isinstance(rec, ProcEvent) and rec.event == "exec":
+                row = self.rows.get(rec.pid)
+                if row is not None:
+                    row.sample = _with_comm(row.sample, rec.comm)
+        if not samples:
+            return
+        ts = batch.ts_ns
+        self.samples_ts_ns = ts
+        seen: set[int] = set()
+        for s in samples:
+            seen.add(s.pid)
+            row = self.rows.get(s.pid)
+            if row is None or (row.sample.start_time_ns and s.start_time_ns != row.sample.start_time_ns):
+                row = ProcRow(
+                    sample=s,
+                    ts_ns=ts,
+                    first_ts_ns=ts,
+                    first_minor_faults=s.minor_faults,
+                    first_major_faults=s.major_faults,
+                )
+                self.rows[s.pid] = row
+            else:
+                dt = ts - row.ts_ns
+                row.minflt_per_s = rate(s.minor_faults, row.sample.minor_faults, dt)
+                row.majflt_per_s = rate(s.major_faults, row.sample.major_faults, dt)
+                row.sample, row.ts_ns = s, ts
+            row.spark.append(s.rss_bytes)
+            row.history.append(
+                HistoryPoint(
+                    ts,
+                    s.rss_anon_bytes,
+                    s.rss_file_bytes,
+                    s.rss_shmem_bytes,
+                    s.swap_bytes,
+                    row.minflt_per_s,
+                    row.majflt_per_s,
+                )
+            )
+        for pid in [p for p in self.rows if p not in seen]:
+            row = self.rows.pop(pid)
+            row.exited_ns = ts
+            self.gone[pid] = row
+            ev = self._exit_seen.pop(pid, None)
+            if ev is not None:
+                ev.last = row.sample
+            else:
+                self.exited.appendleft(ExitedRow(pid, row.sample.comm, ts, _lifetime(row, ts), row.sample))
+        for pid in [p for p, r in self.gone.items() if ts - r.exited_ns > GONE_GRACE_NS]:
+            del self.gone[pid]
+        self._exit_seen = {p: e for p, e in self._exit_seen.items() if ts - e.exited_ns < GONE_GRACE_NS}
+
+    def _on_exit(self, ev: ProcEvent) -> None:
+        row = self.rows.get(ev.pid)
+        entry = ExitedRow(ev.pid, ev.comm, ev.ts_ns, ev.lifetime_ns, row.sample if row else None)
+        self.exited.appendleft(entry)
+        self._exit_seen[ev.pid] = entry
+
+
+def _lifetime(row: ProcRow, ts: int) -> int:
+    return max(0, ts - row.sample.start_time_ns) if row.sample.start_time_ns else 0
+
+
+def _with_comm(s: ProcSample, comm: str) -> ProcSample:
+    from dataclasses import replace
+
+    return replace(s, comm=comm)
+
+
+class SystemState(SubState):
+    key = "system"
+
+    def __init__(self) -> None:
+        self.meminfo: MemInfo | None = None
+        self.pressure: Pressure | None = None
+        self.vmstat: dict[str, int] = {}
+        self.vmstat_prev: dict[str, int] = {}
+        self.vmstat_first: dict[str, int] = {}
+        self.vmstat_ts_ns = 0
+        self.vmstat_prev_ts_ns = 0
+        self.vmstat_first_ts_ns = 0
+
+    def apply(self, batch: Batch, state: "State") -> None:
+        for rec in batch.records:
+            if isinstance(rec, MemInfo):
+                self.meminfo = rec
+            elif isinstance(rec, Pressure):
+                self.pressure = rec
+            elif isinstance(rec, VmStat):
+                self.vmstat_prev, self.vmstat_prev_ts_ns = self.vmstat, self.vmstat_ts_ns
+                self.vmstat, self.vmstat_ts_ns = rec.as_dict(), batch.ts_ns
+                if not self.vmstat_first:
+                    self.vmstat_first, self.vmstat_first_ts_ns = self.vmstat, batch.ts_ns
+
+    def vmstat_rate(self, name: str) -> float:
+        return rate(
+            self.vmstat.get(name, 0), self.vmstat_prev.get(name, 0), self.vmstat_ts_ns - self.vmstat_prev_ts_ns
+        )
+
+    def vmstat_since_start(self, name: str) -> int:
+        return self.vmstat.get(name, 0) - self.vmstat_first.get(name, 0)

@@ -1,0 +1,315 @@
+"""The memtop Textual app: composes the panes, drives polling on a timer, snapshots panes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from memtop import bcc_compat, files, fmt, resources
+from memtop.bridge import Source
+from memtop.errors import MemtopError
+from memtop.state import State
+from memtop.state.system import SystemState
+from memtop.ui.panes import panes
+from memtop.ui.panes.base import Pane
+from memtop.ui.panes.processes import DrillIn
+
+MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
+
+
+@dataclass
+class SnapshotRequest:
+    """Headless snapshot: wait for probes to settle, then ``after_s`` more, then write and exit."""
+
+    pane: str
+    fmt: str
+    output: str
+    after_s: float = 0.0
+    force: bool = False
+    pid: int | None = None
+    section: str = ""
+
+
+HELP = """\
+memtop — live Linux memory behaviour
+
+  1-9        show pane (tabs above)         Tab/Shift-Tab  move focus
+  ↑ ↓ j k    move                           Enter          drill into the process
+  < >        sort by previous/next column   r              reverse sort
+  M P F S    sort by RSS / PID / faults / swap (again: reverse)
+  /          filter (name, pid, user, cmd)  Esc            clear filter / back
+  Space      pause display (data keeps coming in; nothing is lost)
+  + -        refresh interval               s              snapshot the pane to a file
+  ?          this help                      q              quit
+
+Snapshot format and directory: --snapshot-format svg|txt|json, --snapshot-dir DIR.
+Headless: memtop snapshot --pane NAME --format json --output FILE --after SECONDS
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(HELP), id="help-body")
+
+
+class MemtopApp(App[int]):
+    CSS_PATH = str(resources.styles_dir() / "memtop.tcss")
+    TITLE = "memtop"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("s", "snapshot", "Snapshot"),
+        Binding("space", "pause", "Pause"),
+        Binding("plus", "interval(0.5)", "Slower", show=False),
+        Binding("minus", "interval(-0.5)", "Faster", show=False),
+    ] + [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        interval_s: float = 1.0,
+        snapshot_format: str = "svg",
+        snapshot_dir: str = ".",
+        snapshot_request: SnapshotRequest | None = None,
+        initial_pid: int | None = None,
+        initial_pane: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.state = State(mode=source.mode)
+        self.interval_s = interval_s
+        self.snapshot_format = snapshot_format
+        self.snapshot_dir = snapshot_dir
+        self.snapshot_request = snapshot_request
+        self.initial_pid = initial_pid
+        self.initial_pane = initial_pane
+        self.paused = False
+        self.pane_classes = panes()
+        self._timer: Any = None
+        self.last_snapshot: Path | None = None
+        self.error: MemtopError | None = None
+        source.subscribe(self._on_batch)
+
+    # -- layout -----------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Static(id="banner", classes="hidden")
+        with TabbedContent(id="tabs"):
+            for i, cls in enumerate(self.pane_classes, 1):
+                pane = cls(id=f"pane-{cls.view_name}")
+                with TabPane(f"{i} {pane.title}", id=f"tab-{cls.view_name}"):
+                    yield pane
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        if self.initial_pane:
+            self.show_pane(self.initial_pane)
+        pane = self.active_pane()
+        if pane is not None:
+            pane.focus_default()
+        await self.source.start()
+        self._timer = self.set_interval(self.interval_s, self._tick)
+        self.call_later(self._tick)
+        if self.snapshot_request is not None:
+            self.run_worker(self._headless_snapshot(self.snapshot_request), exclusive=True)
+        if self.initial_pid is not None:
+            self.post_message(DrillIn(self.initial_pid))
+
+    def _on_batch(self, batch: Any) -> None:
+        self.state.mode = self.source.mode
+        self.state.apply(batch)
+
+    async def _tick(self) -> None:
+        await self.source.poll()
+        if not self.paused:
+            self.redraw()
+
+    def redraw(self) -> None:
+        self._draw_header()
+        pane = self.active_pane()
+        if pane is not None:
+            pane.refresh_from(self.state)
+        screen = self.screen
+        refresh = getattr(screen, "refresh_from", None)
+        if callable(refresh):
+            refresh(self.state)
+
+    def active_pane(self) -> Pane | None:
+        try:
+            tabs = self.query_one("#tabs", TabbedContent)
+        except Exception:  # noqa: BLE001
+            return None
+        active = tabs.active
+        if not active:
+            return None
+        name = active.removeprefix("tab-")
+        try:
+            return self.query_one(f"#pane-{name}", Pane)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def show_pane(self, name: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self, _event: TabbedContent.TabActivated) -> None:
+        pane = self.active_pane()
+        if pane is not None:
+            pane.refresh_from(self.state)
+            pane.focus_default()
+
+    def _draw_header(self) -> None:
+        sys_state = self.state.get(SystemState)
+        t = Text()
+        t.append(" memtop ", style="bold reverse")
+        mode = self.state.mode
+        t.append(f" {mode} ", style="bold green" if mode == "bpf" else "bold yellow")
+        if self.paused:
+            t.append(" PAUSED ", style="bold reverse yellow")
+        m = sys_state.meminfo
+        if m is not None:
+            t.append(
+                f"  Mem {fmt.bytes_h(m.total_bytes)} used {fmt.bytes_h(m.used_bytes)} "
+                f"free {fmt.bytes_h(m.free_bytes)} avail {fmt.bytes_h(m.available_bytes)} "
+                f"cached {fmt.bytes_h(m.cached_bytes)}"
+            )
+            t.append(f"  Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}")
+        p = sys_state.pressure
+        if p is not None:
+            t.append(f"  PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}")
+        sts = self.state.statuses
+        attached = sum(1 for s in sts.values() if s.state == "attached")
+        loading = sum(1 for s in sts.values() if s.state in ("pending", "attaching"))
+        t.append(f"  probes {attached}/{len(sts)}")
+        if loading:
+            t.append(f" (attaching {loading}…)", style="yellow")
+        failed = [s for s in sts.values() if s.state == "failed"]
+        if failed:
+            t.append(f" {len(failed)} failed", style="red")
+        hdr = bcc_compat.header_info()
+        if hdr is not None and hdr.kind == "standin":
+            t.append(f"  headers: stand-in {hdr.version}", style="dim")
+        t.append(f"  every {self.interval_s:g}s", style="dim")
+        self.query_one("#header", Static).update(t)
+        banner = self.query_one("#banner", Static)
+        bpf_err = getattr(self.source, "bpf_error", None)
+        if bpf_err is not None:
+            b = Text(f" BPF unavailable: {bpf_err.message}. Showing the /proc view. ", style="bold")
+            if bpf_err.hint:
+                b.append(f"Fix: {bpf_err.hint}")
+            banner.update(b)
+            banner.remove_class("hidden")
+        else:
+            banner.add_class("hidden")
+
+    # -- drill-in ---------------------------------------------------------------------------------
+    @on(DrillIn)
+    def _drill(self, event: DrillIn) -> None:
+        try:
+            from memtop.ui.screens.process import ProcessScreen  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            self.notify("The process drill-in screen is not available yet.", severity="warning")
+            return
+        self.push_screen(ProcessScreen(event.pid, self.source, self.state))
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.redraw() if not self.paused else self._draw_header()
+
+    def action_interval(self, delta: float) -> None:
+        self.interval_s = min(MAX_INTERVAL, max(MIN_INTERVAL, self.interval_s + delta))
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_interval(self.interval_s, self._tick)
+        self.notify(f"refresh every {self.interval_s:g}s", timeout=1.5)
+        self._draw_header()
+
+    def action_show_pane(self, index: int) -> None:
+        if 1 <= index <= len(self.pane_classes):
+            self.show_pane(self.pane_classes[index - 1].view_name)
+
+    def action_snapshot(self) -> None:
+        try:
+            path = self.write_snapshot(self.snapshot_format)
+        except MemtopError as exc:
+            self.notify(f"snapshot failed: {exc}", severity="error")
+            return
+        self.notify(f"snapshot written to {path}", timeout=4)
+
+    def snapshot_target(self) -> Any:
+        """What `s` snapshots: a drill-in screen that knows how, else the active pane."""
+        screen = self.screen
+        if hasattr(screen, "snapshot_document"):
+            return screen
+        return self.active_pane()
+
+    def render_snapshot(self, fmt_name: str, target: Any) -> str:
+        if fmt_name == "svg":
+            return self.export_screenshot(title=f"memtop {getattr(target, 'title', '')}")
+        if hasattr(target, "snapshot_document"):
+            return str(target.snapshot_export(self.state, fmt_name))
+        pane: Pane = target
+        opts = pane.options()
+        if fmt_name == "json":
+            return json.dumps(pane.view.document(self.state, opts), indent=1, ensure_ascii=False) + "\n"
+        if fmt_name == "txt":
+            return pane.view.text(self.state, opts)
+        return pane.view.export(self.state, opts, fmt_name)
+
+    def write_snapshot(self, fmt_name: str, output: str | None = None, force: bool = False) -> Path:
+        target = self.snapshot_target()
+        if target is None:
+            raise MemtopError("nothing to snapshot")
+        data = self.render_snapshot(fmt_name, target)
+        if output is None:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            name = getattr(target, "snapshot_name", None) or getattr(target, "view_name", "pane")
+            output = str(Path(self.snapshot_dir) / f"memtop-{name}-{stamp}.{fmt_name}")
+        path = files.write_atomic(output, data, force=force)
+        self.last_snapshot = path
+        return path
+
+    async def _headless_snapshot(self, req: SnapshotRequest) -> None:
+        try:
+            waiter = getattr(self.source, "wait_settled", None)
+            if waiter is not None:
+                await waiter(120.0)
+            await self.source.poll()
+            if req.pane not in ("process",):
+                self.show_pane(req.pane)
+            deadline = time.monotonic() + req.after_s
+            while time.monotonic() < deadline:
+                await asyncio.sleep(min(self.interval_s, max(0.0, deadline - time.monotonic())))
+                await self.source.poll()
+            await self.source.poll()
+            self.redraw()
+            await asyncio.sleep(0.05)
+            self.write_snapshot(req.fmt, req.output, req.force)
+            self.exit(0)
+        except MemtopError as exc:
+            self.error = exc
+            self.exit(2)
+
+    async def action_quit(self) -> None:
+        self.exit(0)
+
+    async def on_unmount(self) -> None:
+        await self.source.stop()

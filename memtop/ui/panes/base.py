@@ -1,0 +1,117 @@
+"""Pane base: a widget that renders one view from state on the app's timer (never per event)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from memtop.state import State
+from memtop.views import Column, Options, View, get_view
+
+
+class Pane(Vertical):
+    """Subclasses set ``view_name`` (and ``order``, ``key`` for the number key that shows it)."""
+
+    view_name: ClassVar[str] = ""
+    order: ClassVar[int] = 100
+    #: probes that feed this pane; their status shows in the pane's status line
+    probes: ClassVar[tuple[str, ...]] = ()
+    registry: ClassVar[list[type["Pane"]]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.view_name and cls not in Pane.registry:
+            Pane.registry.append(cls)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.view: View = get_view(self.view_name)
+        self.opts = Options()
+
+    @property
+    def title(self) -> str:
+        return self.view.title
+
+    def refresh_from(self, state: State) -> None:
+        """Redraw from state; called on the app's timer when this pane is visible."""
+
+    def focus_default(self) -> None:
+        """Give the keyboard to the pane's main table so its keys work at once."""
+        tables = self.query(DataTable)
+        if tables:
+            tables.first().focus()
+
+    def options(self) -> Options:
+        return self.opts
+
+    def status_text(self, state: State) -> Text:
+        """One line: what feeds this pane and whether it is attached, failed (why, what to do)."""
+        parts = Text()
+        for name in self.probes:
+            st = state.probe_state(name)
+            if st is None:
+                continue
+            if parts:
+                parts.append("  ")
+            style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
+            parts.append(f"{name}: {st.state}", style=style)
+            if st.state == "failed":
+                parts.append(f" — {st.message}", style="red")
+                if st.hint:
+                    parts.append(f" ({st.hint})", style="italic")
+            elif st.state in ("attaching", "pending"):
+                parts.append(" …", style="yellow")
+            lost = state.lost_total(name)
+            if lost:
+                parts.append(f"  lost {lost}", style="bold red")
+        return parts
+
+
+def fill_table(
+    table: DataTable[Any],
+    columns: tuple[Column, ...],
+    rows: list[dict[str, Any]],
+    key: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Update ``table`` in place by stable row key (``row[key]``): cells change where values
+    changed; rows are rebuilt only when the set or order of keys changed. The cursor stays on the
+    same key. Every cell is a ``Text`` so traced-system strings are never parsed as markup."""
+    if not table.columns:
+        for c in columns:
+            table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
+        for name in extra or {}:
+            table.add_column(Text(name), key=name)
+
+    def cells(row: dict[str, Any]) -> list[Text]:
+        out = [Text(c.cell(row), justify="right" if c.numeric else "left") for c in columns]
+        for name, fn in (extra or {}).items():
+            out.append(Text(str(fn(row))))
+        return out
+
+    new_keys = [str(r[key]) for r in rows]
+    old_keys = [str(k.value) for k in table.rows]
+    if new_keys == old_keys:
+        col_keys = [c.key for c in columns] + list(extra or {})
+        for r, k in zip(rows, new_keys):
+            for ck, cell in zip(col_keys, cells(r)):
+                table.update_cell(k, ck, cell)
+        return
+    selected: str | None = None
+    if table.row_count and table.cursor_row < table.row_count:
+        try:
+            selected = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        except Exception:  # noqa: BLE001
+            selected = None
+    table.clear()
+    for r, k in zip(rows, new_keys):
+        table.add_row(*cells(r), key=k)
+    if selected is not None and selected in new_keys:
+        table.move_cursor(row=new_keys.index(selected), animate=False)
+
+
+class StatusLine(Static):
+    pass

@@ -1,0 +1,176 @@
+"""Processes pane: per-process RSS split and faults, sortable, filterable, plus recently exited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, Input, Static
+
+from memtop import fmt
+from memtop.state import State
+from memtop.state.system import ProcessesState
+from memtop.ui.panes.base import Pane, StatusLine, fill_table
+from memtop.views import Column
+from memtop.views.processes import SORT_KEYS
+
+EXITED_COLUMNS = (
+    Column("pid", "PID"),
+    Column("comm", "COMMAND", numeric=False),
+    Column("lifetime_ns", "LIFETIME", fmt.ns_h),
+    Column("rss_bytes", "LAST RSS", fmt.bytes_h),
+    Column("swap_bytes", "LAST SWAP", fmt.bytes_h),
+    Column("minor_faults", "MINFLT", fmt.count_h),
+    Column("major_faults", "MAJFLT", fmt.count_h),
+)
+
+
+class DrillIn(Message):
+    """Ask the app to open the process screen for ``pid``."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+
+
+class ProcessesPane(Pane):
+    view_name = "processes"
+    order = 10
+    probes = ("procfs", "procmem")
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
+        Binding("greater_than_sign", "sort(1)", "Sort →"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("M", "sort_by('rss_bytes')", "Sort RSS", show=False),
+        Binding("P", "sort_by('pid')", "Sort PID", show=False),
+        Binding("F", "sort_by('minor_faults_per_s')", "Sort faults", show=False),
+        Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opts.sort = "rss_bytes"
+        self._state: State | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="processes-status", classes="pane-status")
+        yield Input(placeholder="filter by name, pid, user or command line (Enter applies, Esc clears)",
+                    id="processes-filter", classes="hidden")
+        table: DataTable[Any] = DataTable(id="processes-table", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static(Text("Recently exited", style="bold"), classes="subtitle")
+        yield DataTable(id="processes-exited", cursor_type="row", zebra_stripes=True)
+
+    def refresh_from(self, state: State) -> None:
+        self._state = state
+        doc = self.view.document(state, self.opts)
+        procs = state.get(ProcessesState)
+        status = self.status_text(state)
+        sort_label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "rss_bytes"))
+        status.append(f"   {len(doc['rows'])} processes · sort {sort_label} {'↓' if self.opts.reverse else '↑'}")
+        if self.opts.filter:
+            status.append(f" · filter: ")
+            status.append(self.opts.filter, style="bold")
+        self.query_one("#processes-status", StatusLine).update(status)
+
+        def spark(row: dict[str, Any]) -> str:
+            r = procs.rows.get(row["pid"])
+            return fmt.sparkline(list(r.spark) if r else [], 12)
+
+        fill_table(
+            self.query_one("#processes-table", DataTable),
+            self.view.columns,
+            doc["rows"],
+            "pid",
+            extra={"RSS HISTORY": spark},
+        )
+        fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, doc["exited"][:50], "exited_ns")
+
+    def _redraw(self) -> None:
+        if self._state is not None:
+            self.refresh_from(self._state)
+
+    def selected_pid(self) -> int | None:
+        table = self.query_one("#processes-table", DataTable)
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # noqa: BLE001
+            return None
+        return int(key) if key is not None else None
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_sort(self, step: int) -> None:
+        keys = list(SORT_KEYS)
+        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 3
+        self.opts.sort = keys[(cur + step) % len(keys)]
+        self._redraw()
+
+    def action_sort_by(self, key: str) -> None:
+        if self.opts.sort == key:
+            self.opts.reverse = not self.opts.reverse
+        else:
+            self.opts.sort, self.opts.reverse = key, key not in ("pid", "user", "comm")
+        self._redraw()
+
+    def action_reverse(self) -> None:
+        self.opts.reverse = not self.opts.reverse
+        self._redraw()
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one("#processes-table", DataTable)
+        table.move_cursor(row=max(0, table.cursor_row + step))
+
+    def action_filter(self) -> None:
+        box = self.query_one("#processes-filter", Input)
+        box.remove_class("hidden")
+        box.value = self.opts.filter
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#processes-filter", Input)
+        box.value = ""
+        self.opts.filter = ""
+        box.add_class("hidden")
+        self.query_one("#processes-table", DataTable).focus()
+        self._redraw()
+
+    @on(Input.Submitted, "#processes-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.opts.filter = event.value.strip()
+        box = self.query_one("#processes-filter", Input)
+        if not self.opts.filter:
+            box.add_class("hidden")
+        self.query_one("#processes-table", DataTable).focus()
+        self._redraw()
+
+    @on(Input.Changed, "#processes-filter")
+    def _filter_live(self, event: Input.Changed) -> None:
+        self.opts.filter = event.value.strip()
+        self._redraw()
+
+    @on(DataTable.HeaderSelected, "#processes-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key in SORT_KEYS:
+            self.action_sort_by(key)
+
+    @on(DataTable.RowSelected, "#processes-table")
+    def _row(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(DrillIn(int(event.row_key.value)))
+
+    @on(DataTable.RowSelected, "#processes-exited")
+    def _exited_row(self, event: DataTable.RowSelected) -> None:
+        pid = self.query_one("#processes-exited", DataTable).get_row(event.row_key)[0]
+        self.post_message(DrillIn(int(str(pid))))

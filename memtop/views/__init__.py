@@ -1,0 +1,112 @@
+"""Views: what each pane shows, as data. Pure Python (no Textual), shared by the TUI, snapshots
+and batch mode.
+
+A view turns ``State`` into a *document* (the JSON snapshot, a dict) and describes its main table
+with ``Column``s so the text snapshot and the TUI table render the same rows. Views register
+themselves by subclassing :class:`View`; every submodule of this package is imported by
+:func:`views`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from memtop.errors import MemtopError
+from memtop.state import State
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    fmt: Callable[[Any], str] = str
+    numeric: bool = True
+    width: int = 0
+
+    def cell(self, row: dict[str, Any]) -> str:
+        value = row.get(self.key)
+        return "-" if value is None else self.fmt(value)
+
+
+@dataclass
+class Options:
+    """What a view is asked to show: sort, filter, target pid, section."""
+
+    sort: str = ""
+    reverse: bool = True
+    filter: str = ""
+    pid: int | None = None
+    section: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class View:
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    order: ClassVar[int] = 100
+    columns: ClassVar[tuple[Column, ...]] = ()
+    #: export formats besides json/txt/svg (e.g. "folded")
+    extra_formats: ClassVar[tuple[str, ...]] = ()
+    registry: ClassVar[dict[str, type["View"]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            View.registry[cls.name] = cls
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = doc.get("rows", [])
+        return rows if isinstance(rows, list) else []
+
+    def text(self, state: State, opts: Options) -> str:
+        doc = self.document(state, opts)
+        return render_table(self.title, self.columns, self.table_rows(doc)) + self.text_extra(doc)
+
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        return ""
+
+    def export(self, state: State, opts: Options, fmt: str) -> str:
+        raise MemtopError(f"pane {self.name!r} has no {fmt!r} export")
+
+
+def render_table(title: str, columns: tuple[Column, ...], rows: list[dict[str, Any]]) -> str:
+    cells = [[c.cell(r) for c in columns] for r in rows]
+    widths = [max([len(c.label)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    widths = [min(w, 60) for w in widths]
+
+    def line(values: list[str]) -> str:
+        out = []
+        for i, (c, v) in enumerate(zip(columns, values)):
+            v = v[: widths[i]]
+            out.append(v.rjust(widths[i]) if c.numeric else v.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    lines = [title, line([c.label for c in columns])]
+    lines += [line(r) for r in cells]
+    return "\n".join(lines) + "\n"
+
+
+def _load() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def views() -> dict[str, type[View]]:
+    _load()
+    return dict(sorted(View.registry.items(), key=lambda kv: kv[1].order))
+
+
+def get_view(name: str) -> View:
+    all_views = views()
+    if name not in all_views:
+        raise MemtopError(
+            f"unknown pane {name!r}", "panes: " + ", ".join(all_views)
+        )
+    return all_views[name]()
