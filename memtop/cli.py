@@ -44,6 +44,10 @@ def pid_arg(text: str) -> int:
     return value
 
 
+def pid_list(text: str) -> list[int]:
+    return [pid_arg(part) for part in text.split(",") if part.strip()] or [pid_arg(text)]
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -63,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--pid", type=pid_arg, help="open the drill-in screen for PID at start")
     p.add_argument("--pane", help="pane to show at start")
+    p.add_argument("--leaks", type=pid_list, help="attach the memleak browser to PID[,PID…] at start")
     p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
     p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
@@ -77,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.add_argument("--pid", type=pid_arg)
     s.add_argument("--section", default="")
+    s.add_argument("--leaks", type=pid_list, help="pids for --pane leaks")
     return p
 
 
@@ -108,6 +114,8 @@ def run_tui(args: argparse.Namespace) -> int:
     from memtop.ui.app import MemtopApp
 
     check_pid(args.pid, args.proc_root)
+    for pid in args.leaks or []:
+        check_pid(pid, args.proc_root)
     if args.pane:
         from memtop.views import get_view
 
@@ -119,6 +127,7 @@ def run_tui(args: argparse.Namespace) -> int:
         snapshot_dir=args.snapshot_dir,
         initial_pid=args.pid,
         initial_pane=args.pane,
+        leak_pids=args.leaks,
     )
     code = app.run()
     if app.error is not None:
@@ -137,10 +146,12 @@ def run_snapshot(args: argparse.Namespace) -> int:
     if args.pane == "process" and args.pid is None:
         raise MemtopError("--pane process needs --pid PID")
     check_pid(args.pid, args.proc_root)
+    for pid in args.leaks or []:
+        check_pid(pid, args.proc_root)
     files.check_target(args.output, args.force)
     req = SnapshotRequest(args.pane, args.format, args.output, args.after, args.force, args.pid, args.section)
     app = MemtopApp(make_source(args), interval_s=args.interval, snapshot_request=req,  # type: ignore[arg-type]
-                    initial_pid=args.pid if args.pane == "process" else None)
+                    initial_pid=args.pid if args.pane == "process" else None, leak_pids=args.leaks)
     code = app.run(headless=True, size=(200, 60))
     if app.error is not None:
         raise app.error

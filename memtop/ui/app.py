@@ -23,7 +23,7 @@ from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import Pane
-from memtop.ui.panes.processes import DrillIn
+from memtop.ui.panes.base import DrillIn
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 
@@ -66,7 +66,8 @@ class HelpScreen(ModalScreen[None]):
 
 
 class MemtopApp(App[int]):
-    CSS_PATH = str(resources.styles_dir() / "memtop.tcss")
+    # every pane family brings its own styles/<name>.tcss; memtop.tcss first
+    CSS_PATH = [str(p) for p in sorted(resources.styles_dir().glob("*.tcss"), key=lambda p: p.name != "memtop.tcss")]
     TITLE = "memtop"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -87,6 +88,7 @@ class MemtopApp(App[int]):
         snapshot_request: SnapshotRequest | None = None,
         initial_pid: int | None = None,
         initial_pane: str | None = None,
+        leak_pids: list[int] | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -97,6 +99,8 @@ class MemtopApp(App[int]):
         self.snapshot_request = snapshot_request
         self.initial_pid = initial_pid
         self.initial_pane = initial_pane
+        #: pids to attach the memleak probe to at start (`memtop --leaks PID[,PID…]`)
+        self.leak_pids = list(leak_pids or [])
         self.paused = False
         self.pane_classes = panes()
         self._timer: Any = None
@@ -224,7 +228,8 @@ class MemtopApp(App[int]):
         except ImportError:
             self.notify("The process drill-in screen is not available yet.", severity="warning")
             return
-        self.push_screen(ProcessScreen(event.pid, self.source, self.state))
+        section = self.snapshot_request.section if self.snapshot_request else ""
+        self.push_screen(ProcessScreen(event.pid, self.source, self.state, section=section))
 
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:

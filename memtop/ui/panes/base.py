@@ -6,10 +6,19 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from memtop.state import State
 from memtop.views import Column, Options, View, get_view
+
+
+class DrillIn(Message):
+    """Ask the app to open the process drill-in screen for ``pid`` (Enter on any pid row)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
 
 
 class Pane(Vertical):

@@ -8,13 +8,12 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from memtop import fmt
 from memtop.state import State
 from memtop.state.system import ProcessesState
-from memtop.ui.panes.base import Pane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
 from memtop.views import Column
 from memtop.views.processes import SORT_KEYS
 
@@ -27,14 +26,6 @@ EXITED_COLUMNS = (
     Column("minor_faults", "MINFLT", fmt.count_h),
     Column("major_faults", "MAJFLT", fmt.count_h),
 )
-
-
-class DrillIn(Message):
-    """Ask the app to open the process screen for ``pid``."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__()
-        self.pid = pid
 
 
 class ProcessesPane(Pane):
