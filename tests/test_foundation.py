@@ -1,0 +1,206 @@
+"""Foundation: import hygiene, records round-trip, headers discovery, doctor, CLI errors, wheel."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+
+from kernel import ROOT, memtop_cmd
+
+PKG = ROOT / "memtop"
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module.split(".")[0])
+            if node.module == "memtop" or node.module.startswith("memtop."):
+                out.add(node.module)
+    return out
+
+
+def test_layering_ui_never_imports_bcc_and_lower_layers_never_import_textual() -> None:
+    for path in PKG.rglob("*.py"):
+        mods = imports_of(path)
+        rel = path.relative_to(PKG).as_posix()
+        if rel.startswith("ui/"):
+            assert "bcc" not in mods and "memtop.bcc_compat" not in mods, f"{rel} imports bcc"
+        else:
+            assert "textual" not in mods, f"{rel} (below the UI) imports textual"
+        if rel != "bcc_compat.py":
+            assert "bcc" not in mods, f"{rel} imports bcc directly (only memtop/bcc_compat.py may)"
+
+
+def test_state_and_probes_import_without_textual() -> None:
+    code = (
+        "import sys, pkgutil, importlib, memtop.state, memtop.views, memtop.probes, memtop.records\n"
+        "for m in pkgutil.walk_packages(memtop.probes.__path__, 'memtop.probes.'): importlib.import_module(m.name)\n"
+        "memtop.state.State(); memtop.views.views()\n"
+        "assert 'textual' not in sys.modules, [m for m in sys.modules if m.startswith('textual')]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def _example(hint: typing.Any) -> typing.Any:
+    origin = typing.get_origin(hint)
+    if hint is int:
+        return 7
+    if hint is float:
+        return 1.5
+    if hint is str:
+        return "x[bold]y"
+    if hint is bool:
+        return True
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return (_example(args[0]), _example(args[0]))
+        return tuple(_example(a) for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
+        return _example(next(a for a in typing.get_args(hint) if a is not type(None)))
+    raise AssertionError(f"record field type {hint!r} is not a plain value")
+
+
+def test_every_record_kind_round_trips_through_json() -> None:
+    from memtop.records import RECORD_TYPES, from_json, to_json
+
+    assert {"proc", "proc_event", "meminfo", "pressure", "vmstat", "probe_status", "lost"} <= set(RECORD_TYPES)
+    for kind, cls in RECORD_TYPES.items():
+        hints = typing.get_type_hints(cls)
+        obj = cls(**{f.name: _example(hints[f.name]) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
+        data = json.loads(json.dumps(to_json(obj)))
+        assert data["kind"] == kind
+        assert from_json(data) == obj, kind
+        data["some_future_field"] = 1  # unknown fields are ignored
+        assert from_json(data) == obj
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, dataclasses.fields(cls)[0].name, 1)  # type: ignore[arg-type]
+
+
+def _headers_tree(root: Path, version: str, common_name: str) -> None:
+    arch = root / f"linux-headers-{version}"
+    common = root / common_name
+    (arch / "include" / "generated").mkdir(parents=True)
+    (arch / "include" / "generated" / "autoconf.h").write_text("#define CONFIG_X 1\n")
+    (arch / "arch" / "x86" / "include" / "generated").mkdir(parents=True)
+    (common / "include" / "linux").mkdir(parents=True)
+    (common / "include" / "linux" / "kconfig.h").write_text("/* common */\n")
+    (common / "arch" / "x86" / "include" / "asm").mkdir(parents=True)
+    (common / "Makefile").write_text("common\n")
+    (arch / "Makefile").write_text("arch\n")
+
+
+def test_headers_standin_merges_split_debian_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtop import headers
+
+    monkeypatch.setenv("MEMTOP_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "src"
+    _headers_tree(src, "6.1.0-9-amd64", "linux-headers-6.1.0-9-common")
+    _headers_tree(src, "5.10.0-1-amd64", "linux-headers-5.10.0-1-common")
+    info = headers.find_headers("6.18.0-test", src_root=src, modules_root=tmp_path / "modules")
+    assert info.kind == "standin" and info.version == "6.1.0-9-amd64"  # the newest
+    merged = Path(info.path)
+    assert (merged / "include" / "linux" / "kconfig.h").read_text() == "/* common */\n"
+    assert (merged / "include" / "generated" / "autoconf.h").exists()
+    assert (merged / "Makefile").read_text() == "arch\n"  # arch wins over common
+    assert "stand-in" in info.summary
+    headers.apply(info)
+    assert os.environ["BCC_KERNEL_SOURCE"] == info.path
+    monkeypatch.delenv("BCC_KERNEL_SOURCE")
+
+
+def test_headers_ubuntu_layout_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtop import headers
+
+    monkeypatch.setenv("MEMTOP_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "src"
+    _headers_tree(src, "5.15.0-91-generic", "linux-headers-5.15.0-91")
+    info = headers.find_headers("5.15.0-91-generic", src_root=src, modules_root=tmp_path / "m")
+    assert info.kind == "exact" and (Path(info.path) / "include" / "linux" / "kconfig.h").exists()
+    mods = tmp_path / "m2" / "5.15.0-91-generic" / "build" / "include"
+    mods.mkdir(parents=True)
+    info = headers.find_headers("5.15.0-91-generic", src_root=src, modules_root=tmp_path / "m2")
+    assert info.kind == "exact" and info.path.endswith("build")
+
+
+def test_headers_missing_names_the_package(tmp_path: Path) -> None:
+    from memtop import headers
+
+    info = headers.find_headers("6.18.0-test", src_root=tmp_path / "none", modules_root=tmp_path / "none")
+    assert info.kind == "missing"
+    assert "linux-headers-" in info.hint and "apt-get install" in info.hint
+
+
+def test_doctor_json_reports_every_probe_tracepoint() -> None:
+    from memtop.probes.registry import all_probe_classes
+
+    proc = subprocess.run(memtop_cmd() + ["doctor", "--json"], capture_output=True, text=True, timeout=60)
+    doc = json.loads(proc.stdout)
+    names = {c["name"] for c in doc["checks"]}
+    for cls in all_probe_classes():
+        for tp in cls.tracepoints:
+            assert f"tracepoint {tp}" in names
+    for key in ("privileges", "tracefs", "BTF", "kprobes", "fentry", "uprobes", "perf events", "headers",
+                "bcc", "swap", "cgroup", "PSI"):
+        assert key in names
+    for c in doc["checks"]:
+        if not c["ok"] and c["required"]:
+            assert c["hint"], f"failing check {c['name']} has no hint"
+    assert proc.returncode == (0 if doc["ok"] else 1)
+    text = subprocess.run(memtop_cmd() + ["doctor"], capture_output=True, text=True, timeout=60).stdout
+    assert "headers" in text
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["snapshot", "--pane", "nope", "--output", "/tmp/x.json"], "unknown pane"),
+        (["--pid", "999999999"], "no process with pid"),
+        (["--pid", "2"], "kernel thread"),
+        (["--interval", "-1"], "positive"),
+        (["snapshot", "--pane", "processes", "--output", "/tmp/x", "--after", "abc"], "not a number"),
+        (["snapshot", "--pane", "processes", "--output", "/", "--force"], "directory"),
+    ],
+)
+def test_cli_bad_input_is_one_clear_line_and_exit_2(args: list[str], needle: str) -> None:
+    proc = subprocess.run(memtop_cmd() + args, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.bpf
+def test_wheel_ships_bpf_and_styles_and_loads_a_probe(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(ROOT)],
+                   check=True, capture_output=True)
+    wheel = next(dist.glob("memtop-*.whl"))
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "memtop/_data/bpf/procmem.bpf.c" in names
+    assert "memtop/_data/styles/memtop.tcss" in names
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(wheel)], check=True,
+                   capture_output=True)
+    code = (
+        "import memtop.resources as r, memtop.probes.procmem as p\n"
+        "assert '/_data/' in str(r.bpf_dir()), r.bpf_dir()\n"
+        "pr = p.ProcmemProbe(); pr.load(); print(len(pr.poll())); pr.close()\n"
+    )
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr

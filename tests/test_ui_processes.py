@@ -1,0 +1,169 @@
+"""Processes pane behaviour (Pilot) on a fake /proc tree: fallback, sort, filter, pause, snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fakeproc import add_proc, make_fake_proc
+from memtop import bcc_compat
+from memtop.bridge import Bridge
+from memtop.errors import NoPrivilege
+from memtop.probes.procfs import ProcfsProbe
+from memtop.probes.procmem import ProcmemProbe
+from memtop.ui.app import MemtopApp
+from memtop.views import Options, get_view
+
+
+def table_pids(app: MemtopApp) -> list[int]:
+    from textual.widgets import DataTable
+
+    t = app.query_one("#processes-table", DataTable)
+    return [int(str(k.value)) for k in t.rows]
+
+
+def force_tick(app: MemtopApp) -> None:
+    """One poll of every probe regardless of cadence, applied and drawn as the timer would."""
+    source = app.source
+    assert isinstance(source, Bridge)
+    source.publish(source.poll_sync(force=True))
+    if not app.paused:
+        app.redraw()
+
+
+@pytest.fixture
+def fake_proc(tmp_path: Path) -> Path:
+    return make_fake_proc(tmp_path / "proc")
+
+
+@pytest.fixture
+def no_bpf(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> None:
+        raise NoPrivilege("not running as root (test)", "run: sudo memtop")
+
+    monkeypatch.setattr(bcc_compat, "check_can_load", refuse)
+
+
+async def test_fallback_runs_from_proc_with_banner(fake_proc: Path, no_bpf: None) -> None:
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.5)
+        force_tick(app)
+        await pilot.pause(0.1)
+        assert sorted(table_pids(app)) == [101, 202, 303]  # kernel thread 2 hidden
+        assert app.state.mode == "procfs"
+        banner = app.query_one("#banner")
+        assert "hidden" not in banner.classes
+        text = str(banner.render())
+        assert "not running as root" in text and "sudo memtop" in text
+        status = str(app.query_one("#processes-status").render())
+        assert "procmem: failed" in status
+        doc = get_view("processes").document(app.state, Options(sort="rss_bytes"))
+        assert doc["source"] == "procfs"
+        row = {r["pid"]: r for r in doc["rows"]}[202]
+        assert row["rss_bytes"] == (50000 + 2000 + 100) * 1024
+        assert row["swap_bytes"] == 2048 * 1024
+        assert row["minor_faults"] == 20000 and row["major_faults"] == 5
+
+
+async def test_sort_filter_pause(fake_proc: Path, no_bpf: None) -> None:
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        force_tick(app)
+        await pilot.pause(0.1)
+        assert table_pids(app) == [202, 303, 101]  # RSS descending by default
+        await pilot.press("r")
+        assert table_pids(app) == [101, 303, 202]
+        await pilot.press("P")  # pid
+        assert table_pids(app) == [101, 202, 303]
+        await pilot.press("P")
+        assert table_pids(app) == [303, 202, 101]
+        await pilot.press("S")  # swap, largest first
+        assert table_pids(app) == [202, 303, 101]
+        await pilot.press(">")
+        assert app.active_pane().opts.sort == "minor_faults_per_s"  # type: ignore[union-attr]
+        await pilot.press("slash")
+        await pilot.press(*"char")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert table_pids(app) == [303]
+        await pilot.press("slash", "ctrl+u", *"nobody", "enter")  # by user name (uid 65534)
+        await pilot.pause(0.1)
+        assert table_pids(app) == [303]
+        await pilot.press("slash", "ctrl+u", *"--big", "enter")  # by command line
+        await pilot.pause(0.1)
+        assert table_pids(app) == [202]
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert len(table_pids(app)) == 3
+        # pause: data keeps coming into state, the table does not move
+        await pilot.press("space")
+        add_proc(fake_proc, 404, "delta", (90000, 0, 0), 0, 1, 0)
+        force_tick(app)
+        await pilot.pause(0.1)
+        assert 404 not in table_pids(app)
+        assert 404 in {r["pid"] for r in get_view("processes").document(app.state, Options())["rows"]}
+        await pilot.press("space")
+        await pilot.pause(0.1)
+        assert table_pids(app)[0] == 404
+
+
+@pytest.mark.parametrize("fmt", ["svg", "txt", "json"])
+async def test_snapshot_key_writes_valid_file(fake_proc: Path, no_bpf: None, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "snaps"
+    out.mkdir()
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]), snapshot_format=fmt, snapshot_dir=str(out))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        force_tick(app)
+        await pilot.pause(0.1)
+        await pilot.press("s")
+        await pilot.pause(0.2)
+    files = list(out.iterdir())
+    assert len(files) == 1 and files[0].suffix == f".{fmt}"
+    assert files[0].stat().st_mode & 0o777 == 0o644
+    text = files[0].read_text()
+    if fmt == "json":
+        doc = json.loads(text)
+        assert doc["pane"] == "processes" and doc["source"] == "procfs"
+        assert {r["pid"] for r in doc["rows"]} == {101, 202, 303}
+        assert isinstance(doc["taken_at_ns"], int)
+    elif fmt == "txt":
+        assert "bravo" in text and "COMMAND" in text and "Recently exited" in text
+    else:
+        import xml.etree.ElementTree as ET
+
+        root = ET.fromstring(text)
+        assert root.tag.endswith("svg")
+        assert "bravo" in text
+
+
+async def test_help_and_quit(fake_proc: Path, no_bpf: None) -> None:
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ != "HelpScreen"
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_vanished_pid_does_not_crash(fake_proc: Path, no_bpf: None) -> None:
+    import shutil
+
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        force_tick(app)
+        shutil.rmtree(fake_proc / "202")
+        force_tick(app)
+        await pilot.pause(0.1)
+        assert 202 not in table_pids(app)
+        doc = get_view("processes").document(app.state, Options())
+        assert 202 in {e["pid"] for e in doc["exited"]}
