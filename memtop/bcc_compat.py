@@ -20,7 +20,7 @@ _header_info: headers.HeaderInfo | None = None
 
 def bcc_module() -> Any:
     try:
-        import bcc  # type: ignore[import-untyped]
+        import bcc
     except ImportError as exc:
         raise NoBcc(
             f"BCC's Python bindings are not importable ({exc})",
@@ -117,3 +117,51 @@ def sym(bpf: Any, addr: int, pid: int) -> str:
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     return str(text)
+
+
+# -- per-thread perf events and user-space symbols (process drill-in) -----------------------------
+
+
+def perf_sw_fault_ids() -> tuple[int, int, int]:
+    """(PerfType.SOFTWARE, PAGE_FAULT_MIN, PAGE_FAULT_MAJ)."""
+    bcc = bcc_module()
+    sw = bcc.PerfSWConfig
+    return int(bcc.PerfType.SOFTWARE), int(sw.PAGE_FAULTS_MIN), int(sw.PAGE_FAULTS_MAJ)
+
+
+def attach_perf_event_fd(
+    bpf: Any, fn_name: str, ev_type: int, ev_config: int, sample_period: int, pid: int, cpu: int = -1
+) -> int:
+    """Open one perf event for (pid, cpu) running ``fn_name``; return its fd (close with
+    :func:`close_perf_event_fd`). Unlike BPF.attach_perf_event, cpu=-1 means "any cpu" (one event
+    following the thread), not one event per cpu, and many threads can share one program."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        fn = bpf.load_func(fn_name.encode(), bcc.BPF.PERF_EVENT)
+        fd = int(bcc.libbcc.lib.bpf_attach_perf_event(fn.fd, ev_type, ev_config, sample_period, 0, pid, cpu, -1))
+    return fd
+
+
+def close_perf_event_fd(fd: int) -> None:
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        bcc.libbcc.lib.bpf_close_perf_event_fd(fd)
+
+
+def sym_resolve(addr: int, pid: int) -> tuple[str | None, int, str | None]:
+    """(symbol, offset into it, module path) for a user address of ``pid``; None where unknown."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        name, offset, module = bcc.BPF._sym_cache(pid).resolve(addr, True)
+    def text(v: Any) -> str | None:
+        if v is None:
+            return None
+        return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+    return text(name), int(offset or 0), text(module)
+
+
+def forget_sym_cache(pid: int) -> None:
+    """Drop BCC's symbol cache for ``pid`` (it exited, or the probe closed)."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        bcc.BPF._sym_caches.pop(pid, None)

@@ -240,6 +240,6 @@ class Bridge:
         if self._loader is not None and not self._loader.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._loader), timeout=10)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            except (TimeoutError, Exception):  # noqa: BLE001
                 pass
         self.close()

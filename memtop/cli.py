@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_source(args: argparse.Namespace) -> "object":
+def make_source(args: argparse.Namespace) -> object:
     from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
 

@@ -79,7 +79,7 @@ class AtomicWriter:
                 self.tmp.unlink(missing_ok=True)
                 self.done = True
 
-    def __enter__(self) -> "AtomicWriter":
+    def __enter__(self) -> AtomicWriter:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

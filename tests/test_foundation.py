@@ -12,7 +12,6 @@ import typing
 from pathlib import Path
 
 import pytest
-
 from kernel import ROOT, memtop_cmd
 
 PKG = ROOT / "memtop"
@@ -68,7 +67,7 @@ def _example(hint: typing.Any) -> typing.Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return (_example(args[0]), _example(args[0]))
         return tuple(_example(a) for a in args)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
+    if origin in (typing.Union, __import__("types").UnionType):
         return _example(next(a for a in typing.get_args(hint) if a is not type(None)))
     raise AssertionError(f"record field type {hint!r} is not a plain value")
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fakeproc import add_proc, make_fake_proc
+
 from memtop import bcc_compat
 from memtop.bridge import Bridge
 from memtop.errors import NoPrivilege

@@ -42,7 +42,7 @@ class Probe(ABC):
     def poll(self) -> list[Record]:
         """Read maps, drain buffers; return records. Must not block for long."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a probe with nothing attached has nothing to do
         """Detach. Idempotent; called on every exit path."""
 
     def note(self) -> str:

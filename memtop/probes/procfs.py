@@ -11,9 +11,9 @@ import os
 import pwd
 from pathlib import Path
 
+from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.system import MemInfo, Pressure, ProcSample, VmStat
-from memtop.probes.base import Probe
 from memtop.text import clean
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")

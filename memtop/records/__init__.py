@@ -15,8 +15,9 @@ import importlib
 import pkgutil
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "Record",
@@ -82,7 +83,7 @@ def _tupled(value: Any, hint: Any) -> Any:
     if origin is tuple and args:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_tupled(v, args[0]) for v in value)
-        return tuple(_tupled(v, a) for v, a in zip(value, args))
+        return tuple(_tupled(v, a) for v, a in zip(value, args, strict=False))
     return tuple(value)
 
 

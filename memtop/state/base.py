@@ -15,14 +15,14 @@ class SubState:
     """One pane family's state. Subclasses register themselves by defining ``key``."""
 
     key: ClassVar[str] = ""
-    registry: ClassVar[list[type["SubState"]]] = []
+    registry: ClassVar[list[type[SubState]]] = []
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.key and cls not in SubState.registry:
             SubState.registry.append(cls)
 
-    def apply(self, batch: Batch, state: "State") -> None:
+    def apply(self, batch: Batch, state: State) -> None:
         raise NotImplementedError
 
 

@@ -66,7 +66,7 @@ class ProcessesState(SubState):
     def row(self, pid: int) -> ProcRow | None:
         return self.rows.get(pid) or self.gone.get(pid)
 
-    def apply(self, batch: Batch, state: "State") -> None:
+    def apply(self, batch: Batch, state: State) -> None:
         samples = [r for r in batch.records if isinstance(r, ProcSample)]
         for rec in batch.records:
             if isinstance(rec, ProcEvent) and rec.event == "exit":
@@ -152,7 +152,7 @@ class SystemState(SubState):
         self.vmstat_prev_ts_ns = 0
         self.vmstat_first_ts_ns = 0
 
-    def apply(self, batch: Batch, state: "State") -> None:
+    def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
             if isinstance(rec, MemInfo):
                 self.meminfo = rec

@@ -7,12 +7,12 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
@@ -22,8 +22,7 @@ from memtop.errors import MemtopError
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui.panes import panes
-from memtop.ui.panes.base import Pane
-from memtop.ui.panes.base import DrillIn
+from memtop.ui.panes.base import DrillIn, Pane
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 
@@ -69,14 +68,15 @@ class MemtopApp(App[int]):
     # every pane family brings its own styles/<name>.tcss; memtop.tcss first
     CSS_PATH = [str(p) for p in sorted(resources.styles_dir().glob("*.tcss"), key=lambda p: p.name != "memtop.tcss")]
     TITLE = "memtop"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("s", "snapshot", "Snapshot"),
         Binding("space", "pause", "Pause"),
         Binding("plus", "interval(0.5)", "Slower", show=False),
         Binding("minus", "interval(-0.5)", "Faster", show=False),
-    ] + [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
+    ]
+    BINDINGS += [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
 
     def __init__(
         self,
@@ -224,7 +224,7 @@ class MemtopApp(App[int]):
     @on(DrillIn)
     def _drill(self, event: DrillIn) -> None:
         try:
-            from memtop.ui.screens.process import ProcessScreen  # type: ignore[import-not-found,unused-ignore]
+            from memtop.ui.screens.process import ProcessScreen  # type: ignore[import-not-found,import-untyped,unused-ignore]
         except ImportError:
             self.notify("The process drill-in screen is not available yet.", severity="warning")
             return

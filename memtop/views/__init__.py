@@ -51,7 +51,7 @@ class View:
     columns: ClassVar[tuple[Column, ...]] = ()
     #: export formats besides json/txt/svg (e.g. "folded")
     extra_formats: ClassVar[tuple[str, ...]] = ()
-    registry: ClassVar[dict[str, type["View"]]] = {}
+    registry: ClassVar[dict[str, type[View]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -83,7 +83,7 @@ def render_table(title: str, columns: tuple[Column, ...], rows: list[dict[str, A
 
     def line(values: list[str]) -> str:
         out = []
-        for i, (c, v) in enumerate(zip(columns, values)):
+        for i, (c, v) in enumerate(zip(columns, values, strict=False)):
             v = v[: widths[i]]
             out.append(v.rjust(widths[i]) if c.numeric else v.ljust(widths[i]))
         return "  ".join(out).rstrip()

@@ -28,7 +28,7 @@ class Pane(Vertical):
     order: ClassVar[int] = 100
     #: probes that feed this pane; their status shows in the pane's status line
     probes: ClassVar[tuple[str, ...]] = ()
-    registry: ClassVar[list[type["Pane"]]] = []
+    registry: ClassVar[list[type[Pane]]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -97,7 +97,7 @@ def fill_table(
 
     def cells(row: dict[str, Any]) -> list[Text]:
         out = [Text(c.cell(row), justify="right" if c.numeric else "left") for c in columns]
-        for name, fn in (extra or {}).items():
+        for _name, fn in (extra or {}).items():
             out.append(Text(str(fn(row))))
         return out
 
@@ -105,8 +105,8 @@ def fill_table(
     old_keys = [str(k.value) for k in table.rows]
     if new_keys == old_keys:
         col_keys = [c.key for c in columns] + list(extra or {})
-        for r, k in zip(rows, new_keys):
-            for ck, cell in zip(col_keys, cells(r)):
+        for r, k in zip(rows, new_keys, strict=False):
+            for ck, cell in zip(col_keys, cells(r), strict=False):
                 table.update_cell(k, ck, cell)
         return
     selected: str | None = None
@@ -116,7 +116,7 @@ def fill_table(
         except Exception:  # noqa: BLE001
             selected = None
     table.clear()
-    for r, k in zip(rows, new_keys):
+    for r, k in zip(rows, new_keys, strict=False):
         table.add_row(*cells(r), key=k)
     if selected is not None and selected in new_keys:
         table.move_cursor(row=new_keys.index(selected), animate=False)

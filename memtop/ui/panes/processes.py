@@ -69,7 +69,7 @@ class ProcessesPane(Pane):
         sort_label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "rss_bytes"))
         status.append(f"   {len(doc['rows'])} processes · sort {sort_label} {'↓' if self.opts.reverse else '↑'}")
         if self.opts.filter:
-            status.append(f" · filter: ")
+            status.append(" · filter: ")
             status.append(self.opts.filter, style="bold")
         self.query_one("#processes-status", StatusLine).update(status)
 
