@@ -39,6 +39,7 @@ class Record:
 
 
 RECORD_TYPES: dict[str, type[Record]] = {}
+KIND_KEY = "_kind"
 R = TypeVar("R", bound=type[Record])
 
 
@@ -62,8 +63,9 @@ def _plain(value: Any) -> Any:
 
 
 def to_json(rec: Record) -> dict[str, Any]:
-    """A JSON-ready dict: ``{"kind": ..., field: value, ...}`` (tuples become lists)."""
-    out: dict[str, Any] = {"kind": rec.KIND}
+    """A JSON-ready dict: ``{"_kind": ..., field: value, ...}`` (tuples become lists). The record
+    kind goes under ``_kind`` so a record may have a field of its own called ``kind``."""
+    out: dict[str, Any] = {KIND_KEY: rec.KIND}
     for f in dataclasses.fields(rec):  # type: ignore[arg-type]
         out[f.name] = _plain(getattr(rec, f.name))
     return out
@@ -93,7 +95,7 @@ _HINTS: dict[type, dict[str, Any]] = {}
 def from_json(data: dict[str, Any]) -> Record:
     """Inverse of :func:`to_json`. Unknown fields are ignored; missing fields with defaults are
     defaulted; an unknown kind or a missing required field raises ``ValueError``."""
-    kind = data.get("kind")
+    kind = data.get(KIND_KEY)
     cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown record kind {kind!r}")
