@@ -162,8 +162,12 @@ async def test_vanished_pid_does_not_crash(fake_proc: Path, no_bpf: None) -> Non
         await pilot.pause(0.3)
         force_tick(app)
         shutil.rmtree(fake_proc / "202")
+        shutil.rmtree(fake_proc / "303")  # two gone in one tick: same exit time, distinct rows
         force_tick(app)
         await pilot.pause(0.1)
-        assert 202 not in table_pids(app)
+        assert table_pids(app) == [101]
         doc = get_view("processes").document(app.state, Options())
-        assert 202 in {e["pid"] for e in doc["exited"]}
+        assert {202, 303} <= {e["pid"] for e in doc["exited"]}
+        from textual.widgets import DataTable
+
+        assert app.query_one("#processes-exited", DataTable).row_count == 2

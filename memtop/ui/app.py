@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,10 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from memtop import bcc_compat, files, fmt, resources
 from memtop.bridge import Source
 from memtop.errors import MemtopError
+from memtop.recording import Recorder
 from memtop.state import State
 from memtop.state.system import SystemState
+from memtop.ui import recplay
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
 
@@ -51,6 +54,10 @@ memtop — live Linux memory behaviour
   Space      pause display (data keeps coming in; nothing is lost)
   + -        refresh interval               s              snapshot the pane to a file
   ?          this help                      q              quit
+  R          start / stop recording to memtop-YYYYmmdd-HHMMSS.jsonl.gz (in --snapshot-dir)
+
+Replay (memtop replay FILE): Space pause/play   ← → step one interval   [ ] jump 1 minute
+                             g go to a time (SS, MM:SS or H:MM:SS)
 
 Snapshot format and directory: --snapshot-format svg|txt|json, --snapshot-dir DIR.
 Headless: memtop snapshot --pane NAME --format json --output FILE --after SECONDS
@@ -77,6 +84,7 @@ class MemtopApp(App[int]):
         Binding("minus", "interval(-0.5)", "Faster", show=False),
     ]
     BINDINGS += [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
+    BINDINGS += recplay.BINDINGS
 
     def __init__(
         self,
@@ -107,6 +115,12 @@ class MemtopApp(App[int]):
         self.last_snapshot: Path | None = None
         self.error: MemtopError | None = None
         source.subscribe(self._on_batch)
+        #: the recording `R` toggles (fed the same batches as the state)
+        self.recorder: Recorder | None = None
+        source.subscribe(self._record_batch)
+        on_reset = getattr(source, "on_reset", None)
+        if callable(on_reset):  # a replay going back in time starts the state afresh
+            on_reset(self.reset_state)
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -125,6 +139,7 @@ class MemtopApp(App[int]):
         pane = self.active_pane()
         if pane is not None:
             pane.focus_default()
+        recplay.install_sigterm(self)
         await self.source.start()
         self._timer = self.set_interval(self.interval_s, self._tick)
         self.call_later(self._tick)
@@ -132,6 +147,18 @@ class MemtopApp(App[int]):
             self.run_worker(self._headless_snapshot(self.snapshot_request), exclusive=True)
         if self.initial_pid is not None:
             self.post_message(DrillIn(self.initial_pid))
+        ready_file = os.environ.get("MEMTOP_READY_FILE")
+        if ready_file:
+            self.run_worker(self._signal_ready(ready_file))
+
+    async def _signal_ready(self, path: str) -> None:
+        """For scripts and benchmarks: create ``path`` once every probe is attached or failed."""
+        waiter = getattr(self.source, "wait_settled", None)
+        if waiter is not None:
+            await waiter(120.0)
+        statuses = getattr(self.source, "statuses", None)
+        states = {n: st.state for n, st in statuses().items()} if callable(statuses) else {}
+        Path(path).write_text(json.dumps(states) + "\n")
 
     def _on_batch(self, batch: Any) -> None:
         self.state.mode = self.source.mode
@@ -208,6 +235,7 @@ class MemtopApp(App[int]):
         if hdr is not None and hdr.kind == "standin":
             t.append(f"  headers: stand-in {hdr.version}", style="dim")
         t.append(f"  every {self.interval_s:g}s", style="dim")
+        t.append_text(recplay.header_text(self))
         self.query_one("#header", Static).update(t)
         banner = self.query_one("#banner", Static)
         bpf_err = getattr(self.source, "bpf_error", None)
@@ -236,6 +264,9 @@ class MemtopApp(App[int]):
         self.push_screen(HelpScreen())
 
     def action_pause(self) -> None:
+        if recplay.is_replay(self):  # Space plays/pauses the replay itself
+            recplay.control(self, "play")
+            return
         self.paused = not self.paused
         self.redraw() if not self.paused else self._draw_header()
 
@@ -316,5 +347,32 @@ class MemtopApp(App[int]):
     async def action_quit(self) -> None:
         self.exit(0)
 
+    # -- record / replay (memtop/ui/recplay.py) ----------------------------------------------------
+    def _record_batch(self, batch: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.write(batch)
+
+    def reset_state(self) -> None:
+        """Start the state afresh, in place (every holder of ``app.state`` sees it): a replay
+        seeking backwards applies the batches again from the start."""
+        fresh = State(mode=self.source.mode)
+        self.state.__dict__.update(fresh.__dict__)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return recplay.check_action(self, action)
+
+    def action_record(self) -> None:
+        recplay.toggle_recording(self)
+
+    def action_replay_step(self, n: int) -> None:
+        recplay.control(self, "step", n)
+
+    def action_replay_jump(self, seconds: float) -> None:
+        recplay.control(self, "jump", seconds)
+
+    def action_replay_goto(self) -> None:
+        recplay.ask_goto(self)
+
     async def on_unmount(self) -> None:
+        recplay.stop_recording(self)
         await self.source.stop()

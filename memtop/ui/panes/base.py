@@ -101,7 +101,13 @@ def fill_table(
             out.append(Text(str(fn(row))))
         return out
 
-    new_keys = [str(r[key]) for r in rows]
+    new_keys: list[str] = []
+    seen: dict[str, int] = {}
+    for r in rows:  # keys must be unique in a DataTable; a repeated key gets a suffix
+        k = str(r[key])
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        new_keys.append(k if n == 0 else f"{k}#{n}")
     old_keys = [str(k.value) for k in table.rows]
     if new_keys == old_keys:
         col_keys = [c.key for c in columns] + list(extra or {})

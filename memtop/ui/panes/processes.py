@@ -84,7 +84,8 @@ class ProcessesPane(Pane):
             "pid",
             extra={"RSS HISTORY": spark},
         )
-        fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, doc["exited"][:50], "exited_ns")
+        exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
+        fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
 
     def _redraw(self) -> None:
         if self._state is not None:

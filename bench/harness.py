@@ -1,0 +1,142 @@
+"""Benchmark harness: build workloads, start/stop observers (memtop headless, bpftrace, bcc tools),
+alternate A/B/C runs, report medians and ratios. Public tools only (gcc, bpftrace, bcc tools,
+/usr/bin/time); each figure is the median of >= 5 alternating runs in one session."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+VENV_MEMTOP = ROOT / ".venv" / "bin" / "memtop"
+BUILD = Path(tempfile.gettempdir()) / "memtop-bench-bin"
+
+
+def build(name: str, *flags: str) -> Path:
+    BUILD.mkdir(exist_ok=True)
+    src = BENCH / "workloads" / f"{name}.c"
+    out = BUILD / name
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(out), str(src), *flags],
+                       check=True)
+    return out
+
+
+def memtop_cmd() -> list[str]:
+    return [str(VENV_MEMTOP)] if VENV_MEMTOP.exists() else [sys.executable, "-m", "memtop"]
+
+
+@contextmanager
+def memtop_headless(*extra: str, interval: float = 1.0) -> Iterator[subprocess.Popen[bytes]]:
+    """memtop's full app, headless, with every default probe attached (waits until they are)."""
+    tmp = Path(tempfile.mkdtemp(prefix="memtop-bench-"))
+    ready = tmp / "ready"
+    env = dict(os.environ, MEMTOP_READY_FILE=str(ready))
+    proc = subprocess.Popen(
+        memtop_cmd() + ["snapshot", "--pane", "processes", "--format", "json", "--output", str(tmp / "out.json"),
+                        "--after", "100000", "--interval", str(interval), *extra],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"memtop exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("memtop did not attach its probes within 120 s")
+            time.sleep(0.05)
+        time.sleep(0.3)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def background(cmd: list[str], settle_s: float = 3.0) -> Iterator[subprocess.Popen[bytes]]:
+    """Another observer (bpftrace, a bcc tool) running for the duration."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(settle_s)
+    if proc.poll() is not None:
+        raise RuntimeError(f"{cmd[0]} exited early with {proc.returncode}")
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def nothing() -> Iterator[None]:
+    yield None
+
+
+def parse_kv(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for tok in text.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            try:
+                out[k] = float(v)
+            except ValueError:
+                pass
+    return out
+
+
+def alternate(
+    variants: dict[str, Callable[[], object]],
+    run_once: Callable[[], dict[str, float]],
+    metric: str,
+    rounds: int = 5,
+    per_round: int = 3,
+) -> dict[str, list[float]]:
+    """For each round, for each variant: enter its context, run the workload ``per_round`` times.
+    Rounds alternate A B C A B C …; returns every sample of ``metric`` per variant."""
+    samples: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(rounds):
+        for name, ctx in variants.items():
+            with ctx():  # type: ignore[attr-defined]
+                for _ in range(per_round):
+                    samples[name].append(run_once()[metric])
+    return samples
+
+
+def summary(samples: dict[str, list[float]], base: str) -> dict[str, dict[str, float]]:
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {
+        k: {"median": med[k], "min": min(v), "max": max(v), "n": len(v), "ratio": med[k] / med[base]}
+        for k, v in samples.items()
+    }
+
+
+def machine() -> str:
+    cpu = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return f"{os.uname().release}, {os.cpu_count()} CPUs ({cpu}), {time.strftime('%Y-%m-%d')}"
+
+
+def save(name: str, result: dict[str, object]) -> None:
+    out = BENCH / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
