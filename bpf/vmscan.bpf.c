@@ -1,0 +1,314 @@
+// vmscan: page reclaim, kswapd, slab shrinking, compaction and direct/memcg reclaim latency.
+//
+// Slow paths only (reclaim runs when memory is short), so this program is attached by default.
+// Everything that can fire often (LRU shrinking, slab shrinkers, compaction) is aggregated in
+// kernel maps that user space reads once per tick; only reclaim *ends* (one per direct or memcg
+// reclaim episode) are sent as events, through a ring buffer. Latencies are also aggregated here,
+// so a burst that overflows the ring loses events but never histogram counts; every ring drop is
+// counted in `lost`.
+//
+// Tracepoint fields and helpers only: the headers BCC compiles against may be a stand-in of
+// another kernel version, so no kernel struct is ever dereferenced.
+//
+// Configured with -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_SHRINKERS=<n> -DRINGBUF_PAGES=<n>
+// (RINGBUF_PAGES is a power of two; tests shrink it to force overflow).
+
+// compaction:mm_compaction_kcompactd_wake has an `enum zone_type` field; BCC builds the args
+// struct from tracefs, and needs the enum to be complete (4 bytes; its values are not used).
+#include <linux/mmzone.h>
+
+#ifndef MAX_TIDS
+#define MAX_TIDS 8192
+#endif
+#ifndef MAX_PIDS
+#define MAX_PIDS 8192
+#endif
+#ifndef MAX_SHRINKERS
+#define MAX_SHRINKERS 1024
+#endif
+#ifndef RINGBUF_PAGES
+#define RINGBUF_PAGES 256
+#endif
+
+#define HIST_SLOTS 64
+
+// reclaim kinds (latency histograms, events, per-pid totals)
+#define KIND_DIRECT 0
+#define KIND_MEMCG 1
+#define NR_KINDS 2
+
+// origins of LRU scanning (mm_vmscan_lru_shrink_inactive)
+#define ORIGIN_KSWAPD 0
+#define ORIGIN_DIRECT 1
+#define ORIGIN_MEMCG 2
+#define NR_ORIGINS 3
+
+// slots of the `counters` array
+#define C_KSWAPD_WAKE 0
+#define C_KSWAPD_SLEEP 1
+#define C_KCOMPACTD_WAKE 2
+#define C_COMPACT_COUNT 3
+#define C_COMPACT_NS 4
+#define C_SLAB_DROPPED 5    // shrinker calls not counted: shrinker table full
+#define C_PAIRS_DROPPED 6   // reclaim ends whose begin was not seen (evicted or before attach)
+#define NR_COUNTERS 8
+
+struct begin_t {
+    u64 ts_ns;
+    u32 kind;
+    u32 pad;
+};
+
+struct origin_t {
+    u64 scanned;
+    u64 reclaimed;
+    u64 events;
+};
+
+struct pid_key_t {
+    u32 pid;
+    u32 kind;
+};
+
+struct pid_stat_t {
+    u64 events;
+    u64 total_ns;
+    u64 max_ns;
+    u64 reclaimed;
+    char comm[16];
+};
+
+struct slab_begin_t {
+    u64 ts_ns;
+    u64 shrink;
+};
+
+struct slab_stat_t {
+    u64 count;
+    u64 total_ns;
+    u64 freed;
+};
+
+struct reclaim_event_t {
+    u64 ts_ns;          // end of the episode, CLOCK_MONOTONIC
+    u64 latency_ns;
+    u64 nr_reclaimed;   // pages
+    u32 pid;
+    u32 tid;
+    u32 kind;
+    u32 pad;
+    char comm[16];
+};
+
+BPF_RINGBUF_OUTPUT(events, RINGBUF_PAGES);
+BPF_PERCPU_ARRAY(lost, u64, 1);
+
+// tid -> begin of its direct/memcg reclaim; LRU so threads that die mid-reclaim never fill it
+BPF_TABLE("lru_hash", u32, struct begin_t, reclaim_begin, MAX_TIDS);
+BPF_TABLE("lru_hash", u32, struct slab_begin_t, slab_begin, MAX_TIDS);
+BPF_TABLE("lru_hash", u32, u64, compact_begin, MAX_TIDS);
+
+BPF_PERCPU_ARRAY(origins, struct origin_t, NR_ORIGINS);
+BPF_PERCPU_ARRAY(counters, u64, NR_COUNTERS);
+BPF_PERCPU_ARRAY(reclaim_hist, u64, NR_KINDS * HIST_SLOTS);
+BPF_PERCPU_ARRAY(compact_hist, u64, HIST_SLOTS);
+// (tgid, kind) -> totals; LRU: the table stays bounded however many processes stall
+BPF_TABLE("lru_hash", struct pid_key_t, struct pid_stat_t, pid_stats, MAX_PIDS);
+BPF_HASH(slab_stats, u64, struct slab_stat_t, MAX_SHRINKERS);
+
+static __always_inline void count(u32 slot, u64 n) {
+    u64 *v = counters.lookup(&slot);
+    if (v)
+        *v += n;
+}
+
+static __always_inline u32 log2_slot(u64 v) {
+    // index of the highest set bit (0 for 0 and 1), as memtop.state.base.log2_bucket
+    u32 r = 0;
+#pragma unroll
+    for (int s = 32; s > 0; s >>= 1) {
+        if (v >> s) {
+            v >>= s;
+            r += s;
+        }
+    }
+    return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
+}
+
+static __always_inline int is_kswapd(void) {
+    char comm[16] = {};
+    bpf_get_current_comm(&comm, sizeof(comm));
+    return comm[0] == 'k' && comm[1] == 's' && comm[2] == 'w' && comm[3] == 'a' && comm[4] == 'p' &&
+           comm[5] == 'd';
+}
+
+static __always_inline void reclaim_begin_common(u32 kind) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct begin_t b = {.ts_ns = bpf_ktime_get_ns(), .kind = kind};
+    reclaim_begin.update(&tid, &b);
+}
+
+static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
+    u64 id = bpf_get_current_pid_tgid();
+    u32 tid = (u32)id, tgid = id >> 32;
+    struct begin_t *b = reclaim_begin.lookup(&tid);
+    if (!b || b->kind != kind) {
+        count(C_PAIRS_DROPPED, 1);
+        return;
+    }
+    u64 now = bpf_ktime_get_ns();
+    u64 lat = now - b->ts_ns;
+    reclaim_begin.delete(&tid);
+
+    u32 slot = kind * HIST_SLOTS + log2_slot(lat);
+    u64 *h = reclaim_hist.lookup(&slot);
+    if (h)
+        (*h)++;
+
+    struct pid_key_t key = {.pid = tgid, .kind = kind};
+    struct pid_stat_t *ps = pid_stats.lookup(&key);
+    if (!ps) {
+        struct pid_stat_t zero = {};
+        pid_stats.update(&key, &zero);
+        ps = pid_stats.lookup(&key);
+    }
+    if (ps) {
+        // threads of one process may end reclaim on two CPUs at once
+        __sync_fetch_and_add(&ps->events, 1);
+        __sync_fetch_and_add(&ps->total_ns, lat);
+        __sync_fetch_and_add(&ps->reclaimed, nr_reclaimed);
+        if (lat > ps->max_ns)
+            ps->max_ns = lat;  // a lost race here only understates max by one concurrent episode
+        bpf_get_current_comm(&ps->comm, sizeof(ps->comm));
+    }
+
+    struct reclaim_event_t *e = events.ringbuf_reserve(sizeof(*e));
+    if (!e) {
+        u32 zero = 0;
+        u64 *l = lost.lookup(&zero);
+        if (l)
+            (*l)++;
+        return;
+    }
+    e->ts_ns = now;
+    e->latency_ns = lat;
+    e->nr_reclaimed = nr_reclaimed;
+    e->pid = tgid;
+    e->tid = tid;
+    e->kind = kind;
+    e->pad = 0;
+    bpf_get_current_comm(&e->comm, sizeof(e->comm));
+    events.ringbuf_submit(e, 0);
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_direct_reclaim_begin) {
+    reclaim_begin_common(KIND_DIRECT);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_direct_reclaim_end) {
+    reclaim_end_common(KIND_DIRECT, args->nr_reclaimed);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_memcg_reclaim_begin) {
+    reclaim_begin_common(KIND_MEMCG);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_memcg_reclaim_end) {
+    reclaim_end_common(KIND_MEMCG, args->nr_reclaimed);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_lru_shrink_inactive) {
+    // Whose scan is this? A thread inside a direct or memcg reclaim pair: that kind (checked first,
+    // so a user task that happens to be called "kswapd…" is still attributed by its pair);
+    // otherwise kswapd by name; anything else (e.g. node reclaim) counts as direct, which is also
+    // where /proc/vmstat puts non-kswapd global reclaim.
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    u32 origin = ORIGIN_DIRECT;
+    struct begin_t *b = reclaim_begin.lookup(&tid);
+    if (b)
+        origin = b->kind == KIND_MEMCG ? ORIGIN_MEMCG : ORIGIN_DIRECT;
+    else if (is_kswapd())
+        origin = ORIGIN_KSWAPD;
+    struct origin_t *o = origins.lookup(&origin);
+    if (o) {
+        o->scanned += args->nr_scanned;
+        o->reclaimed += args->nr_reclaimed;
+        o->events += 1;
+    }
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_kswapd_wake) {
+    count(C_KSWAPD_WAKE, 1);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_vmscan_kswapd_sleep) {
+    count(C_KSWAPD_SLEEP, 1);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_shrink_slab_start) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct slab_begin_t b = {.ts_ns = bpf_ktime_get_ns(), .shrink = (u64)args->shrink};
+    slab_begin.update(&tid, &b);
+    return 0;
+}
+
+TRACEPOINT_PROBE(vmscan, mm_shrink_slab_end) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct slab_begin_t *b = slab_begin.lookup(&tid);
+    if (!b)
+        return 0;
+    u64 lat = bpf_ktime_get_ns() - b->ts_ns;
+    u64 key = b->shrink;
+    slab_begin.delete(&tid);
+    struct slab_stat_t *s = slab_stats.lookup(&key);
+    if (!s) {
+        struct slab_stat_t zero = {};
+        slab_stats.insert(&key, &zero);  // fails when the table is full
+        s = slab_stats.lookup(&key);
+        if (!s) {
+            count(C_SLAB_DROPPED, 1);
+            return 0;
+        }
+    }
+    __sync_fetch_and_add(&s->count, 1);
+    __sync_fetch_and_add(&s->total_ns, lat);
+    long freed = args->retval;
+    if (freed > 0)
+        __sync_fetch_and_add(&s->freed, (u64)freed);
+    return 0;
+}
+
+TRACEPOINT_PROBE(compaction, mm_compaction_begin) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    u64 ts = bpf_ktime_get_ns();
+    compact_begin.update(&tid, &ts);
+    return 0;
+}
+
+TRACEPOINT_PROBE(compaction, mm_compaction_end) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    u64 *ts = compact_begin.lookup(&tid);
+    if (!ts)
+        return 0;
+    u64 lat = bpf_ktime_get_ns() - *ts;
+    compact_begin.delete(&tid);
+    count(C_COMPACT_COUNT, 1);
+    count(C_COMPACT_NS, lat);
+    u32 slot = log2_slot(lat);
+    u64 *h = compact_hist.lookup(&slot);
+    if (h)
+        (*h)++;
+    return 0;
+}
+
+TRACEPOINT_PROBE(compaction, mm_compaction_kcompactd_wake) {
+    count(C_KCOMPACTD_WAKE, 1);
+    return 0;
+}

@@ -1,0 +1,235 @@
+"""vmscan: page reclaim, kswapd, slab shrink, compaction and direct/memcg reclaim latency.
+
+A default probe: every hook is on a slow path (reclaim runs when memory is short). Totals come
+from kernel maps read once per tick; reclaim episodes arrive through a ring buffer, and their
+latencies are also histogrammed in the kernel, so a burst beyond the ring's capacity loses events
+(counted) but no histogram counts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+from pathlib import Path
+from typing import Any
+
+from memtop.probes.base import BpfProbe
+from memtop.records import Record
+from memtop.records.vmscan import ORIGINS, RECLAIM_KINDS, ReclaimEvent, ReclaimTotals, VmscanTotals
+from memtop.text import clean
+
+HIST_SLOTS = 64
+# slots of the program's `counters` array (bpf/vmscan.bpf.c)
+C_KSWAPD_WAKE, C_KSWAPD_SLEEP, C_KCOMPACTD_WAKE, C_COMPACT_COUNT, C_COMPACT_NS = 0, 1, 2, 3, 4
+C_SLAB_DROPPED, C_PAIRS_DROPPED = 5, 6
+NR_COUNTERS = 8
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [
+        ("ts_ns", ctypes.c_uint64),
+        ("latency_ns", ctypes.c_uint64),
+        ("nr_reclaimed", ctypes.c_uint64),
+        ("pid", ctypes.c_uint32),
+        ("tid", ctypes.c_uint32),
+        ("kind", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
+        ("comm", ctypes.c_char * 16),
+    ]
+
+
+class KernelSymbols:
+    """Kernel text addresses to names from /proc/kallsyms (read once, lazily). Shrinkers are
+    named by their scan function (``super_cache_scan``, ``deferred_split_scan``…)."""
+
+    def __init__(self, path: str | Path = "/proc/kallsyms") -> None:
+        self.path = Path(path)
+        self._addrs: list[int] = []
+        self._names: list[str] = []
+        self._loaded = False
+
+    def _load(self) -> None:
+        self._loaded = True
+        pairs: list[tuple[int, str]] = []
+        try:
+            with self.path.open() as fh:
+                for line in fh:
+                    parts = line.split()
+                    if len(parts) < 3 or parts[1] not in "tTwW":
+                        continue
+                    addr = int(parts[0], 16)
+                    if addr:
+                        pairs.append((addr, parts[2]))
+        except OSError:
+            return
+        pairs.sort()
+        self._addrs = [a for a, _ in pairs]
+        self._names = [n for _, n in pairs]
+
+    def name(self, addr: int) -> str:
+        if not self._loaded:
+            self._load()
+        i = bisect.bisect_right(self._addrs, addr) - 1
+        if i < 0 or not addr:
+            return f"0x{addr:x}"
+        off = addr - self._addrs[i]
+        return clean(self._names[i] if off == 0 else f"{self._names[i]}+0x{off:x}", 128)
+
+
+class VmscanProbe(BpfProbe):
+    name = "vmscan"
+    program = "vmscan"
+    tracepoints = (
+        "vmscan:mm_vmscan_lru_shrink_inactive",
+        "vmscan:mm_vmscan_direct_reclaim_begin",
+        "vmscan:mm_vmscan_direct_reclaim_end",
+        "vmscan:mm_vmscan_memcg_reclaim_begin",
+        "vmscan:mm_vmscan_memcg_reclaim_end",
+        "vmscan:mm_vmscan_kswapd_wake",
+        "vmscan:mm_vmscan_kswapd_sleep",
+        "vmscan:mm_shrink_slab_start",
+        "vmscan:mm_shrink_slab_end",
+        "compaction:mm_compaction_begin",
+        "compaction:mm_compaction_end",
+        "compaction:mm_compaction_kcompactd_wake",
+    )
+    panes = ("vmscan", "reclaim")
+
+    def __init__(
+        self,
+        ringbuf_pages: int = 256,
+        max_tids: int = 8192,
+        max_pids: int = 8192,
+        max_shrinkers: int = 1024,
+    ) -> None:
+        super().__init__()
+        if ringbuf_pages < 1 or ringbuf_pages & (ringbuf_pages - 1):
+            raise ValueError("ringbuf_pages must be a power of two")
+        self.ringbuf_pages = ringbuf_pages
+        self.max_tids = max_tids
+        self.max_pids = max_pids
+        self.max_shrinkers = max_shrinkers
+        self.symbols = KernelSymbols()
+        self._pending: list[Record] = []
+        #: events delivered through the ring since load (the state counts them too)
+        self.delivered = 0
+
+    def cflags(self) -> list[str]:
+        return [
+            f"-DRINGBUF_PAGES={self.ringbuf_pages}",
+            f"-DMAX_TIDS={self.max_tids}",
+            f"-DMAX_PIDS={self.max_pids}",
+            f"-DMAX_SHRINKERS={self.max_shrinkers}",
+        ]
+
+    def note(self) -> str:
+        return f"ring {self.ringbuf_pages * 4} KiB"
+
+    def after_load(self) -> None:
+        self.bpf["events"].open_ring_buffer(self._on_event)
+
+    def _on_event(self, _ctx: Any, data: Any, _size: int) -> None:
+        ev = ctypes.cast(data, ctypes.POINTER(_Event)).contents
+        kind = int(ev.kind)
+        self.delivered += 1
+        self._pending.append(
+            ReclaimEvent(
+                ts_ns=int(ev.ts_ns),
+                pid=int(ev.pid),
+                tid=int(ev.tid),
+                comm=clean(bytes(ev.comm).split(b"\0", 1)[0]),
+                kind=RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
+                latency_ns=int(ev.latency_ns),
+                pages_reclaimed=int(ev.nr_reclaimed),
+            )
+        )
+
+    # -- map readers ------------------------------------------------------------------------------
+    def _percpu_ints(self, table: str, n: int) -> list[int]:
+        t = self.bpf[table]
+        return [int(sum(t.getvalue(t.Key(i)))) for i in range(n)]
+
+    def _origins(self) -> tuple[tuple[str, int, int, int], ...]:
+        t = self.bpf["origins"]
+        out = []
+        for i, origin in enumerate(ORIGINS):
+            vals = t.getvalue(t.Key(i))
+            out.append(
+                (
+                    origin,
+                    sum(int(v.scanned) for v in vals),
+                    sum(int(v.reclaimed) for v in vals),
+                    sum(int(v.events) for v in vals),
+                )
+            )
+        return tuple(out)
+
+    def _slab(self) -> tuple[tuple[str, int, int, int], ...]:
+        merged: dict[str, list[int]] = {}
+        for k, v in self.bpf["slab_stats"].items():
+            name = self.symbols.name(int(k.value))
+            m = merged.setdefault(name, [0, 0, 0])
+            m[0] += int(v.count)
+            m[1] += int(v.total_ns)
+            m[2] += int(v.freed)
+        return tuple((name, c, ns, freed) for name, (c, ns, freed) in sorted(merged.items()))
+
+    def _pid_stats(self) -> tuple[tuple[int, str, str, int, int, int, int], ...]:
+        out = []
+        for k, v in self.bpf["pid_stats"].items():
+            kind = int(k.kind)
+            out.append(
+                (
+                    int(k.pid),
+                    clean(bytes(v.comm).split(b"\0", 1)[0]),
+                    RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
+                    int(v.events),
+                    int(v.total_ns),
+                    int(v.max_ns),
+                    int(v.reclaimed),
+                )
+            )
+        out.sort()
+        return tuple(out)
+
+    def totals(self) -> tuple[VmscanTotals, ReclaimTotals]:
+        """Read every kernel map once (cumulative since load)."""
+        c = self._percpu_ints("counters", NR_COUNTERS)
+        chist = self._percpu_ints("compact_hist", HIST_SLOTS)
+        rhist = self._percpu_ints("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
+        vm = VmscanTotals(
+            origins=self._origins(),
+            kswapd_wakes=c[C_KSWAPD_WAKE],
+            kswapd_sleeps=c[C_KSWAPD_SLEEP],
+            kcompactd_wakes=c[C_KCOMPACTD_WAKE],
+            compaction_count=c[C_COMPACT_COUNT],
+            compaction_total_ns=c[C_COMPACT_NS],
+            compaction_hist=tuple((i, n) for i, n in enumerate(chist) if n),
+            slab=self._slab(),
+            slab_dropped=c[C_SLAB_DROPPED],
+        )
+        hist = tuple(
+            (kind, i, rhist[k * HIST_SLOTS + i])
+            for k, kind in enumerate(RECLAIM_KINDS)
+            for i in range(HIST_SLOTS)
+            if rhist[k * HIST_SLOTS + i]
+        )
+        rc = ReclaimTotals(histogram=hist, pids=self._pid_stats(), unpaired=c[C_PAIRS_DROPPED])
+        return vm, rc
+
+    def drain(self) -> list[Record]:
+        """Consume the ring buffer: the reclaim events that reached user space since last time."""
+        if self.bpf is None:
+            return []
+        self.bpf.ring_buffer_consume()
+        out, self._pending = self._pending, []
+        return out
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        # drain first, then totals: a totals record never lags the events it counts
+        out = self.drain()
+        vm, rc = self.totals()
+        out += [vm, rc, self.lost_record()]
+        return out
