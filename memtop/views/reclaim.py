@@ -1,0 +1,110 @@
+"""The reclaim pane: direct and memcg reclaim stalls (a drsnoop that also sees memcg-limit
+reclaim): log2 latency histograms per kind, recent episodes, per-process totals. The histograms and
+per-process totals are aggregated in the kernel, so they count every episode even when the event
+ring overflowed; the events list shows what reached user space, and the lost count says how much
+did not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt
+from memtop.records.vmscan import RECLAIM_KINDS
+from memtop.state import State
+from memtop.state.base import log2_le
+from memtop.state.vmscan import ReclaimState
+from memtop.views import Column, Options, View, render_table
+from memtop.views.vmscan import render_hist
+
+SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
+EVENTS_SHOWN = 200
+
+
+class ReclaimView(View):
+    name = "reclaim"
+    title = "Reclaim"
+    order = 30
+    columns = (
+        Column("pid", "PID"),
+        Column("comm", "COMMAND", numeric=False),
+        Column("events", "STALLS", fmt.count_h),
+        Column("total_ns", "TOTAL", fmt.ns_h),
+        Column("max_ns", "MAX", fmt.ns_h),
+        Column("avg_ns", "AVG", fmt.ns_h),
+        Column("direct_events", "DIRECT", fmt.count_h),
+        Column("memcg_events", "MEMCG", fmt.count_h),
+        Column("pages_reclaimed", "PAGES", fmt.count_h),
+    )
+    event_columns = (
+        Column("ts_ns", "TIME(s)", lambda ns: f"{ns / 1e9:.3f}"),
+        Column("pid", "PID"),
+        Column("comm", "COMMAND", numeric=False),
+        Column("kind", "KIND", numeric=False),
+        Column("latency_ns", "LATENCY", fmt.ns_h),
+        Column("pages_reclaimed", "PAGES", fmt.count_h),
+    )
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        rs = state.get(ReclaimState)
+        kinds = [opts.section] if opts.section in RECLAIM_KINDS else list(RECLAIM_KINDS)
+        histogram = [
+            {"kind": kind, "le_ns": log2_le(i), "count": n}
+            for kind in kinds
+            for i, n in sorted(rs.histogram.get(kind, {}).items())
+            if n
+        ]
+        events = [
+            {
+                "ts_ns": e.ts_ns,
+                "pid": e.pid,
+                "comm": e.comm,
+                "kind": e.kind,
+                "latency_ns": e.latency_ns,
+                "pages_reclaimed": e.pages_reclaimed,
+            }
+            for e in reversed(rs.events)
+            if e.kind in kinds
+        ]
+        rows = [
+            {
+                "pid": r.pid,
+                "comm": r.comm,
+                "events": r.events,
+                "total_ns": r.total_ns,
+                "max_ns": r.max_ns,
+                "avg_ns": r.total_ns // r.events if r.events else 0,
+                "direct_events": r.by_kind.get("direct", 0),
+                "memcg_events": r.by_kind.get("memcg", 0),
+                "pages_reclaimed": r.pages_reclaimed,
+            }
+            for r in rs.pids.values()
+            if opts.pid is None or r.pid == opts.pid
+        ]
+        key = opts.sort if opts.sort in SORT_KEYS else "total_ns"
+        rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
+        return {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "histogram": histogram,
+            "events": events,
+            "rows": rows,
+            "events_total": {k: rs.histogram_total(k) for k in RECLAIM_KINDS},
+            "events_received": rs.events_received,
+            "lost_events": rs.lost_events,
+            "unpaired": rs.unpaired,
+            "events_per_s": {k: round(v, 2) for k, v in rs.events_per_s.items()},
+        }
+
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        out = ""
+        for kind in RECLAIM_KINDS:
+            buckets = [b for b in doc["histogram"] if b["kind"] == kind]
+            total = doc["events_total"].get(kind, 0)
+            out += f"\n{kind} reclaim latency ({total} episodes)\n" + render_hist(buckets)
+        out += (
+            f"\nevents received {doc['events_received']}, lost {doc['lost_events']}"
+            " (histograms and totals count lost ones too)\n\n"
+        )
+        out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])
+        return out
