@@ -1,0 +1,138 @@
+"""Reclaim pane: direct and memcg reclaim latency histograms, per-process stall totals (sortable,
+Enter drills in) and a scrolling list of recent episodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Static
+
+from memtop.records.vmscan import RECLAIM_KINDS
+from memtop.state import State
+from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
+from memtop.views.vmscan import render_hist
+
+KIND_CYCLE = ("",) + RECLAIM_KINDS
+
+
+class ReclaimPane(Pane):
+    view_name = "reclaim"
+    order = 30
+    probes = ("vmscan",)
+
+    BINDINGS = [
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
+        Binding("greater_than_sign", "sort(1)", "Sort →"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("K", "kind", "Kind"),
+        Binding("T", "sort_by('total_ns')", "Sort total", show=False),
+        Binding("X", "sort_by('max_ns')", "Sort max", show=False),
+        Binding("E", "sort_by('events')", "Sort count", show=False),
+        Binding("P", "sort_by('pid')", "Sort PID", show=False),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opts.sort = "total_ns"
+        self._state: State | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="reclaim-status", classes="pane-status")
+        with Horizontal(id="reclaim-hists"):
+            for kind in RECLAIM_KINDS:
+                yield Static(id=f"reclaim-hist-{kind}", classes="reclaim-hist")
+        yield Static(Text("Processes (totals since start; Enter drills in)", style="bold"), classes="subtitle")
+        yield DataTable(id="reclaim-procs", cursor_type="row", zebra_stripes=True)
+        yield Static(Text("Recent episodes (newest first)", style="bold"), classes="subtitle")
+        yield DataTable(id="reclaim-events", cursor_type="row", zebra_stripes=True)
+
+    def refresh_from(self, state: State) -> None:
+        self._state = state
+        doc = self.view.document(state, self.opts)
+        status = self.status_text(state)
+        total = sum(doc["events_total"].values())
+        status.append(
+            f"   {total} episodes · received {doc['events_received']}", style="default"
+        )
+        if doc["lost_events"]:
+            status.append(f" · lost {doc['lost_events']} (histograms still count them)", style="bold red")
+        label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))
+        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
+        status.append(f" · kind {self.opts.section or 'all'}")
+        self.query_one("#reclaim-status", StatusLine).update(status)
+
+        for kind in RECLAIM_KINDS:
+            box = self.query_one(f"#reclaim-hist-{kind}", Static)
+            buckets = [b for b in doc["histogram"] if b["kind"] == kind]
+            shown = not self.opts.section or self.opts.section == kind
+            box.display = shown
+            t = Text()
+            rate = doc["events_per_s"].get(kind, 0.0)
+            t.append(f"{kind} reclaim latency", style="bold")
+            t.append(f"  {doc['events_total'].get(kind, 0)} episodes, {rate:g}/s\n")
+            t.append(render_hist(buckets, width=24))
+            box.update(t)
+
+        fill_table(self.query_one("#reclaim-procs", DataTable), self.view.columns, doc["rows"], "pid")
+        assert isinstance(self.view, ReclaimView)
+        events = [dict(e, key=f"{e['ts_ns']}-{e['pid']}") for e in doc["events"][:EVENTS_SHOWN]]
+        fill_table(self.query_one("#reclaim-events", DataTable), self.view.event_columns, events, "key")
+
+    def _redraw(self) -> None:
+        if self._state is not None:
+            self.refresh_from(self._state)
+
+    def focus_default(self) -> None:
+        self.query_one("#reclaim-procs", DataTable).focus()
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_sort(self, step: int) -> None:
+        keys = list(SORT_KEYS)
+        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 3
+        self.opts.sort = keys[(cur + step) % len(keys)]
+        self._redraw()
+
+    def action_sort_by(self, key: str) -> None:
+        if self.opts.sort == key:
+            self.opts.reverse = not self.opts.reverse
+        else:
+            self.opts.sort, self.opts.reverse = key, key not in ("pid", "comm")
+        self._redraw()
+
+    def action_reverse(self) -> None:
+        self.opts.reverse = not self.opts.reverse
+        self._redraw()
+
+    def action_kind(self) -> None:
+        i = KIND_CYCLE.index(self.opts.section) if self.opts.section in KIND_CYCLE else 0
+        self.opts.section = KIND_CYCLE[(i + 1) % len(KIND_CYCLE)]
+        self._redraw()
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one("#reclaim-procs", DataTable)
+        table.move_cursor(row=max(0, table.cursor_row + step))
+
+    @on(DataTable.HeaderSelected, "#reclaim-procs")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key in SORT_KEYS:
+            self.action_sort_by(key)
+
+    @on(DataTable.RowSelected, "#reclaim-procs")
+    def _row(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(DrillIn(int(event.row_key.value)))
+
+    @on(DataTable.RowSelected, "#reclaim-events")
+    def _event_row(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value
+        if key is not None:
+            self.post_message(DrillIn(int(str(key).rsplit("-", 1)[1])))

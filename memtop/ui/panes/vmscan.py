@@ -1,0 +1,125 @@
+"""vmscan pane: scan/reclaim rate charts by origin, the kernel's sar -B figures, origins table,
+slab shrinkers and compaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from memtop import fmt
+from memtop.records.vmscan import ORIGINS
+from memtop.state import State
+from memtop.state.base import Ring
+from memtop.state.vmscan import VmscanState
+from memtop.ui.panes.base import Pane, StatusLine, fill_table
+from memtop.views.vmscan import VmscanView, render_hist
+
+CHART_POINTS = 120
+ORIGIN_COLORS = {"kswapd": "cyan", "direct": "red", "memcg": "orange"}
+
+
+def plot_rates(plot: PlotextPlot, title: str, rings: dict[str, Ring], now_ns: int) -> None:
+    """Redraw one chart: pages/s per origin over the last CHART_POINTS ticks, x in seconds ago."""
+    plt = plot.plt
+    plt.clear_data()
+    plt.clear_figure()
+    plt.title(title)
+    plt.xlabel("seconds ago")
+    drawn = False
+    for origin in ORIGINS:
+        points = list(rings.get(origin, ()))[-CHART_POINTS:]
+        if not points:
+            continue
+        xs = [(ts - now_ns) / 1e9 for ts, _ in points]
+        ys = [v for _, v in points]
+        plt.plot(xs, ys, label=origin, color=ORIGIN_COLORS.get(origin, "white"), marker="braille")
+        drawn = True
+    if not drawn:
+        plt.plot([0.0], [0.0])
+    plot.refresh()
+
+
+class VmscanPane(Pane):
+    view_name = "vmscan"
+    order = 20
+    probes = ("vmscan", "procfs")
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="vmscan-status", classes="pane-status")
+        with Horizontal(id="vmscan-charts"):
+            yield PlotextPlot(id="vmscan-scan-chart")
+            yield PlotextPlot(id="vmscan-reclaim-chart")
+        yield Static(id="vmscan-kernel")
+        yield DataTable(id="vmscan-origins", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="vmscan-bottom"):
+            with Vertical(id="vmscan-slab-box"):
+                yield Static(Text("Slab shrinkers (by time spent)", style="bold"), classes="subtitle")
+                yield DataTable(id="vmscan-slab", cursor_type="row", zebra_stripes=True)
+            yield Static(id="vmscan-compaction")
+
+    def refresh_from(self, state: State) -> None:
+        doc = self.view.document(state, self.opts)
+        vs = state.get(VmscanState)
+        status = self.status_text(state)
+        if not vs.has_data:
+            status.append("   waiting for the vmscan probe…", style="dim")
+        self.query_one("#vmscan-status", StatusLine).update(status)
+
+        now = vs.ts_ns or state.ts_ns
+        plot_rates(self.query_one("#vmscan-scan-chart", PlotextPlot), "pages scanned/s", vs.scanned_rate, now)
+        plot_rates(
+            self.query_one("#vmscan-reclaim-chart", PlotextPlot), "pages reclaimed/s", vs.reclaimed_rate, now
+        )
+
+        k, r = doc["kernel"], doc["kernel"]["rates"]
+        line = Text()
+        line.append("kernel/s ", style="bold")
+        line.append(
+            f"pgscank {fmt.count_h(r['pgscan_kswapd_per_s'])}  pgscand {fmt.count_h(r['pgscan_direct_per_s'])}  "
+            f"pgsteal {fmt.count_h(r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s'])}  "
+            f"%vmeff {fmt.pct(k['vmeff_pct'])}   "
+        )
+        line.append("all reclaimers ", style="bold")
+        line.append(
+            f"scan {fmt.count_h(r['pgscan_anon_per_s'] + r['pgscan_file_per_s'])}  "
+            f"steal {fmt.count_h(r['pgsteal_anon_per_s'] + r['pgsteal_file_per_s'])}  "
+            f"eff {fmt.pct(k['vmeff_all_pct'])}\n"
+        )
+        line.append("thrashing ", style="bold")
+        line.append(
+            f"refault/s anon {fmt.count_h(r['workingset_refault_anon_per_s'])} "
+            f"file {fmt.count_h(r['workingset_refault_file_per_s'])}  "
+            f"pswpin/s {fmt.count_h(r['pswpin_per_s'])}  pswpout/s {fmt.count_h(r['pswpout_per_s'])}   "
+        )
+        line.append("kswapd ", style="bold")
+        line.append(
+            f"wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']:g}/s) sleeps {doc['kswapd_sleeps']}"
+        )
+        self.query_one("#vmscan-kernel", Static).update(line)
+
+        fill_table(self.query_one("#vmscan-origins", DataTable), self.view.columns, doc["rows"], "origin")
+        assert isinstance(self.view, VmscanView)
+        fill_table(
+            self.query_one("#vmscan-slab", DataTable), self.view.slab_columns, doc["slab_shrink"][:50], "shrinker"
+        )
+        c = doc["compaction"]
+        comp = Text()
+        comp.append("Compaction", style="bold")
+        comp.append(
+            f"  {c['count']} runs, {fmt.ns_h(c['total_ns'])} total, kcompactd wakes {c['kcompactd_wakes']}\n"
+        )
+        comp.append(render_hist(c["histogram"], width=20))
+        self.query_one("#vmscan-compaction", Static).update(comp)
+
+    def focus_default(self) -> None:
+        self.query_one("#vmscan-slab", DataTable).focus()
+
+    def chart_data(self, state: State) -> dict[str, Any]:
+        """What the charts plot (for tests): origin -> [(ts_ns, pages/s)]."""
+        vs = state.get(VmscanState)
+        return {o: list(vs.scanned_rate.get(o, ())) for o in ORIGINS}
