@@ -1,0 +1,501 @@
+"""vmscan and reclaim panes against the kernel's own counters, under real memcg pressure.
+
+Oracles: /proc/vmstat (pgscan_*/pgsteal_*, slabs_scanned, compact_daemon_wake) and the workload
+cgroup's memory.stat (pgpgout: one per folio uncharged, i.e. per page reclaimed from it here, as
+the workload's pages are small). Brackets are read before and after; memtop's figures are the
+difference of its cumulative totals over the same interval. Other tests may reclaim at the same
+time: system-wide figures are compared with system-wide counters, the workload's own with its
+cgroup's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernel import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat
+
+from memtop.bridge import now_ns
+from memtop.records import Batch, Lost, ProbeStatus, from_json, to_json
+from memtop.records.system import VmStat
+from memtop.records.vmscan import ReclaimEvent, ReclaimTotals, VmscanTotals
+from memtop.state import State
+from memtop.state.vmscan import ReclaimState
+from memtop.views import Options, get_view
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+LIMIT_MIB, WORK_MIB = 100, 300
+
+
+def close(a: int, b: int, rel: float = 0.05, floor: int = 64) -> bool:
+    """Within ``rel`` of the larger, or ``floor`` pages apart (for counts near zero)."""
+    return abs(a - b) <= max(rel * max(abs(a), abs(b)), floor)
+
+
+class Hog:
+    """tests/workloads/reclaim_hog.c inside a memory cgroup: joins the cgroup before it allocates,
+    waits for `go`, runs its passes, says `done`, and stays until released."""
+
+    def __init__(self, cg: MemCgroup, mib: int, passes: int, dentries: int = 0) -> None:
+        exe = compile_c("reclaim_hog")
+        self.cg = cg
+        self.proc = subprocess.Popen(
+            ["sh", "-c", f'echo $$ > {cg.path}/cgroup.procs && exec {exe} {mib} {passes} 0 1 {dentries}'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        line = self._readline(60)
+        assert line.startswith("ready "), line
+        self.pid = int(line.split()[1])
+        assert self.pid == self.proc.pid
+
+    def _readline(self, timeout_s: float) -> str:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            raise AssertionError("workload said nothing in time")
+        return self.proc.stdout.readline().strip()
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def wait_done(self, tick: Any = None, every_s: float = 0.5, timeout_s: float = 120) -> None:
+        """Wait for `done`, calling ``tick()`` every ``every_s`` meanwhile (drains the ring)."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], every_s)
+            if ready:
+                line = self.proc.stdout.readline().strip()
+                if line == "done":
+                    return
+                if not line:
+                    raise AssertionError(f"workload died (rc {self.proc.poll()})")
+            if tick is not None:
+                tick()
+        raise AssertionError("workload did not finish in time")
+
+    def release(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@contextmanager
+def hog_in_memcg(limit_mib: int, mib: int, passes: int, dentries: int = 0) -> Iterator[Hog]:
+    with swapfile(), memcg(limit_mib << 20) as cg:
+        hog = Hog(cg, mib, passes, dentries)
+        try:
+            yield hog
+        finally:
+            hog.release()
+
+
+class Live:
+    """The vmscan probe driven synchronously into a State, as the bridge would."""
+
+    def __init__(self, **kwargs: int) -> None:
+        from memtop.probes.vmscan import VmscanProbe
+
+        self.probe = VmscanProbe(**kwargs)
+        self.probe.load()
+        self.state = State(mode="bpf")
+
+    def tick(self) -> None:
+        self.state.apply(Batch(now_ns(), tuple(self.probe.poll())))
+
+    def vmscan(self) -> dict[str, Any]:
+        return get_view("vmscan").document(self.state, Options())
+
+    def reclaim(self) -> dict[str, Any]:
+        return get_view("reclaim").document(self.state, Options())
+
+    def settle(self, tries: int = 50) -> dict[str, Any]:
+        """Tick until no reclaim episode is in flight between the ring drain and the map read
+        (other tests may be reclaiming too), then return the reclaim document. A real mismatch
+        never settles, so the caller's equality check still fails."""
+        doc = self.reclaim()
+        for _ in range(tries):
+            self.tick()
+            doc = self.reclaim()
+            if sum(doc["events_total"].values()) == doc["events_received"] + doc["lost_events"]:
+                break
+            time.sleep(0.02)
+        return doc
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+@pytest.fixture
+def live() -> Iterator[Live]:
+    lv = Live()
+    try:
+        yield lv
+    finally:
+        lv.close()
+
+
+def origin_rows(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
+    return {r["origin"]: r for r in doc["rows"]}
+
+
+def delta(after: dict[str, Any], before: dict[str, Any], *keys: str) -> int:
+    return sum(after.get(k, 0) - before.get(k, 0) for k in keys)
+
+
+@pytest.mark.bpf
+def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
+    with hog_in_memcg(LIMIT_MIB, WORK_MIB, passes=2, dentries=50_000) as hog:
+        live.tick()
+        vm0, rc0 = live.vmscan(), live.reclaim()
+        k0, s0 = vmstat(), hog.cg.stat()
+        hog.go()
+        hog.wait_done(live.tick)
+        k1, s1 = vmstat(), hog.cg.stat()
+        live.tick()
+        vm1, rc1 = live.vmscan(), live.reclaim()
+        settled = live.settle()
+
+    # -- vmscan pane vs /proc/vmstat, by origin and in total --------------------------------------
+    o0, o1 = origin_rows(vm0), origin_rows(vm1)
+    ours = {o: (o1[o]["pages_scanned"] - o0[o]["pages_scanned"], o1[o]["pages_reclaimed"] - o0[o]["pages_reclaimed"])
+            for o in ("kswapd", "direct", "memcg")}
+    scan_all = delta(k1, k0, "pgscan_anon", "pgscan_file")
+    steal_all = delta(k1, k0, "pgsteal_anon", "pgsteal_file")
+    kernel = {
+        "kswapd": (delta(k1, k0, "pgscan_kswapd"), delta(k1, k0, "pgsteal_kswapd")),
+        "direct": (delta(k1, k0, "pgscan_direct", "pgscan_khugepaged"),
+                   delta(k1, k0, "pgsteal_direct", "pgsteal_khugepaged")),
+    }
+    # the kernel leaves cgroup-limit reclaim out of its per-origin counters, not out of anon/file
+    kernel["memcg"] = (scan_all - kernel["kswapd"][0] - kernel["direct"][0],
+                       steal_all - kernel["kswapd"][1] - kernel["direct"][1])
+    report = {"memtop": ours, "kernel": kernel, "all": (scan_all, steal_all)}
+    print(json.dumps(report))
+    assert close(sum(s for s, _ in ours.values()), scan_all), report
+    assert close(sum(r for _, r in ours.values()), steal_all), report
+    for origin in ("kswapd", "direct", "memcg"):
+        assert close(ours[origin][0], kernel[origin][0]), (origin, report)
+        assert close(ours[origin][1], kernel[origin][1]), (origin, report)
+    must_reclaim = (WORK_MIB - LIMIT_MIB) * (1 << 20) // PAGE
+    assert ours["memcg"][1] >= must_reclaim, report  # the workload really was under pressure
+    assert o1["memcg"]["events"] > o0["memcg"]["events"]
+
+    # -- reclaim pane: the workload's memcg stalls, vs its cgroup's own count ----------------------
+    r0 = {r["pid"]: r for r in rc0["rows"]}
+    r1 = {r["pid"]: r for r in rc1["rows"]}
+    assert hog.pid in r1, "the workload's memcg reclaim is not attributed to it"
+    mine = r1[hog.pid]
+    before = r0.get(hog.pid, {"events": 0, "pages_reclaimed": 0, "memcg_events": 0})
+    assert mine["comm"] == "reclaim_hog"
+    assert mine["memcg_events"] - before["memcg_events"] > 0
+    assert mine["direct_events"] == 0
+    pgpgout = delta(s1, s0, "pgpgout")
+    reclaimed = mine["pages_reclaimed"] - before["pages_reclaimed"]
+    print(json.dumps({"pid_pages_reclaimed": reclaimed, "cgroup_pgpgout": pgpgout,
+                      "pid_events": mine["events"], "max_ns": mine["max_ns"]}))
+    assert close(reclaimed, pgpgout), (reclaimed, pgpgout)
+    # all reclaim episodes' pages (every process) vs the kernel's non-kswapd reclaim
+    all_pages = sum(r["pages_reclaimed"] for r in r1.values()) - sum(r["pages_reclaimed"] for r in r0.values())
+    assert close(all_pages, kernel["memcg"][1] + kernel["direct"][1]), (all_pages, report)
+
+    # latencies are positive and the events reached user space
+    ev = [e for e in settled["events"] if e["pid"] == hog.pid]
+    assert ev and all(e["latency_ns"] > 0 and e["kind"] == "memcg" for e in ev)
+    assert mine["max_ns"] >= max(e["latency_ns"] for e in ev) > 0
+    assert mine["total_ns"] >= mine["events"] > 0
+    # every episode is in the histogram: received + lost == histogram count == per-pid totals
+    hist_total = sum(settled["events_total"].values())
+    assert sum(b["count"] for b in settled["histogram"]) == hist_total
+    assert hist_total == settled["events_received"] + settled["lost_events"], settled["events_total"]
+    assert hist_total == sum(r["events"] for r in settled["rows"])
+    if settled["lost_events"] == 0:
+        received_mine = sum(1 for e in live.state.get(ReclaimState).events if e.pid == hog.pid)
+        if live.state.get(ReclaimState).events_received <= len(live.state.get(ReclaimState).events):
+            assert received_mine == mine["events"]
+
+    # -- slab shrinkers: the workload's dentries make its cgroup's reclaim run them ----------------
+    if delta(k1, k0, "slabs_scanned") > 0:
+        shr0 = {s["shrinker"]: s["count"] for s in vm0["slab_shrink"]}
+        grew = {s["shrinker"]: s["count"] - shr0.get(s["shrinker"], 0) for s in vm1["slab_shrink"]}
+        assert sum(grew.values()) > 0, "the kernel scanned slabs but no shrinker call was counted"
+        assert any(not name.startswith("0x") for name, n in grew.items() if n > 0), grew
+        assert all(s["total_ns"] > 0 for s in vm1["slab_shrink"] if s["count"])
+
+    # the JSON schema the issue gives
+    assert set(vm1) >= {"pane", "rows", "kswapd_wakes", "slab_shrink", "compaction"}
+    assert set(vm1["compaction"]) >= {"count", "total_ns"}
+    assert set(settled) >= {"pane", "histogram", "events", "rows"}
+    assert set(settled["rows"][0]) >= {"pid", "comm", "events", "total_ns", "max_ns"}
+    assert set(settled["events"][0]) >= {"ts_ns", "pid", "comm", "kind", "latency_ns", "pages_reclaimed"}
+    assert set(settled["histogram"][0]) == {"kind", "le_ns", "count"}
+
+
+@pytest.mark.bpf
+def test_ring_overflow_counts_lost_events_but_histogram_counts_all() -> None:
+    lv = Live(ringbuf_pages=1)  # one page: room for ~70 events
+    try:
+        with hog_in_memcg(32, 128, passes=2) as hog:
+            lv.tick()
+            hog.go()
+            hog.wait_done()  # no draining meanwhile: the ring must overflow
+            doc = lv.settle()
+            mine = {r["pid"]: r for r in doc["rows"]}[hog.pid]
+    finally:
+        lv.close()
+    hist_total = sum(doc["events_total"].values())
+    received_mine = sum(1 for e in doc["events"] if e["pid"] == hog.pid)
+    print(json.dumps({"histogram": hist_total, "received": doc["events_received"], "lost": doc["lost_events"],
+                      "pid_events": mine["events"], "pid_received": received_mine}))
+    assert doc["lost_events"] > 0, "a one-page ring under a reclaim flood should overflow"
+    assert doc["events_received"] > 0
+    assert hist_total == doc["events_received"] + doc["lost_events"]
+    assert hist_total == sum(r["events"] for r in doc["rows"])
+    assert mine["events"] > received_mine, "the flood's own events should have been among the lost"
+    assert doc["events_received"] < (4096 // 48) + 1  # what fits in one page
+
+
+@pytest.mark.bpf
+def test_compaction_and_kcompactd(live: Live) -> None:
+    live.tick()
+    d0, k0 = live.vmscan()["compaction"], vmstat()
+    Path("/proc/sys/vm/compact_memory").write_text("1\n")  # compacts every zone, synchronously
+    k1 = vmstat()
+    live.tick()
+    d1 = live.vmscan()["compaction"]
+    runs = d1["count"] - d0["count"]
+    assert runs >= 1
+    assert d1["total_ns"] - d0["total_ns"] > 0
+    assert sum(b["count"] for b in d1["histogram"]) == d1["count"]
+    # both counted in kcompactd_do_work: our tracepoint count and the kernel's counter agree
+    assert close(d1["kcompactd_wakes"] - d0["kcompactd_wakes"], delta(k1, k0, "compact_daemon_wake"), floor=2)
+
+
+@pytest.mark.bpf
+def test_reclaim_pane_through_memtop_snapshot() -> None:
+    """The real CLI: the workload starts once memtop's probes are attached (MEMTOP_READY_FILE) and
+    is done before the snapshot, so its figures are complete."""
+    tmp = Path(tempfile.mkdtemp(prefix="memtop-vmscan-"))
+    out, ready = tmp / "reclaim.json", tmp / "ready"
+    with hog_in_memcg(LIMIT_MIB, 160, passes=1) as hog:
+        snap = subprocess.Popen(
+            memtop_cmd() + ["snapshot", "--pane", "reclaim", "--format", "json", "--output", str(out),
+                            "--after", "8"],
+            env=dict(os.environ, MEMTOP_READY_FILE=str(ready)), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not ready.exists() and snap.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert ready.exists(), "memtop never became ready"
+            assert json.loads(ready.read_text())["probes"].get("vmscan") == "attached"
+            hog.go()
+            hog.wait_done()
+            done_while_running = snap.poll() is None
+            _, err = snap.communicate(timeout=120)
+        finally:
+            if snap.poll() is None:
+                snap.kill()
+                snap.wait()
+    assert snap.returncode == 0, err
+    assert done_while_running, "the workload outlived the snapshot window (machine too slow?)"
+    doc = json.loads(out.read_text())
+    assert doc["pane"] == "reclaim" and doc["source"] == "bpf"
+    rows = {r["pid"]: r for r in doc["rows"]}
+    assert hog.pid in rows
+    mine = rows[hog.pid]
+    assert mine["comm"] == "reclaim_hog" and mine["memcg_events"] == mine["events"] > 0
+    ev = [e for e in doc["events"] if e["pid"] == hog.pid]
+    assert all(e["kind"] == "memcg" and e["latency_ns"] > 0 for e in ev)
+    if len(doc["events"]) < 1000 and doc["lost_events"] == 0:
+        assert len(ev) == mine["events"]
+    assert sum(e["pages_reclaimed"] for e in ev) <= mine["pages_reclaimed"]
+    memcg_hist = sum(b["count"] for b in doc["histogram"] if b["kind"] == "memcg")
+    assert memcg_hist == doc["events_total"]["memcg"] >= mine["memcg_events"]
+    # others may be reclaiming as the snapshot is read: allow only episodes in flight
+    total = sum(doc["events_total"].values())
+    accounted = doc["events_received"] + doc["lost_events"]
+    assert 0 <= total - accounted <= max(5, total // 100), (total, accounted)
+    shutil_rmtree(tmp)
+
+
+def shutil_rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# -- pure tests (no BPF): records, state, views -------------------------------------------------
+
+
+def synthetic_batches() -> list[Batch]:
+    """Two ticks of vmscan data as the probe would send them."""
+    base = 1_000_000_000_000
+    vm = [
+        VmStat(counters=(("pgscan_kswapd", 0), ("pgscan_direct", 0), ("pgsteal_kswapd", 0),
+                         ("pgsteal_direct", 0), ("pgscan_anon", 0), ("pgsteal_anon", 0),
+                         ("workingset_refault_anon", 0))),
+        VmStat(counters=(("pgscan_kswapd", 1000), ("pgscan_direct", 200), ("pgsteal_kswapd", 600),
+                         ("pgsteal_direct", 100), ("pgscan_anon", 3000), ("pgsteal_anon", 1500),
+                         ("workingset_refault_anon", 40))),
+    ]
+    t0 = VmscanTotals(origins=(("kswapd", 0, 0, 0), ("direct", 0, 0, 0), ("memcg", 0, 0, 0)),
+                      kswapd_wakes=0, kswapd_sleeps=0, kcompactd_wakes=0, compaction_count=0,
+                      compaction_total_ns=0)
+    t1 = VmscanTotals(origins=(("kswapd", 1000, 600, 10), ("direct", 200, 100, 4), ("memcg", 1800, 800, 30)),
+                      kswapd_wakes=3, kswapd_sleeps=2, kcompactd_wakes=1, compaction_count=2,
+                      compaction_total_ns=3_000_000, compaction_hist=((20, 2),),
+                      slab=(("super_cache_scan", 5, 50_000, 900), ("deferred_split_scan", 2, 900_000, 0)))
+    r1 = ReclaimTotals(histogram=(("memcg", 14, 3), ("direct", 20, 1)),
+                       pids=((4242, "hog\x1b[31m", "memcg", 3, 90_000, 40_000, 96),
+                             (77, "[bold]x", "direct", 1, 1_500_000, 1_500_000, 32)))
+    events = [ReclaimEvent(base + i, 4242, 4242, "hog\x1b[31m", "memcg", 30_000, 32) for i in range(3)]
+    events.append(ReclaimEvent(base + 9, 77, 78, "[bold]x", "direct", 1_500_000, 32))
+    return [
+        Batch(base, (ProbeStatus("vmscan", "attached", "attached in 0.5s"), vm[0], t0,
+                     ReclaimTotals(histogram=(), pids=()), Lost("vmscan", "events", 0))),
+        Batch(base + 1_000_000_000, (vm[1], t1, r1, *events, Lost("vmscan", "events", 0))),
+    ]
+
+
+def test_records_round_trip_json() -> None:
+    for batch in synthetic_batches():
+        for rec in batch.records:
+            assert from_json(json.loads(json.dumps(to_json(rec)))) == rec
+
+
+def test_state_and_views_from_records() -> None:
+    state = State(mode="replay")
+    for b in synthetic_batches():
+        state.apply(b)
+    vm = get_view("vmscan").document(state, Options())
+    rows = origin_rows(vm)
+    assert rows["kswapd"]["pages_scanned"] == 1000 and rows["kswapd"]["scanned_per_s"] == 1000.0
+    assert rows["memcg"]["efficiency_pct"] == round(100 * 800 / 1800, 1)
+    assert vm["kswapd_wakes"] == 3
+    assert vm["slab_shrink"][0]["shrinker"] == "deferred_split_scan"  # by time spent
+    assert vm["compaction"] == {"count": 2, "total_ns": 3_000_000, "histogram": [{"le_ns": 2**21 - 1, "count": 2}],
+                                "kcompactd_wakes": 1}
+    # sar -B %vmeff: pgsteal / (pgscank + pgscand)
+    assert vm["kernel"]["vmeff_pct"] == round(100 * 700 / 1200, 1)
+    assert vm["kernel"]["rates"]["workingset_refault_anon_per_s"] == 40.0
+    rc = get_view("reclaim").document(state, Options(sort="total_ns"))
+    assert [r["pid"] for r in rc["rows"]] == [77, 4242]
+    assert rc["histogram"] == [{"kind": "direct", "le_ns": 2**21 - 1, "count": 1},
+                               {"kind": "memcg", "le_ns": 2**15 - 1, "count": 3}]
+    assert rc["events"][0]["pid"] == 77  # newest first
+    assert rc["events_received"] == 4 and rc["events_total"] == {"direct": 1, "memcg": 3}
+    only = get_view("reclaim").document(state, Options(section="memcg"))
+    assert {e["kind"] for e in only["events"]} == {"memcg"} and {b["kind"] for b in only["histogram"]} == {"memcg"}
+    text = get_view("reclaim").text(state, Options()) + get_view("vmscan").text(state, Options())
+    assert "memcg reclaim latency" in text and "super_cache_scan" in text and "%vmeff" in text
+
+
+# -- UI (Pilot) on a fake source ------------------------------------------------------------------
+
+
+class FakeSource:
+    mode = "replay"
+
+    def __init__(self, batches: list[Batch]) -> None:
+        self.batches = list(batches)
+        self.subs: list[Any] = []
+
+    def subscribe(self, fn: Any) -> None:
+        self.subs.append(fn)
+
+    async def start(self) -> None:
+        return None
+
+    async def poll(self) -> Batch | None:
+        if not self.batches:
+            return None
+        b = self.batches.pop(0)
+        for fn in self.subs:
+            fn(b)
+        return b
+
+    def settled(self) -> bool:
+        return True
+
+    async def stop(self) -> None:
+        return None
+
+    def add_probe(self, probe: Any) -> bool:
+        return False
+
+    def remove_probe(self, name: str) -> None:
+        return None
+
+
+async def test_panes_render_and_enter_drills_into_process() -> None:
+    from textual.widgets import DataTable
+    from textual_plotext import PlotextPlot
+
+    from memtop.ui.app import MemtopApp
+    from memtop.ui.panes.base import DrillIn
+    from memtop.ui.panes.reclaim import ReclaimPane
+    from memtop.ui.panes.vmscan import VmscanPane
+
+    batches = synthetic_batches()
+    lost = Batch(batches[-1].ts_ns + 1_000_000_000, (Lost("vmscan", "events", 17),))
+    app = MemtopApp(FakeSource(batches + [lost]))
+    async with app.run_test(size=(180, 50)) as pilot:
+        await pilot.pause(0.3)
+        for _ in range(3):
+            await app.source.poll()
+        await pilot.press("2")  # tabs follow pane order: processes, vmscan, reclaim…
+        await pilot.pause(0.2)
+        app.redraw()
+        await pilot.pause(0.1)
+        vp = app.query_one(VmscanPane)
+        assert app.query_one("#vmscan-origins", DataTable).row_count == 3
+        assert app.query_one("#vmscan-slab", DataTable).row_count == 2
+        assert len(app.query(PlotextPlot)) == 2
+        assert vp.chart_data(app.state)["kswapd"][-1][1] == 1000.0
+
+        await pilot.press("3")
+        await pilot.pause(0.2)
+        app.redraw()
+        await pilot.pause(0.1)
+        rp = app.query_one(ReclaimPane)
+        procs = app.query_one("#reclaim-procs", DataTable)
+        assert [str(k.value) for k in procs.rows] == ["77", "4242"]
+        # untrusted comm is plain text, never markup
+        cell = procs.get_row("77")[1]
+        assert str(cell) == "[bold]x"
+        status = str(app.query_one("#reclaim-status").render())
+        assert "lost 17" in status
+        posted: list[int] = []
+        orig_post = rp.post_message
+
+        def capture(msg: Any) -> bool:
+            if isinstance(msg, DrillIn):
+                posted.append(msg.pid)
+                return True
+            return orig_post(msg)
+
+        rp.post_message = capture  # type: ignore[method-assign]
+        procs.focus()
+        await pilot.press("down")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert posted == [4242]
+        await pilot.press("T")  # same key again: ascending total
+        await pilot.pause(0.1)
+        assert [str(k.value) for k in procs.rows] == ["4242", "77"]
+        await pilot.press("K")  # kind: direct only
+        await pilot.pause(0.1)
+        assert not app.query_one("#reclaim-hist-memcg").display
