@@ -3,7 +3,7 @@ VENV ?= .venv
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test setup lint typecheck bench screenshots clean
+.PHONY: run test setup lint typecheck bench screenshots recording clean
 
 run: setup
 	$(VENV)/bin/memtop $(ARGS)
@@ -19,6 +19,14 @@ lint: setup
 
 typecheck: setup
 	$(VENV)/bin/mypy
+
+# an SVG of every pane and of the drill-in screen, replayed from a recording made under pressure
+screenshots: setup
+	$(VENV)/bin/python scripts/screenshots.py tests/data/pressure.jsonl.gz --output-dir screenshots
+
+# re-make that recording on this machine (root: memory cgroup 100 MiB + swap, 300 MiB workload, a leaker)
+recording: setup
+	$(VENV)/bin/python scripts/make_recording.py
 
 bench: setup
 	$(VENV)/bin/python bench/run.py

@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pid", type=pid_arg)
     s.add_argument("--section", default="")
     s.add_argument("--leaks", type=pid_list, help="pids for --pane leaks")
+    add_record_replay_args(p, sub, s)
     return p
 
 
@@ -164,6 +165,9 @@ def run_snapshot(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        handled = dispatch_record_replay(args)
+        if handled is not None:
+            return handled
         if args.command == "doctor":
             from memtop.doctor import report
 
@@ -180,6 +184,174 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+
+
+# -- record, replay, batch (issue 7) -----------------------------------------------------------------
+def speed_arg(text: str) -> float:
+    value = positive_float(text)
+    if value > 1000:
+        raise argparse.ArgumentTypeError(f"speed must be at most 1000: {text!r}")
+    return value
+
+
+def count_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
+    return value
+
+
+def add_record_replay_args(
+    p: argparse.ArgumentParser, sub: argparse._SubParsersAction[Parser], snap: argparse.ArgumentParser
+) -> None:
+    p.add_argument("--batch", action="store_true", help="print the pane (default: processes) every "
+                   "interval to stdout, like top -b; no TUI")
+    p.add_argument("--count", type=count_arg, help="--batch: stop after N outputs (default: run until killed)")
+    p.add_argument("--json", action="store_true", help="--batch: one JSON snapshot document per line")
+    p.add_argument("--replay", metavar="FILE", help="--batch: read a recording instead of the live system")
+    r = sub.add_parser("record", help="record the record stream to a file, headless (no TUI)")
+    common(r)
+    r.add_argument("--output", "-o", required=True, help="the recording (.jsonl.gz)")
+    r.add_argument("--duration", type=positive_float, help="seconds to record (default: until Ctrl-C/SIGTERM)")
+    r.add_argument("--force", action="store_true", help="overwrite an existing file")
+    r.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    rp = sub.add_parser("replay", help="open the TUI on a recording")
+    rp.add_argument("file", metavar="FILE")
+    rp.add_argument("--speed", type=speed_arg, default=1.0, help="playback speed (default 1)")
+    rp.add_argument("--at", type=nonneg_float, help="start paused at SECONDS from the start")
+    rp.add_argument("--salvage", action="store_true", help="load a recording that was cut short")
+    rp.add_argument("--info", action="store_true", help="describe the recording and exit")
+    rp.add_argument("--interval", type=positive_float, default=argparse.SUPPRESS, help="screen refresh, seconds")
+    rp.add_argument("--pane", default=argparse.SUPPRESS, help="pane to show at start")
+    rp.add_argument("--pid", type=pid_arg, default=argparse.SUPPRESS, help="open the drill-in for PID")
+    rp.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default=argparse.SUPPRESS)
+    rp.add_argument("--snapshot-dir", default=argparse.SUPPRESS)
+    snap.add_argument("--replay", metavar="FILE", help="take the snapshot from a recording")
+    snap.add_argument("--at", type=nonneg_float, help="--replay: seconds from the recording's start "
+                      "(default: its end)")
+    snap.add_argument("--salvage", action="store_true", help="--replay: accept a recording cut short")
+
+
+def dispatch_record_replay(args: argparse.Namespace) -> int | None:
+    """Run record / replay / batch / snapshot --replay; None for every other command."""
+    if args.command == "record":
+        return run_record(args)
+    if args.command == "replay":
+        return run_replay(args)
+    if args.command == "snapshot" and getattr(args, "replay", None):
+        return run_replay_snapshot(args)
+    if args.command is None and getattr(args, "batch", False):
+        return run_batch(args)
+    if args.command is None and (args.json or args.count or args.replay):
+        raise MemtopError("--json, --count and --replay go with --batch",
+                          "e.g. memtop --batch --count 3 --json")
+    return None
+
+
+def run_record(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from memtop import fmt
+    from memtop.headless import record
+    from memtop.probes.registry import default_probes
+
+    probes = default_probes(args.proc_root, bpf=not args.no_bpf)
+    res = asyncio.run(record(probes, args.output, interval_s=args.interval, duration_s=args.duration,
+                             force=args.force))
+    if not args.quiet:
+        sys.stderr.write(f"memtop: recorded {res.batches} samples, {res.records} records, "
+                         f"{res.duration_s:.1f} s, {fmt.bytes_h(res.size_bytes)}\n")
+    print(res.path)
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from memtop.replay import Recording, ReplaySource
+    from memtop.ui.app import MemtopApp
+
+    rec = Recording.load(args.file, salvage=args.salvage)
+    if args.info:
+        print(rec.describe())
+        return 0
+    if args.pane:
+        from memtop.views import get_view
+
+        get_view(args.pane)
+    if args.at is not None and args.at > rec.duration_s + 1e-6:
+        raise MemtopError(f"--at {args.at:g} is past the end of the recording ({rec.duration_s:.1f} s)")
+    source = ReplaySource(rec, speed=args.speed, at_s=args.at)
+    app = MemtopApp(
+        source,
+        interval_s=args.interval,
+        snapshot_format=args.snapshot_format,
+        snapshot_dir=args.snapshot_dir,
+        initial_pid=args.pid,
+        initial_pane=args.pane,
+    )
+    code = app.run()
+    if app.error is not None:
+        raise app.error
+    return int(code or 0)
+
+
+def run_replay_snapshot(args: argparse.Namespace) -> int:
+    from memtop import files
+    from memtop.replay import Recording, ReplaySource
+    from memtop.ui.app import MemtopApp, SnapshotRequest
+    from memtop.views import get_view
+
+    view = get_view(args.pane)
+    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
+        raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
+    if args.pane == "process" and args.pid is None:
+        raise MemtopError("--pane process needs --pid PID")
+    files.check_target(args.output, args.force)
+    rec = Recording.load(args.replay, salvage=args.salvage)
+    at = rec.duration_s if args.at is None else args.at
+    if at > rec.duration_s + 1e-6:
+        raise MemtopError(f"--at {at:g} is past the end of the recording ({rec.duration_s:.1f} s)")
+    source = ReplaySource(rec, at_s=at)
+    req = SnapshotRequest(args.pane, args.format, args.output, 0.0, args.force, args.pid, args.section)
+    app = MemtopApp(source, interval_s=args.interval, snapshot_request=req,
+                    initial_pid=args.pid if args.pane == "process" else None)
+    code = app.run(headless=True, size=(200, 60))
+    if app.error is not None:
+        raise app.error
+    if code:
+        return int(code)
+    print(args.output)
+    return 0
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from memtop.headless import batch_live, batch_replay
+    from memtop.views import Options, get_view
+
+    view = get_view(args.pane or "processes")
+    if view.name == "process" and args.pid is None:
+        raise MemtopError("--pane process needs --pid PID")
+    opts = Options(pid=args.pid)
+    try:
+        if args.replay:
+            batch_replay(args.replay, view, opts, interval_s=args.interval, count=args.count,
+                         as_json=args.json)
+        else:
+            from memtop.probes.registry import default_probes
+
+            check_pid(args.pid, args.proc_root)
+            probes = default_probes(args.proc_root, bpf=not args.no_bpf)
+            asyncio.run(batch_live(probes, view, opts, interval_s=args.interval, count=args.count,
+                                   as_json=args.json))
+    except BrokenPipeError:
+        # the reader went away (| head): not an error; keep Python from complaining at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,216 @@
+"""Headless runs without Textual: `memtop record` and `memtop --batch`.
+
+Both drive the bridge directly with asyncio, the same way the app's timer does: start the probes,
+wait until they are attached (or have failed), then poll every interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from memtop import __version__, files
+from memtop.bridge import Bridge
+from memtop.probes.base import Probe
+from memtop.recording import Recorder, open_recorder
+from memtop.records import Batch
+from memtop.state import State
+from memtop.views import Options, View
+
+SETTLE_TIMEOUT_S = 120.0
+
+
+@dataclass
+class RecordResult:
+    path: Path
+    batches: int
+    records: int
+    duration_s: float
+    size_bytes: int
+    reason: str
+
+
+def _stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
+    """SIGINT/SIGTERM set ``stop`` (the loop then finishes the file); returns an undo."""
+    loop = asyncio.get_running_loop()
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    done: list[signal.Signals] = []
+    for sig in sigs:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            done.append(sig)
+
+    def undo() -> None:
+        for sig in done:
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+
+    return undo
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    if seconds <= 0:
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+async def _settle(bridge: Bridge, stop: asyncio.Event, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not bridge.settled() and not stop.is_set() and time.monotonic() < deadline:
+        await _wait(stop, 0.05)
+
+
+async def record(
+    probes: list[Probe],
+    output: str | Path,
+    *,
+    interval_s: float = 1.0,
+    duration_s: float | None = None,
+    force: bool = False,
+    on_start: Callable[[Recorder], None] | None = None,
+) -> RecordResult:
+    """Record until ``duration_s`` is over or SIGINT/SIGTERM arrives; the file is complete either
+    way. The target is checked before any probe loads, so a bad path fails at once."""
+    files.check_target(output, force)
+    stop = asyncio.Event()
+    undo = _stop_on_signals(stop)
+    bridge = Bridge(probes)
+    rec: Recorder | None = None
+    reason = "duration"
+    try:
+        await bridge.start()
+        await _settle(bridge, stop)
+        rec = open_recorder(output, bridge.statuses().values(), force=force, interval_s=interval_s,
+                            mode=bridge.mode)
+        bridge.subscribe(rec)
+        if on_start is not None:
+            on_start(rec)
+        t0 = time.monotonic()
+        ticks = 0
+        while not stop.is_set():
+            await bridge.poll()
+            ticks += 1
+            due = t0 + ticks * interval_s
+            if duration_s is not None and due - t0 > duration_s + 1e-9:
+                break
+            await _wait(stop, due - time.monotonic())
+        if stop.is_set():
+            reason = "signal"
+    except BaseException:
+        reason = "error"  # the batches so far are still kept
+        raise
+    finally:
+        undo()
+        if rec is not None:
+            rec.close(reason)
+        await bridge.stop()
+    assert rec is not None
+    return RecordResult(rec.path, rec.batches, rec.records, rec.duration_s, rec.path.stat().st_size, reason)
+
+
+def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, probes: str) -> None:
+    if as_json:
+        out.write(json.dumps(view.document(state, opts), ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        stamp = time.strftime("%H:%M:%S")
+        out.write(f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}  {probes}\n")
+        out.write(view.text(state, opts))
+        out.write("\n")
+    out.flush()
+
+
+def _probe_line(state: State) -> str:
+    sts = state.statuses.values()
+    attached = sum(1 for s in sts if s.state == "attached")
+    failed = [s.probe for s in sts if s.state == "failed"]
+    text = f"probes {attached}/{len(state.statuses)} attached"
+    if failed:
+        text += f" (failed: {', '.join(failed)})"
+    return text
+
+
+async def batch_live(
+    probes: list[Probe],
+    view: View,
+    opts: Options,
+    *,
+    interval_s: float = 1.0,
+    count: int | None = None,
+    as_json: bool = False,
+    out: IO[str] = sys.stdout,
+) -> int:
+    """Print the pane every interval, like ``top -b``: text, or one JSON document per line. The
+    first output comes one interval after the probes attach (rates need two samples)."""
+    stop = asyncio.Event()
+    undo = _stop_on_signals(stop)
+    bridge = Bridge(probes)
+    state = State(mode=bridge.mode)
+
+    def apply(b: Batch) -> None:
+        state.mode = bridge.mode
+        state.apply(b)
+
+    bridge.subscribe(apply)
+    printed = 0
+    try:
+        await bridge.start()
+        await _settle(bridge, stop)
+        await bridge.poll()
+        t0 = time.monotonic()
+        ticks = 0
+        while not stop.is_set() and (count is None or printed < count):
+            ticks += 1
+            await _wait(stop, t0 + ticks * interval_s - time.monotonic())
+            if stop.is_set():
+                break
+            await bridge.poll()
+            _emit(out, view, state, opts, as_json, _probe_line(state))
+            printed += 1
+    finally:
+        undo()
+        await bridge.stop()
+    return printed
+
+
+def batch_replay(
+    recording_path: str | Path,
+    view: View,
+    opts: Options,
+    *,
+    interval_s: float = 1.0,
+    count: int | None = None,
+    as_json: bool = False,
+    salvage: bool = False,
+    out: IO[str] = sys.stdout,
+) -> int:
+    """The same output from a recording: a document for the first sample at least ``interval_s``
+    of recorded time after the last one printed (a small interval prints every sample)."""
+    from memtop.replay import Recording
+
+    rec = Recording.load(recording_path, salvage=salvage)
+    state = State(mode="replay")
+    printed = 0
+    last_ns: int | None = None
+    # samples jitter around their interval: 5 % slack keeps a 1 s grid from skipping 0.99 s gaps
+    step_ns = int(interval_s * 0.95e9)
+    for b in rec.batches():
+        state.apply(b)
+        if last_ns is None:
+            last_ns = b.ts_ns  # like live: the first output one interval in
+            continue
+        if b.ts_ns - last_ns >= step_ns:
+            last_ns = b.ts_ns
+            _emit(out, view, state, opts, as_json, _probe_line(state))
+            printed += 1
+            if count is not None and printed >= count:
+                break
+    return printed

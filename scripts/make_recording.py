@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Make the recordings checked into tests/data/ (run as root, on a machine with swap):
+
+* ``pressure.jsonl.gz`` (default): what ``make screenshots`` renders. A memory cgroup limited to
+  100 MiB with swap, a workload touching 300 MiB in it (reclaim, swap-outs, swap-in waits), a
+  leaking process, and a burst that hits the cgroup's limit without swap room (an OOM kill); the
+  default probes plus the drill-in probes on the workload and the memleak probe on the leaker,
+  whichever of those this memtop has.
+* ``--compat``: ``recording-1.0.jsonl.gz``, a short recording kept forever to prove that every
+  later memtop still loads schema 1.0 (do not regenerate it once released).
+
+The workload pids go into the header (``"workloads"``) so the screenshot script knows whom to
+drill into.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from kernel import compile_c, memcg, swapfile  # noqa: E402
+
+from memtop.bridge import Bridge  # noqa: E402
+from memtop.probes.base import Probe  # noqa: E402
+from memtop.probes.registry import default_probes  # noqa: E402
+from memtop.recording import open_recorder  # noqa: E402
+
+MiB = 1 << 20
+
+
+def optional_probe(module: str, cls: str, *args: Any) -> Probe | None:
+    """A probe from another pane's module if this memtop has it (the script outlives panes)."""
+    try:
+        mod = importlib.import_module(module)
+        return getattr(mod, cls)(*args)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError, TypeError) as exc:
+        print(f"  (no {module}.{cls}: {exc})", file=sys.stderr)
+        return None
+
+
+def start(cmd: list[str], cg: Any) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=lambda: cg.add(os.getpid()))
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("ready"):
+        raise SystemExit(f"{cmd[0]} did not start: {line!r}")
+    return proc
+
+
+async def session(out: Path, duration_s: float, interval_s: float, hog_pid: int, leak_pid: int,
+                  oom_at_s: float | None, oom_cg: Any) -> None:
+    probes = default_probes()
+    extra: list[Probe | None] = [
+        optional_probe("memtop.probes.smaps", "SmapsProbe", hog_pid),
+        optional_probe("memtop.probes.faultstack", "FaultStackProbe", hog_pid),
+        optional_probe("memtop.probes.growth", "GrowthProbe", leak_pid),
+        optional_probe("memtop.probes.memleak", "MemleakProbe", [leak_pid]),
+    ]
+    bridge = Bridge(probes + [p for p in extra if p is not None])
+    await bridge.start()
+    await bridge.wait_settled(300)
+    for st in bridge.statuses().values():
+        print(f"  {st.probe}: {st.state} {st.message}", file=sys.stderr)
+    rec = open_recorder(out, bridge.statuses().values(), force=True, interval_s=interval_s, mode=bridge.mode,
+                        extra={"workloads": {"hog": hog_pid, "leak": leak_pid}})
+    bridge.subscribe(rec)
+    oom: subprocess.Popen[str] | None = None
+    try:
+        t0 = time.monotonic()
+        ticks = 0
+        while time.monotonic() - t0 < duration_s:
+            await bridge.poll()
+            ticks += 1
+            if oom_at_s is not None and oom is None and time.monotonic() - t0 >= oom_at_s:
+                # 200 MiB into a 64 MiB cgroup without swap: the kernel's OOM killer ends it
+                oom = subprocess.Popen([str(compile_c("rec_hog")), "200"], stdout=subprocess.DEVNULL,
+                                       preexec_fn=lambda: oom_cg.add(os.getpid()))
+            await asyncio.sleep(max(0.0, t0 + ticks * interval_s - time.monotonic()))
+    finally:
+        rec.close("done")
+        await bridge.stop()
+        if oom is not None:
+            oom.kill()
+            oom.wait()
+    print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compat", action="store_true", help="make tests/data/recording-1.0.jsonl.gz")
+    ap.add_argument("--output")
+    ap.add_argument("--duration", type=float)
+    ap.add_argument("--interval", type=float, default=1.0)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("make_recording.py needs root (BPF, cgroups)")
+    out = Path(args.output or ROOT / "tests/data" / ("recording-1.0.jsonl.gz" if args.compat else
+                                                     "pressure.jsonl.gz"))
+    duration = args.duration or (6.0 if args.compat else 40.0)
+    interval = args.interval if not args.compat else 0.5
+    hog_exe, leak_exe = compile_c("rec_hog"), compile_c("rec_leak")
+    with swapfile(), memcg(100 * MiB, swap=True) as cg, memcg(64 * MiB, swap=False) as oom_cg:
+        hog = start([str(hog_exe), "300"], cg)
+        leak = start([str(leak_exe), "65536"], cg)
+        try:
+            asyncio.run(session(out, duration, interval, hog.pid, leak.pid,
+                                None if args.compat else duration * 0.6, oom_cg))
+        finally:
+            for p in (hog, leak):
+                p.kill()
+                p.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

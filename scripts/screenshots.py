@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""`make screenshots`: an SVG of every pane and of the drill-in screen, rendered by the real app
+from a recording (default tests/data/pressure.jsonl.gz, made by scripts/make_recording.py under
+real memory pressure). Panes are discovered from the registry, so new panes get a screenshot
+without changes here. Needs no root and no BPF: it is a replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memtop import files  # noqa: E402
+from memtop.replay import Recording, ReplaySource  # noqa: E402
+from memtop.state.system import ProcessesState  # noqa: E402
+from memtop.ui.app import MemtopApp  # noqa: E402
+from memtop.ui.panes.base import DrillIn  # noqa: E402
+
+SIZE = (160, 46)
+
+
+def pick_pid(rec: Recording, state: Any) -> int | None:
+    """The workload named in the header, else the process with the most swap, then RSS."""
+    wl = rec.header.get("workloads")
+    if isinstance(wl, dict) and isinstance(wl.get("hog"), int):
+        return int(wl["hog"])
+    rows = state.get(ProcessesState).rows
+    if not rows:
+        return None
+    return max(rows, key=lambda pid: (rows[pid].sample.swap_bytes, rows[pid].sample.rss_bytes))
+
+
+async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:
+    written: list[Path] = []
+    src = ReplaySource(rec, at_s=at_s)
+    app = MemtopApp(src, interval_s=1.0)
+
+    def save(name: str, title: str) -> None:
+        svg = app.export_screenshot(title=f"memtop {title}")
+        written.append(files.write_atomic(outdir / f"{name}.svg", svg, force=True))
+        print(outdir / f"{name}.svg")
+
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+        for cls in app.pane_classes:
+            app.show_pane(cls.view_name)
+            await pilot.pause(0.3)
+            app.redraw()
+            await pilot.pause(0.3)
+            pane = app.active_pane()
+            save(cls.view_name, pane.title if pane is not None else cls.view_name)
+        pid = pick_pid(rec, app.state)
+        if pid is not None:
+            app.show_pane(app.pane_classes[0].view_name)
+            app.post_message(DrillIn(pid))
+            await pilot.pause(1.0)
+            screen: Any = app.screen
+            if hasattr(screen, "snapshot_document"):
+                app.redraw()
+                await pilot.pause(0.3)
+                save("process", f"process {pid}")
+                # every section of the drill-in screen, when it has them
+                sections = getattr(importlib.import_module(type(screen).__module__), "SECTIONS", ())
+                if hasattr(screen, "action_section"):
+                    for i, sec in enumerate(sections, 1):
+                        screen.action_section(i)
+                        await pilot.pause(0.3)
+                        app.redraw()
+                        await pilot.pause(0.3)
+                        save(f"process-{sec}", f"process {pid} {sec}")
+            else:
+                print("no drill-in screen in this build", file=sys.stderr)
+    return written
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("recording", nargs="?", default=str(ROOT / "tests/data/pressure.jsonl.gz"))
+    ap.add_argument("--output-dir", default=str(ROOT / "screenshots"))
+    ap.add_argument("--at", type=float, help="seconds into the recording (default: its end)")
+    args = ap.parse_args()
+    rec = Recording.load(args.recording)
+    outdir = Path(args.output_dir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    at = rec.duration_s if args.at is None else args.at
+    written = asyncio.run(shoot(rec, outdir, at))
+    print(f"{len(written)} screenshots in {outdir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
