@@ -91,8 +91,13 @@ class Bridge:
     # -- loading ------------------------------------------------------------------------------
     async def start(self) -> None:
         """Queue every probe for loading and return at once; loading goes on in the background."""
+        # /proc readers load at once (no compilation), so the very first poll has data to draw;
+        # BPF programs follow in the background, one at a time
+        for probe in [p for p in self.probes if not p.needs_bpf]:
+            self._load_one(probe)
+        self.publish(self.poll_sync(force=True))
         with self._lock:
-            self._queue.extend(self.probes)
+            self._queue.extend(p for p in self.probes if p.needs_bpf)
         self._kick()
 
     def add_probe(self, probe: Probe) -> bool:

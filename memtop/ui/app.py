@@ -30,6 +30,16 @@ from memtop.ui.panes.base import DrillIn, Pane
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 
 
+def since_process_start() -> float:
+    """Seconds since this process started (CLOCK_BOOTTIME vs /proc/self/stat starttime)."""
+    try:
+        text = Path("/proc/self/stat").read_text()
+        start_ticks = int(text[text.rindex(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class SnapshotRequest:
     """Headless snapshot: wait for probes to settle, then ``after_s`` more, then write and exit."""
@@ -113,6 +123,8 @@ class MemtopApp(App[int]):
         self.pane_classes = panes()
         self._timer: Any = None
         self.last_snapshot: Path | None = None
+        #: seconds from process start to the first frame with data (for the benchmarks)
+        self.first_frame_s: float | None = None
         self.error: MemtopError | None = None
         source.subscribe(self._on_batch)
         #: the recording `R` toggles (fed the same batches as the state)
@@ -140,9 +152,13 @@ class MemtopApp(App[int]):
         if pane is not None:
             pane.focus_default()
         recplay.install_sigterm(self)
-        await self.source.start()
+        await self.source.start()  # /proc data is in state now; BPF probes attach in the background
+        if self.leak_pids:  # the on-demand memleak probe (`memtop --leaks PID[,PID…]`)
+            from memtop.ui.panes.leaks import start_leaks
+
+            start_leaks(self, self.leak_pids)
+        self.redraw()
         self._timer = self.set_interval(self.interval_s, self._tick)
-        self.call_later(self._tick)
         if self.snapshot_request is not None:
             self.run_worker(self._headless_snapshot(self.snapshot_request), exclusive=True)
         if self.initial_pid is not None:
@@ -158,7 +174,8 @@ class MemtopApp(App[int]):
             await waiter(120.0)
         statuses = getattr(self.source, "statuses", None)
         states = {n: st.state for n, st in statuses().items()} if callable(statuses) else {}
-        Path(path).write_text(json.dumps(states) + "\n")
+        doc = {"probes": states, "first_frame_s": self.first_frame_s, "settled_s": since_process_start()}
+        Path(path).write_text(json.dumps(doc) + "\n")
 
     def _on_batch(self, batch: Any) -> None:
         self.state.mode = self.source.mode
@@ -166,10 +183,17 @@ class MemtopApp(App[int]):
 
     async def _tick(self) -> None:
         await self.source.poll()
+        # notices any state asks for (e.g. an OOM kill) show on whatever screen is up, paused too
+        for sub in self.state.subs.values():
+            pop = getattr(sub, "pop_notices", None)
+            for text, severity in pop() if callable(pop) else ():
+                self.notify(text, severity=severity, timeout=10, markup=False)
         if not self.paused:
             self.redraw()
 
     def redraw(self) -> None:
+        if self.first_frame_s is None:
+            self.call_after_refresh(self._first_frame)
         self._draw_header()
         pane = self.active_pane()
         if pane is not None:
@@ -178,6 +202,10 @@ class MemtopApp(App[int]):
         refresh = getattr(screen, "refresh_from", None)
         if callable(refresh):
             refresh(self.state)
+
+    def _first_frame(self) -> None:
+        if self.first_frame_s is None:
+            self.first_frame_s = since_process_start()
 
     def active_pane(self) -> Pane | None:
         try:
