@@ -1,0 +1,259 @@
+"""faultstack: page faults of one process by user stack and by mapping (on demand, drill-in).
+
+Opens the perf software events PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ on each thread of the target
+(pid=tid, cpu=-1, sample_period=1: every fault, exact counts) and runs bpf/faultstack.bpf.c on
+them. Nothing else on the machine runs it, unlike a tracepoint or system-wide perf event. Threads
+started later are picked up by rescanning /proc/PID/task on every poll (faults a new thread takes
+before that are not seen; the pane says so).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any
+
+from memtop import bcc_compat
+from memtop.errors import PidNotFound, ProbeError
+from memtop.probes.base import BpfProbe
+from memtop.probes.procmaps import AddressMap, MapEntry, is_alive, read_maps
+from memtop.probes.symbols import Symbolizer
+from memtop.records import Lost, Record
+from memtop.records.process import FaultFile, FaultStack, TargetGone
+
+MAX_STACKS = 4096
+MAX_RANGES = 16384  # power of two; mappings beyond it fall back to user-space resolution
+RANGE_STEPS = 15  # log2(MAX_RANGES) + 1 binary-search steps
+MAX_PATHS = 4096
+MAX_UNRESOLVED = 65536
+MAX_COARSE = 4096
+COARSE_SHIFT = 21
+
+
+UNMAPPED = "[unmapped before it was read]"
+CHANGED = "[mapping changed before it was read]"
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64), ("path_id", ctypes.c_uint32),
+                ("pad", ctypes.c_uint32)]
+
+
+def list_tids(pid: int, proc_root: str = "/proc") -> list[int] | None:
+    try:
+        return sorted(int(t) for t in os.listdir(f"{proc_root}/{pid}/task") if t.isdigit())
+    except OSError:
+        return None
+
+
+class FaultStackProbe(BpfProbe):
+    name = "faultstack"
+    program = "faultstack"
+    features = ("perf_events",)
+    # mapping removals (so a reused address is never charged to the wrong file)
+    tracepoints = ("syscalls:sys_enter_munmap", "syscalls:sys_enter_mremap", "syscalls:sys_enter_mmap")
+    panes = ("process",)
+    cadence_s = 1.0
+
+    def __init__(self, pid: int, proc_root: str = "/proc") -> None:
+        super().__init__()
+        self.pid = pid
+        self.proc_root = proc_root
+        self._fds: dict[int, list[int]] = {}  # tid -> perf event fds
+        self._ids: tuple[int, int, int] = (0, 0, 0)
+        self._sym = Symbolizer(pid, proc_root)
+        self._frames: dict[int, tuple[str, ...]] = {}
+        self._sent_stacks: dict[int, tuple[int, int]] = {}
+        self._path_ids: dict[str, int] = {}
+        self._paths: list[str] = []
+        self._maps_key: tuple[tuple[int, int, str], ...] = ()
+        self._amap: AddressMap | None = None
+        self._user_counts: dict[str, list[int]] = {}  # faults resolved in user space, by path
+        self._sent_files: dict[str, tuple[int, int]] = {}
+        self._gone = False
+        self._maps_gen = -1
+
+    def cflags(self) -> list[str]:
+        return [f"-DTARGET_PID={self.pid}", f"-DMAX_STACKS={MAX_STACKS}", f"-DMAX_RANGES={MAX_RANGES}", f"-DRANGE_STEPS={RANGE_STEPS}",
+                f"-DMAX_PATHS={MAX_PATHS}", f"-DMAX_UNRESOLVED={MAX_UNRESOLVED}", f"-DMAX_COARSE={MAX_COARSE}"]
+
+    def note(self) -> str:
+        return f"pid {self.pid}, {len(self._fds)} thread(s)"
+
+    def load(self) -> None:
+        if list_tids(self.pid, self.proc_root) is None:
+            raise PidNotFound(f"pid {self.pid} is gone", "pick a running process")
+        super().load()
+
+    def after_load(self) -> None:
+        self._ids = bcc_compat.perf_sw_fault_ids()
+        self._refresh_ranges()
+        self._attach_threads()
+        if not self._fds:
+            raise ProbeError(f"could not open perf events on pid {self.pid}",
+                             "the process may have exited; see `memtop doctor` (perf events)")
+
+    # -- threads --------------------------------------------------------------------------------
+    def _attach_threads(self) -> None:
+        tids = list_tids(self.pid, self.proc_root)
+        if tids is None:
+            return
+        live = set(tids)
+        for tid in [t for t in self._fds if t not in live]:
+            for fd in self._fds.pop(tid):
+                bcc_compat.close_perf_event_fd(fd)
+        ev_type, ev_min, ev_maj = self._ids
+        for tid in tids:
+            if tid in self._fds:
+                continue
+            fds = []
+            for fn, cfg in (("on_fault_min", ev_min), ("on_fault_maj", ev_maj)):
+                fd = bcc_compat.attach_perf_event_fd(self.bpf, fn, ev_type, cfg, 1, tid, -1)
+                if fd >= 0:
+                    fds.append(fd)
+            if fds:
+                self._fds[tid] = fds
+
+    # -- mappings -------------------------------------------------------------------------------
+    def _path_id(self, label: str) -> int | None:
+        pid_ = self._path_ids.get(label)
+        if pid_ is None:
+            if len(self._paths) >= MAX_PATHS:
+                return None
+            pid_ = len(self._paths)
+            self._path_ids[label] = pid_
+            self._paths.append(label)
+        return pid_
+
+    def _gen(self) -> int:
+        return int(self.bpf["unmap_gen"][ctypes.c_int(0)].value)
+
+    def _refresh_ranges(self) -> None:
+        """Read /proc/PID/maps with no mapping removal in between (by the removal count read before
+        and after), and load it into the kernel's range table when it changed."""
+        entries = None
+        for _ in range(3):
+            gen = self._gen()
+            entries = read_maps(self.pid, self.proc_root)
+            if entries is None:
+                return
+            if self._gen() == gen:
+                self._maps_gen = gen
+                break
+        else:
+            self._maps_gen = -1  # kept changing: resolve nothing in user space this time
+        assert entries is not None
+        key = tuple((m.start, m.end, m.label) for m in entries)
+        self._amap = AddressMap(entries)
+        if key == self._maps_key:
+            return
+        self._maps_key = key
+        ranges = self.bpf["ranges"]
+        n = 0
+        for m in entries[:MAX_RANGES]:
+            pid_ = self._path_id(m.label)
+            if pid_ is None:
+                continue
+            ranges[ctypes.c_uint32(n)] = _Range(m.start, m.end, pid_, 0)
+            n += 1
+        self.bpf["nranges"][ctypes.c_uint32(0)] = ctypes.c_uint32(n)
+
+    def _drain(self, table_name: str, shift: int) -> list[tuple[int, int, int, int]]:
+        table = self.bpf[table_name]
+        items = [(k, int(k.addr) << shift, int(k.gen), int(v.minor), int(v.major)) for k, v in table.items()]
+        for k, *_ in items:
+            try:
+                del table[k]
+            except KeyError:
+                pass
+        return [tuple(i[1:]) for i in items]  # type: ignore[misc]
+
+    def _drain_unresolved(self) -> list[tuple[int, int, int, int]]:
+        return self._drain("unresolved", 0) + self._drain("coarse", COARSE_SHIFT)
+
+    def _resolve(self, items: list[tuple[int, int, int, int]]) -> None:
+        """Faults the kernel could not place (mappings newer than the range table), drained before
+        the maps are read, resolved against that read when no mapping was removed in between."""
+        for addr, gen, mn, mj in items:
+            m: MapEntry | None = None
+            if gen == self._maps_gen and self._amap is not None:
+                m = self._amap.find(addr)
+                label = m.label if m else UNMAPPED
+            else:
+                label = CHANGED
+            c = self._user_counts.setdefault(label, [0, 0])
+            c[0] += mn
+            c[1] += mj
+
+    # -- poll -----------------------------------------------------------------------------------
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        out: list[Record] = []
+        pending = self._drain_unresolved()
+        alive = is_alive(self.pid, self.proc_root)
+        if alive:
+            self._attach_threads()
+            self._refresh_ranges()
+        elif not self._gone:
+            self._gone = True
+            out.append(TargetGone(self.pid, time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
+        self._resolve(pending)
+        # stacks
+        per_stack: dict[int, list[int]] = {}
+        for k, v in self.bpf["counts"].items():
+            c = per_stack.setdefault(int(k.stack_id), [0, 0])
+            c[int(k.kind)] += int(v.value)
+        stacks = self.bpf["stacks"]
+        for sid, (mn, mj) in per_stack.items():
+            if self._sent_stacks.get(sid) == (mn, mj):
+                continue
+            frames = self._frames.get(sid)
+            if frames is None:
+                frames = self._stack_frames(stacks, sid, alive)
+                if alive or sid < 0:
+                    self._frames[sid] = frames
+            out.append(FaultStack(self.pid, sid, frames, mn, mj))
+            self._sent_stacks[sid] = (mn, mj)
+        # files
+        totals: dict[str, list[int]] = {p: list(c) for p, c in self._user_counts.items()}
+        pc = self.bpf["path_counts"]
+        for i, label in enumerate(self._paths):
+            v = pc[ctypes.c_int(i)]
+            if v.minor or v.major:
+                c = totals.setdefault(label, [0, 0])
+                c[0] += int(v.minor)
+                c[1] += int(v.major)
+        for label, (mn, mj) in totals.items():
+            if self._sent_files.get(label) != (mn, mj):
+                out.append(FaultFile(self.pid, label, mn, mj))
+                self._sent_files[label] = (mn, mj)
+        lost = self.bpf["lost"]
+        out.append(Lost(self.name, "stacks", int(lost.sum(lost.Key(0)).value)))
+        out.append(Lost(self.name, "addresses", int(lost.sum(lost.Key(1)).value)))
+        return out
+
+    def _stack_frames(self, stacks: Any, sid: int, alive: bool) -> tuple[str, ...]:
+        if sid < 0:
+            err = -sid
+            why = {17: "hash collision", 14: "no user stack"}.get(err, f"errno {err}")
+            return (f"[stack not taken: {why}]",)
+        try:
+            addrs = [int(a) for a in stacks.walk(sid)]
+        except KeyError:
+            return ("[stack evicted]",)
+        if not alive:
+            return tuple(f"0x{a:x}" for a in addrs)
+        return self._sym.frames(addrs)
+
+    def close(self) -> None:
+        for fds in self._fds.values():
+            for fd in fds:
+                try:
+                    bcc_compat.close_perf_event_fd(fd)
+                except Exception:  # noqa: BLE001 - every exit path
+                    pass
+        self._fds = {}
+        self._sym.close()
+        super().close()

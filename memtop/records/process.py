@@ -1,0 +1,89 @@
+"""Drill-in records for one process: fault stacks, faults by mapping, heap growth stacks, mappings.
+
+All counters are cumulative since the probe attached (rates and deltas are derived in state).
+Frames are already symbolized strings (``function+0xoff [module] file:line``), innermost first, so
+records stay plain values and a recording replays without the process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtop.records import Record, record
+
+
+@record("fault_stack")
+@dataclass(frozen=True, slots=True)
+class FaultStack(Record):
+    """Page faults of ``pid`` with one user stack (perf events PAGE_FAULTS_MIN/MAJ on its threads).
+    ``stack_id`` < 0 means the stack could not be taken (-errno); the faults still count."""
+
+    pid: int
+    stack_id: int
+    frames: tuple[str, ...]
+    minor_faults: int
+    major_faults: int
+
+
+@record("fault_file")
+@dataclass(frozen=True, slots=True)
+class FaultFile(Record):
+    """Page faults of ``pid`` on addresses inside mappings of ``path`` (or ``[heap]``, ``[anon]``…)."""
+
+    pid: int
+    path: str
+    minor_faults: int
+    major_faults: int
+
+
+@record("growth_stack")
+@dataclass(frozen=True, slots=True)
+class GrowthStack(Record):
+    """brk/mmap/munmap calls of ``pid`` from one user stack. ``freed_bytes``: bytes of mappings this
+    stack made that were unmapped later (by any stack)."""
+
+    pid: int
+    stack_id: int
+    frames: tuple[str, ...]
+    brk_calls: int
+    brk_grown_bytes: int
+    brk_shrunk_bytes: int
+    mmap_calls: int
+    mmap_bytes: int
+    munmap_calls: int
+    munmap_bytes: int
+    freed_bytes: int
+
+    @property
+    def grown_bytes(self) -> int:
+        return self.brk_grown_bytes + self.mmap_bytes
+
+    @property
+    def net_bytes(self) -> int:
+        return self.brk_grown_bytes - self.brk_shrunk_bytes + self.mmap_bytes - self.freed_bytes
+
+    @property
+    def calls(self) -> int:
+        return self.brk_calls + self.mmap_calls + self.munmap_calls
+
+
+# (start, end, size_bytes, rss_bytes, pss_bytes, dirty_bytes, swap_bytes, mode, name)
+MappingRow = tuple[int, int, int, int, int, int, int, str, str]
+
+
+@record("mappings")
+@dataclass(frozen=True, slots=True)
+class Mappings(Record):
+    """Every mapping of ``pid`` from one read of /proc/PID/smaps (what ``pmap -x`` shows)."""
+
+    pid: int
+    rows: tuple[MappingRow, ...]
+
+
+@record("target_gone")
+@dataclass(frozen=True, slots=True)
+class TargetGone(Record):
+    """A drill-in probe found its target gone (CLOCK_MONOTONIC ns when it noticed)."""
+
+    pid: int
+    ts_ns: int
