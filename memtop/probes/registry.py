@@ -30,5 +30,14 @@ def _optional_probes() -> list[Probe]:
 def all_probe_classes() -> list[type[Probe]]:
     """Every probe class memtop knows (for doctor), default or on-demand."""
     classes: list[type[Probe]] = [ProcfsProbe, ProcmemProbe]
+    classes += _drill_in_probe_classes()  # on demand: process drill-in (faultstack, growth, smaps)
     classes.append(VmscanProbe)
     return classes
+
+
+def _drill_in_probe_classes() -> list[type[Probe]]:
+    from memtop.probes.faultstack import FaultStackProbe
+    from memtop.probes.growth import GrowthProbe
+    from memtop.probes.smaps import SmapsProbe
+
+    return [FaultStackProbe, GrowthProbe, SmapsProbe]
