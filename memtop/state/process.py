@@ -1,0 +1,87 @@
+"""Drill-in state: per target pid, the latest fault stacks, faults by mapping, growth stacks and
+mappings (all cumulative since the probes attached), plus the process's row kept past its exit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memtop.records import Batch
+from memtop.records.process import FaultFile, FaultStack, GrowthStack, MappingRow, Mappings, TargetGone
+from memtop.state.base import SubState
+from memtop.state.system import ProcessesState, ProcRow
+
+if TYPE_CHECKING:
+    from memtop.state import State
+
+MAX_TARGETS = 16
+
+
+@dataclass(slots=True)
+class Target:
+    pid: int
+    fault_stacks: dict[int, FaultStack] = field(default_factory=dict)
+    fault_files: dict[str, FaultFile] = field(default_factory=dict)
+    growth: dict[int, GrowthStack] = field(default_factory=dict)
+    mappings: tuple[MappingRow, ...] = ()
+    mappings_ts_ns: int = 0
+    row: ProcRow | None = None  # the processes pane's row, kept here after it drops it
+    gone_ns: int = 0  # when a drill-in probe noticed the exit (0 = not seen)
+
+
+class ProcessState(SubState):
+    key = "process"
+
+    def __init__(self) -> None:
+        self.targets: dict[int, Target] = {}
+
+    def watch(self, pid: int) -> Target:
+        """Start keeping data for ``pid`` (the drill-in screen opened on it)."""
+        t = self.targets.get(pid)
+        if t is None:
+            if len(self.targets) >= MAX_TARGETS:
+                del self.targets[next(iter(self.targets))]
+            t = Target(pid)
+            self.targets[pid] = t
+        return t
+
+    def target(self, pid: int) -> Target | None:
+        return self.targets.get(pid)
+
+    def apply(self, batch: Batch, state: State) -> None:
+        for rec in batch.records:
+            if isinstance(rec, FaultStack):
+                self.watch(rec.pid).fault_stacks[rec.stack_id] = rec
+            elif isinstance(rec, FaultFile):
+                self.watch(rec.pid).fault_files[rec.path] = rec
+            elif isinstance(rec, GrowthStack):
+                self.watch(rec.pid).growth[rec.stack_id] = rec
+            elif isinstance(rec, Mappings):
+                t = self.watch(rec.pid)
+                t.mappings, t.mappings_ts_ns = rec.rows, batch.ts_ns
+            elif isinstance(rec, TargetGone):
+                t = self.watch(rec.pid)
+                if not t.gone_ns:
+                    t.gone_ns = rec.ts_ns
+        if self.targets:
+            procs = state.get(ProcessesState)
+            for pid, t in self.targets.items():
+                row = procs.row(pid)
+                if row is not None:
+                    t.row = row
+
+    def exited_ns(self, pid: int, state: State) -> int:
+        """CLOCK_MONOTONIC ns of the target's exit (the exit event's time where procmem saw it),
+        0 while it runs."""
+        procs = state.get(ProcessesState)
+        t = self.targets.get(pid)
+        gone = t.gone_ns if t is not None else 0
+        if pid in procs.rows and not gone:
+            return 0
+        for e in procs.exited:  # newest first
+            if e.pid == pid:
+                return e.exited_ns
+        row = t.row if t is not None and t.row is not None else procs.row(pid)
+        if row is not None and row.exited_ns:
+            return row.exited_ns
+        return gone

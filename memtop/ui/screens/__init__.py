@@ -1,0 +1,1 @@
+"""Drill-in screens pushed over the panes (Esc returns to where the user was)."""

@@ -1,0 +1,414 @@
+"""The process drill-in screen: what in this process makes it grow and fault.
+
+Tabs: history (RSS split and fault rates, plotext charts on one time axis), fault stacks (an
+expandable tree sorted by count), faults by mapping, heap growth stacks (brk/mmap/munmap) and
+mappings (pmap -x, sortable). The per-pid probes attach when the screen opens and detach when it
+closes; only the target pays for them. Rendered from state on the app's timer, never per event.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tree
+from textual.widgets.tree import TreeNode
+from textual_plotext import PlotextPlot
+
+from memtop import fmt
+from memtop.bridge import Source
+from memtop.state import State
+from memtop.state.process import ProcessState
+from memtop.ui.panes.base import fill_table
+from memtop.views import Options
+from memtop.views.process import (
+    MAPPING_SORT_KEYS,
+    SECTION_COLUMNS,
+    SECTION_TITLES,
+    SECTIONS,
+    ProcessView,
+    fault_file_rows,
+    fault_stack_rows,
+    growth_rows,
+    history_rows,
+    mapping_rows,
+    mapping_totals,
+)
+
+TAB_LABELS = {
+    "history": "History",
+    "fault_stacks": "Fault stacks",
+    "fault_files": "Faults by file",
+    "growth": "Heap growth",
+    "mappings": "Mappings",
+}
+PROBES = ("faultstack", "growth", "smaps")
+TREE_TOP = 100
+MIB = 1024 * 1024
+
+
+def wall_clock(mono_ns: int) -> str:
+    """HH:MM:SS of a CLOCK_MONOTONIC instant."""
+    now_mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    return time.strftime("%H:%M:%S", time.localtime(time.time() - (now_mono - mono_ns) / 1e9))
+
+
+class StackTree(Tree[int]):
+    """Stacks as an expandable tree: one node per stack (label: figures and the program's frame),
+    its frames as leaves. Updated in place; rebuilt only when the order changes, keeping which
+    stacks are expanded and where the cursor is."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(Text("stacks"), **kwargs)
+        self.show_root = False
+        self._order: list[int] = []
+        self._stack_nodes: dict[int, TreeNode[int]] = {}
+
+    def update_rows(self, rows: list[dict[str, Any]], label: Any) -> None:
+        rows = rows[:TREE_TOP]
+        order = [int(r["stack_id"]) for r in rows]
+        if order == self._order:
+            for r in rows:
+                self._stack_nodes[int(r["stack_id"])].set_label(label(r))
+            return
+        expanded = {sid for sid, n in self._stack_nodes.items() if n.is_expanded}
+        cursor = self.cursor_node.data if self.cursor_node is not None else None
+        self.clear()
+        self._stack_nodes = {}
+        for r in rows:
+            sid = int(r["stack_id"])
+            node = self.root.add(label(r), data=sid, expand=sid in expanded)
+            for i, frame in enumerate(r["frames"]):
+                node.add_leaf(Text(f"#{i:<2} {frame}"), data=sid)
+            self._stack_nodes[sid] = node
+        self._order = order
+        if cursor is not None and cursor in self._stack_nodes:
+            self.move_cursor(self._stack_nodes[cursor])
+
+
+class ProcessScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("m", "leaks", "Memleak"),
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
+        Binding("greater_than_sign", "sort(1)", "Sort →", show=False),
+        Binding("r", "reverse", "Reverse", show=False),
+    ]
+    BINDINGS += [Binding(str(i), f"section({i})", show=False) for i in range(1, len(SECTIONS) + 1)]
+
+    def __init__(self, pid: int, source: Source, state: State, section: str = "") -> None:
+        super().__init__()
+        self.pid = pid
+        self.source = source
+        self.state = state
+        self.view = ProcessView()
+        start = section if section in SECTIONS else "history"
+        self.opts = Options(pid=pid, section=start, sort="", reverse=False)
+        self.title = f"process {pid}"
+        self._added: list[str] = []
+        self._bpf_skipped = ""
+
+    # -- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="proc-header")
+        yield Static(id="proc-status", classes="pane-status")
+        with TabbedContent(id="proc-tabs", initial=f"sec-{self.opts.section}"):
+            for i, sec in enumerate(SECTIONS, 1):
+                with TabPane(f"{i} {TAB_LABELS[sec]}", id=f"sec-{sec}"):
+                    yield from self._compose_section(sec)
+        yield Footer()
+
+    def _compose_section(self, sec: str) -> ComposeResult:
+        if sec == "history":
+            yield PlotextPlot(id="proc-rss-chart", classes="proc-chart")
+            yield PlotextPlot(id="proc-fault-chart", classes="proc-chart")
+        elif sec in ("fault_stacks", "growth"):
+            yield Static(Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title")
+            yield StackTree(id=f"proc-{sec}-tree", classes="proc-tree")
+        else:
+            yield Static(Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title")
+            yield DataTable(id=f"proc-{sec}-table", cursor_type="row", zebra_stripes=True, classes="proc-table")
+            if sec == "mappings":
+                yield Static(id="proc-mappings-totals", classes="proc-totals")
+
+    def on_mount(self) -> None:
+        self.state.get(ProcessState).watch(self.pid)
+        self._attach_probes()
+        self.refresh_from(self.state)
+        self._focus_section()
+
+    def on_unmount(self) -> None:
+        self.detach_probes()
+
+    # -- probes ---------------------------------------------------------------------------------
+    def _attach_probes(self) -> None:
+        add = getattr(self.source, "add_probe", None)
+        if add is None or getattr(self.source, "mode", "") == "replay":
+            return
+        from memtop.probes.smaps import SmapsProbe
+
+        existing = list(getattr(self.source, "probes", None) or [])
+        # read the same /proc the source reads (a test or container may point elsewhere)
+        root = next((str(p.root) for p in existing if getattr(p, "name", "") == "procfs" and hasattr(p, "root")),
+                    "/proc")
+        probes: list[Any] = [SmapsProbe(self.pid, root)]
+        # a bridge built without any BPF probe is `--no-bpf`: respect it
+        if existing and not any(getattr(p, "needs_bpf", False) for p in existing):
+            self._bpf_skipped = "fault stacks and heap growth need BPF (running with --no-bpf)"
+        else:
+            from memtop.probes.faultstack import FaultStackProbe
+            from memtop.probes.growth import GrowthProbe
+
+            probes[:0] = [FaultStackProbe(self.pid, root), GrowthProbe(self.pid, root)]
+        for p in probes:
+            try:
+                if add(p):
+                    self._added.append(p.name)
+            except Exception:  # noqa: BLE001 - a fake source may not take probes
+                pass
+
+    def detach_probes(self) -> None:
+        remove = getattr(self.source, "remove_probe", None)
+        names, self._added = self._added, []
+        if remove is None:
+            return
+        for name in names:
+            try:
+                remove(name)
+            except Exception:  # noqa: BLE001 - every exit path
+                pass
+
+    # -- rendering ------------------------------------------------------------------------------
+    @property
+    def section(self) -> str:
+        try:
+            active = self.query_one("#proc-tabs", TabbedContent).active
+        except Exception:  # noqa: BLE001
+            return self.opts.section
+        return active.removeprefix("sec-") if active else self.opts.section
+
+    def refresh_from(self, state: State) -> None:
+        self.state = state
+        self._draw_header(state)
+        sec = self.section
+        if sec == "history":
+            self._draw_history(state)
+        elif sec == "fault_stacks":
+            self._draw_fault_stacks(state)
+        elif sec == "fault_files":
+            self._draw_fault_files(state)
+        elif sec == "growth":
+            self._draw_growth(state)
+        elif sec == "mappings":
+            self._draw_mappings(state)
+
+    def _draw_header(self, state: State) -> None:
+        pstate = state.get(ProcessState)
+        t = pstate.target(self.pid)
+        row = t.row if t is not None else None
+        h = Text()
+        h.append(f" PID {self.pid} ", style="bold reverse")
+        if row is not None:
+            s = row.sample
+            h.append(" ")
+            h.append(s.comm, style="bold")
+            h.append(f"  user {s.user}  RSS {fmt.bytes_h(s.rss_bytes)} (anon {fmt.bytes_h(s.rss_anon_bytes)}"
+                     f" file {fmt.bytes_h(s.rss_file_bytes)} shmem {fmt.bytes_h(s.rss_shmem_bytes)})"
+                     f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
+                     f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}")
+        exited = pstate.exited_ns(self.pid, state)
+        if exited:
+            ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
+            h.append(f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
+                     style="bold reverse red")
+        self.query_one("#proc-header", Static).update(h)
+        self.query_one("#proc-status", Static).update(self._status_text(state))
+
+    def _status_text(self, state: State) -> Text:
+        parts = Text()
+        for name in PROBES:
+            st = state.probe_state(name)
+            if st is None or name not in self._added and st.state != "attached":
+                continue
+            if parts:
+                parts.append("  ")
+            style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
+            parts.append(f"{name}: {st.state}", style=style)
+            if st.state == "attached" and st.message:
+                parts.append(f" ({st.message})", style="dim")
+            if st.state == "failed":
+                parts.append(f" — {st.message}", style="red")
+                if st.hint:
+                    parts.append(f" ({st.hint})", style="italic")
+            lost = state.lost_total(name)
+            if lost:
+                parts.append(f"  lost {lost}", style="bold red")
+        if self._bpf_skipped:
+            parts.append(("  " if parts else "") + self._bpf_skipped, style="yellow")
+        parts.append("   Esc back · 1-5 sections · m memleak · s snapshot", style="dim")
+        return parts
+
+    def _draw_history(self, state: State) -> None:
+        rows = history_rows(state, self.pid)
+        xs = [r["t_s"] for r in rows]
+        rss = self.query_one("#proc-rss-chart", PlotextPlot)
+        plt = rss.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("RSS (MiB) since memtop started")
+        if rows:
+            for key, label in (("anon_bytes", "anon"), ("file_bytes", "file"), ("shmem_bytes", "shmem"),
+                               ("swap_bytes", "swap")):
+                plt.plot(xs, [r[key] / MIB for r in rows], label=label)
+            plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
+        plt.xlabel("seconds")
+        rss.refresh()
+        flt = self.query_one("#proc-fault-chart", PlotextPlot)
+        plt = flt.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("page faults per second")
+        if rows:
+            plt.plot(xs, [r["minor_faults_per_s"] for r in rows], label="minor")
+            plt.plot(xs, [r["major_faults_per_s"] for r in rows], label="major")
+            plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
+        plt.xlabel("seconds")
+        flt.refresh()
+
+    def _draw_fault_stacks(self, state: State) -> None:
+        rows = fault_stack_rows(state, self.pid)
+        total = sum(r["count"] for r in rows)
+
+        def label(r: dict[str, Any]) -> Text:
+            t = Text(f"{fmt.count_h(r['count']):>7} ", style="bold")
+            share = 100.0 * r["count"] / total if total else 0.0
+            t.append(f"{share:5.1f}%  ")
+            if r["major_faults"]:
+                t.append(f"(major {fmt.count_h(r['major_faults'])}) ", style="red")
+            t.append(str(r["top"]))
+            return t
+
+        self._title("fault_stacks", f"{fmt.count_h(total)} faults in {len(rows)} stacks since attach"
+                    + (f" (top {TREE_TOP})" if len(rows) > TREE_TOP else "") + " · Enter expands")
+        self.query_one("#proc-fault_stacks-tree", StackTree).update_rows(rows, label)
+
+    def _draw_growth(self, state: State) -> None:
+        rows = growth_rows(state, self.pid)
+
+        def label(r: dict[str, Any]) -> Text:
+            t = Text(f"{fmt.bytes_h(r['grown_bytes']):>8} ", style="bold")
+            t.append(f"net {fmt.bytes_h(r['net_bytes']):>8}  {r['calls']:>6} calls  ")
+            kinds = [k for k, c in (("brk", r["brk_calls"]), ("mmap", r["mmap_calls"]),
+                                    ("munmap", r["munmap_calls"])) if c]
+            t.append("/".join(kinds) + "  ", style="cyan")
+            t.append(str(r["top"]))
+            return t
+
+        grown = sum(r["grown_bytes"] for r in rows)
+        net = sum(r["net_bytes"] for r in rows)
+        self._title("growth", f"{fmt.bytes_h(grown)} grown, net {fmt.bytes_h(net)}, from {len(rows)} stacks"
+                    " since attach · Enter expands")
+        self.query_one("#proc-growth-tree", StackTree).update_rows(rows, label)
+
+    def _draw_fault_files(self, state: State) -> None:
+        rows = fault_file_rows(state, self.pid)
+        self._title("fault_files", f"{len(rows)} mappings with faults since attach")
+        fill_table(self.query_one("#proc-fault_files-table", DataTable), SECTION_COLUMNS["fault_files"], rows, "path")
+
+    def _draw_mappings(self, state: State) -> None:
+        rows = mapping_rows(state, self.pid, self.opts.sort, self.opts.reverse)
+        sort = self.opts.sort or "start"
+        self._title("mappings", f"{len(rows)} mappings · sort {sort} {'↓' if self.opts.reverse else '↑'}"
+                    " (< > r, or click a header)")
+        fill_table(self.query_one("#proc-mappings-table", DataTable), SECTION_COLUMNS["mappings"], rows, "start")
+        tot = mapping_totals(rows)
+        self.query_one("#proc-mappings-totals", Static).update(Text(
+            f"total kB {tot['size_bytes'] // 1024}   RSS {tot['rss_bytes'] // 1024}   PSS {tot['pss_bytes'] // 1024}"
+            f"   Dirty {tot['dirty_bytes'] // 1024}   Swap {tot['swap_bytes'] // 1024}", style="bold"))
+
+    def _title(self, sec: str, extra: str) -> None:
+        t = Text(SECTION_TITLES[sec], style="bold")
+        t.append(f"  {extra}", style="dim")
+        self.query_one(f"#proc-{sec}-title", Static).update(t)
+
+    def _focus_section(self) -> None:
+        sec = self.section
+        for sel in (f"#proc-{sec}-tree", f"#proc-{sec}-table"):
+            found = self.query(sel)
+            if found:
+                found.first().focus()
+                return
+
+    @on(TabbedContent.TabActivated, "#proc-tabs")
+    def _tab_changed(self, _event: TabbedContent.TabActivated) -> None:
+        self.opts.section = self.section
+        self.refresh_from(self.state)
+        self._focus_section()
+
+    # -- snapshots (the app's `s` and headless `memtop snapshot --pane process`) ----------------
+    @property
+    def snapshot_name(self) -> str:
+        return f"process-{self.pid}-{self.section}"
+
+    def snapshot_document(self, state: State) -> dict[str, Any]:
+        opts = Options(pid=self.pid, section=self.section, sort=self.opts.sort, reverse=self.opts.reverse)
+        return self.view.document(state, opts)
+
+    def snapshot_export(self, state: State, fmt_name: str) -> str:
+        if fmt_name == "json":
+            return json.dumps(self.snapshot_document(state), indent=1, ensure_ascii=False) + "\n"
+        opts = Options(pid=self.pid, section=self.section, sort=self.opts.sort, reverse=self.opts.reverse)
+        return self.view.text(state, opts)
+
+    # -- actions --------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        self.detach_probes()
+        self.app.pop_screen()
+
+    def action_section(self, index: int) -> None:
+        if 1 <= index <= len(SECTIONS):
+            self.query_one("#proc-tabs", TabbedContent).active = f"sec-{SECTIONS[index - 1]}"
+
+    def action_leaks(self) -> None:
+        try:
+            mod = importlib.import_module("memtop.ui.panes.leaks")
+        except ImportError:
+            mod = None
+        opener = getattr(mod, "open_leaks", None)
+        if not callable(opener):
+            self.notify("The memleak browser is not available yet.", severity="warning")
+            return
+        opener(self.app, self.pid)
+
+    def action_sort(self, step: int) -> None:
+        if self.section != "mappings":
+            return
+        keys = list(MAPPING_SORT_KEYS)
+        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 0
+        self.opts.sort = keys[(cur + step) % len(keys)]
+        self.opts.reverse = self.opts.sort not in ("start", "mode", "name")
+        self.refresh_from(self.state)
+
+    def action_reverse(self) -> None:
+        if self.section == "mappings":
+            self.opts.reverse = not self.opts.reverse
+            self.refresh_from(self.state)
+
+    @on(DataTable.HeaderSelected, "#proc-mappings-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        key = "start" if key == "address" else key
+        if key not in MAPPING_SORT_KEYS:
+            return
+        if self.opts.sort == key:
+            self.opts.reverse = not self.opts.reverse
+        else:
+            self.opts.sort, self.opts.reverse = key, key not in ("start", "mode", "name")
+        self.refresh_from(self.state)

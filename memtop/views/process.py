@@ -1,0 +1,262 @@
+"""The process drill-in view: one process's RSS history, fault stacks, faults by mapping, heap
+growth stacks and mappings, as data (the JSON snapshot) and text.
+
+``document`` returns ``{"pane": "process", "pid": int, "section": SECTION, "rows": [...]}`` plus
+context (comm, exit time, totals). Fault stack and growth rows carry ``frames`` (innermost first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt
+from memtop.errors import MemtopError
+from memtop.state import State
+from memtop.state.process import ProcessState
+from memtop.state.system import ProcessesState
+from memtop.views import Column, Options, View, render_table
+
+SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings")
+SECTION_TITLES = {
+    "history": "RSS and faults over time",
+    "fault_stacks": "Page faults by user stack",
+    "fault_files": "Page faults by mapping",
+    "growth": "Heap growth (brk, mmap, munmap) by user stack",
+    "mappings": "Mappings (pmap -x)",
+}
+MAPPING_SORT_KEYS = ("start", "size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes", "mode", "name")
+
+
+def kib(n: Any) -> str:
+    return f"{int(n) // 1024}"
+
+
+def first_frame(row: dict[str, Any]) -> str:
+    frames = row.get("frames") or []
+    return str(frames[0]) if frames else "-"
+
+
+def caller_frame(row: dict[str, Any]) -> str:
+    """The first frame in the program itself rather than libc's wrappers, for the table."""
+    frames = [str(f) for f in row.get("frames") or []]
+    for f in frames:
+        if "[libc.so" not in f and "[ld-linux" not in f:
+            return f
+    return frames[0] if frames else "-"
+
+
+SECTION_COLUMNS: dict[str, tuple[Column, ...]] = {
+    "history": (
+        Column("t_s", "T(s)", lambda v: f"{v:.1f}"),
+        Column("anon_bytes", "ANON", fmt.bytes_h),
+        Column("file_bytes", "FILE", fmt.bytes_h),
+        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
+        Column("swap_bytes", "SWAP", fmt.bytes_h),
+        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
+        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
+    ),
+    "fault_stacks": (
+        Column("count", "FAULTS", fmt.count_h),
+        Column("minor_faults", "MINOR", fmt.count_h),
+        Column("major_faults", "MAJOR", fmt.count_h),
+        Column("top", "WHERE", numeric=False),
+    ),
+    "fault_files": (
+        Column("count", "FAULTS", fmt.count_h),
+        Column("minor_faults", "MINOR", fmt.count_h),
+        Column("major_faults", "MAJOR", fmt.count_h),
+        Column("path", "MAPPING", numeric=False),
+    ),
+    "growth": (
+        Column("grown_bytes", "GROWN", fmt.bytes_h),
+        Column("net_bytes", "NET", fmt.bytes_h),
+        Column("calls", "CALLS", fmt.count_h),
+        Column("brk_grown_bytes", "BRK", fmt.bytes_h),
+        Column("mmap_bytes", "MMAP", fmt.bytes_h),
+        Column("munmap_bytes", "MUNMAP", fmt.bytes_h),
+        Column("top", "WHERE", numeric=False),
+    ),
+    "mappings": (
+        Column("address", "Address", numeric=False),
+        Column("size_bytes", "Kbytes", kib),
+        Column("rss_bytes", "RSS", kib),
+        Column("pss_bytes", "PSS", kib),
+        Column("dirty_bytes", "Dirty", kib),
+        Column("swap_bytes", "Swap", kib),
+        Column("mode", "Mode", numeric=False),
+        Column("name", "Mapping", numeric=False),
+    ),
+}
+
+
+def history_rows(state: State, pid: int) -> list[dict[str, Any]]:
+    row = _row(state, pid)
+    if row is None:
+        return []
+    t0 = state.first_ts_ns or (row.history[0].ts_ns if row.history else 0)
+    return [
+        {
+            "ts_ns": h.ts_ns,
+            "t_s": round((h.ts_ns - t0) / 1e9, 3),
+            "anon_bytes": h.anon_bytes,
+            "file_bytes": h.file_bytes,
+            "shmem_bytes": h.shmem_bytes,
+            "swap_bytes": h.swap_bytes,
+            "rss_bytes": h.anon_bytes + h.file_bytes + h.shmem_bytes,
+            "minor_faults_per_s": round(h.minflt_per_s, 3),
+            "major_faults_per_s": round(h.majflt_per_s, 3),
+        }
+        for h in row.history
+    ]
+
+
+def _row(state: State, pid: int) -> Any:
+    t = state.get(ProcessState).target(pid)
+    if t is not None and t.row is not None:
+        return t.row
+    return state.get(ProcessesState).row(pid)
+
+
+def fault_stack_rows(state: State, pid: int) -> list[dict[str, Any]]:
+    t = state.get(ProcessState).target(pid)
+    if t is None:
+        return []
+    rows: list[dict[str, Any]] = [
+        {
+            "stack_id": s.stack_id,
+            "count": s.minor_faults + s.major_faults,
+            "minor_faults": s.minor_faults,
+            "major_faults": s.major_faults,
+            "frames": list(s.frames),
+        }
+        for s in t.fault_stacks.values()
+    ]
+    for r in rows:
+        r["top"] = caller_frame(r)
+    rows.sort(key=lambda r: (-r["count"], r["stack_id"]))
+    return rows
+
+
+def fault_file_rows(state: State, pid: int) -> list[dict[str, Any]]:
+    t = state.get(ProcessState).target(pid)
+    if t is None:
+        return []
+    rows: list[dict[str, Any]] = [
+        {"path": f.path, "count": f.minor_faults + f.major_faults, "minor_faults": f.minor_faults,
+         "major_faults": f.major_faults, "file_backed": f.path.startswith("/")}
+        for f in t.fault_files.values()
+    ]
+    rows.sort(key=lambda r: (-r["major_faults"], -r["count"], r["path"]))
+    return rows
+
+
+def growth_rows(state: State, pid: int) -> list[dict[str, Any]]:
+    t = state.get(ProcessState).target(pid)
+    if t is None:
+        return []
+    rows = []
+    for g in t.growth.values():
+        r: dict[str, Any] = {
+            "stack_id": g.stack_id,
+            "grown_bytes": g.grown_bytes,
+            "net_bytes": g.net_bytes,
+            "calls": g.calls,
+            "brk_calls": g.brk_calls,
+            "brk_grown_bytes": g.brk_grown_bytes,
+            "brk_shrunk_bytes": g.brk_shrunk_bytes,
+            "mmap_calls": g.mmap_calls,
+            "mmap_bytes": g.mmap_bytes,
+            "munmap_calls": g.munmap_calls,
+            "munmap_bytes": g.munmap_bytes,
+            "freed_bytes": g.freed_bytes,
+            "frames": list(g.frames),
+        }
+        r["top"] = caller_frame(r)
+        rows.append(r)
+    rows.sort(key=lambda r: (-r["grown_bytes"], -r["net_bytes"], -r["calls"], r["stack_id"]))
+    return rows
+
+
+def mapping_rows(state: State, pid: int, sort: str = "", reverse: bool = False) -> list[dict[str, Any]]:
+    t = state.get(ProcessState).target(pid)
+    if t is None:
+        return []
+    rows: list[dict[str, Any]] = [
+        {"address": f"{m[0]:016x}", "start": m[0], "end": m[1], "size_bytes": m[2], "rss_bytes": m[3],
+         "pss_bytes": m[4], "dirty_bytes": m[5], "swap_bytes": m[6], "mode": m[7], "name": m[8]}
+        for m in t.mappings
+    ]
+    if sort in MAPPING_SORT_KEYS:
+        rows.sort(key=lambda r: (r[sort], r["start"]), reverse=reverse)
+    else:  # address order, as pmap
+        rows.sort(key=lambda r: r["start"])
+    return rows
+
+
+def mapping_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
+    return {k: sum(int(r[k]) for r in rows) for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes",
+                                                        "swap_bytes")}
+
+
+class ProcessView(View):
+    name = "process"
+    title = "Process"
+    order = 15
+    columns = SECTION_COLUMNS["fault_stacks"]
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        if opts.pid is None:
+            raise MemtopError("the process view needs a pid", "--pid PID")
+        section = opts.section or "history"
+        if section not in SECTIONS:
+            raise MemtopError(f"unknown section {section!r}", "sections: " + ", ".join(SECTIONS))
+        pid = opts.pid
+        pstate = state.get(ProcessState)
+        row = _row(state, pid)
+        doc: dict[str, Any] = {
+            "pane": self.name,
+            "pid": pid,
+            "section": section,
+            "comm": row.sample.comm if row is not None else "",
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "exited_ns": pstate.exited_ns(pid, state) or None,
+        }
+        if section == "history":
+            rows = history_rows(state, pid)
+        elif section == "fault_stacks":
+            rows = fault_stack_rows(state, pid)
+            doc["total_faults"] = sum(r["count"] for r in rows)
+        elif section == "fault_files":
+            rows = fault_file_rows(state, pid)
+            doc["total_faults"] = sum(r["count"] for r in rows)
+        elif section == "growth":
+            rows = growth_rows(state, pid)
+            doc["totals"] = {k: sum(r[k] for r in rows) for k in ("grown_bytes", "net_bytes", "calls")}
+        else:
+            rows = mapping_rows(state, pid, opts.sort, opts.reverse)
+            doc["totals"] = mapping_totals(rows)
+            t = pstate.target(pid)
+            doc["read_at_ns"] = t.mappings_ts_ns if t is not None else 0
+        doc["lost"] = {f"{p}:{w}": n for (p, w), n in state.lost.items() if p in ("faultstack", "growth") and n}
+        doc["rows"] = rows
+        return doc
+
+    def text(self, state: State, opts: Options) -> str:
+        doc = self.document(state, opts)
+        section = doc["section"]
+        head = f"Process {doc['pid']} ({doc['comm']})"
+        if doc.get("exited_ns"):
+            head += " — exited"
+        out = head + "\n" + render_table(SECTION_TITLES[section], SECTION_COLUMNS[section], doc["rows"])
+        if section in ("fault_stacks", "growth"):
+            out += "\nStacks (innermost first)\n"
+            for r in doc["rows"][:20]:
+                label = fmt.count_h(r["count"]) + " faults" if section == "fault_stacks" else (
+                    f"{fmt.bytes_h(r['grown_bytes'])} grown, net {fmt.bytes_h(r['net_bytes'])}, {r['calls']} calls")
+                out += f"  {label}\n" + "".join(f"      {f}\n" for f in r["frames"])
+        if section == "mappings":
+            tot = doc["totals"]
+            out += (f"total kB {kib(tot['size_bytes'])}  RSS {kib(tot['rss_bytes'])}  PSS {kib(tot['pss_bytes'])}"
+                    f"  Dirty {kib(tot['dirty_bytes'])}  Swap {kib(tot['swap_bytes'])}\n")
+        return out
