@@ -302,7 +302,7 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
         await pilot.pause(0.1)
         hist = screen.snapshot_document(app.state)
         assert hist["section"] == "history" and len(hist["rows"]) >= 1
-        await pilot.press("5", "m")  # still usable; memleak key answers
+        await pilot.press("5")  # still usable
         await pilot.pause(0.1)
         assert screen.snapshot_document(app.state)["totals"]["rss_bytes"] == 516 * 1024
         await pilot.press("escape")
@@ -341,3 +341,29 @@ async def test_esc_keeps_selection(tmp_path: Path, no_bpf: None) -> None:
         table = app.query_one("#processes-table", DataTable)
         assert int(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)) == 101
         assert app.focused is table
+
+
+async def test_m_opens_memleak_for_this_pid(tmp_path: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from memtop.ui.app import MemtopApp
+    from memtop.ui.screens.process import ProcessScreen
+
+    calls: list[int] = []
+    try:
+        leaks = importlib.import_module("memtop.ui.panes.leaks")
+    except ImportError:
+        leaks = None
+    if leaks is not None and hasattr(leaks, "open_leaks"):
+        monkeypatch.setattr(leaks, "open_leaks", lambda app, pid: calls.append(pid))
+    root = make_fake_proc(tmp_path / "proc")
+    app = MemtopApp(Bridge([ProcfsProbe(root)]), initial_pid=202)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == 202
+        await pilot.press("m")
+        await pilot.pause(0.1)
+        if leaks is not None and hasattr(leaks, "open_leaks"):
+            assert calls == [202]
+        else:
+            assert any("not available yet" in str(n.message) for n in app._notifications)
