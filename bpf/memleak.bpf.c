@@ -1,0 +1,412 @@
+// memleak: outstanding user allocations by stack, aggregated in the kernel.
+//
+// On demand only (malloc is the hottest path there is): uprobes on libc's allocator family,
+// attached per pid by memtop/probes/memleak.py. Nothing goes to user space per event; user space
+// reads three maps once per tick:
+//   stats   (pid, stack id) -> cumulative bytes/count allocated and freed (outstanding = alloc - free)
+//   allocs  (pid, address)  -> size, birth time, stack id   (bounded; a full map is counted)
+//   stacks  user stacks (BPF_STACK_TRACE, STACK_DEPTH frames)
+//
+// Cost choices (see bench/memleak_cost.py):
+//  * SIZE_FROM_HEADER=1 (glibc): malloc/calloc/memalign/valloc/pvalloc get only a return probe;
+//    the size is the allocator's usable size, read from the chunk header at ptr-8
+//    (what malloc_usable_size() returns), so no entry program and no per-thread size slot.
+//  * free/munmap get only an entry probe, placed by user space on an instruction the kernel
+//    emulates (no single-step trap) when the function begins with a flags-only test.
+//  * per-stack counters are updated with atomic adds on an existing entry (two threads on one
+//    stack must not lose updates, bcc#4970).
+// Correctness choices:
+//  * failed allocations (NULL, MAP_FAILED, posix_memalign error) are not recorded (bcc#3085);
+//  * an address handed out again replaces what was recorded there (the old block must have been
+//    freed, maybe by a path we do not see), so nothing is counted twice;
+//  * entry arguments (realloc, posix_memalign, mmap) are kept in a per-thread stack of slots
+//    keyed by the stack pointer, so an allocator calling another allocator does not overwrite
+//    its caller's saved arguments (per-tid depth); a missed return heals itself;
+//  * mmap/munmap called from inside libc (malloc's own large chunks) are not counted: the
+//    malloc/free probes already account for those blocks.
+// Helpers only: no kernel struct is dereferenced.
+//
+// Configured with -DMAX_ALLOCS -DMAX_STACKS -DSTACK_DEPTH -DMAX_STACK_TRACES -DMAX_TIDS
+// -DSIZE_FROM_HEADER -DMAX_PIDS.
+
+#include <uapi/linux/ptrace.h>
+
+#ifndef MAX_ALLOCS
+#define MAX_ALLOCS 262144
+#endif
+#ifndef MAX_STACKS
+#define MAX_STACKS 16384
+#endif
+#ifndef MAX_STACK_TRACES
+#define MAX_STACK_TRACES 16384
+#endif
+#ifndef STACK_DEPTH
+#define STACK_DEPTH 32
+#endif
+#ifndef MAX_TIDS
+#define MAX_TIDS 8192
+#endif
+#ifndef MAX_PIDS
+#define MAX_PIDS 64
+#endif
+#ifndef SIZE_FROM_HEADER
+#define SIZE_FROM_HEADER 1
+#endif
+#define MAX_NEST 4
+
+// counters (per-CPU array slots)
+#define C_ALLOCS_FULL 0   // allocation not tracked: address map full
+#define C_STACK_ERR 1     // no stack id (collision or unreadable stack); counted under id -1
+#define C_STATS_FULL 2    // per-stack map full: allocation not attributed
+#define C_BAD_SIZE 3      // chunk header unreadable or implausible: size recorded as 0
+#define C_NEST_FULL 4     // allocator nesting deeper than MAX_NEST: arguments not kept
+#define C_FAILED 5        // failed allocations seen (not leaks)
+#define C_INTERNAL 6      // mmap/munmap from inside libc, skipped
+#define N_COUNTERS 8
+
+struct alloc_key_t {
+    u32 pid;
+    u32 pad;
+    u64 addr;
+};
+
+struct alloc_val_t {
+    u64 size;
+    u64 ts_ns;
+    s64 stack_id;
+};
+
+struct stack_key_t {
+    u32 pid;
+    s32 stack_id;
+};
+
+struct stack_val_t {
+    u64 alloc_bytes;
+    u64 alloc_count;
+    u64 free_bytes;
+    u64 free_count;
+};
+
+struct slot_t {
+    u64 sp;    // stack pointer at entry (return address slot)
+    u64 arg0;
+    u64 arg1;
+    u64 fn;
+};
+
+struct nest_t {
+    u32 depth;
+    u32 pad;
+    struct slot_t s[MAX_NEST];
+};
+
+struct range_t {
+    u64 lo;
+    u64 hi;
+};
+
+struct stack_ips_t {
+    u64 ip[STACK_DEPTH];
+};
+
+BPF_HASH(allocs, struct alloc_key_t, struct alloc_val_t, MAX_ALLOCS);
+BPF_HASH(stats, struct stack_key_t, struct stack_val_t, MAX_STACKS);
+BPF_TABLE("stacktrace", int, struct stack_ips_t, stacks, MAX_STACK_TRACES);
+BPF_TABLE("lru_hash", u32, struct nest_t, nest, MAX_TIDS);
+// libc's executable mapping per traced pid (filled by user space): mmap/munmap callers inside it
+// are malloc's own
+BPF_HASH(libc_text, u32, struct range_t, MAX_PIDS);
+BPF_PERCPU_ARRAY(counters, u64, N_COUNTERS);
+
+#define FN_REALLOC 1
+#define FN_MEMALIGN 2
+#define FN_MMAP 3
+#define FN_SIZED 4
+
+static __always_inline void count(int which) {
+    u64 *v = counters.lookup(&which);
+    if (v)
+        (*v)++;
+}
+
+static __always_inline void stat_sub(u32 pid, s64 stack_id, u64 size) {
+    struct stack_key_t k = {.pid = pid, .stack_id = (s32)stack_id};
+    struct stack_val_t *v = stats.lookup(&k);
+    if (!v)
+        return;
+    __sync_fetch_and_add(&v->free_bytes, size);
+    __sync_fetch_and_add(&v->free_count, 1);
+}
+
+static __always_inline void stat_add(u32 pid, s64 stack_id, u64 size) {
+    struct stack_key_t k = {.pid = pid, .stack_id = (s32)stack_id};
+    struct stack_val_t *v = stats.lookup(&k);
+    if (!v) {
+        struct stack_val_t zero = {};
+        stats.insert(&k, &zero);  // BPF_NOEXIST: a racing insert by another CPU wins, fine
+        v = stats.lookup(&k);
+        if (!v) {
+            count(C_STATS_FULL);
+            return;
+        }
+    }
+    __sync_fetch_and_add(&v->alloc_bytes, size);
+    __sync_fetch_and_add(&v->alloc_count, 1);
+}
+
+static __always_inline void on_free(u32 pid, u64 addr) {
+    if (addr == 0)
+        return;
+    struct alloc_key_t k = {.pid = pid, .addr = addr};
+    struct alloc_val_t *v = allocs.lookup(&k);
+    if (!v)
+        return;  // not ours (allocated before we attached, or not tracked)
+    struct alloc_val_t old = *v;
+    if (allocs.delete(&k) != 0)
+        return;  // another CPU freed it first (double free in the target): count once
+    stat_sub(pid, old.stack_id, old.size);
+}
+
+// ctx is the return probe's: ip is the caller's return address, so the stack starts at the caller
+static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64 size) {
+    struct alloc_key_t k = {.pid = pid, .addr = addr};
+    struct alloc_val_t *prev = allocs.lookup(&k);
+    if (prev) {
+        // handed out again: the previous block here was freed behind our back
+        struct alloc_val_t old = *prev;
+        stat_sub(pid, old.stack_id, old.size);
+    }
+    struct alloc_val_t v = {};
+    v.size = size;
+    v.ts_ns = bpf_ktime_get_ns();
+    int sid = stacks.get_stackid(ctx, BPF_F_USER_STACK);
+    if (sid < 0) {
+        count(C_STACK_ERR);
+        sid = -1;
+    }
+    v.stack_id = sid;
+    if (allocs.update(&k, &v) != 0) {
+        if (prev)
+            allocs.delete(&k);
+        count(C_ALLOCS_FULL);
+        return;
+    }
+    stat_add(pid, sid, size);
+}
+
+static __always_inline u64 usable_size(u64 ptr) {
+    // glibc chunk header: size | IS_MMAPPED(2) | PREV_INUSE(1) | NON_MAIN_ARENA(4) at ptr-8;
+    // malloc_usable_size() is chunksize - 8, or - 16 for mmapped chunks
+    u64 hdr = 0;
+    if (bpf_probe_read_user(&hdr, sizeof(hdr), (void *)(ptr - 8)) != 0) {
+        count(C_BAD_SIZE);
+        return 0;
+    }
+    u64 sz = hdr & ~7ULL;
+    u64 overhead = (hdr & 2) ? 16 : 8;
+    if (sz <= overhead || sz > (1ULL << 44)) {
+        count(C_BAD_SIZE);
+        return 0;
+    }
+    return sz - overhead;
+}
+
+static __always_inline int in_libc(u32 pid, u64 ip) {
+    struct range_t *r = libc_text.lookup(&pid);
+    return r && ip >= r->lo && ip < r->hi;
+}
+
+// ---- per-thread argument slots ----------------------------------------------------------------
+
+static __always_inline void push_slot(struct pt_regs *ctx, u64 fn, u64 a0, u64 a1) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    u64 sp = PT_REGS_SP(ctx);
+    struct nest_t *n = nest.lookup(&tid);
+    if (!n) {
+        struct nest_t zero = {};
+        nest.update(&tid, &zero);
+        n = nest.lookup(&tid);
+        if (!n)
+            return;
+    }
+    u32 d = n->depth;
+    // slots at or below this stack pointer belong to calls that returned unseen: drop them
+#pragma unroll
+    for (int i = MAX_NEST - 1; i >= 0; i--) {
+        if (i < d && n->s[i].sp <= sp)
+            d = i;
+    }
+    if (d >= MAX_NEST) {
+        n->depth = d;
+        count(C_NEST_FULL);
+        return;
+    }
+    // constant indices only: the verifier cannot bound a variable one into the slot array
+#pragma unroll
+    for (int i = 0; i < MAX_NEST; i++) {
+        if (i == d) {
+            n->s[i].sp = sp;
+            n->s[i].fn = fn;
+            n->s[i].arg0 = a0;
+            n->s[i].arg1 = a1;
+        }
+    }
+    n->depth = d + 1;
+}
+
+// finds this call's slot (entry sp == sp after return - 8), pops it and everything above it
+static __always_inline int pop_slot(struct pt_regs *ctx, u64 fn, struct slot_t *out) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct nest_t *n = nest.lookup(&tid);
+    if (!n)
+        return -1;
+    u64 sp = PT_REGS_SP(ctx) - 8;
+    u32 d = n->depth;
+    int found = -1;
+#pragma unroll
+    for (int i = 0; i < MAX_NEST; i++) {
+        if (i < d && n->s[i].sp == sp && n->s[i].fn == fn) {
+            found = i;
+            out->arg0 = n->s[i].arg0;
+            out->arg1 = n->s[i].arg1;
+        }
+    }
+    if (found < 0)
+        return -1;  // return without a seen entry (attached mid-call)
+    n->depth = found;
+    return 0;
+}
+
+// ---- programs ---------------------------------------------------------------------------------
+
+// malloc, calloc, memalign/aligned_alloc, valloc, pvalloc: return probe only (SIZE_FROM_HEADER)
+int ret_hdr(struct pt_regs *ctx) {
+    u64 addr = PT_REGS_RC(ctx);
+    if (addr == 0) {
+        count(C_FAILED);
+        return 0;
+    }
+    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, usable_size(addr));
+    return 0;
+}
+
+// exact requested sizes (non-glibc libc, or SIZE_FROM_HEADER=0): entry keeps the size
+int enter_size1(struct pt_regs *ctx) {
+    push_slot(ctx, FN_SIZED, PT_REGS_PARM1(ctx), 0);
+    return 0;
+}
+
+int enter_calloc(struct pt_regs *ctx) {
+    push_slot(ctx, FN_SIZED, PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx), 0);
+    return 0;
+}
+
+int enter_size2(struct pt_regs *ctx) {
+    push_slot(ctx, FN_SIZED, PT_REGS_PARM2(ctx), 0);
+    return 0;
+}
+
+int ret_sized(struct pt_regs *ctx) {
+    struct slot_t s = {};
+    if (pop_slot(ctx, FN_SIZED, &s) != 0)
+        return 0;
+    u64 addr = PT_REGS_RC(ctx);
+    if (addr == 0) {
+        count(C_FAILED);
+        return 0;
+    }
+    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, s.arg0);
+    return 0;
+}
+
+int enter_free(struct pt_regs *ctx) {
+    on_free(bpf_get_current_pid_tgid() >> 32, PT_REGS_PARM1(ctx));
+    return 0;
+}
+
+int enter_realloc(struct pt_regs *ctx) {
+    push_slot(ctx, FN_REALLOC, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+    return 0;
+}
+
+int ret_realloc(struct pt_regs *ctx) {
+    struct slot_t s = {};
+    if (pop_slot(ctx, FN_REALLOC, &s) != 0)
+        return 0;
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    u64 addr = PT_REGS_RC(ctx);
+    if (addr == 0) {
+        if (s.arg1 == 0)
+            on_free(pid, s.arg0);  // realloc(p, 0) frees p
+        else
+            count(C_FAILED);       // failed: the old block is still live
+        return 0;
+    }
+    on_free(pid, s.arg0);
+#if SIZE_FROM_HEADER
+    on_alloc(ctx, pid, addr, usable_size(addr));
+#else
+    on_alloc(ctx, pid, addr, s.arg1);
+#endif
+    return 0;
+}
+
+int enter_posix_memalign(struct pt_regs *ctx) {
+    push_slot(ctx, FN_MEMALIGN, PT_REGS_PARM1(ctx), PT_REGS_PARM3(ctx));
+    return 0;
+}
+
+int ret_posix_memalign(struct pt_regs *ctx) {
+    struct slot_t s = {};
+    if (pop_slot(ctx, FN_MEMALIGN, &s) != 0)
+        return 0;
+    if (PT_REGS_RC(ctx) != 0) {
+        count(C_FAILED);
+        return 0;
+    }
+    u64 addr = 0;
+    if (bpf_probe_read_user(&addr, sizeof(addr), (void *)s.arg0) != 0 || addr == 0)
+        return 0;
+#if SIZE_FROM_HEADER
+    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, usable_size(addr));
+#else
+    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, s.arg1);
+#endif
+    return 0;
+}
+
+int enter_mmap(struct pt_regs *ctx) {
+    push_slot(ctx, FN_MMAP, PT_REGS_PARM2(ctx), 0);
+    return 0;
+}
+
+int ret_mmap(struct pt_regs *ctx) {
+    struct slot_t s = {};
+    if (pop_slot(ctx, FN_MMAP, &s) != 0)
+        return 0;
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    u64 addr = PT_REGS_RC(ctx);
+    if (addr == (u64)-1 || addr == 0) {
+        count(C_FAILED);
+        return 0;
+    }
+    if (in_libc(pid, PT_REGS_IP(ctx))) {
+        count(C_INTERNAL);
+        return 0;
+    }
+    on_alloc(ctx, pid, addr, s.arg0);
+    return 0;
+}
+
+int enter_munmap(struct pt_regs *ctx) {
+    u32 pid = bpf_get_current_pid_tgid() >> 32;
+    u64 ret = 0;
+    bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+    if (in_libc(pid, ret)) {
+        count(C_INTERNAL);
+        return 0;
+    }
+    on_free(pid, PT_REGS_PARM1(ctx));
+    return 0;
+}

@@ -1,0 +1,506 @@
+"""memleak: outstanding allocations by user stack for chosen pids (on demand, never default).
+
+Attaches per-pid uprobes on the target's libc allocator family (``bpf/memleak.bpf.c`` keeps
+per-stack totals in the kernel) and reads three maps per tick. A symbol that fails to attach is
+reported in the pid's LeakTarget record and the others run on. When a target exits, its uprobes
+are detached at the next poll and its last figures stay in the state.
+
+Cost (bench/memleak_cost.py): where glibc is the allocator, sizes come from the chunk header so
+malloc & co. need only a return probe, and free/munmap's entry probe is moved past a leading
+flags-only instruction (``test %rdi,%rdi``) onto one the kernel emulates, which spares the
+single-step trap that dominates bcc memleak's cost on x86.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memtop import bcc_compat
+from memtop.errors import PidNotFound, ProbeError
+from memtop.probes.base import BpfProbe
+from memtop.records import Lost, Record
+from memtop.records.leaks import AGE_BUCKETS_S, LeakStack, LeakTarget
+from memtop.text import clean
+
+#: (symbol, entry program, return program) with sizes read from glibc's chunk headers.
+#: free and munmap come first so no block is recorded whose release we could not see; malloc last.
+SPECS_HEADER: tuple[tuple[str, str | None, str | None], ...] = (
+    ("free", "enter_free", None),
+    ("munmap", "enter_munmap", None),
+    ("realloc", "enter_realloc", "ret_realloc"),
+    ("posix_memalign", "enter_posix_memalign", "ret_posix_memalign"),
+    ("aligned_alloc", None, "ret_hdr"),
+    ("memalign", None, "ret_hdr"),
+    ("valloc", None, "ret_hdr"),
+    ("pvalloc", None, "ret_hdr"),
+    ("mmap", "enter_mmap", "ret_mmap"),
+    ("calloc", None, "ret_hdr"),
+    ("malloc", None, "ret_hdr"),
+)
+#: the same with requested sizes kept by entry probes (non-glibc libcs)
+SPECS_EXACT: tuple[tuple[str, str | None, str | None], ...] = tuple(
+    (s, {"malloc": "enter_size1", "valloc": "enter_size1", "pvalloc": "enter_size1",
+         "calloc": "enter_calloc", "aligned_alloc": "enter_size2", "memalign": "enter_size2"}[s], "ret_sized")
+    if r == "ret_hdr" else (s, e, r)
+    for s, e, r in SPECS_HEADER
+)
+REQUIRED = ("malloc", "free")
+
+COUNTERS = {0: "allocations (address map full)", 1: "stacks (no stack id)", 2: "allocations (stack map full)"}
+C_BAD_SIZE, C_NEST_FULL, C_FAILED, C_INTERNAL = 3, 4, 5, 6
+NO_STACK = "[stack unavailable]"
+
+_LIBC = re.compile(r"^libc(\.so(\.\d+)*|-[\d.]+\.so|\.musl-[^/]*\.so(\.\d+)*)$")
+
+
+# -- where to put an entry probe ------------------------------------------------------------------
+
+
+def _emulated_len(code: bytes, i: int) -> int:
+    """Length of the instruction at code[i] if the x86 kernel emulates it for uprobes (no
+    single-step: push reg, nop, call/jmp/jcc rel), else 0."""
+    if i >= len(code):
+        return 0
+    b = code[i]
+    if 0x50 <= b <= 0x57 or b == 0x90:
+        return 1
+    if b == 0x41 and i + 1 < len(code) and 0x50 <= code[i + 1] <= 0x57:
+        return 2
+    if b == 0x66 and i + 1 < len(code) and code[i + 1] == 0x90:
+        return 2
+    if 0x70 <= b <= 0x7F or b == 0xEB:
+        return 2
+    if b in (0xE8, 0xE9):
+        return 5
+    if b == 0x0F and i + 1 < len(code) and 0x80 <= code[i + 1] <= 0x8F:
+        return 6
+    return 0
+
+
+def _flags_only_len(code: bytes, i: int) -> int:
+    """Length of an instruction that changes only flags (not rsp, not argument registers, no
+    branch): endbr64, test reg,reg, cmp reg,reg, cmpb $imm8,disp32(%rip). Else 0."""
+    c = code[i:i + 7]
+    if c[:4] == b"\xf3\x0f\x1e\xfa":
+        return 4
+    if len(c) >= 3 and c[0] in (0x48, 0x49, 0x4C, 0x4D) and c[1] in (0x85, 0x39, 0x3B) and c[2] >> 6 == 3:
+        return 3
+    if len(c) >= 2 and c[0] == 0x85 and c[1] >> 6 == 3:
+        return 2
+    if len(c) >= 7 and c[0] == 0x80 and c[1] == 0x3D:
+        return 7
+    return 0
+
+
+def _branch_targets(code: bytes, base: int) -> set[int]:
+    """Every offset (relative to code[base]) some byte sequence in ``code`` could branch to
+    directly: a superset of the real direct branch targets (raw scan, no decoding)."""
+    out: set[int] = set()
+    n = len(code)
+    for p in range(n - 1):
+        b = code[p]
+        if 0x70 <= b <= 0x7F or b == 0xEB:
+            out.add(p + 2 + struct.unpack_from("<b", code, p + 1)[0] - base)
+        if p + 5 <= n and b in (0xE8, 0xE9):
+            out.add(p + 5 + struct.unpack_from("<i", code, p + 1)[0] - base)
+        if p + 6 <= n and b == 0x0F and 0x80 <= code[p + 1] <= 0x8F:
+            out.add(p + 6 + struct.unpack_from("<i", code, p + 2)[0] - base)
+    return out
+
+
+def probe_offset(path: str, file_offset: int, window: int = 4096) -> tuple[int, str]:
+    """Where in the function at ``file_offset`` to put its entry probe: 0, or just past up to two
+    leading flags-only instructions when the next one is emulated and nothing in the function's
+    neighbourhood branches there (arguments and rsp are untouched there, so the probe reads the
+    same registers and the return address is still at rsp). Returns (delta, how)."""
+    before = 128
+    try:
+        with open(path, "rb") as f:
+            start = max(0, file_offset - before)
+            f.seek(start)
+            code = f.read(file_offset - start + window)
+    except OSError:
+        return 0, "entry"
+    base = file_offset - start
+    if _emulated_len(code, base):
+        return 0, "entry (emulated)"
+    k = 0
+    for _ in range(2):
+        n = _flags_only_len(code, base + k)
+        if not n:
+            break
+        k += n
+        if _emulated_len(code, base + k):
+            if k in _branch_targets(code, base):
+                return 0, "entry (single-step)"
+            return k, f"+{k} (emulated)"
+    return 0, "entry (single-step)"
+
+
+# -- targets ------------------------------------------------------------------------------------
+
+
+def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
+    try:
+        text = Path(proc_root, str(pid), "stat").read_text()
+    except OSError:
+        return None
+    return int(text[text.rindex(")") + 2:].split()[19])
+
+
+def _comm(pid: int, proc_root: str = "/proc") -> str:
+    try:
+        return clean(Path(proc_root, str(pid), "comm").read_text().strip(), 64)
+    except OSError:
+        return "?"
+
+
+def find_libc(pid: int, proc_root: str = "/proc") -> tuple[str, int, int] | None:
+    """(path, text start, text end) of the libc ``pid`` has mapped, or None."""
+    try:
+        lines = Path(proc_root, str(pid), "maps").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or "x" not in parts[1]:
+            continue
+        path = parts[5].strip()
+        if _LIBC.match(os.path.basename(path)):
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            return path, lo, hi
+    return None
+
+
+@dataclass
+class _Target:
+    pid: int
+    comm: str
+    start_time: int | None
+    state: str = "attaching"
+    message: str = ""
+    events: list[str] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    exited_ts_ns: int = 0
+    symbolizer: Any = None
+
+
+def _age_bucket(age_ns: int) -> int:
+    s = age_ns / 1e9
+    for i, hi in enumerate(AGE_BUCKETS_S):
+        if s < hi:
+            return i
+    return len(AGE_BUCKETS_S)
+
+
+class MemleakProbe(BpfProbe):
+    name = "memleak"
+    program = "memleak"
+    panes = ("leaks",)
+    features = ("uprobes",)
+    cadence_s = 1.0
+
+    def __init__(
+        self,
+        pids: Sequence[int],
+        *,
+        max_allocs: int = 1 << 18,
+        max_stacks: int = 16384,
+        stack_depth: int = 32,
+        exact_sizes: bool | None = None,
+        proc_root: str = "/proc",
+    ) -> None:
+        super().__init__()
+        self.pids = list(dict.fromkeys(int(p) for p in pids))
+        self.max_allocs = max_allocs
+        self.max_stacks = max_stacks
+        self.stack_depth = stack_depth
+        self.exact_sizes = exact_sizes
+        self.proc_root = proc_root
+        self.targets: dict[int, _Target] = {}
+        self._frames: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._last_emitted: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        self._ages: dict[tuple[int, int], tuple[int, tuple[int, ...]]] = {}
+        self._ages_ts_ns = 0
+        self._ages_next = 0.0
+        self._ages_cost_s = 0.0
+        self._how: dict[str, str] = {}
+        self._pending: list[int] = []
+        self._pending_lock = threading.Lock()
+
+    def cflags(self) -> list[str]:
+        exact = self._exact_mode()
+        return [
+            f"-DMAX_ALLOCS={self.max_allocs}",
+            f"-DMAX_STACKS={self.max_stacks}",
+            f"-DMAX_STACK_TRACES={self.max_stacks}",
+            f"-DSTACK_DEPTH={self.stack_depth}",
+            f"-DMAX_PIDS={max(8, len(self.pids))}",
+            f"-DSIZE_FROM_HEADER={0 if exact else 1}",
+        ]
+
+    def _exact_mode(self) -> bool:
+        if self.exact_sizes is not None:
+            return self.exact_sizes
+        # chunk headers are glibc's layout; any other libc keeps requested sizes at entry
+        for pid in self.pids:
+            libc = find_libc(pid, self.proc_root)
+            if libc is not None:
+                try:
+                    bcc_compat.resolve_user_symbol(libc[0], "gnu_get_libc_version", pid)
+                except Exception:  # noqa: BLE001
+                    self.exact_sizes = True
+                    return True
+        self.exact_sizes = False
+        return False
+
+    def load(self) -> None:
+        alive = [p for p in self.pids if _start_time(p, self.proc_root) is not None]
+        if not alive:
+            raise PidNotFound(
+                f"no such process: {', '.join(map(str, self.pids))}",
+                "pick running pids (see the processes pane)",
+            )
+        super().load()
+
+    # -- attach / detach ------------------------------------------------------------------------
+    def after_load(self) -> None:
+        specs = SPECS_EXACT if self.exact_sizes else SPECS_HEADER
+        for pid in self.pids:
+            t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
+            self.targets[pid] = t
+            self._attach_pid(t, specs)
+        if not any(t.state == "tracing" for t in self.targets.values()):
+            reasons = "; ".join(f"pid {t.pid}: {t.message}" for t in self.targets.values())
+            self.close()
+            raise ProbeError(f"memleak could not attach to any pid ({reasons})",
+                             "check the pids are alive and use a dynamically linked libc")
+
+    def _attach_pid(self, t: _Target, specs: Iterable[tuple[str, str | None, str | None]]) -> None:
+        if t.start_time is None:
+            t.state, t.message = "failed", "process not found"
+            return
+        libc = find_libc(t.pid, self.proc_root)
+        if libc is None:
+            t.state, t.message = "failed", "no libc mapped (static binary?)"
+            return
+        path, lo, hi = libc
+        table = self.bpf["libc_text"]
+        table[table.Key(t.pid)] = table.Leaf(lo, hi)
+        try:
+            from memtop.probes.symbols import Symbolizer
+
+            t.symbolizer = Symbolizer(t.pid, self.proc_root)
+            t.symbolizer.frames([lo])  # load the symbol cache while the process is alive
+        except Exception:  # noqa: BLE001 - symbolization is best effort
+            t.symbolizer = None
+        seen: dict[int, str] = {}
+        for sym, enter_fn, ret_fn in specs:
+            try:
+                mod_path, off = bcc_compat.resolve_user_symbol(path, sym, t.pid)
+            except Exception as exc:  # noqa: BLE001 - one symbol failing is reported, not fatal
+                t.failed.append(f"{sym}: {clean(str(exc), 200)}")
+                continue
+            if off in seen:  # an alias (memalign = aligned_alloc): one probe serves both
+                t.symbols.append(f"{sym}={seen[off]}")
+                continue
+            seen[off] = sym
+            # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
+            # still finds the return address at rsp
+            delta, how = probe_offset(mod_path, off)
+            try:
+                if enter_fn is not None:
+                    t.events.append(bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False))
+                if ret_fn is not None:
+                    t.events.append(bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True))
+            except Exception as exc:  # noqa: BLE001
+                t.failed.append(f"{sym}: {clean(str(exc), 200)}")
+                continue
+            t.symbols.append(sym)
+            self._how[sym] = how
+        missing = [s for s in REQUIRED if s not in t.symbols]
+        if missing:
+            self._detach_pid(t)
+            t.state, t.message = "failed", f"could not attach {', '.join(missing)}"
+            return
+        if _start_time(t.pid, self.proc_root) != t.start_time:
+            self._detach_pid(t)
+            t.state, t.message = "exited", "exited while attaching"
+            return
+        t.state = "tracing"
+        t.message = f"{len(t.symbols)} symbols in {os.path.basename(path)}"
+
+    def add_pids(self, pids: Sequence[int]) -> None:
+        """Trace more pids with the running program (attached at the next poll, in the probe's
+        own thread)."""
+        with self._pending_lock:
+            for pid in pids:
+                if int(pid) not in self.targets and int(pid) not in self._pending:
+                    self._pending.append(int(pid))
+
+    def _attach_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, []
+        specs = SPECS_EXACT if self.exact_sizes else SPECS_HEADER
+        for pid in pending:
+            if pid in self.targets and self.targets[pid].state == "tracing":
+                continue
+            self.pids.append(pid)
+            t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
+            self.targets[pid] = t
+            self._attach_pid(t, specs)
+
+    def _detach_pid(self, t: _Target) -> None:
+        if self.bpf is None:
+            return
+        for ev in t.events:
+            bcc_compat.detach_uprobe_event(self.bpf, ev)
+        t.events.clear()
+
+    def close(self) -> None:
+        for t in self.targets.values():
+            if t.symbolizer is not None:
+                t.symbolizer.close()
+                t.symbolizer = None
+            t.events.clear()
+        super().close()
+
+    def note(self) -> str:
+        tracing = [t for t in self.targets.values() if t.state == "tracing"]
+        sizes = "requested sizes" if self.exact_sizes else "usable sizes from glibc chunk headers"
+        free_how = self._how.get("free", "")
+        return f"pids {', '.join(str(t.pid) for t in tracing)}; {sizes}; free probe {free_how}"
+
+    # -- polling --------------------------------------------------------------------------------
+    def _counters(self) -> list[int]:
+        t = self.bpf["counters"]
+        return [int(t.sum(t.Key(i)).value) for i in range(8)]
+
+    def _stack_frames(self, pid: int, sid: int) -> tuple[str, ...]:
+        key = (pid, sid)
+        cached = self._frames.get(key)
+        if cached is not None:
+            return cached
+        if sid < 0:
+            frames: tuple[str, ...] = (NO_STACK,)
+        else:
+            t = self.bpf["stacks"]
+            try:
+                leaf = t[t.Key(sid)]
+                ips = [int(ip) for ip in leaf.ip if ip]
+            except KeyError:
+                ips = []
+            target = self.targets.get(pid)
+            sym = target.symbolizer if target else None
+            if not ips:
+                frames = (NO_STACK,)
+            elif sym is not None:
+                try:
+                    frames = tuple(f.replace(";", ":") for f in sym.frames(ips))
+                except Exception:  # noqa: BLE001
+                    frames = tuple(f"0x{ip:x}" for ip in ips)
+            else:
+                frames = tuple(f"0x{ip:x}" for ip in ips)
+        self._frames[key] = frames
+        return frames
+
+    def _scan_ages(self, now_ns: int) -> None:
+        """Oldest outstanding allocation and an age histogram per stack, from the address map.
+        The map can be large, so the scan's own cost sets how often it runs."""
+        t0 = time.monotonic()
+        if t0 < self._ages_next:
+            return
+        _keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "allocs")
+        keys = _keys
+        oldest: dict[tuple[int, int], int] = {}
+        hist: dict[tuple[int, int], list[int]] = {}
+        nb = len(AGE_BUCKETS_S) + 1
+        for i in range(n):
+            pid = struct.unpack_from("<I", keys, i * ksz)[0]
+            size, ts, sid = struct.unpack_from("<QQq", values, i * vsz)
+            k = (pid, sid)
+            o = oldest.get(k)
+            if o is None or ts < o:
+                oldest[k] = ts
+            h = hist.get(k)
+            if h is None:
+                h = hist[k] = [0] * nb
+            h[_age_bucket(max(0, now_ns - ts))] += size
+        self._ages = {k: (oldest[k], tuple(hist[k])) for k in oldest}
+        self._ages_ts_ns = now_ns
+        self._ages_cost_s = time.monotonic() - t0
+        self._ages_next = t0 + max(0.0, 20 * self._ages_cost_s)
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        out: list[Record] = []
+        if self._pending:
+            self._attach_pending()
+        now_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        exiting: list[_Target] = []
+        for t in self.targets.values():
+            if t.state == "tracing" and _start_time(t.pid, self.proc_root) != t.start_time:
+                exiting.append(t)
+        if exiting:
+            self._ages_next = 0.0  # the final figures of an exiting pid include its ages
+        _k, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "stats")
+        stats: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        for i in range(n):
+            pid, sid = struct.unpack_from("<Ii", _k, i * ksz)
+            stats[(pid, sid)] = struct.unpack_from("<QQQQ", values, i * vsz)
+        self._scan_ages(now_ns)
+        live = {t.pid for t in self.targets.values() if t.state == "tracing"}
+        tracked: dict[int, int] = {}
+        for (pid, sid), (ab, ac, fb, fc) in stats.items():
+            if pid not in live:
+                continue
+            tracked[pid] = tracked.get(pid, 0) + max(0, ac - fc)
+            prev = self._last_emitted.get((pid, sid))
+            cur = (ab, ac, fb, fc)
+            if prev == cur and ac <= fc:
+                continue  # nothing outstanding and unchanged: the state keeps the last figures
+            self._last_emitted[(pid, sid)] = cur
+            oldest, hist = self._ages.get((pid, sid), (0, ()))
+            if ac <= fc:
+                oldest, hist = 0, ()
+            out.append(LeakStack(
+                pid=pid, stack_id=sid, frames=self._stack_frames(pid, sid),
+                alloc_bytes=ab, alloc_count=ac, free_bytes=fb, free_count=fc,
+                oldest_ts_ns=oldest, age_hist_bytes=hist, ages_ts_ns=self._ages_ts_ns,
+            ))
+        for t in exiting:
+            self._detach_pid(t)
+            t.state = "exited"
+            t.exited_ts_ns = now_ns
+            t.message = "exited; showing its last figures"
+            if t.symbolizer is not None:
+                t.symbolizer.close()
+                t.symbolizer = None
+        for t in self.targets.values():
+            out.append(LeakTarget(
+                pid=t.pid, comm=t.comm, state=t.state, message=t.message,
+                symbols=tuple(t.symbols), failed_symbols=tuple(t.failed),
+                tracked_allocs=tracked.get(t.pid, 0), exited_ts_ns=t.exited_ts_ns,
+            ))
+        c = self._counters()
+        for i, what in COUNTERS.items():
+            out.append(Lost(probe=self.name, what=what, count=c[i]))
+        return out
+
+    def counters(self) -> dict[str, int]:
+        """All kernel-side counters by name (drops, failed allocations, internal mmaps)."""
+        c = self._counters()
+        names = dict(COUNTERS)
+        names.update({C_BAD_SIZE: "bad size", C_NEST_FULL: "nesting too deep",
+                      C_FAILED: "failed allocations", C_INTERNAL: "libc-internal mmap/munmap"})
+        return {names[i]: c[i] for i in names}

@@ -1,0 +1,55 @@
+"""Memleak records: outstanding user allocations by stack (fed by the on-demand memleak probe)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtop.records import Record, record
+
+#: upper bounds (exclusive, seconds) of the age histogram's buckets; the last bucket is open
+AGE_BUCKETS_S: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@record("leak_stack")
+@dataclass(frozen=True, slots=True)
+class LeakStack(Record):
+    """One (pid, user stack)'s allocations since the probe attached, as cumulative counters:
+    outstanding = alloc - free. Sizes are the allocator's usable size (glibc) or the requested
+    size. ``age_hist_bytes`` holds outstanding bytes by age (buckets per ``AGE_BUCKETS_S``, plus
+    one open bucket) as of ``ages_ts_ns``; ``oldest_ts_ns`` is the birth (CLOCK_MONOTONIC) of the
+    oldest outstanding allocation, 0 when there is none."""
+
+    pid: int
+    stack_id: int
+    frames: tuple[str, ...]  # innermost first: "function+0xoff [module] file:line"
+    alloc_bytes: int
+    alloc_count: int
+    free_bytes: int
+    free_count: int
+    oldest_ts_ns: int = 0
+    age_hist_bytes: tuple[int, ...] = ()
+    ages_ts_ns: int = 0
+
+    @property
+    def outstanding_bytes(self) -> int:
+        return max(0, self.alloc_bytes - self.free_bytes)
+
+    @property
+    def outstanding_count(self) -> int:
+        return max(0, self.alloc_count - self.free_count)
+
+
+@record("leak_target")
+@dataclass(frozen=True, slots=True)
+class LeakTarget(Record):
+    """A traced pid: state is attaching | tracing | exited | failed. ``symbols`` were attached,
+    ``failed_symbols`` are "name: reason" (one failing symbol is reported, not fatal)."""
+
+    pid: int
+    comm: str
+    state: str
+    message: str = ""
+    symbols: tuple[str, ...] = ()
+    failed_symbols: tuple[str, ...] = ()
+    tracked_allocs: int = 0
+    exited_ts_ns: int = 0

@@ -1,0 +1,357 @@
+"""Leaks pane: outstanding allocations as an expandable stack tree (like memray's tree view).
+
+Top-down by default (process → main → … → allocation site), `i` inverts it (allocation site
+first). Every node sums the stacks below it: outstanding bytes, allocations, growth over the last
+minute and the oldest allocation's age, so a steady leak (old and growing) stands apart from
+churn (young, flat) and from a long-lived cache (old, flat). The detail line under the tree shows
+the selected node's age histogram.
+
+The memleak probe is on demand: ``memtop --leaks PID[,PID…]`` starts it (``start_leaks``), the
+drill-in screen's `m` calls :func:`open_leaks`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Input, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from memtop import fmt
+from memtop.state import State
+from memtop.state.leaks import LeaksState
+from memtop.ui.panes.base import Pane, StatusLine
+from memtop.views.leaks import age_label, growth_h
+
+MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+MIN_SIZES = (1, 4096, 65536, 1 << 20, 16 << 20, 0)
+SORTS = {"outstanding_bytes": "bytes", "allocations": "count", "growth_bytes_per_s": "growth"}
+
+
+# -- attaching ------------------------------------------------------------------------------------
+
+
+def start_leaks(app: Any, pids: list[int]) -> bool:
+    """Attach the memleak probe for ``pids`` (or add them to the running one)."""
+    from memtop.probes.memleak import MemleakProbe
+
+    source = app.source
+    probe_of = getattr(source, "probe", None)
+    running = probe_of("memleak") if callable(probe_of) else None
+    if isinstance(running, MemleakProbe):
+        running.add_pids(pids)
+        return True
+    add = getattr(source, "add_probe", None)
+    if not callable(add):
+        return False
+    return bool(add(MemleakProbe(pids)))
+
+
+def open_leaks(app: App[Any], pid: int) -> None:
+    """Trace ``pid``'s allocations and show the leaks pane (the drill-in screen's `m`)."""
+    pids: list[int] = list(getattr(app, "leak_pids", []) or [])
+    if pid not in pids:
+        pids.append(pid)
+    setattr(app, "leak_pids", pids)
+    if not start_leaks(app, [pid]):
+        app.notify("memleak is already attaching; try again in a moment", severity="warning")
+    while len(app.screen_stack) > 1:
+        app.pop_screen()
+    show = getattr(app, "show_pane", None)
+    if callable(show):
+        show("leaks")
+    app.notify(f"tracing allocations of pid {pid}", timeout=3)
+
+
+# -- the tree -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Agg:
+    name: str
+    outstanding_bytes: int = 0
+    allocations: int = 0
+    growth_bytes_per_s: float = 0.0
+    oldest_age_s: float = 0.0
+    age_hist_bytes: list[int] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)  # a leaf's full stack (innermost first)
+    children: dict[str, "Agg"] = field(default_factory=dict)
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.outstanding_bytes += row["outstanding_bytes"]
+        self.allocations += row["allocations"]
+        self.growth_bytes_per_s += row["growth_bytes_per_s"]
+        self.oldest_age_s = max(self.oldest_age_s, row["oldest_age_s"])
+        hist = row.get("age_hist_bytes") or []
+        if len(self.age_hist_bytes) < len(hist):
+            self.age_hist_bytes += [0] * (len(hist) - len(self.age_hist_bytes))
+        for i, b in enumerate(hist):
+            self.age_hist_bytes[i] += b
+
+
+def build_tree(rows: list[dict[str, Any]], inverted: bool) -> Agg:
+    root = Agg("")
+    for row in rows:
+        frames = row["frames"]
+        # top-down: process root first, then outermost frame ... allocation site
+        path = [frames[-1]] + list(frames[:-1]) if inverted else list(reversed(frames))
+        node = root
+        node.add(row)
+        for name in path:
+            node = node.children.setdefault(name, Agg(name))
+            node.add(row)
+        node.frames = list(frames)
+    return root
+
+
+def label(agg: Agg) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f"{fmt.bytes_h(agg.outstanding_bytes):>8}", style="bold")
+    t.append(f" {fmt.count_h(agg.allocations):>6}", style="cyan")
+    g = agg.growth_bytes_per_s
+    t.append(f" {growth_h(g):>11}", style="red" if g > 0 else "dim")
+    t.append(f" {agg.oldest_age_s:7.1f}s", style="yellow" if agg.oldest_age_s >= 60 else "")
+    t.append("  ")
+    t.append(agg.name)  # untrusted: plain text, never markup
+    return t
+
+
+class LeaksPane(Pane):
+    view_name = "leaks"
+    order = 60
+    probes = ("memleak",)
+
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("b", "sort_by('outstanding_bytes')", "Bytes"),
+        Binding("c", "sort_by('allocations')", "Count"),
+        Binding("g", "sort_by('growth_bytes_per_s')", "Growth"),
+        Binding("a", "min_age", "Min age"),
+        Binding("z", "min_size", "Min size"),
+        Binding("i", "invert", "Invert"),
+        Binding("x", "expand_top", "Expand top", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opts.sort = "outstanding_bytes"
+        self.opts.extra["min_age_s"] = MIN_AGES_S[0]
+        self.opts.extra["min_bytes"] = MIN_SIZES[0]
+        self.inverted = False
+        self._lk_state: State | None = None
+        self._lk_shape: list[tuple[str, ...]] = []
+        self._lk_nodes: dict[tuple[str, ...], TreeNode[tuple[str, ...]]] = {}
+        self._lk_aggs: dict[tuple[str, ...], Agg] = {}
+        self._lk_expanded: set[tuple[str, ...]] = set()
+        self._lk_built = False
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="leaks-status", classes="pane-status")
+        yield Input(placeholder="show stacks with a frame containing… (function or module; Enter applies, Esc clears)",
+                    id="leaks-filter", classes="hidden")
+        tree: Tree[tuple[str, ...]] = Tree("stacks", id="leaks-tree")
+        tree.show_root = False
+        tree.guide_depth = 2
+        yield tree
+        yield Static(id="leaks-detail")
+
+    def focus_default(self) -> None:
+        self.query_one("#leaks-tree", Tree).focus()
+
+    # -- rendering --------------------------------------------------------------------------------
+    def refresh_from(self, state: State) -> None:
+        self._lk_state = state
+        rows = self.view.rows(state, self.opts)  # type: ignore[attr-defined]
+        self.query_one("#leaks-status", StatusLine).update(self._status(state, rows))
+        root = build_tree(rows, self.inverted)
+        self._update_tree(root)
+        self._show_detail()
+
+    def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
+        leaks = state.get(LeaksState)
+        status = self.status_text(state)
+        if not leaks.targets and state.probe_state("memleak") is None:
+            status.append("no target: run memtop --leaks PID[,PID…], or press m in a process drill-in",
+                          style="italic")
+        for t in leaks.targets.values():
+            status.append("  ")
+            style = {"tracing": "green", "exited": "bold yellow", "failed": "red"}.get(t.state, "dim")
+            status.append(f"pid {t.pid} ")
+            status.append(t.comm)
+            status.append(f" {t.state}", style=style)
+            if t.state == "exited":
+                status.append(" — target exited; showing its last figures", style="yellow")
+            elif t.state == "failed" and t.message:
+                status.append(f" — {t.message}", style="red")
+            if t.failed_symbols:
+                status.append(f" ({len(t.failed_symbols)} symbols not attached)", style="yellow")
+        total = sum(r["outstanding_bytes"] for r in rows)
+        status.append(f"   {len(rows)} stacks, {fmt.bytes_h(total)} outstanding · sort "
+                      f"{SORTS.get(self.opts.sort, 'bytes')}")
+        if self.opts.extra.get("min_age_s"):
+            status.append(f" · age ≥ {self.opts.extra['min_age_s']:g}s")
+        if self.opts.extra.get("min_bytes", 0) > 1:
+            status.append(f" · size ≥ {fmt.bytes_h(self.opts.extra['min_bytes'])}")
+        if self.opts.filter:
+            status.append(" · frame contains ")
+            status.append(self.opts.filter, style="bold")
+        if self.inverted:
+            status.append(" · inverted")
+        return status
+
+    def _ordered(self, agg: Agg) -> list[Agg]:
+        key = {"allocations": lambda a: (a.allocations, a.outstanding_bytes),
+               "growth_bytes_per_s": lambda a: (a.growth_bytes_per_s, a.outstanding_bytes)}.get(
+            self.opts.sort, lambda a: (a.outstanding_bytes, a.allocations))
+        return sorted(agg.children.values(), key=lambda a: (key(a), a.name), reverse=self.opts.reverse)
+
+    def _update_tree(self, root: Agg) -> None:
+        tree: Tree[tuple[str, ...]] = self.query_one("#leaks-tree", Tree)
+        shape: list[tuple[str, ...]] = []
+        aggs: dict[tuple[str, ...], Agg] = {}
+
+        def walk(agg: Agg, path: tuple[str, ...]) -> None:
+            for child in self._ordered(agg):
+                p = path + (child.name,)
+                shape.append(p)
+                aggs[p] = child
+                walk(child, p)
+
+        walk(root, ())
+        self._lk_aggs = aggs
+        if shape == self._lk_shape and self._lk_nodes:
+            for p, node in self._lk_nodes.items():
+                node.set_label(label(aggs[p]))
+            return
+        # structure or order changed: rebuild, keeping what was expanded and where the cursor was
+        cursor = tree.cursor_node.data if tree.cursor_node is not None else None
+        self._lk_expanded = {p for p, n in self._lk_nodes.items() if n.is_expanded} if self._lk_built else set()
+        if not self._lk_built and shape:
+            self._lk_expanded = self._top_path(root)
+            self._lk_built = True
+        tree.clear()
+        self._lk_nodes = {}
+        for p in shape:
+            parent = tree.root if len(p) == 1 else self._lk_nodes[p[:-1]]
+            agg = aggs[p]
+            if agg.children:
+                node = parent.add(label(agg), data=p, expand=p in self._lk_expanded)
+            else:
+                node = parent.add_leaf(label(agg), data=p)
+            self._lk_nodes[p] = node
+        self._lk_shape = shape
+        if cursor is not None and cursor in self._lk_nodes:
+            target = self._lk_nodes[cursor]
+            tree.call_after_refresh(tree.move_cursor, target)
+
+    def _top_path(self, root: Agg) -> set[tuple[str, ...]]:
+        """Paths to expand so the biggest stack's allocation site is on screen."""
+        out: set[tuple[str, ...]] = set()
+        for proc in root.children.values():
+            out.add((proc.name,))
+        node, path = root, ()
+        while node.children:
+            node = self._ordered(node)[0]
+            path = path + (node.name,)
+            out.add(path)
+        return out
+
+    def _show_detail(self) -> None:
+        tree: Tree[tuple[str, ...]] = self.query_one("#leaks-tree", Tree)
+        detail = self.query_one("#leaks-detail", Static)
+        node = tree.cursor_node
+        agg = self._lk_aggs.get(node.data) if node is not None and node.data is not None else None
+        if agg is None:
+            detail.update(Text("b/c/g sort · a min age · z min size · / filter · i invert · x expand top",
+                               style="dim"))
+            return
+        t = Text()
+        t.append(f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations · "
+                 f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
+                 f"oldest {agg.oldest_age_s:.1f}s\n")
+        hist = agg.age_hist_bytes
+        if any(hist):
+            t.append("ages: ")
+            t.append(fmt.sparkline(hist, len(hist)), style="cyan")
+            t.append("  " + "  ".join(f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b))
+        if agg.frames:
+            t.append("\n")
+            t.append(" ← ".join(agg.frames[:6]), style="dim")
+        detail.update(t)
+
+    def _redraw(self) -> None:
+        if self._lk_state is not None:
+            self.refresh_from(self._lk_state)
+
+    @on(Tree.NodeHighlighted, "#leaks-tree")
+    def _highlighted(self, _event: Tree.NodeHighlighted[tuple[str, ...]]) -> None:
+        self._show_detail()
+
+    # -- actions ----------------------------------------------------------------------------------
+    def action_sort_by(self, key: str) -> None:
+        if self.opts.sort == key:
+            self.opts.reverse = not self.opts.reverse
+        else:
+            self.opts.sort, self.opts.reverse = key, True
+        self._redraw()
+
+    def action_min_age(self) -> None:
+        cur = float(self.opts.extra.get("min_age_s", 0))
+        i = MIN_AGES_S.index(cur) if cur in MIN_AGES_S else 0
+        self.opts.extra["min_age_s"] = MIN_AGES_S[(i + 1) % len(MIN_AGES_S)]
+        self._redraw()
+
+    def action_min_size(self) -> None:
+        cur = int(self.opts.extra.get("min_bytes", 1))
+        i = MIN_SIZES.index(cur) if cur in MIN_SIZES else 0
+        self.opts.extra["min_bytes"] = MIN_SIZES[(i + 1) % len(MIN_SIZES)]
+        self._redraw()
+
+    def action_invert(self) -> None:
+        self.inverted = not self.inverted
+        self._lk_built = False
+        self._lk_nodes = {}
+        self._redraw()
+
+    def action_expand_top(self) -> None:
+        root = Agg("")
+        for p, agg in self._lk_aggs.items():
+            if len(p) == 1:
+                root.children[p[0]] = agg
+        for p in self._top_path(root):
+            node = self._lk_nodes.get(p)
+            if node is not None and node.allow_expand:
+                node.expand()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#leaks-filter", Input)
+        box.remove_class("hidden")
+        box.value = self.opts.filter
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#leaks-filter", Input)
+        box.value = ""
+        self.opts.filter = ""
+        box.add_class("hidden")
+        self.query_one("#leaks-tree", Tree).focus()
+        self._redraw()
+
+    @on(Input.Submitted, "#leaks-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.opts.filter = event.value.strip()
+        if not self.opts.filter:
+            self.query_one("#leaks-filter", Input).add_class("hidden")
+        self.query_one("#leaks-tree", Tree).focus()
+        self._redraw()
+
+    @on(Input.Changed, "#leaks-filter")
+    def _filter_live(self, event: Input.Changed) -> None:
+        self.opts.filter = event.value.strip()
+        self._redraw()

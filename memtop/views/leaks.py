@@ -1,0 +1,140 @@
+"""The leaks pane: outstanding allocations by stack, with age and growth; folded-stack export.
+
+Rows are (pid, stack) pairs. ``frames`` run innermost first and end with a synthetic root frame
+naming the process (``comm [pid N]``), so several pids share one tree and one flame graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt
+from memtop.errors import MemtopError
+from memtop.records.leaks import AGE_BUCKETS_S
+from memtop.state import State
+from memtop.state.leaks import LeaksState
+from memtop.views import Column, Options, View, render_table
+
+SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
+ROW_KEYS = ("frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s")
+
+
+def root_frame(comm: str, pid: int) -> str:
+    return f"{comm} [pid {pid}]"
+
+
+def age_label(i: int) -> str:
+    lo = 0 if i == 0 else AGE_BUCKETS_S[i - 1]
+    return f"≥{lo:g}s" if i >= len(AGE_BUCKETS_S) else f"{lo:g}-{AGE_BUCKETS_S[i]:g}s"
+
+
+def growth_h(v: float) -> str:
+    return ("+" if v > 0 else "-" if v < 0 else "") + fmt.bytes_h(abs(v)) + "/s"
+
+
+def matches(row: dict[str, Any], opts: Options) -> bool:
+    min_age = float(opts.extra.get("min_age_s", 0) or 0)
+    min_bytes = int(opts.extra.get("min_bytes", 0) or 0)
+    if min_age and row["oldest_age_s"] < min_age:
+        return False
+    if min_bytes and row["outstanding_bytes"] < min_bytes:
+        return False
+    if opts.filter:
+        needle = opts.filter.lower()
+        return any(needle in f.lower() for f in row["frames"])
+    return True
+
+
+class LeaksView(View):
+    name = "leaks"
+    title = "Leaks"
+    order = 60
+    extra_formats = ("folded",)
+    columns = (
+        Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
+        Column("allocations", "ALLOCS", fmt.count_h),
+        Column("oldest_age_s", "OLDEST", lambda v: f"{v:.1f}s"),
+        Column("growth_bytes_per_s", "GROWTH", growth_h),
+        Column("site", "ALLOCATED AT", numeric=False),
+        Column("process", "PROCESS", numeric=False),
+    )
+
+    def rows(self, state: State, opts: Options) -> list[dict[str, Any]]:
+        """Every (pid, stack) row with its internals (pid, stack id, age histogram), filtered and
+        sorted; ``document`` keeps only the schema's keys."""
+        leaks = state.get(LeaksState)
+        out: list[dict[str, Any]] = []
+        for (pid, sid), r in leaks.stacks.items():
+            t = leaks.targets.get(pid)
+            comm = t.comm if t else "?"
+            rec = r.rec
+            row = {
+                "frames": list(rec.frames) + [root_frame(comm, pid)],
+                "outstanding_bytes": rec.outstanding_bytes,
+                "allocations": rec.outstanding_count,
+                "oldest_age_s": round(leaks.oldest_age_s(r), 3),
+                "growth_bytes_per_s": round(leaks.growth_bytes_per_s(r), 1),
+                "pid": pid,
+                "stack_id": sid,
+                "comm": comm,
+                "age_hist_bytes": list(rec.age_hist_bytes),
+                "alloc_count": rec.alloc_count,
+                "alloc_bytes": rec.alloc_bytes,
+                "site": rec.frames[0] if rec.frames else "",
+                "process": root_frame(comm, pid),
+            }
+            if matches(row, opts):
+                out.append(row)
+        key = opts.sort if opts.sort in SORT_KEYS else "outstanding_bytes"
+        out.sort(key=lambda row: (row[key], row["outstanding_bytes"], -row["pid"], -row["stack_id"]),
+                 reverse=opts.reverse)
+        return out
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        leaks = state.get(LeaksState)
+        return {
+            "pane": self.name,
+            "pids": sorted(leaks.targets),
+            "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
+        }
+
+    def text(self, state: State, opts: Options) -> str:
+        rows = self.rows(state, opts)
+        text = render_table(self.title, self.columns, rows)
+        text += "\n" + self.targets_text(state)
+        for row in rows[:10]:
+            if not row["outstanding_bytes"]:
+                continue
+            text += (f"\n{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations, "
+                     f"oldest {row['oldest_age_s']:.1f}s, {growth_h(row['growth_bytes_per_s'])}:\n")
+            text += "".join(f"    {f}\n" for f in row["frames"])
+            hist = row["age_hist_bytes"]
+            if any(hist):
+                text += "    ages: " + ", ".join(
+                    f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b) + "\n"
+        return text
+
+    def targets_text(self, state: State) -> str:
+        leaks = state.get(LeaksState)
+        if not leaks.targets:
+            return "No target: memtop --leaks PID[,PID…] (or `m` in a process drill-in)\n"
+        lines = []
+        for t in leaks.targets.values():
+            line = f"pid {t.pid} {t.comm}: {t.state}"
+            if t.message:
+                line += f" — {t.message}"
+            if t.failed_symbols:
+                line += f"; not attached: {'; '.join(t.failed_symbols)}"
+            lines.append(line)
+        return "\n".join(lines) + "\n"
+
+    def export(self, state: State, opts: Options, fmt_name: str) -> str:
+        if fmt_name != "folded":
+            raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
+        lines = []
+        for row in self.rows(state, opts):
+            if row["outstanding_bytes"] <= 0:
+                continue
+            stack = ";".join(f.replace(";", ":").replace("\n", " ") for f in reversed(row["frames"]))
+            lines.append(f"{stack} {row['outstanding_bytes']}")
+        return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,309 @@
+"""Memleak stack browser: a purpose-built leaker (tests/workloads/leaky.c) checked against its own
+count of what it leaked, growth against its fixed 400 KiB/s, two pids at once through the real
+CLI, a target exiting mid-trace (last data kept, no uprobe left behind), folded export, and the
+pane's tree on a fake source."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernel import compile_c, run_snapshot
+
+from memtop.bridge import Bridge, now_ns
+from memtop.probes.base import Probe
+from memtop.records import Batch, Record
+from memtop.records.leaks import LeakStack, LeakTarget
+from memtop.state import State
+from memtop.state.leaks import LeaksState
+from memtop.views import Options, get_view
+
+LEAK_RATE = 4096 * 100  # leaky.c: 4 KiB every 10 ms
+
+
+class Leaky:
+    """A running tests/workloads/leaky.c with its stdout collected line by line."""
+
+    def __init__(self, mode: str, leak_s: float, tail_s: float) -> None:
+        self.proc = subprocess.Popen([str(compile_c("leaky")), mode, str(leak_s), str(tail_s)],
+                                     stdout=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._cv = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.wait_for("ready")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cv:
+                self.lines.append(line.strip())
+                self._cv.notify_all()
+
+    def wait_for(self, prefix: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                assert left > 0, f"leaky never printed {prefix!r} (got {self.lines})"
+                self._cv.wait(left)
+
+    def leaked(self) -> tuple[int, int]:
+        _, b, n = self.wait_for("leaked").split()
+        return int(b), int(n)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def leakies() -> Iterator[list[Leaky]]:
+    made: list[Leaky] = []
+    yield made
+    for p in made:
+        p.kill()
+
+
+def tick(probe: Probe, state: State) -> None:
+    state.apply(Batch(now_ns(), tuple(probe.poll())))
+
+
+def rows_with(rows: list[dict[str, Any]], func: str) -> list[dict[str, Any]]:
+    return [r for r in rows if any(f.startswith(func + "+") for f in r["frames"])]
+
+
+def folded_lines(text: str) -> list[tuple[list[str], int]]:
+    out = []
+    for line in text.splitlines():
+        m = re.fullmatch(r"(.+) (\d+)", line)
+        assert m, f"not a folded line: {line!r}"
+        frames = m.group(1).split(";")
+        assert all(frames), line
+        out.append((frames, int(m.group(2))))
+    return out
+
+
+@pytest.mark.bpf
+def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
+    from memtop.probes.memleak import MemleakProbe
+
+    leaky = Leaky("a", 4.5, 30)
+    leakies.append(leaky)
+    probe = MemleakProbe([leaky.pid])
+    state = State(mode="bpf")
+    view = get_view("leaks")
+    try:
+        probe.load()
+        assert probe.targets[leaky.pid].state == "tracing", probe.targets[leaky.pid]
+        leaky.wait_for("start")
+        tick(probe, state)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.5:  # while it still leaks: growth
+            time.sleep(0.5)
+            tick(probe, state)
+        rows = view.rows(state, Options())  # type: ignore[attr-defined]
+        assert rows and rows[0]["frames"][0].startswith("leak_here+"), rows[:2]
+        growth = rows[0]["growth_bytes_per_s"]
+        print(f"growth {growth:.0f} B/s (leaky: {LEAK_RATE} B/s)")
+        assert 0.9 * LEAK_RATE <= growth <= 1.1 * LEAK_RATE, f"growth {growth:.0f} B/s vs {LEAK_RATE}"
+
+        leaked_bytes, leaked_count = leaky.leaked()  # it stopped leaking; churn goes on
+        time.sleep(0.3)
+        tick(probe, state)
+        rows = view.rows(state, Options())  # type: ignore[attr-defined]
+        leak = rows_with(rows, "leak_here")
+        assert len(leak) == 1 and leak is not None
+        print(f"outstanding {leak[0]['outstanding_bytes']} B in {leak[0]['allocations']} (leaky: {leaked_bytes} B "
+              f"in {leaked_count}); churn {sum(r['outstanding_bytes'] for r in rows_with(rows, 'churn_here'))} B "
+              f"outstanding of {sum(r['alloc_count'] for r in rows_with(rows, 'churn_here'))} allocations")
+        assert abs(leak[0]["outstanding_bytes"] - leaked_bytes) <= 0.05 * leaked_bytes, (leak[0], leaked_bytes)
+        assert abs(leak[0]["allocations"] - leaked_count) <= max(1, 0.05 * leaked_count)
+        assert leak[0]["oldest_age_s"] >= 3.0
+        assert leak[0]["frames"][-1] == f"leaky [pid {leaky.pid}]"
+        assert leak[0]["frames"][1].startswith("main+")
+        churn = rows_with(rows, "churn_here")
+        assert churn, "churn_here's allocations were not seen at all"
+        assert sum(r["alloc_count"] for r in churn) >= 10 * leaked_count  # it did churn, a lot
+        assert sum(r["outstanding_bytes"] for r in churn) <= max(4096, 0.01 * leaked_bytes)
+        assert state.lost_total("memleak") == 0
+
+        # folded export: parses, and sums to the outstanding bytes the document shows
+        folded = view.export(state, Options(), "folded")
+        lines = folded_lines(folded)
+        doc = view.document(state, Options())
+        assert sum(n for _, n in lines) == sum(r["outstanding_bytes"] for r in doc["rows"])
+        assert any(fr[0] == f"leaky [pid {leaky.pid}]" and fr[-1].startswith("leak_here+") for fr, _ in lines)
+        for row in doc["rows"]:
+            assert set(row) == {"frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s"}
+    finally:
+        probe.close()
+
+
+@pytest.mark.bpf
+def test_two_pids_at_once_cli(leakies: list[Leaky]) -> None:
+    a, b = Leaky("a", 60, 0), Leaky("b", 60, 0)
+    leakies += [a, b]
+    doc = run_snapshot("leaks", 3, "--leaks", f"{a.pid},{b.pid}")
+    assert doc["pane"] == "leaks" and doc["pids"] == sorted([a.pid, b.pid])
+    here = [r for r in rows_with(doc["rows"], "leak_here")]
+    there = [r for r in rows_with(doc["rows"], "leak_there")]
+    assert len(here) == 1 and here[0]["frames"][-1] == f"leaky [pid {a.pid}]"
+    assert len(there) == 1 and there[0]["frames"][-1] == f"leaky [pid {b.pid}]"
+    for r in (here[0], there[0]):
+        assert r["outstanding_bytes"] >= 4096 * 50 and r["growth_bytes_per_s"] > 0
+    for r in doc["rows"]:
+        assert set(r) == {"frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s"}
+
+
+def our_uprobes() -> list[dict[str, Any]]:
+    """Uprobe attachments held by this process, per `bpftool perf` (empty if it is not here)."""
+    if shutil.which("bpftool") is None:
+        return []
+    out = subprocess.run(["bpftool", "-j", "perf"], capture_output=True, text=True, check=False).stdout
+    try:
+        entries = json.loads(out or "[]")
+    except ValueError:
+        return []
+    return [e for e in entries if e.get("pid") == os.getpid() and "uprobe" in str(e.get("fd_type", ""))]
+
+
+@pytest.mark.bpf
+def test_target_exit_keeps_last_data_and_detaches(leakies: list[Leaky]) -> None:
+    from memtop.probes.memleak import MemleakProbe
+
+    leaky = Leaky("a", 1.5, 0.2)
+    leakies.append(leaky)
+    probe = MemleakProbe([leaky.pid])
+    state = State(mode="bpf")
+    view = get_view("leaks")
+    try:
+        probe.load()
+        attached = our_uprobes()
+        if shutil.which("bpftool"):
+            assert attached, "bpftool perf does not show our uprobes while tracing"
+        leaky.wait_for("start")
+        while leaky.proc.poll() is None:
+            time.sleep(0.3)
+            tick(probe, state)
+        leaked_bytes, _ = leaky.leaked()
+        tick(probe, state)
+        tick(probe, state)
+        leaks = state.get(LeaksState)
+        assert leaks.targets[leaky.pid].state == "exited"
+        assert our_uprobes() == [], "uprobes still attached after the target exited"
+        uprobe_events = Path("/sys/kernel/tracing/uprobe_events")
+        if uprobe_events.exists():
+            assert f"_{leaky.pid}\n" not in uprobe_events.read_text() + "\n"
+        # the last figures stay, and say the target is gone
+        rows = rows_with(view.rows(state, Options()), "leak_here")  # type: ignore[attr-defined]
+        assert rows and abs(rows[0]["outstanding_bytes"] - leaked_bytes) <= 0.05 * leaked_bytes
+        age = rows[0]["oldest_age_s"]
+        time.sleep(1.1)
+        tick(probe, state)
+        rows = rows_with(view.rows(state, Options()), "leak_here")  # type: ignore[attr-defined]
+        assert rows[0]["oldest_age_s"] == age, "ages must freeze at exit"
+        assert "exited" in view.text(state, Options())
+    finally:
+        probe.close()
+    assert our_uprobes() == []
+
+
+# -- the pane on a fake source ----------------------------------------------------------------------
+
+
+class FakeLeakProbe(Probe):
+    """Replays a leak (growing), a cache (old, flat) and churn (nothing outstanding)."""
+
+    name = "memleak"
+    needs_bpf = False
+    cadence_s = 0.01
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def load(self) -> None:
+        pass
+
+    def poll(self) -> list[Record]:
+        self.n += 1
+        t = now_ns()
+        n = self.n
+        return [
+            LeakTarget(pid=42, comm="app", state="tracing", message="11 symbols"),
+            LeakStack(42, 1, ("leak_here+0xe [app] app.c:10", "main+0x10 [app]"), 4096 * 100 * n, 100 * n, 0, 0,
+                      oldest_ts_ns=t - 30 * 10**9, age_hist_bytes=(4096, 8192, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+            LeakStack(42, 2, ("cache_fill+0x4 [app]", "main+0x20 [app]"), 1 << 20, 16, 0, 0,
+                      oldest_ts_ns=t - 600 * 10**9, age_hist_bytes=(0,) * 10 + (1 << 20, 0)),
+            LeakStack(42, 3, ("churn_here+0x4 [app]", "main+0x30 [app]"), 64 * 1000 * n, 1000 * n,
+                      64 * 1000 * n, 1000 * n),
+        ]
+
+
+def tree_labels(app: Any) -> list[str]:
+    from textual.widgets import Tree
+
+    tree = app.query_one("#leaks-tree", Tree)
+    out = []
+
+    def walk(node: Any) -> None:
+        for child in node.children:
+            out.append(str(child.label))
+            walk(child)
+
+    walk(tree.root)
+    return out
+
+
+async def test_pane_tree_sort_filter() -> None:
+    from memtop.ui.app import MemtopApp
+
+    app = MemtopApp(Bridge([FakeLeakProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.show_pane("leaks")
+        for _ in range(3):
+            source = app.source
+            assert isinstance(source, Bridge)
+            source.publish(source.poll_sync(force=True))
+            await pilot.pause(0.05)
+        app.redraw()
+        await pilot.pause(0.1)
+        labels = tree_labels(app)
+        assert labels[0].endswith("app [pid 42]")
+        sites = [lb for lb in labels if "leak_here" in lb or "cache_fill" in lb or "churn_here" in lb]
+        assert any("leak_here" in s for s in sites) and not any("churn_here" in s for s in sites)  # 0 B hidden
+        pane = app.query_one("#pane-leaks")
+        assert pane.opts.sort == "outstanding_bytes"
+        await pilot.press("g")  # growth: the leak first
+        app.redraw()
+        await pilot.pause(0.1)
+        main_children = [lb for lb in tree_labels(app) if "main+" in lb]
+        assert "main+0x10" in main_children[0]
+        await pilot.press("a")  # min age 1 s: all three are older
+        await pilot.press("a")  # 5 s
+        await pilot.press("a")  # 10 s
+        await pilot.press("a")  # 30 s
+        await pilot.press("a")  # 60 s: only the cache is that old
+        app.redraw()
+        await pilot.pause(0.1)
+        labels = tree_labels(app)
+        assert any("cache_fill" in lb for lb in labels) and not any("leak_here" in lb for lb in labels)
+        status = str(app.query_one("#leaks-status").render())
+        assert "age ≥ 60s" in status
