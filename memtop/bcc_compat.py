@@ -165,3 +165,67 @@ def forget_sym_cache(pid: int) -> None:
     bcc = bcc_module()
     with COMPILE_LOCK:
         bcc.BPF._sym_caches.pop(pid, None)
+
+
+# -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------
+
+
+def resolve_user_symbol(module: str, symbol: str, pid: int) -> tuple[str, int]:
+    """(path, file offset) of ``symbol`` in ``module`` as mapped by ``pid`` (raises if unknown)."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        path, offset = bcc.BPF._check_path_symbol(module.encode(), symbol.encode(), None, pid)
+    return (path.decode() if isinstance(path, bytes) else str(path)), int(offset)
+
+
+def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:
+    """Attach ``fn_name`` as a uprobe (or uretprobe) at file ``offset`` of ``path`` for ``pid``
+    only; return the event name for :func:`detach_uprobe_event` (``cleanup`` detaches it too)."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
+        ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
+        fd = bcc.libbcc.lib.bpf_attach_uprobe(fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid)
+        if fd < 0:
+            raise OSError(f"attaching {'uretprobe' if retprobe else 'uprobe'} failed (fd {fd})")
+        bpf._add_uprobe_fd(ev_name, fd)
+    return str(ev_name.decode())
+
+
+def detach_uprobe_event(bpf: Any, ev_name: str) -> None:
+    with COMPILE_LOCK:
+        try:
+            bpf.detach_uprobe_event(ev_name.encode())
+        except Exception:  # noqa: BLE001 - already gone: detaching is idempotent
+            pass
+
+
+def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
+    """All entries of a hash map in a few BPF_MAP_LOOKUP_BATCH calls (no per-entry syscalls):
+    (keys, values, count, key_size, value_size) as raw bytes."""
+    import ctypes as ct
+    import errno
+
+    bcc = bcc_module()
+    t = bpf[table]
+    ksz, vsz = ct.sizeof(t.Key), ct.sizeof(t.Leaf)
+    cap = int(t.max_entries)
+    keys = ct.create_string_buffer(ksz * cap)
+    values = ct.create_string_buffer(vsz * cap)
+    in_batch, out_batch, cnt = ct.c_uint32(0), ct.c_uint32(0), ct.c_uint32(0)
+    total = 0
+    lookup = bcc.libbcc.lib.bpf_lookup_batch
+    while total < cap:
+        cnt.value = cap - total
+        res = lookup(t.map_fd, ct.byref(in_batch) if total else None, ct.byref(out_batch),
+                     ct.byref(keys, ksz * total), ct.byref(values, vsz * total), ct.byref(cnt))
+        err = ct.get_errno()
+        total += cnt.value
+        if res != 0:
+            if err not in (errno.ENOENT, 0):
+                raise OSError(err, f"BPF_MAP_LOOKUP_BATCH on {table}: {os.strerror(err)}")
+            break
+        if cnt.value == 0:
+            break
+        in_batch.value = out_batch.value
+    return keys.raw[: ksz * total], values.raw[: vsz * total], total, ksz, vsz

@@ -32,6 +32,7 @@ def all_probe_classes() -> list[type[Probe]]:
     classes: list[type[Probe]] = [ProcfsProbe, ProcmemProbe]
     classes += _drill_in_probe_classes()  # on demand: process drill-in (faultstack, growth, smaps)
     classes.append(VmscanProbe)
+    classes.append(_memleak_probe_class())  # on demand: memleak (--leaks, drill-in `m`)
     return classes
 
 
@@ -41,3 +42,9 @@ def _drill_in_probe_classes() -> list[type[Probe]]:
     from memtop.probes.smaps import SmapsProbe
 
     return [FaultStackProbe, GrowthProbe, SmapsProbe]
+
+
+def _memleak_probe_class() -> type[Probe]:
+    from memtop.probes.memleak import MemleakProbe
+
+    return MemleakProbe
