@@ -121,7 +121,10 @@ async def test_snapshot_key_writes_valid_file(fake_proc: Path, no_bpf: None, tmp
         force_tick(app)
         await pilot.pause(0.1)
         await pilot.press("s")
-        await pilot.pause(0.2)
+        for _ in range(100):  # the write happens on the app's loop; allow a loaded machine time
+            await pilot.pause(0.05)
+            if any(out.iterdir()):
+                break
     files = list(out.iterdir())
     assert len(files) == 1 and files[0].suffix == f".{fmt}"
     assert files[0].stat().st_mode & 0o777 == 0o644
