@@ -167,6 +167,13 @@ def forget_sym_cache(pid: int) -> None:
         bcc.BPF._sym_caches.pop(pid, None)
 
 
+def attach_perf_event_system(bpf: Any, ev_type: int, ev_config: int, fn: str, sample_period: int = 1) -> None:
+    """Attach ``fn`` to a perf event on every CPU for all tasks; ``cleanup`` detaches it."""
+    with COMPILE_LOCK:
+        bpf.attach_perf_event(ev_type=ev_type, ev_config=ev_config, fn_name=fn.encode(),
+                              sample_period=sample_period, pid=-1, cpu=-1)
+
+
 # -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------
 
 

@@ -6,18 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from memtop.probes.base import Probe
+from memtop.probes.oom import OomProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.procmem import ProcmemProbe
+from memtop.probes.swapin import SwapinfoProbe, SwapinProbe
 from memtop.probes.vmscan import VmscanProbe
 
 
 def default_probes(proc_root: str | Path = "/proc", bpf: bool = True) -> list[Probe]:
-    probes: list[Probe] = [ProcfsProbe(proc_root)]
+    probes: list[Probe] = [ProcfsProbe(proc_root), SwapinfoProbe(proc_root)]
     if not bpf:
         return probes
     probes.append(ProcmemProbe())
     # further default probes are appended below, one per line, in load order
     probes.append(VmscanProbe())
+    probes += [SwapinProbe(), OomProbe()]
     probes.extend(_optional_probes())
     return probes
 
@@ -32,6 +35,7 @@ def all_probe_classes() -> list[type[Probe]]:
     classes: list[type[Probe]] = [ProcfsProbe, ProcmemProbe]
     classes += _drill_in_probe_classes()  # on demand: process drill-in (faultstack, growth, smaps)
     classes.append(VmscanProbe)
+    classes += [SwapinProbe, SwapinfoProbe, OomProbe]
     classes.append(_memleak_probe_class())  # on demand: memleak (--leaks, drill-in `m`)
     return classes
 

@@ -1,0 +1,254 @@
+"""oom: OOM kills from oom:mark_victim (one ring-buffer event per kill; kills are rare).
+
+The kernel log's own line for each kill (``oom-kill:constraint=CONSTRAINT_MEMCG,...,pid=N``),
+read from /dev/kmsg when we may, confirms the scope and names the memcg; without it the scope comes
+from the trigger's latest reclaim (see bpf/oom.bpf.c). On kernels whose mark_victim has only
+``pid``, what /proc still knows about the victim fills the rest; what nobody knew is listed in the
+record's ``missing``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from memtop import tracefs
+from memtop.probes.base import BpfProbe
+from memtop.records import Record
+from memtop.records.oom import OomKill
+from memtop.text import clean
+
+SCOPES = {0: "unknown", 1: "memcg", 2: "global"}
+ADJ_UNKNOWN = -10000
+KMSG_TAIL = re.compile(r",task=(?P<task>.*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)\s*$")
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [
+        ("ts_ns", ctypes.c_uint64),
+        ("total_vm_kb", ctypes.c_uint64),
+        ("anon_rss_kb", ctypes.c_uint64),
+        ("file_rss_kb", ctypes.c_uint64),
+        ("shmem_rss_kb", ctypes.c_uint64),
+        ("pgtables_kb", ctypes.c_uint64),
+        ("victim_pid", ctypes.c_uint32),
+        ("trigger_pid", ctypes.c_uint32),
+        ("trigger_tid", ctypes.c_uint32),
+        ("uid", ctypes.c_uint32),
+        ("oom_score_adj", ctypes.c_int32),
+        ("scope", ctypes.c_uint32),
+        ("victim_comm", ctypes.c_char * 16),
+        ("trigger_comm", ctypes.c_char * 16),
+    ]
+
+
+class KernelLog:
+    """New lines of /dev/kmsg, read without blocking; silent when it cannot be opened."""
+
+    def __init__(self, path: str = "/dev/kmsg") -> None:
+        self.fd: int | None = None
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)  # only what is logged from now on
+        except OSError:
+            self.close()
+
+    def lines(self, limit: int = 10000) -> list[str]:
+        out: list[str] = []
+        while self.fd is not None and len(out) < limit:
+            try:
+                data = os.read(self.fd, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:  # records were overwritten before we read them
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            _, _, msg = data.decode("utf-8", errors="replace").partition(";")
+            out.append(msg.split("\n", 1)[0])
+        return out
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
+def parse_kmsg_kill(line: str) -> tuple[int, str, str] | None:
+    """(victim pid, scope, memcg path) from the kernel's ``oom-kill:`` summary line."""
+    at = line.find("oom-kill:")
+    if at < 0:
+        return None
+    body = line[at + len("oom-kill:") :]
+    m = KMSG_TAIL.search(body)
+    if m is None:
+        return None
+    kv = dict(p.split("=", 1) for p in body[: m.start()].split(",") if "=" in p)
+    constraint = kv.get("constraint", "")
+    if not constraint:
+        return None
+    scope = "memcg" if constraint == "CONSTRAINT_MEMCG" else "global"
+    return int(m.group("pid")), scope, clean(kv.get("oom_memcg", ""))
+
+
+def loadavg(proc: Path = Path("/proc")) -> tuple[float, float, float]:
+    try:
+        parts = (proc / "loadavg").read_text().split()
+        return float(parts[0]), float(parts[1]), float(parts[2])
+    except (OSError, ValueError, IndexError):
+        return 0.0, 0.0, 0.0
+
+
+class OomProbe(BpfProbe):
+    name = "oom"
+    program = "oom"
+    tracepoints = ("oom:mark_victim",)
+    optional_tracepoints = ("vmscan:mm_vmscan_memcg_reclaim_begin", "vmscan:mm_vmscan_direct_reclaim_begin")
+    panes = ("oom",)
+    cadence_s = 0.5
+
+    def __init__(self, max_tids: int = 16384, ringbuf_pages: int = 8, kmsg: str = "/dev/kmsg") -> None:
+        super().__init__()
+        self.max_tids = max_tids
+        self.ringbuf_pages = ringbuf_pages
+        self.kmsg_path = kmsg
+        self.fields: set[str] = set()
+        self.kmsg: KernelLog | None = None
+        self._pending: list[_Event] = []
+        self._kmsg_kills: dict[int, tuple[str, str]] = {}
+
+    def cflags(self) -> list[str]:
+        self.fields = tracefs.tracepoint_fields("oom:mark_victim")
+        flags = [f"-DMAX_TIDS={self.max_tids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
+        if "comm" in self.fields:
+            flags.append("-DMV_HAS_COMM")
+        if {"total_vm", "anon_rss", "file_rss", "shmem_rss"} <= self.fields:
+            flags.append("-DMV_HAS_RSS")
+        if "uid" in self.fields:
+            flags.append("-DMV_HAS_UID")
+        if "pgtables" in self.fields:
+            flags.append("-DMV_HAS_PGTABLES")
+        if "oom_score_adj" in self.fields:
+            flags.append("-DMV_HAS_ADJ")
+        if tracefs.tracepoint_exists("vmscan:mm_vmscan_memcg_reclaim_begin"):
+            flags.append("-DHAVE_MEMCG_RECLAIM")
+        if tracefs.tracepoint_exists("vmscan:mm_vmscan_direct_reclaim_begin"):
+            flags.append("-DHAVE_DIRECT_RECLAIM")
+        return flags
+
+    def after_load(self) -> None:
+        self.bpf["events"].open_ring_buffer(self._on_event)
+        self.kmsg = KernelLog(self.kmsg_path)
+
+    def note(self) -> str:
+        return "kernel log: " + ("yes" if self.kmsg is not None and self.kmsg.fd is not None else "no")
+
+    def _on_event(self, _ctx: Any, data: Any, _size: int) -> None:
+        ev = _Event()
+        ctypes.memmove(ctypes.byref(ev), data, ctypes.sizeof(ev))
+        self._pending.append(ev)
+
+    def close(self) -> None:
+        super().close()
+        if self.kmsg is not None:
+            self.kmsg.close()
+            self.kmsg = None
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        self.bpf.ring_buffer_consume()
+        out: list[Record] = []
+        if self.kmsg is not None:
+            for line in self.kmsg.lines():
+                kill = parse_kmsg_kill(line)
+                if kill is not None:
+                    self._kmsg_kills[kill[0]] = (kill[1], kill[2])
+        events, self._pending = self._pending, []
+        if events:
+            load = loadavg()
+            for ev in events:
+                out.append(self._record(ev, load))
+        if len(self._kmsg_kills) > 256:
+            self._kmsg_kills.clear()
+        out.append(self.lost_record())
+        return out
+
+    def _record(self, ev: _Event, load: tuple[float, float, float]) -> OomKill:
+        pid = int(ev.victim_pid)
+        missing: list[str] = []
+        comm = clean(bytes(ev.victim_comm).split(b"\0", 1)[0])
+        total_vm, anon, file, shmem = (int(ev.total_vm_kb) * 1024, int(ev.anon_rss_kb) * 1024,
+                                       int(ev.file_rss_kb) * 1024, int(ev.shmem_rss_kb) * 1024)
+        uid, adj = int(ev.uid), int(ev.oom_score_adj)
+        proc = Path(f"/proc/{pid}")
+        if "comm" not in self.fields:
+            comm = _read(proc / "comm").strip()
+            if not comm:
+                missing.append("victim_comm")
+            comm = clean(comm)
+        if not {"total_vm", "anon_rss", "file_rss", "shmem_rss"} <= self.fields:
+            status = _status(proc)
+            if status:
+                total_vm, anon = status.get("VmSize", 0), status.get("RssAnon", 0)
+                file, shmem = status.get("RssFile", 0), status.get("RssShmem", 0)
+            else:
+                missing += ["total_vm_bytes", "anon_rss_bytes", "file_rss_bytes", "shmem_rss_bytes"]
+        if "uid" not in self.fields:
+            try:
+                uid = proc.stat().st_uid
+            except OSError:
+                missing.append("uid")
+        if "oom_score_adj" not in self.fields:
+            try:
+                adj = int(_read(proc / "oom_score_adj"))
+            except ValueError:
+                missing.append("oom_score_adj")
+        scope = SCOPES.get(int(ev.scope), "unknown")
+        memcg = ""
+        from_log = self._kmsg_kills.pop(pid, None)
+        if from_log is not None:
+            scope, memcg = from_log
+        return OomKill(
+            ts_ns=int(ev.ts_ns),
+            victim_pid=pid,
+            victim_comm=comm,
+            trigger_pid=int(ev.trigger_pid),
+            trigger_comm=clean(bytes(ev.trigger_comm).split(b"\0", 1)[0]),
+            scope=scope,
+            total_vm_bytes=total_vm,
+            anon_rss_bytes=anon,
+            file_rss_bytes=file,
+            shmem_rss_bytes=shmem,
+            uid=uid,
+            oom_score_adj=adj,
+            pgtables_bytes=int(ev.pgtables_kb) * 1024,
+            memcg=memcg,
+            loadavg=load,
+            missing=tuple(missing),
+        )
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _status(proc: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in _read(proc / "status").splitlines():
+        k, _, v = line.partition(":")
+        parts = v.split()
+        if k in ("VmSize", "RssAnon", "RssFile", "RssShmem") and parts:
+            out[k] = int(parts[0]) * 1024
+    return out

@@ -1,0 +1,319 @@
+"""swapin: swap-ins and file major faults per process, and the time spent blocked in them.
+
+No program runs on minor faults: the PAGE_FAULTS_MAJ perf software event counts major faults at
+their end (where the kernel bumps ``maj_flt``), and ``sched:sched_switch`` times D-state sleeps
+whose kernel stack shows a page fault (see bpf/swapin.bpf.c). The stack is classified against
+kernel text ranges read from /proc/kallsyms and passed in as cflags.
+
+swapinfo: /proc/swaps (what `swapon -s` shows) and zswap's state, for the pane's system line.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+from pathlib import Path
+from typing import Any
+
+from memtop import bcc_compat
+from memtop.errors import ProbeError
+from memtop.probes.base import BpfProbe, Probe
+from memtop.records import Lost, Record
+from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
+from memtop.text import clean
+
+#: cflag prefix -> kernel functions whose text range it covers (first found wins)
+SYMBOLS: dict[str, tuple[str, ...]] = {
+    "PF1": ("exc_page_fault",),
+    "PF2": ("asm_exc_page_fault",),
+    "SW1": ("do_swap_page",),
+    "SW2": ("shmem_swapin_folio", "shmem_swapin_page", "shmem_swapin"),
+    "FI1": ("filemap_fault",),
+    "FI2": ("__do_fault",),
+}
+HIST_SLOTS = 64
+
+
+def kernel_text_ranges(names: set[str], kallsyms: str | Path = "/proc/kallsyms") -> dict[str, tuple[int, int]]:
+    """[start, end) of each named kernel text symbol: its address up to the next symbol's."""
+    addrs: list[int] = []
+    found: dict[str, int] = {}
+    with open(kallsyms, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 3 or parts[1] not in "tTwW" or len(parts) > 3:  # skip module symbols
+                continue
+            addr = int(parts[0], 16)
+            if addr == 0:
+                continue
+            addrs.append(addr)
+            if parts[2] in names and parts[2] not in found:
+                found[parts[2]] = addr
+    addrs = sorted(set(addrs))
+    out: dict[str, tuple[int, int]] = {}
+    for name, start in found.items():
+        i = bisect.bisect_right(addrs, start)
+        end = addrs[i] if i < len(addrs) else start + 4096
+        out[name] = (start, end)
+    return out
+
+
+class _NoWait(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_uint64), ("pid", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+#: file-backed mappings whose pages live in shmem (a major fault there is a swap-in)
+SHMEM_PATHS = ("/dev/zero", "/memfd:", "/SYSV", "/dev/shm/", "/dev/shm ")
+
+
+def parse_maps(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, file_backed) per mapping of a /proc/PID/maps text, sorted by start."""
+    out: list[tuple[int, int, bool]] = []
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 5:
+            continue
+        lo, _, hi = parts[0].partition("-")
+        path = parts[5] if len(parts) > 5 else ""
+        try:
+            file_backed = int(parts[4]) != 0 and not path.startswith(SHMEM_PATHS)
+            out.append((int(lo, 16), int(hi, 16), file_backed))
+        except ValueError:
+            continue
+    out.sort()
+    return out
+
+
+def file_backed_at(maps: list[tuple[int, int, bool]], addr: int) -> bool | None:
+    """Whether ``addr`` lies in a file-backed mapping (None: in no mapping)."""
+    i = bisect.bisect_right(maps, (addr, 1 << 64, True)) - 1
+    if i >= 0 and maps[i][0] <= addr < maps[i][1]:
+        return maps[i][2]
+    return None
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [
+        ("swapins", ctypes.c_uint64),
+        ("swapins_nowait", ctypes.c_uint64),
+        ("swap_wait_ns", ctypes.c_uint64),
+        ("swap_wait_max_ns", ctypes.c_uint64),
+        ("file_majors", ctypes.c_uint64),
+        ("file_wait_ns", ctypes.c_uint64),
+        ("file_wait_max_ns", ctypes.c_uint64),
+        ("comm", ctypes.c_char * 16),
+    ]
+
+
+class SwapinProbe(BpfProbe):
+    name = "swapin"
+    program = "swapin"
+    tracepoints = ("sched:sched_switch",)
+    features = ("perf_events",)
+    panes = ("swapin",)
+
+    def __init__(self, max_pids: int = 16384, max_tids: int = 16384, max_depth: int = 48) -> None:
+        super().__init__()
+        self.max_pids = max_pids
+        self.max_tids = max_tids
+        self.max_depth = max_depth
+        self.ringbuf_pages = 16
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self._sent: dict[int, tuple[int, ...]] = {}
+        #: no-wait major faults classified by address: pid -> [file, swap]
+        self._nowait: dict[int, list[int]] = {}
+        self._batch: list[tuple[int, int]] = []
+
+    def cflags(self) -> list[str]:
+        wanted = {n for names in SYMBOLS.values() for n in names}
+        try:
+            found = kernel_text_ranges(wanted)
+        except OSError as exc:
+            raise ProbeError(
+                f"cannot read /proc/kallsyms ({exc})",
+                "swap-in waits need kernel symbol addresses: run memtop as root",
+            ) from exc
+        flags = [
+            f"-DMAX_PIDS={self.max_pids}",
+            f"-DMAX_TIDS={self.max_tids}",
+            f"-DMAX_DEPTH={self.max_depth}",
+            f"-DRINGBUF_PAGES={self.ringbuf_pages}",
+        ]
+        for prefix, names in SYMBOLS.items():
+            rng = next((found[n] for n in names if n in found), None)
+            if rng is None:
+                continue
+            self.ranges[prefix] = rng
+            flags += [f"-D{prefix}_LO={rng[0]:#x}ULL", f"-D{prefix}_HI={rng[1]:#x}ULL"]
+        if "PF1" not in self.ranges and "PF2" not in self.ranges:
+            raise ProbeError(
+                "no page-fault entry symbol in /proc/kallsyms (kptr_restrict?)",
+                "run as root, or sysctl kernel.kptr_restrict=0",
+            )
+        return flags
+
+    def after_load(self) -> None:
+        self.bpf["nowait_events"].open_ring_buffer(self._on_nowait)
+        ev_type, _minor, ev_config = bcc_compat.perf_sw_fault_ids()
+        try:
+            bcc_compat.attach_perf_event_system(self.bpf, ev_type, ev_config, "on_major_fault", 1)
+        except Exception as exc:  # bcc raises bare Exception
+            raise ProbeError(
+                f"cannot open the major-fault perf event: {str(exc).strip()[:200]}",
+                "check kernel.perf_event_paranoid and that perf events are enabled",
+            ) from exc
+
+    def note(self) -> str:
+        kinds = [k for k in ("SW1", "SW2", "FI1", "FI2") if k in self.ranges]
+        return f"major-fault perf event + sched_switch ({len(kinds)}/4 fault kinds located)"
+
+    def _on_nowait(self, _ctx: Any, data: Any, _size: int) -> None:
+        ev = ctypes.cast(data, ctypes.POINTER(_NoWait)).contents
+        self._batch.append((int(ev.pid), int(ev.addr)))
+
+    def _classify_nowait(self) -> None:
+        """Drain no-wait major faults and classify each by the mapping its address lies in.
+        Unclassifiable ones (process gone, address unmapped) stay counted as swap-ins."""
+        self.bpf.ring_buffer_consume()
+        batch, self._batch = self._batch, []
+        by_pid: dict[int, list[int]] = {}
+        for pid, addr in batch:
+            by_pid.setdefault(pid, []).append(addr)
+        for pid, addrs in by_pid.items():
+            try:
+                maps = parse_maps(Path(f"/proc/{pid}/maps").read_text(errors="replace"))
+            except OSError:
+                maps = []
+            counts = self._nowait.setdefault(pid, [0, 0])
+            for addr in addrs:
+                if file_backed_at(maps, addr):
+                    counts[0] += 1
+                else:
+                    counts[1] += 1
+
+    def _hist(self, table: str) -> tuple[int, ...]:
+        t = self.bpf[table]
+        return tuple(int(t.sum(t.Key(i)).value) for i in range(HIST_SLOTS))
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        out: list[Record] = []
+        seen: set[int] = set()
+        # drain first: every drained event's counter is already in the map (BPF bumps, then
+        # submits), so a no-wait fault is never counted as file before the map shows it
+        self._classify_nowait()
+        nowait_file_total = 0
+        pid_hist: dict[int, dict[int, int]] = {}
+        for hk, hv in self.bpf["pid_hist"].items():
+            pid_hist.setdefault(int(hk.pid), {})[int(hk.slot)] = int(hv.value)
+        for k, v in self.bpf["stats"].items():
+            pid = int(k.value)
+            s = ctypes.cast(ctypes.pointer(v), ctypes.POINTER(_Stats)).contents
+            nowait = int(s.swapins_nowait)
+            as_file = min(nowait, self._nowait.get(pid, [0, 0])[0])
+            nowait_file_total += as_file
+            values = (
+                int(s.swapins) + nowait - as_file, int(s.swap_wait_ns), int(s.swap_wait_max_ns),
+                int(s.file_majors) + as_file, int(s.file_wait_ns), int(s.file_wait_max_ns), nowait - as_file,
+            )
+            seen.add(pid)
+            if self._sent.get(pid) == values:
+                continue  # unchanged: state keeps the last one
+            self._sent[pid] = values
+            slots = pid_hist.get(pid, {})
+            swap_h = {b: c for b, c in slots.items() if b < HIST_SLOTS}
+            file_h = {b - HIST_SLOTS: c for b, c in slots.items() if b >= HIST_SLOTS}
+            if values[6]:
+                swap_h[0] = swap_h.get(0, 0) + values[6]
+            if as_file:
+                file_h[0] = file_h.get(0, 0) + as_file
+            out.append(
+                SwapinProc(
+                    pid=pid,
+                    comm=clean(bytes(s.comm).split(b"\0", 1)[0]),
+                    swapins=values[0],
+                    swapin_wait_ns=values[1],
+                    swapin_wait_max_ns=values[2],
+                    file_major_faults=values[3],
+                    file_wait_ns=values[4],
+                    file_wait_max_ns=values[5],
+                    swapins_nowait=values[6],
+                    swapin_hist=tuple(sorted(swap_h.items())),
+                    file_hist=tuple(sorted(file_h.items())),
+                )
+            )
+        for gone in set(self._sent) - seen:  # evicted from the LRU map
+            del self._sent[gone]
+            self._nowait.pop(gone, None)
+        # a fault that never blocked waited 0 ns: bucket 0 of its kind
+        swap_hist = list(self._hist("hist"))
+        file_hist = list(self._hist("file_hist"))
+        swap_hist[0] += sum(v[6] for v in self._sent.values())
+        file_hist[0] += nowait_file_total
+        counters = self.bpf["counters"]
+        out.append(
+            SwapinHistogram(
+                swapin_counts=tuple(swap_hist),
+                file_counts=tuple(file_hist),
+                fault_sleeps=int(counters.sum(counters.Key(0)).value),
+                stack_walks=int(counters.sum(counters.Key(1)).value),
+            )
+        )
+        lost = self.bpf["lost"]
+        out.append(Lost(self.name, "processes", int(lost.sum(lost.Key(0)).value)))
+        out.append(Lost(self.name, "unclassified no-wait faults", int(lost.sum(lost.Key(1)).value)))
+        return out
+
+
+class SwapinfoProbe(Probe):
+    """Swap devices and zswap from /proc and /sys (no BPF); feeds the swap-in pane's system line."""
+
+    name = "swapinfo"
+    needs_bpf = False
+    panes = ("swapin",)
+    cadence_s = 2.0
+
+    def __init__(self, proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> None:
+        self.proc = Path(proc_root)
+        self.sys = Path(sys_root)
+
+    def load(self) -> None:
+        if not (self.proc / "swaps").is_file():
+            raise ProbeError(f"{self.proc}/swaps is missing", "this kernel has no swap support")
+
+    def poll(self) -> list[Record]:
+        return [read_swapinfo(self.proc, self.sys)]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapInfo:
+    devices: list[tuple[str, str, int, int, int]] = []
+    for line in _read(proc / "swaps").splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 5:
+            try:
+                devices.append(
+                    (clean(parts[0].replace("\\040", " ")), parts[1], int(parts[2]) * 1024,
+                     int(parts[3]) * 1024, int(parts[4]))
+                )
+            except ValueError:
+                continue
+    meminfo: dict[str, int] = {}
+    for line in _read(proc / "meminfo").splitlines():
+        k, _, v = line.partition(":")
+        if k in ("Zswap", "Zswapped"):
+            meminfo[k] = int(v.split()[0]) * 1024
+    enabled = _read(sys / "module" / "zswap" / "parameters" / "enabled").strip() in ("Y", "1")
+    return SwapInfo(
+        devices=tuple(devices),
+        zswap_enabled=enabled,
+        zswap_pool_bytes=meminfo.get("Zswap", 0),
+        zswapped_bytes=meminfo.get("Zswapped", 0),
+    )

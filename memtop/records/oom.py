@@ -1,0 +1,31 @@
+"""OOM kills (oom probe, oom:mark_victim)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtop.records import Record, record
+
+
+@record("oom_kill")
+@dataclass(frozen=True, slots=True)
+class OomKill(Record):
+    """One OOM kill. RSS figures are the victim's at the kill, as the kernel's tracepoint gave
+    them; ``missing`` names what neither the tracepoint nor /proc could tell (older kernels)."""
+
+    ts_ns: int
+    victim_pid: int
+    victim_comm: str
+    trigger_pid: int
+    trigger_comm: str
+    scope: str  # "memcg" | "global" | "unknown"
+    total_vm_bytes: int
+    anon_rss_bytes: int
+    file_rss_bytes: int
+    shmem_rss_bytes: int
+    uid: int
+    oom_score_adj: int
+    pgtables_bytes: int = 0
+    memcg: str = ""  # the OOM memcg's path, when the kernel log said
+    loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    missing: tuple[str, ...] = ()

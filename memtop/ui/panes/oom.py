@@ -1,0 +1,80 @@
+"""OOM pane: the kill log (it outlives the victims) with the selected kill's details; Enter on a
+kill drills into the victim. Notices of new kills show on any screen (the app asks every state
+for ``pop_notices``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Static
+
+from memtop import fmt
+from memtop.state import State
+from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+
+
+class OomPane(Pane):
+    view_name = "oom"
+    order = 50
+    probes = ("oom",)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._events: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="oom-status", classes="pane-status")
+        yield DataTable(id="oom-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="oom-detail")
+
+    def refresh_from(self, state: State) -> None:
+        doc = self.view.document(state, self.opts)
+        status = self.status_text(state)
+        status.append(f"   {doc['total']} OOM kill(s) since start")
+        self.query_one("#oom-status", StatusLine).update(status)
+        table = self.query_one("#oom-table", DataTable)
+        fill_table(table, self.view.columns, doc["events"], "ts_ns")
+        self._events = {str(e["ts_ns"]): e for e in doc["events"]}
+        self._detail(table)
+
+    def _detail(self, table: DataTable[Any]) -> None:
+        box = self.query_one("#oom-detail", Static)
+        e = None
+        if table.row_count:
+            try:
+                key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+                e = self._events.get(str(key))
+            except Exception:  # noqa: BLE001
+                e = None
+        if e is None:
+            box.update(Text("No OOM kill since memtop started.", style="dim"))
+            return
+        t = Text()
+        t.append(f"{e['victim_comm']} [{e['victim_pid']}]", style="bold red")
+        t.append(f" killed ({e['scope']}")
+        if e["memcg"]:
+            t.append(f" {e['memcg']}")
+        t.append(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]\n")
+        t.append(
+            f"total_vm {fmt.bytes_h(e['total_vm_bytes'])}  anon {fmt.bytes_h(e['anon_rss_bytes'])}  "
+            f"file {fmt.bytes_h(e['file_rss_bytes'])}  shmem {fmt.bytes_h(e['shmem_rss_bytes'])}  "
+            f"page tables {fmt.bytes_h(e['pgtables_bytes'])}  uid {e['uid']}  "
+            f"oom_score_adj {'?' if e['oom_score_adj'] is None else e['oom_score_adj']}  "
+            f"load {' '.join(f'{v:.2f}' for v in e['loadavg'])}"
+        )
+        if e["missing"]:
+            t.append("\nthis kernel did not say: " + ", ".join(e["missing"]), style="yellow")
+        box.update(t)
+
+    @on(DataTable.RowHighlighted, "#oom-table")
+    def _highlight(self, _event: DataTable.RowHighlighted) -> None:
+        self._detail(self.query_one("#oom-table", DataTable))
+
+    @on(DataTable.RowSelected, "#oom-table")
+    def _row(self, event: DataTable.RowSelected) -> None:
+        e = self._events.get(str(event.row_key.value))
+        if e is not None:
+            self.post_message(DrillIn(int(e["victim_pid"])))

@@ -1,0 +1,110 @@
+"""Swap-in pane: who waits on swap (sortable per-process table; Enter drills in), the log2 wait
+histogram, and the system line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Static
+
+from memtop import fmt
+from memtop.state import State
+from memtop.state.swapin import SwapinState
+from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+from memtop.views.swapin import SORT_KEYS, bar, system_text
+
+
+class SwapinPane(Pane):
+    view_name = "swapin"
+    order = 40
+    probes = ("swapin", "swapinfo")
+
+    BINDINGS = [
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
+        Binding("greater_than_sign", "sort(1)", "Sort →"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("P", "sort_by('pid')", "Sort PID", show=False),
+        Binding("W", "sort_by('wait_ns_total')", "Sort waited", show=False),
+        Binding("S", "sort_by('swapins')", "Sort swap-ins", show=False),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opts.sort = "wait_ns_total"
+        self._state: State | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="swapin-status", classes="pane-status")
+        yield Static(id="swapin-system")
+        with Horizontal(id="swapin-body"):
+            yield DataTable(id="swapin-table", cursor_type="row", zebra_stripes=True)
+            yield Static(id="swapin-hist")
+
+    def refresh_from(self, state: State) -> None:
+        self._state = state
+        doc = self.view.document(state, self.opts)
+        st = state.get(SwapinState)
+        status = self.status_text(state)
+        swapins, files, waited = st.totals()
+        label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
+        status.append(
+            f"   {len(doc['rows'])} processes · {fmt.count_h(swapins)} swap-ins waited {fmt.ns_h(waited)}"
+            f" · {fmt.count_h(files)} file major faults · sort {label} {'↓' if self.opts.reverse else '↑'}"
+        )
+        self.query_one("#swapin-status", StatusLine).update(status)
+        self.query_one("#swapin-system", Static).update(Text("\n".join(system_text(doc["system"]))))
+        fill_table(self.query_one("#swapin-table", DataTable), self.view.columns, doc["rows"], "pid")
+        hist = Text()
+        hist.append("Swap-in wait per fault\n", style="bold")
+        most = max((h["count"] for h in doc["histogram"]), default=0)
+        lo = 0
+        for h in doc["histogram"]:
+            hist.append(f"{fmt.ns_h(lo):>8}-{fmt.ns_h(h['le_ns']):<8} {h['count']:>7} ")
+            hist.append(bar(h["count"], most, 20) + "\n", style="cyan")
+            lo = h["le_ns"] + 1
+        if not doc["histogram"]:
+            hist.append("no swap-in yet", style="dim")
+        self.query_one("#swapin-hist", Static).update(hist)
+
+    def _redraw(self) -> None:
+        if self._state is not None:
+            self.refresh_from(self._state)
+
+    def action_sort(self, step: int) -> None:
+        keys = list(SORT_KEYS)
+        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 4
+        self.opts.sort = keys[(cur + step) % len(keys)]
+        self._redraw()
+
+    def action_sort_by(self, key: str) -> None:
+        if self.opts.sort == key:
+            self.opts.reverse = not self.opts.reverse
+        else:
+            self.opts.sort, self.opts.reverse = key, key not in ("pid", "comm")
+        self._redraw()
+
+    def action_reverse(self) -> None:
+        self.opts.reverse = not self.opts.reverse
+        self._redraw()
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one("#swapin-table", DataTable)
+        table.move_cursor(row=max(0, table.cursor_row + step))
+
+    @on(DataTable.HeaderSelected, "#swapin-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key in SORT_KEYS:
+            self.action_sort_by(key)
+
+    @on(DataTable.RowSelected, "#swapin-table")
+    def _row(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(DrillIn(int(event.row_key.value)))

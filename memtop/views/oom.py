@@ -1,0 +1,91 @@
+"""The OOM pane: each kill, its victim and trigger, memcg or global, the victim's memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt
+from memtop.state import State
+from memtop.state.oom import OomState
+from memtop.views import Column, Options, View
+
+ADJ_UNKNOWN = -10000
+
+
+def _adj(v: Any) -> str:
+    return "?" if v is None else str(v)
+
+
+class OomView(View):
+    name = "oom"
+    title = "OOM kills"
+    order = 50
+    columns = (
+        Column("age_ns", "AGO", fmt.ns_h),
+        Column("victim_pid", "PID"),
+        Column("victim_comm", "VICTIM", numeric=False),
+        Column("scope", "SCOPE", numeric=False),
+        Column("anon_rss_bytes", "ANON", fmt.bytes_h),
+        Column("file_rss_bytes", "FILE", fmt.bytes_h),
+        Column("shmem_rss_bytes", "SHMEM", fmt.bytes_h),
+        Column("total_vm_bytes", "VM", fmt.bytes_h),
+        Column("uid", "UID"),
+        Column("oom_score_adj", "ADJ", _adj),
+        Column("trigger_pid", "BY PID"),
+        Column("trigger_comm", "TRIGGERED BY", numeric=False),
+        Column("load1", "LOAD", lambda v: f"{v:.2f}"),
+    )
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        st = state.get(OomState)
+        events: list[dict[str, Any]] = []
+        for k in st.kills:
+            if opts.pid is not None and opts.pid not in (k.victim_pid, k.trigger_pid):
+                continue
+            events.append(
+                {
+                    "ts_ns": k.ts_ns,
+                    "age_ns": max(0, state.ts_ns - k.ts_ns),
+                    "victim_pid": k.victim_pid,
+                    "victim_comm": k.victim_comm,
+                    "trigger_pid": k.trigger_pid,
+                    "trigger_comm": k.trigger_comm,
+                    "scope": k.scope,
+                    "total_vm_bytes": k.total_vm_bytes,
+                    "anon_rss_bytes": k.anon_rss_bytes,
+                    "file_rss_bytes": k.file_rss_bytes,
+                    "shmem_rss_bytes": k.shmem_rss_bytes,
+                    "uid": k.uid,
+                    "oom_score_adj": None if k.oom_score_adj == ADJ_UNKNOWN else k.oom_score_adj,
+                    "pgtables_bytes": k.pgtables_bytes,
+                    "memcg": k.memcg,
+                    "loadavg": list(k.loadavg),
+                    "load1": k.loadavg[0],
+                    "missing": list(k.missing),
+                }
+            )
+        return {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "events": events,
+            "total": st.total,
+        }
+
+    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        events = doc.get("events", [])
+        return events if isinstance(events, list) else []
+
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        lines = [""]
+        for e in doc["events"]:
+            extra = []
+            if e["memcg"]:
+                extra.append(f"memcg {e['memcg']}")
+            extra.append("load " + " ".join(f"{v:.2f}" for v in e["loadavg"]))
+            if e["missing"]:
+                extra.append("kernel did not say: " + ", ".join(e["missing"]))
+            lines.append(f"{e['victim_pid']} {e['victim_comm']}: " + "; ".join(extra))
+        if not doc["events"]:
+            lines.append("no OOM kill since memtop started")
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,173 @@
+"""The swap-in pane: who waits on swap and for how long, the wait histogram, and the swap system
+line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt
+from memtop.state import State
+from memtop.state.base import log2_le
+from memtop.state.swapin import SwapinState
+from memtop.state.system import SystemState
+from memtop.views import Column, Options, View, render_table
+
+SORT_KEYS = (
+    "pid",
+    "comm",
+    "swapins",
+    "swapins_per_s",
+    "wait_ns_total",
+    "wait_ns_avg",
+    "wait_ns_max",
+    "file_major_faults",
+)
+
+
+def histogram(counts: tuple[int, ...]) -> list[dict[str, int]]:
+    """``[{"le_ns", "count"}]`` from bucket 0 up to the highest non-empty bucket."""
+    top = max((i for i, c in enumerate(counts) if c), default=-1)
+    return [{"le_ns": log2_le(i), "count": int(counts[i])} for i in range(top + 1)]
+
+
+def dense(pairs: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """(bucket, count) pairs as a dense tuple of counts."""
+    out = [0] * (max((b for b, _ in pairs), default=-1) + 1)
+    for b, c in pairs:
+        out[b] += c
+    return tuple(out)
+
+
+def bar(count: int, most: int, width: int = 40) -> str:
+    return "█" * (round(count * width / most) if most else 0)
+
+
+class SwapinView(View):
+    name = "swapin"
+    title = "Swap-in waiters"
+    order = 40
+    columns = (
+        Column("pid", "PID"),
+        Column("comm", "COMMAND", numeric=False),
+        Column("swapins", "SWAPINS", fmt.count_h),
+        Column("swapins_per_s", "SWAPIN/s", fmt.count_h),
+        Column("wait_ns_total", "WAITED", fmt.ns_h),
+        Column("wait_ns_avg", "AVG WAIT", fmt.ns_h),
+        Column("wait_ns_max", "MAX WAIT", fmt.ns_h),
+        Column("file_major_faults", "FILE MAJFLT", fmt.count_h),
+    )
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        st = state.get(SwapinState)
+        rows: list[dict[str, Any]] = []
+        for pid, r in st.rows.items():
+            rec = r.rec
+            if opts.pid is not None and pid != opts.pid:
+                continue
+            row = {
+                "pid": pid,
+                "comm": rec.comm,
+                "swapins": rec.swapins,
+                "wait_ns_total": rec.swapin_wait_ns,
+                "wait_ns_max": rec.swapin_wait_max_ns,
+                "file_major_faults": rec.file_major_faults,
+                "swapins_per_s": round(r.swapins_per_s, 3),
+                "wait_ns_avg": rec.swapin_wait_ns // rec.swapins if rec.swapins else 0,
+                "swapins_nowait": rec.swapins_nowait,
+                "file_wait_ns_total": rec.file_wait_ns,
+                "file_wait_ns_max": rec.file_wait_max_ns,
+            }
+            if opts.filter and opts.filter.lower() not in rec.comm.lower() and opts.filter != str(pid):
+                continue
+            rows.append(row)
+        key = opts.sort if opts.sort in SORT_KEYS else "wait_ns_total"
+        rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
+        hist = st.hist
+        swap_counts: tuple[int, ...] = hist.swapin_counts if hist else ()
+        file_counts: tuple[int, ...] = hist.file_counts if hist else ()
+        if opts.pid is not None:  # one process: its own histograms
+            row_rec = st.rows[opts.pid].rec if opts.pid in st.rows else None
+            swap_counts = dense(row_rec.swapin_hist if row_rec else ())
+            file_counts = dense(row_rec.file_hist if row_rec else ())
+        return {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "rows": rows,
+            "histogram": histogram(swap_counts),
+            "file_histogram": histogram(file_counts),
+            "system": system_line(state),
+        }
+
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        out = ["", "Swap-in wait (log2 ns)"]
+        hist = doc["histogram"]
+        most = max((h["count"] for h in hist), default=0)
+        lo = 0
+        for h in hist:
+            out.append(f"{fmt.ns_h(lo):>9} .. {fmt.ns_h(h['le_ns']):>9} {h['count']:>9}  {bar(h['count'], most)}")
+            lo = h["le_ns"] + 1
+        out.append("")
+        out.extend(system_text(doc["system"]))
+        return "\n".join(out) + "\n"
+
+
+def system_line(state: State) -> dict[str, Any]:
+    sys_state = state.get(SystemState)
+    info = state.get(SwapinState).swapinfo
+    p = sys_state.pressure
+    zswap: dict[str, Any] | None = None
+    if info is not None and (info.zswap_enabled or info.zswapped_bytes):
+        zswap = {
+            "enabled": info.zswap_enabled,
+            "pool_bytes": info.zswap_pool_bytes,
+            "stored_bytes": info.zswapped_bytes,
+            "zswpin_per_s": round(sys_state.vmstat_rate("zswpin"), 3),
+            "zswpout_per_s": round(sys_state.vmstat_rate("zswpout"), 3),
+        }
+    return {
+        "pswpin_per_s": round(sys_state.vmstat_rate("pswpin"), 3),
+        "pswpout_per_s": round(sys_state.vmstat_rate("pswpout"), 3),
+        "pswpin_since_start": sys_state.vmstat_since_start("pswpin"),
+        "pswpout_since_start": sys_state.vmstat_since_start("pswpout"),
+        "swap_devices": [
+            {"name": d[0], "type": d[1], "size_bytes": d[2], "used_bytes": d[3], "priority": d[4]}
+            for d in (info.devices if info else ())
+        ],
+        "zswap": zswap,
+        "psi": None
+        if p is None
+        else {"some_avg10": p.some_avg10, "full_avg10": p.full_avg10, "some_avg60": p.some_avg60,
+              "full_avg60": p.full_avg60},
+    }
+
+
+def system_text(sysline: dict[str, Any]) -> list[str]:
+    """The system line as plain text lines (text snapshot and the pane's header)."""
+    lines = [
+        f"pswpin {fmt.count_h(sysline['pswpin_per_s'])}/s  pswpout {fmt.count_h(sysline['pswpout_per_s'])}/s"
+        f"  (since start: in {fmt.count_h(sysline['pswpin_since_start'])}"
+        f" out {fmt.count_h(sysline['pswpout_since_start'])} pages)"
+    ]
+    psi = sysline.get("psi")
+    if psi:
+        lines[0] += f"  PSI memory some {psi['some_avg10']:.2f} full {psi['full_avg10']:.2f} (avg10)"
+    z = sysline.get("zswap")
+    if z:
+        lines.append(
+            f"zswap {'on' if z['enabled'] else 'off'}: {fmt.bytes_h(z['stored_bytes'])} stored in "
+            f"{fmt.bytes_h(z['pool_bytes'])}  in {fmt.count_h(z['zswpin_per_s'])}/s out {fmt.count_h(z['zswpout_per_s'])}/s"
+        )
+    devs = sysline.get("swap_devices") or []
+    if not devs:
+        lines.append("no swap device")
+    for d in devs:
+        used = d["used_bytes"] / d["size_bytes"] * 100 if d["size_bytes"] else 0.0
+        lines.append(
+            f"{d['name']}  {d['type']}  {fmt.bytes_h(d['used_bytes'])} / {fmt.bytes_h(d['size_bytes'])}"
+            f" ({used:.1f}%)  prio {d['priority']}"
+        )
+    return lines
+
+
+__all__ = ["SwapinView", "render_table", "histogram", "system_line", "system_text", "SORT_KEYS"]
