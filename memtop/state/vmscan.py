@@ -51,6 +51,7 @@ class VmscanState(SubState):
         self.origins: dict[str, OriginRow] = {o: OriginRow(o) for o in ORIGINS}
         self.shrinkers: dict[str, ShrinkerRow] = {}
         self.kswapd_wakes_per_s = 0.0
+        self.kswapd_sleeps_per_s = 0.0
         #: time series (ts_ns, pages/s) for the charts, per origin
         self.scanned_rate: dict[str, Ring] = {o: Ring(RING_LEN) for o in ORIGINS}
         self.reclaimed_rate: dict[str, Ring] = {o: Ring(RING_LEN) for o in ORIGINS}
@@ -73,6 +74,7 @@ class VmscanState(SubState):
             row.pages_scanned, row.pages_reclaimed, row.events = scanned, reclaimed, events
         if prev is not None:
             self.kswapd_wakes_per_s = rate(rec.kswapd_wakes, prev.kswapd_wakes, dt)
+            self.kswapd_sleeps_per_s = rate(rec.kswapd_sleeps, prev.kswapd_sleeps, dt)
             self.kswapd_wake_rate.append((ts, self.kswapd_wakes_per_s))
         seen = set()
         for name, count, total_ns, freed in rec.slab:

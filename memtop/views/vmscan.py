@@ -117,6 +117,7 @@ class VmscanView(View):
             "kswapd_wakes": t.kswapd_wakes if t else 0,
             "kswapd_sleeps": t.kswapd_sleeps if t else 0,
             "kswapd_wakes_per_s": round(vs.kswapd_wakes_per_s, 2),
+            "kswapd_sleeps_per_s": round(vs.kswapd_sleeps_per_s, 2),
             "slab_shrink": slab,
             "slab_dropped": t.slab_dropped if t else 0,
             "compaction": {
@@ -134,7 +135,7 @@ class VmscanView(View):
         lines = [
             "",
             f"kswapd wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']}/s), "
-            f"sleeps {doc['kswapd_sleeps']}",
+            f"sleeps {doc['kswapd_sleeps']} ({doc['kswapd_sleeps_per_s']}/s)",
             "kernel (/proc/vmstat) per second: "
             f"pgscank {r['pgscan_kswapd_per_s']} pgscand {r['pgscan_direct_per_s']} "
             f"pgsteal {r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s']:.1f} "

@@ -62,8 +62,8 @@ class ReclaimPane(Pane):
         status.append(
             f"   {total} episodes · received {doc['events_received']}", style="default"
         )
-        if doc["lost_events"]:
-            status.append(f" · lost {doc['lost_events']} (histograms still count them)", style="bold red")
+        if doc["lost_events"]:  # the count itself is in the probe's part of the line
+            status.append(" (lost to the ring; histograms and totals count them)", style="red")
         label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))
         status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
         status.append(f" · kind {self.opts.section or 'all'}")

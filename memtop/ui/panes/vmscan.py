@@ -98,7 +98,8 @@ class VmscanPane(Pane):
         )
         line.append("kswapd ", style="bold")
         line.append(
-            f"wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']:g}/s) sleeps {doc['kswapd_sleeps']}"
+            f"wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']:g}/s) "
+            f"sleeps {doc['kswapd_sleeps']} ({doc['kswapd_sleeps_per_s']:g}/s)"
         )
         self.query_one("#vmscan-kernel", Static).update(line)
 
