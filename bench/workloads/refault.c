@@ -1,6 +1,6 @@
 // refault: fault-heavy workload with stable timings on a VM. Re-faults one region with
 // MADV_DONTNEED between rounds, so the host does not have to hand out fresh memory each time.
-// usage: refault [MIB=64] [ROUNDS=32]; prints "faults=N ns_per_fault=X elapsed_ns=Y"
+// usage: refault [MIB=64] [ROUNDS=32] [HOLD_S=0]; prints "faults=N ns_per_fault=X elapsed_ns=Y"
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -28,5 +28,7 @@ int main(int argc, char **argv) {
     }
     long long el = now_ns() - t0;
     printf("faults=%lld ns_per_fault=%.1f elapsed_ns=%lld\n", faults, (double)el / faults, el);
+    fflush(stdout);
+    if (argc > 3) sleep((unsigned)atoi(argv[3]));  /* stay around so an observer can read totals */
     return 0;
 }

@@ -1,0 +1,99 @@
+"""Case 4: memtop's own cost. CPU% of a core and memory (RssAnon, RssFile) at 1 s refresh with
+1,000 live processes (spawned sleepers), and under a fault storm; time to first frame and to all
+probes attached (from process start, reported by memtop through MEMTOP_READY_FILE).
+Targets: <= 2 % of a core, <= 150 MiB RssAnon, first frame <= 0.5 s, all probes <= 3 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import build, machine, memtop_cmd, save
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    f = text[text.rindex(")") + 2 :].split()
+    return (int(f[11]) + int(f[12])) / CLK
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def run_memtop(seconds: float, ready_timeout: float = 120) -> dict[str, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="memtop-self-"))
+    ready = tmp / "ready"
+    proc = subprocess.Popen(
+        memtop_cmd() + ["snapshot", "--pane", "processes", "--output", str(tmp / "o.json"), "--after", "100000"],
+        env=dict(os.environ, MEMTOP_READY_FILE=str(ready)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        info = json.loads(ready.read_text())
+        time.sleep(3)  # warm-up
+        c0, t0 = cpu_s(proc.pid), time.monotonic()
+        time.sleep(seconds)
+        c1, t1 = cpu_s(proc.pid), time.monotonic()
+        return {
+            "cpu_pct_of_core": 100 * (c1 - c0) / (t1 - t0),
+            "rss_anon_mib": status_kb(proc.pid, "RssAnon") / 1024,
+            "rss_file_mib": status_kb(proc.pid, "RssFile") / 1024,
+            "first_frame_s": float(info.get("first_frame_s") or 0),
+            "all_probes_s": float(info.get("settled_s") or 0),
+        }
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main(rounds: int = 5, seconds: float = 10) -> dict[str, object]:
+    results: dict[str, list[dict[str, float]]] = {"idle": [], "1000 sleepers": [], "fault storm": []}
+    refault = build("refault")
+    for _ in range(rounds):
+        results["idle"].append(run_memtop(seconds))
+        sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(1000)]
+        try:
+            results["1000 sleepers"].append(run_memtop(seconds))
+        finally:
+            for s in sleepers:
+                s.kill()
+            for s in sleepers:
+                s.wait()
+        storm = [subprocess.Popen(["sh", "-c", f"while :; do {refault} 64 32 >/dev/null; done"],
+                                  start_new_session=True) for _ in range(2)]
+        try:
+            results["fault storm"].append(run_memtop(seconds))
+        finally:
+            for s in storm:
+                os.killpg(s.pid, signal.SIGKILL)
+                s.wait()
+    summary = {
+        case: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for case, runs in results.items()
+    }
+    result = {"case": "memtop itself", "machine": machine(), "summary": summary, "samples": results}
+    save("memtop_self", result)
+    return result
+
+
+if __name__ == "__main__":
+    r = main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    for case, v in r["summary"].items():  # type: ignore[union-attr]
+        print(case, {k: round(x, 3) for k, x in v.items()})

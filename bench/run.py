@@ -1,0 +1,63 @@
+"""`make bench`: run every case in one session and write bench/RESULTS.md (medians, ratios)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness import BENCH, machine  # noqa: E402
+
+CASES = ["fault_overhead", "reclaim_overhead", "memleak_cost", "memtop_self", "lost_counts"]
+
+
+def fmt_summary(name: str, r: dict[str, Any]) -> list[str]:
+    lines = [f"### {r.get('case', name)}", ""]
+    summ = r.get("summary")
+    if isinstance(summ, dict) and all(isinstance(v, dict) and "ratio" in v for v in summ.values()):
+        lines += [f"Metric: {r.get('metric', '')}", "", "| variant | median | min | max | n | ratio to bare |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for k, v in summ.items():
+            lines.append(f"| {k} | {v['median']:.4g} | {v['min']:.4g} | {v['max']:.4g} | {v['n']} | {v['ratio']:.3f} |")
+    elif isinstance(summ, dict):
+        keys = list(next(iter(summ.values())).keys())
+        lines += ["| situation | " + " | ".join(keys) + " |", "|" + " --- |" * (len(keys) + 1)]
+        for k, v in summ.items():
+            lines.append(f"| {k} | " + " | ".join(f"{v[x]:.3g}" for x in keys) + " |")
+    else:
+        for k, v in r.items():
+            if k not in ("runs", "samples", "machine", "case"):
+                lines.append(f"- {k}: {v}")
+    return lines + [""]
+
+
+def main(argv: list[str]) -> int:
+    rounds = int(argv[1]) if len(argv) > 1 else 5
+    only = argv[2:] or CASES
+    out = [f"# memtop benchmark results", "", f"Machine: {machine()}. Run at {time.strftime('%Y-%m-%d %H:%M')}.",
+           f"Each figure is the median of alternating runs ({rounds} rounds) in this one session.", ""]
+    for name in only:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError as exc:
+            out += [f"### {name}", "", f"not run: {exc}", ""]
+            continue
+        print(f"== {name}", flush=True)
+        try:
+            result = mod.main(rounds)
+        except Exception:  # noqa: BLE001 - one broken case must not hide the others
+            out += [f"### {name}", "", "failed:", "```", traceback.format_exc(limit=3), "```", ""]
+            continue
+        out += fmt_summary(name, result)
+    (BENCH / "RESULTS.auto.md").write_text("\n".join(out) + "\n")
+    print((BENCH / "RESULTS.auto.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
