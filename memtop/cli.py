@@ -218,6 +218,7 @@ def add_record_replay_args(
     r.add_argument("--duration", type=positive_float, help="seconds to record (default: until Ctrl-C/SIGTERM)")
     r.add_argument("--force", action="store_true", help="overwrite an existing file")
     r.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    r.add_argument("--leaks", type=pid_list, default=None, help="also record the memleak probe on PID[,PID…]")
     rp = sub.add_parser("replay", help="open the TUI on a recording")
     rp.add_argument("file", metavar="FILE")
     rp.add_argument("--speed", type=speed_arg, default=1.0, help="playback speed (default 1)")
@@ -259,6 +260,12 @@ def run_record(args: argparse.Namespace) -> int:
     from memtop.probes.registry import default_probes
 
     probes = default_probes(args.proc_root, bpf=not args.no_bpf)
+    if args.leaks:
+        for pid in args.leaks:
+            check_pid(pid, args.proc_root)
+        from memtop.probes.memleak import MemleakProbe  # type: ignore[import-not-found,unused-ignore]
+
+        probes.append(MemleakProbe(args.leaks))
     res = asyncio.run(record(probes, args.output, interval_s=args.interval, duration_s=args.duration,
                              force=args.force))
     if not args.quiet:

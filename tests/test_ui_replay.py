@@ -26,7 +26,7 @@ async def test_replay_controls(tmp_path: Path) -> None:
     rec = Recording.load(COMPAT)
     src = ReplaySource(rec, speed=1000)
     app = MemtopApp(src, interval_s=0.25, snapshot_dir=str(tmp_path), snapshot_format="json")
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:
         await pilot.pause(0.8)  # at ×1000 a few ticks play it all
         assert src.at_end and not src.playing
         assert app.state.batches == len(rec.index) and app.state.ts_ns == rec.last_ts_ns
@@ -84,7 +84,7 @@ async def test_drill_in_on_replay(tmp_path: Path) -> None:
     pid = rec.header["workloads"]["hog"]
     src = ReplaySource(rec, at_s=rec.duration_s)
     app = MemtopApp(src, interval_s=0.25, initial_pid=pid, snapshot_dir=str(tmp_path), snapshot_format="json")
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:
         await pilot.pause(0.5)
         if not hasattr(app.screen, "snapshot_document"):
             pytest.skip("no drill-in screen in this build")
@@ -99,7 +99,7 @@ async def test_R_records_the_live_session(tmp_path: Path) -> None:
     fake = make_fake_proc(tmp_path / "proc")
     bridge = Bridge([ProcfsProbe(fake)])
     app = MemtopApp(bridge, interval_s=0.2, snapshot_dir=str(tmp_path))
-    async with app.run_test(size=(200, 50)) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:
         await pilot.pause(0.5)
         before = app.state.batches
         await pilot.press("R")
