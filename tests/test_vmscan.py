@@ -210,6 +210,9 @@ def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
     reclaimed = mine["pages_reclaimed"] - before["pages_reclaimed"]
     print(json.dumps({"pid_pages_reclaimed": reclaimed, "cgroup_pgpgout": pgpgout,
                       "pid_events": mine["events"], "max_ns": mine["max_ns"]}))
+    # Exact when the workload is alone; with other tests swapping through the same swap file,
+    # swap readahead charges pages across cgroups (to the slot's owner) and so moves a few % of
+    # reclaim between processes and cgroups: the system-wide checks above stay exact.
     assert close(reclaimed, pgpgout), (reclaimed, pgpgout)
     # all reclaim episodes' pages (every process) vs the kernel's non-kswapd reclaim
     all_pages = sum(r["pages_reclaimed"] for r in r1.values()) - sum(r["pages_reclaimed"] for r in r0.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import os
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,7 @@ class VmscanProbe(BpfProbe):
         ]
 
     def note(self) -> str:
-        return f"ring {self.ringbuf_pages * 4} KiB"
+        return f"ring {self.ringbuf_pages * os.sysconf('SC_PAGE_SIZE') // 1024} KiB"
 
     def after_load(self) -> None:
         self.bpf["events"].open_ring_buffer(self._on_event)
