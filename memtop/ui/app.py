@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,7 @@ class MemtopApp(App[int]):
     TITLE = "memtop"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help"),
         Binding("s", "snapshot", "Snapshot"),
         Binding("space", "pause", "Pause"),
@@ -146,6 +148,15 @@ class MemtopApp(App[int]):
         yield Footer()
 
     async def on_mount(self) -> None:
+        # SIGTERM and SIGHUP (terminal closed) end the app through its normal exit path, so every
+        # probe is detached in on_unmount; SIGINT arrives as a key in a terminal and as
+        # KeyboardInterrupt headless, where the atexit hook of the CLI detaches.
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.add_signal_handler(sig, self.exit, 128 + int(sig))
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         if self.initial_pane:
             self.show_pane(self.initial_pane)
         pane = self.active_pane()
