@@ -217,6 +217,7 @@ class MemleakProbe(BpfProbe):
         max_stacks: int = 16384,
         stack_depth: int = 32,
         exact_sizes: bool | None = None,
+        place_probes: bool = True,
         proc_root: str = "/proc",
     ) -> None:
         super().__init__()
@@ -225,6 +226,8 @@ class MemleakProbe(BpfProbe):
         self.max_stacks = max_stacks
         self.stack_depth = stack_depth
         self.exact_sizes = exact_sizes
+        #: move entry probes onto emulated instructions (False: function entry, as bcc does)
+        self.place_probes = place_probes
         self.proc_root = proc_root
         self.targets: dict[int, _Target] = {}
         self._frames: dict[tuple[int, int], tuple[str, ...]] = {}
@@ -316,7 +319,7 @@ class MemleakProbe(BpfProbe):
             seen[off] = sym
             # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
             # still finds the return address at rsp
-            delta, how = probe_offset(mod_path, off)
+            delta, how = probe_offset(mod_path, off) if self.place_probes else (0, "entry")
             try:
                 if enter_fn is not None:
                     t.events.append(bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False))

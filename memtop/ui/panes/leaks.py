@@ -57,7 +57,7 @@ def open_leaks(app: App[Any], pid: int) -> None:
     pids: list[int] = list(getattr(app, "leak_pids", []) or [])
     if pid not in pids:
         pids.append(pid)
-    setattr(app, "leak_pids", pids)
+    app.leak_pids = pids  # type: ignore[attr-defined]  # MemtopApp's; a bare App gets it too
     if not start_leaks(app, [pid]):
         app.notify("memleak is already attaching; try again in a moment", severity="warning")
     while len(app.screen_stack) > 1:
@@ -80,7 +80,7 @@ class Agg:
     oldest_age_s: float = 0.0
     age_hist_bytes: list[int] = field(default_factory=list)
     frames: list[str] = field(default_factory=list)  # a leaf's full stack (innermost first)
-    children: dict[str, "Agg"] = field(default_factory=dict)
+    children: dict[str, Agg] = field(default_factory=dict)
 
     def add(self, row: dict[str, Any]) -> None:
         self.outstanding_bytes += row["outstanding_bytes"]
@@ -206,10 +206,16 @@ class LeaksPane(Pane):
         return status
 
     def _ordered(self, agg: Agg) -> list[Agg]:
-        key = {"allocations": lambda a: (a.allocations, a.outstanding_bytes),
-               "growth_bytes_per_s": lambda a: (a.growth_bytes_per_s, a.outstanding_bytes)}.get(
-            self.opts.sort, lambda a: (a.outstanding_bytes, a.allocations))
-        return sorted(agg.children.values(), key=lambda a: (key(a), a.name), reverse=self.opts.reverse)
+        sort = self.opts.sort
+
+        def key(a: Agg) -> tuple[float, float, str]:
+            if sort == "allocations":
+                return (a.allocations, a.outstanding_bytes, a.name)
+            if sort == "growth_bytes_per_s":
+                return (a.growth_bytes_per_s, a.outstanding_bytes, a.name)
+            return (a.outstanding_bytes, a.allocations, a.name)
+
+        return sorted(agg.children.values(), key=key, reverse=self.opts.reverse)
 
     def _update_tree(self, root: Agg) -> None:
         tree: Tree[tuple[str, ...]] = self.query_one("#leaks-tree", Tree)
@@ -255,7 +261,8 @@ class LeaksPane(Pane):
         out: set[tuple[str, ...]] = set()
         for proc in root.children.values():
             out.add((proc.name,))
-        node, path = root, ()
+        node: Agg = root
+        path: tuple[str, ...] = ()
         while node.children:
             node = self._ordered(node)[0]
             path = path + (node.name,)
