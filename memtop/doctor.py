@@ -56,10 +56,13 @@ def run_checks() -> list[Check]:
         )
     )
     tr = tracefs.root(mount=priv)
-    checks.append(
-        Check("tracefs", tr is not None, str(tr) if tr else "not mounted",
-              "" if tr else "mount -t tracefs tracefs /sys/kernel/tracing")
-    )
+    if tr is not None:
+        checks.append(Check("tracefs", True, str(tr)))
+    elif not priv:
+        checks.append(Check("tracefs", False, "not accessible without root", "run as root (sudo memtop)"))
+    else:
+        checks.append(Check("tracefs", False, "not mounted and could not be mounted",
+                            "mount -t tracefs tracefs /sys/kernel/tracing"))
     btf = Path("/sys/kernel/btf/vmlinux").exists()
     checks.append(Check("BTF", btf, "/sys/kernel/btf/vmlinux" if btf else "absent",
                         "" if btf else "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
@@ -78,15 +81,30 @@ def run_checks() -> list[Check]:
     pe = Path("/proc/sys/kernel/perf_event_paranoid").exists()
     checks.append(Check("perf events", pe, f"perf_event_paranoid={paranoid}" if pe else "absent",
                         "" if pe else "kernel built without CONFIG_PERF_EVENTS"))
+    # one line per tracepoint, naming every probe (and so pane) that needs it
+    need: dict[str, list[str]] = {}
+    optional: dict[str, list[str]] = {}
+    panes_of: dict[str, set[str]] = {}
     for cls in all_probe_classes():
         for tp in cls.tracepoints:
-            present = tracefs.tracepoint_exists(tp)
-            checks.append(Check(f"tracepoint {tp}", present, f"{'present' if present else 'missing'} ({cls.name})",
-                                "" if present else f"pane(s) {', '.join(cls.panes)} cannot run on this kernel"))
+            need.setdefault(tp, []).append(cls.name)
+            panes_of.setdefault(tp, set()).update(cls.panes)
         for tp in cls.optional_tracepoints:
-            present = tracefs.tracepoint_exists(tp)
-            checks.append(Check(f"tracepoint {tp}", present, f"{'present' if present else 'missing'} ({cls.name}, optional)",
-                                "" if present else "optional: a detail of the pane is missing", required=False))
+            optional.setdefault(tp, []).append(cls.name)
+    for tp, who in list(need.items()) + [(t, w) for t, w in optional.items() if t not in need]:
+        required = tp in need
+        label = ", ".join(who) + ("" if required else ", optional")
+        if tr is None:
+            checks.append(Check(f"tracepoint {tp}", False, f"unknown: tracefs not readable ({label})",
+                                "run `sudo memtop doctor` to check tracepoints", required))
+            continue
+        present = tracefs.tracepoint_exists(tp)
+        hint = ""
+        if not present:
+            hint = (f"pane(s) {', '.join(sorted(panes_of.get(tp, set())))} cannot run on this kernel"
+                    if required else "optional: a detail of the pane is missing")
+        checks.append(Check(f"tracepoint {tp}", present, f"{'present' if present else 'missing'} ({label})",
+                            hint, required))
     info = headers.find_headers(build=priv)
     checks.append(Check(
         "headers",

@@ -8,11 +8,25 @@ from pathlib import Path
 CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # e.g. EACCES on tracefs for an unprivileged user
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def root(mount: bool = True) -> Path | None:
     """The tracefs mount point; mounts it at /sys/kernel/tracing when it is not mounted and we
     may (root). None when it cannot be had."""
     for path in CANDIDATES:
-        if (path / "events").is_dir():
+        if _is_dir(path / "events"):
             return path
     if mount:
         try:
@@ -24,7 +38,7 @@ def root(mount: bool = True) -> Path | None:
             )
         except (OSError, subprocess.SubprocessError):
             return None
-        if (CANDIDATES[0] / "events").is_dir():
+        if _is_dir(CANDIDATES[0] / "events"):
             return CANDIDATES[0]
     return None
 
@@ -35,7 +49,7 @@ def tracepoint_exists(name: str) -> bool:
     if base is None:
         return False
     cat, _, event = name.partition(":")
-    return (base / "events" / cat / event / "format").is_file()
+    return _is_file(base / "events" / cat / event / "format")
 
 
 def tracepoint_fields(name: str) -> set[str]:
