@@ -42,6 +42,19 @@ def bar(count: int, most: int, width: int = 40) -> str:
     return "█" * (round(count * width / most) if most else 0)
 
 
+def hist_lines(hist: list[dict[str, int]]) -> list[tuple[str, int]]:
+    """(label, count) per bucket to show: bucket 0 as "no wait" (faults that never blocked),
+    then from the first non-empty bucket on (empty leading buckets say nothing)."""
+    out: list[tuple[str, int]] = []
+    if hist and hist[0]["count"]:
+        out.append(("no wait", hist[0]["count"]))
+    first = next((i for i, h in enumerate(hist) if i and h["count"]), len(hist))
+    for i in range(first, len(hist)):
+        lo = hist[i - 1]["le_ns"] + 1
+        out.append((f"{fmt.ns_h(lo)}-{fmt.ns_h(hist[i]['le_ns'])}", hist[i]["count"]))
+    return out
+
+
 class SwapinView(View):
     name = "swapin"
     title = "Swap-in waiters"
@@ -101,12 +114,10 @@ class SwapinView(View):
 
     def text_extra(self, doc: dict[str, Any]) -> str:
         out = ["", "Swap-in wait (log2 ns)"]
-        hist = doc["histogram"]
-        most = max((h["count"] for h in hist), default=0)
-        lo = 0
-        for h in hist:
-            out.append(f"{fmt.ns_h(lo):>9} .. {fmt.ns_h(h['le_ns']):>9} {h['count']:>9}  {bar(h['count'], most)}")
-            lo = h["le_ns"] + 1
+        lines = hist_lines(doc["histogram"])
+        most = max((c for _, c in lines), default=0)
+        for label, count in lines:
+            out.append(f"{label:>19} {count:>9}  {bar(count, most)}")
         out.append("")
         out.extend(system_text(doc["system"]))
         return "\n".join(out) + "\n"
@@ -170,4 +181,4 @@ def system_text(sysline: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["SwapinView", "render_table", "histogram", "system_line", "system_text", "SORT_KEYS"]
+__all__ = ["SwapinView", "render_table", "histogram", "hist_lines", "system_line", "system_text", "SORT_KEYS"]

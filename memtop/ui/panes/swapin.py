@@ -16,7 +16,7 @@ from memtop import fmt
 from memtop.state import State
 from memtop.state.swapin import SwapinState
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
-from memtop.views.swapin import SORT_KEYS, bar, system_text
+from memtop.views.swapin import SORT_KEYS, bar, hist_lines, system_text
 
 
 class SwapinPane(Pane):
@@ -63,12 +63,11 @@ class SwapinPane(Pane):
         fill_table(self.query_one("#swapin-table", DataTable), self.view.columns, doc["rows"], "pid")
         hist = Text()
         hist.append("Swap-in wait per fault\n", style="bold")
-        most = max((h["count"] for h in doc["histogram"]), default=0)
-        lo = 0
-        for h in doc["histogram"]:
-            hist.append(f"{fmt.ns_h(lo):>8}-{fmt.ns_h(h['le_ns']):<8} {h['count']:>7} ")
-            hist.append(bar(h["count"], most, 20) + "\n", style="cyan")
-            lo = h["le_ns"] + 1
+        lines = hist_lines(doc["histogram"])
+        most = max((c for _, c in lines), default=0)
+        for label, count in lines:
+            hist.append(f"{label:>17} {count:>7} ")
+            hist.append(bar(count, most, 20) + "\n", style="cyan")
         if not doc["histogram"]:
             hist.append("no swap-in yet", style="dim")
         self.query_one("#swapin-hist", Static).update(hist)
