@@ -174,3 +174,19 @@ async def test_vanished_pid_does_not_crash(fake_proc: Path, no_bpf: None) -> Non
         from textual.widgets import DataTable
 
         assert app.query_one("#processes-exited", DataTable).row_count == 2
+
+
+async def test_resize_to_tiny_and_back_during_updates(fake_proc: Path, no_bpf: None) -> None:
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.2)
+        for size in [(40, 12), (160, 40), (20, 5), (60, 15), (40, 12), (120, 30)]:
+            await pilot.resize_terminal(*size)
+            force_tick(app)
+            await pilot.pause(0.1)
+            small = size[0] < 60 or size[1] < 15
+            note = app.query_one("#too-small")
+            assert ("hidden" not in note.classes) == small, size
+            if small:
+                assert "too small" in str(note.render())
+        assert sorted(table_pids(app)) == [101, 202, 303]

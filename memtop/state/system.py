@@ -62,6 +62,8 @@ class ProcessesState(SubState):
         self.exited: deque[ExitedRow] = deque(maxlen=EXITED_LEN)
         self._exit_seen: dict[int, ExitedRow] = {}
         self.samples_ts_ns = 0
+        #: how long a gone process's row (history, for an open drill-in) is kept
+        self.grace_ns = GONE_GRACE_NS
 
     def row(self, pid: int) -> ProcRow | None:
         return self.rows.get(pid) or self.gone.get(pid)
@@ -118,9 +120,9 @@ class ProcessesState(SubState):
                 ev.last = row.sample
             else:
                 self.exited.appendleft(ExitedRow(pid, row.sample.comm, ts, _lifetime(row, ts), row.sample))
-        for pid in [p for p, r in self.gone.items() if ts - r.exited_ns > GONE_GRACE_NS]:
+        for pid in [p for p, r in self.gone.items() if ts - r.exited_ns > self.grace_ns]:
             del self.gone[pid]
-        self._exit_seen = {p: e for p, e in self._exit_seen.items() if ts - e.exited_ns < GONE_GRACE_NS}
+        self._exit_seen = {p: e for p, e in self._exit_seen.items() if ts - e.exited_ns < self.grace_ns}
 
     def _on_exit(self, ev: ProcEvent) -> None:
         row = self.rows.get(ev.pid)

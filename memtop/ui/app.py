@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
@@ -29,6 +29,7 @@ from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
+MIN_SIZE = (60, 15)
 
 
 def since_process_start() -> float:
@@ -140,6 +141,7 @@ class MemtopApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Static(id="header")
         yield Static(id="banner", classes="hidden")
+        yield Static(id="too-small", classes="hidden")
         with TabbedContent(id="tabs"):
             for i, cls in enumerate(self.pane_classes, 1):
                 pane = cls(id=f"pane-{cls.view_name}")
@@ -213,6 +215,20 @@ class MemtopApp(App[int]):
         refresh = getattr(screen, "refresh_from", None)
         if callable(refresh):
             refresh(self.state)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below MIN_SIZE the panes cannot show their tables: say so instead of drawing garbage."""
+        small = event.size.width < MIN_SIZE[0] or event.size.height < MIN_SIZE[1]
+        note = self.query_one("#too-small", Static)
+        tabs = self.query_one("#tabs", TabbedContent)
+        if small:
+            note.update(Text(f"Terminal too small ({event.size.width}×{event.size.height}); "
+                             f"memtop needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}. Data keeps being collected."))
+            note.remove_class("hidden")
+            tabs.add_class("hidden")
+        else:
+            note.add_class("hidden")
+            tabs.remove_class("hidden")
 
     def _first_frame(self) -> None:
         if self.first_frame_s is None:
