@@ -307,3 +307,45 @@ async def test_pane_tree_sort_filter() -> None:
         assert any("cache_fill" in lb for lb in labels) and not any("leak_here" in lb for lb in labels)
         status = str(app.query_one("#leaks-status").render())
         assert "age ≥ 60s" in status
+
+
+@pytest.mark.bpf
+@pytest.mark.parametrize("exact", [False, True], ids=["usable-sizes", "requested-sizes"])
+def test_allocator_family_nested_and_failed(exact: bool) -> None:
+    """Each allocator's leaks land on their own stack, counted once (glibc's realloc and big
+    mallocs reach mmap inside libc), frees through every path are seen, failures never count."""
+    from memtop.probes.memleak import MemleakProbe
+
+    proc = subprocess.Popen([str(compile_c("allocfamily"))], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        probe = MemleakProbe([proc.pid], exact_sizes=exact)
+        state = State(mode="bpf")
+        try:
+            probe.load()
+            cases: dict[str, tuple[int, int]] = {}
+            for line in proc.stdout:
+                if line.startswith("done"):
+                    break
+                _, name, n, b = line.split()
+                cases[name] = (int(n), int(b))
+            tick(probe, state)
+            counters = probe.counters()
+        finally:
+            probe.close()
+        rows = get_view("leaks").rows(state, Options())  # type: ignore[attr-defined]
+        assert len(cases) == 9
+        for name, (count, requested) in cases.items():
+            mine = [r for r in rows if r["frames"][0].startswith(name + "+")]
+            out_bytes = sum(r["outstanding_bytes"] for r in mine)
+            out_count = sum(r["allocations"] for r in mine)
+            assert out_count == count, (name, out_count, count, mine)
+            # usable sizes: the request rounded up to glibc's granule (mmapped chunks to a page)
+            slack = 0 if exact else count * 4096
+            assert requested <= out_bytes <= requested + slack, (name, out_bytes, requested)
+        assert counters["failed allocations"] >= 4 * 5  # malloc, calloc, posix_memalign, mmap
+        assert counters["libc-internal mmap/munmap"] > 0  # realloc/big malloc reached mmap inside libc
+    finally:
+        proc.kill()
+        proc.wait()
