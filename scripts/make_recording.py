@@ -72,7 +72,8 @@ async def session(out: Path, duration_s: float, interval_s: float, hog_pid: int,
     await bridge.wait_settled(300)
     for st in bridge.statuses().values():
         print(f"  {st.probe}: {st.state} {st.message}", file=sys.stderr)
-    rec = open_recorder(out, bridge.statuses().values(), force=True, interval_s=interval_s, mode=bridge.mode,
+    statuses = list(bridge.statuses().values())
+    rec = open_recorder(out, statuses, force=True, interval_s=interval_s, mode=bridge.mode, prelude=statuses,
                         extra={"workloads": {"hog": hog_pid, "leak": leak_pid}})
     bridge.subscribe(rec)
     oom: subprocess.Popen[str] | None = None

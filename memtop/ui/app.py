@@ -266,6 +266,7 @@ class MemtopApp(App[int]):
         t.append(f" {mode} ", style="bold green" if mode == "bpf" else "bold yellow")
         if self.paused:
             t.append(" PAUSED ", style="bold reverse yellow")
+        t.append_text(recplay.header_text(self))  # replay position / recording: first, never cut off
         m = sys_state.meminfo
         if m is not None:
             t.append(
@@ -290,7 +291,6 @@ class MemtopApp(App[int]):
         if hdr is not None and hdr.kind == "standin":
             t.append(f"  headers: stand-in {hdr.version}", style="dim")
         t.append(f"  every {self.interval_s:g}s", style="dim")
-        t.append_text(recplay.header_text(self))
         self.query_one("#header", Static).update(t)
         banner = self.query_one("#banner", Static)
         bpf_err = getattr(self.source, "bpf_error", None)

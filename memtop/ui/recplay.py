@@ -98,12 +98,12 @@ def header_text(app: MemtopApp) -> Text:
     t = Text()
     rec = app.recorder
     if rec is not None:
-        t.append("  ● REC ", style="bold red")
+        t.append(" ● REC ", style="bold red")
         size = recording_size(app)
         t.append(f"{rec.duration_s:.0f}s {rec.batches} samples {size} → {rec.path.name}", style="red")
     position = getattr(app.source, "position_text", None)
     if callable(position):
-        t.append(f"  {position()} ", style="bold reverse cyan")
+        t.append(f" {position()} ", style="bold reverse cyan")
     return t
 
 
