@@ -103,12 +103,6 @@ def cleanup(bpf: Any) -> None:
             pass
 
 
-def perf_sw_event_ids() -> tuple[int, int]:
-    """(PerfType.SOFTWARE, PerfSWConfig.PAGE_FAULT_MAJ) without leaking bcc types."""
-    bcc = bcc_module()
-    return int(bcc.PerfType.SOFTWARE), int(bcc.PerfSWConfig.PAGE_FAULT_MAJ)
-
-
 def sym(bpf: Any, addr: int, pid: int) -> str:
     """``function+offset [module]`` for a user address (``[unknown]`` when unresolved)."""
     bcc = bcc_module()
@@ -236,3 +230,35 @@ def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
             break
         in_batch.value = out_batch.value
     return keys.raw[: ksz * total], values.raw[: vsz * total], total, ksz, vsz
+
+
+def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
+    """Look up and delete every entry of a hash map in a few BPF_MAP_LOOKUP_AND_DELETE_BATCH calls
+    (each entry is copied and removed atomically, so no increment is lost between read and
+    delete); returns (Key, Leaf) ctypes pairs."""
+    import ctypes as ct
+    import errno
+
+    bcc = bcc_module()
+    t = bpf[table]
+    ksz, vsz = ct.sizeof(t.Key), ct.sizeof(t.Leaf)
+    cap = int(t.max_entries)
+    keys = (t.Key * cap)()
+    values = (t.Leaf * cap)()
+    in_batch, out_batch, cnt = ct.c_uint64(0), ct.c_uint64(0), ct.c_uint32(0)
+    total = 0
+    fn = bcc.libbcc.lib.bpf_lookup_and_delete_batch
+    while total < cap:
+        cnt.value = cap - total
+        res = fn(t.map_fd, ct.byref(in_batch) if total else None, ct.byref(out_batch),
+                 ct.byref(keys, ksz * total), ct.byref(values, vsz * total), ct.byref(cnt))
+        err = ct.get_errno()
+        total += cnt.value
+        if res != 0:
+            if err not in (errno.ENOENT, 0):
+                raise OSError(err, f"BPF_MAP_LOOKUP_AND_DELETE_BATCH on {table}: {os.strerror(err)}")
+            break
+        if cnt.value == 0:
+            break
+        in_batch.value = out_batch.value
+    return [(keys[i], values[i]) for i in range(total)]

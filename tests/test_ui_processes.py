@@ -150,6 +150,8 @@ async def test_help_and_quit(fake_proc: Path, no_bpf: None) -> None:
         await pilot.press("question_mark")
         await pilot.pause(0.1)
         assert type(app.screen).__name__ == "HelpScreen"
+        force_tick(app)  # the timer keeps redrawing the main screen beneath
+        await pilot.pause(0.1)
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert type(app.screen).__name__ != "HelpScreen"

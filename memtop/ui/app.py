@@ -15,7 +15,8 @@ from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import ModalScreen
+from textual.css.query import NoMatches
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from memtop import bcc_compat, files, fmt, resources
@@ -204,7 +205,21 @@ class MemtopApp(App[int]):
         if not self.paused:
             self.redraw()
 
+    @property
+    def main_screen(self) -> Screen[Any]:
+        """The screen with the header and the panes (a drill-in or help screen may be on top;
+        ``App.query_one`` would search only that one)."""
+        return self.screen_stack[0]
+
     def redraw(self) -> None:
+        if not self.screen_stack or not self.is_running:
+            return
+        try:
+            self._redraw()
+        except NoMatches:  # torn down between the timer firing and this call
+            pass
+
+    def _redraw(self) -> None:
         if self.first_frame_s is None:
             self.call_after_refresh(self._first_frame)
         self._draw_header()
@@ -219,8 +234,8 @@ class MemtopApp(App[int]):
     def on_resize(self, event: events.Resize) -> None:
         """Below MIN_SIZE the panes cannot show their tables: say so instead of drawing garbage."""
         small = event.size.width < MIN_SIZE[0] or event.size.height < MIN_SIZE[1]
-        note = self.query_one("#too-small", Static)
-        tabs = self.query_one("#tabs", TabbedContent)
+        note = self.main_screen.query_one("#too-small", Static)
+        tabs = self.main_screen.query_one("#tabs", TabbedContent)
         if small:
             note.update(Text(f"Terminal too small ({event.size.width}×{event.size.height}); "
                              f"memtop needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}. Data keeps being collected."))
@@ -236,7 +251,7 @@ class MemtopApp(App[int]):
 
     def active_pane(self) -> Pane | None:
         try:
-            tabs = self.query_one("#tabs", TabbedContent)
+            tabs = self.main_screen.query_one("#tabs", TabbedContent)
         except Exception:  # noqa: BLE001
             return None
         active = tabs.active
@@ -244,12 +259,12 @@ class MemtopApp(App[int]):
             return None
         name = active.removeprefix("tab-")
         try:
-            return self.query_one(f"#pane-{name}", Pane)
+            return self.main_screen.query_one(f"#pane-{name}", Pane)
         except Exception:  # noqa: BLE001
             return None
 
     def show_pane(self, name: str) -> None:
-        self.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+        self.main_screen.query_one("#tabs", TabbedContent).active = f"tab-{name}"
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self, _event: TabbedContent.TabActivated) -> None:
@@ -291,8 +306,8 @@ class MemtopApp(App[int]):
         if hdr is not None and hdr.kind == "standin":
             t.append(f"  headers: stand-in {hdr.version}", style="dim")
         t.append(f"  every {self.interval_s:g}s", style="dim")
-        self.query_one("#header", Static).update(t)
-        banner = self.query_one("#banner", Static)
+        self.main_screen.query_one("#header", Static).update(t)
+        banner = self.main_screen.query_one("#banner", Static)
         bpf_err = getattr(self.source, "bpf_error", None)
         if bpf_err is not None:
             b = Text(f" BPF unavailable: {bpf_err.message}. Showing the /proc view. ", style="bold")

@@ -6,7 +6,9 @@ from typing import Any
 
 from memtop import fmt
 from memtop.state import State
+from memtop.state.swapin import SwapinState
 from memtop.state.system import ProcessesState
+from memtop.state.vmscan import ReclaimState
 from memtop.views import Column, Options, View, render_table
 
 SORT_KEYS = (
@@ -20,6 +22,8 @@ SORT_KEYS = (
     "swap_bytes",
     "minor_faults_per_s",
     "major_faults_per_s",
+    "reclaim_stall_ns",
+    "swapin_wait_ns",
 )
 
 
@@ -50,10 +54,16 @@ class ProcessesView(View):
         Column("swap_bytes", "SWAP", fmt.bytes_h),
         Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
         Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
+        Column("reclaim_stall_ns", "RECLAIM", fmt.ns_h),
+        Column("swapin_wait_ns", "SWAPWAIT", fmt.ns_h),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         procs = state.get(ProcessesState)
+        # columns the other probes feed: time stalled in direct/memcg reclaim, time waiting on
+        # swap-ins (totals since memtop started; 0 where the probe saw nothing or is not attached)
+        stall = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
+        swapwait = {pid: r.rec.swapin_wait_ns for pid, r in state.get(SwapinState).rows.items()}
         rows: list[dict[str, Any]] = []
         for pid, r in procs.rows.items():
             s = r.sample
@@ -71,6 +81,8 @@ class ProcessesView(View):
                 "minor_faults_per_s": round(r.minflt_per_s, 3),
                 "major_faults_per_s": round(r.majflt_per_s, 3),
                 "cmdline": s.cmdline,
+                "reclaim_stall_ns": stall.get(pid, 0),
+                "swapin_wait_ns": swapwait.get(pid, 0),
             }
             if matches(row, opts.filter):
                 rows.append(row)

@@ -31,7 +31,7 @@ EXITED_COLUMNS = (
 class ProcessesPane(Pane):
     view_name = "processes"
     order = 10
-    probes = ("procfs", "procmem")
+    probes = ("procfs", "procmem", "vmscan", "swapin")
 
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
