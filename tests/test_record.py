@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kernel import compile_c, kb, memcg, memtop_cmd, proc_status, swapfile, vmstat
 
-from memtop.errors import BadRecording, UnsafePath
+from memtop.errors import BadRecording, MemtopError, UnsafePath
 from memtop.recording import SCHEMA, open_recorder
 from memtop.records import Batch, ProbeStatus
 from memtop.records.system import MemInfo, ProcSample, VmStat
@@ -29,14 +29,20 @@ COMPAT = DATA / "recording-1.0.jsonl.gz"
 MiB = 1 << 20
 
 
-def documents(state: State, pid: int | None) -> dict[str, Any]:
-    """Every registered pane's JSON document, as it would be written (JSON round trip). The
+def documents(state: State, *pids: int | None) -> dict[str, Any]:
+    """Every registered pane's JSON document, as it would be written (JSON round trip): for the
+    whole system and for each of ``pids`` (the drill-in needs one; other panes narrow to it). The
     ``source`` field says live or replay by design, so it is left out of the comparison."""
     out: dict[str, Any] = {}
     for name, cls in views().items():
-        doc = json.loads(json.dumps(cls().document(state, Options(pid=pid))))
-        doc.pop("source", None)
-        out[name] = doc
+        for pid in (None, *pids):
+            try:
+                doc = cls().document(state, Options(pid=pid))
+            except MemtopError:
+                continue  # e.g. the drill-in without a pid
+            doc = json.loads(json.dumps(doc))
+            doc.pop("source", None)
+            out[name if pid is None else f"{name}@{pid}"] = doc
     return out
 
 
@@ -57,14 +63,34 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
-def start_hog(cg: Any, mib: int) -> subprocess.Popen[str]:
-    exe = compile_c("rec_hog")
-    proc = subprocess.Popen([str(exe), str(mib)], stdout=subprocess.PIPE, text=True,
+def start_workload(cg: Any, name: str, *args: str) -> subprocess.Popen[str]:
+    exe = compile_c(name)
+    proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, text=True,
                             preexec_fn=lambda: cg.add(os.getpid()))
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("ready"), line
     return proc
+
+
+def start_hog(cg: Any, mib: int) -> subprocess.Popen[str]:
+    return start_workload(cg, "rec_hog", str(mib))
+
+
+def on_demand_probes(hog_pid: int, leak_pid: int) -> list[Any]:
+    """The drill-in probes on the workload and memleak on the leaker, where this build has them,
+    so the drill-in and leaks documents hold data too (found by name: panes come and go)."""
+    import importlib
+
+    wanted = [("memtop.probes.smaps", "SmapsProbe", hog_pid), ("memtop.probes.faultstack", "FaultStackProbe", hog_pid),
+              ("memtop.probes.growth", "GrowthProbe", leak_pid), ("memtop.probes.memleak", "MemleakProbe", [leak_pid])]
+    out = []
+    for module, cls, arg in wanted:
+        try:
+            out.append(getattr(importlib.import_module(module), cls)(arg))
+        except (ImportError, AttributeError):
+            continue
+    return out
 
 
 # -- live vs replay ------------------------------------------------------------------------------------
@@ -76,6 +102,7 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
     out = tmp_path / "live.jsonl.gz"
     with swapfile(), memcg(100 * MiB, swap=True) as cg:
         hog = start_hog(cg, 300)
+        leak = start_workload(cg, "rec_leak", "65536")
         try:
             before = vmstat()
             live = State(mode="bpf")
@@ -83,7 +110,7 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
             taken_ts: list[int] = []
 
             async def session() -> tuple[int, dict[str, str]]:
-                bridge = Bridge(default_probes())
+                bridge = Bridge(default_probes() + on_demand_probes(hog.pid, leak.pid))
                 # the live state and the recorder see the very same batches, from the first one
                 rec = open_recorder(out, bridge.statuses().values(), interval_s=0.5, mode=bridge.mode)
                 bridge.subscribe(live.apply)
@@ -95,7 +122,7 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
                         await bridge.poll()
                         if i == 7:  # T: the live documents, as a snapshot would write them
                             taken_ts.append(live.ts_ns)
-                            taken.update(documents(live, hog.pid))
+                            taken.update(documents(live, hog.pid, leak.pid))
                         await asyncio.sleep(0.5)
                     end_status = proc_status(hog.pid)
                 finally:
@@ -106,8 +133,9 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
             batches, end_status = asyncio.run(session())
             after = vmstat()
         finally:
-            hog.kill()
-            hog.wait()
+            for p in (hog, leak):
+                p.kill()
+                p.wait()
 
     recording = Recording.load(out)
     assert len(recording.index) == batches == 12  # the bridge's first batch at start, then 11 polls
@@ -118,9 +146,10 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
     # replay up to T: every pane's document equals the live one, row for row, number for number
     replayed = recording.state_at(taken_ts[0])
     assert replayed.ts_ns == taken_ts[0]
-    replayed_docs = documents(replayed, hog.pid)
+    replayed_docs = documents(replayed, hog.pid, leak.pid)
     assert replayed_docs == taken, differences(replayed_docs, taken)[:10]
     assert taken["processes"]["rows"], "no process rows at all"
+    print({name: len(json.dumps(doc)) for name, doc in taken.items()})  # how much each pane compared
 
     # the same through the replay source the TUI uses (seeking back rebuilds from the start)
     src_state = State(mode="replay")
@@ -134,7 +163,7 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
     asyncio.run(src.start())
     src.seek_ns(recording.last_ts_ns)
     src.seek_ns(taken_ts[0])  # backwards
-    src_docs = documents(src_state, hog.pid)
+    src_docs = documents(src_state, hog.pid, leak.pid)
     assert src_docs == taken, differences(src_docs, taken)[:10]
 
     # the recording carries the kernel's counters: vmstat bracketed by /proc/vmstat, and the
@@ -148,7 +177,7 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
     # the workload's memory from the replayed state agrees with /proc/PID/status at the end:
     # anon + swap is its 300 MiB however the kernel split it at that moment
     final = recording.state_at(recording.last_ts_ns)
-    procs = documents(final, hog.pid)["processes"]["rows"]
+    procs = documents(final)["processes"]["rows"]
     row = next(r for r in procs if r["pid"] == hog.pid)
     kernel_total = kb(end_status, "RssAnon") + kb(end_status, "VmSwap")
     assert abs((row["anon_bytes"] + row["swap_bytes"]) - kernel_total) < 0.05 * kernel_total
@@ -304,6 +333,7 @@ def test_schema_1_0_recording_keeps_loading() -> None:
     assert len(rec.index) >= 5
     state = rec.state_at(rec.last_ts_ns)
     docs = documents(state, rec.header["workloads"]["hog"])
+    assert f"process@{rec.header['workloads']['hog']}" in docs
     assert docs["processes"]["rows"]
     assert state.statuses, "probe statuses were recorded"
 
@@ -358,7 +388,7 @@ def test_snapshot_from_replay_every_pane(tmp_path: Path) -> None:
     rec = Recording.load(COMPAT)
     at = rec.duration_s / 2
     target_ts = max(ts for ts in rec.index if ts <= rec.ts_at(at))
-    expect = documents(rec.state_at(target_ts), rec.header["workloads"]["hog"])
+    expect = documents(rec.state_at(target_ts))
     for name in views():
         if name == "process":
             continue  # needs --pid: covered by the screenshots script
