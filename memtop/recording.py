@@ -20,6 +20,7 @@ when the recorder closes (on the end of ``--duration``, Ctrl-C, SIGTERM or ``R``
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memtop import __version__, files
-from memtop.errors import UnsafePath
+from memtop.errors import MemtopError, UnsafePath
 from memtop.records import Batch, ProbeStatus, Record, to_json
 
 MAGIC = "memtop-recording"
@@ -145,7 +146,15 @@ class Recorder:
         records = batch.records
         if self._prelude:
             records, self._prelude = self._prelude + records, ()
-        self._write(_line({"ts_ns": batch.ts_ns, "records": [to_json(r) for r in records]}))
+        try:
+            self._write(_line({"ts_ns": batch.ts_ns, "records": [to_json(r) for r in records]}))
+        except OSError as exc:  # disk full, I/O error: stop, keep what was written
+            self.closed = True
+            with contextlib.suppress(OSError):
+                self._writer.file.close()
+            self._writer.done = True
+            raise MemtopError(f"recording to {self.path} stopped: {exc.strerror or exc}",
+                              f"the samples so far are in {self.tmp_path} (replay it with --salvage)") from exc
         if not self.batches:
             self.first_ts_ns = batch.ts_ns
         self.batches += 1
@@ -174,9 +183,10 @@ class Recorder:
             f.flush()
             os.fsync(f.fileno())
             f.close()
-        except BaseException:
-            self._writer.abort()
-            raise
+        except OSError as exc:
+            self._writer.done = True
+            raise MemtopError(f"finishing {self.path} failed: {exc.strerror or exc}",
+                              f"the samples so far are in {self.tmp_path} (replay it with --salvage)") from exc
         self._writer.done = True
         try:
             files.check_target(self.path, self.force)

@@ -413,3 +413,31 @@ def test_parse_time() -> None:
     for bad in ("", "x", "1::2", "-1", "1:2:3:4"):
         with pytest.raises(ValueError):
             parse_time(bad)
+
+
+def test_disk_full_keeps_what_was_written(tmp_path: Path) -> None:
+    """A full disk stops the recording with a message; the samples written so far stay readable."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    from memtop.errors import MemtopError as Err
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        rec = open_recorder(mnt / "full.jsonl.gz", interval_s=1.0)
+        procs = tuple(ProcSample(pid, os.urandom(6).hex(), "u", 0, pid * 4096, 0, 0, 0, pid, 0)
+                      for pid in range(1, 200))  # random names: barely compressible
+        written = 0
+        with pytest.raises(Err) as info:
+            for i in range(10_000):
+                rec.write(Batch(ts_ns=i + 1, records=procs))
+                written += 1
+        assert "stopped" in info.value.message and str(rec.tmp_path) in info.value.hint
+        assert written > 0
+        rec.write(Batch(ts_ns=10**9, records=()))  # a stopped recorder ignores the rest
+        kept = Recording.load(rec.tmp_path, salvage=True)
+        assert 0 < len(kept.index) <= written
+        assert kept.index == list(range(1, len(kept.index) + 1))
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)

@@ -420,7 +420,11 @@ class MemtopApp(App[int]):
     # -- record / replay (memtop/ui/recplay.py) ----------------------------------------------------
     def _record_batch(self, batch: Any) -> None:
         if self.recorder is not None:
-            self.recorder.write(batch)
+            try:
+                self.recorder.write(batch)
+            except MemtopError as exc:  # disk full and the like: the session goes on
+                self.recorder = None
+                self.notify(str(exc), severity="error", timeout=10, markup=False)
 
     def reset_state(self) -> None:
         """Start the state afresh, in place (every holder of ``app.state`` sees it): a replay
