@@ -40,7 +40,7 @@ class LeaksState(SubState):
         self.stacks: dict[tuple[int, int], StackRow] = {}
         self.ts_ns = 0
 
-    def apply(self, batch: Batch, state: "State") -> None:
+    def apply(self, batch: Batch, state: State) -> None:
         ts = batch.ts_ns
         seen = False
         for rec in batch.records:
