@@ -4,7 +4,7 @@
 timestamp of each batch, so memory stays small whatever the length; batches are decoded again,
 streaming, whenever they are needed. Records of kinds this version does not know are skipped and
 counted; fields it does not know are ignored; missing optional ones take their defaults
-(:func:`memtop.records.from_json`).
+(:func:`decode_record`, the same rules as :func:`memtop.records.from_json`).
 
 :class:`ReplaySource` plays the batches against the clock (``speed`` × real time), and can pause,
 step one batch, jump and go to a time. State is pure, so going back means starting again: the
@@ -13,9 +13,11 @@ subscribers are told to reset (``on_reset``) and the batches up to the target ar
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import time
+import typing
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -26,7 +28,7 @@ from typing import IO, Any
 from memtop.errors import BadRecording
 from memtop.probes.base import Probe
 from memtop.recording import MAGIC, SCHEMA
-from memtop.records import KIND_KEY, RECORD_TYPES, Batch, Record, from_json
+from memtop.records import KIND_KEY, RECORD_TYPES, Batch, Record, _tupled
 
 Subscriber = Callable[[Batch], None]
 
@@ -291,9 +293,46 @@ def _check_record(r: Any, skipped: Skipped) -> None:
         skipped.kinds[kind] += 1
     else:
         try:
-            from_json(r)
+            decode_record(r)
         except (ValueError, TypeError):
             skipped.malformed += 1
+
+
+_Plan = tuple[type[Record], tuple[tuple[str, Any, bool], ...]]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(kind: str) -> _Plan:
+    """Per record kind: (class, ((field, type hint, required), ...)), computed once."""
+    plan = _PLANS.get(kind)
+    if plan is None:
+        cls = RECORD_TYPES[kind]
+        hints = typing.get_type_hints(cls)
+        fields = tuple(
+            (f.name, hints.get(f.name),
+             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        )
+        plan = _PLANS[kind] = (cls, fields)
+    return plan
+
+
+def decode_record(data: dict[str, Any]) -> Record:
+    """:func:`memtop.records.from_json`, same result, several times faster: a replay decodes every
+    record again on each seek backwards. Unknown fields are ignored, missing optional ones take
+    their defaults; an unknown kind or a missing required field raises ``ValueError``."""
+    kind = data.get(KIND_KEY)
+    if not isinstance(kind, str) or kind not in RECORD_TYPES:
+        raise ValueError(f"unknown record kind {kind!r}")
+    cls, fields = _plan(kind)
+    kwargs: dict[str, Any] = {}
+    for name, hint, required in fields:
+        if name in data:
+            v = data[name]
+            kwargs[name] = _tupled(v, hint) if isinstance(v, list) else v
+        elif required:
+            raise ValueError(f"record {kind!r} lacks field {name!r}")
+    return cls(**kwargs)
 
 
 def _decode(recs: list[Any]) -> tuple[Record, ...]:
@@ -301,7 +340,7 @@ def _decode(recs: list[Any]) -> tuple[Record, ...]:
     for r in recs:
         if isinstance(r, dict) and r.get(KIND_KEY) in RECORD_TYPES:
             try:
-                out.append(from_json(r))
+                out.append(decode_record(r))
             except (ValueError, TypeError):
                 continue
     return tuple(out)
