@@ -352,6 +352,12 @@ def run_batch(args: argparse.Namespace) -> int:
 
             check_pid(args.pid, args.proc_root)
             probes = default_probes(args.proc_root, bpf=not args.no_bpf)
+            if args.leaks:  # `--batch --pane leaks --leaks PID`: the on-demand memleak probe
+                for pid in args.leaks:
+                    check_pid(pid, args.proc_root)
+                from memtop.probes.memleak import MemleakProbe  # type: ignore[import-not-found,unused-ignore]
+
+                probes.append(MemleakProbe(args.leaks))
             asyncio.run(batch_live(probes, view, opts, interval_s=args.interval, count=args.count,
                                    as_json=args.json))
     except BrokenPipeError:

@@ -125,6 +125,11 @@ class GotoScreen(ModalScreen[float | None]):
     """Ask for a time in the recording: SS, MM:SS or H:MM:SS from its start."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+    DEFAULT_CSS = """
+    GotoScreen { align: center middle; }
+    GotoScreen > #goto-label { width: 70; height: auto; padding: 1 2 0 2; background: $panel; }
+    GotoScreen > #goto-input { width: 70; }
+    """
 
     def __init__(self, duration_s: float) -> None:
         super().__init__()
