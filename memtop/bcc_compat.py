@@ -61,8 +61,8 @@ def ensure_headers() -> headers.HeaderInfo:
         info = headers.find_headers()
         if info.kind == "missing":
             raise NoHeaders(f"no kernel headers for {info.release}", info.hint)
-        headers.apply(info)
         _header_info = info
+    headers.apply(_header_info)  # every time: nothing else may have repointed BCC meanwhile
     return _header_info
 
 

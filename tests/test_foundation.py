@@ -115,9 +115,9 @@ def test_headers_standin_merges_split_debian_tree(tmp_path: Path, monkeypatch: p
     assert (merged / "include" / "generated" / "autoconf.h").exists()
     assert (merged / "Makefile").read_text() == "arch\n"  # arch wins over common
     assert "stand-in" in info.summary
+    monkeypatch.delenv("BCC_KERNEL_SOURCE", raising=False)  # restored to the real value afterwards
     headers.apply(info)
     assert os.environ["BCC_KERNEL_SOURCE"] == info.path
-    monkeypatch.delenv("BCC_KERNEL_SOURCE")
 
 
 def test_headers_ubuntu_layout_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
