@@ -7,9 +7,12 @@
 // /proc/PID/stat except for faults taken on behalf of get_user_pages (no regs, no event).
 //
 // Context fields only (struct bpf_perf_event_data is uapi and rewritten by the verifier): the
-// fault address is ctx->addr. Mappings are resolved in kernel against a sorted range table that
-// user space fills from /proc/PID/maps (binary search); addresses in mappings newer than the
-// table go to a small `unresolved` hash that user space drains and resolves itself. Those are
+// fault address is ctx->addr. Mappings are resolved in kernel: first against the target's last
+// RECENT mmap() results (a ring filled from sys_exit_mmap, newest first, so a mapping that
+// replaced an older one at the same address wins, and short-lived mappings are still named),
+// then against a sorted range table that user space fills from /proc/PID/maps (binary search).
+// Addresses in neither (heap grown by brk, stack growth, mremap) go to a small `unresolved` hash
+// that user space drains and resolves itself. Those are
 // tagged with the count of mapping removals so far (munmap, mremap, mmap MAP_FIXED of the target,
 // seen on syscall tracepoints filtered to TARGET_PID): an address is resolved against a later read
 // of /proc/PID/maps only if no mapping was removed in between, so a reused address is never
@@ -25,6 +28,12 @@
 #endif
 #ifndef MAX_STACKS
 #define MAX_STACKS 4096
+#endif
+#ifndef RECENT
+#define RECENT 32  // power of two
+#endif
+#ifndef MAX_RECENT_COUNTS
+#define MAX_RECENT_COUNTS 4096
 #endif
 #ifndef MAX_RANGES
 #define MAX_RANGES 16384
@@ -63,6 +72,18 @@ struct fcount_t {
     u64 major;
 };
 
+struct recent_t {
+    u64 start;
+    u64 end;
+    u64 seq;
+    u64 flags;  // mmap flags (MAP_ANONYMOUS = 0x20)
+};
+
+struct mmap_args_t {
+    u64 len;
+    u64 flags;
+};
+
 struct addr_key_t {
     u64 addr;  // page address, or region number in `coarse`
     u64 gen;   // mapping removals seen before the fault
@@ -79,6 +100,13 @@ BPF_HASH(unresolved, struct addr_key_t, struct fcount_t, MAX_UNRESOLVED);
 BPF_HASH(coarse, struct addr_key_t, struct fcount_t, MAX_COARSE);
 // mapping removals of the target so far
 BPF_ARRAY(unmap_gen, u64, 1);
+// the target's last RECENT successful mmap() calls, slot = seq % RECENT
+BPF_ARRAY(recent, struct recent_t, RECENT);
+BPF_ARRAY(recent_head, u64, 1);  // mmap() calls seen (the next seq)
+// every mapping made while attached, by seq (for user space to name), and faults in it
+BPF_TABLE("lru_hash", u64, struct recent_t, recent_info, MAX_RECENT_COUNTS);
+BPF_HASH(recent_counts, u64, struct fcount_t, MAX_RECENT_COUNTS);
+BPF_TABLE("lru_hash", u32, struct mmap_args_t, mmap_pending, 1024);
 // [0] = stack-count inserts that failed (map full), [1] = address inserts that failed
 BPF_PERCPU_ARRAY(lost, u64, 2);
 
@@ -95,7 +123,40 @@ static __always_inline void add_fcount(struct fcount_t *c, u32 kind) {
         __sync_fetch_and_add(&c->minor, 1);
 }
 
+static __always_inline int by_recent(u64 addr, u32 kind) {
+    int zero = 0;
+    u64 *hp = recent_head.lookup(&zero);
+    u64 head = hp ? *hp : 0;
+    for (int i = 0; i < RECENT; i++) {
+        if ((u64)i >= head)
+            break;
+        u64 seq = head - 1 - i;
+        u32 slot = seq & (RECENT - 1);
+        struct recent_t *r = recent.lookup(&slot);
+        if (!r || r->seq != seq)
+            continue;
+        if (addr >= r->start && addr < r->end) {
+            struct fcount_t *c = recent_counts.lookup(&seq);
+            if (c) {
+                add_fcount(c, kind);
+                return 1;
+            }
+            struct fcount_t init = {};
+            if (kind == KIND_MAJ)
+                init.major = 1;
+            else
+                init.minor = 1;
+            if (recent_counts.update(&seq, &init) == 0)
+                return 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
 static __always_inline void by_mapping(u64 addr, u32 kind) {
+    if (by_recent(addr, kind))
+        return;
     int zero = 0;
     u32 *np = nranges.lookup(&zero);
     u32 lo = 0, hi = np ? *np : 0;
@@ -187,7 +248,40 @@ TRACEPOINT_PROBE(syscalls, sys_enter_mremap) {
 }
 
 TRACEPOINT_PROBE(syscalls, sys_enter_mmap) {
+    if ((bpf_get_current_pid_tgid() >> 32) != TARGET_PID)
+        return 0;
     if (args->flags & 0x10)  // MAP_FIXED: replaces whatever was there
         mapping_removed();
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct mmap_args_t a = {};
+    a.len = args->len;
+    a.flags = args->flags;
+    mmap_pending.update(&tid, &a);
+    return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_exit_mmap) {
+    if ((bpf_get_current_pid_tgid() >> 32) != TARGET_PID)
+        return 0;
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    struct mmap_args_t *a = mmap_pending.lookup(&tid);
+    if (!a)
+        return 0;
+    struct recent_t r = {};
+    r.start = (u64)args->ret;
+    r.end = r.start + ((a->len + 0xfff) & ~0xfffULL);
+    r.flags = a->flags;
+    mmap_pending.delete(&tid);
+    long ret = args->ret;
+    if (ret < 0 && ret > -4096)
+        return 0;
+    int zero = 0;
+    u64 *hp = recent_head.lookup(&zero);
+    if (!hp)
+        return 0;
+    r.seq = __sync_fetch_and_add(hp, 1);
+    u32 slot = r.seq & (RECENT - 1);
+    recent_info.update(&r.seq, &r);
+    recent.update(&slot, &r);
     return 0;
 }

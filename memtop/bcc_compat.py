@@ -245,7 +245,7 @@ def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
     cap = int(t.max_entries)
     keys = (t.Key * cap)()
     values = (t.Leaf * cap)()
-    in_batch, out_batch, cnt = ct.c_uint64(0), ct.c_uint64(0), ct.c_uint32(0)
+    in_batch, out_batch, cnt = ct.c_uint32(0), ct.c_uint32(0), ct.c_uint32(0)
     total = 0
     fn = bcc.libbcc.lib.bpf_lookup_and_delete_batch
     while total < cap:

@@ -122,6 +122,8 @@ def test_fault_stacks_match_minflt(workload: Workload, tmp_path: Path) -> None:
         reader = sum(r["count"] for r in doc["rows"] if r["frames"][0].startswith("read_file_pages+"))
         assert reader >= 1 and by_path[str(data)]["count"] == reader
         assert not files["lost"]
+        # the touched area was mapped while attached and unmapped before the poll: still named
+        assert by_path["[anon]"]["count"] >= top["count"]
 
         print(f"\nminflt delta {delta}, top stack {top['count']} ({top['count'] / delta:.4f}), "
               f"all stacks {counted_min}; {data.name}: {by_path[str(data)]['count']} faults")
@@ -367,3 +369,53 @@ async def test_m_opens_memleak_for_this_pid(tmp_path: Path, no_bpf: None, monkey
             assert calls == [202]
         else:
             assert any("not available yet" in str(n.message) for n in app._notifications)
+
+
+@pytest.mark.bpf
+async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> None:
+    from memtop.probes.procmem import ProcmemProbe
+    from memtop.ui.app import MemtopApp
+    from memtop.ui.screens.process import ProcessScreen
+
+    def perf_fds() -> int:
+        n = 0
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                n += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[perf_event]"
+            except OSError:
+                pass
+        return n
+
+    from memtop.ui.panes.base import DrillIn
+
+    bridge = Bridge([ProcfsProbe(), ProcmemProbe()])
+    app = MemtopApp(bridge)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await bridge.wait_settled(120)
+        before = perf_fds()  # procmem's tracepoints
+        app.post_message(DrillIn(workload.pid))
+        await pilot.pause(0.2)
+        await bridge.wait_settled(120)
+        await pilot.pause(0.2)
+        screen = app.screen
+        assert isinstance(screen, ProcessScreen)
+        st = bridge.statuses()
+        assert all(st[n].state == "attached" for n in ("faultstack", "growth", "smaps")), st
+        fs = bridge.probe("faultstack")
+        assert fs is not None and perf_fds() >= before + 2  # min + maj on the one thread
+        workload.do("touch")
+        tick(app)
+        await pilot.pause(0.2)
+        doc = screen.snapshot_document(app.state)
+        assert doc["section"] == "history"
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        doc = screen.snapshot_document(app.state)
+        assert doc["rows"] and doc["rows"][0]["frames"][0].startswith("touch_pages+")
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ProcessScreen)
+        names = [p.name for p in bridge.probes]
+        assert not {"faultstack", "growth", "smaps"} & set(names)
+        assert fs.bpf is None  # type: ignore[attr-defined]
+        assert perf_fds() == before

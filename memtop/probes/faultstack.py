@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import time
 from typing import Any
 
@@ -28,11 +29,15 @@ RANGE_STEPS = 15  # log2(MAX_RANGES) + 1 binary-search steps
 MAX_PATHS = 4096
 MAX_UNRESOLVED = 65536
 MAX_COARSE = 4096
+RECENT = 32  # power of two: the last mmap() results checked first on a fault
+MAX_RECENT_COUNTS = 4096
+MAP_ANONYMOUS = 0x20
 COARSE_SHIFT = 21
 
 
 UNMAPPED = "[unmapped before it was read]"
 CHANGED = "[mapping changed before it was read]"
+FILE_GONE = "[file mapping, unmapped before it was read]"
 
 
 class _Range(ctypes.Structure):
@@ -52,12 +57,16 @@ class FaultStackProbe(BpfProbe):
     program = "faultstack"
     features = ("perf_events",)
     # mapping removals (so a reused address is never charged to the wrong file)
-    tracepoints = ("syscalls:sys_enter_munmap", "syscalls:sys_enter_mremap", "syscalls:sys_enter_mmap")
+    # mmap results and mapping removals of the target (filtered in kernel to it)
+    tracepoints = ("syscalls:sys_enter_munmap", "syscalls:sys_enter_mremap", "syscalls:sys_enter_mmap",
+                   "syscalls:sys_exit_mmap")
     panes = ("process",)
     cadence_s = 1.0
 
     def __init__(self, pid: int, proc_root: str = "/proc") -> None:
         super().__init__()
+        # the bridge may close a probe (screen closed) while a worker thread polls it
+        self._lock = threading.Lock()
         self.pid = pid
         self.proc_root = proc_root
         self._fds: dict[int, list[int]] = {}  # tid -> perf event fds
@@ -76,7 +85,8 @@ class FaultStackProbe(BpfProbe):
 
     def cflags(self) -> list[str]:
         return [f"-DTARGET_PID={self.pid}", f"-DMAX_STACKS={MAX_STACKS}", f"-DMAX_RANGES={MAX_RANGES}", f"-DRANGE_STEPS={RANGE_STEPS}",
-                f"-DMAX_PATHS={MAX_PATHS}", f"-DMAX_UNRESOLVED={MAX_UNRESOLVED}", f"-DMAX_COARSE={MAX_COARSE}"]
+                f"-DMAX_PATHS={MAX_PATHS}", f"-DMAX_UNRESOLVED={MAX_UNRESOLVED}", f"-DMAX_COARSE={MAX_COARSE}",
+                f"-DRECENT={RECENT}", f"-DMAX_RECENT_COUNTS={MAX_RECENT_COUNTS}"]
 
     def note(self) -> str:
         return f"pid {self.pid}, {len(self._fds)} thread(s)"
@@ -160,14 +170,32 @@ class FaultStackProbe(BpfProbe):
         self.bpf["nranges"][ctypes.c_uint32(0)] = ctypes.c_uint32(n)
 
     def _drain(self, table_name: str, shift: int) -> list[tuple[int, int, int, int]]:
-        table = self.bpf[table_name]
-        items = [(k, int(k.addr) << shift, int(k.gen), int(v.minor), int(v.major)) for k, v in table.items()]
-        for k, *_ in items:
+        return [(int(k.addr) << shift, int(k.gen), int(v.minor), int(v.major))
+                for k, v in bcc_compat.map_drain(self.bpf, table_name)]
+
+    def _drain_recent(self) -> list[tuple[int, int, int, int, int]]:
+        """Faults in mappings made while attached: (start, end, mmap flags, minor, major); flags -1
+        when the mapping's record was evicted."""
+        out = []
+        info = self.bpf["recent_info"]
+        for k, v in bcc_compat.map_drain(self.bpf, "recent_counts"):
             try:
-                del table[k]
+                r = info[info.Key(k) if isinstance(k, int) else k]
+                out.append((int(r.start), int(r.end), int(r.flags), int(v.minor), int(v.major)))
             except KeyError:
-                pass
-        return [tuple(i[1:]) for i in items]  # type: ignore[misc]
+                out.append((0, 0, -1, int(v.minor), int(v.major)))
+        return out
+
+    def _name_recent(self, start: int, end: int, flags: int) -> str:
+        """Anonymous (from the mmap flags), or the file still mapped over that range now."""
+        if flags < 0:
+            return "[mapping made while attached]"
+        if flags & MAP_ANONYMOUS:
+            return "[anon]"
+        m = self._amap.find(start) if self._amap is not None else None
+        if m is not None and m.path.startswith("/") and m.start <= start and end <= m.end:
+            return m.path
+        return FILE_GONE
 
     def _drain_unresolved(self) -> list[tuple[int, int, int, int]]:
         return self._drain("unresolved", 0) + self._drain("coarse", COARSE_SHIFT)
@@ -188,10 +216,13 @@ class FaultStackProbe(BpfProbe):
 
     # -- poll -----------------------------------------------------------------------------------
     def poll(self) -> list[Record]:
-        if self.bpf is None:
-            return []
+        with self._lock:
+            return self._poll() if self.bpf is not None else []
+
+    def _poll(self) -> list[Record]:
         out: list[Record] = []
         pending = self._drain_unresolved()
+        recent = self._drain_recent()
         alive = is_alive(self.pid, self.proc_root)
         if alive:
             self._attach_threads()
@@ -200,6 +231,10 @@ class FaultStackProbe(BpfProbe):
             self._gone = True
             out.append(TargetGone(self.pid, time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
         self._resolve(pending)
+        for start, end, flags, mn, mj in recent:
+            c = self._user_counts.setdefault(self._name_recent(start, end, flags), [0, 0])
+            c[0] += mn
+            c[1] += mj
         # stacks
         per_stack: dict[int, list[int]] = {}
         for k, v in self.bpf["counts"].items():
@@ -248,12 +283,13 @@ class FaultStackProbe(BpfProbe):
         return self._sym.frames(addrs)
 
     def close(self) -> None:
-        for fds in self._fds.values():
-            for fd in fds:
-                try:
-                    bcc_compat.close_perf_event_fd(fd)
-                except Exception:  # noqa: BLE001 - every exit path
-                    pass
-        self._fds = {}
-        self._sym.close()
-        super().close()
+        with self._lock:
+            for fds in self._fds.values():
+                for fd in fds:
+                    try:
+                        bcc_compat.close_perf_event_fd(fd)
+                    except Exception:  # noqa: BLE001 - every exit path
+                        pass
+            self._fds = {}
+            self._sym.close()
+            super().close()

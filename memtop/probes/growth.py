@@ -10,6 +10,7 @@ yet), then learnt exactly from every brk() the kernel returns.
 from __future__ import annotations
 
 import ctypes
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class GrowthProbe(BpfProbe):
 
     def __init__(self, pid: int = 0, proc_root: str = "/proc") -> None:
         super().__init__()
+        # the bridge may close a probe (screen closed) while a worker thread polls it
+        self._lock = threading.Lock()
         self.pid = pid
         self.proc_root = proc_root
         self._sym = Symbolizer(pid, proc_root)
@@ -84,8 +87,10 @@ class GrowthProbe(BpfProbe):
             self.bpf["cur_brk"][ctypes.c_int(0)] = _Brk(brk, 1)
 
     def poll(self) -> list[Record]:
-        if self.bpf is None:
-            return []
+        with self._lock:
+            return self._poll() if self.bpf is not None else []
+
+    def _poll(self) -> list[Record]:
         out: list[Record] = []
         alive = is_alive(self.pid, self.proc_root)
         if not alive and not self._gone:
@@ -119,5 +124,6 @@ class GrowthProbe(BpfProbe):
         return self._sym.frames(addrs)
 
     def close(self) -> None:
-        self._sym.close()
-        super().close()
+        with self._lock:
+            self._sym.close()
+            super().close()

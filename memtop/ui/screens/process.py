@@ -17,6 +17,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tree
 from textual.widgets.tree import TreeNode
@@ -196,6 +197,12 @@ class ProcessScreen(Screen[None]):
 
     def refresh_from(self, state: State) -> None:
         self.state = state
+        try:
+            self._draw(state)
+        except NoMatches:  # not composed yet, or being torn down (the app's timer may still fire)
+            return
+
+    def _draw(self, state: State) -> None:
         self._draw_header(state)
         sec = self.section
         if sec == "history":
