@@ -56,6 +56,8 @@ class Bridge:
         self._last_poll: dict[str, float] = {}
         self._pending_status: list[Record] = []
         self._lock = threading.Lock()
+        # held while probes are polled, so a probe is never closed under a poll in the worker thread
+        self._poll_lock = threading.Lock()
         self._queue: list[Probe] = []
         self._loader: asyncio.Task[None] | None = None
         self._polling = False
@@ -117,8 +119,9 @@ class Bridge:
             self._attached = [p for p in self._attached if p.name != name]
             self._queue = [p for p in self._queue if p.name != name]
             self.probes = [p for p in self.probes if p.name != name]
-        for p in victims:
-            p.close()
+        with self._poll_lock:
+            for p in victims:
+                p.close()
         self._set_status(ProbeStatus(name, "detached", "detached"))
 
     def probe(self, name: str) -> Probe | None:
@@ -190,7 +193,18 @@ class Bridge:
         now = time.monotonic()
         with self._lock:
             probes = list(self._attached)
+        with self._poll_lock:
+            records.extend(self._poll_probes(probes, now, force))
+        with self._lock:
+            status, self._pending_status = self._pending_status, []
+        return Batch(ts_ns=now_ns(), records=tuple(status) + tuple(records))
+
+    def _poll_probes(self, probes: list[Probe], now: float, force: bool) -> list[Record]:
+        records: list[Record] = []
         for p in probes:
+            with self._lock:
+                if p not in self._attached:  # removed since the list was taken
+                    continue
             last = self._last_poll.get(p.name, 0.0)
             if not force and now - last < p.cadence_s * 0.9:
                 continue
@@ -204,9 +218,7 @@ class Bridge:
                     if p in self._attached:
                         self._attached.remove(p)
                 p.close()
-        with self._lock:
-            status, self._pending_status = self._pending_status, []
-        return Batch(ts_ns=now_ns(), records=tuple(status) + tuple(records))
+        return records
 
     def publish(self, batch: Batch) -> None:
         for fn in self._subs:
@@ -237,8 +249,14 @@ class Bridge:
         with self._lock:
             probes, self._attached = list(self._attached), []
             self._queue.clear()
-        for p in probes:
-            p.close()
+        # a poll still running in a worker finishes first (bounded: polls only read maps)
+        acquired = self._poll_lock.acquire(timeout=5)
+        try:
+            for p in probes:
+                p.close()
+        finally:
+            if acquired:
+                self._poll_lock.release()
 
     async def stop(self) -> None:
         self._stopped = True
