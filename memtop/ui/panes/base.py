@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import on
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
@@ -130,3 +132,66 @@ def fill_table(
 
 class StatusLine(Static):
     pass
+
+
+class SortableTablePane(Pane):
+    """A pane whose main DataTable sorts by column: `<`/`>` step through ``sort_keys``, a header
+    click or a letter binding sorts by that column (again: reverse), `r` reverses, `j`/`k` move.
+    Subclasses set ``table_id``, ``sort_keys`` and ``default_sort``, and add their own bindings;
+    ``refresh_from`` must store the state in ``self._state`` so a key redraws at once."""
+
+    table_id: ClassVar[str] = ""
+    sort_keys: ClassVar[tuple[str, ...]] = ()
+    default_sort: ClassVar[str] = ""
+    #: columns that sort ascending on first press (names, pids); numbers sort largest first
+    ascending: ClassVar[tuple[str, ...]] = ("pid", "user", "comm")
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
+        Binding("greater_than_sign", "sort(1)", "Sort →"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opts.sort = self.default_sort
+        self._state: State | None = None
+
+    def table(self) -> DataTable[Any]:
+        return self.query_one(f"#{self.table_id}", DataTable)
+
+    def focus_default(self) -> None:
+        self.table().focus()
+
+    def _redraw(self) -> None:
+        if self._state is not None:
+            self.refresh_from(self._state)
+
+    def action_sort(self, step: int) -> None:
+        keys = list(self.sort_keys)
+        cur = keys.index(self.opts.sort) if self.opts.sort in keys else keys.index(self.default_sort)
+        self.opts.sort = keys[(cur + step) % len(keys)]
+        self._redraw()
+
+    def action_sort_by(self, key: str) -> None:
+        if self.opts.sort == key:
+            self.opts.reverse = not self.opts.reverse
+        else:
+            self.opts.sort, self.opts.reverse = key, key not in self.ascending
+        self._redraw()
+
+    def action_reverse(self) -> None:
+        self.opts.reverse = not self.opts.reverse
+        self._redraw()
+
+    def action_cursor(self, step: int) -> None:
+        table = self.table()
+        table.move_cursor(row=max(0, table.cursor_row + step))
+
+    @on(DataTable.HeaderSelected)
+    def _header_sort(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if event.data_table.id == self.table_id and key in self.sort_keys:
+            self.action_sort_by(key)

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.state.system import ProcessesState
-from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views import Column
 from memtop.views.processes import SORT_KEYS
 
@@ -28,29 +28,22 @@ EXITED_COLUMNS = (
 )
 
 
-class ProcessesPane(Pane):
+class ProcessesPane(SortableTablePane):
     view_name = "processes"
+    table_id = "processes-table"
+    sort_keys = SORT_KEYS
+    default_sort = "rss_bytes"
     order = 10
     probes = ("procfs", "procmem", "vmscan", "swapin")
 
     BINDINGS = [
         Binding("slash", "filter", "Filter"),
-        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
-        Binding("greater_than_sign", "sort(1)", "Sort →"),
-        Binding("r", "reverse", "Reverse"),
         Binding("M", "sort_by('rss_bytes')", "Sort RSS", show=False),
         Binding("P", "sort_by('pid')", "Sort PID", show=False),
         Binding("F", "sort_by('minor_faults_per_s')", "Sort faults", show=False),
         Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False),
-        Binding("j", "cursor(1)", "Down", show=False),
-        Binding("k", "cursor(-1)", "Up", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.opts.sort = "rss_bytes"
-        self._state: State | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="processes-status", classes="pane-status")
@@ -87,10 +80,6 @@ class ProcessesPane(Pane):
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
 
-    def _redraw(self) -> None:
-        if self._state is not None:
-            self.refresh_from(self._state)
-
     def selected_pid(self) -> int | None:
         table = self.query_one("#processes-table", DataTable)
         if not table.row_count:
@@ -102,27 +91,6 @@ class ProcessesPane(Pane):
         return int(key) if key is not None else None
 
     # -- actions ----------------------------------------------------------------------------------
-    def action_sort(self, step: int) -> None:
-        keys = list(SORT_KEYS)
-        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 3
-        self.opts.sort = keys[(cur + step) % len(keys)]
-        self._redraw()
-
-    def action_sort_by(self, key: str) -> None:
-        if self.opts.sort == key:
-            self.opts.reverse = not self.opts.reverse
-        else:
-            self.opts.sort, self.opts.reverse = key, key not in ("pid", "user", "comm")
-        self._redraw()
-
-    def action_reverse(self) -> None:
-        self.opts.reverse = not self.opts.reverse
-        self._redraw()
-
-    def action_cursor(self, step: int) -> None:
-        table = self.query_one("#processes-table", DataTable)
-        table.move_cursor(row=max(0, table.cursor_row + step))
-
     def action_filter(self) -> None:
         box = self.query_one("#processes-filter", Input)
         box.remove_class("hidden")
@@ -150,12 +118,6 @@ class ProcessesPane(Pane):
     def _filter_live(self, event: Input.Changed) -> None:
         self.opts.filter = event.value.strip()
         self._redraw()
-
-    @on(DataTable.HeaderSelected, "#processes-table")
-    def _header(self, event: DataTable.HeaderSelected) -> None:
-        key = str(event.column_key.value)
-        if key in SORT_KEYS:
-            self.action_sort_by(key)
 
     @on(DataTable.RowSelected, "#processes-table")
     def _row(self, event: DataTable.RowSelected) -> None:

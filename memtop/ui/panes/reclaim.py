@@ -3,8 +3,6 @@ Enter drills in) and a scrolling list of recent episodes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -14,35 +12,28 @@ from textual.widgets import DataTable, Static
 
 from memtop.records.vmscan import RECLAIM_KINDS
 from memtop.state import State
-from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
 from memtop.views.vmscan import render_hist
 
 KIND_CYCLE = ("",) + RECLAIM_KINDS
 
 
-class ReclaimPane(Pane):
+class ReclaimPane(SortableTablePane):
     view_name = "reclaim"
+    table_id = "reclaim-procs"
+    sort_keys = SORT_KEYS
+    default_sort = "total_ns"
     order = 30
     probes = ("vmscan",)
 
     BINDINGS = [
-        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
-        Binding("greater_than_sign", "sort(1)", "Sort →"),
-        Binding("r", "reverse", "Reverse"),
         Binding("K", "kind", "Kind"),
         Binding("T", "sort_by('total_ns')", "Sort total", show=False),
         Binding("X", "sort_by('max_ns')", "Sort max", show=False),
         Binding("E", "sort_by('events')", "Sort count", show=False),
         Binding("P", "sort_by('pid')", "Sort PID", show=False),
-        Binding("j", "cursor(1)", "Down", show=False),
-        Binding("k", "cursor(-1)", "Up", show=False),
     ]
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.opts.sort = "total_ns"
-        self._state: State | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="reclaim-status", classes="pane-status")
@@ -86,45 +77,11 @@ class ReclaimPane(Pane):
         events = [dict(e, key=f"{e['ts_ns']}-{e['pid']}") for e in doc["events"][:EVENTS_SHOWN]]
         fill_table(self.query_one("#reclaim-events", DataTable), self.view.event_columns, events, "key")
 
-    def _redraw(self) -> None:
-        if self._state is not None:
-            self.refresh_from(self._state)
-
-    def focus_default(self) -> None:
-        self.query_one("#reclaim-procs", DataTable).focus()
-
     # -- actions ----------------------------------------------------------------------------------
-    def action_sort(self, step: int) -> None:
-        keys = list(SORT_KEYS)
-        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 3
-        self.opts.sort = keys[(cur + step) % len(keys)]
-        self._redraw()
-
-    def action_sort_by(self, key: str) -> None:
-        if self.opts.sort == key:
-            self.opts.reverse = not self.opts.reverse
-        else:
-            self.opts.sort, self.opts.reverse = key, key not in ("pid", "comm")
-        self._redraw()
-
-    def action_reverse(self) -> None:
-        self.opts.reverse = not self.opts.reverse
-        self._redraw()
-
     def action_kind(self) -> None:
         i = KIND_CYCLE.index(self.opts.section) if self.opts.section in KIND_CYCLE else 0
         self.opts.section = KIND_CYCLE[(i + 1) % len(KIND_CYCLE)]
         self._redraw()
-
-    def action_cursor(self, step: int) -> None:
-        table = self.query_one("#reclaim-procs", DataTable)
-        table.move_cursor(row=max(0, table.cursor_row + step))
-
-    @on(DataTable.HeaderSelected, "#reclaim-procs")
-    def _header(self, event: DataTable.HeaderSelected) -> None:
-        key = str(event.column_key.value)
-        if key in SORT_KEYS:
-            self.action_sort_by(key)
 
     @on(DataTable.RowSelected, "#reclaim-procs")
     def _row(self, event: DataTable.RowSelected) -> None:

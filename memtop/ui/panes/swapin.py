@@ -3,8 +3,6 @@ histogram, and the system line (pswpin/pswpout rates, swap devices, zswap, PSI).
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -15,30 +13,23 @@ from textual.widgets import DataTable, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.state.swapin import SwapinState
-from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views.swapin import SORT_KEYS, bar, hist_lines, system_text
 
 
-class SwapinPane(Pane):
+class SwapinPane(SortableTablePane):
     view_name = "swapin"
+    table_id = "swapin-table"
+    sort_keys = SORT_KEYS
+    default_sort = "wait_ns_total"
     order = 40
     probes = ("swapin", "swapinfo")
 
     BINDINGS = [
-        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
-        Binding("greater_than_sign", "sort(1)", "Sort →"),
-        Binding("r", "reverse", "Reverse"),
         Binding("P", "sort_by('pid')", "Sort PID", show=False),
         Binding("W", "sort_by('wait_ns_total')", "Sort waited", show=False),
         Binding("S", "sort_by('swapins')", "Sort swap-ins", show=False),
-        Binding("j", "cursor(1)", "Down", show=False),
-        Binding("k", "cursor(-1)", "Up", show=False),
     ]
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.opts.sort = "wait_ns_total"
-        self._state: State | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="swapin-status", classes="pane-status")
@@ -71,37 +62,6 @@ class SwapinPane(Pane):
         if not doc["histogram"]:
             hist.append("no swap-in yet", style="dim")
         self.query_one("#swapin-hist", Static).update(hist)
-
-    def _redraw(self) -> None:
-        if self._state is not None:
-            self.refresh_from(self._state)
-
-    def action_sort(self, step: int) -> None:
-        keys = list(SORT_KEYS)
-        cur = keys.index(self.opts.sort) if self.opts.sort in keys else 4
-        self.opts.sort = keys[(cur + step) % len(keys)]
-        self._redraw()
-
-    def action_sort_by(self, key: str) -> None:
-        if self.opts.sort == key:
-            self.opts.reverse = not self.opts.reverse
-        else:
-            self.opts.sort, self.opts.reverse = key, key not in ("pid", "comm")
-        self._redraw()
-
-    def action_reverse(self) -> None:
-        self.opts.reverse = not self.opts.reverse
-        self._redraw()
-
-    def action_cursor(self, step: int) -> None:
-        table = self.query_one("#swapin-table", DataTable)
-        table.move_cursor(row=max(0, table.cursor_row + step))
-
-    @on(DataTable.HeaderSelected, "#swapin-table")
-    def _header(self, event: DataTable.HeaderSelected) -> None:
-        key = str(event.column_key.value)
-        if key in SORT_KEYS:
-            self.action_sort_by(key)
 
     @on(DataTable.RowSelected, "#swapin-table")
     def _row(self, event: DataTable.RowSelected) -> None:
