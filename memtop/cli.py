@@ -7,9 +7,14 @@ import atexit
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memtop import __version__
 from memtop.errors import MemtopError
+
+if TYPE_CHECKING:
+    from memtop.bridge import Source
+    from memtop.ui.app import MemtopApp
 
 SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded")
 
@@ -111,6 +116,41 @@ def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
         raise PidNotFound(f"pid {pid} vanished", "pick a running pid") from exc
 
 
+def check_snapshot_args(args: argparse.Namespace) -> None:
+    """The checks every headless snapshot makes before anything starts (pane, format, pid, file)."""
+    from memtop import files
+    from memtop.views import get_view
+
+    view = get_view(args.pane)
+    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
+        raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
+    if args.pane == "process" and args.pid is None:
+        raise MemtopError("--pane process needs --pid PID")
+    files.check_target(args.output, args.force)
+
+
+def run_app(app: MemtopApp, headless: bool = False) -> int:
+    """Run the app (a terminal session, or headless for a snapshot) and surface its error."""
+    code = app.run(headless=True, size=(200, 60)) if headless else app.run()
+    if app.error is not None:
+        raise app.error
+    return int(code or 0)
+
+
+def run_headless_snapshot(args: argparse.Namespace, source: Source, after_s: float,
+                          leak_pids: list[int] | None = None) -> int:
+    from memtop.ui.app import MemtopApp, SnapshotRequest
+
+    req = SnapshotRequest(args.pane, args.format, args.output, after_s, args.force, args.pid, args.section)
+    app = MemtopApp(source, interval_s=args.interval, snapshot_request=req,
+                    initial_pid=args.pid if args.pane == "process" else None, leak_pids=leak_pids)
+    code = run_app(app, headless=True)
+    if code:
+        return code
+    print(args.output)
+    return 0
+
+
 def run_tui(args: argparse.Namespace) -> int:
     from memtop.ui.app import MemtopApp
 
@@ -130,36 +170,15 @@ def run_tui(args: argparse.Namespace) -> int:
         initial_pane=args.pane,
         leak_pids=args.leaks,
     )
-    code = app.run()
-    if app.error is not None:
-        raise app.error
-    return int(code or 0)
+    return run_app(app)
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
-    from memtop import files
-    from memtop.ui.app import MemtopApp, SnapshotRequest
-    from memtop.views import get_view
-
-    view = get_view(args.pane)
-    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
-        raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
-    if args.pane == "process" and args.pid is None:
-        raise MemtopError("--pane process needs --pid PID")
+    check_snapshot_args(args)
     check_pid(args.pid, args.proc_root)
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
-    files.check_target(args.output, args.force)
-    req = SnapshotRequest(args.pane, args.format, args.output, args.after, args.force, args.pid, args.section)
-    app = MemtopApp(make_source(args), interval_s=args.interval, snapshot_request=req,  # type: ignore[arg-type]
-                    initial_pid=args.pid if args.pane == "process" else None, leak_pids=args.leaks)
-    code = app.run(headless=True, size=(200, 60))
-    if app.error is not None:
-        raise app.error
-    if code:
-        return int(code)
-    print(args.output)
-    return 0
+    return run_headless_snapshot(args, make_source(args), args.after, args.leaks)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -298,39 +317,18 @@ def run_replay(args: argparse.Namespace) -> int:
         initial_pid=args.pid,
         initial_pane=args.pane,
     )
-    code = app.run()
-    if app.error is not None:
-        raise app.error
-    return int(code or 0)
+    return run_app(app)
 
 
 def run_replay_snapshot(args: argparse.Namespace) -> int:
-    from memtop import files
     from memtop.replay import Recording, ReplaySource
-    from memtop.ui.app import MemtopApp, SnapshotRequest
-    from memtop.views import get_view
 
-    view = get_view(args.pane)
-    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
-        raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
-    if args.pane == "process" and args.pid is None:
-        raise MemtopError("--pane process needs --pid PID")
-    files.check_target(args.output, args.force)
+    check_snapshot_args(args)
     rec = Recording.load(args.replay, salvage=args.salvage)
     at = rec.duration_s if args.at is None else args.at
     if at > rec.duration_s + 1e-6:
         raise MemtopError(f"--at {at:g} is past the end of the recording ({rec.duration_s:.1f} s)")
-    source = ReplaySource(rec, at_s=at)
-    req = SnapshotRequest(args.pane, args.format, args.output, 0.0, args.force, args.pid, args.section)
-    app = MemtopApp(source, interval_s=args.interval, snapshot_request=req,
-                    initial_pid=args.pid if args.pane == "process" else None)
-    code = app.run(headless=True, size=(200, 60))
-    if app.error is not None:
-        raise app.error
-    if code:
-        return int(code)
-    print(args.output)
-    return 0
+    return run_headless_snapshot(args, ReplaySource(rec, at_s=at), 0.0)
 
 
 def run_batch(args: argparse.Namespace) -> int:

@@ -94,6 +94,8 @@ class LeaksView(View):
         leaks = state.get(LeaksState)
         return {
             "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
             "pids": sorted(leaks.targets),
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
         }
