@@ -13,7 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import BENCH, machine  # noqa: E402
 
-CASES = ["fault_overhead", "reclaim_overhead", "memleak_cost", "memtop_self", "lost_counts"]
+CASES = ["fault_overhead", "reclaim_overhead", "memleak_cost", "swapin_overhead", "memtop_self", "lost_counts"]
+#: cases with their own command line, run as a process; their printed table goes into the results
+SCRIPTS = {"memleak_cost": ["--rounds"]}
 
 
 def fmt_summary(name: str, r: dict[str, Any]) -> list[str]:
@@ -31,7 +33,9 @@ def fmt_summary(name: str, r: dict[str, Any]) -> list[str]:
             lines.append(f"| {k} | " + " | ".join(f"{v[x]:.3g}" for x in keys) + " |")
     else:
         for k, v in r.items():
-            if k not in ("runs", "samples", "machine", "case"):
+            if isinstance(v, dict) and "summary" in v:
+                lines += fmt_summary(k, {"case": f"{r.get('case', name)}: {k}", **v})[1:]
+            elif k not in ("runs", "samples", "machine", "case"):
                 lines.append(f"- {k}: {v}")
     return lines + [""]
 
@@ -48,6 +52,13 @@ def main(argv: list[str]) -> int:
             out += [f"### {name}", "", f"not run: {exc}", ""]
             continue
         print(f"== {name}", flush=True)
+        if name in SCRIPTS:
+            import subprocess
+
+            proc = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *SCRIPTS[name], str(rounds)],
+                                  capture_output=True, text=True, check=False)
+            out += [f"### {name}", "", "```", proc.stdout.strip()[-3000:] or proc.stderr.strip()[-2000:], "```", ""]
+            continue
         try:
             result = mod.main(rounds)
         except Exception:  # noqa: BLE001 - one broken case must not hide the others
