@@ -97,11 +97,15 @@ def fill_table(
         for name in extra or {}:
             table.add_column(Text(name), key=name)
 
-    def cells(row: dict[str, Any]) -> list[Text]:
-        out = [Text(c.cell(row), justify="right" if c.numeric else "left") for c in columns]
-        for _name, fn in (extra or {}).items():
-            out.append(Text(str(fn(row))))
+    justify = ["right" if c.numeric else "left" for c in columns] + ["left"] * len(extra or {})
+
+    def plain_cells(row: dict[str, Any]) -> list[str]:
+        out = [c.cell(row) for c in columns]
+        out += [str(fn(row)) for fn in (extra or {}).values()]
         return out
+
+    def as_text(i: int, value: str) -> Text:
+        return Text(value, justify=justify[i])  # type: ignore[arg-type]
 
     new_keys: list[str] = []
     seen: dict[str, int] = {}
@@ -111,11 +115,20 @@ def fill_table(
         seen[k] = n + 1
         new_keys.append(k if n == 0 else f"{k}#{n}")
     old_keys = [str(k.value) for k in table.rows]
+    # what each row shows now, as plain strings: cells that did not change are not touched (with
+    # 1,000 idle processes nearly nothing changes, and update_cell is what costs)
+    shown: dict[str, list[str]] = table.__dict__.setdefault("_memtop_shown", {})
     if new_keys == old_keys:
         col_keys = [c.key for c in columns] + list(extra or {})
-        for r, k in zip(rows, new_keys, strict=False):
-            for ck, cell in zip(col_keys, cells(r), strict=False):
-                table.update_cell(k, ck, cell)
+        for r, k in zip(rows, new_keys, strict=True):
+            plain = plain_cells(r)
+            old = shown.get(k)
+            if old == plain:
+                continue
+            for i, ck in enumerate(col_keys):
+                if old is None or old[i] != plain[i]:
+                    table.update_cell(k, ck, as_text(i, plain[i]))
+            shown[k] = plain
         return
     selected: str | None = None
     if table.row_count and table.cursor_row < table.row_count:
@@ -124,8 +137,11 @@ def fill_table(
         except Exception:  # noqa: BLE001
             selected = None
     table.clear()
-    for r, k in zip(rows, new_keys, strict=False):
-        table.add_row(*cells(r), key=k)
+    shown.clear()
+    for r, k in zip(rows, new_keys, strict=True):
+        plain = plain_cells(r)
+        table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
+        shown[k] = plain
     if selected is not None and selected in new_keys:
         table.move_cursor(row=new_keys.index(selected), animate=False)
 
