@@ -10,6 +10,7 @@ than queueing behind it.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import threading
 import time
@@ -28,6 +29,14 @@ Subscriber = Callable[[Batch], None]
 
 def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def release_heap() -> None:
+    """Give back to the OS the heap LLVM used while compiling (glibc keeps freed memory)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 class Source(Protocol):
@@ -139,9 +148,10 @@ class Bridge:
         while not self._stopped:
             with self._lock:
                 if not self._queue:
-                    return
+                    break
                 probe = self._queue.pop(0)
             await asyncio.to_thread(self._load_one, probe)
+        release_heap()
 
     def _load_one(self, probe: Probe) -> None:
         if probe.needs_bpf:
