@@ -36,6 +36,16 @@ def memtop_cmd() -> list[str]:
     return [str(VENV_MEMTOP)] if VENV_MEMTOP.exists() else [sys.executable, "-m", "memtop"]
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ask an observer to finish (SIGINT: detach and print), kill it if it does not."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextmanager
 def memtop_headless(*extra: str, interval: float = 1.0) -> Iterator[subprocess.Popen[bytes]]:
     """memtop's full app, headless, with every default probe attached (waits until they are)."""
@@ -58,12 +68,7 @@ def memtop_headless(*extra: str, interval: float = 1.0) -> Iterator[subprocess.P
         time.sleep(0.3)
         yield proc
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @contextmanager
@@ -76,12 +81,7 @@ def background(cmd: list[str], settle_s: float = 3.0) -> Iterator[subprocess.Pop
     try:
         yield proc
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @contextmanager

@@ -39,14 +39,18 @@ def nonneg_float(text: str) -> float:
     return value
 
 
-def pid_arg(text: str) -> int:
+def positive_int(text: str, noun: str, too_small: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a pid: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a {noun}: {text!r}") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"not a pid: {text!r}")
+        raise argparse.ArgumentTypeError(f"{too_small}: {text!r}")
     return value
+
+
+def pid_arg(text: str) -> int:
+    return positive_int(text, "pid", "not a pid")
 
 
 def pid_list(text: str) -> list[int]:
@@ -214,13 +218,7 @@ def speed_arg(text: str) -> float:
 
 
 def count_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a count: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be 1 or more: {text!r}")
-    return value
+    return positive_int(text, "count", "must be 1 or more")
 
 
 def add_record_replay_args(
