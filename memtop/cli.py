@@ -155,26 +155,40 @@ def run_headless_snapshot(args: argparse.Namespace, source: Source, after_s: flo
     return 0
 
 
-def run_tui(args: argparse.Namespace) -> int:
-    from memtop.ui.app import MemtopApp
-
-    check_pid(args.pid, args.proc_root)
-    for pid in args.leaks or []:
-        check_pid(pid, args.proc_root)
-    if args.pane:
+def check_pane(pane: str | None) -> None:
+    if pane:
         from memtop.views import get_view
 
-        get_view(args.pane)
+        get_view(pane)
+
+
+def check_at(at: float, duration_s: float) -> None:
+    if at > duration_s + 1e-6:
+        raise MemtopError(f"--at {at:g} is past the end of the recording ({duration_s:.1f} s)")
+
+
+def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] | None = None) -> int:
+    """The terminal app on a live or replayed source, with the options both share."""
+    from memtop.ui.app import MemtopApp
+
     app = MemtopApp(
-        make_source(args),  # type: ignore[arg-type]
+        source,
         interval_s=args.interval,
         snapshot_format=args.snapshot_format,
         snapshot_dir=args.snapshot_dir,
         initial_pid=args.pid,
         initial_pane=args.pane,
-        leak_pids=args.leaks,
+        leak_pids=leak_pids,
     )
     return run_app(app)
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    check_pid(args.pid, args.proc_root)
+    for pid in args.leaks or []:
+        check_pid(pid, args.proc_root)
+    check_pane(args.pane)
+    return run_tui_app(args, make_source(args), args.leaks)  # type: ignore[arg-type]
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
@@ -294,28 +308,15 @@ def run_record(args: argparse.Namespace) -> int:
 
 def run_replay(args: argparse.Namespace) -> int:
     from memtop.replay import Recording, ReplaySource
-    from memtop.ui.app import MemtopApp
 
     rec = Recording.load(args.file, salvage=args.salvage)
     if args.info:
         print(rec.describe())
         return 0
-    if args.pane:
-        from memtop.views import get_view
-
-        get_view(args.pane)
-    if args.at is not None and args.at > rec.duration_s + 1e-6:
-        raise MemtopError(f"--at {args.at:g} is past the end of the recording ({rec.duration_s:.1f} s)")
-    source = ReplaySource(rec, speed=args.speed, at_s=args.at)
-    app = MemtopApp(
-        source,
-        interval_s=args.interval,
-        snapshot_format=args.snapshot_format,
-        snapshot_dir=args.snapshot_dir,
-        initial_pid=args.pid,
-        initial_pane=args.pane,
-    )
-    return run_app(app)
+    check_pane(args.pane)
+    if args.at is not None:
+        check_at(args.at, rec.duration_s)
+    return run_tui_app(args, ReplaySource(rec, speed=args.speed, at_s=args.at))
 
 
 def run_replay_snapshot(args: argparse.Namespace) -> int:
@@ -324,8 +325,7 @@ def run_replay_snapshot(args: argparse.Namespace) -> int:
     check_snapshot_args(args)
     rec = Recording.load(args.replay, salvage=args.salvage)
     at = rec.duration_s if args.at is None else args.at
-    if at > rec.duration_s + 1e-6:
-        raise MemtopError(f"--at {at:g} is past the end of the recording ({rec.duration_s:.1f} s)")
+    check_at(at, rec.duration_s)
     return run_headless_snapshot(args, ReplaySource(rec, at_s=at), 0.0)
 
 

@@ -13,7 +13,6 @@ import ctypes
 import os
 import threading
 import time
-from typing import Any
 
 from memtop import bcc_compat
 from memtop.errors import PidNotFound, ProbeError
@@ -246,7 +245,7 @@ class FaultStackProbe(BpfProbe):
                 continue
             frames = self._frames.get(sid)
             if frames is None:
-                frames = self._stack_frames(stacks, sid, alive)
+                frames = self._sym.stack_frames(stacks, sid, alive)
                 if alive or sid < 0:
                     self._frames[sid] = frames
             out.append(FaultStack(self.pid, sid, frames, mn, mj))
@@ -268,19 +267,6 @@ class FaultStackProbe(BpfProbe):
         out.append(Lost(self.name, "stacks", int(lost.sum(lost.Key(0)).value)))
         out.append(Lost(self.name, "addresses", int(lost.sum(lost.Key(1)).value)))
         return out
-
-    def _stack_frames(self, stacks: Any, sid: int, alive: bool) -> tuple[str, ...]:
-        if sid < 0:
-            err = -sid
-            why = {17: "hash collision", 14: "no user stack"}.get(err, f"errno {err}")
-            return (f"[stack not taken: {why}]",)
-        try:
-            addrs = [int(a) for a in stacks.walk(sid)]
-        except KeyError:
-            return ("[stack evicted]",)
-        if not alive:
-            return tuple(f"0x{a:x}" for a in addrs)
-        return self._sym.frames(addrs)
 
     def close(self) -> None:
         with self._lock:

@@ -13,7 +13,6 @@ import ctypes
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from memtop.errors import PidNotFound
 from memtop.probes.base import BpfProbe
@@ -104,24 +103,13 @@ class GrowthProbe(BpfProbe):
                 continue
             frames = self._frames.get(sid)
             if frames is None:
-                frames = self._stack_frames(stacks, sid, alive)
+                frames = self._sym.stack_frames(stacks, sid, alive)
                 if alive or sid < 0:
                     self._frames[sid] = frames
             out.append(GrowthStack(self.pid, sid, frames, *vals))
             self._sent[sid] = vals
         out.append(self.lost_record(what="stacks"))
         return out
-
-    def _stack_frames(self, stacks: Any, sid: int, alive: bool) -> tuple[str, ...]:
-        if sid < 0:
-            return (f"[stack not taken: errno {-sid}]",)
-        try:
-            addrs = [int(a) for a in stacks.walk(sid)]
-        except KeyError:
-            return ("[stack evicted]",)
-        if not alive:
-            return tuple(f"0x{a:x}" for a in addrs)
-        return self._sym.frames(addrs)
 
     def close(self) -> None:
         with self._lock:

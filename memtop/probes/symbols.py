@@ -14,6 +14,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from memtop import bcc_compat
 from memtop.probes.procmaps import AddressMap, read_maps
@@ -92,6 +93,21 @@ class Symbolizer:
                 file, _, line = text.rpartition(":")
                 res.append(f"{os.path.basename(file)}:{line}" if line not in ("0", "?") else "")
         return res
+
+    def stack_frames(self, stacks: Any, sid: int, alive: bool) -> tuple[str, ...]:
+        """Frames of stack ``sid`` in a BPF stack-trace map: symbolized while the process lives,
+        raw addresses after; a failed or evicted stack says why."""
+        if sid < 0:
+            err = -sid
+            why = {17: "hash collision", 14: "no user stack"}.get(err, f"errno {err}")
+            return (f"[stack not taken: {why}]",)
+        try:
+            addrs = [int(a) for a in stacks.walk(sid)]
+        except KeyError:
+            return ("[stack evicted]",)
+        if not alive:
+            return tuple(f"0x{a:x}" for a in addrs)
+        return self.frames(addrs)
 
     def frames(self, addrs: list[int]) -> tuple[str, ...]:
         """Symbolize a stack (innermost first). Return addresses (all but the first) are looked up
