@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +32,69 @@ class HistoryPoint:
     majflt_per_s: float
 
 
+class History:
+    """A process's RSS split and fault rates over time, kept small: a point is stored only when a
+    value changed (an idle process costs nothing per tick), packed as 64-bit integers (rates in
+    thousandths), at most ``cap`` points. Iterating gives the same step series as storing every
+    tick: before a change the unchanged values are repeated at the last tick they held, and the
+    last values run to the newest tick."""
+
+    FIELDS = 7
+    __slots__ = ("cap", "_data", "_last", "_held_ts")
+
+    def __init__(self, cap: int = HISTORY_LEN) -> None:
+        self.cap = cap
+        self._data = array("q")
+        self._last: tuple[int, ...] | None = None
+        self._held_ts = 0  # newest tick whose values equal the last stored point's (0: none)
+
+    def _store(self, ts: int, values: tuple[int, ...]) -> None:
+        self._data.append(ts)
+        self._data.extend(values)
+        n = self.FIELDS
+        extra = len(self._data) // n - self.cap
+        if extra >= max(1, self.cap // 8):  # drop old points in chunks (amortised O(1))
+            del self._data[: extra * n]
+
+    def append(self, p: HistoryPoint) -> None:
+        values = (p.anon_bytes, p.file_bytes, p.shmem_bytes, p.swap_bytes,
+                  round(p.minflt_per_s * 1000), round(p.majflt_per_s * 1000))
+        if values == self._last:
+            self._held_ts = p.ts_ns
+            return
+        if self._held_ts and self._last is not None:
+            self._store(self._held_ts, self._last)
+        self._held_ts = 0
+        self._store(p.ts_ns, values)
+        self._last = values
+
+    def _points(self) -> Iterator[tuple[int, ...]]:
+        d, n = self._data, self.FIELDS
+        start = max(0, len(d) // n - self.cap)
+        for i in range(start * n, len(d), n):
+            yield tuple(d[i : i + n])
+        if self._held_ts and self._last is not None:
+            yield (self._held_ts, *self._last)
+
+    def __iter__(self) -> Iterator[HistoryPoint]:
+        for ts, a, f, sh, sw, mn, mj in self._points():
+            yield HistoryPoint(ts, a, f, sh, sw, mn / 1000, mj / 1000)
+
+    def __len__(self) -> int:
+        return min(self.cap, len(self._data) // self.FIELDS) + (1 if self._held_ts else 0)
+
+    def __bool__(self) -> bool:
+        return bool(self._data)
+
+    def first_ts_ns(self) -> int:
+        for p in self._points():
+            return p[0]
+        return 0
+
+    def nbytes(self) -> int:
+        return self._data.buffer_info()[1] * self._data.itemsize
+
+
 @dataclass(slots=True)
 class ProcRow:
     sample: ProcSample
@@ -37,7 +102,7 @@ class ProcRow:
     minflt_per_s: float = 0.0
     majflt_per_s: float = 0.0
     spark: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
-    history: deque[HistoryPoint] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    history: History = field(default_factory=History)
     exited_ns: int = 0  # when it was seen gone (0 = alive)
     first_ts_ns: int = 0
     first_minor_faults: int = 0

@@ -93,7 +93,7 @@ def history_rows(state: State, pid: int) -> list[dict[str, Any]]:
     row = _row(state, pid)
     if row is None:
         return []
-    t0 = state.first_ts_ns or (row.history[0].ts_ns if row.history else 0)
+    t0 = state.first_ts_ns or row.history.first_ts_ns()
     return [
         {
             "ts_ns": h.ts_ns,
