@@ -32,7 +32,7 @@ def rss_kb(pid: int) -> dict[str, int]:
     return out
 
 
-def main(duration: float = 1800, warmup: float = 120) -> dict[str, object]:
+def main(duration: float = 1800, warmup: float = 120, profile: str | None = None) -> dict[str, object]:
     reclaim = build("reclaim")
     churn_src = ROOT / "tests" / "workloads" / "churn.c"
     leaky_src = ROOT / "tests" / "workloads" / "leaky.c"
@@ -46,7 +46,10 @@ def main(duration: float = 1800, warmup: float = 120) -> dict[str, object]:
     (cg / "memory.limit_in_bytes").write_text(str(100 << 20))
     ready = tmp / "ready"
     out = tmp / "reclaim.json"
-    mt = subprocess.Popen(memtop_cmd() + ["snapshot", "--pane", "reclaim", "--format", "json", "--output", str(out),
+    cmd = memtop_cmd()
+    if profile:  # the same run under tracemalloc (slower): reports in PROFILE every 60 s
+        cmd = [str(ROOT / ".venv" / "bin" / "python"), str(BENCH / "tracemem.py"), profile, "60", str(warmup), "--"]
+    mt = subprocess.Popen(cmd + ["snapshot", "--pane", "reclaim", "--format", "json", "--output", str(out),
                                           "--after", str(duration), "--leaks", str(leak.pid)],
                           env=dict(os.environ, MEMTOP_READY_FILE=str(ready)),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -97,5 +100,6 @@ def main(duration: float = 1800, warmup: float = 120) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    r = main(float(sys.argv[1]) if len(sys.argv) > 1 else 1800)
+    r = main(float(sys.argv[1]) if len(sys.argv) > 1 else 1800,
+             profile=sys.argv[2] if len(sys.argv) > 2 else None)
     print({k: v for k, v in r.items() if k != "samples"})
