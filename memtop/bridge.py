@@ -31,11 +31,40 @@ def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
+M_ARENA_MAX = -8
+M_MMAP_THRESHOLD = -3
+#: seconds between heap trims while running (a trim of a small heap takes well under 1 ms)
+TRIM_EVERY_S = 60.0
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
+
+
 def release_heap() -> None:
     """Give back to the OS the heap LLVM used while compiling (glibc keeps freed memory)."""
+    libc = _libc()
     try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
+        if libc is not None:
+            libc.malloc_trim(0)
+    except AttributeError:  # not glibc
+        pass
+
+
+def tune_heap() -> None:
+    """Keep a long session's heap from creeping up (measured in bench/soak.py): glibc raises its
+    mmap threshold after large blocks are freed (map dumps are megabytes), after which such blocks
+    come from the heap and fragment it; and every polling thread gets its own arena. A fixed
+    threshold returns large blocks to the OS on free; two arenas are plenty for memtop."""
+    libc = _libc()
+    try:
+        if libc is not None:
+            libc.mallopt(M_MMAP_THRESHOLD, 256 * 1024)
+            libc.mallopt(M_ARENA_MAX, 2)
+    except AttributeError:  # not glibc
         pass
 
 
@@ -72,6 +101,8 @@ class Bridge:
         self._polling = False
         self._stopped = False
         self.bpf_error: MemtopError | None = None
+        self._next_trim = 0.0
+        tune_heap()
         for p in self.probes:
             self._set_status(ProbeStatus(p.name, "pending", "waiting to attach"))
 
@@ -207,6 +238,10 @@ class Bridge:
             records.extend(self._poll_probes(probes, now, force))
         with self._lock:
             status, self._pending_status = self._pending_status, []
+            loading = bool(self._queue)
+        if not loading and now >= self._next_trim:
+            self._next_trim = now + TRIM_EVERY_S
+            release_heap()
         return Batch(ts_ns=now_ns(), records=tuple(status) + tuple(records))
 
     def _poll_probes(self, probes: list[Probe], now: float, force: bool) -> list[Record]:
