@@ -21,7 +21,7 @@
 // Configured with -DTARGET_PID=<tgid> -DMAX_STACKS=<n> -DMAX_RANGES=<n> (power of two) -DRANGE_STEPS=<log2 n + 1>
 // -DMAX_PATHS=<n> -DMAX_UNRESOLVED=<n> -DMAX_COARSE=<n>.
 
-#include <uapi/linux/bpf_perf_event.h>
+#include "perf_ctx.h"
 
 #ifndef TARGET_PID
 #error "TARGET_PID must be set (-DTARGET_PID=<tgid>)"

@@ -18,7 +18,7 @@
 //   -D{PF1,PF2,SW1,SW2,FI1,FI2}_LO=0x...ULL -D..._HI=0x...ULL  (absent symbol: 0,0)
 //   -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_DEPTH=<n>
 
-#include <uapi/linux/bpf_perf_event.h>
+#include "perf_ctx.h"
 
 #ifndef MAX_TIDS
 #define MAX_TIDS 16384

@@ -85,8 +85,10 @@ def compile_program(source: Path, cflags: list[str] | None = None) -> Any:
     """Compile and load ``source`` (a bpf/*.bpf.c file) under the global compile lock."""
     check_can_load()
     bcc = bcc_module()
+    # BCC compiles the text as /virtual/main.c: quoted includes (bpf/perf_ctx.h) need the dir
+    flags = [*(cflags or []), f"-I{Path(source).resolve().parent}"]
     with COMPILE_LOCK:
-        return bcc.BPF(src_file=str(source).encode(), cflags=list(cflags or []))
+        return bcc.BPF(src_file=str(source).encode(), cflags=flags)
 
 
 def attach_tracepoint(bpf: Any, tp: str, fn: str) -> None:
