@@ -261,7 +261,7 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
         tick(app)
         await pilot.pause(0.1)
         table = app.query_one("#processes-table", DataTable)
-        assert [int(str(k.value)) for k in table.rows] == [202, 303, 101]
+        assert [int(str(r.key.value)) for r in table.ordered_rows] == [202, 303, 101]
         await pilot.press("down")
         await pilot.press("enter")
         await pilot.pause(0.3)

@@ -240,15 +240,15 @@ async def test_pane_sorts_drills_in_and_shows_system_line() -> None:
         app.redraw()
         await pilot.pause(0.1)
         table = app.query_one("#swapin-table", DataTable)
-        keys = [str(k.value) for k in table.rows]
+        keys = [str(r.key.value) for r in table.ordered_rows]
         assert keys == ["22", "11"]  # by total wait, descending
         # untrusted comm shown as plain text, never as markup
         cell = table.get_row("22")[1]
         assert str(cell) == "[bold red]x\\x1b[2J"
         await pilot.press("S")  # by swap-ins
-        assert [str(k.value) for k in table.rows] == ["11", "22"]
+        assert [str(r.key.value) for r in table.ordered_rows] == ["11", "22"]
         await pilot.press("r")
-        assert [str(k.value) for k in table.rows] == ["22", "11"]
+        assert [str(r.key.value) for r in table.ordered_rows] == ["22", "11"]
         system = str(app.query_one("#swapin-system", Static).render())
         assert "/dev/vdb" in system and "pswpin" in system
         hist = str(app.query_one("#swapin-hist", Static).render())

@@ -21,7 +21,7 @@ def table_pids(app: MemtopApp) -> list[int]:
     from textual.widgets import DataTable
 
     t = app.query_one("#processes-table", DataTable)
-    return [int(str(k.value)) for k in t.rows]
+    return [int(str(r.key.value)) for r in t.ordered_rows]
 
 
 def force_tick(app: MemtopApp) -> None:

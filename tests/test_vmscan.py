@@ -481,7 +481,7 @@ async def test_panes_render_and_enter_drills_into_process() -> None:
         await pilot.pause(0.1)
         rp = app.query_one(ReclaimPane)
         procs = app.query_one("#reclaim-procs", DataTable)
-        assert [str(k.value) for k in procs.rows] == ["77", "4242"]
+        assert [str(r.key.value) for r in procs.ordered_rows] == ["77", "4242"]
         # untrusted comm is plain text, never markup
         cell = procs.get_row("77")[1]
         assert str(cell) == "[bold]x"
@@ -504,7 +504,7 @@ async def test_panes_render_and_enter_drills_into_process() -> None:
         assert posted == [4242]
         await pilot.press("T")  # same key again: ascending total
         await pilot.pause(0.1)
-        assert [str(k.value) for k in procs.rows] == ["4242", "77"]
+        assert [str(r.key.value) for r in procs.ordered_rows] == ["4242", "77"]
         await pilot.press("K")  # kind: direct only
         await pilot.pause(0.1)
         assert not app.query_one("#reclaim-hist-memcg").display

@@ -114,36 +114,58 @@ def fill_table(
         n = seen.get(k, 0)
         seen[k] = n + 1
         new_keys.append(k if n == 0 else f"{k}#{n}")
-    old_keys = [str(k.value) for k in table.rows]
+    old_keys = [str(r.key.value) for r in table.ordered_rows]
     # what each row shows now, as plain strings: cells that did not change are not touched (with
     # 1,000 idle processes nearly nothing changes, and update_cell is what costs)
     shown: dict[str, list[str]] = table.__dict__.setdefault("_memtop_shown", {})
-    if new_keys == old_keys:
-        col_keys = [c.key for c in columns] + list(extra or {})
-        for r, k in zip(rows, new_keys, strict=True):
-            plain = plain_cells(r)
-            old = shown.get(k)
-            if old == plain:
-                continue
-            for i, ck in enumerate(col_keys):
-                if old is None or old[i] != plain[i]:
-                    table.update_cell(k, ck, as_text(i, plain[i]))
-            shown[k] = plain
-        return
+    col_keys = [c.key for c in columns] + list(extra or {})
     selected: str | None = None
     if table.row_count and table.cursor_row < table.row_count:
         try:
             selected = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         except Exception:  # noqa: BLE001
             selected = None
-    table.clear()
-    shown.clear()
-    for r, k in zip(rows, new_keys, strict=True):
-        plain = plain_cells(r)
-        table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
-        shown[k] = plain
-    if selected is not None and selected in new_keys:
-        table.move_cursor(row=new_keys.index(selected), animate=False)
+    new_set, old_set = set(new_keys), set(old_keys)
+    gone = [k for k in old_keys if k not in new_set]
+    added = [k for k in new_keys if k not in old_set]
+    if old_keys and len(gone) + len(added) <= max(32, len(new_keys) // 4):
+        # a few rows came or went, or the order moved: edit in place (a full rebuild re-measures
+        # every row, which with 1,000 processes costs more than everything else in a tick)
+        for k in gone:
+            table.remove_row(k)
+            shown.pop(k, None)
+        for r, k in zip(rows, new_keys, strict=True):
+            plain = plain_cells(r)
+            old = shown.get(k)
+            if old == plain:
+                continue
+            if old is None:
+                table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
+            else:
+                for i, ck in enumerate(col_keys):
+                    if old[i] != plain[i]:
+                        table.update_cell(k, ck, as_text(i, plain[i]))
+            shown[k] = plain
+        if [str(r.key.value) for r in table.ordered_rows] != new_keys:
+            _reorder(table, new_keys)
+    else:
+        table.clear()
+        shown.clear()
+        for r, k in zip(rows, new_keys, strict=True):
+            plain = plain_cells(r)
+            table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
+            shown[k] = plain
+    if selected is not None and selected in new_set:
+        index = new_keys.index(selected)
+        if index != table.cursor_row:
+            table.move_cursor(row=index, animate=False)
+
+
+def _reorder(table: DataTable[Any], keys: list[str]) -> None:
+    """Put the rows of ``table`` in the order of ``keys`` with DataTable's own sort: its key
+    function sees only a row's cells, so rows are told apart by the identity of their first cell."""
+    where = {id(table.get_row(k)[0]): i for i, k in enumerate(keys)}
+    table.sort(key=lambda cells: where.get(id(cells[0]), len(where)))
 
 
 class StatusLine(Static):
