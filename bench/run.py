@@ -43,7 +43,7 @@ def fmt_summary(name: str, r: dict[str, Any]) -> list[str]:
 def main(argv: list[str]) -> int:
     rounds = int(argv[1]) if len(argv) > 1 else 5
     only = argv[2:] or CASES
-    out = [f"# memtop benchmark results", "", f"Machine: {machine()}. Run at {time.strftime('%Y-%m-%d %H:%M')}.",
+    out = ["# memtop benchmark results", "", f"Machine: {machine()}. Run at {time.strftime('%Y-%m-%d %H:%M')}.",
            f"Each figure is the median of alternating runs ({rounds} rounds) in this one session.", ""]
     for name in only:
         try:

@@ -7,7 +7,6 @@ import asyncio
 import subprocess
 
 import pytest
-
 from kernel import compile_c
 
 pytestmark = pytest.mark.bpf
@@ -46,7 +45,7 @@ def test_ten_thousand_short_lived_processes() -> None:
                 await bridge.poll()
                 try:
                     await asyncio.wait_for(work.wait(), 0.25)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             assert work.stdout is not None
             assert (await work.stdout.read()).decode().strip() == "done 10000"

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kernel import memtop_cmd
 
 pytestmark = pytest.mark.bpf

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from kernel import compile_c, memtop_cmd
 
 COMM = "[bold red]x[/]"
