@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 from fakeproc import add_proc, make_fake_proc
+from textual.widgets import DataTable
 
-from memtop import bcc_compat
+from memtop import bcc_compat, fmt
 from memtop.bridge import Bridge
 from memtop.errors import NoPrivilege
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.procmem import ProcmemProbe
+from memtop.ui.panes.processes import SPARK_WIDTH
 from memtop.ui.app import MemtopApp
 from memtop.views import Options, get_view
 
@@ -192,3 +194,61 @@ async def test_resize_to_tiny_and_back_during_updates(fake_proc: Path, no_bpf: N
             if small:
                 assert "too small" in str(note.render())
         assert sorted(table_pids(app)) == [101, 202, 303]
+
+
+def screen_lines(app: MemtopApp) -> list[str]:
+    """The text on the terminal, line by line (what the user sees, not the table's data)."""
+    import re
+    from html import unescape
+
+    svg = app.export_screenshot()
+    lines: dict[float, list[tuple[float, str]]] = {}
+    for x, y, t in re.findall(r'<text class="[^"]*-r\d+" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        lines.setdefault(float(y), []).append((float(x), unescape(t).replace("\xa0", " ")))
+    return ["".join(t for _, t in sorted(parts)) for _, parts in sorted(lines.items())]
+
+
+async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no_bpf: None) -> None:
+    """The table repaints only the rows that changed: the screen must still show every change,
+    rows that move, rows scrolled into view, and the cursor where it is."""
+    root = make_fake_proc(tmp_path / "proc")
+    for i in range(200):
+        add_proc(root, 1000 + i, f"idle{i:03d}", (100 + i, 10, 0), 0, 5, 0)
+    app = MemtopApp(Bridge([ProcfsProbe(root)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        for _ in range(SPARK_WIDTH + 1):  # until the RSS sparklines are full and stop changing
+            force_tick(app)
+            await pilot.pause(0.05)
+        text = "\n".join(screen_lines(app))
+        assert "idle199" in text and "idle000" not in text  # RSS descending, 200 rows > screen
+        # a visible row changes one cell (RSS), in place
+        add_proc(root, 1199, "idle199", (555_555, 10, 0), 0, 5, 0)
+        force_tick(app)
+        await pilot.pause(0.2)
+        line = next(x for x in screen_lines(app) if "idle199" in x)
+        assert f" {fmt.bytes_h((555_555 + 10) * 1024)} " in line, line
+        # ... and again at the same width and place: only that row is repainted
+        add_proc(root, 1199, "idle199", (444_444, 10, 0), 0, 5, 0)
+        force_tick(app)
+        await pilot.pause(0.2)
+        line = next(x for x in screen_lines(app) if "idle199" in x)
+        assert f" {fmt.bytes_h((444_444 + 10) * 1024)} " in line, line
+        # an off-screen row grows to the top: it moves into view
+        add_proc(root, 1000, "idle000", (900_000, 10, 0), 0, 5, 0)
+        force_tick(app)
+        await pilot.pause(0.2)
+        lines = screen_lines(app)
+        first = next(i for i, x in enumerate(lines) if "idle" in x)
+        assert "idle000" in lines[first], lines[first]
+        # an off-screen row changes, then is scrolled to: it shows the new value
+        add_proc(root, 1001, "idle001", (104, 10, 0), 0, 5, 0)
+        force_tick(app)
+        await pilot.pause(0.2)
+        assert not [x for x in screen_lines(app) if "idle001" in x]
+        table = app.query_one("#processes-table", DataTable)
+        table.focus()
+        table.move_cursor(row=table.row_count - 1, animate=False)
+        await pilot.pause(0.3)
+        line = next(x for x in screen_lines(app) if "idle001" in x)
+        assert f" {fmt.bytes_h(114 * 1024)} " in line, line

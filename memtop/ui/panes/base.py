@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from memtop.state import State
 from memtop.views import Column, Options, View, get_view
@@ -99,10 +101,20 @@ def fill_table(
 
     justify = ["right" if c.numeric else "left" for c in columns] + ["left"] * len(extra or {})
 
-    def plain_cells(row: dict[str, Any]) -> list[str]:
-        out = [c.cell(row) for c in columns]
-        out += [str(fn(row)) for fn in (extra or {}).values()]
-        return out
+    # what each row shows now, as plain strings: cells that did not change are not touched (with
+    # 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row dict that
+    # is the very object shown last time (views reuse unchanged rows) is not even re-formatted
+    shown: dict[str, list[str]] = table.__dict__.setdefault("_memtop_shown", {})
+    shown_rows: dict[str, dict[str, Any]] = table.__dict__.setdefault("_memtop_rows", {})
+    ncols = len(columns)
+
+    def cells_for(row: dict[str, Any], k: str) -> list[str]:
+        ex = [str(fn(row)) for fn in (extra or {}).values()]
+        old = shown.get(k)
+        if old is not None and shown_rows.get(k) is row and old[ncols:] == ex:
+            return old
+        shown_rows[k] = row
+        return [c.cell(row) for c in columns] + ex
 
     def as_text(i: int, value: str) -> Text:
         return Text(value, justify=justify[i])  # type: ignore[arg-type]
@@ -115,9 +127,6 @@ def fill_table(
         seen[k] = n + 1
         new_keys.append(k if n == 0 else f"{k}#{n}")
     old_keys = [str(r.key.value) for r in table.ordered_rows]
-    # what each row shows now, as plain strings: cells that did not change are not touched (with
-    # 1,000 idle processes nearly nothing changes, and update_cell is what costs)
-    shown: dict[str, list[str]] = table.__dict__.setdefault("_memtop_shown", {})
     col_keys = [c.key for c in columns] + list(extra or {})
     selected: str | None = None
     if table.row_count and table.cursor_row < table.row_count:
@@ -134,8 +143,9 @@ def fill_table(
         for k in gone:
             table.remove_row(k)
             shown.pop(k, None)
+            shown_rows.pop(k, None)
         for r, k in zip(rows, new_keys, strict=True):
-            plain = plain_cells(r)
+            plain = cells_for(r, k)
             old = shown.get(k)
             if old == plain:
                 continue
@@ -144,15 +154,20 @@ def fill_table(
             else:
                 for i, ck in enumerate(col_keys):
                     if old[i] != plain[i]:
-                        table.update_cell(k, ck, as_text(i, plain[i]))
+                        # a wider value widens its column (measuring only when it must: DataTable
+                        # re-measures the whole column when a value gets narrower)
+                        col = table.columns.get(ColumnKey(ck))
+                        grow = col is not None and cell_len(plain[i]) > col.content_width
+                        table.update_cell(k, ck, as_text(i, plain[i]), update_width=grow)
             shown[k] = plain
         if [str(r.key.value) for r in table.ordered_rows] != new_keys:
             _reorder(table, new_keys)
     else:
         table.clear()
         shown.clear()
+        shown_rows.clear()
         for r, k in zip(rows, new_keys, strict=True):
-            plain = plain_cells(r)
+            plain = cells_for(r, k)
             table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
             shown[k] = plain
     if selected is not None and selected in new_set:

@@ -14,8 +14,11 @@ from memtop import fmt
 from memtop.state import State
 from memtop.state.system import ProcessesState
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
+from memtop.ui.table import FastTable
 from memtop.views import Column
 from memtop.views.processes import SORT_KEYS
+
+SPARK_WIDTH = 12
 
 EXITED_COLUMNS = (
     Column("pid", "PID"),
@@ -49,10 +52,9 @@ class ProcessesPane(SortableTablePane):
         yield StatusLine(id="processes-status", classes="pane-status")
         yield Input(placeholder="filter by name, pid, user or command line (Enter applies, Esc clears)",
                     id="processes-filter", classes="hidden")
-        table: DataTable[Any] = DataTable(id="processes-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield FastTable(id="processes-table", cursor_type="row", zebra_stripes=True)
         yield Static(Text("Recently exited", style="bold"), classes="subtitle")
-        yield DataTable(id="processes-exited", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="processes-exited", cursor_type="row", zebra_stripes=True)
 
     def refresh_from(self, state: State) -> None:
         self._state = state
@@ -66,9 +68,17 @@ class ProcessesPane(SortableTablePane):
             status.append(self.opts.filter, style="bold")
         self.query_one("#processes-status", StatusLine).update(status)
 
+        sparks: dict[tuple[int, ...], str] = self.__dict__.setdefault("_sparks", {})
+        if len(sparks) > 4096:
+            sparks.clear()
+
         def spark(row: dict[str, Any]) -> str:
             r = procs.rows.get(row["pid"])
-            return fmt.sparkline(list(r.spark) if r else [], 12)
+            vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
+            text = sparks.get(vals)
+            if text is None:
+                text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH)
+            return text
 
         fill_table(
             self.query_one("#processes-table", DataTable),

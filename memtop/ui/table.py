@@ -1,0 +1,159 @@
+"""A DataTable that repaints only the rows that changed.
+
+Textual's DataTable keys every render cache on one table-wide update counter, so a single changed
+cell (memtop's own RSS, one busy process) re-renders every visible cell through Rich on the next
+frame: with a 60-line table that was most of memtop's CPU at idle (bench/memtop_self.py, py-spy).
+``FastTable`` draws a body line itself from its cells' plain text, one segment per cell, and keeps
+the line keyed by what it shows (text, position, cursor, width, styles), so an unchanged row costs
+a dictionary lookup. Everything else (cursor, scrolling, sorting, events, the header) is
+DataTable's own. Lines it cannot draw this way (styled cells, row labels, fixed columns, multi-line
+rows) fall back to DataTable's renderer, as does everything if Textual's internals change shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Self
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.coordinate import Coordinate
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellType, ColumnKey, RowKey
+
+log = logging.getLogger(__name__)
+
+CACHE_LINES = 512
+
+
+class FastTable(DataTable[Any]):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fast_lines: dict[tuple[Any, ...], Strip] = {}
+        self._fast_ok = True
+        self._frame_styles: dict[Any, Any] = {}
+        self._partial_row: int | None = None
+        self._single_line_rows = True  # every row one line high (as memtop's tables add them)
+
+    def add_row(self, *cells: CellType, height: int | None = 1, key: str | None = None,
+                label: Any = None) -> RowKey:
+        if height != 1:
+            self._single_line_rows = False
+        return super().add_row(*cells, height=height, key=key, label=label)
+
+    def clear(self, columns: bool = False) -> Self:
+        self._single_line_rows = True
+        return super().clear(columns)
+
+    def update_cell(self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *,
+                    update_width: bool = False) -> None:
+        """As DataTable's, but only the row's lines are repainted (none if it is off screen)."""
+        try:
+            self._partial_row = self.get_row_index(row_key)
+        except Exception:  # noqa: BLE001 - DataTable raises its own error below
+            self._partial_row = None
+        try:
+            super().update_cell(row_key, column_key, value, update_width=update_width)
+        finally:
+            self._partial_row = None
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
+                recompose: bool = False) -> Self:
+        row = getattr(self, "_partial_row", None)  # DataTable.__init__ refreshes before ours runs
+        if row is not None and not regions and not layout and not recompose:
+            self._partial_row = None
+            if not self._single_line_rows:
+                return self.refresh_row(row)
+            # DataTable finds a row's region by summing the heights of the rows above it, after
+            # every update an O(rows) walk; one-line rows need no walk
+            y = row + (self.header_height if self.show_header else 0)
+            region = Region(0, y, max(self.size.width, self.virtual_size.width), 1)
+            if self.window_region.overlaps(region):
+                super().refresh(region.translate(-self.scroll_offset))
+            return self
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._frame_styles = {}  # styles are looked up once per frame, not once per line
+        return super().render_lines(crop)
+
+    def _styles(self, row_index: int, cursor: bool) -> tuple[Style, Style, Style, Style]:
+        """(base, row, cursor component, post) styles for a row, computed once per frame."""
+        key = (row_index % 2, cursor)
+        got = self._frame_styles.get(key)
+        if got is None:
+            base = self._frame_styles.get("base")
+            if base is None:
+                base = self._frame_styles["base"] = self.rich_style
+            row_style = self._get_row_style(row_index, base)
+            component, post = self._get_styles_to_render_cell(
+                False, False, False, False, cursor, self.show_cursor, self._show_hover_cursor,
+                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+            )
+            got = self._frame_styles[key] = (base, row_style, component, post)
+        return got  # type: ignore[no-any-return,unused-ignore]
+
+    def render_line(self, y: int) -> Strip:
+        if self._fast_ok and self.show_header and y >= self.header_height and self.cursor_type == "row" \
+                and not self.fixed_rows and not self.fixed_columns and not self._should_render_row_labels:
+            try:
+                strip = self._fast_line(y - self.header_height + int(self.scroll_offset.y))
+            except Exception:  # noqa: BLE001 - Textual internals moved: use its own renderer
+                log.exception("fast table line failed; using DataTable's renderer")
+                self._fast_ok = False
+                strip = None
+            if strip is not None:
+                return strip
+        return super().render_line(y)
+
+    def _fast_line(self, row_index: int) -> Strip | None:
+        width = self.size.width
+        if row_index >= self.row_count:
+            return Strip.blank(width, self._styles(0, False)[0])
+        row_key = self.coordinate_to_cell_key(Coordinate(row_index, 0)).row_key
+        if self.rows[row_key].height != 1:
+            return None
+        cells = self.get_row(row_key)
+        texts: list[str] = []
+        justify: list[str] = []
+        for cell in cells:
+            if isinstance(cell, Text):
+                if cell.spans or cell.style:
+                    return None
+                texts.append(cell.plain)
+                justify.append(cell.justify or "left")
+            else:
+                texts.append(str(cell))
+                justify.append("left")
+        cursor = self.show_cursor and row_index == self.cursor_row
+        base, row_style, component, post = self._styles(row_index, cursor)
+        pad = self.cell_padding
+        widths = tuple(c.get_render_width(self) for c in self.ordered_columns)
+        scroll_x = int(self.scroll_offset.x)
+        key = (row_key, row_index, tuple(texts), tuple(justify), widths, scroll_x, width,
+               row_style, component, post, base, pad)
+        strip = self._fast_lines.get(key)
+        if strip is not None:
+            return strip
+        style = row_style + component
+        segments: list[Segment] = []
+        for col, (text, how, w) in enumerate(zip(texts, justify, widths, strict=False)):
+            inner = max(0, w - 2 * pad)
+            if cell_len(text) > inner:
+                text = set_cell_size(text, max(0, inner - 1)) + "…" if inner else ""
+            fill = " " * (inner - cell_len(text))
+            body = fill + text if how == "right" else (text + fill)
+            meta = Style.from_meta({"row": row_index, "column": col})
+            segments.append(Segment(" " * pad + body + " " * pad, style + post + meta))
+        filler = scroll_x + width - sum(widths)
+        if filler > 0:  # the row's colours (zebra, cursor) run to the right edge, as DataTable's do
+            segments.append(Segment(" " * filler, style + post))
+        strip = Strip(segments).crop(scroll_x, scroll_x + width).adjust_cell_length(width, base)
+        if len(self._fast_lines) >= CACHE_LINES:
+            self._fast_lines.clear()
+        self._fast_lines[key] = strip
+        return strip
