@@ -58,7 +58,9 @@ class ProcfsProbe(Probe):
 
     def __init__(self, proc_root: str | Path = "/proc") -> None:
         self.root = Path(proc_root)
-        self._cache: dict[int, tuple[tuple[str, ...], ProcSample]] = {}
+        self._root_s = str(self.root)
+        #: pid -> (raw stat line, parsed key, sample): an unchanged stat line is not even parsed
+        self._cache: dict[int, tuple[bytes, tuple[str, ...], ProcSample]] = {}
         self._cmdline: dict[int, str] = {}
         self._users: dict[int, str] = {}
 
@@ -86,21 +88,37 @@ class ProcfsProbe(Probe):
         except OSError:
             return None
 
+    def _read_raw(self, path: str) -> bytes | None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            return os.read(fd, 4096)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
     def read_pid(self, pid: int) -> ProcSample | None:
         """One process (None if it is gone or is a kernel thread)."""
-        base = self.root / str(pid)
-        stat = self._read(base / "stat")
-        if stat is None:
+        raw = self._read_raw(f"{self._root_s}/{pid}/stat")
+        if not raw:
             return None
+        cached = self._cache.get(pid)
+        if cached is not None and cached[0] == raw:
+            return cached[2]
+        base = self.root / str(pid)
+        stat = raw.decode("utf-8", errors="replace")
         try:
             comm, f = parse_stat(stat)
         except ValueError:
             return None
         # f[0] is state; minflt=f[7], majflt=f[9], starttime=f[19], vsize=f[20], rss=f[21]
         key = (comm, f[7], f[9], f[20], f[21], f[1])
-        cached = self._cache.get(pid)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None and cached[1] == key:
+            self._cache[pid] = (raw, key, cached[2])
+            return cached[2]
         status = self._read(base / "status")
         if status is None:
             return None
@@ -118,8 +136,8 @@ class ProcfsProbe(Probe):
         uid = int(vals.get("Uid", "0").split()[0])
         cmdline = self._cmdline.get(pid)
         if cmdline is None:
-            raw = self._read(base / "cmdline") or ""
-            cmdline = clean(raw.replace("\x00", " ").strip(), limit=512)
+            argv = self._read(base / "cmdline") or ""
+            cmdline = clean(argv.replace("\x00", " ").strip(), limit=512)
             self._cmdline[pid] = cmdline
         sample = ProcSample(
             pid=pid,
@@ -138,7 +156,7 @@ class ProcfsProbe(Probe):
             start_time_ns=int(f[19]) * 1_000_000_000 // CLK_TCK,
             cmdline=cmdline,
         )
-        self._cache[pid] = (key, sample)
+        self._cache[pid] = (raw, key, sample)
         return sample
 
     def poll(self) -> list[Record]:

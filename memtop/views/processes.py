@@ -58,6 +58,11 @@ class ProcessesView(View):
         Column("swapin_wait_ns", "SWAPWAIT", fmt.ns_h),
     )
 
+    def __init__(self) -> None:
+        # pid -> (sample, figures from other probes, row): a process whose sample object and
+        # figures did not change keeps its row dict, so tables can tell it is unchanged by identity
+        self._row_cache: dict[int, tuple[Any, tuple[float, float, int, int], dict[str, Any]]] = {}
+
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         procs = state.get(ProcessesState)
         # columns the other probes feed: time stalled in direct/memcg reclaim, time waiting on
@@ -65,8 +70,17 @@ class ProcessesView(View):
         stall = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
         swapwait = {pid: r.rec.swapin_wait_ns for pid, r in state.get(SwapinState).rows.items()}
         rows: list[dict[str, Any]] = []
+        cache: dict[int, tuple[Any, tuple[float, float, int, int], dict[str, Any]]] = {}
+        old_cache = self._row_cache
         for pid, r in procs.rows.items():
             s = r.sample
+            figures = (r.minflt_per_s, r.majflt_per_s, stall.get(pid, 0), swapwait.get(pid, 0))
+            hit = old_cache.get(pid)
+            if hit is not None and hit[0] is s and hit[1] == figures:
+                cache[pid] = hit
+                if matches(hit[2], opts.filter):
+                    rows.append(hit[2])
+                continue
             row = {
                 "pid": pid,
                 "comm": s.comm,
@@ -84,8 +98,10 @@ class ProcessesView(View):
                 "reclaim_stall_ns": stall.get(pid, 0),
                 "swapin_wait_ns": swapwait.get(pid, 0),
             }
+            cache[pid] = (s, figures, row)
             if matches(row, opts.filter):
                 rows.append(row)
+        self._row_cache = cache
         key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         exited = [
