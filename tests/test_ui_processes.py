@@ -14,8 +14,8 @@ from memtop.bridge import Bridge
 from memtop.errors import NoPrivilege
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.procmem import ProcmemProbe
-from memtop.ui.panes.processes import SPARK_WIDTH
 from memtop.ui.app import MemtopApp
+from memtop.ui.panes.processes import SPARK_WIDTH
 from memtop.views import Options, get_view
 
 
