@@ -99,9 +99,10 @@ class FastTable(DataTable[Any]):
 
     def render_line(self, y: int) -> Strip:
         if self._fast_ok and self.show_header and y >= self.header_height and self.cursor_type == "row" \
-                and not self.fixed_rows and not self.fixed_columns and not self._should_render_row_labels:
+                and not self.fixed_rows and not self.fixed_columns:
             try:
-                strip = self._fast_line(y - self.header_height + int(self.scroll_offset.y))
+                labels = bool(self._should_render_row_labels)
+                strip = None if labels else self._fast_line(y - self.header_height + int(self.scroll_offset.y))
             except Exception:  # noqa: BLE001 - Textual internals moved: use its own renderer
                 log.exception("fast table line failed; using DataTable's renderer")
                 self._fast_ok = False
