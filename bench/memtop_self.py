@@ -18,6 +18,8 @@ from pathlib import Path
 
 from harness import build, machine, memtop_cmd, save
 
+from memtop.probes.procfs import read_bytes  # the reader memtop itself polls with
+
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -43,16 +45,7 @@ def proc_read_floor_pct(passes: int = 20) -> float:
     for _ in range(passes):
         for name in os.listdir("/proc"):
             if name.isdigit():
-                try:
-                    fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-                except OSError:
-                    continue
-                try:
-                    os.read(fd, 4096)
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
+                read_bytes(f"/proc/{name}/stat")
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     spent = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return 100 * spent / passes

@@ -44,6 +44,24 @@ VMSTAT_PREFIXES = (
 )
 
 
+def read_bytes(path: str, chunk: int = 4096) -> bytes | None:
+    """A whole /proc file (None if it cannot be read: the process is gone, no permission). One
+    read(2) for files shorter than ``chunk`` (stat, status): no Python file object per call."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        parts = [os.read(fd, chunk)]
+        while len(parts[-1]) == chunk:
+            parts.append(os.read(fd, chunk))
+        return b"".join(parts)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def parse_stat(text: str) -> tuple[str, list[str]]:
     """(comm, fields after comm) of a /proc/PID/stat line; comm may hold spaces and parens."""
     lpar = text.index("(")
@@ -80,29 +98,12 @@ class ProcfsProbe(Probe):
         return name
 
     def _read(self, path: Path) -> str | None:
-        try:
-            with open(path, "rb") as f:
-                return f.read().decode("utf-8", errors="replace")
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            return None
-        except OSError:
-            return None
-
-    def _read_raw(self, path: str) -> bytes | None:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            return os.read(fd, 4096)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
+        raw = read_bytes(str(path))
+        return None if raw is None else raw.decode("utf-8", errors="replace")
 
     def read_pid(self, pid: int) -> ProcSample | None:
         """One process (None if it is gone or is a kernel thread)."""
-        raw = self._read_raw(f"{self._root_s}/{pid}/stat")
+        raw = read_bytes(f"{self._root_s}/{pid}/stat")
         if not raw:
             return None
         cached = self._cache.get(pid)
