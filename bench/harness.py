@@ -101,6 +101,25 @@ def parse_kv(text: str) -> dict[str, float]:
     return out
 
 
+def alternate_all(
+    variants: dict[str, Callable[[], object]],
+    run_once: Callable[[], dict[str, float]],
+    rounds: int = 5,
+    per_round: int = 3,
+) -> dict[str, dict[str, list[float]]]:
+    """For each round, for each variant: enter its context, run the workload ``per_round`` times.
+    Rounds alternate A B C A B C …; returns every sample of every metric ``run_once`` reports,
+    as {metric: {variant: samples}}."""
+    samples: dict[str, dict[str, list[float]]] = {}
+    for _ in range(rounds):
+        for name, ctx in variants.items():
+            with ctx():  # type: ignore[attr-defined]
+                for _ in range(per_round):
+                    for metric, value in run_once().items():
+                        samples.setdefault(metric, {k: [] for k in variants})[name].append(value)
+    return samples
+
+
 def alternate(
     variants: dict[str, Callable[[], object]],
     run_once: Callable[[], dict[str, float]],
@@ -108,15 +127,8 @@ def alternate(
     rounds: int = 5,
     per_round: int = 3,
 ) -> dict[str, list[float]]:
-    """For each round, for each variant: enter its context, run the workload ``per_round`` times.
-    Rounds alternate A B C A B C …; returns every sample of ``metric`` per variant."""
-    samples: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(rounds):
-        for name, ctx in variants.items():
-            with ctx():  # type: ignore[attr-defined]
-                for _ in range(per_round):
-                    samples[name].append(run_once()[metric])
-    return samples
+    """``alternate_all`` for one metric: every sample of ``metric`` per variant."""
+    return alternate_all(variants, run_once, rounds, per_round)[metric]
 
 
 def summary(samples: dict[str, list[float]], base: str) -> dict[str, dict[str, float]]:

@@ -11,7 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import alternate, build, machine, memtop_headless, nothing, save, summary
+from harness import alternate_all, build, machine, memtop_headless, nothing, save, summary
 
 CG = Path("/sys/fs/cgroup/memory")
 
@@ -33,8 +33,6 @@ def main(rounds: int = 5) -> dict[str, object]:
     cg.mkdir()
     (cg / "memory.limit_in_bytes").write_text(str(100 << 20))
 
-    cpu: list[float] = []
-
     def once() -> dict[str, float]:
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
@@ -43,13 +41,11 @@ def main(rounds: int = 5) -> dict[str, object]:
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         # the workload's own CPU (user + system, reclaim included) beside wall time: swap I/O
         # makes wall time noisy, CPU time shows what memtop's programs add to the workload's path
-        cpu.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
-        return {"elapsed_s": time.monotonic() - t0}
+        return {"elapsed_s": time.monotonic() - t0,
+                "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)}
 
-    variants = {"bare": nothing, "memtop": memtop_headless}
-    per_round = 2
     try:
-        samples = alternate(variants, once, "elapsed_s", rounds=rounds, per_round=per_round)
+        samples = alternate_all({"bare": nothing, "memtop": memtop_headless}, once, rounds=rounds, per_round=2)
     finally:
         for _ in range(50):
             try:
@@ -57,16 +53,11 @@ def main(rounds: int = 5) -> dict[str, object]:
                 break
             except OSError:
                 time.sleep(0.1)
-    cpu_samples: dict[str, list[float]] = {k: [] for k in variants}
-    it = iter(cpu)
-    for _ in range(rounds):
-        for name in variants:
-            for _ in range(per_round):
-                cpu_samples[name].append(next(it))
+    wall, cpu = samples["elapsed_s"], samples["cpu_s"]
     result = {"case": "reclaim-heavy", "machine": machine(),
-              "wall": {"metric": "workload wall seconds", "summary": summary(samples, "bare"), "samples": samples},
-              "cpu": {"metric": "workload CPU seconds (user + system)", "summary": summary(cpu_samples, "bare"),
-                      "samples": cpu_samples}}
+              "wall": {"metric": "workload wall seconds", "summary": summary(wall, "bare"), "samples": wall},
+              "cpu": {"metric": "workload CPU seconds (user + system)", "summary": summary(cpu, "bare"),
+                      "samples": cpu}}
     save("reclaim_overhead", result)
     return result
 
