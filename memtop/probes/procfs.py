@@ -1,14 +1,27 @@
 """The kernel's own per-task accounting, read from /proc once per tick.
 
 RSS split and fault counts are exact here and cost the traced system nothing, so no BPF program
-runs on the fault path for them. To keep memtop cheap with thousands of processes, the short
-``/proc/PID/stat`` line is read every tick and ``status`` only for processes whose stat moved.
+runs on the fault path for them. To keep memtop cheap with thousands of processes:
+
+- the short ``/proc/PID/stat`` line is read, and ``status`` only for processes whose stat moved;
+- each stat file stays open and is re-read with ``pread`` (the kernel regenerates it at offset 0),
+  which halves the kernel's cost of a read (no path walk, no open/close); a file of a process that
+  exited fails with ESRCH, so a reused pid is never read through the old process's file;
+- a *quiet* process (stat line unchanged for ``QUIET_AFTER`` reads: it has not run, faulted or
+  changed RSS) is read every ``quiet_every``-th tick, staggered by pid, instead of every tick.
+  A sleeping process's figures change only when it runs or when the kernel reclaims or swaps its
+  pages, so on a tick where ``/proc/vmstat`` shows reclaim (pgsteal, pgscan, pswpout moved) every
+  process is read. The cost: a long-idle process that wakes up shows its first change up to
+  ``quiet_every - 1`` ticks late (then it is busy and read every tick again); exits are seen at
+  once (the pid leaves the /proc listing).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
+import resource
 from pathlib import Path
 
 from memtop.probes.base import Probe
@@ -43,6 +56,11 @@ VMSTAT_PREFIXES = (
     "drop_",
 )
 
+#: vmstat counters whose movement means the kernel took pages from processes this tick
+RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
+#: consecutive identical stat reads after which a process counts as quiet
+QUIET_AFTER = 3
+
 
 def read_bytes(path: str, chunk: int = 4096) -> bytes | None:
     """A whole /proc file (None if it cannot be read: the process is gone, no permission). One
@@ -74,17 +92,93 @@ class ProcfsProbe(Probe):
     needs_bpf = False
     panes = ("processes",)
 
-    def __init__(self, proc_root: str | Path = "/proc") -> None:
+    def __init__(
+        self, proc_root: str | Path = "/proc", quiet_every: int | None = None, keep_open: bool | None = None
+    ) -> None:
         self.root = Path(proc_root)
         self._root_s = str(self.root)
+        real = self._root_s == "/proc"
+        #: read a quiet process every this many ticks (1: every tick); fake roots in tests change
+        #: files between ticks without vmstat, so only the real /proc skips by default
+        self.quiet_every = max(1, quiet_every if quiet_every is not None else (4 if real else 1))
+        #: keep stat files open and pread them (only on procfs: a regular file replaced by rename
+        #: would keep showing its old content)
+        self.keep_open = real if keep_open is None else keep_open
         #: pid -> (raw stat line, parsed key, sample): an unchanged stat line is not even parsed
         self._cache: dict[int, tuple[bytes, tuple[str, ...], ProcSample]] = {}
         self._cmdline: dict[int, str] = {}
         self._users: dict[int, str] = {}
+        self._fds: dict[int, int] = {}
+        self._max_fds = 0
+        #: pid -> consecutive reads that returned the same stat line
+        self._same: dict[int, int] = {}
+        self._tick = 0
+        self._last_reclaim: tuple[int, ...] | None = None
+        #: stat files read on the last tick (for tests and the bench)
+        self.last_reads = 0
+        #: pids read every tick however quiet (the process a drill-in shows)
+        self.followed: set[int] = set()
+        #: kernel threads (no mm): re-read at the quiet cadence only to notice a reused pid
+        self._kthreads: set[int] = set()
 
     def load(self) -> None:
         if not (self.root / "meminfo").is_file():
             raise FileNotFoundError(f"{self.root} does not look like procfs")
+        if self.keep_open:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+            if soft != resource.RLIM_INFINITY and soft < want:
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+                    soft = want
+                except (ValueError, OSError):
+                    pass
+            # leave room for BPF maps, perf buffers, the terminal and snapshot files
+            self._max_fds = max(0, min(soft, 1 << 16) - 1024)
+
+    def close(self) -> None:
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _forget_fd(self, pid: int) -> None:
+        fd = self._fds.pop(pid, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def read_stat(self, pid: int) -> bytes | None:
+        """The raw stat line: pread on the kept file, or open/read/close (and keep it open)."""
+        fd = self._fds.get(pid)
+        if fd is not None:
+            try:
+                raw = os.pread(fd, 4096, 0)
+                if raw:
+                    return raw
+            except OSError as exc:
+                if exc.errno != errno.ESRCH:
+                    self._forget_fd(pid)
+                    return read_bytes(f"{self._root_s}/{pid}/stat")
+            # the process this file belonged to is gone; the pid may now be someone else's
+            self._forget_fd(pid)
+        if not self.keep_open or len(self._fds) >= self._max_fds:
+            return read_bytes(f"{self._root_s}/{pid}/stat")
+        try:
+            fd = os.open(f"{self._root_s}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            raw = os.pread(fd, 4096, 0)
+        except OSError:
+            os.close(fd)
+            return None
+        self._fds[pid] = fd
+        return raw
 
     # -- helpers -------------------------------------------------------------------------------
     def _user(self, uid: int) -> str:
@@ -103,12 +197,15 @@ class ProcfsProbe(Probe):
 
     def read_pid(self, pid: int) -> ProcSample | None:
         """One process (None if it is gone or is a kernel thread)."""
-        raw = read_bytes(f"{self._root_s}/{pid}/stat")
+        raw = self.read_stat(pid)
+        self.last_reads += 1
         if not raw:
             return None
         cached = self._cache.get(pid)
         if cached is not None and cached[0] == raw:
+            self._same[pid] = self._same.get(pid, 0) + 1
             return cached[2]
+        self._same[pid] = 0
         base = self.root / str(pid)
         stat = raw.decode("utf-8", errors="replace")
         try:
@@ -127,8 +224,11 @@ class ProcfsProbe(Probe):
         for line in status.splitlines():
             k, _, v = line.partition(":")
             vals[k] = v.strip()
-        if "RssAnon" not in vals:  # kernel thread (no mm)
+        if "RssAnon" not in vals:  # kernel thread (no mm): quiet from the start, never listed
+            self._kthreads.add(pid)
+            self._same[pid] = QUIET_AFTER
             return None
+        self._kthreads.discard(pid)
 
         def kb(name: str) -> int:
             v = vals.get(name, "0 kB").split()
@@ -162,26 +262,55 @@ class ProcfsProbe(Probe):
 
     def poll(self) -> list[Record]:
         out: list[Record] = []
-        seen: set[int] = set()
+        listed: set[int] = set()
+        vmstat = self.vmstat()
+        read_all = self._reclaimed(vmstat) or self.quiet_every == 1
+        self._tick += 1
+        phase = self._tick % self.quiet_every
+        cache, same = self._cache, self._same
+        self.last_reads = 0
         try:
             names = os.listdir(self.root)
         except OSError:
             names = []
+        kthreads = self._kthreads
         for name in names:
             if not name.isdigit():
                 continue
             pid = int(name)
-            sample = self.read_pid(pid)
+            listed.add(pid)
+            sample: ProcSample | None = None
+            if (not read_all and same.get(pid, 0) >= QUIET_AFTER and pid % self.quiet_every != phase
+                    and pid not in self.followed):
+                # quiet and not its tick: as last read
+                if pid not in kthreads:
+                    hit = cache.get(pid)
+                    sample = hit[2] if hit is not None else self.read_pid(pid)
+            else:
+                sample = self.read_pid(pid)
             if sample is not None:
-                seen.add(pid)
                 out.append(sample)
-        for gone in set(self._cache) - seen:
-            del self._cache[gone]
+        for gone in set(cache) - listed:
+            del cache[gone]
             self._cmdline.pop(gone, None)
-        for rec in (self.meminfo(), self.pressure(), self.vmstat()):
+        for gone in set(same) - listed:
+            del same[gone]
+        kthreads &= listed
+        for gone in set(self._fds) - listed:
+            self._forget_fd(gone)
+        for rec in (self.meminfo(), self.pressure(), vmstat):
             if rec is not None:
                 out.append(rec)
         return out
+
+    def _reclaimed(self, vmstat: VmStat | None) -> bool:
+        """Whether the kernel reclaimed, swapped out or moved pages since the last tick (then an
+        idle process's RSS may have changed without it running). True when it cannot tell."""
+        if vmstat is None:
+            return True
+        now = tuple(v for k, v in vmstat.counters if k.startswith(RECLAIM_COUNTERS))
+        before, self._last_reclaim = self._last_reclaim, now
+        return before is None or before != now
 
     def meminfo(self) -> MemInfo | None:
         text = self._read(self.root / "meminfo")

@@ -27,6 +27,7 @@ from memtop import fmt
 from memtop.bridge import Source
 from memtop.state import State
 from memtop.state.process import ProcessState
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import fill_table
 from memtop.views import Options
 from memtop.views.process import (
@@ -114,6 +115,7 @@ class ProcessScreen(Screen[None]):
         self.opts = Options(pid=pid, section=start, sort="", reverse=False)
         self.title = f"process {pid}"
         self._added: list[str] = []
+        self._followed: set[int] | None = None
         self._bpf_skipped = ""
 
     # -- layout ---------------------------------------------------------------------------------
@@ -156,9 +158,13 @@ class ProcessScreen(Screen[None]):
         from memtop.probes.smaps import SmapsProbe
 
         existing = list(getattr(self.source, "probes", None) or [])
+        procfs = next((p for p in existing if getattr(p, "name", "") == "procfs" and hasattr(p, "root")), None)
         # read the same /proc the source reads (a test or container may point elsewhere)
-        root = next((str(p.root) for p in existing if getattr(p, "name", "") == "procfs" and hasattr(p, "root")),
-                    "/proc")
+        root = str(procfs.root) if procfs is not None else "/proc"
+        followed = getattr(procfs, "followed", None)
+        if isinstance(followed, set):  # this process's stat every tick, however quiet it is
+            followed.add(self.pid)
+            self._followed = followed
         probes: list[Any] = [SmapsProbe(self.pid, root)]
         # a bridge built without any BPF probe is `--no-bpf`: respect it
         if existing and not any(getattr(p, "needs_bpf", False) for p in existing):
@@ -176,6 +182,9 @@ class ProcessScreen(Screen[None]):
                 pass
 
     def detach_probes(self) -> None:
+        if self._followed is not None:
+            self._followed.discard(self.pid)
+            self._followed = None
         remove = getattr(self.source, "remove_probe", None)
         names, self._added = self._added, []
         if remove is None:
@@ -235,8 +244,8 @@ class ProcessScreen(Screen[None]):
             ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
             h.append(f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
                      style="bold reverse red")
-        self.query_one("#proc-header", Static).update(h)
-        self.query_one("#proc-status", Static).update(self._status_text(state))
+        show_text(self.query_one("#proc-header", Static), h)
+        show_text(self.query_one("#proc-status", Static), self._status_text(state))
 
     def _status_text(self, state: State) -> Text:
         parts = Text()
@@ -336,14 +345,14 @@ class ProcessScreen(Screen[None]):
                     " (< > r, or click a header)")
         fill_table(self.query_one("#proc-mappings-table", DataTable), SECTION_COLUMNS["mappings"], rows, "start")
         tot = mapping_totals(rows)
-        self.query_one("#proc-mappings-totals", Static).update(Text(
+        show_text(self.query_one("#proc-mappings-totals", Static), Text(
             f"total kB {tot['size_bytes'] // 1024}   RSS {tot['rss_bytes'] // 1024}   PSS {tot['pss_bytes'] // 1024}"
             f"   Dirty {tot['dirty_bytes'] // 1024}   Swap {tot['swap_bytes'] // 1024}", style="bold"))
 
     def _title(self, sec: str, extra: str) -> None:
         t = Text(SECTION_TITLES[sec], style="bold")
         t.append(f"  {extra}", style="dim")
-        self.query_one(f"#proc-{sec}-title", Static).update(t)
+        show_text(self.query_one(f"#proc-{sec}-title", Static), t)
 
     def _focus_section(self) -> None:
         sec = self.section
