@@ -26,6 +26,7 @@ from memtop.recording import Recorder
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
+from memtop.ui.lines import show_text
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
 
@@ -237,7 +238,7 @@ class MemtopApp(App[int]):
         note = self.main_screen.query_one("#too-small", Static)
         tabs = self.main_screen.query_one("#tabs", TabbedContent)
         if small:
-            note.update(Text(f"Terminal too small ({event.size.width}×{event.size.height}); "
+            show_text(note, Text(f"Terminal too small ({event.size.width}×{event.size.height}); "
                              f"memtop needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}. Data keeps being collected."))
             note.remove_class("hidden")
             tabs.add_class("hidden")
@@ -306,14 +307,14 @@ class MemtopApp(App[int]):
         if hdr is not None and hdr.kind == "standin":
             t.append(f"  headers: stand-in {hdr.version}", style="dim")
         t.append(f"  every {self.interval_s:g}s", style="dim")
-        self.main_screen.query_one("#header", Static).update(t)
+        show_text(self.main_screen.query_one("#header", Static), t)
         banner = self.main_screen.query_one("#banner", Static)
         bpf_err = getattr(self.source, "bpf_error", None)
         if bpf_err is not None:
             b = Text(f" BPF unavailable: {bpf_err.message}. Showing the /proc view. ", style="bold")
             if bpf_err.hint:
                 b.append(f"Fix: {bpf_err.hint}")
-            banner.update(b)
+            show_text(banner, b)
             banner.remove_class("hidden")
         else:
             banner.add_class("hidden")

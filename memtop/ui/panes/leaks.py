@@ -25,6 +25,7 @@ from textual.widgets.tree import TreeNode
 from memtop import fmt
 from memtop.state import State
 from memtop.state.leaks import LeaksState
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import Pane, StatusLine
 from memtop.views.leaks import age_label, growth_h
 
@@ -168,7 +169,7 @@ class LeaksPane(Pane):
     def refresh_from(self, state: State) -> None:
         self._lk_state = state
         rows = self.view.rows(state, self.opts)  # type: ignore[attr-defined]
-        self.query_one("#leaks-status", StatusLine).update(self._status(state, rows))
+        show_text(self.query_one("#leaks-status", StatusLine), self._status(state, rows))
         root = build_tree(rows, self.inverted)
         self._update_tree(root)
         self._show_detail()
@@ -275,7 +276,7 @@ class LeaksPane(Pane):
         node = tree.cursor_node
         agg = self._lk_aggs.get(node.data) if node is not None and node.data is not None else None
         if agg is None:
-            detail.update(Text("b/c/g sort · a min age · z min size · / filter · i invert · x expand top",
+            show_text(detail, Text("b/c/g sort · a min age · z min size · / filter · i invert · x expand top",
                                style="dim"))
             return
         t = Text()
@@ -290,7 +291,7 @@ class LeaksPane(Pane):
         if agg.frames:
             t.append("\n")
             t.append(" ← ".join(agg.frames[:6]), style="dim")
-        detail.update(t)
+        show_text(detail, t)
 
     def _redraw(self) -> None:
         if self._lk_state is not None:

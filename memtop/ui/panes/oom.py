@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 
 from memtop import fmt
 from memtop.state import State
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
 
 
@@ -34,7 +35,7 @@ class OomPane(Pane):
         doc = self.view.document(state, self.opts)
         status = self.status_text(state)
         status.append(f"   {doc['total']} OOM kill(s) since start")
-        self.query_one("#oom-status", StatusLine).update(status)
+        show_text(self.query_one("#oom-status", StatusLine), status)
         table = self.query_one("#oom-table", DataTable)
         fill_table(table, self.view.columns, doc["events"], "ts_ns")
         self._events = {str(e["ts_ns"]): e for e in doc["events"]}
@@ -50,7 +51,7 @@ class OomPane(Pane):
             except Exception:  # noqa: BLE001
                 e = None
         if e is None:
-            box.update(Text("No OOM kill since memtop started.", style="dim"))
+            show_text(box, Text("No OOM kill since memtop started.", style="dim"))
             return
         t = Text()
         t.append(f"{e['victim_comm']} [{e['victim_pid']}]", style="bold red")
@@ -67,7 +68,7 @@ class OomPane(Pane):
         )
         if e["missing"]:
             t.append("\nthis kernel did not say: " + ", ".join(e["missing"]), style="yellow")
-        box.update(t)
+        show_text(box, t)
 
     @on(DataTable.RowHighlighted, "#oom-table")
     def _highlight(self, _event: DataTable.RowHighlighted) -> None:

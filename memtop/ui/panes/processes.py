@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Input, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.state.system import ProcessesState
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
 from memtop.views import Column
@@ -66,7 +67,7 @@ class ProcessesPane(SortableTablePane):
         if self.opts.filter:
             status.append(" · filter: ")
             status.append(self.opts.filter, style="bold")
-        self.query_one("#processes-status", StatusLine).update(status)
+        show_text(self.query_one("#processes-status", StatusLine), status)
 
         sparks: dict[tuple[int, ...], str] = self.__dict__.setdefault("_sparks", {})
         if len(sparks) > 4096:
@@ -74,6 +75,12 @@ class ProcessesPane(SortableTablePane):
 
         def spark(row: dict[str, Any]) -> str:
             r = procs.rows.get(row["pid"])
+            if r is not None and r.spark_same >= SPARK_WIDTH:  # a flat line: no copy of the window
+                key: tuple[int, ...] = (-1, r.spark[-1])
+                text = sparks.get(key)
+                if text is None:
+                    text = sparks[key] = fmt.sparkline([r.spark[-1]] * SPARK_WIDTH, SPARK_WIDTH)
+                return text
             vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
             text = sparks.get(vals)
             if text is None:

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from memtop.records.vmscan import RECLAIM_KINDS
 from memtop.state import State
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
 from memtop.views.vmscan import render_hist
@@ -58,7 +59,7 @@ class ReclaimPane(SortableTablePane):
         label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))
         status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
         status.append(f" · kind {self.opts.section or 'all'}")
-        self.query_one("#reclaim-status", StatusLine).update(status)
+        show_text(self.query_one("#reclaim-status", StatusLine), status)
 
         for kind in RECLAIM_KINDS:
             box = self.query_one(f"#reclaim-hist-{kind}", Static)
@@ -70,7 +71,7 @@ class ReclaimPane(SortableTablePane):
             t.append(f"{kind} reclaim latency", style="bold")
             t.append(f"  {doc['events_total'].get(kind, 0)} episodes, {rate:g}/s\n")
             t.append(render_hist(buckets, width=24))
-            box.update(t)
+            show_text(box, t)
 
         fill_table(self.query_one("#reclaim-procs", DataTable), self.view.columns, doc["rows"], "pid")
         assert isinstance(self.view, ReclaimView)

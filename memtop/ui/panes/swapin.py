@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.state.swapin import SwapinState
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views.swapin import SORT_KEYS, bar, hist_lines, system_text
 
@@ -49,8 +50,8 @@ class SwapinPane(SortableTablePane):
             f"   {len(doc['rows'])} processes · {fmt.count_h(swapins)} swap-ins waited {fmt.ns_h(waited)}"
             f" · {fmt.count_h(files)} file major faults · sort {label} {'↓' if self.opts.reverse else '↑'}"
         )
-        self.query_one("#swapin-status", StatusLine).update(status)
-        self.query_one("#swapin-system", Static).update(Text("\n".join(system_text(doc["system"]))))
+        show_text(self.query_one("#swapin-status", StatusLine), status)
+        show_text(self.query_one("#swapin-system", Static), Text("\n".join(system_text(doc["system"]))))
         fill_table(self.query_one("#swapin-table", DataTable), self.view.columns, doc["rows"], "pid")
         hist = Text()
         hist.append("Swap-in wait per fault\n", style="bold")
@@ -61,7 +62,7 @@ class SwapinPane(SortableTablePane):
             hist.append(bar(count, most, 20) + "\n", style="cyan")
         if not doc["histogram"]:
             hist.append("no swap-in yet", style="dim")
-        self.query_one("#swapin-hist", Static).update(hist)
+        show_text(self.query_one("#swapin-hist", Static), hist)
 
     @on(DataTable.RowSelected, "#swapin-table")
     def _row(self, event: DataTable.RowSelected) -> None:

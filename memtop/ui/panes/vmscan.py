@@ -16,6 +16,7 @@ from memtop.records.vmscan import ORIGINS
 from memtop.state import State
 from memtop.state.base import Ring
 from memtop.state.vmscan import VmscanState
+from memtop.ui.lines import show_text
 from memtop.ui.panes.base import Pane, StatusLine, fill_table
 from memtop.views.vmscan import VmscanView, render_hist
 
@@ -68,7 +69,7 @@ class VmscanPane(Pane):
         status = self.status_text(state)
         if not vs.has_data:
             status.append("   waiting for the vmscan probe…", style="dim")
-        self.query_one("#vmscan-status", StatusLine).update(status)
+        show_text(self.query_one("#vmscan-status", StatusLine), status)
 
         now = vs.ts_ns or state.ts_ns
         plot_rates(self.query_one("#vmscan-scan-chart", PlotextPlot), "pages scanned/s", vs.scanned_rate, now)
@@ -101,7 +102,7 @@ class VmscanPane(Pane):
             f"wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']:g}/s) "
             f"sleeps {doc['kswapd_sleeps']} ({doc['kswapd_sleeps_per_s']:g}/s)"
         )
-        self.query_one("#vmscan-kernel", Static).update(line)
+        show_text(self.query_one("#vmscan-kernel", Static), line)
 
         fill_table(self.query_one("#vmscan-origins", DataTable), self.view.columns, doc["rows"], "origin")
         assert isinstance(self.view, VmscanView)
@@ -115,7 +116,7 @@ class VmscanPane(Pane):
             f"  {c['count']} runs, {fmt.ns_h(c['total_ns'])} total, kcompactd wakes {c['kcompactd_wakes']}\n"
         )
         comp.append(render_hist(c["histogram"], width=20))
-        self.query_one("#vmscan-compaction", Static).update(comp)
+        show_text(self.query_one("#vmscan-compaction", Static), comp)
 
     def focus_default(self) -> None:
         self.query_one("#vmscan-slab", DataTable).focus()
