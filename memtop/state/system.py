@@ -68,6 +68,11 @@ class History:
         self._store(p.ts_ns, values)
         self._last = values
 
+    def hold(self, ts_ns: int) -> None:
+        """The values did not change at ``ts_ns`` (same as appending the last point's values)."""
+        if self._last is not None:
+            self._held_ts = ts_ns
+
     def _points(self) -> Iterator[tuple[int, ...]]:
         d, n = self._data, self.FIELDS
         start = max(0, len(d) // n - self.cap)
@@ -102,6 +107,8 @@ class ProcRow:
     minflt_per_s: float = 0.0
     majflt_per_s: float = 0.0
     spark: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
+    #: how many of the newest spark values are equal (a sparkline of them need not be redrawn)
+    spark_same: int = 0
     history: History = field(default_factory=History)
     exited_ns: int = 0  # when it was seen gone (0 = alive)
     first_ts_ns: int = 0
@@ -150,6 +157,13 @@ class ProcessesState(SubState):
         for s in samples:
             seen.add(s.pid)
             row = self.rows.get(s.pid)
+            if row is not None and s is row.sample and not row.minflt_per_s and not row.majflt_per_s:
+                # the poller handed back the very sample of last tick (nothing moved) and the
+                # rates already read zero: the same as the full path below, without the work
+                row.ts_ns = ts
+                _spark(row, s.rss_bytes)
+                row.history.hold(ts)
+                continue
             if row is None or (row.sample.start_time_ns and s.start_time_ns != row.sample.start_time_ns):
                 row = ProcRow(
                     sample=s,
@@ -164,7 +178,7 @@ class ProcessesState(SubState):
                 row.minflt_per_s = rate(s.minor_faults, row.sample.minor_faults, dt)
                 row.majflt_per_s = rate(s.major_faults, row.sample.major_faults, dt)
                 row.sample, row.ts_ns = s, ts
-            row.spark.append(s.rss_bytes)
+            _spark(row, s.rss_bytes)
             row.history.append(
                 HistoryPoint(
                     ts,
@@ -194,6 +208,12 @@ class ProcessesState(SubState):
         entry = ExitedRow(ev.pid, ev.comm, ev.ts_ns, ev.lifetime_ns, row.sample if row else None)
         self.exited.appendleft(entry)
         self._exit_seen[ev.pid] = entry
+
+
+def _spark(row: ProcRow, value: int) -> None:
+    sp = row.spark
+    row.spark_same = row.spark_same + 1 if sp and sp[-1] == value else 1
+    sp.append(value)
 
 
 def _lifetime(row: ProcRow, ts: int) -> int:
