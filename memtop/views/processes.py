@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from memtop import fmt
@@ -103,7 +104,7 @@ class ProcessesView(View):
                 rows.append(row)
         self._row_cache = cache
         key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"
-        rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
+        rows.sort(key=itemgetter(key, "pid"), reverse=opts.reverse)
         exited = [
             {
                 "pid": e.pid,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -89,10 +90,13 @@ def fill_table(
     rows: list[dict[str, Any]],
     key: str,
     extra: dict[str, Any] | None = None,
+    extra_same: Callable[[dict[str, Any]], bool] | None = None,
 ) -> None:
     """Update ``table`` in place by stable row key (``row[key]``): cells change where values
     changed; rows are rebuilt only when the set or order of keys changed. The cursor stays on the
-    same key. Every cell is a ``Text`` so traced-system strings are never parsed as markup."""
+    same key. Every cell is a ``Text`` so traced-system strings are never parsed as markup.
+    ``extra`` adds computed columns; ``extra_same(row)`` may tell that they cannot have changed
+    for a row object shown last time (then they are not computed)."""
     if not table.columns:
         for c in columns:
             table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
@@ -109,8 +113,10 @@ def fill_table(
     ncols = len(columns)
 
     def cells_for(row: dict[str, Any], k: str) -> list[str]:
-        ex = [str(fn(row)) for fn in (extra or {}).values()]
         old = shown.get(k)
+        if old is not None and shown_rows.get(k) is row and extra_same is not None and extra_same(row):
+            return old
+        ex = [str(fn(row)) for fn in (extra or {}).values()]
         if old is not None and shown_rows.get(k) is row and old[ncols:] == ex:
             return old
         shown_rows[k] = row
@@ -126,7 +132,11 @@ def fill_table(
         n = seen.get(k, 0)
         seen[k] = n + 1
         new_keys.append(k if n == 0 else f"{k}#{n}")
-    old_keys = [str(r.key.value) for r in table.ordered_rows]
+    # the order this function left the table in (it is the table's only writer); read it back
+    # from the table only when something else changed it (building 1,000 keys costs a tick)
+    old_keys: list[str] = table.__dict__.get("_memtop_keys") or []
+    if len(old_keys) != table.row_count:
+        old_keys = [str(r.key.value) for r in table.ordered_rows]
     col_keys = [c.key for c in columns] + list(extra or {})
     selected: str | None = None
     if table.row_count and table.cursor_row < table.row_count:
@@ -160,7 +170,9 @@ def fill_table(
                         grow = col is not None and cell_len(plain[i]) > col.content_width
                         table.update_cell(k, ck, as_text(i, plain[i]), update_width=grow)
             shown[k] = plain
-        if [str(r.key.value) for r in table.ordered_rows] != new_keys:
+        # removed rows left a gap, added rows went to the end: re-sort only if that is not the order
+        now = [k for k in old_keys if k in new_set] + added if gone or added else old_keys
+        if now != new_keys:
             _reorder(table, new_keys)
     else:
         table.clear()
@@ -170,6 +182,7 @@ def fill_table(
             plain = cells_for(r, k)
             table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
             shown[k] = plain
+    table.__dict__["_memtop_keys"] = new_keys
     if selected is not None and selected in new_set:
         index = new_keys.index(selected)
         if index != table.cursor_row:

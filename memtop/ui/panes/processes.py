@@ -87,12 +87,18 @@ class ProcessesPane(SortableTablePane):
                 text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH)
             return text
 
+        def flat_before(row: dict[str, Any]) -> bool:
+            # the sparkline was already a flat line of this value last tick
+            r = procs.rows.get(row["pid"])
+            return r is not None and r.spark_same > SPARK_WIDTH
+
         fill_table(
             self.query_one("#processes-table", DataTable),
             self.view.columns,
             doc["rows"],
             "pid",
             extra={"RSS HISTORY": spark},
+            extra_same=flat_before,
         )
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
