@@ -19,7 +19,6 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -36,6 +35,9 @@ class FastTable(DataTable[Any]):
         self._fast_lines: dict[tuple[Any, ...], Strip] = {}
         self._fast_ok = True
         self._frame_styles: dict[Any, Any] = {}
+        self._frame_columns: tuple[list[Any], tuple[int, ...]] | None = None
+        self._in_frame = False
+        self._frame_view: tuple[bool, int, int, int, int, int, int] | None = None
         self._partial_row: int | None = None
         self._single_line_rows = True  # every row one line high (as memtop's tables add them)
 
@@ -78,8 +80,27 @@ class FastTable(DataTable[Any]):
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._frame_styles = {}  # styles are looked up once per frame, not once per line
-        return super().render_lines(crop)
+        # styles, columns and their widths are looked up once per frame, not once per line
+        # (DataTable rebuilds its ordered column list on every lookup)
+        self._frame_styles = {}
+        self._frame_columns = None
+        self._frame_view = None
+        self._in_frame = True
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._in_frame = False
+            self._frame_columns = None
+            self._frame_view = None
+
+    def _columns_now(self) -> tuple[list[Any], tuple[int, ...]]:
+        got = self._frame_columns
+        if got is None:
+            cols = self.ordered_columns
+            got = (cols, tuple(c.get_render_width(self) for c in cols))
+            if self._in_frame:
+                self._frame_columns = got
+        return got
 
     def _styles(self, row_index: int, cursor: bool) -> tuple[Style, Style, Style, Style]:
         """(base, row, cursor component, post) styles for a row, computed once per frame."""
@@ -97,12 +118,24 @@ class FastTable(DataTable[Any]):
             got = self._frame_styles[key] = (base, row_style, component, post)
         return got  # type: ignore[no-any-return,unused-ignore]
 
+    def _view(self) -> tuple[bool, int, int, int, int, int, int]:
+        """(fast path possible, header height, scroll y, scroll x, width, cursor row or -1, cell
+        padding): reactive attributes read once per frame, not once per line."""
+        got = self._frame_view
+        if got is None:
+            fast = (self._fast_ok and self.show_header and self.cursor_type == "row" and not self.fixed_rows
+                    and not self.fixed_columns and not self._should_render_row_labels)
+            got = (bool(fast), self.header_height, int(self.scroll_offset.y), int(self.scroll_offset.x),
+                   self.size.width, self.cursor_row if self.show_cursor else -1, self.cell_padding)
+            if self._in_frame:
+                self._frame_view = got
+        return got
+
     def render_line(self, y: int) -> Strip:
-        if self._fast_ok and self.show_header and y >= self.header_height and self.cursor_type == "row" \
-                and not self.fixed_rows and not self.fixed_columns:
+        view = self._view()
+        if view[0] and y >= view[1]:
             try:
-                labels = bool(self._should_render_row_labels)
-                strip = None if labels else self._fast_line(y - self.header_height + int(self.scroll_offset.y))
+                strip = self._fast_line(y - view[1] + view[2])
             except Exception:  # noqa: BLE001 - Textual internals moved: use its own renderer
                 log.exception("fast table line failed; using DataTable's renderer")
                 self._fast_ok = False
@@ -112,13 +145,15 @@ class FastTable(DataTable[Any]):
         return super().render_line(y)
 
     def _fast_line(self, row_index: int) -> Strip | None:
-        width = self.size.width
+        _, _, _, scroll_x, width, cursor_row, pad = self._view()
         if row_index >= self.row_count:
             return Strip.blank(width, self._styles(0, False)[0])
-        row_key = self.coordinate_to_cell_key(Coordinate(row_index, 0)).row_key
-        if self.rows[row_key].height != 1:
+        row_key = self._row_locations.get_key(row_index)
+        if row_key is None or self.rows[row_key].height != 1:
             return None
-        cells = self.get_row(row_key)
+        columns, widths = self._columns_now()
+        data = self._data.get(row_key, {})
+        cells = [data[c.key] for c in columns]
         texts: list[str] = []
         justify: list[str] = []
         for cell in cells:
@@ -130,11 +165,8 @@ class FastTable(DataTable[Any]):
             else:
                 texts.append(str(cell))
                 justify.append("left")
-        cursor = self.show_cursor and row_index == self.cursor_row
+        cursor = row_index == cursor_row
         base, row_style, component, post = self._styles(row_index, cursor)
-        pad = self.cell_padding
-        widths = tuple(c.get_render_width(self) for c in self.ordered_columns)
-        scroll_x = int(self.scroll_offset.x)
         key = (row_key, row_index, tuple(texts), tuple(justify), widths, scroll_x, width,
                row_style, component, post, base, pad)
         strip = self._fast_lines.get(key)
