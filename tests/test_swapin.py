@@ -277,3 +277,27 @@ async def test_pane_sorts_drills_in_and_shows_system_line() -> None:
     assert doc["histogram"][-1] == {"le_ns": 2**11 - 1, "count": 350}
     txt = get_view("swapin").text(app.state, Options())
     assert "alpha" in txt and "/dev/vdb" in txt
+
+
+@pytest.mark.bpf  # the running kernel's kallsyms shows addresses to root only
+def test_kernel_text_ranges_match_a_full_parse(tmp_path: Path) -> None:
+    """The targeted kallsyms lookup gives what parsing every line gives: on the running kernel's
+    kallsyms (the swap-in symbols and 200 others) and on a file whose order it must not trust."""
+    import random
+
+    from memtop.probes.swapin import SYMBOLS, _text_ranges_full, kernel_text_ranges
+
+    data = Path("/proc/kallsyms").read_bytes()
+    text = [ln.split()[2].decode() for ln in data.splitlines()
+            if len(ln.split()) == 3 and ln.split()[1] in b"tT" and int(ln.split()[0], 16)]
+    names = {n for group in SYMBOLS.values() for n in group} | set(random.Random(5).sample(text, 200))
+    fast = kernel_text_ranges(names)
+    assert fast == _text_ranges_full(names, data)
+    assert len(fast) >= 150 and all(end > start for start, end in fast.values())
+    # out of address order next to the symbol, a module symbol and a data symbol in between
+    odd = tmp_path / "kallsyms"
+    odd.write_bytes(b"ffffffff81000000 T alpha\nffffffff81000100 t beta_mod\t[mod]\n"
+                    b"ffffffff81000080 d some_data\nffffffff80000000 T gamma\nffffffff81000200 T delta\n")
+    got = kernel_text_ranges({"alpha", "gamma"}, odd)
+    assert got == _text_ranges_full({"alpha", "gamma"}, odd.read_bytes())
+    assert got["alpha"] == (0xFFFFFFFF81000000, 0xFFFFFFFF81000200)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +36,51 @@ HIST_SLOTS = 64
 
 
 def kernel_text_ranges(names: set[str], kallsyms: str | Path = "/proc/kallsyms") -> dict[str, tuple[int, int]]:
-    """[start, end) of each named kernel text symbol: its address up to the next symbol's."""
-    addrs: list[int] = []
-    found: dict[str, int] = {}
-    with open(kallsyms, encoding="utf-8", errors="replace") as f:
-        for line in f:
+    """[start, end) of each named kernel text symbol: its address up to the next symbol's.
+
+    The kernel lists its own symbols in address order, so each name's line is found with one
+    search and its end is the next larger text address a few lines below (parsing all ~120,000
+    lines in Python held the GIL for 0.1 s while the first frame was being drawn). When the lines
+    below do not settle it, every line is parsed (``_text_ranges_full``)."""
+    data = Path(kallsyms).read_bytes()
+    out: dict[str, tuple[int, int]] = {}
+    for name in names:
+        m = re.search(rb"^([0-9a-f]+) [tTwW] " + re.escape(name.encode()) + rb"$", data, re.MULTILINE)
+        if m is None:
+            continue
+        start = int(m.group(1), 16)
+        if start == 0:
+            continue
+        end = None
+        for line in data[m.end() + 1 : m.end() + 1 + 4096].split(b"\n")[:-1]:
             parts = line.split()
-            if len(parts) < 3 or parts[1] not in "tTwW" or len(parts) > 3:  # skip module symbols
+            if len(parts) != 3 or parts[1] not in b"tTwW":
                 continue
             addr = int(parts[0], 16)
-            if addr == 0:
-                continue
-            addrs.append(addr)
-            if parts[2] in names and parts[2] not in found:
-                found[parts[2]] = addr
+            if addr < start:  # not in address order here: do not trust the neighbourhood
+                break
+            if addr > start:
+                end = addr
+                break
+        if end is None:
+            return _text_ranges_full(names, data)
+        out[name] = (start, end)
+    return out
+
+
+def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]]:
+    addrs: list[int] = []
+    found: dict[str, int] = {}
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) < 3 or parts[1] not in "tTwW" or len(parts) > 3:  # skip module symbols
+            continue
+        addr = int(parts[0], 16)
+        if addr == 0:
+            continue
+        addrs.append(addr)
+        if parts[2] in names and parts[2] not in found:
+            found[parts[2]] = addr
     addrs = sorted(set(addrs))
     out: dict[str, tuple[int, int]] = {}
     for name, start in found.items():
