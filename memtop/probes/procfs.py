@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import pwd
+import re
 import resource
 from pathlib import Path
 
@@ -58,6 +59,8 @@ VMSTAT_PREFIXES = (
 
 #: vmstat counters whose movement means the kernel took pages from processes this tick
 RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
+#: the /proc/PID/status fields a sample needs (Uid: the real uid, the first of four)
+STATUS_FIELDS = re.compile(rb"^(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)", re.MULTILINE)
 #: consecutive identical stat reads after which a process counts as quiet
 QUIET_AFTER = 3
 
@@ -206,7 +209,6 @@ class ProcfsProbe(Probe):
             self._same[pid] = self._same.get(pid, 0) + 1
             return cached[2]
         self._same[pid] = 0
-        base = self.root / str(pid)
         stat = raw.decode("utf-8", errors="replace")
         try:
             comm, f = parse_stat(stat)
@@ -217,13 +219,12 @@ class ProcfsProbe(Probe):
         if cached is not None and cached[1] == key:
             self._cache[pid] = (raw, key, cached[2])
             return cached[2]
-        status = self._read(base / "status")
+        status = read_bytes(f"{self._root_s}/{pid}/status")
         if status is None:
             return None
-        vals: dict[str, str] = {}
-        for line in status.splitlines():
-            k, _, v = line.partition(":")
-            vals[k] = v.strip()
+        # the six fields used, found by one regex pass in C (splitting all ~55 lines of every
+        # process into a dict was most of the first poll with 1,000 processes)
+        vals = {k.decode(): int(v) for k, v in STATUS_FIELDS.findall(status)}
         if "RssAnon" not in vals:  # kernel thread (no mm): quiet from the start, never listed
             self._kthreads.add(pid)
             self._same[pid] = QUIET_AFTER
@@ -231,13 +232,13 @@ class ProcfsProbe(Probe):
         self._kthreads.discard(pid)
 
         def kb(name: str) -> int:
-            v = vals.get(name, "0 kB").split()
-            return int(v[0]) * 1024 if v else 0
+            return vals.get(name, 0) * 1024
 
-        uid = int(vals.get("Uid", "0").split()[0])
+        uid = vals.get("Uid", 0)
         cmdline = self._cmdline.get(pid)
         if cmdline is None:
-            argv = self._read(base / "cmdline") or ""
+            raw_argv = read_bytes(f"{self._root_s}/{pid}/cmdline") or b""
+            argv = raw_argv.decode("utf-8", errors="replace")
             cmdline = clean(argv.replace("\x00", " ").strip(), limit=512)
             self._cmdline[pid] = cmdline
         sample = ProcSample(
@@ -253,7 +254,7 @@ class ProcfsProbe(Probe):
             major_faults=int(f[9]),
             ppid=int(f[1]),
             vsize_bytes=int(f[20]),
-            threads=int(vals.get("Threads", "1") or 1),
+            threads=vals.get("Threads", 1) or 1,
             start_time_ns=int(f[19]) * 1_000_000_000 // CLK_TCK,
             cmdline=cmdline,
         )
