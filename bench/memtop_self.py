@@ -37,8 +37,9 @@ def status_kb(pid: int, key: str) -> int:
 
 
 def proc_read_floor_pct(passes: int = 20) -> float:
-    """CPU (user + system, % of a core) of reading every /proc/PID/stat once per second: the floor
-    under any per-second exact /proc poll, whatever the tool."""
+    """CPU (user + system, % of a core) of opening, reading and closing every /proc/PID/stat once
+    per second, as top-like tools do (memtop keeps the files open and re-reads quiet processes
+    less often, so it spends less than this)."""
     import resource
 
     r0 = resource.getrusage(resource.RUSAGE_SELF)
