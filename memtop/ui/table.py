@@ -13,7 +13,7 @@ rows) fall back to DataTable's renderer, as does everything if Textual's interna
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Self
 
 from rich.cells import cell_len, set_cell_size
@@ -35,10 +35,8 @@ class FastTable(DataTable[Any]):
         super().__init__(*args, **kwargs)
         self._fast_lines: dict[tuple[Any, ...], Strip] = {}
         self._fast_ok = True
-        self._frame_styles: dict[Any, Any] = {}
-        self._frame_columns: tuple[list[Any], tuple[int, ...]] | None = None
-        self._in_frame = False
-        self._frame_view: tuple[bool, int, int, int, int, int, int] | None = None
+        #: lookups kept for the frame being rendered (None between frames)
+        self._frame: dict[Any, Any] | None = None
         self._partial_row: int | None = None
         self._single_line_rows = True  # every row one line high (as memtop's tables add them)
 
@@ -118,56 +116,53 @@ class FastTable(DataTable[Any]):
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # styles, columns and their widths are looked up once per frame, not once per line
-        # (DataTable rebuilds its ordered column list on every lookup)
-        self._frame_styles = {}
-        self._frame_columns = None
-        self._frame_view = None
-        self._in_frame = True
+        # styles, columns and their widths and the view's attributes are looked up once per
+        # frame, not once per line (DataTable rebuilds its ordered column list on every lookup)
+        self._frame = {}
         try:
             return super().render_lines(crop)
         finally:
-            self._in_frame = False
-            self._frame_columns = None
-            self._frame_view = None
+            self._frame = None
 
-    def _columns_now(self) -> tuple[list[Any], tuple[int, ...]]:
-        got = self._frame_columns
+    def _per_frame(self, key: Any, compute: Callable[[], Any]) -> Any:
+        frame = self._frame
+        if frame is None:
+            return compute()
+        got = frame.get(key)
         if got is None:
-            cols = self.ordered_columns
-            got = (cols, tuple(c.get_render_width(self) for c in cols))
-            if self._in_frame:
-                self._frame_columns = got
+            got = frame[key] = compute()
         return got
 
+    def _columns_now(self) -> tuple[list[Any], tuple[int, ...]]:
+        def compute() -> tuple[list[Any], tuple[int, ...]]:
+            cols = self.ordered_columns
+            return cols, tuple(c.get_render_width(self) for c in cols)
+
+        return self._per_frame("columns", compute)  # type: ignore[no-any-return]
+
     def _styles(self, row_index: int, cursor: bool) -> tuple[Style, Style, Style, Style]:
-        """(base, row, cursor component, post) styles for a row, computed once per frame."""
-        key = (row_index % 2, cursor)
-        got = self._frame_styles.get(key)
-        if got is None:
-            base = self._frame_styles.get("base")
-            if base is None:
-                base = self._frame_styles["base"] = self.rich_style
+        """(base, row, cursor component, post) styles for a row."""
+        def compute() -> tuple[Style, Style, Style, Style]:
+            base: Style = self._per_frame("base", lambda: self.rich_style)
             row_style = self._get_row_style(row_index, base)
             component, post = self._get_styles_to_render_cell(
                 False, False, False, False, cursor, self.show_cursor, self._show_hover_cursor,
                 self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
             )
-            got = self._frame_styles[key] = (base, row_style, component, post)
-        return got  # type: ignore[no-any-return,unused-ignore]
+            return base, row_style, component, post
+
+        return self._per_frame((row_index % 2, cursor), compute)  # type: ignore[no-any-return]
 
     def _view(self) -> tuple[bool, int, int, int, int, int, int]:
         """(fast path possible, header height, scroll y, scroll x, width, cursor row or -1, cell
-        padding): reactive attributes read once per frame, not once per line."""
-        got = self._frame_view
-        if got is None:
+        padding): reactive attributes."""
+        def compute() -> tuple[bool, int, int, int, int, int, int]:
             fast = (self._fast_ok and self.show_header and self.cursor_type == "row" and not self.fixed_rows
                     and not self.fixed_columns and not self._should_render_row_labels)
-            got = (bool(fast), self.header_height, int(self.scroll_offset.y), int(self.scroll_offset.x),
-                   self.size.width, self.cursor_row if self.show_cursor else -1, self.cell_padding)
-            if self._in_frame:
-                self._frame_view = got
-        return got
+            return (bool(fast), self.header_height, int(self.scroll_offset.y), int(self.scroll_offset.x),
+                    self.size.width, self.cursor_row if self.show_cursor else -1, self.cell_padding)
+
+        return self._per_frame("view", compute)  # type: ignore[no-any-return]
 
     def render_line(self, y: int) -> Strip:
         view = self._view()
