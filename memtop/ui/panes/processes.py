@@ -76,12 +76,9 @@ class ProcessesPane(SortableTablePane):
         def spark(row: dict[str, Any]) -> str:
             r = procs.rows.get(row["pid"])
             if r is not None and r.spark_same >= SPARK_WIDTH:  # a flat line: no copy of the window
-                key: tuple[int, ...] = (-1, r.spark[-1])
-                text = sparks.get(key)
-                if text is None:
-                    text = sparks[key] = fmt.sparkline([r.spark[-1]] * SPARK_WIDTH, SPARK_WIDTH)
-                return text
-            vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
+                vals: tuple[int, ...] = (r.spark[-1],) * SPARK_WIDTH
+            else:
+                vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
             text = sparks.get(vals)
             if text is None:
                 text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH)
