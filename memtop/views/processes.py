@@ -96,8 +96,8 @@ class ProcessesView(View):
                 "minor_faults_per_s": round(r.minflt_per_s, 3),
                 "major_faults_per_s": round(r.majflt_per_s, 3),
                 "cmdline": s.cmdline,
-                "reclaim_stall_ns": stall.get(pid, 0),
-                "swapin_wait_ns": swapwait.get(pid, 0),
+                "reclaim_stall_ns": figures[2],
+                "swapin_wait_ns": figures[3],
             }
             cache[pid] = (s, figures, row)
             if matches(row, opts.filter):
