@@ -140,12 +140,8 @@ class ProcfsProbe(Probe):
             self._max_fds = max(0, min(soft, 1 << 16) - 1024)
 
     def close(self) -> None:
-        fds, self._fds = self._fds, {}
-        for fd in fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for pid in list(self._fds):
+            self._forget_fd(pid)
 
     def _forget_fd(self, pid: int) -> None:
         fd = self._fds.pop(pid, None)
