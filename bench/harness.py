@@ -89,6 +89,16 @@ def nothing() -> Iterator[None]:
     yield None
 
 
+def status_kb(pid: int, *keys: str) -> dict[str, int]:
+    """The named /proc/PID/status fields in kB (RssAnon, RssFile, VmRSS, ...); 0 when absent."""
+    out = dict.fromkeys(keys, 0)
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in out:
+            out[name] = int(value.split()[0])
+    return out
+
+
 def parse_kv(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for tok in text.split():

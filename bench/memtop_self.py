@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import build, machine, memtop_cmd, save
+from harness import build, machine, memtop_cmd, save, status_kb
 
 from memtop.probes.procfs import read_bytes  # the reader memtop itself polls with
 
@@ -27,13 +27,6 @@ def cpu_s(pid: int) -> float:
     text = Path(f"/proc/{pid}/stat").read_text()
     f = text[text.rindex(")") + 2 :].split()
     return (int(f[11]) + int(f[12])) / CLK
-
-
-def status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 def proc_read_floor_pct(passes: int = 20) -> float:
@@ -74,12 +67,13 @@ def run_memtop(seconds: float, ready_timeout: float = 120) -> dict[str, float]:
         c2, t2 = cpu_s(proc.pid), time.monotonic()
         time.sleep(seconds)
         c3, t3 = cpu_s(proc.pid), time.monotonic()
+        mem = status_kb(proc.pid, "RssAnon", "RssFile")
         return {
             "cpu_pct_first_window": 100 * (c1 - c0) / (t1 - t0),
             "proc_stat_floor_pct": proc_read_floor_pct(),
             "cpu_pct_of_core": 100 * (c3 - c2) / (t3 - t2),
-            "rss_anon_mib": status_kb(proc.pid, "RssAnon") / 1024,
-            "rss_file_mib": status_kb(proc.pid, "RssFile") / 1024,
+            "rss_anon_mib": mem["RssAnon"] / 1024,
+            "rss_file_mib": mem["RssFile"] / 1024,
             "first_frame_s": float(info.get("first_frame_s") or 0),
             "all_probes_s": float(info.get("settled_s") or 0),
         }

@@ -18,18 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import BENCH, build, machine, memtop_cmd, save  # noqa: E402
+from harness import BENCH, build, machine, memtop_cmd, save, status_kb  # noqa: E402
 
 ROOT = BENCH.parent
 CG = Path("/sys/fs/cgroup/memory")
-
-
-def rss_kb(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(("RssAnon:", "RssFile:", "VmRSS:")):
-            out[line.split(":")[0]] = int(line.split()[1])
-    return out
 
 
 def main(duration: float = 1800, warmup: float = 120, profile: str | None = None) -> dict[str, object]:
@@ -70,7 +62,7 @@ def main(duration: float = 1800, warmup: float = 120, profile: str | None = None
             idle_until = time.monotonic() + 10
             while time.monotonic() < idle_until:
                 if time.monotonic() - t0 >= next_sample:
-                    samples.append((time.monotonic() - t0, rss_kb(mt.pid)))
+                    samples.append((time.monotonic() - t0, status_kb(mt.pid, "RssAnon", "RssFile", "VmRSS")))
                     next_sample += 10
                 time.sleep(0.5)
         code = mt.wait(timeout=duration + 120)
