@@ -294,9 +294,11 @@ def test_kernel_text_ranges_match_a_full_parse(tmp_path: Path) -> None:
     fast = kernel_text_ranges(names)
     assert fast == _text_ranges_full(names, data)
     assert len(fast) >= 150 and all(end > start for start, end in fast.values())
-    # out of address order next to the symbol, a module symbol and a data symbol in between
+    # out of address order next to the symbol, a module symbol and a data symbol in between; a
+    # data symbol of the same name and a longer name ending in it come first
     odd = tmp_path / "kallsyms"
-    odd.write_bytes(b"ffffffff81000000 T alpha\nffffffff81000100 t beta_mod\t[mod]\n"
+    odd.write_bytes(b"ffffffff80000010 d alpha\nffffffff80000020 T x_alpha\nffffffff80000030 t gamma\t[mod]\n"
+                    b"ffffffff81000000 T alpha\nffffffff81000100 t beta_mod\t[mod]\n"
                     b"ffffffff81000080 d some_data\nffffffff80000000 T gamma\nffffffff81000200 T delta\n")
     got = kernel_text_ranges({"alpha", "gamma"}, odd)
     assert got == _text_ranges_full({"alpha", "gamma"}, odd.read_bytes())
