@@ -40,10 +40,10 @@ struct oom_event_t {
     char trigger_comm[16];
 };
 
-BPF_RINGBUF_OUTPUT(events, RINGBUF_PAGES);
+BPF_RINGBUF_OUTPUT(oom_events, RINGBUF_PAGES);
 // tid -> kind of its latest reclaim (LRU: bounded)
 BPF_TABLE("lru_hash", u32, u32, last_reclaim, MAX_TIDS);
-BPF_PERCPU_ARRAY(lost, u64, 1);
+BPF_PERCPU_ARRAY(oom_lost, u64, 1);
 
 static __always_inline void note_reclaim(u32 kind) {
     u32 tid = bpf_get_current_pid_tgid();
@@ -65,10 +65,10 @@ TRACEPOINT_PROBE(vmscan, mm_vmscan_direct_reclaim_begin) {
 #endif
 
 TRACEPOINT_PROBE(oom, mark_victim) {
-    struct oom_event_t *e = events.ringbuf_reserve(sizeof(*e));
+    struct oom_event_t *e = oom_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         int zero = 0;
-        u64 *v = lost.lookup(&zero);
+        u64 *v = oom_lost.lookup(&zero);
         if (v)
             (*v)++;
         return 0;
@@ -102,6 +102,6 @@ TRACEPOINT_PROBE(oom, mark_victim) {
     bpf_get_current_comm(&e->trigger_comm, sizeof(e->trigger_comm));
     u32 *kind = last_reclaim.lookup(&tid);
     e->scope = kind ? *kind : SCOPE_UNKNOWN;
-    events.ringbuf_submit(e, 0);
+    oom_events.ringbuf_submit(e, 0);
     return 0;
 }

@@ -25,14 +25,14 @@ struct proc_event_t {
     char comm[16];
 };
 
-BPF_RINGBUF_OUTPUT(events, RINGBUF_PAGES);
+BPF_RINGBUF_OUTPUT(procmem_events, RINGBUF_PAGES);
 // fork time per task; LRU so a burst of short-lived threads can never fill it
 BPF_TABLE("lru_hash", u32, u64, start_ns, MAX_PIDS);
-BPF_PERCPU_ARRAY(lost, u64, 1);
+BPF_PERCPU_ARRAY(procmem_lost, u64, 1);
 
 static __always_inline void count_lost(void) {
     int zero = 0;
-    u64 *v = lost.lookup(&zero);
+    u64 *v = procmem_lost.lookup(&zero);
     if (v)
         (*v)++;
 }
@@ -45,7 +45,7 @@ TRACEPOINT_PROBE(sched, sched_process_fork) {
 }
 
 TRACEPOINT_PROBE(sched, sched_process_exec) {
-    struct proc_event_t *e = events.ringbuf_reserve(sizeof(*e));
+    struct proc_event_t *e = procmem_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         count_lost();
         return 0;
@@ -55,7 +55,7 @@ TRACEPOINT_PROBE(sched, sched_process_exec) {
     e->pid = args->pid;
     e->kind = EV_EXEC;
     bpf_get_current_comm(&e->comm, sizeof(e->comm));
-    events.ringbuf_submit(e, 0);
+    procmem_events.ringbuf_submit(e, 0);
     return 0;
 }
 
@@ -68,7 +68,7 @@ TRACEPOINT_PROBE(sched, sched_process_exit) {
     start_ns.delete(&tid);
     if (tgid != tid)  // a thread, not the process
         return 0;
-    struct proc_event_t *e = events.ringbuf_reserve(sizeof(*e));
+    struct proc_event_t *e = procmem_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         count_lost();
         return 0;
@@ -78,6 +78,6 @@ TRACEPOINT_PROBE(sched, sched_process_exit) {
     e->pid = tgid;
     e->kind = EV_EXIT;
     bpf_probe_read_kernel(&e->comm, sizeof(e->comm), args->comm);
-    events.ringbuf_submit(e, 0);
+    procmem_events.ringbuf_submit(e, 0);
     return 0;
 }

@@ -117,9 +117,9 @@ BPF_PERCPU_ARRAY(file_hist, u64, 64);
 BPF_TABLE("lru_hash", struct hkey_t, u64, pid_hist, MAX_PIDS * 8);
 BPF_PERCPU_ARRAY(stackbuf, struct stack_t, 1);
 // [0] processes the stats map could not take, [1] no-wait faults the ring buffer could not take
-BPF_PERCPU_ARRAY(lost, u64, 2);
+BPF_PERCPU_ARRAY(swapin_lost, u64, 2);
 // [0] blocked-in-fault sleeps timed, [1] D-state stack walks (the probe's own cost driver)
-BPF_PERCPU_ARRAY(counters, u64, 2);
+BPF_PERCPU_ARRAY(swapin_counters, u64, 2);
 
 static __always_inline void bump(void *table_lookup_result) {
     u64 *v = table_lookup_result;
@@ -173,7 +173,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     if (!st)
         return 0;
     int one = 1;
-    bump(counters.lookup(&one));
+    bump(swapin_counters.lookup(&one));
     long n = bpf_get_stack(args, st->ip, sizeof(st->ip), 0);
     if (n <= 0)
         return 0;
@@ -201,7 +201,7 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     // known to be a swap-in or file read; a minor fault's sleep must not leak into the next one
     if (kind == KIND_OTHER && !pending.lookup(&prev))
         return 0;
-    bump(counters.lookup(&zero));
+    bump(swapin_counters.lookup(&zero));
     struct sleep_t s = {.start_ns = now, .kind = kind};
     sleeping.update(&prev, &s);
     return 0;
@@ -227,7 +227,7 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         s = stats.lookup(&tgid);
         if (!s) {
             int zero = 0;
-            bump(lost.lookup(&zero));
+            bump(swapin_lost.lookup(&zero));
             return 0;
         }
     }
@@ -237,7 +237,7 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         struct nowait_t *e = nowait_events.ringbuf_reserve(sizeof(*e));
         if (!e) {
             int one = 1;
-            bump(lost.lookup(&one));
+            bump(swapin_lost.lookup(&one));
             return 0;
         }
         e->addr = ctx->addr;

@@ -101,8 +101,8 @@ struct reclaim_event_t {
     char comm[16];
 };
 
-BPF_RINGBUF_OUTPUT(events, RINGBUF_PAGES);
-BPF_PERCPU_ARRAY(lost, u64, 1);
+BPF_RINGBUF_OUTPUT(vmscan_events, RINGBUF_PAGES);
+BPF_PERCPU_ARRAY(vmscan_lost, u64, 1);
 
 // tid -> begin of its direct/memcg reclaim; LRU so threads that die mid-reclaim never fill it
 BPF_TABLE("lru_hash", u32, struct begin_t, reclaim_begin, MAX_TIDS);
@@ -110,7 +110,7 @@ BPF_TABLE("lru_hash", u32, struct slab_begin_t, slab_begin, MAX_TIDS);
 BPF_TABLE("lru_hash", u32, u64, compact_begin, MAX_TIDS);
 
 BPF_PERCPU_ARRAY(origins, struct origin_t, NR_ORIGINS);
-BPF_PERCPU_ARRAY(counters, u64, NR_COUNTERS);
+BPF_PERCPU_ARRAY(vmscan_counters, u64, NR_COUNTERS);
 BPF_PERCPU_ARRAY(reclaim_hist, u64, NR_KINDS * HIST_SLOTS);
 BPF_PERCPU_ARRAY(compact_hist, u64, HIST_SLOTS);
 // (tgid, kind) -> totals; LRU: the table stays bounded however many processes stall
@@ -118,7 +118,7 @@ BPF_TABLE("lru_hash", struct pid_key_t, struct pid_stat_t, pid_stats, MAX_PIDS);
 BPF_HASH(slab_stats, u64, struct slab_stat_t, MAX_SHRINKERS);
 
 static __always_inline void count(u32 slot, u64 n) {
-    u64 *v = counters.lookup(&slot);
+    u64 *v = vmscan_counters.lookup(&slot);
     if (v)
         *v += n;
 }
@@ -183,10 +183,10 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
         bpf_get_current_comm(&ps->comm, sizeof(ps->comm));
     }
 
-    struct reclaim_event_t *e = events.ringbuf_reserve(sizeof(*e));
+    struct reclaim_event_t *e = vmscan_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         u32 zero = 0;
-        u64 *l = lost.lookup(&zero);
+        u64 *l = vmscan_lost.lookup(&zero);
         if (l)
             (*l)++;
         return;
@@ -199,7 +199,7 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     e->kind = kind;
     e->pad = 0;
     bpf_get_current_comm(&e->comm, sizeof(e->comm));
-    events.ringbuf_submit(e, 0);
+    vmscan_events.ringbuf_submit(e, 0);
 }
 
 TRACEPOINT_PROBE(vmscan, mm_vmscan_direct_reclaim_begin) {

@@ -145,7 +145,7 @@ class OomProbe(BpfProbe):
         return flags
 
     def after_load(self) -> None:
-        self.bpf["events"].open_ring_buffer(self._on_event)
+        self.bpf["oom_events"].open_ring_buffer(self._on_event)
         self.kmsg = KernelLog(self.kmsg_path)
 
     def note(self) -> str:
@@ -179,7 +179,7 @@ class OomProbe(BpfProbe):
                 out.append(self._record(ev, load))
         if len(self._kmsg_kills) > 256:
             self._kmsg_kills.clear()
-        out.append(self.lost_record())
+        out.append(self.lost_record("oom_lost"))
         return out
 
     def _record(self, ev: _Event, load: tuple[float, float, float]) -> OomKill:

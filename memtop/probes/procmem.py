@@ -39,7 +39,7 @@ class ProcmemProbe(BpfProbe):
         return [f"-DMAX_PIDS={self.max_pids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
 
     def after_load(self) -> None:
-        self.bpf["events"].open_ring_buffer(self._on_event)
+        self.bpf["procmem_events"].open_ring_buffer(self._on_event)
 
     def _on_event(self, _ctx: Any, data: Any, _size: int) -> None:
         ev = ctypes.cast(data, ctypes.POINTER(_Event)).contents
@@ -58,5 +58,5 @@ class ProcmemProbe(BpfProbe):
             return []
         self.bpf.ring_buffer_consume()
         out, self._pending = self._pending, []
-        out.append(self.lost_record())
+        out.append(self.lost_record("procmem_lost"))
         return out

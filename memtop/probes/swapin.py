@@ -297,7 +297,7 @@ class SwapinProbe(BpfProbe):
         file_hist = list(self._hist("file_hist"))
         swap_hist[0] += sum(v[6] for v in self._sent.values())
         file_hist[0] += nowait_file_total
-        counters = self.bpf["counters"]
+        counters = self.bpf["swapin_counters"]
         out.append(
             SwapinHistogram(
                 swapin_counts=tuple(swap_hist),
@@ -306,7 +306,7 @@ class SwapinProbe(BpfProbe):
                 stack_walks=int(counters.sum(counters.Key(1)).value),
             )
         )
-        lost = self.bpf["lost"]
+        lost = self.bpf["swapin_lost"]
         out.append(Lost(self.name, "processes", int(lost.sum(lost.Key(0)).value)))
         out.append(Lost(self.name, "unclassified no-wait faults", int(lost.sum(lost.Key(1)).value)))
         return out

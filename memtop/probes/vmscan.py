@@ -127,7 +127,7 @@ class VmscanProbe(BpfProbe):
         return f"ring {self.ringbuf_pages * os.sysconf('SC_PAGE_SIZE') // 1024} KiB"
 
     def after_load(self) -> None:
-        self.bpf["events"].open_ring_buffer(self._on_event)
+        self.bpf["vmscan_events"].open_ring_buffer(self._on_event)
 
     def _on_event(self, _ctx: Any, data: Any, _size: int) -> None:
         ev = ctypes.cast(data, ctypes.POINTER(_Event)).contents
@@ -195,7 +195,7 @@ class VmscanProbe(BpfProbe):
 
     def totals(self) -> tuple[VmscanTotals, ReclaimTotals]:
         """Read every kernel map once (cumulative since load)."""
-        c = self._percpu_ints("counters", NR_COUNTERS)
+        c = self._percpu_ints("vmscan_counters", NR_COUNTERS)
         chist = self._percpu_ints("compact_hist", HIST_SLOTS)
         rhist = self._percpu_ints("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
         vm = VmscanTotals(
@@ -232,5 +232,5 @@ class VmscanProbe(BpfProbe):
         # drain first, then totals: a totals record never lags the events it counts
         out = self.drain()
         vm, rc = self.totals()
-        out += [vm, rc, self.lost_record()]
+        out += [vm, rc, self.lost_record("vmscan_lost")]
         return out
