@@ -28,32 +28,28 @@ from harness import alternate, build, machine, nothing, parse_kv, save, summary 
 
 from memtop import bcc_compat  # noqa: E402
 from memtop.probes.swapin import SwapinProbe  # noqa: E402
+from memtop.probes.unit import Section, Unit  # noqa: E402
 
 ROUTE_A = Path(__file__).resolve().parent / "route_a.bpf.c"
 
 
 class Toggle:
-    """A compiled program whose attachments can be switched on and off cheaply, so variants
-    alternate run by run (one compile each, not one per round)."""
+    """A compiled program whose hooks can be switched on and off cheaply, so variants alternate
+    run by run (one compile each, not one per round)."""
 
-    def __init__(self, bpf: Any, tracepoints: dict[str, str]) -> None:
-        self.bpf = bpf
-        self.tracepoints = tracepoints
+    def __init__(self, view: Any) -> None:
+        self.view = view  # a memtop.probes.unit.ProgramView
         self.ev_type, _minor, self.major = bcc_compat.perf_sw_fault_ids()
-        for tp in tracepoints:  # BCC attached TRACEPOINT_PROBEs at load: start detached
-            self.bpf.detach_tracepoint(tp.encode())
+        self.view.detach()  # start detached
 
     @contextmanager
     def on(self) -> Iterator[None]:
-        for tp, fn in self.tracepoints.items():
-            bcc_compat.attach_tracepoint(self.bpf, tp, fn)
-        bcc_compat.attach_perf_event_system(self.bpf, self.ev_type, self.major, "on_major_fault", 1)
+        self.view.attach_tracepoints()
+        self.view.attach_perf_event_system(self.ev_type, self.major, "on_major_fault", 1)
         try:
             yield None
         finally:
-            for tp in self.tracepoints:
-                self.bpf.detach_tracepoint(tp.encode())
-            self.bpf.detach_perf_event(self.ev_type, self.major)
+            self.view.detach()
 
 
 def main(rounds: int = 15) -> dict[str, object]:
@@ -61,13 +57,8 @@ def main(rounds: int = 15) -> dict[str, object]:
     pingpong = build("pingpong")
     probe = SwapinProbe()
     probe.load()  # compiled and attached as memtop does; then toggled per run
-    probe.bpf.detach_perf_event(*probe_perf_ids())
-    route_b = Toggle(probe.bpf, {"sched:sched_switch": "tracepoint__sched__sched_switch"})
-    route_a = Toggle(
-        bcc_compat.compile_program(ROUTE_A),
-        {"exceptions:page_fault_user": "tracepoint__exceptions__page_fault_user",
-         "kmem:rss_stat": "tracepoint__kmem__rss_stat"},
-    )
+    route_b = Toggle(probe.bpf)
+    route_a = Toggle(Unit.compile([Section.from_file("route_a", ROUTE_A)]).view("route_a"))
     variants = {"bare": nothing, "swapin probe (route b)": route_b.on, "route (a) prototype": route_a.on}
 
     def fault_once() -> dict[str, float]:
@@ -83,7 +74,7 @@ def main(rounds: int = 15) -> dict[str, object]:
         switches = alternate(variants, switch_once, "ns_per_roundtrip", rounds=rounds, per_round=1)  # type: ignore[arg-type]
     finally:
         probe.close()
-        bcc_compat.cleanup(route_a.bpf)
+        route_a.view.release()
     result = {
         "case": "swap-in probe overhead (no swapping)",
         "machine": machine(),
@@ -93,11 +84,6 @@ def main(rounds: int = 15) -> dict[str, object]:
     }
     save("swapin_overhead", result)
     return result
-
-
-def probe_perf_ids() -> tuple[int, int]:
-    ev_type, _minor, major = bcc_compat.perf_sw_fault_ids()
-    return ev_type, major
 
 
 if __name__ == "__main__":

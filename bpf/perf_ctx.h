@@ -5,6 +5,8 @@
 // stable uAPI, so on x86-64 it is declared here: struct pt_regs is 21 eight-byte registers, then
 // sample_period and addr (the verifier checks the offsets the program reads). Other
 // architectures, or -DMEMTOP_FULL_HEADERS, use the kernel's header.
+#ifndef MEMTOP_PERF_CTX_H
+#define MEMTOP_PERF_CTX_H
 #if defined(__x86_64__) && !defined(MEMTOP_FULL_HEADERS)
 struct memtop_user_regs {
     u64 r[21];
@@ -16,4 +18,5 @@ struct bpf_perf_event_data {
 };
 #else
 #include <uapi/linux/bpf_perf_event.h>
+#endif
 #endif

@@ -1,7 +1,7 @@
 """The one module that imports bcc (untyped). Everything BCC-shaped goes through here.
 
 libbcc is not thread-safe: two ``BPF()`` compilations at once crash the process. Every program is
-compiled through :func:`compile_program`, which holds one process-wide lock.
+compiled through :func:`compile_text`, which holds one process-wide lock.
 """
 
 from __future__ import annotations
@@ -81,19 +81,43 @@ def check_can_load() -> None:
     ensure_headers()
 
 
-def compile_program(source: Path, cflags: list[str] | None = None) -> Any:
-    """Compile and load ``source`` (a bpf/*.bpf.c file) under the global compile lock."""
+def compile_text(text: str, cflags: list[str] | None = None) -> Any:
+    """Compile ``text`` (one or more bpf/*.bpf.c programs, see memtop.probes.unit) under the
+    global compile lock. Nothing is attached: its TRACEPOINT_PROBEs carry no ``tracepoint__``
+    names for BCC to auto-attach; each program attaches its own hooks."""
     check_can_load()
     bcc = bcc_module()
-    # BCC compiles the text as /virtual/main.c: quoted includes (bpf/perf_ctx.h) need the dir
-    flags = [*(cflags or []), f"-I{Path(source).resolve().parent}"]
     with COMPILE_LOCK:
-        return bcc.BPF(src_file=str(source).encode(), cflags=flags)
+        return bcc.BPF(text=text.encode(), cflags=list(cflags or []))
 
 
-def attach_tracepoint(bpf: Any, tp: str, fn: str) -> None:
+def function_names(bpf: Any) -> list[str]:
+    """Every function compiled into the module (loaded or not)."""
+    bcc = bcc_module()
+    lib = bcc.libbcc.lib
     with COMPILE_LOCK:
-        bpf.attach_tracepoint(tp=tp, fn_name=fn)
+        names = [lib.bpf_function_name(bpf.module, i) for i in range(lib.bpf_num_functions(bpf.module))]
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+
+
+def attach_tracepoint_fd(bpf: Any, fn_name: str, tp: str) -> int:
+    """Load ``fn_name`` and attach it to ``tp`` ("category:event"); return the perf event fd that
+    holds the attachment (close it with :func:`close_perf_event_fd`). Unlike
+    BPF.attach_tracepoint, which keeps one fd per tracepoint name, two functions of one module
+    may hook the same tracepoint."""
+    bcc = bcc_module()
+    category, _, event = tp.partition(":")
+    with COMPILE_LOCK:
+        fn = bpf.load_func(fn_name.encode(), bcc.BPF.TRACEPOINT)
+        fd = int(bcc.libbcc.lib.bpf_attach_tracepoint(fn.fd, category.encode(), event.encode()))
+    if fd < 0:
+        raise OSError(-fd if fd < -1 else 0, f"cannot attach {fn_name} to tracepoint {tp}")
+    return fd
+
+
+def online_cpus() -> list[int]:
+    bcc = bcc_module()
+    return [int(c) for c in bcc.utils.get_online_cpus()]
 
 
 def cleanup(bpf: Any) -> None:
@@ -161,13 +185,6 @@ def forget_sym_cache(pid: int) -> None:
     bcc = bcc_module()
     with COMPILE_LOCK:
         bcc.BPF._sym_caches.pop(pid, None)
-
-
-def attach_perf_event_system(bpf: Any, ev_type: int, ev_config: int, fn: str, sample_period: int = 1) -> None:
-    """Attach ``fn`` to a perf event on every CPU for all tasks; ``cleanup`` detaches it."""
-    with COMPILE_LOCK:
-        bpf.attach_perf_event(ev_type=ev_type, ev_config=ev_config, fn_name=fn.encode(),
-                              sample_period=sample_period, pid=-1, cpu=-1)
 
 
 # -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------

@@ -1,7 +1,9 @@
 """The bridge: probes in, record batches out.
 
-Probes compile and attach in the background, one after another (libbcc is not thread-safe), while
-the UI is already on screen. ``poll()`` runs every due probe's ``poll`` in a worker thread, stamps
+Probes compile and attach in the background, one compilation at a time (libbcc is not
+thread-safe), while the UI is already on screen; the probes queued together that can share a
+compilation (the default ones) compile as one unit (memtop/probes/unit.py) and still attach, fail
+and detach one by one. ``poll()`` runs every due probe's ``poll`` in a worker thread, stamps
 the batch with CLOCK_MONOTONIC (the clock of ``bpf_ktime_get_ns``) and hands it to subscribers
 (the state, the recorder). A poll still running when the next one is asked for absorbs it rather
 than queueing behind it.
@@ -19,7 +21,7 @@ from typing import Protocol
 
 from memtop import bcc_compat
 from memtop.errors import MemtopError
-from memtop.probes.base import Probe
+from memtop.probes.base import BpfProbe, Probe, load_together
 from memtop.records import Batch, ProbeStatus, Record
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,14 @@ def tune_heap() -> None:
             libc.mallopt(M_ARENA_MAX, 2)
     except AttributeError:  # not glibc
         pass
+
+
+def _load(probe: Probe) -> Exception | None:
+    try:
+        probe.load()
+    except Exception as exc:  # noqa: BLE001 - one probe failing is its pane's message
+        return exc
+    return None
 
 
 class Source(Protocol):
@@ -180,11 +190,32 @@ class Bridge:
             with self._lock:
                 if not self._queue:
                     break
-                probe = self._queue.pop(0)
-            await asyncio.to_thread(self._load_one, probe)
+                group = [self._queue.pop(0)]
+                if isinstance(group[0], BpfProbe) and group[0].shares_unit:
+                    # every queued probe that can share its compilation goes with it
+                    group += [p for p in self._queue if isinstance(p, BpfProbe) and p.shares_unit]
+                    self._queue = [p for p in self._queue if p not in group]
+            await asyncio.to_thread(self._load_group, group)
         release_heap()
 
     def _load_one(self, probe: Probe) -> None:
+        self._load_group([probe])
+
+    def _load_group(self, group: list[Probe]) -> None:
+        probes = [p for p in group if self._may_load(p)]
+        for p in probes:
+            self._set_status(ProbeStatus(p.name, "attaching", "attaching…"))
+        t0 = time.monotonic()
+        bpf_probes = [p for p in probes if isinstance(p, BpfProbe)]
+        if len(bpf_probes) > 1 and len(bpf_probes) == len(probes):
+            outcomes: list[tuple[Probe, Exception | None]] = list(load_together(bpf_probes))
+        else:
+            outcomes = [(p, _load(p)) for p in probes]
+        took = time.monotonic() - t0
+        for p, exc in outcomes:
+            self._loaded(p, exc, took)
+
+    def _may_load(self, probe: Probe) -> bool:
         if probe.needs_bpf:
             if self.bpf_error is None:
                 try:
@@ -195,19 +226,17 @@ class Bridge:
                 self._set_status(
                     ProbeStatus(probe.name, "failed", self.bpf_error.message, self.bpf_error.hint)
                 )
-                return
-        self._set_status(ProbeStatus(probe.name, "attaching", "attaching…"))
-        t0 = time.monotonic()
-        try:
-            probe.load()
-        except MemtopError as exc:
+                return False
+        return True
+
+    def _loaded(self, probe: Probe, exc: Exception | None, took: float) -> None:
+        if exc is not None:
             probe.close()
-            self._set_status(ProbeStatus(probe.name, "failed", exc.message, exc.hint))
-            return
-        except Exception as exc:  # noqa: BLE001 - one probe failing is its pane's message
-            log.exception("probe %s failed to load", probe.name)
-            probe.close()
-            self._set_status(ProbeStatus(probe.name, "failed", f"{type(exc).__name__}: {exc}", ""))
+            if isinstance(exc, MemtopError):
+                self._set_status(ProbeStatus(probe.name, "failed", exc.message, exc.hint))
+            else:
+                log.error("probe %s failed to load", probe.name, exc_info=exc)
+                self._set_status(ProbeStatus(probe.name, "failed", f"{type(exc).__name__}: {exc}", ""))
             return
         if self._stopped:
             probe.close()
@@ -221,10 +250,12 @@ class Bridge:
         if removed:
             probe.close()
             return
-        took = time.monotonic() - t0
         note = probe.note()
+        shared = probe.bpf.shared_with() if isinstance(probe, BpfProbe) and probe.bpf is not None else []
+        together = f" (compiled with {', '.join(shared)})" if shared else ""
         self._set_status(
-            ProbeStatus(probe.name, "attached", f"attached in {took:.2f}s" + (f"; {note}" if note else ""))
+            ProbeStatus(probe.name, "attached",
+                        f"attached in {took:.2f}s{together}" + (f"; {note}" if note else ""))
         )
 
     # -- polling ------------------------------------------------------------------------------

@@ -8,12 +8,18 @@ thread, one compilation at a time.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from memtop import bcc_compat, resources, tracefs
+from memtop import resources, tracefs
 from memtop.errors import ProbeError
+from memtop.probes import unit
 from memtop.records import Lost, Record
+
+log = logging.getLogger(__name__)
 
 
 class Probe(ABC):
@@ -51,35 +57,49 @@ class Probe(ABC):
 
 
 class BpfProbe(Probe):
-    """A probe backed by ``bpf/<program>.bpf.c``; its TRACEPOINT_PROBEs attach at load."""
+    """A probe backed by ``bpf/<program>.bpf.c``. Its program compiles alone (``load``) or, for
+    the probes attached at start, with theirs as one unit (:func:`load_together`); either way its
+    TRACEPOINT_PROBEs attach with it and detach with it."""
 
     program: ClassVar[str] = ""
+    #: compiled in one unit with the other such probes when they load together (memtop's default
+    #: probes, which live as long as the app). On-demand probes compile alone, so their maps go
+    #: when they detach. A probe that shares a unit must do its checks in ``section()``.
+    shares_unit: ClassVar[bool] = False
 
     def __init__(self) -> None:
+        #: this program's share of its compiled unit (memtop.probes.unit.ProgramView)
         self.bpf: Any = None
         self._lost_seen = 0
 
     def cflags(self) -> list[str]:
         return []
 
-    def load(self) -> None:
+    def section(self) -> unit.Section:
+        """The program as configured for this kernel; ProbeError when this kernel cannot run it."""
         missing = self.missing_tracepoints()
         if missing:
             raise ProbeError(
                 f"kernel lacks tracepoint(s) {', '.join(missing)}",
                 "this kernel cannot feed this pane; see `memtop doctor`",
             )
-        try:
-            self.bpf = bcc_compat.compile_program(resources.bpf_source(self.program), self.cflags())
-        except ProbeError:
-            raise
-        except Exception as exc:  # bcc raises bare Exception on compile/attach failure
-            if type(exc).__module__.startswith("memtop"):
-                raise
-            raise ProbeError(
-                f"{self.program}.bpf.c failed to load: {str(exc).strip()[:300]}",
-                "run `memtop doctor` to check headers and kernel hooks",
-            ) from exc
+        return unit.Section.from_file(self.name, resources.bpf_source(self.program), self.cflags())
+
+    def load(self) -> None:
+        self.load_section(self.section())
+
+    def load_section(self, section: unit.Section) -> None:
+        """Compile ``section`` alone and attach."""
+        with bcc_errors(section.origin):
+            compiled = unit.Unit.compile([section])
+        self.attach(compiled)
+
+    def attach(self, compiled: unit.Unit) -> None:
+        """Take this program's share of ``compiled``: load and attach its functions, then
+        ``after_load``. A failure leaves the share to ``close``."""
+        self.bpf = compiled.view(self.name)
+        with bcc_errors(f"{self.program}.bpf.c"):
+            self.bpf.attach_tracepoints()
         self.after_load()
 
     def after_load(self) -> None:
@@ -87,7 +107,7 @@ class BpfProbe(Probe):
 
     def close(self) -> None:
         if self.bpf is not None:
-            bcc_compat.cleanup(self.bpf)
+            self.bpf.release()
             self.bpf = None
 
     def read_array_sum(self, table: str) -> int:
@@ -100,3 +120,52 @@ class BpfProbe(Probe):
 
     def lost_record(self, table: str = "lost", what: str = "events") -> Lost:
         return Lost(probe=self.name, what=what, count=self.read_array_sum(table))
+
+
+@contextmanager
+def bcc_errors(what: str) -> Iterator[None]:
+    """BCC's bare Exceptions (and failed attach syscalls) as a ProbeError naming ``what``."""
+    try:
+        yield
+    except Exception as exc:
+        if type(exc).__module__.startswith("memtop"):
+            raise
+        raise ProbeError(
+            f"{what} failed to load: {str(exc).strip()[:300]}",
+            "run `memtop doctor` to check headers and kernel hooks",
+        ) from exc
+
+
+def load_together(probes: Sequence[BpfProbe]) -> list[tuple[BpfProbe, Exception | None]]:
+    """Load ``probes`` with their programs compiled as one unit (memtop.probes.unit); each
+    probe's outcome, None when it attached. A probe that cannot say what it needs (a missing
+    tracepoint) fails alone; a unit that does not compile is given up and each program compiled
+    alone, so only a broken one fails; a function the verifier rejects fails only its probe."""
+    out: list[tuple[BpfProbe, Exception | None]] = []
+    ready: list[tuple[BpfProbe, unit.Section]] = []
+    for p in probes:
+        try:
+            ready.append((p, p.section()))
+        except Exception as exc:  # noqa: BLE001 - reported as this probe's outcome
+            out.append((p, exc))
+    compiled = None
+    if len(ready) > 1:
+        try:
+            with bcc_errors("the default programs as one unit"):
+                compiled = unit.Unit.compile([s for _, s in ready])
+        except ProbeError as exc:
+            log.warning("%s; compiling each program alone", exc.message)
+    for p, section in ready:
+        try:
+            if compiled is None:
+                p.load_section(section)
+            else:
+                p.attach(compiled)
+        except Exception as exc:  # noqa: BLE001 - reported as this probe's outcome
+            p.close()
+            if compiled is not None:
+                compiled.release(p.name)  # in case it failed before taking its share
+            out.append((p, exc))
+        else:
+            out.append((p, None))
+    return out

@@ -110,6 +110,7 @@ def loadavg(proc: Path = Path("/proc")) -> tuple[float, float, float]:
 class OomProbe(BpfProbe):
     name = "oom"
     program = "oom"
+    shares_unit = True
     tracepoints = ("oom:mark_victim",)
     optional_tracepoints = ("vmscan:mm_vmscan_memcg_reclaim_begin", "vmscan:mm_vmscan_direct_reclaim_begin")
     panes = ("oom",)

@@ -26,6 +26,7 @@ class _Event(ctypes.Structure):
 class ProcmemProbe(BpfProbe):
     name = "procmem"
     program = "procmem"
+    shares_unit = True
     tracepoints = ("sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit")
     panes = ("processes",)
 

@@ -154,6 +154,7 @@ class _Stats(ctypes.Structure):
 class SwapinProbe(BpfProbe):
     name = "swapin"
     program = "swapin"
+    shares_unit = True
     tracepoints = ("sched:sched_switch",)
     features = ("perf_events",)
     panes = ("swapin",)
@@ -202,7 +203,7 @@ class SwapinProbe(BpfProbe):
         self.bpf["nowait_events"].open_ring_buffer(self._on_nowait)
         ev_type, _minor, ev_config = bcc_compat.perf_sw_fault_ids()
         try:
-            bcc_compat.attach_perf_event_system(self.bpf, ev_type, ev_config, "on_major_fault", 1)
+            self.bpf.attach_perf_event_system(ev_type, ev_config, "on_major_fault", 1)
         except Exception as exc:  # bcc raises bare Exception
             raise ProbeError(
                 f"cannot open the major-fault perf event: {str(exc).strip()[:200]}",

@@ -80,6 +80,7 @@ class KernelSymbols:
 class VmscanProbe(BpfProbe):
     name = "vmscan"
     program = "vmscan"
+    shares_unit = True
     tracepoints = (
         "vmscan:mm_vmscan_lru_shrink_inactive",
         "vmscan:mm_vmscan_direct_reclaim_begin",
