@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memtop import __version__
+from memtop import __version__, startup_gc
 from memtop.errors import MemtopError
 
 if TYPE_CHECKING:
@@ -135,7 +135,10 @@ def check_snapshot_args(args: argparse.Namespace) -> None:
 
 def run_app(app: MemtopApp, headless: bool = False) -> int:
     """Run the app (a terminal session, or headless for a snapshot) and surface its error."""
-    code = app.run(headless=True, size=(200, 60)) if headless else app.run()
+    try:
+        code = app.run(headless=True, size=(200, 60)) if headless else app.run()
+    finally:
+        startup_gc.release()  # the first frame releases it; an app that never drew one too
     if app.error is not None:
         raise app.error
     return int(code or 0)
@@ -143,6 +146,7 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
 
 def run_headless_snapshot(args: argparse.Namespace, source: Source, after_s: float,
                           leak_pids: list[int] | None = None) -> int:
+    startup_gc.hold()  # until the first frame (importing Textual included)
     from memtop.ui.app import MemtopApp, SnapshotRequest
 
     req = SnapshotRequest(args.pane, args.format, args.output, after_s, args.force, args.pid, args.section)
@@ -169,6 +173,7 @@ def check_at(at: float, duration_s: float) -> None:
 
 def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] | None = None) -> int:
     """The terminal app on a live or replayed source, with the options both share."""
+    startup_gc.hold()  # until the first frame (importing Textual included)
     from memtop.ui.app import MemtopApp
 
     app = MemtopApp(

@@ -19,7 +19,7 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from memtop import bcc_compat, files, fmt, resources
+from memtop import bcc_compat, files, fmt, resources, startup_gc
 from memtop.bridge import Source
 from memtop.errors import MemtopError
 from memtop.recording import Recorder
@@ -249,6 +249,7 @@ class MemtopApp(App[int]):
     def _first_frame(self) -> None:
         if self.first_frame_s is None:
             self.first_frame_s = since_process_start()
+            startup_gc.release()
 
     def active_pane(self) -> Pane | None:
         try:
