@@ -95,9 +95,12 @@ class Source(Protocol):
 class Bridge:
     """Live source: owns the probes."""
 
-    def __init__(self, probes: Sequence[Probe], *, require_bpf: bool = False) -> None:
+    def __init__(self, probes: Sequence[Probe], *, require_bpf: bool = False, defer_bpf: bool = False) -> None:
+        """``defer_bpf``: queued BPF probes wait for :meth:`load_bpf` (the app calls it once its
+        first frame is on screen, so compiling does not compete with drawing it)."""
         self.probes: list[Probe] = list(probes)
         self.require_bpf = require_bpf
+        self._deferred = defer_bpf
         self._subs: list[Subscriber] = []
         self._status: dict[str, ProbeStatus] = {}
         self._attached: list[Probe] = []
@@ -181,7 +184,14 @@ class Bridge:
                     return p
         return None
 
+    def load_bpf(self) -> None:
+        """Start loading the queued probes, if ``defer_bpf`` held them."""
+        self._deferred = False
+        self._kick()
+
     def _kick(self) -> None:
+        if self._deferred:
+            return
         if self._loader is None or self._loader.done():
             self._loader = asyncio.get_running_loop().create_task(self._load_all())
 

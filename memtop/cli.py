@@ -100,7 +100,7 @@ def make_source(args: argparse.Namespace) -> object:
     from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
 
-    bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf))
+    bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf), defer_bpf=True)  # the app starts it
     atexit.register(bridge.close)
     return bridge
 
