@@ -16,22 +16,37 @@ from memtop.ui.table import FastTable
 
 def _app(cls: type[DataTable[Any]]) -> App[None]:
     class TableApp(App[None]):
+        highlighted: list[int] = []
+
         def compose(self) -> ComposeResult:
             yield cls(id="t", cursor_type="row", zebra_stripes=True)
+
+        def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+            self.highlighted.append(event.cursor_row)
 
     return TableApp()
 
 
-async def _screens(cls: type[DataTable[Any]]) -> list[str]:
+async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
+    """Screens of a table as memtop uses one; ``bulk``: rows added with FastTable.add_keyed_rows."""
     app = _app(cls)
     shots: list[str] = []
+    highlighted: list[int] = []
+    app.highlighted = highlighted  # type: ignore[attr-defined]
+
+    def add(t: Any, rows: list[tuple[str, list[Text]]]) -> None:
+        if bulk:
+            t.add_keyed_rows(rows)
+        else:
+            for key, cells in rows:
+                t.add_row(*cells, key=key)
+
     async with app.run_test(size=(90, 24)) as pilot:
         t = app.query_one("#t", DataTable)
         for c in range(16):
             t.add_column(Text(f"COL{c}", justify="right" if c else "left"), key=f"c{c}")
-        for r in range(60):
-            t.add_row(*[Text(f"proc-{r:02d}" if c == 0 else f"{r * 37 + c * 1001:>7}",
-                             justify="left" if c == 0 else "right") for c in range(16)], key=str(r))
+        add(t, [(str(r), [Text(f"proc-{r:02d}" if c == 0 else f"{r * 37 + c * 1001:>7}",
+                               justify="left" if c == 0 else "right") for c in range(16)]) for r in range(60)])
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
         t.move_cursor(row=5, animate=False)  # cursor row
@@ -39,11 +54,13 @@ async def _screens(cls: type[DataTable[Any]]) -> list[str]:
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
         t.remove_row("0")  # rows shift: zebra parity changes below
-        t.add_row(*[Text("new-row" if c == 0 else "1", justify="left" if c == 0 else "right")
-                    for c in range(16)], key="new")
+        add(t, [("new", [Text("new-row" if c == 0 else "1", justify="left" if c == 0 else "right")
+                         for c in range(16)])])
         t.scroll_to(x=12, y=45, animate=False)  # scrolled right and down
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
+        shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate, highlighted[:1],
+                           {str(k.value): [c.plain for c in v.values()] for k, v in t._data.items()})))
     return shots
 
 
@@ -57,3 +74,11 @@ def test_fast_table_draws_what_data_table_draws() -> None:
 
     for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
         assert norm(a) == norm(b), f"screen {i} differs from DataTable's"
+
+
+def test_fast_table_rows_added_at_once_end_where_one_by_one_ends() -> None:
+    bulk = asyncio.run(_screens(FastTable, bulk=True))
+    plain = asyncio.run(_screens(DataTable))
+    assert "'new'" in bulk[-1] and "[0]" in bulk[-1]  # the appended row; the first row was highlighted
+    for i, (a, b) in enumerate(zip(bulk, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i

@@ -178,10 +178,17 @@ def fill_table(
         table.clear()
         shown.clear()
         shown_rows.clear()
+        items = []
         for r, k in zip(rows, new_keys, strict=True):
             plain = cells_for(r, k)
-            table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
+            items.append((k, [as_text(i, v) for i, v in enumerate(plain)]))
             shown[k] = plain
+        add_keyed_rows = getattr(table, "add_keyed_rows", None)  # FastTable: all at once
+        if callable(add_keyed_rows):
+            add_keyed_rows(items)
+        else:
+            for k, cells in items:
+                table.add_row(*cells, key=k)
     table.__dict__["_memtop_keys"] = new_keys
     if selected is not None and selected in new_set:
         index = new_keys.index(selected)
