@@ -5,7 +5,9 @@ a 0.7 s start, measured with gc.callbacks), two of them full passes over every o
 Rich and BCC had just created: objects that live as long as the app and that reference counting
 frees anyway when they do not. So the collector is held from the start of the app until its
 first frame is on screen; then one full collection clears whatever cycles start-up left, and the
-survivors are frozen (gc.freeze) so later full passes skip them.
+survivors are frozen (gc.freeze) so later full passes skip them. The price is bounded: a frozen
+object that later becomes part of an unreachable cycle (a start-up widget removed much later) is
+never collected; only what existed at the first frame can be lost that way, once.
 """
 
 from __future__ import annotations
