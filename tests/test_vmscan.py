@@ -465,6 +465,7 @@ async def test_panes_render_and_enter_drills_into_process() -> None:
         await pilot.pause(0.3)
         for _ in range(3):
             await app.source.poll()
+        assert len(app.query(PlotextPlot)) == 0  # built when the pane is first shown
         await pilot.press("2")  # tabs follow pane order: processes, vmscan, reclaim…
         await pilot.pause(0.2)
         app.redraw()
