@@ -177,9 +177,11 @@ def test_programs_in_one_unit_count_and_detach_alone(compiles: list[str]) -> Non
 
 
 @pytest.mark.bpf
-def test_a_unit_that_does_not_compile_falls_back_to_one_program_each(compiles: list[str]) -> None:
+def test_a_unit_that_does_not_compile_falls_back_to_one_program_each(
+        compiles: list[str], caplog: pytest.LogCaptureFixture) -> None:
     good, bad = Counter("cgood", []), Broken("cbad", [])
     outcomes = dict(load_together([good, bad]))
+    assert "cgood.bpf.c + cbad.bpf.c as one unit failed to load" in caplog.text
     assert outcomes[good] is None
     err = outcomes[bad]
     assert isinstance(err, ProbeError) and "cbad.bpf.c" in err.message

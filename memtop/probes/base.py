@@ -151,7 +151,7 @@ def load_together(probes: Sequence[BpfProbe]) -> list[tuple[BpfProbe, Exception 
     compiled = None
     if len(ready) > 1:
         try:
-            with bcc_errors("the default programs as one unit"):
+            with bcc_errors(" + ".join(s.origin or p.name for p, s in ready) + " as one unit"):
                 compiled = unit.Unit.compile([s for _, s in ready])
         except ProbeError as exc:
             log.warning("%s; compiling each program alone", exc.message)
