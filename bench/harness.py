@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 VENV_MEMTOP = ROOT / ".venv" / "bin" / "memtop"
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 BUILD = Path(tempfile.gettempdir()) / "memtop-bench-bin"
 
 
@@ -47,28 +49,77 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def memtop_headless(*extra: str, interval: float = 1.0) -> Iterator[subprocess.Popen[bytes]]:
-    """memtop's full app, headless, with every default probe attached (waits until they are)."""
+def memtop_ready(*extra: str, root: Path | None = None) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
+    """memtop's full app, headless (a processes snapshot that never comes), from its start until it
+    is stopped; yields once every default probe is attached or failed, with what memtop wrote to
+    MEMTOP_READY_FILE (first_frame_s, settled_s, the probes' states). ``root``: run that checkout's
+    memtop with this venv's Python (bench/startup_ab.py)."""
     tmp = Path(tempfile.mkdtemp(prefix="memtop-bench-"))
     ready = tmp / "ready"
     env = dict(os.environ, MEMTOP_READY_FILE=str(ready))
+    cmd, cwd = memtop_cmd(), None
+    if root is not None:
+        cmd, cwd = [str(VENV_PYTHON), "-m", "memtop"], root
+        env["PYTHONPATH"] = str(root)
     proc = subprocess.Popen(
-        memtop_cmd() + ["snapshot", "--pane", "processes", "--format", "json", "--output", str(tmp / "out.json"),
-                        "--after", "100000", "--interval", str(interval), *extra],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cmd + ["snapshot", "--pane", "processes", "--format", "json", "--output", str(tmp / "out.json"),
+               "--after", "100000", *extra],
+        env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 120
-        while not ready.exists():
+        doc: dict[str, Any] | None = None
+        while doc is None:
             if proc.poll() is not None:
                 raise RuntimeError(f"memtop exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
             if time.monotonic() > deadline:
                 raise RuntimeError("memtop did not attach its probes within 120 s")
             time.sleep(0.05)
-        time.sleep(0.3)
-        yield proc
+            try:
+                doc = json.loads(ready.read_text())
+            except (OSError, ValueError):  # not written yet, or half written
+                doc = None
+        yield proc, doc
     finally:
         stop(proc)
+
+
+@contextmanager
+def memtop_headless(*extra: str, interval: float = 1.0) -> Iterator[subprocess.Popen[bytes]]:
+    """memtop's full app, headless, with every default probe attached (waits until they are)."""
+    with memtop_ready("--interval", str(interval), *extra) as (proc, _):
+        time.sleep(0.3)
+        yield proc
+
+
+#: the machine as bench/memtop_self.py and bench/startup_ab.py measure memtop on it
+CONDITIONS = ("idle", "1000 sleepers", "fault storm")
+
+
+@contextmanager
+def load_condition(name: str, settle_s: float = 0.0) -> Iterator[None]:
+    """``name`` from CONDITIONS for the duration: nothing, 1,000 spawned ``sleep`` processes, or
+    two loops of the re-faulting workload (a fault storm on both vCPUs here)."""
+    procs: list[subprocess.Popen[bytes]] = []
+    if name == "1000 sleepers":
+        procs = [subprocess.Popen(["sleep", "600"]) for _ in range(1000)]
+    elif name == "fault storm":
+        refault = build("refault")
+        procs = [subprocess.Popen(["sh", "-c", f"while :; do {refault} 64 32 >/dev/null; done"],
+                                  start_new_session=True) for _ in range(2)]
+    elif name != "idle":
+        raise ValueError(f"unknown condition {name!r}")
+    try:
+        time.sleep(settle_s)
+        yield
+    finally:
+        for p in procs:
+            if name == "fault storm":
+                os.killpg(p.pid, signal.SIGKILL)
+            else:
+                p.kill()
+        for p in procs:
+            p.wait()
 
 
 @contextmanager

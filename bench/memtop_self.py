@@ -6,17 +6,13 @@ Targets: <= 2 % of a core, <= 150 MiB RssAnon, first frame <= 0.5 s, all probes 
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from harness import build, machine, memtop_cmd, save, status_kb
+from harness import CONDITIONS, load_condition, machine, memtop_ready, save, status_kb
 
 from memtop.probes.procfs import read_bytes  # the reader memtop itself polls with
 
@@ -45,18 +41,8 @@ def proc_read_floor_pct(passes: int = 20) -> float:
     return 100 * spent / passes
 
 
-def run_memtop(seconds: float, ready_timeout: float = 120) -> dict[str, float]:
-    tmp = Path(tempfile.mkdtemp(prefix="memtop-self-"))
-    ready = tmp / "ready"
-    proc = subprocess.Popen(
-        memtop_cmd() + ["snapshot", "--pane", "processes", "--output", str(tmp / "o.json"), "--after", "100000"],
-        env=dict(os.environ, MEMTOP_READY_FILE=str(ready)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + ready_timeout
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        info = json.loads(ready.read_text())
+def run_memtop(seconds: float) -> dict[str, float]:
+    with memtop_ready() as (proc, info):
         # the first window starts 3 s after every probe is attached; the steady one once every
         # row's RSS sparkline is full (12 samples), after which an idle row stops changing
         time.sleep(3)
@@ -77,35 +63,14 @@ def run_memtop(seconds: float, ready_timeout: float = 120) -> dict[str, float]:
             "first_frame_s": float(info.get("first_frame_s") or 0),
             "all_probes_s": float(info.get("settled_s") or 0),
         }
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def main(rounds: int = 5, seconds: float = 10) -> dict[str, object]:
-    results: dict[str, list[dict[str, float]]] = {"idle": [], "1000 sleepers": [], "fault storm": []}
-    refault = build("refault")
+    results: dict[str, list[dict[str, float]]] = {c: [] for c in CONDITIONS}
     for _ in range(rounds):
-        results["idle"].append(run_memtop(seconds))
-        sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(1000)]
-        try:
-            results["1000 sleepers"].append(run_memtop(seconds))
-        finally:
-            for s in sleepers:
-                s.kill()
-            for s in sleepers:
-                s.wait()
-        storm = [subprocess.Popen(["sh", "-c", f"while :; do {refault} 64 32 >/dev/null; done"],
-                                  start_new_session=True) for _ in range(2)]
-        try:
-            results["fault storm"].append(run_memtop(seconds))
-        finally:
-            for s in storm:
-                os.killpg(s.pid, signal.SIGKILL)
-                s.wait()
+        for condition in CONDITIONS:
+            with load_condition(condition):
+                results[condition].append(run_memtop(seconds))
     summary = {
         case: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for case, runs in results.items()
     }
