@@ -34,6 +34,10 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
 HIST_SLOTS = 64
 
 
+#: kallsyms types of text (code) symbols: global, local, weak
+TEXT_TYPES = (b"t", b"T", b"w", b"W")
+
+
 def kernel_text_ranges(names: set[str], kallsyms: str | Path = "/proc/kallsyms") -> dict[str, tuple[int, int]]:
     """[start, end) of each named kernel text symbol: its address up to the next symbol's.
 
@@ -54,7 +58,7 @@ def kernel_text_ranges(names: set[str], kallsyms: str | Path = "/proc/kallsyms")
         end = None
         for line in data[line_end + 1 : line_end + 1 + 4096].split(b"\n")[:-1]:
             parts = line.split()
-            if len(parts) != 3 or parts[1] not in b"tTwW":
+            if len(parts) != 3 or parts[1] not in TEXT_TYPES:
                 continue
             addr = int(parts[0], 16)
             if addr < start:  # not in address order here: do not trust the neighbourhood
@@ -76,7 +80,7 @@ def _text_symbol_line(data: bytes, name: bytes) -> int:
     while at >= 0:
         line_end = at + len(needle) - 1
         parts = data[data.rfind(b"\n", 0, at) + 1 : line_end].split()
-        if len(parts) == 3 and parts[1] in (b"t", b"T", b"w", b"W"):
+        if len(parts) == 3 and parts[1] in TEXT_TYPES:
             return line_end
         at = data.find(needle, at + 1)
     return -1
@@ -85,16 +89,17 @@ def _text_symbol_line(data: bytes, name: bytes) -> int:
 def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]]:
     addrs: list[int] = []
     found: dict[str, int] = {}
-    for line in data.decode("utf-8", errors="replace").splitlines():
+    for line in data.splitlines():
         parts = line.split()
-        if len(parts) < 3 or parts[1] not in "tTwW" or len(parts) > 3:  # skip module symbols
+        if len(parts) != 3 or parts[1] not in TEXT_TYPES:  # module symbols have a 4th field
             continue
         addr = int(parts[0], 16)
         if addr == 0:
             continue
         addrs.append(addr)
-        if parts[2] in names and parts[2] not in found:
-            found[parts[2]] = addr
+        name = parts[2].decode("utf-8", errors="replace")
+        if name in names and name not in found:
+            found[name] = addr
     addrs = sorted(set(addrs))
     out: dict[str, tuple[int, int]] = {}
     for name, start in found.items():
