@@ -261,7 +261,7 @@ class Bridge:
             probe.close()
             return
         note = probe.note()
-        shared = probe.bpf.shared_with() if isinstance(probe, BpfProbe) and probe.bpf is not None else []
+        shared = probe.compiled_with() if isinstance(probe, BpfProbe) else []
         together = f" (compiled with {', '.join(shared)})" if shared else ""
         self._set_status(
             ProbeStatus(probe.name, "attached",

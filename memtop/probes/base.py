@@ -105,6 +105,10 @@ class BpfProbe(Probe):
     def after_load(self) -> None:
         """Open ring buffers, attach perf events and so on."""
 
+    def compiled_with(self) -> list[str]:
+        """The other probes whose programs were compiled in the same unit as this one's."""
+        return self.bpf.shared_with() if self.bpf is not None else []
+
     def close(self) -> None:
         if self.bpf is not None:
             self.bpf.release()
