@@ -195,14 +195,11 @@ class ProgramView:
         """The other programs compiled in the same unit."""
         return [o for o in self.unit.built.tracepoints if o != self.owner]
 
-    def attach_tracepoints(self) -> list[str]:
-        """Attach the program's TRACEPOINT_PROBEs that were compiled in; their tracepoints."""
-        done = []
+    def attach_tracepoints(self) -> None:
+        """Attach the program's TRACEPOINT_PROBEs that were compiled in (#ifdef'd out: skipped)."""
         for fn, tp in self.unit.built.tracepoints.get(self.owner, []):
             if fn in self.unit.functions:
                 self._fds.append(bcc_compat.attach_tracepoint_fd(self.unit.bpf, fn, tp))
-                done.append(tp)
-        return done
 
     def attach_perf_event_system(self, ev_type: int, ev_config: int, fn: str, sample_period: int = 1) -> None:
         """``fn`` on a perf event on every online CPU, for all tasks."""
