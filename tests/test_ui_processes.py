@@ -256,3 +256,44 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
         await pilot.pause(0.3)
         line = next(x for x in screen_lines(app) if "idle001" in x)
         assert f" {fmt.bytes_h(114 * 1024)} " in line, line
+
+
+async def test_unseen_panes_are_built_when_first_shown(fake_proc: Path, no_bpf: None) -> None:
+    """Only the pane shown at start is built before the first frame; a pane shown later (number
+    key with the processes table focused, or a click on its tab) is built then, shown, and has
+    the keyboard; one shown before is not built again."""
+    from textual.widgets import TabbedContent, Tree
+
+    from memtop.ui.panes.base import Pane
+
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert [p.id for p in app.query(Pane)] == ["pane-processes"]
+        assert isinstance(app.focused, DataTable) and app.focused.id == "processes-table"
+        tabs = app.query_one("#tabs", TabbedContent)
+        await pilot.press("6")  # the leaks pane (its tree takes the focus)
+        await pilot.pause(0.2)
+        assert tabs.active == "tab-leaks"
+        assert isinstance(app.focused, Tree) and app.focused.id == "leaks-tree"
+        await pilot.click("#tabs Tab#--content-tab-tab-vmscan")
+        await pilot.pause(0.2)
+        assert tabs.active == "tab-vmscan"
+        assert app.query_one("#vmscan-status").region.height > 0  # drawn, not only mounted
+        leaks = app.query_one("#pane-leaks", Pane)
+        await pilot.press("6")
+        await pilot.pause(0.2)
+        assert tabs.active == "tab-leaks" and app.query_one("#pane-leaks", Pane) is leaks
+        assert sorted(str(p.id) for p in app.query(Pane)) == ["pane-leaks", "pane-processes", "pane-vmscan"]
+
+
+async def test_start_pane_is_the_only_one_built(fake_proc: Path, no_bpf: None) -> None:
+    from textual.widgets import TabbedContent
+
+    from memtop.ui.panes.base import Pane
+
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]), initial_pane="oom")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert app.query_one("#tabs", TabbedContent).active == "tab-oom"
+        assert [p.id for p in app.query(Pane)] == ["pane-oom"]

@@ -29,6 +29,7 @@ from memtop.ui import recplay
 from memtop.ui.lines import show_text
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
+from memtop.views import get_view
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 MIN_SIZE = (60, 15)
@@ -144,12 +145,36 @@ class MemtopApp(App[int]):
         yield Static(id="header")
         yield Static(id="banner", classes="hidden")
         yield Static(id="too-small", classes="hidden")
-        with TabbedContent(id="tabs"):
+        # only the pane shown at start is built now; the others when first shown (_pane_in): the
+        # five unseen panes' widgets took ~0.06 s of CPU before the first frame (bench/RESULTS.md)
+        first = self._first_pane()
+        with TabbedContent(id="tabs", initial=f"tab-{first}"):
             for i, cls in enumerate(self.pane_classes, 1):
-                pane = cls(id=f"pane-{cls.view_name}")
-                with TabPane(f"{i} {pane.title}", id=f"tab-{cls.view_name}"):
-                    yield pane
+                with TabPane(f"{i} {get_view(cls.view_name).title}", id=f"tab-{cls.view_name}"):
+                    if cls.view_name == first:
+                        yield cls(id=f"pane-{cls.view_name}")
         yield Footer()
+
+    def _first_pane(self) -> str:
+        names = [cls.view_name for cls in self.pane_classes]
+        req = self.snapshot_request
+        for name in (req.pane if req is not None else None, self.initial_pane):
+            if name in names:
+                return name
+        return names[0]
+
+    async def _pane_in(self, tab: TabPane) -> Pane | None:
+        """The pane in ``tab``, built and mounted the first time the tab is shown."""
+        found = tab.query(Pane)
+        if found:
+            return found.first()
+        name = (tab.id or "").removeprefix("tab-")
+        cls = next((c for c in self.pane_classes if c.view_name == name), None)
+        if cls is None:
+            return None
+        pane = cls(id=f"pane-{name}")
+        await tab.mount(pane)
+        return pane
 
     async def on_mount(self) -> None:
         # SIGTERM and SIGHUP (terminal closed) end the app through its normal exit path, so every
@@ -271,12 +296,21 @@ class MemtopApp(App[int]):
             return None
 
     def show_pane(self, name: str) -> None:
-        self.main_screen.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+        tabs = self.main_screen.query_one("#tabs", TabbedContent)
+        target = f"tab-{name}"
+        if tabs.active != target and not tabs.get_pane(target).query(Pane):
+            # its pane is mounted when the tab is shown: until then nothing in the tab can take
+            # the focus, and Textual would hand it to a neighbour in the tab being hidden, which
+            # switches back to that tab
+            self.main_screen.set_focus(None)
+        tabs.active = target
 
     @on(TabbedContent.TabActivated)
-    def _tab_changed(self, _event: TabbedContent.TabActivated) -> None:
-        pane = self.active_pane()
-        if pane is not None:
+    async def _tab_changed(self, event: TabbedContent.TabActivated) -> None:
+        if event.tabbed_content.id != "tabs":
+            return
+        pane = await self._pane_in(event.pane)
+        if pane is not None and pane is self.active_pane():
             pane.refresh_from(self.state)
             pane.focus_default()
 
