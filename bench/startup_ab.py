@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import CONDITIONS, ROOT, load_condition, machine, memtop_ready, save, summary
+from harness import CONDITIONS, ROOT, VENV_PYTHON, load_condition, machine, memtop_ready, save, summary
 
 
 def run_once(root: Path) -> dict[str, float]:
@@ -29,6 +29,11 @@ def run_once(root: Path) -> dict[str, float]:
 def worktree(rev: str) -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="memtop-rev-")) / "tree"
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(path), rev], check=True)
+    # bytecode for both trees, as `make setup` compiles this one's (else the revision pays for
+    # compiling its modules on every start and the A/B measures that)
+    for tree in (path, ROOT):
+        subprocess.run([str(VENV_PYTHON), "-m", "compileall", "-q", str(tree / "memtop")], check=True,
+                       stdout=subprocess.DEVNULL)
     try:
         yield path
     finally:
