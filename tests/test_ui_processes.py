@@ -297,3 +297,26 @@ async def test_start_pane_is_the_only_one_built(fake_proc: Path, no_bpf: None) -
         await pilot.pause(0.3)
         assert app.query_one("#tabs", TabbedContent).active == "tab-oom"
         assert [p.id for p in app.query(Pane)] == ["pane-oom"]
+
+
+async def test_key_line_follows_focus_and_clicks_press_keys(fake_proc: Path, no_bpf: None) -> None:
+    from memtop.ui.lines import KeyLine
+
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        line = app.query_one("#keys", KeyLine)
+
+        def shown() -> str:
+            return str(line.render())
+
+        assert "/ Filter" in shown() and "q Quit" in shown() and "Min age" not in shown()
+        assert "Sort RSS" not in shown()  # show=False bindings stay out
+        await pilot.press("6")  # the leaks tree has the focus: its keys, the app's still
+        await pilot.pause(0.2)
+        assert "a Min age" in shown() and "q Quit" in shown()
+        start, end, key = next(k for k in line.keys if k[2] == "question_mark")
+        assert shown()[start:end].strip() == "? Help"
+        await pilot.click("#keys", offset=(start + 1, 0))
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ == "HelpScreen"

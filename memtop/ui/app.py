@@ -17,7 +17,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from memtop import bcc_compat, files, fmt, resources, startup_gc
 from memtop.bridge import Source
@@ -26,7 +26,7 @@ from memtop.recording import Recorder
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
-from memtop.ui.lines import show_text
+from memtop.ui.lines import KeyLine, show_text
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
 from memtop.views import get_view
@@ -153,7 +153,7 @@ class MemtopApp(App[int]):
                 with TabPane(f"{i} {get_view(cls.view_name).title}", id=f"tab-{cls.view_name}"):
                     if cls.view_name == first:
                         yield cls(id=f"pane-{cls.view_name}")
-        yield Footer()
+        yield KeyLine(id="keys")
 
     def _first_pane(self) -> str:
         names = [cls.view_name for cls in self.pane_classes]
