@@ -269,6 +269,8 @@ async def test_unseen_panes_are_built_when_first_shown(fake_proc: Path, no_bpf: 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.pause(0.3)
+        force_tick(app)  # the /proc-only banner is up: the tabs do not move under the click below
+        await pilot.pause(0.1)
         assert [p.id for p in app.query(Pane)] == ["pane-processes"]
         assert isinstance(app.focused, DataTable) and app.focused.id == "processes-table"
         tabs = app.query_one("#tabs", TabbedContent)
@@ -276,7 +278,7 @@ async def test_unseen_panes_are_built_when_first_shown(fake_proc: Path, no_bpf: 
         await pilot.pause(0.2)
         assert tabs.active == "tab-leaks"
         assert isinstance(app.focused, Tree) and app.focused.id == "leaks-tree"
-        await pilot.click("#tabs Tab#--content-tab-tab-vmscan")
+        assert await pilot.click("#tabs Tab#--content-tab-tab-vmscan")
         await pilot.pause(0.2)
         assert tabs.active == "tab-vmscan"
         assert app.query_one("#vmscan-status").region.height > 0  # drawn, not only mounted
