@@ -307,6 +307,15 @@ async def test_pane_tree_sort_filter() -> None:
         assert any("cache_fill" in lb for lb in labels) and not any("leak_here" in lb for lb in labels)
         status = str(app.query_one("#leaks-status").render())
         assert "age ≥ 60s" in status
+        await pilot.press("slash", *"nosuchframe", "enter")  # the filter box, built on first use
+        app.redraw()
+        await pilot.pause(0.1)
+        assert tree_labels(app) == [] and "frame contains nosuchframe" in str(app.query_one("#leaks-status").render())
+        await pilot.press("escape")
+        app.redraw()
+        await pilot.pause(0.1)
+        assert any("cache_fill" in lb for lb in tree_labels(app))
+        assert "frame contains" not in str(app.query_one("#leaks-status").render())
 
 
 @pytest.mark.bpf

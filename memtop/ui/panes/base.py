@@ -11,7 +11,7 @@ from textual import on
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import ColumnKey
 
 from memtop.state import State
@@ -51,6 +51,9 @@ class Pane(Vertical):
 
     def refresh_from(self, state: State) -> None:
         """Redraw from state; called on the app's timer when this pane is visible."""
+
+    def _redraw(self) -> None:
+        """Redraw from the last state at once (a key changed how the pane shows it)."""
 
     def focus_default(self) -> None:
         """Give the keyboard to the pane's main table so its keys work at once."""
@@ -205,6 +208,62 @@ def _reorder(table: DataTable[Any], keys: list[str]) -> None:
 
 class StatusLine(Static):
     pass
+
+
+class FilterablePane(Pane):
+    """A pane with a filter box under its status line: `/` opens it (typing filters at once, Enter
+    keeps the filter, Esc clears it). The box is built the first time `/` is pressed: a hidden
+    Input in the pane from the start cost ~0.02 s of CPU before the first frame. Subclasses set
+    ``filter_hint`` and have a StatusLine."""
+
+    filter_hint: ClassVar[str] = ""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    @property
+    def filter_id(self) -> str:
+        return f"{self.view_name}-filter"
+
+    def _filter_boxes(self) -> list[Input]:
+        return list(self.query(f"#{self.filter_id}").results(Input))
+
+    async def action_filter(self) -> None:
+        boxes = self._filter_boxes()
+        if boxes:
+            box = boxes[0]
+        else:
+            box = Input(placeholder=self.filter_hint, id=self.filter_id)
+            await self.mount(box, after=self.query_one(StatusLine))
+        box.remove_class("hidden")
+        box.value = self.opts.filter
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        for box in self._filter_boxes():
+            box.value = ""
+            box.add_class("hidden")
+        self.opts.filter = ""
+        self.focus_default()
+        self._redraw()
+
+    @on(Input.Submitted)
+    def _filter_done(self, event: Input.Submitted) -> None:
+        if event.input.id != self.filter_id:
+            return
+        self.opts.filter = event.value.strip()
+        if not self.opts.filter:
+            event.input.add_class("hidden")
+        self.focus_default()
+        self._redraw()
+
+    @on(Input.Changed)
+    def _filter_live(self, event: Input.Changed) -> None:
+        if event.input.id != self.filter_id:
+            return
+        self.opts.filter = event.value.strip()
+        self._redraw()
 
 
 class SortableTablePane(Pane):

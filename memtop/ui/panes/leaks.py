@@ -19,14 +19,14 @@ from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Input, Static, Tree
+from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from memtop import fmt
 from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import Pane, StatusLine
+from memtop.ui.panes.base import FilterablePane, StatusLine
 from memtop.views.leaks import age_label, growth_h
 
 MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -122,13 +122,13 @@ def label(agg: Agg) -> Text:
     return t
 
 
-class LeaksPane(Pane):
+class LeaksPane(FilterablePane):
     view_name = "leaks"
     order = 60
     probes = ("memleak",)
+    filter_hint = "show stacks with a frame containing… (function or module; Enter applies, Esc clears)"
 
     BINDINGS = [
-        Binding("slash", "filter", "Filter"),
         Binding("b", "sort_by('outstanding_bytes')", "Bytes"),
         Binding("c", "sort_by('allocations')", "Count"),
         Binding("g", "sort_by('growth_bytes_per_s')", "Growth"),
@@ -136,7 +136,6 @@ class LeaksPane(Pane):
         Binding("z", "min_size", "Min size"),
         Binding("i", "invert", "Invert"),
         Binding("x", "expand_top", "Expand top", show=False),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -154,8 +153,6 @@ class LeaksPane(Pane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="leaks-status", classes="pane-status")
-        yield Input(placeholder="show stacks with a frame containing… (function or module; Enter applies, Esc clears)",
-                    id="leaks-filter", classes="hidden")
         tree: Tree[tuple[str, ...]] = Tree("stacks", id="leaks-tree")
         tree.show_root = False
         tree.guide_depth = 2
@@ -336,30 +333,3 @@ class LeaksPane(Pane):
             node = self._lk_nodes.get(p)
             if node is not None and node.allow_expand:
                 node.expand()
-
-    def action_filter(self) -> None:
-        box = self.query_one("#leaks-filter", Input)
-        box.remove_class("hidden")
-        box.value = self.opts.filter
-        box.focus()
-
-    def action_clear_filter(self) -> None:
-        box = self.query_one("#leaks-filter", Input)
-        box.value = ""
-        self.opts.filter = ""
-        box.add_class("hidden")
-        self.query_one("#leaks-tree", Tree).focus()
-        self._redraw()
-
-    @on(Input.Submitted, "#leaks-filter")
-    def _filter_done(self, event: Input.Submitted) -> None:
-        self.opts.filter = event.value.strip()
-        if not self.opts.filter:
-            self.query_one("#leaks-filter", Input).add_class("hidden")
-        self.query_one("#leaks-tree", Tree).focus()
-        self._redraw()
-
-    @on(Input.Changed, "#leaks-filter")
-    def _filter_live(self, event: Input.Changed) -> None:
-        self.opts.filter = event.value.strip()
-        self._redraw()

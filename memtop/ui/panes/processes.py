@@ -8,13 +8,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Static
 
 from memtop import fmt
 from memtop.state import State
 from memtop.state.system import ProcessesState
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, FilterablePane, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
 from memtop.views import Column
 from memtop.views.processes import SORT_KEYS
@@ -32,27 +32,24 @@ EXITED_COLUMNS = (
 )
 
 
-class ProcessesPane(SortableTablePane):
+class ProcessesPane(FilterablePane, SortableTablePane):
     view_name = "processes"
     table_id = "processes-table"
     sort_keys = SORT_KEYS
     default_sort = "rss_bytes"
     order = 10
     probes = ("procfs", "procmem", "vmscan", "swapin")
+    filter_hint = "filter by name, pid, user or command line (Enter applies, Esc clears)"
 
     BINDINGS = [
-        Binding("slash", "filter", "Filter"),
         Binding("M", "sort_by('rss_bytes')", "Sort RSS", show=False),
         Binding("P", "sort_by('pid')", "Sort PID", show=False),
         Binding("F", "sort_by('minor_faults_per_s')", "Sort faults", show=False),
         Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="processes-status", classes="pane-status")
-        yield Input(placeholder="filter by name, pid, user or command line (Enter applies, Esc clears)",
-                    id="processes-filter", classes="hidden")
         yield FastTable(id="processes-table", cursor_type="row", zebra_stripes=True)
         yield Static(Text("Recently exited", style="bold"), classes="subtitle")
         yield FastTable(id="processes-exited", cursor_type="row", zebra_stripes=True)
@@ -111,34 +108,6 @@ class ProcessesPane(SortableTablePane):
         return int(key) if key is not None else None
 
     # -- actions ----------------------------------------------------------------------------------
-    def action_filter(self) -> None:
-        box = self.query_one("#processes-filter", Input)
-        box.remove_class("hidden")
-        box.value = self.opts.filter
-        box.focus()
-
-    def action_clear_filter(self) -> None:
-        box = self.query_one("#processes-filter", Input)
-        box.value = ""
-        self.opts.filter = ""
-        box.add_class("hidden")
-        self.query_one("#processes-table", DataTable).focus()
-        self._redraw()
-
-    @on(Input.Submitted, "#processes-filter")
-    def _filter_done(self, event: Input.Submitted) -> None:
-        self.opts.filter = event.value.strip()
-        box = self.query_one("#processes-filter", Input)
-        if not self.opts.filter:
-            box.add_class("hidden")
-        self.query_one("#processes-table", DataTable).focus()
-        self._redraw()
-
-    @on(Input.Changed, "#processes-filter")
-    def _filter_live(self, event: Input.Changed) -> None:
-        self.opts.filter = event.value.strip()
-        self._redraw()
-
     @on(DataTable.RowSelected, "#processes-table")
     def _row(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
