@@ -59,6 +59,12 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
         t.scroll_to(x=12, y=45, animate=False)  # scrolled right and down
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
+        await pilot.hover("#t", offset=(30, 0))  # the mouse on a header cell, then on a row
+        await pilot.pause(0.1)
+        shots.append(app.export_screenshot())
+        await pilot.hover("#t", offset=(30, 4))
+        await pilot.pause(0.1)
+        shots.append(app.export_screenshot())
         shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate, highlighted[:1],
                            {str(k.value): [c.plain for c in v.values()] for k, v in t._data.items()})))
     return shots
@@ -82,3 +88,41 @@ def test_fast_table_rows_added_at_once_end_where_one_by_one_ends() -> None:
     assert "'new'" in bulk[-1] and "[0]" in bulk[-1]  # the appended row; the first row was highlighted
     for i, (a, b) in enumerate(zip(bulk, plain, strict=True)):
         assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+
+
+def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> None:
+    """DataTable re-renders its header after any cell changes; FastTable keeps the line while the
+    labels, widths, scroll and styles are the same (the drawing itself is compared above)."""
+    header_renders: list[int] = []
+    plain_render_line = DataTable.render_line
+
+    def counting(self: DataTable[Any], y: int) -> Any:
+        if y == 0:
+            header_renders.append(y)
+        return plain_render_line(self, y)
+
+    monkeypatch.setattr(DataTable, "render_line", counting)
+
+    async def run() -> None:
+        app = _app(FastTable)
+        async with app.run_test(size=(90, 24)) as pilot:
+            t = app.query_one("#t", DataTable)
+            for c in range(4):
+                t.add_column(Text(f"COL{c}"), key=f"c{c}")
+            for r in range(10):
+                t.add_row(*[Text(f"{r}-{c}") for c in range(4)], key=str(r))
+            await pilot.pause(0.1)
+            drawn = len(header_renders)
+            assert drawn >= 1
+            for i in range(5):  # cell changes, rows gone and added: the whole table repaints
+                t.update_cell("9", "c1", Text(f"v{i}"))
+                t.remove_row(str(i))
+                t.add_row(*[Text(f"n{i}-{c}") for c in range(4)], key=f"n{i}")
+                t.refresh()
+                await pilot.pause(0.05)
+            assert len(header_renders) == drawn
+            t.add_column(Text("COL4"), key="c4")  # a new column: the header is drawn again
+            await pilot.pause(0.1)
+            assert len(header_renders) > drawn
+
+    asyncio.run(run())

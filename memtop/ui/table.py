@@ -170,35 +170,36 @@ class FastTable(DataTable[Any]):
 
         return self._per_frame("columns", compute)  # type: ignore[no-any-return]
 
-    def _styles(self, row_index: int, cursor: bool) -> tuple[Style, Style, Style, Style]:
-        """(base, row, cursor component, post) styles for a row."""
+    def _styles(self, row_index: int, cursor: bool, hover: bool = False) -> tuple[Style, Style, Style, Style]:
+        """(base, row, cursor/hover component, post) styles for a row."""
         def compute() -> tuple[Style, Style, Style, Style]:
             base: Style = self._per_frame("base", lambda: self.rich_style)
             row_style = self._get_row_style(row_index, base)
             component, post = self._get_styles_to_render_cell(
-                False, False, False, False, cursor, self.show_cursor, self._show_hover_cursor,
+                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
                 self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
             )
             return base, row_style, component, post
 
-        return self._per_frame((row_index % 2, cursor), compute)  # type: ignore[no-any-return]
+        return self._per_frame((row_index % 2, cursor, hover), compute)  # type: ignore[no-any-return]
 
-    def _view(self) -> tuple[bool, int, int, int, int, int, int]:
+    def _view(self) -> tuple[bool, int, int, int, int, int, int, int]:
         """(fast path possible, header height, scroll y, scroll x, width, cursor row or -1, cell
-        padding): reactive attributes."""
-        def compute() -> tuple[bool, int, int, int, int, int, int]:
+        padding, row under the mouse or -1): reactive attributes."""
+        def compute() -> tuple[bool, int, int, int, int, int, int, int]:
             fast = (self._fast_ok and self.show_header and self.cursor_type == "row" and not self.fixed_rows
                     and not self.fixed_columns and not self._should_render_row_labels)
+            hover = self.hover_coordinate.row if self._show_hover_cursor else -1
             return (bool(fast), self.header_height, int(self.scroll_offset.y), int(self.scroll_offset.x),
-                    self.size.width, self.cursor_row if self.show_cursor else -1, self.cell_padding)
+                    self.size.width, self.cursor_row if self.show_cursor else -1, self.cell_padding, hover)
 
         return self._per_frame("view", compute)  # type: ignore[no-any-return]
 
     def render_line(self, y: int) -> Strip:
         view = self._view()
-        if view[0] and y >= view[1]:
+        if view[0]:
             try:
-                strip = self._fast_line(y - view[1] + view[2])
+                strip = self._fast_line(y - view[1] + view[2]) if y >= view[1] else self._header_line(y)
             except Exception:  # noqa: BLE001 - Textual internals moved: use its own renderer
                 log.exception("fast table line failed; using DataTable's renderer")
                 self._fast_ok = False
@@ -207,8 +208,27 @@ class FastTable(DataTable[Any]):
                 return strip
         return super().render_line(y)
 
+    def _header_line(self, y: int) -> Strip:
+        """DataTable's own header line, kept while what it shows is the same: DataTable keys it on
+        the table-wide update counter, so every changed cell re-rendered the header through Rich
+        (in a fault storm, rows come and go every tick: a tenth of memtop's CPU, py-spy)."""
+        _, _, _, scroll_x, width, _, pad, _ = self._view()
+        columns, widths = self._columns_now()
+        labels = tuple((c.key, c.label.plain, c.label.justify, c.label.style, tuple(c.label.spans)) for c in columns)
+        hover = self.hover_coordinate if self._show_hover_cursor and self.hover_coordinate.row < 0 else None
+        header_style = self._per_frame("header", lambda: self.get_component_styles("datatable--header").rich_style)
+        key = ("header", y, labels, widths, scroll_x, width, pad, hover, self._pseudo_class_state,
+               self._per_frame("base", lambda: self.rich_style), header_style)
+        strip = self._fast_lines.get(key)
+        if strip is None:
+            strip = super().render_line(y)
+            if len(self._fast_lines) >= CACHE_LINES:
+                self._fast_lines.clear()
+            self._fast_lines[key] = strip
+        return strip
+
     def _fast_line(self, row_index: int) -> Strip | None:
-        _, _, _, scroll_x, width, cursor_row, pad = self._view()
+        _, _, _, scroll_x, width, cursor_row, pad, hover_row = self._view()
         if row_index >= self.row_count:
             return Strip.blank(width, self._styles(0, False)[0])
         row_key = self._row_locations.get_key(row_index)
@@ -229,7 +249,7 @@ class FastTable(DataTable[Any]):
                 texts.append(str(cell))
                 justify.append("left")
         cursor = row_index == cursor_row
-        base, row_style, component, post = self._styles(row_index, cursor)
+        base, row_style, component, post = self._styles(row_index, cursor, row_index == hover_row)
         key = (row_key, row_index, tuple(texts), tuple(justify), widths, scroll_x, width,
                row_style, component, post, base, pad)
         strip = self._fast_lines.get(key)
