@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
+from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
 
 
@@ -63,6 +64,11 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
         await pilot.hover("#t", offset=(30, 4))
+        await pilot.pause(0.1)
+        shots.append(app.export_screenshot())
+        order = [str(r.key.value) for r in t.ordered_rows]
+        _reorder(t, order[::-2] + order[-2::-2])  # fill_table's re-order (FastTable: order_rows)
+        t.scroll_to(x=0, y=0, animate=False)
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
         shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate, highlighted[:1],

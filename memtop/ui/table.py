@@ -21,6 +21,7 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -112,6 +113,17 @@ class FastTable(DataTable[Any]):
         for column, w in zip(columns, widths, strict=True):
             column.content_width = w
         return True
+
+    def order_rows(self, keys: Sequence[str]) -> None:
+        """Put the rows in the order of ``keys`` (each row's key once). DataTable's sort builds
+        every row's cells for its key function (py-spy: 4 % of memtop's CPU in a fault storm,
+        where the order changes every tick); the order is set directly here."""
+        by_value = {str(rk.value): rk for rk in self.rows}
+        if len(keys) != len(by_value) or any(k not in by_value for k in keys):
+            raise ValueError("order_rows needs every row's key once")
+        self._row_locations = TwoWayDict({by_value[k]: i for i, k in enumerate(keys)})
+        self._update_count += 1
+        self.refresh()
 
     def clear(self, columns: bool = False) -> Self:
         self._single_line_rows = True

@@ -200,8 +200,13 @@ def fill_table(
 
 
 def _reorder(table: DataTable[Any], keys: list[str]) -> None:
-    """Put the rows of ``table`` in the order of ``keys`` with DataTable's own sort: its key
-    function sees only a row's cells, so rows are told apart by the identity of their first cell."""
+    """Put the rows of ``table`` in the order of ``keys``: FastTable sets the order directly; a
+    DataTable sorts, its key function seeing only a row's cells, so rows are told apart by the
+    identity of their first cell."""
+    order_rows = getattr(table, "order_rows", None)
+    if callable(order_rows):
+        order_rows(keys)
+        return
     where = {id(table.get_row(k)[0]): i for i, k in enumerate(keys)}
     table.sort(key=lambda cells: where.get(id(cells[0]), len(where)))
 
