@@ -146,7 +146,7 @@ class MemtopApp(App[int]):
         yield Static(id="banner", classes="hidden")
         yield Static(id="too-small", classes="hidden")
         # only the pane shown at start is built now; the others when first shown (_pane_in): the
-        # five unseen panes' widgets took ~0.06 s of CPU before the first frame (bench/RESULTS.md)
+        # five unseen panes' widgets took ~0.04 s of CPU before the first frame (bench/RESULTS.md)
         first = self._first_pane()
         with TabbedContent(id="tabs", initial=f"tab-{first}"):
             for i, cls in enumerate(self.pane_classes, 1):
