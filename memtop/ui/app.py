@@ -186,8 +186,6 @@ class MemtopApp(App[int]):
                 loop.add_signal_handler(sig, self.exit, 128 + int(sig))
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
-        if self.initial_pane:
-            self.show_pane(self.initial_pane)
         pane = self.active_pane()
         if pane is not None:
             pane.focus_default()
@@ -440,8 +438,6 @@ class MemtopApp(App[int]):
             if waiter is not None:
                 await waiter(120.0)
             await self.source.poll()
-            if req.pane not in ("process",):
-                self.show_pane(req.pane)
             deadline = time.monotonic() + req.after_s
             while time.monotonic() < deadline:
                 await asyncio.sleep(min(self.interval_s, max(0.0, deadline - time.monotonic())))
