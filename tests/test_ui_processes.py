@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -322,3 +324,65 @@ async def test_key_line_follows_focus_and_clicks_press_keys(fake_proc: Path, no_
         await pilot.click("#keys", offset=(start + 1, 0))
         await pilot.pause(0.1)
         assert type(app.screen).__name__ == "HelpScreen"
+
+
+class FrameSpy:
+    """Every frame Textual writes (monotonic time before and after, rows in the processes table
+    then) and how the app marked its first frame."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from textual.app import App
+
+        self.frames: list[tuple[float, float, int]] = []
+        self.marked: list[float | None] = []
+        write, mark = App._display, MemtopApp._first_frame
+
+        def display(app: MemtopApp, screen: object, update: object) -> None:
+            before = time.monotonic()
+            table = app.main_screen.query("#processes-table")
+            write(app, screen, update)  # type: ignore[arg-type]
+            self.frames.append((before, time.monotonic(), len(table.first(DataTable).rows) if table else 0))
+
+        def first_frame(app: MemtopApp, written_at: float | None = None) -> None:
+            if app.first_frame_s is None:
+                self.marked.append(written_at)
+            mark(app, written_at)
+
+        monkeypatch.setattr(MemtopApp, "_display", display)
+        monkeypatch.setattr(MemtopApp, "_first_frame", first_frame)
+
+
+async def test_first_frame_is_marked_when_the_frame_with_data_is_written(
+        fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = FrameSpy(monkeypatch)
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        assert app.first_frame_s is not None
+        first_written, rows = spy.frames[0][1], spy.frames[0][2]
+        assert rows == 3  # the first frame already showed the processes
+        # marked once, through Ready, with the time that frame was written (not a later repaint)
+        [written_at] = spy.marked
+        assert written_at is not None and first_written <= written_at
+        if len(spy.frames) > 1:
+            assert written_at <= spy.frames[1][0]
+
+
+class SlowStart(Bridge):
+    """A source whose first /proc data arrives after Textual has painted its first frame."""
+
+    async def start(self) -> None:
+        await asyncio.sleep(0.3)
+        await super().start()
+
+
+async def test_first_frame_waits_for_data_when_the_first_paint_had_none(
+        fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = FrameSpy(monkeypatch)
+    app = MemtopApp(SlowStart([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.6)
+        assert spy.frames[0][2] == 0  # Textual's first paint: no data yet
+        assert spy.marked == [None]  # Ready did not mark it; the repaint after the data did
+        assert app.first_frame_s is not None
+        assert any(rows == 3 for _, _, rows in spy.frames)
