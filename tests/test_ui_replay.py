@@ -13,6 +13,7 @@ from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
 from memtop.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
+from memtop.ui.recplay import GotoScreen
 from memtop.views import Options, get_view
 
 COMPAT = Path(__file__).parent / "data" / "recording-1.0.jsonl.gz"
@@ -48,7 +49,7 @@ async def test_replay_controls(tmp_path: Path) -> None:
         await pilot.press("right_square_bracket")  # +1 min: clamps to the end
         assert app.state.ts_ns == rec.last_ts_ns
 
-        await pilot.press("g")
+        await pilot.press("G")
         await pilot.pause(0.1)
         for ch in "2.5":
             await pilot.press({".": "full_stop"}.get(ch, ch))
@@ -70,6 +71,17 @@ async def test_replay_controls(tmp_path: Path) -> None:
         # R does nothing on a replay (nothing live to record)
         await pilot.press("R")
         assert app.recorder is None
+
+        # g on the leaks pane is its growth sort, not the replay's go-to-time (G)
+        await pilot.press("6")
+        await pilot.pause(0.1)
+        leaks = app.query_one("#pane-leaks")
+        assert leaks.opts.sort == "outstanding_bytes"
+        await pilot.press("g")
+        await pilot.pause(0.1)
+        assert leaks.opts.sort == "growth_bytes_per_s" and not isinstance(app.screen, GotoScreen)
+        await pilot.press("1")
+        await pilot.pause(0.1)
 
         # snapshot on replayed data
         await pilot.press("s")

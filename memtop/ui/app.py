@@ -72,7 +72,7 @@ memtop — live Linux memory behaviour
   R          start / stop recording to memtop-YYYYmmdd-HHMMSS.jsonl.gz (in --snapshot-dir)
 
 Replay (memtop replay FILE): Space pause/play   ← → step one interval   [ ] jump 1 minute
-                             g go to a time (SS, MM:SS or H:MM:SS)
+                             G go to a time (SS, MM:SS or H:MM:SS)
 
 Snapshot format and directory: --snapshot-format svg|txt|json, --snapshot-dir DIR.
 Headless: memtop snapshot --pane NAME --format json --output FILE --after SECONDS

@@ -1,5 +1,6 @@
 """Recording and replay in the TUI: `R` toggles a recording of the live session; on a replayed
-source, Space pauses/plays, ←/→ step one interval, [ / ] jump one minute, g goes to a time.
+source, Space pauses/plays, ←/→ step one interval, [ / ] jump one minute, G goes to a time
+(lower-case g stays the leaks pane's growth sort).
 
 Kept out of ``app.py`` so the app only wires these in (bindings, a header hook, actions).
 """
@@ -35,7 +36,7 @@ BINDINGS: list[BindingType] = [
     Binding("right", "replay_step(1)", "+1 step", priority=True, show=False),
     Binding("left_square_bracket", "replay_jump(-60)", "−1 min", priority=True, show=False),
     Binding("right_square_bracket", "replay_jump(60)", "+1 min", priority=True, show=False),
-    Binding("g", "replay_goto", "Go to time", priority=True),
+    Binding("G", "replay_goto", "Go to time", priority=True),
 ]
 
 
