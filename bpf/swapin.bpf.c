@@ -10,13 +10,15 @@
 // asm_exc_page_fault) and which kind: do_swap_page / shmem_swapin_folio = swap-in,
 // filemap_fault / __do_fault = file. The time until it runs again is added to the task's pending
 // fault wait; the major-fault event takes it and classifies the fault. A major fault that never
-// blocked (zswap, zram, a swap-cache race, a device that answered at once) is rare on disk swap:
-// it is counted apart and its address goes to user space (ring buffer), which classifies it
-// against the process's mappings (anonymous = swap-in, file-backed = file).
+// blocked (zswap, zram, a swap-cache race, a synchronous device such as zram or pmem that answered
+// at once) is counted apart, and by 2 MiB region of its address per process: user space classifies
+// each region against the process's mappings (anonymous = swap-in, file-backed = file). A map of
+// regions, not an event per fault: a burst of thousands of such faults between two polls (every
+// file fault on a zram-backed file system) overflowed the ring buffer this used to be.
 //
 // Tracepoint fields and helpers only; the symbol ranges come from /proc/kallsyms via cflags:
 //   -D{PF1,PF2,SW1,SW2,FI1,FI2}_LO=0x...ULL -D..._HI=0x...ULL  (absent symbol: 0,0)
-//   -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_DEPTH=<n>
+//   -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_DEPTH=<n> -DMAX_REGIONS=<n>
 
 #include "perf_ctx.h"
 
@@ -26,9 +28,10 @@
 #ifndef MAX_PIDS
 #define MAX_PIDS 16384
 #endif
-#ifndef RINGBUF_PAGES
-#define RINGBUF_PAGES 16
+#ifndef MAX_REGIONS
+#define MAX_REGIONS 4096
 #endif
+#define REGION_SHIFT 21
 #ifndef MAX_DEPTH
 #define MAX_DEPTH 48
 #endif
@@ -88,10 +91,15 @@ struct stats_t {
     char comm[16];
 };
 
-struct nowait_t {
-    u64 addr;
+struct region_t {
     u32 pid;
     u32 pad;
+    u64 region;  // faulting address >> REGION_SHIFT
+};
+
+struct nowait_t {
+    u64 count;
+    u64 addr;  // the latest such fault's address (decides a region that holds both kinds)
 };
 
 struct hkey_t {
@@ -108,15 +116,15 @@ BPF_TABLE("lru_hash", u32, struct sleep_t, sleeping, MAX_TIDS);
 BPF_TABLE("lru_hash", u32, struct pending_t, pending, MAX_TIDS);
 // tgid -> cumulative counters, read once per tick
 BPF_TABLE("lru_hash", u32, struct stats_t, stats, MAX_PIDS);
-// major faults that never blocked, for user space to classify by address
-BPF_RINGBUF_OUTPUT(nowait_events, RINGBUF_PAGES);
+// major faults that never blocked since the last poll, by process and region (user space drains it)
+BPF_TABLE("lru_hash", struct region_t, struct nowait_t, nowait_regions, MAX_REGIONS);
 // log2(wait ns) -> count; every classified swap-in / file major fault lands in one bucket
 BPF_PERCPU_ARRAY(hist, u64, 64);
 BPF_PERCPU_ARRAY(file_hist, u64, 64);
 // the same per process (sparse; a process rarely spans more than ~16 buckets)
 BPF_TABLE("lru_hash", struct hkey_t, u64, pid_hist, MAX_PIDS * 8);
 BPF_PERCPU_ARRAY(stackbuf, struct stack_t, 1);
-// [0] processes the stats map could not take, [1] no-wait faults the ring buffer could not take
+// [0] processes the stats map could not take, [1] no-wait faults the region map could not take
 BPF_PERCPU_ARRAY(swapin_lost, u64, 2);
 // [0] blocked-in-fault sleeps timed, [1] D-state stack walks (the probe's own cost driver)
 BPF_PERCPU_ARRAY(swapin_counters, u64, 2);
@@ -233,17 +241,17 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
     }
     bpf_get_current_comm(&s->comm, sizeof(s->comm));
     if (kind == KIND_NONE) {
-        __sync_fetch_and_add(&s->swapins_nowait, 1);  // before the event: user space relies on it
-        struct nowait_t *e = nowait_events.ringbuf_reserve(sizeof(*e));
+        __sync_fetch_and_add(&s->swapins_nowait, 1);  // before the region: user space relies on it
+        struct region_t rk = {.pid = tgid, .region = ctx->addr >> REGION_SHIFT};
+        struct nowait_t zero = {};
+        struct nowait_t *e = nowait_regions.lookup_or_try_init(&rk, &zero);
         if (!e) {
             int one = 1;
             bump(swapin_lost.lookup(&one));
             return 0;
         }
+        __sync_fetch_and_add(&e->count, 1);
         e->addr = ctx->addr;
-        e->pid = tgid;
-        e->pad = 0;
-        nowait_events.ringbuf_submit(e, 0);
         return 0;
     }
     int b = log2_u64(wait);

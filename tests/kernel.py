@@ -132,6 +132,33 @@ def swapfile(size_mib: int = 1024) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
+@contextmanager
+def zram_filesystem(size_mib: int = 128) -> Iterator[Path | None]:
+    """An ext4 file system on a new zram device (a synchronous block device: a page read from it
+    is there before the reader would sleep), mounted for the duration; None when this kernel has
+    no zram-control or mkfs.ext4 is missing."""
+    control = Path("/sys/class/zram-control")
+    if not (control / "hot_add").exists() or shutil.which("mkfs.ext4") is None:
+        yield None
+        return
+    num = int((control / "hot_add").read_text())
+    dev = Path(f"/sys/block/zram{num}")
+    mnt = Path(tempfile.mkdtemp(prefix="memtop-zram-"))
+    mounted = False
+    try:
+        (dev / "disksize").write_text(f"{size_mib}M")
+        subprocess.run(["mkfs.ext4", "-q", f"/dev/zram{num}"], check=True, capture_output=True)
+        subprocess.run(["mount", f"/dev/zram{num}", str(mnt)], check=True)
+        mounted = True
+        yield mnt
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(mnt)], check=False)
+        mnt.rmdir()
+        (dev / "reset").write_text("1")
+        (control / "hot_remove").write_text(str(num))
+
+
 def memtop_cmd() -> list[str]:
     exe = Path(sys.executable).parent / "memtop"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "memtop"]

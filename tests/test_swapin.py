@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from kernel import compile_c, memcg, proc_stat_faults, swapfile
+from kernel import compile_c, memcg, proc_stat_faults, swapfile, zram_filesystem
 
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe
-from memtop.probes.swapin import SwapinProbe, file_backed_at, parse_maps, read_swapinfo
+from memtop.probes.swapin import SwapinProbe, file_backed_at, parse_maps, read_swapinfo, region_file_backed
 from memtop.records import Batch, Record, from_json, to_json
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
 from memtop.records.system import VmStat
@@ -114,11 +114,11 @@ def test_swapins_match_kernel_major_faults(probe: SwapinProbe) -> None:
 
 
 @pytest.mark.bpf
-def test_cold_file_mapping_is_file_major_faults(probe: SwapinProbe, tmp_path: Path) -> None:
-    """A file read through a cold mapping: file major faults (as many as the kernel's majflt),
-    not swap-ins. /var/tmp, not /tmp: tmpfs pages are shmem and would swap."""
+def cold_file_faults(probe: SwapinProbe, directory: Path) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """Read a 32 MiB file in ``directory`` through a cold mapping, one major fault per page:
+    (the workload's swap-in pane row, the kernel's majflt for it, where the faults went)."""
     exe = compile_c("coldmap")
-    path = Path("/var/tmp") / f"memtop-test-cold-{os.getpid()}"
+    path = directory / f"memtop-test-cold-{os.getpid()}"
     with open(path, "wb") as f:
         f.write(os.urandom(32 * MiB))
     state = State(mode="bpf")
@@ -138,9 +138,33 @@ def test_cold_file_mapping_is_file_major_faults(probe: SwapinProbe, tmp_path: Pa
     # on a miss, say where the faults went: classified as swap-ins, left unclassified, or lost
     why = {k: row.get(k) for k in ("file_major_faults", "swapins", "swapins_nowait")}
     why["lost"] = dict(getattr(state, "lost", {}))
+    return row, majflt, why
+
+
+def test_cold_file_mapping_is_file_major_faults(probe: SwapinProbe) -> None:
+    """A file read through a cold mapping: file major faults (as many as the kernel's majflt),
+    not swap-ins. /var/tmp, not /tmp: tmpfs pages are shmem and would swap."""
+    row, majflt, why = cold_file_faults(probe, Path("/var/tmp"))
     assert within(row["file_major_faults"], majflt), (why, majflt)
     assert row["swapins"] <= 0.01 * majflt, row
     assert row["file_wait_ns_total"] > 0
+
+
+def test_file_faults_that_never_block_are_file_major_faults(probe: SwapinProbe) -> None:
+    """On a synchronous device (zram) a file major fault never sleeps: every one takes the
+    no-wait path, classified by the address's mapping in user space. All 8,192 arrive between
+    two polls (a fixed-size ring buffer used to drop two thirds of them as swap-ins)."""
+    with zram_filesystem() as mnt:
+        if mnt is None:
+            pytest.skip("no zram-control or mkfs.ext4 on this machine")
+        row, majflt, why = cold_file_faults(probe, mnt)
+    assert probe.bpf is not None
+    raw = probe.bpf["stats"][probe.bpf["stats"].Key(row["pid"])]
+    assert raw.swapins_nowait >= 0.9 * majflt, (raw.swapins_nowait, majflt)  # the path under test
+    assert row["swapins_nowait"] == 0, why  # every no-wait fault was classified
+    assert within(row["file_major_faults"], majflt, 0.01), (why, majflt)
+    assert row["swapins"] <= 0.01 * majflt, (why, majflt)
+    assert why["lost"].get(("swapin", "unclassified no-wait faults"), 0) == 0, why
 
 
 def test_maps_classification() -> None:
@@ -154,6 +178,15 @@ def test_maps_classification() -> None:
     assert file_backed_at(maps, 0x7F0000000100) is False
     assert file_backed_at(maps, 0x7F0000200000) is False  # shmem: a major fault there is a swap-in
     assert file_backed_at(maps, 0x500000) is None
+    # no-wait faults come counted per 2 MiB region: one kind of mapping decides it outright,
+    # a region with both kinds goes by its latest faulting address
+    assert region_file_backed(maps, 0x400000 >> 21, 0) is True
+    assert region_file_backed(maps, 0x7F0000000000 >> 21, 0x7F0000000100) is False
+    assert region_file_backed(maps, 0x7FFC00000000 >> 21, 0) is False
+    mixed = parse_maps("00600000-00610000 r--p 00000000 fe:01 1 /usr/lib/x.so\n"
+                       "00610000-00620000 rw-p 00000000 00:00 0 \n")
+    assert region_file_backed(mixed, 0x600000 >> 21, 0x600100) is True
+    assert region_file_backed(mixed, 0x600000 >> 21, 0x618000) is False
 
 
 def test_swapinfo_reads_proc_swaps(tmp_path: Path) -> None:

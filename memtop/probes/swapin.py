@@ -13,7 +13,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 from pathlib import Path
-from typing import Any
 
 from memtop import bcc_compat
 from memtop.errors import ProbeError
@@ -109,8 +108,8 @@ def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]
     return out
 
 
-class _NoWait(ctypes.Structure):
-    _fields_ = [("addr", ctypes.c_uint64), ("pid", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+#: no-wait major faults are counted per 2 MiB region of their address (bpf/swapin.bpf.c)
+REGION_SHIFT = 21
 
 
 #: file-backed mappings whose pages live in shmem (a major fault there is a swap-in)
@@ -143,6 +142,23 @@ def file_backed_at(maps: list[tuple[int, int, bool]], addr: int) -> bool | None:
     return None
 
 
+def region_file_backed(maps: list[tuple[int, int, bool]], region: int, last_addr: int) -> bool | None:
+    """Whether the faults counted in ``region`` (an address >> REGION_SHIFT) were file faults:
+    the kind of every mapping the region overlaps when they agree, else (both kinds, or none) the
+    kind at the region's latest faulting address."""
+    lo = region << REGION_SHIFT
+    hi = lo + (1 << REGION_SHIFT)
+    i = max(0, bisect.bisect_right(maps, (lo, 1 << 64, True)) - 1)
+    kinds: set[bool] = set()
+    while i < len(maps) and maps[i][0] < hi:
+        if maps[i][1] > lo:
+            kinds.add(maps[i][2])
+        i += 1
+    if len(kinds) == 1:
+        return kinds.pop()
+    return file_backed_at(maps, last_addr)
+
+
 class _Stats(ctypes.Structure):
     _fields_ = [
         ("swapins", ctypes.c_uint64),
@@ -169,12 +185,11 @@ class SwapinProbe(BpfProbe):
         self.max_pids = max_pids
         self.max_tids = max_tids
         self.max_depth = max_depth
-        self.ringbuf_pages = 16
+        self.max_regions = 4096  # drained every poll: 8 GiB of distinct 2 MiB regions per tick
         self.ranges: dict[str, tuple[int, int]] = {}
         self._sent: dict[int, tuple[int, ...]] = {}
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
-        self._batch: list[tuple[int, int]] = []
 
     def cflags(self) -> list[str]:
         wanted = {n for names in SYMBOLS.values() for n in names}
@@ -189,7 +204,7 @@ class SwapinProbe(BpfProbe):
             f"-DMAX_PIDS={self.max_pids}",
             f"-DMAX_TIDS={self.max_tids}",
             f"-DMAX_DEPTH={self.max_depth}",
-            f"-DRINGBUF_PAGES={self.ringbuf_pages}",
+            f"-DMAX_REGIONS={self.max_regions}",
         ]
         for prefix, names in SYMBOLS.items():
             rng = next((found[n] for n in names if n in found), None)
@@ -205,7 +220,6 @@ class SwapinProbe(BpfProbe):
         return flags
 
     def after_load(self) -> None:
-        self.bpf["nowait_events"].open_ring_buffer(self._on_nowait)
         ev_type, _minor, ev_config = bcc_compat.perf_sw_fault_ids()
         try:
             self.bpf.attach_perf_event_system(ev_type, ev_config, "on_major_fault", 1)
@@ -219,29 +233,21 @@ class SwapinProbe(BpfProbe):
         kinds = [k for k in ("SW1", "SW2", "FI1", "FI2") if k in self.ranges]
         return f"major-fault perf event + sched_switch ({len(kinds)}/4 fault kinds located)"
 
-    def _on_nowait(self, _ctx: Any, data: Any, _size: int) -> None:
-        ev = ctypes.cast(data, ctypes.POINTER(_NoWait)).contents
-        self._batch.append((int(ev.pid), int(ev.addr)))
-
     def _classify_nowait(self) -> None:
-        """Drain no-wait major faults and classify each by the mapping its address lies in.
-        Unclassifiable ones (process gone, address unmapped) stay counted as swap-ins."""
-        self.bpf.ring_buffer_consume()
-        batch, self._batch = self._batch, []
-        by_pid: dict[int, list[int]] = {}
-        for pid, addr in batch:
-            by_pid.setdefault(pid, []).append(addr)
-        for pid, addrs in by_pid.items():
+        """Drain the no-wait major faults counted since the last poll and classify each region's
+        count by the process's mappings. Unclassifiable ones (process gone, address unmapped)
+        stay counted as swap-ins."""
+        by_pid: dict[int, list[tuple[int, int, int]]] = {}
+        for k, v in bcc_compat.map_drain(self.bpf, "nowait_regions"):
+            by_pid.setdefault(int(k.pid), []).append((int(k.region), int(v.count), int(v.addr)))
+        for pid, regions in by_pid.items():
             try:
                 maps = parse_maps(Path(f"/proc/{pid}/maps").read_text(errors="replace"))
             except OSError:
                 maps = []
             counts = self._nowait.setdefault(pid, [0, 0])
-            for addr in addrs:
-                if file_backed_at(maps, addr):
-                    counts[0] += 1
-                else:
-                    counts[1] += 1
+            for region, count, addr in regions:
+                counts[0 if region_file_backed(maps, region, addr) else 1] += count
 
     def _hist(self, table: str) -> tuple[int, ...]:
         t = self.bpf[table]
@@ -252,8 +258,8 @@ class SwapinProbe(BpfProbe):
             return []
         out: list[Record] = []
         seen: set[int] = set()
-        # drain first: every drained event's counter is already in the map (BPF bumps, then
-        # submits), so a no-wait fault is never counted as file before the map shows it
+        # drain first: every drained region's faults are already in the stats map (BPF bumps
+        # that first), so a no-wait fault is never counted as file before the stats show it
         self._classify_nowait()
         nowait_file_total = 0
         pid_hist: dict[int, dict[int, int]] = {}
