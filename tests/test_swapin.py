@@ -113,7 +113,6 @@ def test_swapins_match_kernel_major_faults(probe: SwapinProbe) -> None:
     assert sum(h["count"] for h in whole["histogram"]) >= row["swapins"]
 
 
-@pytest.mark.bpf
 def cold_file_faults(probe: SwapinProbe, directory: Path) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """Read a 32 MiB file in ``directory`` through a cold mapping, one major fault per page:
     (the workload's swap-in pane row, the kernel's majflt for it, where the faults went)."""
@@ -141,6 +140,7 @@ def cold_file_faults(probe: SwapinProbe, directory: Path) -> tuple[dict[str, Any
     return row, majflt, why
 
 
+@pytest.mark.bpf
 def test_cold_file_mapping_is_file_major_faults(probe: SwapinProbe) -> None:
     """A file read through a cold mapping: file major faults (as many as the kernel's majflt),
     not swap-ins. /var/tmp, not /tmp: tmpfs pages are shmem and would swap."""
@@ -150,6 +150,7 @@ def test_cold_file_mapping_is_file_major_faults(probe: SwapinProbe) -> None:
     assert row["file_wait_ns_total"] > 0
 
 
+@pytest.mark.bpf
 def test_file_faults_that_never_block_are_file_major_faults(probe: SwapinProbe) -> None:
     """On a synchronous device (zram) a file major fault never sleeps: every one takes the
     no-wait path, classified by the address's mapping in user space. All 8,192 arrive between
