@@ -263,9 +263,10 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
 async def test_unseen_panes_are_built_when_first_shown(fake_proc: Path, no_bpf: None) -> None:
     """Only the pane shown at start is built before the first frame; a pane shown later (number
     key with the processes table focused, or a click on its tab) is built then, shown, and has
-    the keyboard; one shown before is not built again."""
-    from textual.widgets import TabbedContent, Tree
+    the keyboard; one shown before is not built again, and only the pane asked for is shown."""
+    from textual.widgets import Tree
 
+    from memtop.ui.lines import TabLine
     from memtop.ui.panes.base import Pane
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
@@ -275,32 +276,75 @@ async def test_unseen_panes_are_built_when_first_shown(fake_proc: Path, no_bpf: 
         await pilot.pause(0.1)
         assert [p.id for p in app.query(Pane)] == ["pane-processes"]
         assert isinstance(app.focused, DataTable) and app.focused.id == "processes-table"
-        tabs = app.query_one("#tabs", TabbedContent)
+        tabs = app.query_one("#tabline", TabLine)
         await pilot.press("6")  # the leaks pane (its tree takes the focus)
         await pilot.pause(0.2)
-        assert tabs.active == "tab-leaks"
+        assert app.active_name == tabs.active == "leaks"
         assert isinstance(app.focused, Tree) and app.focused.id == "leaks-tree"
-        assert await pilot.click("#tabs Tab#--content-tab-tab-vmscan")
+        start, _end, name = tabs.spans()[1]
+        assert name == "vmscan"
+        assert await pilot.click("#tabline", offset=(start + 2, 0))
         await pilot.pause(0.2)
-        assert tabs.active == "tab-vmscan"
+        assert app.active_name == tabs.active == "vmscan"
         assert app.query_one("#vmscan-status").region.height > 0  # drawn, not only mounted
         leaks = app.query_one("#pane-leaks", Pane)
+        assert leaks.region.height == 0 and not leaks.display
         await pilot.press("6")
         await pilot.pause(0.2)
-        assert tabs.active == "tab-leaks" and app.query_one("#pane-leaks", Pane) is leaks
+        assert app.active_name == tabs.active == "leaks" and app.query_one("#pane-leaks", Pane) is leaks
+        assert leaks.region.height > 0 and app.active_pane() is leaks
+        assert [p.id for p in app.query(Pane) if p.display] == ["pane-leaks"]
         assert sorted(str(p.id) for p in app.query(Pane)) == ["pane-leaks", "pane-processes", "pane-vmscan"]
+        assert await pilot.click("#tabline", offset=(tabs.spans()[-1][1] + 5, 0))  # past the labels
+        await pilot.pause(0.1)
+        assert app.active_name == "leaks"
+
+
+async def test_tab_line_marks_the_shown_pane(fake_proc: Path, no_bpf: None) -> None:
+    """The tab line shows every pane's label in order and, under the shown pane's label only,
+    the highlighted part of its bar."""
+    from memtop.ui.lines import TabLine
+
+    app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        tabs = app.query_one("#tabline", TabLine)
+        labels, bar = tabs.render_line(0).text, tabs.render_line(1).text
+        assert len(bar) == tabs.size.width == 160
+        for i, (start, end, name) in enumerate(tabs.spans(), 1):
+            assert labels[start:end].strip().startswith(f"{i} "), (labels, name)
+        highlight = tabs.get_component_rich_style("tabline--highlight")
+
+        def highlighted() -> list[int]:
+            strip = tabs.render_line(1)
+            cells: list[int] = []
+            x = 0
+            for seg in strip:
+                if seg.style is not None and seg.style.color == highlight.color:
+                    cells.extend(range(x, x + len(seg.text)))
+                x += len(seg.text)
+            return cells
+
+        assert set(bar) == {"━"}
+        start, end, _ = tabs.spans()[0]
+        assert highlighted() == list(range(start, end))
+        await pilot.press("3")
+        await pilot.pause(0.2)
+        start, end, name = tabs.spans()[2]
+        assert name == app.active_name
+        assert highlighted() == list(range(start, end))
 
 
 async def test_start_pane_is_the_only_one_built(fake_proc: Path, no_bpf: None) -> None:
-    from textual.widgets import TabbedContent
-
+    from memtop.ui.lines import TabLine
     from memtop.ui.panes.base import Pane
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]), initial_pane="oom")
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.pause(0.3)
-        assert app.query_one("#tabs", TabbedContent).active == "tab-oom"
+        assert app.query_one("#tabline", TabLine).active == "oom" == app.active_name
         assert [p.id for p in app.query(Pane)] == ["pane-oom"]
+        assert app.active_pane() is app.query_one("#pane-oom", Pane)
 
 
 async def test_key_line_follows_focus_and_clicks_press_keys(fake_proc: Path, no_bpf: None) -> None:

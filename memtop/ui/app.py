@@ -15,9 +15,10 @@ from rich.text import Text
 from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 
 from memtop import bcc_compat, files, fmt, resources, startup_gc
 from memtop.bridge import Source
@@ -26,7 +27,7 @@ from memtop.recording import Recorder
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
-from memtop.ui.lines import KeyLine, show_text
+from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
 from memtop.views import get_view
@@ -127,6 +128,8 @@ class MemtopApp(App[int]):
         self.leak_pids = list(leak_pids or [])
         self.paused = False
         self.pane_classes = panes()
+        #: the view name of the pane shown (its tab is marked; the pane is built when first shown)
+        self.active_name = self._first_pane()
         self._timer: Any = None
         self.last_snapshot: Path | None = None
         #: seconds from process start to the first frame with data (for the benchmarks)
@@ -147,14 +150,14 @@ class MemtopApp(App[int]):
         yield Static(id="header")
         yield Static(id="banner", classes="hidden")
         yield Static(id="too-small", classes="hidden")
+        tabs = [(cls.view_name, f"{i} {get_view(cls.view_name).title}") for i, cls in enumerate(self.pane_classes, 1)]
+        yield TabLine(tabs, self.active_name, id="tabline")
         # only the pane shown at start is built now; the others when first shown (_pane_in): the
         # five unseen panes' widgets took ~0.04 s of CPU before the first frame (bench/RESULTS.md)
-        first = self._first_pane()
-        with TabbedContent(id="tabs", initial=f"tab-{first}"):
-            for i, cls in enumerate(self.pane_classes, 1):
-                with TabPane(f"{i} {get_view(cls.view_name).title}", id=f"tab-{cls.view_name}"):
-                    if cls.view_name == first:
-                        yield cls(id=f"pane-{cls.view_name}")
+        with Container(id="panes"):
+            for cls in self.pane_classes:
+                if cls.view_name == self.active_name:
+                    yield cls(id=f"pane-{cls.view_name}")
         yield KeyLine(id="keys")
 
     def _first_pane(self) -> str:
@@ -165,17 +168,17 @@ class MemtopApp(App[int]):
                 return name
         return names[0]
 
-    async def _pane_in(self, tab: TabPane) -> Pane | None:
-        """The pane in ``tab``, built and mounted the first time the tab is shown."""
-        found = tab.query(Pane)
-        if found:
-            return found.first()
-        name = (tab.id or "").removeprefix("tab-")
+    async def _pane_in(self, name: str) -> Pane | None:
+        """The pane ``name``, built and mounted the first time it is shown."""
+        container = self.main_screen.query_one("#panes", Container)
+        for pane in container.query_children(Pane):
+            if pane.id == f"pane-{name}":
+                return pane
         cls = next((c for c in self.pane_classes if c.view_name == name), None)
         if cls is None:
             return None
         pane = cls(id=f"pane-{name}")
-        await tab.mount(pane)
+        await container.mount(pane)
         return pane
 
     async def on_mount(self) -> None:
@@ -263,15 +266,17 @@ class MemtopApp(App[int]):
         """Below MIN_SIZE the panes cannot show their tables: say so instead of drawing garbage."""
         small = event.size.width < MIN_SIZE[0] or event.size.height < MIN_SIZE[1]
         note = self.main_screen.query_one("#too-small", Static)
-        tabs = self.main_screen.query_one("#tabs", TabbedContent)
+        parts = (self.main_screen.query_one("#tabline", TabLine), self.main_screen.query_one("#panes", Container))
         if small:
             show_text(note, Text(f"Terminal too small ({event.size.width}×{event.size.height}); "
                              f"memtop needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}. Data keeps being collected."))
             note.remove_class("hidden")
-            tabs.add_class("hidden")
+            for part in parts:
+                part.add_class("hidden")
         else:
             note.add_class("hidden")
-            tabs.remove_class("hidden")
+            for part in parts:
+                part.remove_class("hidden")
 
     def on_ready(self, event: events.Ready) -> None:
         """Textual sends Ready once its first full frame is written. When the data was in the
@@ -294,37 +299,36 @@ class MemtopApp(App[int]):
                 load_bpf()
 
     def active_pane(self) -> Pane | None:
-        try:
-            tabs = self.main_screen.query_one("#tabs", TabbedContent)
-        except Exception:  # noqa: BLE001
+        """The pane shown (None while a pane asked for is still being built)."""
+        if not self.screen_stack:
             return None
-        active = tabs.active
-        if not active:
-            return None
-        name = active.removeprefix("tab-")
         try:
-            return self.main_screen.query_one(f"#pane-{name}", Pane)
-        except Exception:  # noqa: BLE001
+            return self.main_screen.query_one(f"#pane-{self.active_name}", Pane)
+        except NoMatches:
             return None
 
     def show_pane(self, name: str) -> None:
-        tabs = self.main_screen.query_one("#tabs", TabbedContent)
-        target = f"tab-{name}"
-        if tabs.active != target and not tabs.get_pane(target).query(Pane):
-            # its pane is mounted when the tab is shown: until then nothing in the tab can take
-            # the focus, and Textual would hand it to a neighbour in the tab being hidden, which
-            # switches back to that tab
-            self.main_screen.set_focus(None)
-        tabs.active = target
-
-    @on(TabbedContent.TabActivated)
-    async def _tab_changed(self, event: TabbedContent.TabActivated) -> None:
-        if event.tabbed_content.id != "tabs":
+        """Show the pane ``name``: its tab is marked at once, the pane is built if it never was
+        and shown (with the keyboard) once it is mounted."""
+        if name == self.active_name or all(cls.view_name != name for cls in self.pane_classes):
             return
-        pane = await self._pane_in(event.pane)
-        if pane is not None and pane is self.active_pane():
-            pane.refresh_from(self.state)
-            pane.focus_default()
+        self.active_name = name
+        self.main_screen.query_one("#tabline", TabLine).active = name
+        self.call_later(self._show_active)
+
+    async def _show_active(self) -> None:
+        name = self.active_name
+        pane = await self._pane_in(name)
+        if pane is None or name != self.active_name:  # another pane was asked for meanwhile
+            return
+        for other in self.main_screen.query_one("#panes", Container).query_children(Pane):
+            other.display = other is pane
+        pane.refresh_from(self.state)
+        pane.focus_default()
+
+    @on(TabLine.Selected)
+    def _tab_clicked(self, event: TabLine.Selected) -> None:
+        self.show_pane(event.name)
 
     def _draw_header(self) -> None:
         sys_state = self.state.get(SystemState)

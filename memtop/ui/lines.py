@@ -8,13 +8,17 @@ widget's box does not depend on its content (a height in cells or fractions, a w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.css.scalar import Unit
+from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Static
 
 
@@ -94,4 +98,79 @@ class KeyLine(Static):
         for start, end, key in self.keys:
             if start <= event.x < end:
                 self.app.simulate_key(key)
+                return
+
+
+class TabLine(Widget):
+    """The panes' tabs: a label per pane and, under it, a bar marking the pane shown. One widget
+    instead of Textual's TabbedContent (a tab, a tab pane and their containers per pane: 18 of the
+    29 widgets on screen at start, ~0.03 s of CPU before the first frame, A/B medians of 20). A
+    click on a label asks for its pane (:class:`TabLine.Selected`); the number keys do the same."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"tabline--tab", "tabline--active", "tabline--bar", "tabline--highlight"}
+    DEFAULT_CSS = """
+    TabLine {
+        width: 1fr;
+        height: 2;
+        .tabline--tab {
+            color: $foreground 50%;
+        }
+        .tabline--active {
+            color: $foreground;
+            text-style: bold;
+        }
+        .tabline--bar {
+            color: $foreground 10%;
+        }
+        .tabline--highlight {
+            color: $block-cursor-background;
+        }
+    }
+    """
+
+    #: the name of the tab marked as shown
+    active: reactive[str] = reactive("")
+
+    class Selected(Message):
+        """A click on the label of the tab ``name``."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    def __init__(self, tabs: Sequence[tuple[str, str]], active: str, **kwargs: Any) -> None:
+        """``tabs``: (name, label) per tab, in order; labels are memtop's own, never traced text."""
+        super().__init__(**kwargs)
+        self.tabs = list(tabs)
+        self.set_reactive(TabLine.active, active)
+
+    def spans(self) -> list[tuple[int, int, str]]:
+        """(first cell, end cell, name) of each label."""
+        out: list[tuple[int, int, str]] = []
+        start = 0
+        for name, label in self.tabs:
+            end = start + Text(f" {label} ").cell_len
+            out.append((start, end, name))
+            start = end + 1
+        return out
+
+    def render(self) -> Text:
+        tab = self.get_component_rich_style("tabline--tab")
+        active = self.get_component_rich_style("tabline--active")
+        labels = Text(no_wrap=True, overflow="ellipsis", end="")
+        for (_start, _end, name), (_, label) in zip(self.spans(), self.tabs, strict=True):
+            labels.append(f" {label} ", active if name == self.active else tab)
+            labels.append(" ")
+        bar = Text("━" * max(self.size.width, labels.cell_len), self.get_component_rich_style("tabline--bar"),
+                   no_wrap=True, end="")
+        for start, end, name in self.spans():
+            if name == self.active:
+                bar.stylize(self.get_component_rich_style("tabline--highlight"), start, end)
+        return Text("\n", no_wrap=True, end="").join([labels, bar])
+
+    def on_click(self, event: events.Click) -> None:
+        for start, end, name in self.spans():
+            if start <= event.x < end:
+                self.post_message(self.Selected(name))
                 return
