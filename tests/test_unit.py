@@ -14,7 +14,7 @@ import pytest
 from kernel import compile_c, memcg, proc_stat_faults, swapfile, vmstat
 from test_swapin import Workload, within
 
-from memtop import bcc_compat, resources
+from memtop import bcc_compat, resources, startup_gc
 from memtop.bridge import Bridge
 from memtop.errors import ProbeError
 from memtop.probes.base import BpfProbe, load_together
@@ -297,6 +297,38 @@ async def test_app_compiles_after_its_first_frame_and_collects_again(monkeypatch
             assert probe.drawn_at_load is True
             assert gc.isenabled()
             assert bridge.statuses()["recorder"].state == "attached"
+    finally:
+        startup_gc.release()
+        gc.enable()
+
+
+def test_collector_is_held_from_the_command_line_for_an_app_only(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """`memtop` and `memtop snapshot` hold the garbage collector from their first line (the
+    imports before the app ran ~40 collections); `memtop doctor` (no app) gets it back at once."""
+    import gc
+
+    from memtop import cli
+
+    seen: dict[str, bool] = {}
+
+    def fake_snapshot(args: object) -> int:
+        seen["snapshot"] = gc.isenabled()
+        return 0
+
+    def fake_report(as_json: bool) -> tuple[str, int]:
+        seen["doctor"] = gc.isenabled()
+        return "", 0
+
+    monkeypatch.setattr(cli, "run_snapshot", fake_snapshot)
+    monkeypatch.setattr("memtop.doctor.report", fake_report)
+    try:
+        assert gc.isenabled()
+        assert cli.main(["snapshot", "--pane", "processes", "--output", str(tmp_path / "o.json")]) == 0
+        assert seen["snapshot"] is False
+        startup_gc.release()
+        assert cli.main(["doctor"]) == 0
+        assert seen["doctor"] is True and gc.isenabled()
     finally:
         startup_gc.release()
         gc.enable()
