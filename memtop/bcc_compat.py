@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memtop import headers
 from memtop.errors import NoBcc, NoHeaders, NoPrivilege
 
 COMPILE_LOCK = threading.Lock()
+if TYPE_CHECKING:  # imported when the headers are looked for, after the first frame
+    from memtop import headers
+
 _header_info: headers.HeaderInfo | None = None
 
 
@@ -57,6 +59,8 @@ def have_privilege() -> bool:
 def ensure_headers() -> headers.HeaderInfo:
     """Find headers once per process and point BCC at them."""
     global _header_info
+    from memtop import headers
+
     if _header_info is None:
         info = headers.find_headers()
         if info.kind == "missing":

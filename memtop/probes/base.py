@@ -12,12 +12,14 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memtop import resources, tracefs
 from memtop.errors import ProbeError
-from memtop.probes import unit
 from memtop.records import Lost, Record
+
+if TYPE_CHECKING:  # imported where a program is built, after the first frame (its regexes cost)
+    from memtop.probes import unit
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class BpfProbe(Probe):
                 f"kernel lacks tracepoint(s) {', '.join(missing)}",
                 "this kernel cannot feed this pane; see `memtop doctor`",
             )
+        from memtop.probes import unit
+
         return unit.Section.from_file(self.name, resources.bpf_source(self.program), self.cflags())
 
     def load(self) -> None:
@@ -90,6 +94,8 @@ class BpfProbe(Probe):
 
     def load_section(self, section: unit.Section) -> None:
         """Compile ``section`` alone and attach."""
+        from memtop.probes import unit
+
         with bcc_errors(section.origin):
             compiled = unit.Unit.compile([section])
         self.attach(compiled)
@@ -145,6 +151,8 @@ def load_together(probes: Sequence[BpfProbe]) -> list[tuple[BpfProbe, Exception 
     probe's outcome, None when it attached. A probe that cannot say what it needs (a missing
     tracepoint) fails alone; a unit that does not compile is given up and each program compiled
     alone, so only a broken one fails; a function the verifier rejects fails only its probe."""
+    from memtop.probes import unit
+
     out: list[tuple[BpfProbe, Exception | None]] = []
     ready: list[tuple[BpfProbe, unit.Section]] = []
     for p in probes:

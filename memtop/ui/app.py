@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events, on
@@ -23,7 +22,6 @@ from textual.widgets import Static
 from memtop import bcc_compat, files, fmt, resources, startup_gc
 from memtop.bridge import Source
 from memtop.errors import MemtopError
-from memtop.recording import Recorder
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
@@ -31,6 +29,9 @@ from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import panes
 from memtop.ui.panes.base import DrillIn, Pane
 from memtop.views import get_view
+
+if TYPE_CHECKING:  # json, gzip and the recorder load when a recording or a snapshot is made
+    from memtop.recording import Recorder
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 MIN_SIZE = (60, 15)
@@ -218,6 +219,8 @@ class MemtopApp(App[int]):
         statuses = getattr(self.source, "statuses", None)
         states = {n: st.state for n, st in statuses().items()} if callable(statuses) else {}
         doc = {"probes": states, "first_frame_s": self.first_frame_s, "settled_s": since_process_start()}
+        import json
+
         Path(path).write_text(json.dumps(doc) + "\n")
 
     def _on_batch(self, batch: Any) -> None:
@@ -432,6 +435,8 @@ class MemtopApp(App[int]):
         pane: Pane = target
         opts = pane.options()
         if fmt_name == "json":
+            import json
+
             return json.dumps(pane.view.document(self.state, opts), indent=1, ensure_ascii=False) + "\n"
         if fmt_name == "txt":
             return pane.view.text(self.state, opts)

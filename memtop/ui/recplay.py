@@ -20,7 +20,6 @@ from textual.widgets import Input, Static
 
 from memtop import fmt
 from memtop.errors import MemtopError
-from memtop.recording import default_name, open_recorder
 from memtop.records import Lost
 
 if TYPE_CHECKING:
@@ -67,6 +66,8 @@ def toggle_recording(app: MemtopApp) -> None:
         app.notify(f"recording written to {path} ({rec.batches} samples, {rec.duration_s:.0f} s)", timeout=6)
         app.redraw()
         return
+    from memtop.recording import default_name, open_recorder  # json and gzip: not before the first frame
+
     # what the live state already knows that the recording would otherwise lack
     prelude: list[Any] = list(app.state.statuses.values())
     prelude += [Lost(p, w, n) for (p, w), n in app.state.lost.items()]
