@@ -49,16 +49,16 @@ async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:
 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.5)
-        for cls in app.pane_classes:
-            app.show_pane(cls.view_name)
+        for name in app.pane_names:
+            app.show_pane(name)
             await pilot.pause(0.3)
             app.redraw()
             await pilot.pause(0.3)
             pane = app.active_pane()
-            save(cls.view_name, pane.title if pane is not None else cls.view_name)
+            save(name, pane.title if pane is not None else name)
         pid = pick_pid(rec, app.state)
         if pid is not None:
-            app.show_pane(app.pane_classes[0].view_name)
+            app.show_pane(app.pane_names[0])
             app.post_message(DrillIn(pid))
             await pilot.pause(1.0)
             screen: Any = app.screen

@@ -430,3 +430,23 @@ async def test_first_frame_waits_for_data_when_the_first_paint_had_none(
         assert spy.marked == [None]  # Ready did not mark it; the repaint after the data did
         assert app.first_frame_s is not None
         assert any(rows == 3 for _, _, rows in spy.frames)
+
+
+def test_panes_follow_their_views_and_load_when_built() -> None:
+    """Tabs come in the views' order, one per pane module, each module's pane shows its view; no
+    pane module is imported before its pane is built (a fresh interpreter with the app imported)."""
+    import subprocess
+    import sys
+
+    from memtop.ui.panes import pane_class, pane_names
+    from memtop.views import views
+
+    names = pane_names()
+    assert names == [n for n in views() if n != "process"]  # the drill-in screen's view has no pane
+    assert names[0] == "processes" and len(names) == 6
+    for name in names:
+        assert pane_class(name).view_name == name
+    code = ("import sys; import memtop.ui.app as a; a.pane_names(); "
+            "print(sorted(m for m in sys.modules if m.startswith('memtop.ui.panes.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['memtop.ui.panes.base']"

@@ -26,7 +26,7 @@ from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
 from memtop.ui.lines import KeyLine, TabLine, show_text
-from memtop.ui.panes import panes
+from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import DrillIn, Pane
 from memtop.views import get_view
 
@@ -128,7 +128,8 @@ class MemtopApp(App[int]):
         #: pids to attach the memleak probe to at start (`memtop --leaks PID[,PID…]`)
         self.leak_pids = list(leak_pids or [])
         self.paused = False
-        self.pane_classes = panes()
+        #: the panes' view names, in tab order
+        self.pane_names = pane_names()
         #: the view name of the pane shown (its tab is marked; the pane is built when first shown)
         self.active_name = self._first_pane()
         self._timer: Any = None
@@ -151,18 +152,16 @@ class MemtopApp(App[int]):
         yield Static(id="header")
         yield Static(id="banner", classes="hidden")
         yield Static(id="too-small", classes="hidden")
-        tabs = [(cls.view_name, f"{i} {get_view(cls.view_name).title}") for i, cls in enumerate(self.pane_classes, 1)]
+        tabs = [(name, f"{i} {get_view(name).title}") for i, name in enumerate(self.pane_names, 1)]
         yield TabLine(tabs, self.active_name, id="tabline")
         # only the pane shown at start is built now; the others when first shown (_pane_in): the
         # five unseen panes' widgets took ~0.04 s of CPU before the first frame (bench/RESULTS.md)
         with Container(id="panes"):
-            for cls in self.pane_classes:
-                if cls.view_name == self.active_name:
-                    yield cls(id=f"pane-{cls.view_name}")
+            yield pane_class(self.active_name)(id=f"pane-{self.active_name}")
         yield KeyLine(id="keys")
 
     def _first_pane(self) -> str:
-        names = [cls.view_name for cls in self.pane_classes]
+        names = self.pane_names
         req = self.snapshot_request
         for name in (req.pane if req is not None else None, self.initial_pane):
             if name in names:
@@ -175,10 +174,9 @@ class MemtopApp(App[int]):
         for pane in container.query_children(Pane):
             if pane.id == f"pane-{name}":
                 return pane
-        cls = next((c for c in self.pane_classes if c.view_name == name), None)
-        if cls is None:
+        if name not in self.pane_names:
             return None
-        pane = cls(id=f"pane-{name}")
+        pane = pane_class(name)(id=f"pane-{name}")
         await container.mount(pane)
         return pane
 
@@ -313,7 +311,7 @@ class MemtopApp(App[int]):
     def show_pane(self, name: str) -> None:
         """Show the pane ``name``: its tab is marked at once, the pane is built if it never was
         and shown (with the keyboard) once it is mounted."""
-        if name == self.active_name or all(cls.view_name != name for cls in self.pane_classes):
+        if name == self.active_name or name not in self.pane_names:
             return
         self.active_name = name
         self.main_screen.query_one("#tabline", TabLine).active = name
@@ -409,8 +407,8 @@ class MemtopApp(App[int]):
         self._draw_header()
 
     def action_show_pane(self, index: int) -> None:
-        if 1 <= index <= len(self.pane_classes):
-            self.show_pane(self.pane_classes[index - 1].view_name)
+        if 1 <= index <= len(self.pane_names):
+            self.show_pane(self.pane_names[index - 1])
 
     def action_snapshot(self) -> None:
         try:

@@ -27,10 +27,9 @@ class DrillIn(Message):
 
 
 class Pane(Vertical):
-    """Subclasses set ``view_name`` (and ``order``, ``key`` for the number key that shows it)."""
+    """Subclasses set ``view_name``; the view's ``order`` places the pane's tab (and number key)."""
 
     view_name: ClassVar[str] = ""
-    order: ClassVar[int] = 100
     #: probes that feed this pane; their status shows in the pane's status line
     probes: ClassVar[tuple[str, ...]] = ()
     registry: ClassVar[list[type[Pane]]] = []

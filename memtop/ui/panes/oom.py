@@ -19,7 +19,6 @@ from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
 
 class OomPane(Pane):
     view_name = "oom"
-    order = 50
     probes = ("oom",)
 
     def __init__(self, **kwargs: Any) -> None:

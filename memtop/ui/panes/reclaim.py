@@ -25,7 +25,6 @@ class ReclaimPane(SortableTablePane):
     table_id = "reclaim-procs"
     sort_keys = SORT_KEYS
     default_sort = "total_ns"
-    order = 30
     probes = ("vmscan",)
 
     BINDINGS = [

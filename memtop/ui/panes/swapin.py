@@ -23,7 +23,6 @@ class SwapinPane(SortableTablePane):
     table_id = "swapin-table"
     sort_keys = SORT_KEYS
     default_sort = "wait_ns_total"
-    order = 40
     probes = ("swapin", "swapinfo")
 
     BINDINGS = [

@@ -46,7 +46,6 @@ def plot_rates(plot: Any, title: str, rings: dict[str, Ring], now_ns: int) -> No
 
 class VmscanPane(Pane):
     view_name = "vmscan"
-    order = 20
     probes = ("vmscan", "procfs")
 
     def compose(self) -> ComposeResult:
