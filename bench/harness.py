@@ -96,6 +96,14 @@ def memtop_headless(*extra: str, interval: float = 1.0) -> Iterator[subprocess.P
 CONDITIONS = ("idle", "1000 sleepers", "fault storm")
 
 
+#: seconds between one condition's end and the next one's start. A fault storm started right after a
+#: memtop watching 1,000 processes exited (and the 1,000 were killed) drew memtop's first frame
+#: 0.13 s later than one started on a quiet machine (0.545 vs 0.414 s, medians of 6 alternating);
+#: with 5 s between them, 0.446 vs 0.436 s. No guest CPU was busy in between (/proc/stat): the
+#: freed memory going back to the host is the likely cause (fresh-memory faults are host-bound).
+QUIET_S = 5.0
+
+
 @contextmanager
 def load_condition(name: str, settle_s: float = 0.0) -> Iterator[None]:
     """``name`` from CONDITIONS for the duration: nothing, 1,000 spawned ``sleep`` processes, or

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import CONDITIONS, load_condition, machine, memtop_ready, save, status_kb
+from harness import CONDITIONS, QUIET_S, load_condition, machine, memtop_ready, save, status_kb
 
 from memtop.probes.procfs import read_bytes  # the reader memtop itself polls with
 
@@ -70,7 +70,9 @@ def main(rounds: int = 5, seconds: float = 10) -> dict[str, object]:
     for _ in range(rounds):
         for condition in CONDITIONS:
             # memtop starts 1 s into the condition (as in bench/startup_ab.py): a storm in progress,
-            # not its first second, when the workloads fault fresh memory (host-side noise here)
+            # not its first second, when the workloads fault fresh memory (host-side noise here);
+            # and not right after the previous condition ended (QUIET_S)
+            time.sleep(QUIET_S)
             with load_condition(condition, settle_s=1):
                 results[condition].append(run_memtop(seconds))
     summary = {

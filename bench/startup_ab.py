@@ -13,11 +13,22 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import CONDITIONS, ROOT, VENV_PYTHON, load_condition, machine, memtop_ready, save, summary
+from harness import (
+    CONDITIONS,
+    QUIET_S,
+    ROOT,
+    VENV_PYTHON,
+    load_condition,
+    machine,
+    memtop_ready,
+    save,
+    summary,
+)
 
 
 def run_once(root: Path) -> dict[str, float]:
@@ -48,6 +59,7 @@ def main(rev: str, rounds: int = 8) -> dict[str, object]:
         variants = {label: old, "this checkout": ROOT}
         for cond in CONDITIONS:
             samples: dict[str, dict[str, list[float]]] = {}
+            time.sleep(QUIET_S)  # the previous condition's processes and memtop are gone, and settled
             with load_condition(cond, settle_s=1):
                 for r in range(rounds):  # A B, B A, A B, …
                     order = list(variants.items()) if r % 2 == 0 else list(reversed(variants.items()))
