@@ -207,8 +207,16 @@ def run_snapshot(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     # the collector is held from the first line, not from the app's start: the imports before the
     # app (views, state and records for the argument checks, asyncio for the bridge) ran ~40
-    # collections, ~7 ms of CPU before the first frame; commands that draw no app release it
+    # collections, ~7 ms of CPU before the first frame; commands that draw no app release it at
+    # once, and any command on its way out (a no-op once an app's first frame released it)
     startup_gc.hold()
+    try:
+        return _main(argv)
+    finally:
+        startup_gc.release()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("record", "doctor") or (args.command is None and getattr(args, "batch", False)):
         startup_gc.release()

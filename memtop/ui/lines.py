@@ -159,7 +159,7 @@ class TabLine(Widget):
         tab = self.get_component_rich_style("tabline--tab")
         active = self.get_component_rich_style("tabline--active")
         labels = Text(no_wrap=True, overflow="ellipsis", end="")
-        for (_start, _end, name), (_, label) in zip(self.spans(), self.tabs, strict=True):
+        for name, label in self.tabs:
             labels.append(f" {label} ", active if name == self.active else tab)
             labels.append(" ")
         bar = Text("━" * max(self.size.width, labels.cell_len), self.get_component_rich_style("tabline--bar"),
