@@ -334,6 +334,24 @@ async def test_tab_line_marks_the_shown_pane(fake_proc: Path, no_bpf: None) -> N
         assert name == app.active_name
         assert highlighted() == list(range(start, end))
 
+        def label_color(index: int) -> object:
+            start = tabs.spans()[index][0]
+            x = 0
+            for seg in tabs.render_line(0):
+                if x <= start + 1 < x + len(seg.text):
+                    return seg.style.color if seg.style is not None else None
+                x += len(seg.text)
+            raise AssertionError("no label there")
+
+        plain = label_color(4)
+        assert await pilot.hover("#tabline", offset=(tabs.spans()[4][0] + 2, 0))
+        await pilot.pause(0.1)
+        assert tabs.hovered == tabs.spans()[4][2]
+        assert label_color(4) == tabs.get_component_rich_style("tabline--hover").color != plain
+        assert await pilot.hover("#header")
+        await pilot.pause(0.1)
+        assert tabs.hovered == "" and label_color(4) == plain
+
 
 async def test_start_pane_is_the_only_one_built(fake_proc: Path, no_bpf: None) -> None:
     from memtop.ui.lines import TabLine
