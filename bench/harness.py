@@ -1,6 +1,10 @@
 """Benchmark harness: build workloads, start/stop observers (memtop headless, bpftrace, bcc tools),
-alternate A/B/C runs, report medians and ratios. Public tools only (gcc, bpftrace, bcc tools,
-/usr/bin/time); each figure is the median of >= 5 alternating runs in one session."""
+alternate A/B/C runs, report medians and ratios. Public tools only (gcc, bpftrace, bcc tools, the
+kernel's rusage and /proc accounting; pytest-benchmark for the micro-cases in test_micro.py); each
+figure is the median of >= 5 alternating runs in one session. Whole-command timers (hyperfine,
+/usr/bin/time) time the command they run; in cases 1-3 the variant is an observer running beside
+an unchanged workload, so the harness alternates the observers itself and reads the workload's
+own times."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import BENCH, machine  # noqa: E402
 
-CASES = ["fault_overhead", "reclaim_overhead", "memleak_cost", "swapin_overhead", "memtop_self", "lost_counts"]
+CASES = ["fault_overhead", "reclaim_overhead", "memleak_cost", "swapin_overhead", "memtop_self", "lost_counts", "micro"]
 #: cases with their own command line, run as a process; their printed table goes into the results
 SCRIPTS = {"memleak_cost": ["--rounds"]}
 
@@ -40,12 +40,38 @@ def fmt_summary(name: str, r: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def micro() -> list[str]:
+    """bench/test_micro.py under pytest-benchmark: each group's medians and their ratio."""
+    import json
+    import subprocess
+
+    out_json = BENCH / "results" / "micro.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(BENCH / "test_micro.py"),
+                           "--benchmark-json", str(out_json)], capture_output=True, text=True, check=False)
+    lines = ["### micro-cases (pytest-benchmark)", ""]
+    if proc.returncode != 0:
+        return lines + ["failed:", "```", (proc.stdout + proc.stderr).strip()[-2000:], "```", ""]
+    groups: dict[str, list[tuple[str, float, int]]] = {}
+    for b in json.loads(out_json.read_text())["benchmarks"]:
+        groups.setdefault(b["group"], []).append((b["param"] or b["name"], b["stats"]["median"], b["stats"]["rounds"]))
+    lines += ["| group | variant | median | rounds | ratio to the first |", "| --- | --- | --- | --- | --- |"]
+    for group, rows in groups.items():
+        base = rows[0][1]
+        for variant, median, n in rows:
+            lines.append(f"| {group} | {variant} | {median * 1e3:.3f} ms | {n} | {median / base:.2f} |")
+    return lines + [""]
+
+
 def main(argv: list[str]) -> int:
     rounds = int(argv[1]) if len(argv) > 1 else 5
     only = argv[2:] or CASES
     out = ["# memtop benchmark results", "", f"Machine: {machine()}. Run at {time.strftime('%Y-%m-%d %H:%M')}.",
            f"Each figure is the median of alternating runs ({rounds} rounds) in this one session.", ""]
     for name in only:
+        if name == "micro":
+            print("== micro", flush=True)
+            out += micro()
+            continue
         try:
             mod = importlib.import_module(name)
         except ImportError as exc:

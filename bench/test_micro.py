@@ -1,0 +1,66 @@
+"""Micro-cases (pytest-benchmark): the per-tick paths memtop's CPU figures rest on, each beside the
+path it is meant to beat, timed in one run.
+
+    .venv/bin/python -m pytest bench/test_micro.py --benchmark-json bench/results/micro.json
+
+(`make bench` runs them and writes their table into bench/RESULTS.auto.md; `make test` does not
+collect them.) Each pair shares a group; bench/run.py reports the ratio of the two medians.
+
+- state, 1,000 processes: a tick whose samples are unchanged (most processes, most ticks: the
+  state's shortcut) against one where every sample changed (the full path).
+- replay decoding, 1,000 process samples: the replay's planned decoder against
+  ``memtop.records.from_json``, the generic inverse of ``to_json`` (a replay decodes every record
+  again on each seek backwards).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from memtop.records import Batch, from_json, to_json
+from memtop.records.system import ProcSample
+from memtop.replay import decode_record
+from memtop.state import State
+from memtop.state.system import ProcessesState
+
+N = 1000
+
+
+def samples(faults: int) -> tuple[ProcSample, ...]:
+    return tuple(
+        ProcSample(pid=1000 + i, comm=f"sleep{i}", user="root", uid=0, rss_anon_bytes=4096 * (i + 1),
+                   rss_file_bytes=8192, rss_shmem_bytes=0, swap_bytes=0, minor_faults=faults + i,
+                   major_faults=0, ppid=1, vsize_bytes=1 << 20, threads=1, start_time_ns=i, cmdline=f"sleep {i}")
+        for i in range(N)
+    )
+
+
+@pytest.mark.benchmark(group="state: a tick of 1,000 processes")
+@pytest.mark.parametrize("changing", [False, True], ids=["unchanged (shortcut)", "every sample changed"])
+def test_state_tick(benchmark: Any, changing: bool) -> None:
+    """One tick's batch applied to a state that already knows the 1,000 processes; the batches
+    (1 s apart) are built outside the timing."""
+    state = State(mode="procfs")
+    first = samples(0)
+    state.apply(Batch(ts_ns=0, records=first))
+    clock = itertools.count(1)
+
+    def setup() -> tuple[tuple[Batch], dict[str, Any]]:
+        n = next(clock)
+        return (Batch(ts_ns=n * 1_000_000_000, records=samples(n) if changing else first),), {}
+
+    benchmark.pedantic(state.apply, setup=setup, rounds=60, iterations=1)
+    rows = state.get(ProcessesState).rows
+    assert len(rows) == N
+    assert rows[1000].sample.minor_faults == (next(clock) - 1 if changing else 0)
+
+
+@pytest.mark.benchmark(group="replay: decode 1,000 process samples")
+@pytest.mark.parametrize("decoder", [decode_record, from_json], ids=["decode_record (replay)", "from_json"])
+def test_decode(benchmark: Any, decoder: Any) -> None:
+    docs = [to_json(s) for s in samples(7)]
+    out = benchmark(lambda: [decoder(d) for d in docs])
+    assert out == list(samples(7))
