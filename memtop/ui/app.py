@@ -168,14 +168,12 @@ class MemtopApp(App[int]):
                 return name
         return names[0]
 
-    async def _pane_in(self, name: str) -> Pane | None:
-        """The pane ``name``, built and mounted the first time it is shown."""
+    async def _pane_in(self, name: str) -> Pane:
+        """The pane ``name`` (one of ``pane_names``), built and mounted the first time it is shown."""
         container = self.main_screen.query_one("#panes", Container)
         for pane in container.query_children(Pane):
             if pane.id == f"pane-{name}":
                 return pane
-        if name not in self.pane_names:
-            return None
         pane = pane_class(name)(id=f"pane-{name}")
         await container.mount(pane)
         return pane
@@ -320,7 +318,7 @@ class MemtopApp(App[int]):
     async def _show_active(self) -> None:
         name = self.active_name
         pane = await self._pane_in(name)
-        if pane is None or name != self.active_name:  # another pane was asked for meanwhile
+        if name != self.active_name:  # another pane was asked for meanwhile
             return
         for other in self.main_screen.query_one("#panes", Container).query_children(Pane):
             other.display = other is pane

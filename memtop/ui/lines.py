@@ -27,6 +27,11 @@ def _fixed_box(widget: Static) -> bool:
     return h is not None and h.unit in (Unit.CELLS, Unit.FRACTION) and (w is None or w.unit != Unit.AUTO)
 
 
+def span_at(spans: list[tuple[int, int, str]], x: int) -> str:
+    """The name of the (first cell, end cell, name) span that covers cell ``x`` ("" for none)."""
+    return next((name for start, end, name in spans if start <= x < end), "")
+
+
 def show_text(widget: Static, text: Text) -> None:
     """Show ``text`` in ``widget`` (a Text: traced-system strings are never markup)."""
     if widget.__dict__.get("_memtop_text") == text:
@@ -95,10 +100,9 @@ class KeyLine(Static):
         show_text(self, text)
 
     def on_click(self, event: events.Click) -> None:
-        for start, end, key in self.keys:
-            if start <= event.x < end:
-                self.app.simulate_key(key)
-                return
+        key = span_at(self.keys, event.x)
+        if key:
+            self.app.simulate_key(key)
 
 
 class TabLine(Widget):
@@ -150,16 +154,17 @@ class TabLine(Widget):
         super().__init__(**kwargs)
         self.tabs = list(tabs)
         self.set_reactive(TabLine.active, active)
-
-    def spans(self) -> list[tuple[int, int, str]]:
-        """(first cell, end cell, name) of each label."""
-        out: list[tuple[int, int, str]] = []
+        #: (first cell, end cell, name) of each label, one cell apart
+        self._spans: list[tuple[int, int, str]] = []
         start = 0
         for name, label in self.tabs:
             end = start + Text(f" {label} ").cell_len
-            out.append((start, end, name))
+            self._spans.append((start, end, name))
             start = end + 1
-        return out
+
+    def spans(self) -> list[tuple[int, int, str]]:
+        """(first cell, end cell, name) of each label."""
+        return list(self._spans)
 
     def render(self) -> Text:
         styles = {
@@ -174,22 +179,18 @@ class TabLine(Widget):
             labels.append(" ")
         bar = Text("━" * max(self.size.width, labels.cell_len), self.get_component_rich_style("tabline--bar"),
                    no_wrap=True, end="")
-        for start, end, name in self.spans():
+        for start, end, name in self._spans:
             if name == self.active:
                 bar.stylize(self.get_component_rich_style("tabline--highlight"), start, end)
         return Text("\n", no_wrap=True, end="").join([labels, bar])
 
-    def at(self, x: int) -> str:
-        """The name of the tab whose label covers cell ``x`` ("" for none)."""
-        return next((name for start, end, name in self.spans() if start <= x < end), "")
-
     def on_click(self, event: events.Click) -> None:
-        name = self.at(event.x)
+        name = span_at(self._spans, event.x)
         if name:
             self.post_message(self.Selected(name))
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
-        self.hovered = self.at(event.x)
+        self.hovered = span_at(self._spans, event.x)
 
     def on_leave(self, _event: events.Leave) -> None:
         self.hovered = ""
