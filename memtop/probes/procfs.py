@@ -60,7 +60,7 @@ VMSTAT_PREFIXES = (
 #: vmstat counters whose movement means the kernel took pages from processes this tick
 RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
 #: the /proc/PID/status fields a sample needs (Uid: the real uid, the first of four)
-STATUS_FIELDS = re.compile(rb"^(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)", re.MULTILINE)
+STATUS_FIELDS = re.compile(rb"\n(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)")
 #: consecutive identical stat reads after which a process counts as quiet
 QUIET_AFTER = 3
 
@@ -219,18 +219,16 @@ class ProcfsProbe(Probe):
         if status is None:
             return None
         # the six fields used, found by one regex pass in C (splitting all ~55 lines of every
-        # process into a dict was most of the first poll with 1,000 processes)
-        vals = {k.decode(): int(v) for k, v in STATUS_FIELDS.findall(status)}
-        if "RssAnon" not in vals:  # kernel thread (no mm): quiet from the start, never listed
+        # process into a dict was most of the first poll with 1,000 processes); anchored on the
+        # newline, not on ``^`` with MULTILINE, which tries the pattern at every position (11 us
+        # against 2 us a file here)
+        vals = dict(STATUS_FIELDS.findall(status))
+        if b"RssAnon" not in vals:  # kernel thread (no mm): quiet from the start, never listed
             self._kthreads.add(pid)
             self._same[pid] = QUIET_AFTER
             return None
         self._kthreads.discard(pid)
-
-        def kb(name: str) -> int:
-            return vals.get(name, 0) * 1024
-
-        uid = vals.get("Uid", 0)
+        uid = int(vals.get(b"Uid", 0))
         cmdline = self._cmdline.get(pid)
         if cmdline is None:
             raw_argv = read_bytes(f"{self._root_s}/{pid}/cmdline") or b""
@@ -242,15 +240,15 @@ class ProcfsProbe(Probe):
             comm=clean(comm),
             user=self._user(uid),
             uid=uid,
-            rss_anon_bytes=kb("RssAnon"),
-            rss_file_bytes=kb("RssFile"),
-            rss_shmem_bytes=kb("RssShmem"),
-            swap_bytes=kb("VmSwap"),
+            rss_anon_bytes=int(vals.get(b"RssAnon", 0)) * 1024,
+            rss_file_bytes=int(vals.get(b"RssFile", 0)) * 1024,
+            rss_shmem_bytes=int(vals.get(b"RssShmem", 0)) * 1024,
+            swap_bytes=int(vals.get(b"VmSwap", 0)) * 1024,
             minor_faults=int(f[7]),
             major_faults=int(f[9]),
             ppid=int(f[1]),
             vsize_bytes=int(f[20]),
-            threads=vals.get("Threads", 1) or 1,
+            threads=int(vals.get(b"Threads", 1)) or 1,
             start_time_ns=int(f[19]) * 1_000_000_000 // CLK_TCK,
             cmdline=cmdline,
         )
