@@ -11,15 +11,21 @@ collect them.) Each pair shares a group; bench/run.py reports the ratio of the t
 - replay decoding, 1,000 process samples: the replay's planned decoder against
   ``memtop.records.from_json``, the generic inverse of ``to_json`` (a replay decodes every record
   again on each seek backwards).
+- procfs, 1,000 status files: the six fields a process sample needs, found by the shipped
+  newline-anchored regex against the ``^``/MULTILINE pattern it replaced (the first poll reads a
+  status file for every process).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import re
 from typing import Any
 
 import pytest
 
+from memtop.probes.procfs import STATUS_FIELDS
 from memtop.records import Batch, from_json, to_json
 from memtop.records.system import ProcSample
 from memtop.replay import decode_record
@@ -64,3 +70,18 @@ def test_decode(benchmark: Any, decoder: Any) -> None:
     docs = [to_json(s) for s in samples(7)]
     out = benchmark(lambda: [decoder(d) for d in docs])
     assert out == list(samples(7))
+
+
+#: the pattern STATUS_FIELDS replaced: tried at every position of the file, not only after newlines
+STATUS_FIELDS_MULTILINE = re.compile(rb"^(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)", re.MULTILINE)
+
+
+@pytest.mark.benchmark(group="procfs: the fields of 1,000 status files")
+@pytest.mark.parametrize("pattern", [STATUS_FIELDS, STATUS_FIELDS_MULTILINE], ids=["newline-anchored (shipped)", "^ with MULTILINE"])
+def test_status_fields(benchmark: Any, pattern: re.Pattern[bytes]) -> None:
+    with open(f"/proc/{os.getpid()}/status", "rb") as f:
+        status = f.read()
+    files = [status] * N
+    out = benchmark(lambda: [dict(pattern.findall(s)) for s in files])
+    assert out[0] == dict(STATUS_FIELDS_MULTILINE.findall(status))
+    assert set(out[0]) == {b"Uid", b"Threads", b"RssAnon", b"RssFile", b"RssShmem", b"VmSwap"}
