@@ -302,6 +302,34 @@ async def test_app_compiles_after_its_first_frame_and_collects_again(monkeypatch
         gc.enable()
 
 
+def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
+    """asyncio comes in as on a Python without TLS, so the app's imports load no OpenSSL (~11 ms of
+    the start); ssl itself stays importable afterwards. A fresh interpreter: this one has asyncio."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from memtop import cli
+
+        def fake_snapshot(args):
+            import asyncio.base_events
+            import memtop.bridge, memtop.ui.app
+            assert "ssl" not in sys.modules, "ssl loaded on the way to the app"
+            assert asyncio.base_events.ssl is None
+            import ssl
+            assert sys.modules["ssl"] is ssl and ssl.SSLContext
+            return 0
+
+        cli.run_snapshot = fake_snapshot
+        sys.exit(cli.main(["snapshot", "--pane", "processes", "--output", sys.argv[1]]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "o.json")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_collector_is_held_from_the_command_line_for_an_app_only(monkeypatch: pytest.MonkeyPatch,
                                                                  tmp_path: Path) -> None:
     """`memtop` and `memtop snapshot` hold the garbage collector from their first line (the
