@@ -18,7 +18,7 @@
 //
 // Tracepoint fields and helpers only; the symbol ranges come from /proc/kallsyms via cflags:
 //   -D{PF1,PF2,SW1,SW2,FI1,FI2}_LO=0x...ULL -D..._HI=0x...ULL  (absent symbol: 0,0)
-//   -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_DEPTH=<n> -DMAX_REGIONS=<n>
+//   -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_DEPTH=<n> -DMAX_REGIONS=<n> -DREGION_SHIFT=<n>
 
 #include "perf_ctx.h"
 
@@ -31,7 +31,9 @@
 #ifndef MAX_REGIONS
 #define MAX_REGIONS 4096
 #endif
-#define REGION_SHIFT 21
+#ifndef REGION_SHIFT
+#define REGION_SHIFT 21  // memtop/probes/swapin.py passes its REGION_SHIFT
+#endif
 #ifndef MAX_DEPTH
 #define MAX_DEPTH 48
 #endif

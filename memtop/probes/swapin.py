@@ -108,7 +108,8 @@ def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]
     return out
 
 
-#: no-wait major faults are counted per 2 MiB region of their address (bpf/swapin.bpf.c)
+#: no-wait major faults are counted per 2 MiB region of their address; the BPF program gets this
+#: value (-DREGION_SHIFT), so both sides split addresses the same way
 REGION_SHIFT = 21
 
 
@@ -205,6 +206,7 @@ class SwapinProbe(BpfProbe):
             f"-DMAX_TIDS={self.max_tids}",
             f"-DMAX_DEPTH={self.max_depth}",
             f"-DMAX_REGIONS={self.max_regions}",
+            f"-DREGION_SHIFT={REGION_SHIFT}",
         ]
         for prefix, names in SYMBOLS.items():
             rng = next((found[n] for n in names if n in found), None)
