@@ -21,10 +21,17 @@ def main(rounds: int = 5) -> dict[str, object]:
 
     samples = alternate(
         {"bare": nothing, "memtop": memtop_headless, "bpftrace one-liner": lambda: background(BPFTRACE)},
-        once, "ns_per_fault", rounds=rounds,
+        once,
+        "ns_per_fault",
+        rounds=rounds,
     )
-    result = {"case": "fault-heavy", "machine": machine(), "metric": "ns per fault (workload's own clock)",
-              "summary": summary(samples, "bare"), "samples": samples}
+    result = {
+        "case": "fault-heavy",
+        "machine": machine(),
+        "metric": "ns per fault (workload's own clock)",
+        "summary": summary(samples, "bare"),
+        "samples": samples,
+    }
     save("fault_overhead", result)
     return result
 

@@ -33,8 +33,9 @@ def build(name: str, *flags: str) -> Path:
     src = BENCH / "workloads" / f"{name}.c"
     out = BUILD / name
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(out), str(src), *flags],
-                       check=True)
+        subprocess.run(
+            ["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(out), str(src), *flags], check=True
+        )
     return out
 
 
@@ -53,7 +54,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def memtop_ready(*extra: str, root: Path | None = None) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
+def memtop_ready(
+    *extra: str, root: Path | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, Any]]]:
     """memtop's full app, headless (a processes snapshot that never comes), from its start until it
     is stopped; yields once every default probe is attached or failed, with what memtop wrote to
     MEMTOP_READY_FILE (first_frame_s, settled_s, the probes' states). ``root``: run that checkout's
@@ -66,16 +69,32 @@ def memtop_ready(*extra: str, root: Path | None = None) -> Iterator[tuple[subpro
         cmd, cwd = [str(VENV_PYTHON), "-m", "memtop"], root
         env["PYTHONPATH"] = str(root)
     proc = subprocess.Popen(
-        cmd + ["snapshot", "--pane", "processes", "--format", "json", "--output", str(tmp / "out.json"),
-               "--after", "100000", *extra],
-        env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cmd
+        + [
+            "snapshot",
+            "--pane",
+            "processes",
+            "--format",
+            "json",
+            "--output",
+            str(tmp / "out.json"),
+            "--after",
+            "100000",
+            *extra,
+        ],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 120
         doc: dict[str, Any] | None = None
         while doc is None:
             if proc.poll() is not None:
-                raise RuntimeError(f"memtop exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
+                raise RuntimeError(
+                    f"memtop exited early: {proc.stderr.read().decode() if proc.stderr else ''}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError("memtop did not attach its probes within 120 s")
             time.sleep(0.05)
@@ -117,8 +136,12 @@ def load_condition(name: str, settle_s: float = 0.0) -> Iterator[None]:
         procs = [subprocess.Popen(["sleep", "600"]) for _ in range(1000)]
     elif name == "fault storm":
         refault = build("refault")
-        procs = [subprocess.Popen(["sh", "-c", f"while :; do {refault} 64 32 >/dev/null; done"],
-                                  start_new_session=True) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                ["sh", "-c", f"while :; do {refault} 64 32 >/dev/null; done"], start_new_session=True
+            )
+            for _ in range(2)
+        ]
     elif name != "idle":
         raise ValueError(f"unknown condition {name!r}")
     try:

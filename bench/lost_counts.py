@@ -32,11 +32,16 @@ def main(rounds: int = 5) -> dict[str, object]:
     runs = []
     for _ in range(rounds):
         out = Path(tempfile.mkdtemp()) / "snap.json"
-        snap = subprocess.Popen(memtop_cmd() + ["snapshot", "--pane", "processes", "--output", str(out),
-                                                "--after", "8"], stdout=subprocess.DEVNULL)
+        snap = subprocess.Popen(
+            memtop_cmd() + ["snapshot", "--pane", "processes", "--output", str(out), "--after", "8"],
+            stdout=subprocess.DEVNULL,
+        )
         time.sleep(2)
         f0, t0 = vm_pgfault(), time.monotonic()
-        work = [subprocess.Popen([str(exe), "64", "256", "30", "read"], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        work = [
+            subprocess.Popen([str(exe), "64", "256", "30", "read"], stdout=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
         lines = [w.stdout.readline() for w in work if w.stdout]  # type: ignore[union-attr]
         f1, t1 = vm_pgfault(), time.monotonic()
         snap.wait(timeout=120)
@@ -50,9 +55,13 @@ def main(rounds: int = 5) -> dict[str, object]:
             w.kill()
             w.wait()
         runs.append({"faults_per_s": (f1 - f0) / (t1 - t0), "max_rel_error": max(errs), "workload": lines})
-    result = {"case": "no lost counts", "machine": machine(), "runs": runs,
-              "median_faults_per_s": sorted(r["faults_per_s"] for r in runs)[len(runs) // 2],
-              "worst_rel_error": max(r["max_rel_error"] for r in runs)}
+    result = {
+        "case": "no lost counts",
+        "machine": machine(),
+        "runs": runs,
+        "median_faults_per_s": sorted(r["faults_per_s"] for r in runs)[len(runs) // 2],
+        "worst_rel_error": max(r["max_rel_error"] for r in runs),
+    }
     save("lost_counts", result)
     return result
 

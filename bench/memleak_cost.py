@@ -81,8 +81,13 @@ def phase_bare(w: Workload, measure_s: float) -> float:
 
 def phase_bcc(w: Workload, measure_s: float) -> float:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([BCC_MEMLEAK, "-p", str(w.proc.pid)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [BCC_MEMLEAK, "-p", str(w.proc.pid)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:  # compiles, then prints this just before attaching
@@ -150,8 +155,10 @@ def main() -> int:
             for c in order:
                 results["bare"].append(phase_bare(w, args.phase))
                 results[c].append(configs[c](w, args.phase))
-                print(f"round {r + 1}: bare {results['bare'][-1]:.1f} ns/op, {c} {results[c][-1]:.1f} ns/op",
-                      flush=True)
+                print(
+                    f"round {r + 1}: bare {results['bare'][-1]:.1f} ns/op, {c} {results[c][-1]:.1f} ns/op",
+                    flush=True,
+                )
             results["bare"].append(phase_bare(w, args.phase))
     finally:
         w.stop()

@@ -36,16 +36,23 @@ def main(rounds: int = 5) -> dict[str, object]:
     def once() -> dict[str, float]:
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        subprocess.run(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {exe} 300 2"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {exe} 300 2"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         # the workload's own CPU (user + system, reclaim included) beside wall time: swap I/O
         # makes wall time noisy, CPU time shows what memtop's programs add to the workload's path
-        return {"elapsed_s": time.monotonic() - t0,
-                "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)}
+        return {
+            "elapsed_s": time.monotonic() - t0,
+            "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+        }
 
     try:
-        samples = alternate_all({"bare": nothing, "memtop": memtop_headless}, once, rounds=rounds, per_round=2)
+        samples = alternate_all(
+            {"bare": nothing, "memtop": memtop_headless}, once, rounds=rounds, per_round=2
+        )
     finally:
         for _ in range(50):
             try:
@@ -54,10 +61,16 @@ def main(rounds: int = 5) -> dict[str, object]:
             except OSError:
                 time.sleep(0.1)
     wall, cpu = samples["elapsed_s"], samples["cpu_s"]
-    result = {"case": "reclaim-heavy", "machine": machine(),
-              "wall": {"metric": "workload wall seconds", "summary": summary(wall, "bare"), "samples": wall},
-              "cpu": {"metric": "workload CPU seconds (user + system)", "summary": summary(cpu, "bare"),
-                      "samples": cpu}}
+    result = {
+        "case": "reclaim-heavy",
+        "machine": machine(),
+        "wall": {"metric": "workload wall seconds", "summary": summary(wall, "bare"), "samples": wall},
+        "cpu": {
+            "metric": "workload CPU seconds (user + system)",
+            "summary": summary(cpu, "bare"),
+            "samples": cpu,
+        },
+    }
     save("reclaim_overhead", result)
     return result
 

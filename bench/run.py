@@ -13,7 +13,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import BENCH, machine  # noqa: E402
 
-CASES = ["fault_overhead", "reclaim_overhead", "memleak_cost", "swapin_overhead", "memtop_self", "lost_counts", "micro"]
+CASES = [
+    "fault_overhead",
+    "reclaim_overhead",
+    "memleak_cost",
+    "swapin_overhead",
+    "memtop_self",
+    "lost_counts",
+    "micro",
+]
 #: cases with their own command line, run as a process; their printed table goes into the results
 SCRIPTS = {"memleak_cost": ["--rounds"]}
 
@@ -22,10 +30,16 @@ def fmt_summary(name: str, r: dict[str, Any]) -> list[str]:
     lines = [f"### {r.get('case', name)}", ""]
     summ = r.get("summary")
     if isinstance(summ, dict) and all(isinstance(v, dict) and "ratio" in v for v in summ.values()):
-        lines += [f"Metric: {r.get('metric', '')}", "", "| variant | median | min | max | n | ratio to bare |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            f"Metric: {r.get('metric', '')}",
+            "",
+            "| variant | median | min | max | n | ratio to bare |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         for k, v in summ.items():
-            lines.append(f"| {k} | {v['median']:.4g} | {v['min']:.4g} | {v['max']:.4g} | {v['n']} | {v['ratio']:.3f} |")
+            lines.append(
+                f"| {k} | {v['median']:.4g} | {v['min']:.4g} | {v['max']:.4g} | {v['n']} | {v['ratio']:.3f} |"
+            )
     elif isinstance(summ, dict):
         keys = list(next(iter(summ.values())).keys())
         lines += ["| situation | " + " | ".join(keys) + " |", "|" + " --- |" * (len(keys) + 1)]
@@ -46,14 +60,30 @@ def micro() -> list[str]:
     import subprocess
 
     out_json = BENCH / "results" / "micro.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(BENCH / "test_micro.py"),
-                           "--benchmark-json", str(out_json)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(BENCH / "test_micro.py"),
+            "--benchmark-json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     lines = ["### micro-cases (pytest-benchmark)", ""]
     if proc.returncode != 0:
         return lines + ["failed:", "```", (proc.stdout + proc.stderr).strip()[-2000:], "```", ""]
     groups: dict[str, list[tuple[str, float, int]]] = {}
     for b in json.loads(out_json.read_text())["benchmarks"]:
-        groups.setdefault(b["group"], []).append((b["param"] or b["name"], b["stats"]["median"], b["stats"]["rounds"]))
+        groups.setdefault(b["group"], []).append(
+            (b["param"] or b["name"], b["stats"]["median"], b["stats"]["rounds"])
+        )
     lines += ["| group | variant | median | rounds | ratio to the first |", "| --- | --- | --- | --- | --- |"]
     for group, rows in groups.items():
         base = rows[0][1]
@@ -65,8 +95,13 @@ def micro() -> list[str]:
 def main(argv: list[str]) -> int:
     rounds = int(argv[1]) if len(argv) > 1 else 5
     only = argv[2:] or CASES
-    out = ["# memtop benchmark results", "", f"Machine: {machine()}. Run at {time.strftime('%Y-%m-%d %H:%M')}.",
-           f"Each figure is the median of alternating runs ({rounds} rounds) in this one session.", ""]
+    out = [
+        "# memtop benchmark results",
+        "",
+        f"Machine: {machine()}. Run at {time.strftime('%Y-%m-%d %H:%M')}.",
+        f"Each figure is the median of alternating runs ({rounds} rounds) in this one session.",
+        "",
+    ]
     for name in only:
         if name == "micro":
             print("== micro", flush=True)
@@ -81,9 +116,20 @@ def main(argv: list[str]) -> int:
         if name in SCRIPTS:
             import subprocess
 
-            proc = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *SCRIPTS[name], str(rounds)],
-                                  capture_output=True, text=True, check=False)
-            out += [f"### {name}", "", "```", proc.stdout.strip()[-3000:] or proc.stderr.strip()[-2000:], "```", ""]
+            proc = subprocess.run(
+                [sys.executable, str(BENCH / f"{name}.py"), *SCRIPTS[name], str(rounds)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            out += [
+                f"### {name}",
+                "",
+                "```",
+                proc.stdout.strip()[-3000:] or proc.stderr.strip()[-2000:],
+                "```",
+                "",
+            ]
             continue
         try:
             result = mod.main(rounds)

@@ -30,8 +30,12 @@ def main(duration: float = 1800, warmup: float = 120, profile: str | None = None
     leaky_src = ROOT / "tests" / "workloads" / "leaky.c"
     tmp = Path(tempfile.mkdtemp(prefix="memtop-soak-"))
     churn, leaky = tmp / "churn", tmp / "leaky"
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(churn), str(churn_src)], check=True)
-    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(leaky), str(leaky_src)], check=True)
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(churn), str(churn_src)], check=True
+    )
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(leaky), str(leaky_src)], check=True
+    )
     leak = subprocess.Popen([str(leaky), "a", str(int(duration)), "60"], stdout=subprocess.DEVNULL)
     cg = CG / f"memtop-soak-{uuid.uuid4().hex[:6]}"
     cg.mkdir()
@@ -40,11 +44,33 @@ def main(duration: float = 1800, warmup: float = 120, profile: str | None = None
     out = tmp / "reclaim.json"
     cmd = memtop_cmd()
     if profile:  # the same run under tracemalloc (slower): reports in PROFILE every 60 s
-        cmd = [str(ROOT / ".venv" / "bin" / "python"), str(BENCH / "tracemem.py"), profile, "60", str(warmup), "--"]
-    mt = subprocess.Popen(cmd + ["snapshot", "--pane", "reclaim", "--format", "json", "--output", str(out),
-                                          "--after", str(duration), "--leaks", str(leak.pid)],
-                          env=dict(os.environ, MEMTOP_READY_FILE=str(ready)),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cmd = [
+            str(ROOT / ".venv" / "bin" / "python"),
+            str(BENCH / "tracemem.py"),
+            profile,
+            "60",
+            str(warmup),
+            "--",
+        ]
+    mt = subprocess.Popen(
+        cmd
+        + [
+            "snapshot",
+            "--pane",
+            "reclaim",
+            "--format",
+            "json",
+            "--output",
+            str(out),
+            "--after",
+            str(duration),
+            "--leaks",
+            str(leak.pid),
+        ],
+        env=dict(os.environ, MEMTOP_READY_FILE=str(ready)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     samples: list[tuple[float, dict[str, int]]] = []
     t0 = time.monotonic()
     cycles = 0
@@ -56,8 +82,11 @@ def main(duration: float = 1800, warmup: float = 120, profile: str | None = None
         next_sample = 0.0
         while time.monotonic() - t0 < duration - 5 and mt.poll() is None:
             cycles += 1
-            subprocess.run(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {reclaim} 300 1"],
-                           stdout=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                ["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {reclaim} 300 1"],
+                stdout=subprocess.DEVNULL,
+                check=False,
+            )
             subprocess.run([str(churn), "2000"], stdout=subprocess.DEVNULL, check=False)
             idle_until = time.monotonic() + 10
             while time.monotonic() < idle_until:
@@ -81,10 +110,16 @@ def main(duration: float = 1800, warmup: float = 120, profile: str | None = None
     growth_kib = (after[-1]["VmRSS"] - after[0]["VmRSS"]) if len(after) >= 2 else 0
     doc = json.loads(out.read_text()) if out.exists() else {}
     result = {
-        "case": "soak", "machine": machine(), "duration_s": duration, "cycles": cycles, "exit_code": code,
-        "rss_after_warmup_kib": after[0] if after else {}, "rss_end_kib": after[-1] if after else {},
+        "case": "soak",
+        "machine": machine(),
+        "duration_s": duration,
+        "cycles": cycles,
+        "exit_code": code,
+        "rss_after_warmup_kib": after[0] if after else {},
+        "rss_end_kib": after[-1] if after else {},
         "rss_growth_after_warmup_mib": growth_kib / 1024,
-        "reclaim_events_received": doc.get("events_received"), "reclaim_lost_events": doc.get("lost_events"),
+        "reclaim_events_received": doc.get("events_received"),
+        "reclaim_lost_events": doc.get("lost_events"),
         "samples": samples,
     }
     save("soak", result)
@@ -92,6 +127,7 @@ def main(duration: float = 1800, warmup: float = 120, profile: str | None = None
 
 
 if __name__ == "__main__":
-    r = main(float(sys.argv[1]) if len(sys.argv) > 1 else 1800,
-             profile=sys.argv[2] if len(sys.argv) > 2 else None)
+    r = main(
+        float(sys.argv[1]) if len(sys.argv) > 1 else 1800, profile=sys.argv[2] if len(sys.argv) > 2 else None
+    )
     print({k: v for k, v in r.items() if k != "samples"})

@@ -43,8 +43,11 @@ def worktree(rev: str) -> Iterator[Path]:
     # bytecode for both trees, as `make setup` compiles this one's (else the revision pays for
     # compiling its modules on every start and the A/B measures that)
     for tree in (path, ROOT):
-        subprocess.run([str(VENV_PYTHON), "-m", "compileall", "-q", str(tree / "memtop")], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [str(VENV_PYTHON), "-m", "compileall", "-q", str(tree / "memtop")],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     try:
         yield path
     finally:
@@ -52,8 +55,9 @@ def worktree(rev: str) -> Iterator[Path]:
 
 
 def main(rev: str, rounds: int = 8) -> dict[str, object]:
-    label = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True,
-                           text=True, check=True).stdout.strip()
+    label = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True, check=True
+    ).stdout.strip()
     out: dict[str, object] = {"case": "start-up A/B", "machine": machine(), "baseline": label}
     with worktree(rev) as old:
         variants = {label: old, "this checkout": ROOT}
@@ -75,4 +79,6 @@ if __name__ == "__main__":
     result = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 8)
     for cond in CONDITIONS:
         for metric, s in result[cond].items():  # type: ignore[attr-defined]
-            print(cond, metric, {k: f"{v['median']:.3f} ({v['ratio']:.2f}x, n={v['n']})" for k, v in s.items()})
+            print(
+                cond, metric, {k: f"{v['median']:.3f} ({v['ratio']:.2f}x, n={v['n']})" for k, v in s.items()}
+            )

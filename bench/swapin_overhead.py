@@ -79,8 +79,11 @@ def main(rounds: int = 15) -> dict[str, object]:
         "case": "swap-in probe overhead (no swapping)",
         "machine": machine(),
         "refault": {"metric": "ns per minor fault", "summary": summary(faults, "bare"), "samples": faults},
-        "pingpong": {"metric": "ns per pipe round trip (2 switches)", "summary": summary(switches, "bare"),
-                     "samples": switches},
+        "pingpong": {
+            "metric": "ns per pipe round trip (2 switches)",
+            "summary": summary(switches, "bare"),
+            "samples": switches,
+        },
     }
     save("swapin_overhead", result)
     return result

@@ -37,9 +37,23 @@ N = 1000
 
 def samples(faults: int) -> tuple[ProcSample, ...]:
     return tuple(
-        ProcSample(pid=1000 + i, comm=f"sleep{i}", user="root", uid=0, rss_anon_bytes=4096 * (i + 1),
-                   rss_file_bytes=8192, rss_shmem_bytes=0, swap_bytes=0, minor_faults=faults + i,
-                   major_faults=0, ppid=1, vsize_bytes=1 << 20, threads=1, start_time_ns=i, cmdline=f"sleep {i}")
+        ProcSample(
+            pid=1000 + i,
+            comm=f"sleep{i}",
+            user="root",
+            uid=0,
+            rss_anon_bytes=4096 * (i + 1),
+            rss_file_bytes=8192,
+            rss_shmem_bytes=0,
+            swap_bytes=0,
+            minor_faults=faults + i,
+            major_faults=0,
+            ppid=1,
+            vsize_bytes=1 << 20,
+            threads=1,
+            start_time_ns=i,
+            cmdline=f"sleep {i}",
+        )
         for i in range(N)
     )
 
@@ -73,11 +87,17 @@ def test_decode(benchmark: Any, decoder: Any) -> None:
 
 
 #: the pattern STATUS_FIELDS replaced: tried at every position of the file, not only after newlines
-STATUS_FIELDS_MULTILINE = re.compile(rb"^(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)", re.MULTILINE)
+STATUS_FIELDS_MULTILINE = re.compile(
+    rb"^(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)", re.MULTILINE
+)
 
 
 @pytest.mark.benchmark(group="procfs: the fields of 1,000 status files")
-@pytest.mark.parametrize("pattern", [STATUS_FIELDS, STATUS_FIELDS_MULTILINE], ids=["newline-anchored (shipped)", "^ with MULTILINE"])
+@pytest.mark.parametrize(
+    "pattern",
+    [STATUS_FIELDS, STATUS_FIELDS_MULTILINE],
+    ids=["newline-anchored (shipped)", "^ with MULTILINE"],
+)
 def test_status_fields(benchmark: Any, pattern: re.Pattern[bytes]) -> None:
     with open(f"/proc/{os.getpid()}/status", "rb") as f:
         status = f.read()

@@ -44,7 +44,7 @@ def reporter(out: Path, interval: float, warmup: float) -> None:
 
 def main() -> int:
     out, interval, warmup = Path(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-    rest = sys.argv[sys.argv.index("--") + 1:]
+    rest = sys.argv[sys.argv.index("--") + 1 :]
     out.mkdir(parents=True, exist_ok=True)
     tracemalloc.start(12)
     threading.Thread(target=reporter, args=(out, interval, warmup), daemon=True).start()

@@ -162,7 +162,9 @@ def attach_perf_event_fd(
     bcc = bcc_module()
     with COMPILE_LOCK:
         fn = bpf.load_func(fn_name.encode(), bcc.BPF.PERF_EVENT)
-        fd = int(bcc.libbcc.lib.bpf_attach_perf_event(fn.fd, ev_type, ev_config, sample_period, 0, pid, cpu, -1))
+        fd = int(
+            bcc.libbcc.lib.bpf_attach_perf_event(fn.fd, ev_type, ev_config, sample_period, 0, pid, cpu, -1)
+        )
     return fd
 
 
@@ -177,10 +179,12 @@ def sym_resolve(addr: int, pid: int) -> tuple[str | None, int, str | None]:
     bcc = bcc_module()
     with COMPILE_LOCK:
         name, offset, module = bcc.BPF._sym_cache(pid).resolve(addr, True)
+
     def text(v: Any) -> str | None:
         if v is None:
             return None
         return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+
     return text(name), int(offset or 0), text(module)
 
 
@@ -209,7 +213,9 @@ def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, r
     with COMPILE_LOCK:
         fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
-        fd = bcc.libbcc.lib.bpf_attach_uprobe(fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid)
+        fd = bcc.libbcc.lib.bpf_attach_uprobe(
+            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid
+        )
         if fd < 0:
             raise OSError(f"attaching {'uretprobe' if retprobe else 'uprobe'} failed (fd {fd})")
         bpf._add_uprobe_fd(ev_name, fd)
@@ -241,8 +247,14 @@ def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
     lookup = bcc.libbcc.lib.bpf_lookup_batch
     while total < cap:
         cnt.value = cap - total
-        res = lookup(t.map_fd, ct.byref(in_batch) if total else None, ct.byref(out_batch),
-                     ct.byref(keys, ksz * total), ct.byref(values, vsz * total), ct.byref(cnt))
+        res = lookup(
+            t.map_fd,
+            ct.byref(in_batch) if total else None,
+            ct.byref(out_batch),
+            ct.byref(keys, ksz * total),
+            ct.byref(values, vsz * total),
+            ct.byref(cnt),
+        )
         err = ct.get_errno()
         total += cnt.value
         if res != 0:
@@ -273,8 +285,14 @@ def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
     fn = bcc.libbcc.lib.bpf_lookup_and_delete_batch
     while total < cap:
         cnt.value = cap - total
-        res = fn(t.map_fd, ct.byref(in_batch) if total else None, ct.byref(out_batch),
-                 ct.byref(keys, ksz * total), ct.byref(values, vsz * total), ct.byref(cnt))
+        res = fn(
+            t.map_fd,
+            ct.byref(in_batch) if total else None,
+            ct.byref(out_batch),
+            ct.byref(keys, ksz * total),
+            ct.byref(values, vsz * total),
+            ct.byref(cnt),
+        )
         err = ct.get_errno()
         total += cnt.value
         if res != 0:

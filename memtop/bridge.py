@@ -95,7 +95,9 @@ class Source(Protocol):
 class Bridge:
     """Live source: owns the probes."""
 
-    def __init__(self, probes: Sequence[Probe], *, require_bpf: bool = False, defer_bpf: bool = False) -> None:
+    def __init__(
+        self, probes: Sequence[Probe], *, require_bpf: bool = False, defer_bpf: bool = False
+    ) -> None:
         """``defer_bpf``: queued BPF probes wait for :meth:`load_bpf` (the app calls it once its
         first frame is on screen, so compiling does not compete with drawing it)."""
         self.probes: list[Probe] = list(probes)
@@ -264,8 +266,9 @@ class Bridge:
         shared = probe.compiled_with() if isinstance(probe, BpfProbe) else []
         together = f" (compiled with {', '.join(shared)})" if shared else ""
         self._set_status(
-            ProbeStatus(probe.name, "attached",
-                        f"attached in {took:.2f}s{together}" + (f"; {note}" if note else ""))
+            ProbeStatus(
+                probe.name, "attached", f"attached in {took:.2f}s{together}" + (f"; {note}" if note else "")
+            )
         )
 
     # -- polling ------------------------------------------------------------------------------

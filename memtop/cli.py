@@ -65,7 +65,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--interval", type=positive_float, default=1.0, help="refresh interval, seconds (default 1)")
+    p.add_argument(
+        "--interval", type=positive_float, default=1.0, help="refresh interval, seconds (default 1)"
+    )
     p.add_argument("--no-bpf", action="store_true", help="do not load BPF: the /proc view only")
     p.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
 
@@ -115,7 +117,9 @@ def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
     try:
         with open(os.path.join(proc_root, str(pid), "status")) as f:
             if "RssAnon" not in f.read():
-                raise PidNotFound(f"pid {pid} is a kernel thread (it has no user memory)", "pick a user process")
+                raise PidNotFound(
+                    f"pid {pid} is a kernel thread (it has no user memory)", "pick a user process"
+                )
     except OSError as exc:
         raise PidNotFound(f"pid {pid} vanished", "pick a running pid") from exc
 
@@ -144,14 +148,20 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
     return int(code or 0)
 
 
-def run_headless_snapshot(args: argparse.Namespace, source: Source, after_s: float,
-                          leak_pids: list[int] | None = None) -> int:
+def run_headless_snapshot(
+    args: argparse.Namespace, source: Source, after_s: float, leak_pids: list[int] | None = None
+) -> int:
     startup_gc.hold()  # until the first frame (importing Textual included)
     from memtop.ui.app import MemtopApp, SnapshotRequest
 
     req = SnapshotRequest(args.pane, args.format, args.output, after_s, args.force, args.pid, args.section)
-    app = MemtopApp(source, interval_s=args.interval, snapshot_request=req,
-                    initial_pid=args.pid if args.pane == "process" else None, leak_pids=leak_pids)
+    app = MemtopApp(
+        source,
+        interval_s=args.interval,
+        snapshot_request=req,
+        initial_pid=args.pid if args.pane == "process" else None,
+        leak_pids=leak_pids,
+    )
     code = run_app(app, headless=True)
     if code:
         return code
@@ -274,15 +284,22 @@ def count_arg(text: str) -> int:
 def add_record_replay_args(
     p: argparse.ArgumentParser, sub: argparse._SubParsersAction[Parser], snap: argparse.ArgumentParser
 ) -> None:
-    p.add_argument("--batch", action="store_true", help="print the pane (default: processes) every "
-                   "interval to stdout, like top -b; no TUI")
-    p.add_argument("--count", type=count_arg, help="--batch: stop after N outputs (default: run until killed)")
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="print the pane (default: processes) every interval to stdout, like top -b; no TUI",
+    )
+    p.add_argument(
+        "--count", type=count_arg, help="--batch: stop after N outputs (default: run until killed)"
+    )
     p.add_argument("--json", action="store_true", help="--batch: one JSON snapshot document per line")
     p.add_argument("--replay", metavar="FILE", help="--batch: read a recording instead of the live system")
     r = sub.add_parser("record", help="record the record stream to a file, headless (no TUI)")
     common(r)
     r.add_argument("--output", "-o", required=True, help="the recording (.jsonl.gz)")
-    r.add_argument("--duration", type=positive_float, help="seconds to record (default: until Ctrl-C/SIGTERM)")
+    r.add_argument(
+        "--duration", type=positive_float, help="seconds to record (default: until Ctrl-C/SIGTERM)"
+    )
     r.add_argument("--force", action="store_true", help="overwrite an existing file")
     r.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
     r.add_argument("--leaks", type=pid_list, default=None, help="also record the memleak probe on PID[,PID…]")
@@ -292,14 +309,17 @@ def add_record_replay_args(
     rp.add_argument("--at", type=nonneg_float, help="start paused at SECONDS from the start")
     rp.add_argument("--salvage", action="store_true", help="load a recording that was cut short")
     rp.add_argument("--info", action="store_true", help="describe the recording and exit")
-    rp.add_argument("--interval", type=positive_float, default=argparse.SUPPRESS, help="screen refresh, seconds")
+    rp.add_argument(
+        "--interval", type=positive_float, default=argparse.SUPPRESS, help="screen refresh, seconds"
+    )
     rp.add_argument("--pane", default=argparse.SUPPRESS, help="pane to show at start")
     rp.add_argument("--pid", type=pid_arg, default=argparse.SUPPRESS, help="open the drill-in for PID")
     rp.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default=argparse.SUPPRESS)
     rp.add_argument("--snapshot-dir", default=argparse.SUPPRESS)
     snap.add_argument("--replay", metavar="FILE", help="take the snapshot from a recording")
-    snap.add_argument("--at", type=nonneg_float, help="--replay: seconds from the recording's start "
-                      "(default: its end)")
+    snap.add_argument(
+        "--at", type=nonneg_float, help="--replay: seconds from the recording's start (default: its end)"
+    )
     snap.add_argument("--salvage", action="store_true", help="--replay: accept a recording cut short")
 
 
@@ -314,8 +334,9 @@ def dispatch_record_replay(args: argparse.Namespace) -> int | None:
     if args.command is None and getattr(args, "batch", False):
         return run_batch(args)
     if args.command is None and (args.json or args.count or args.replay):
-        raise MemtopError("--json, --count and --replay go with --batch",
-                          "e.g. memtop --batch --count 3 --json")
+        raise MemtopError(
+            "--json, --count and --replay go with --batch", "e.g. memtop --batch --count 3 --json"
+        )
     return None
 
 
@@ -333,11 +354,14 @@ def run_record(args: argparse.Namespace) -> int:
         from memtop.probes.memleak import MemleakProbe  # type: ignore[import-not-found,unused-ignore]
 
         probes.append(MemleakProbe(args.leaks))
-    res = asyncio.run(record(probes, args.output, interval_s=args.interval, duration_s=args.duration,
-                             force=args.force))
+    res = asyncio.run(
+        record(probes, args.output, interval_s=args.interval, duration_s=args.duration, force=args.force)
+    )
     if not args.quiet:
-        sys.stderr.write(f"memtop: recorded {res.batches} samples, {res.records} records, "
-                         f"{res.duration_s:.1f} s, {fmt.bytes_h(res.size_bytes)}\n")
+        sys.stderr.write(
+            f"memtop: recorded {res.batches} samples, {res.records} records, "
+            f"{res.duration_s:.1f} s, {fmt.bytes_h(res.size_bytes)}\n"
+        )
     print(res.path)
     return 0
 
@@ -377,8 +401,9 @@ def run_batch(args: argparse.Namespace) -> int:
     opts = Options(pid=args.pid)
     try:
         if args.replay:
-            batch_replay(args.replay, view, opts, interval_s=args.interval, count=args.count,
-                         as_json=args.json)
+            batch_replay(
+                args.replay, view, opts, interval_s=args.interval, count=args.count, as_json=args.json
+            )
         else:
             from memtop.probes.registry import default_probes
 
@@ -390,8 +415,9 @@ def run_batch(args: argparse.Namespace) -> int:
                 from memtop.probes.memleak import MemleakProbe  # type: ignore[import-not-found,unused-ignore]
 
                 probes.append(MemleakProbe(args.leaks))
-            asyncio.run(batch_live(probes, view, opts, interval_s=args.interval, count=args.count,
-                                   as_json=args.json))
+            asyncio.run(
+                batch_live(probes, view, opts, interval_s=args.interval, count=args.count, as_json=args.json)
+            )
     except BrokenPipeError:
         # the reader went away (| head): not an error; keep Python from complaining at exit
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -61,26 +61,63 @@ def run_checks() -> list[Check]:
     elif not priv:
         checks.append(Check("tracefs", False, "not accessible without root", "run as root (sudo memtop)"))
     else:
-        checks.append(Check("tracefs", False, "not mounted and could not be mounted",
-                            "mount -t tracefs tracefs /sys/kernel/tracing"))
+        checks.append(
+            Check(
+                "tracefs",
+                False,
+                "not mounted and could not be mounted",
+                "mount -t tracefs tracefs /sys/kernel/tracing",
+            )
+        )
     btf = Path("/sys/kernel/btf/vmlinux").exists()
-    checks.append(Check("BTF", btf, "/sys/kernel/btf/vmlinux" if btf else "absent",
-                        "" if btf else "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
-                        required=False))
+    checks.append(
+        Check(
+            "BTF",
+            btf,
+            "/sys/kernel/btf/vmlinux" if btf else "absent",
+            "" if btf else "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
+            required=False,
+        )
+    )
     kp = _kprobes_available()
-    checks.append(Check("kprobes", kp, "available" if kp else "unavailable",
-                        "" if kp else "not needed: memtop uses tracepoints, perf events and uprobes",
-                        required=False))
+    checks.append(
+        Check(
+            "kprobes",
+            kp,
+            "available" if kp else "unavailable",
+            "" if kp else "not needed: memtop uses tracepoints, perf events and uprobes",
+            required=False,
+        )
+    )
     fe = _fentry_available()
-    checks.append(Check("fentry", fe, "available" if fe else "unavailable",
-                        "" if fe else "not needed: optional enrichment only", required=False))
+    checks.append(
+        Check(
+            "fentry",
+            fe,
+            "available" if fe else "unavailable",
+            "" if fe else "not needed: optional enrichment only",
+            required=False,
+        )
+    )
     up = Path("/sys/bus/event_source/devices/uprobe").exists()
-    checks.append(Check("uprobes", up, "perf uprobe PMU" if up else "absent",
-                        "" if up else "kernel built without CONFIG_UPROBE_EVENTS: the memleak pane cannot run"))
+    checks.append(
+        Check(
+            "uprobes",
+            up,
+            "perf uprobe PMU" if up else "absent",
+            "" if up else "kernel built without CONFIG_UPROBE_EVENTS: the memleak pane cannot run",
+        )
+    )
     paranoid = _read("/proc/sys/kernel/perf_event_paranoid").strip()
     pe = Path("/proc/sys/kernel/perf_event_paranoid").exists()
-    checks.append(Check("perf events", pe, f"perf_event_paranoid={paranoid}" if pe else "absent",
-                        "" if pe else "kernel built without CONFIG_PERF_EVENTS"))
+    checks.append(
+        Check(
+            "perf events",
+            pe,
+            f"perf_event_paranoid={paranoid}" if pe else "absent",
+            "" if pe else "kernel built without CONFIG_PERF_EVENTS",
+        )
+    )
     # one line per tracepoint, naming every probe (and so pane) that needs it
     need: dict[str, list[str]] = {}
     optional: dict[str, list[str]] = {}
@@ -95,40 +132,87 @@ def run_checks() -> list[Check]:
         required = tp in need
         label = ", ".join(who) + ("" if required else ", optional")
         if tr is None:
-            checks.append(Check(f"tracepoint {tp}", False, f"unknown: tracefs not readable ({label})",
-                                "run `sudo memtop doctor` to check tracepoints", required))
+            checks.append(
+                Check(
+                    f"tracepoint {tp}",
+                    False,
+                    f"unknown: tracefs not readable ({label})",
+                    "run `sudo memtop doctor` to check tracepoints",
+                    required,
+                )
+            )
             continue
         present = tracefs.tracepoint_exists(tp)
         hint = ""
         if not present:
-            hint = (f"pane(s) {', '.join(sorted(panes_of.get(tp, set())))} cannot run on this kernel"
-                    if required else "optional: a detail of the pane is missing")
-        checks.append(Check(f"tracepoint {tp}", present, f"{'present' if present else 'missing'} ({label})",
-                            hint, required))
+            hint = (
+                f"pane(s) {', '.join(sorted(panes_of.get(tp, set())))} cannot run on this kernel"
+                if required
+                else "optional: a detail of the pane is missing"
+            )
+        checks.append(
+            Check(
+                f"tracepoint {tp}",
+                present,
+                f"{'present' if present else 'missing'} ({label})",
+                hint,
+                required,
+            )
+        )
     info = headers.find_headers(build=priv)
-    checks.append(Check(
-        "headers",
-        info.kind != "missing",
-        info.summary + (f" at {info.path}" if info.path else ""),
-        info.hint if info.kind == "missing" else (
-            "stand-in: safe because memtop's programs read only tracepoint fields" if info.kind == "standin" else ""),
-    ))
+    checks.append(
+        Check(
+            "headers",
+            info.kind != "missing",
+            info.summary + (f" at {info.path}" if info.path else ""),
+            info.hint
+            if info.kind == "missing"
+            else (
+                "stand-in: safe because memtop's programs read only tracepoint fields"
+                if info.kind == "standin"
+                else ""
+            ),
+        )
+    )
     ver = bcc_compat.bcc_version()
-    checks.append(Check("bcc", bool(ver), ver or "not importable",
-                        "" if ver else "apt-get install python3-bpfcc; use a venv with --system-site-packages"))
+    checks.append(
+        Check(
+            "bcc",
+            bool(ver),
+            ver or "not importable",
+            "" if ver else "apt-get install python3-bpfcc; use a venv with --system-site-packages",
+        )
+    )
     swaps = _read("/proc/swaps").splitlines()[1:]
-    checks.append(Check("swap", bool(swaps),
-                        "; ".join(" ".join(s.split()[:4]) for s in swaps) or "no swap devices",
-                        "" if swaps else "no swap: the swap-in pane will stay empty (mkswap/swapon to test)",
-                        required=False))
+    checks.append(
+        Check(
+            "swap",
+            bool(swaps),
+            "; ".join(" ".join(s.split()[:4]) for s in swaps) or "no swap devices",
+            "" if swaps else "no swap: the swap-in pane will stay empty (mkswap/swapon to test)",
+            required=False,
+        )
+    )
     cg2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
     cg1 = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()
-    checks.append(Check("cgroup", cg1 or cg2,
-                        "v2" if cg2 else ("v1 (memory controller at /sys/fs/cgroup/memory)" if cg1 else "none"),
-                        required=False))
+    checks.append(
+        Check(
+            "cgroup",
+            cg1 or cg2,
+            "v2" if cg2 else ("v1 (memory controller at /sys/fs/cgroup/memory)" if cg1 else "none"),
+            required=False,
+        )
+    )
     psi = bool(_read("/proc/pressure/memory"))
-    checks.append(Check("PSI", psi, "/proc/pressure/memory" if psi else "unavailable",
-                        "" if psi else "boot with psi=1 for memory pressure figures", required=False))
+    checks.append(
+        Check(
+            "PSI",
+            psi,
+            "/proc/pressure/memory" if psi else "unavailable",
+            "" if psi else "boot with psi=1 for memory pressure figures",
+            required=False,
+        )
+    )
     return checks
 
 

@@ -92,8 +92,9 @@ async def record(
         statuses = list(bridge.statuses().values())
         # the bridge published a first batch at start, before this recorder existed: carry its
         # probe statuses into the recording's first batch so a replay knows every probe's fate
-        rec = open_recorder(output, statuses, force=force, interval_s=interval_s, mode=bridge.mode,
-                            prelude=statuses)
+        rec = open_recorder(
+            output, statuses, force=force, interval_s=interval_s, mode=bridge.mode, prelude=statuses
+        )
         bridge.subscribe(rec)
         if on_start is not None:
             on_start(rec)

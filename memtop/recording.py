@@ -153,8 +153,10 @@ class Recorder:
             with contextlib.suppress(OSError):
                 self._writer.file.close()
             self._writer.done = True
-            raise MemtopError(f"recording to {self.path} stopped: {exc.strerror or exc}",
-                              f"the samples so far are in {self.tmp_path} (replay it with --salvage)") from exc
+            raise MemtopError(
+                f"recording to {self.path} stopped: {exc.strerror or exc}",
+                f"the samples so far are in {self.tmp_path} (replay it with --salvage)",
+            ) from exc
         if not self.batches:
             self.first_ts_ns = batch.ts_ns
         self.batches += 1
@@ -175,8 +177,12 @@ class Recorder:
             return self.path
         self.closed = True
         try:
-            end = {"batches": self.batches, "records": self.records, "last_ts_ns": self.last_ts_ns,
-                   "reason": reason}
+            end = {
+                "batches": self.batches,
+                "records": self.records,
+                "last_ts_ns": self.last_ts_ns,
+                "reason": reason,
+            }
             self._gz.write(_line({"end": end}))
             self._gz.close()
             f = self._writer.file
@@ -185,8 +191,10 @@ class Recorder:
             f.close()
         except OSError as exc:
             self._writer.done = True
-            raise MemtopError(f"finishing {self.path} failed: {exc.strerror or exc}",
-                              f"the samples so far are in {self.tmp_path} (replay it with --salvage)") from exc
+            raise MemtopError(
+                f"finishing {self.path} failed: {exc.strerror or exc}",
+                f"the samples so far are in {self.tmp_path} (replay it with --salvage)",
+            ) from exc
         self._writer.done = True
         try:
             files.check_target(self.path, self.force)

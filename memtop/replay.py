@@ -62,8 +62,15 @@ class Skipped:
 class Recording:
     """A validated recording file. Use :meth:`load`."""
 
-    def __init__(self, path: Path, header: dict[str, Any], index: list[int], skipped: Skipped,
-                 end: dict[str, Any] | None, truncated: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        header: dict[str, Any],
+        index: list[int],
+        skipped: Skipped,
+        end: dict[str, Any] | None,
+        truncated: bool,
+    ) -> None:
         self.path = path
         self.header = header
         #: ts_ns of every batch, in order (the only per-batch thing kept in memory)
@@ -110,8 +117,9 @@ class Recording:
                     if not raw.endswith("\n"):
                         # a last line without its newline: cut in the middle of a write
                         if not salvage:
-                            raise BadRecording(f"{p} is truncated in line {lineno}; --salvage replays "
-                                               "the batches before it")
+                            raise BadRecording(
+                                f"{p} is truncated in line {lineno}; --salvage replays the batches before it"
+                            )
                         truncated = True
                         break
                     obj = _parse(p, raw, lineno)
@@ -217,9 +225,11 @@ class Recording:
         probes = h.get("probes") if isinstance(h.get("probes"), dict) else {}
         assert isinstance(probes, dict)
         failed = [f.get("probe", "?") for f in probes.get("failed", []) if isinstance(f, dict)]
-        out = (f"{self.path}: {len(self.index)} batches, {self.duration_s:.1f} s, recorded on "
-               f"{h.get('hostname', '?')} (kernel {h.get('kernel', '?')}) at {h.get('start_wall', '?')} "
-               f"by memtop {h.get('memtop', '?')}, schema {self.schema[0]}.{self.schema[1]}")
+        out = (
+            f"{self.path}: {len(self.index)} batches, {self.duration_s:.1f} s, recorded on "
+            f"{h.get('hostname', '?')} (kernel {h.get('kernel', '?')}) at {h.get('start_wall', '?')} "
+            f"by memtop {h.get('memtop', '?')}, schema {self.schema[0]}.{self.schema[1]}"
+        )
         if probes.get("attached"):
             out += f"; probes: {', '.join(map(str, probes['attached']))}"
         if failed:
@@ -269,8 +279,11 @@ def _check_header(p: Path, raw: str) -> dict[str, Any]:
     if not isinstance(obj, dict) or obj.get("magic") != MAGIC:
         raise BadRecording(f"{p} is not a memtop recording (no {MAGIC!r} header)")
     schema = obj.get("schema")
-    if (not isinstance(schema, list) or len(schema) < 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in schema[:2])):
+    if (
+        not isinstance(schema, list)
+        or len(schema) < 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in schema[:2])
+    ):
         raise BadRecording(f"{p} is corrupt: its header has no valid schema version")
     if schema[0] > SCHEMA[0]:
         raise BadRecording(
@@ -309,8 +322,11 @@ def _plan(kind: str) -> _Plan:
         cls = RECORD_TYPES[kind]
         hints = typing.get_type_hints(cls)
         fields = tuple(
-            (f.name, hints.get(f.name),
-             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+            (
+                f.name,
+                hints.get(f.name),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
         )
         plan = _PLANS[kind] = (cls, fields)
@@ -354,11 +370,13 @@ class ReplaySource:
     mode = "replay"
     bpf_error = None
 
-    def __init__(self, recording: Recording, *, speed: float = 1.0, at_s: float | None = None,
-                 playing: bool = True) -> None:
+    def __init__(
+        self, recording: Recording, *, speed: float = 1.0, at_s: float | None = None, playing: bool = True
+    ) -> None:
         if not recording.index:
-            raise BadRecording(f"{recording.path} holds no data (the recording stopped before its "
-                               "first sample)")
+            raise BadRecording(
+                f"{recording.path} holds no data (the recording stopped before its first sample)"
+            )
         self.recording = recording
         self.speed = speed
         self.playing = playing if at_s is None else False

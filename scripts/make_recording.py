@@ -58,8 +58,15 @@ def start(cmd: list[str], cg: Any) -> subprocess.Popen[str]:
     return proc
 
 
-async def session(out: Path, duration_s: float, interval_s: float, hog_pid: int, leak_pid: int,
-                  oom_at_s: float | None, oom_cg: Any) -> None:
+async def session(
+    out: Path,
+    duration_s: float,
+    interval_s: float,
+    hog_pid: int,
+    leak_pid: int,
+    oom_at_s: float | None,
+    oom_cg: Any,
+) -> None:
     probes = default_probes()
     extra: list[Probe | None] = [
         optional_probe("memtop.probes.smaps", "SmapsProbe", hog_pid),
@@ -73,8 +80,15 @@ async def session(out: Path, duration_s: float, interval_s: float, hog_pid: int,
     for st in bridge.statuses().values():
         print(f"  {st.probe}: {st.state} {st.message}", file=sys.stderr)
     statuses = list(bridge.statuses().values())
-    rec = open_recorder(out, statuses, force=True, interval_s=interval_s, mode=bridge.mode, prelude=statuses,
-                        extra={"workloads": {"hog": hog_pid, "leak": leak_pid}})
+    rec = open_recorder(
+        out,
+        statuses,
+        force=True,
+        interval_s=interval_s,
+        mode=bridge.mode,
+        prelude=statuses,
+        extra={"workloads": {"hog": hog_pid, "leak": leak_pid}},
+    )
     bridge.subscribe(rec)
     oom: subprocess.Popen[str] | None = None
     try:
@@ -85,8 +99,11 @@ async def session(out: Path, duration_s: float, interval_s: float, hog_pid: int,
             ticks += 1
             if oom_at_s is not None and oom is None and time.monotonic() - t0 >= oom_at_s:
                 # 200 MiB into a 64 MiB cgroup without swap: the kernel's OOM killer ends it
-                oom = subprocess.Popen([str(compile_c("rec_hog")), "200"], stdout=subprocess.DEVNULL,
-                                       preexec_fn=lambda: oom_cg.add(os.getpid()))
+                oom = subprocess.Popen(
+                    [str(compile_c("rec_hog")), "200"],
+                    stdout=subprocess.DEVNULL,
+                    preexec_fn=lambda: oom_cg.add(os.getpid()),
+                )
             await asyncio.sleep(max(0.0, t0 + ticks * interval_s - time.monotonic()))
     finally:
         rec.close("done")
@@ -106,8 +123,10 @@ def main() -> int:
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("make_recording.py needs root (BPF, cgroups)")
-    out = Path(args.output or ROOT / "tests/data" / ("recording-1.0.jsonl.gz" if args.compat else
-                                                     "pressure.jsonl.gz"))
+    out = Path(
+        args.output
+        or ROOT / "tests/data" / ("recording-1.0.jsonl.gz" if args.compat else "pressure.jsonl.gz")
+    )
     duration = args.duration or (6.0 if args.compat else 40.0)
     interval = args.interval if not args.compat else 0.5
     hog_exe, leak_exe = compile_c("rec_hog"), compile_c("rec_leak")
@@ -115,8 +134,17 @@ def main() -> int:
         hog = start([str(hog_exe), "300"], cg)
         leak = start([str(leak_exe), "65536"], cg)
         try:
-            asyncio.run(session(out, duration, interval, hog.pid, leak.pid,
-                                None if args.compat else duration * 0.6, oom_cg))
+            asyncio.run(
+                session(
+                    out,
+                    duration,
+                    interval,
+                    hog.pid,
+                    leak.pid,
+                    None if args.compat else duration * 0.6,
+                    oom_cg,
+                )
+            )
         finally:
             for p in (hog, leak):
                 p.kill()

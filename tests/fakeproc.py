@@ -18,14 +18,45 @@ SwapFree:        3000000 kB
 """
 
 
-def add_proc(root: Path, pid: int, comm: str, rss_kb: tuple[int, int, int], swap_kb: int,
-             minflt: int, majflt: int, uid: int = 0, cmdline: bytes = b"") -> None:
+def add_proc(
+    root: Path,
+    pid: int,
+    comm: str,
+    rss_kb: tuple[int, int, int],
+    swap_kb: int,
+    minflt: int,
+    majflt: int,
+    uid: int = 0,
+    cmdline: bytes = b"",
+) -> None:
     d = root / str(pid)
     d.mkdir(parents=True, exist_ok=True)
     anon, file, shmem = rss_kb
     total = anon + file + shmem
-    fields = ["S", "1", str(pid), str(pid), "0", "-1", "4194560", str(minflt), "0", str(majflt), "0",
-              "10", "5", "0", "0", "20", "0", "1", "0", "100", str(total * 1024 * 4), str(total // 4)]
+    fields = [
+        "S",
+        "1",
+        str(pid),
+        str(pid),
+        "0",
+        "-1",
+        "4194560",
+        str(minflt),
+        "0",
+        str(majflt),
+        "0",
+        "10",
+        "5",
+        "0",
+        "0",
+        "20",
+        "0",
+        "1",
+        "0",
+        "100",
+        str(total * 1024 * 4),
+        str(total // 4),
+    ]
     fields += ["0"] * 30
     (d / "stat").write_text(f"{pid} ({comm}) " + " ".join(fields) + "\n")
     (d / "status").write_text(

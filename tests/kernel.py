@@ -169,9 +169,22 @@ def run_snapshot(pane: str, after_s: float, *extra: str, fmt: str = "json", time
     out = Path(tempfile.mkdtemp(prefix="memtop-snap-")) / f"snap.{fmt}"
     try:
         proc = subprocess.run(
-            memtop_cmd() + ["snapshot", "--pane", pane, "--format", fmt, "--output", str(out),
-                            "--after", str(after_s), *extra],
-            capture_output=True, text=True, timeout=timeout,
+            memtop_cmd()
+            + [
+                "snapshot",
+                "--pane",
+                pane,
+                "--format",
+                fmt,
+                "--output",
+                str(out),
+                "--after",
+                str(after_s),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         assert proc.returncode == 0, f"memtop snapshot failed ({proc.returncode}): {proc.stderr}"
         text = out.read_text()

@@ -32,8 +32,14 @@ def test_ten_thousand_short_lived_processes() -> None:
 
         def count(batch: object) -> None:
             nonlocal exits
-            exits += sum(1 for r in batch.records if isinstance(r, ProcEvent) and r.event == "exit"  # type: ignore[attr-defined]
-                         and r.comm == "churn")
+            exits += sum(
+                1
+                for r in batch.records
+                if isinstance(r, ProcEvent)
+                and r.event == "exit"  # type: ignore[attr-defined]
+                and r.comm == "churn"
+            )
+
         bridge.subscribe(state.apply)
         bridge.subscribe(count)
         await bridge.start()

@@ -39,7 +39,9 @@ def progs_of(pid: int) -> set[int]:
 
 
 def all_progs() -> set[int]:
-    out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["bpftool", "prog", "show", "--json"], capture_output=True, text=True, check=True
+    ).stdout
     return {p["id"] for p in json.loads(out or "[]")}
 
 

@@ -77,8 +77,12 @@ def test_symlink_planted_during_write_is_refused(tmp_path: Path) -> None:
 def test_cli_snapshot_refuses_symlink_with_clear_message(tmp_path: Path) -> None:
     link = tmp_path / "s.json"
     link.symlink_to(tmp_path / "elsewhere")
-    proc = subprocess.run(memtop_cmd() + ["snapshot", "--no-bpf", "--pane", "processes", "--output", str(link)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        memtop_cmd() + ["snapshot", "--no-bpf", "--pane", "processes", "--output", str(link)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "symbolic link" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "elsewhere").exists()

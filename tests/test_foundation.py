@@ -75,7 +75,9 @@ def _example(hint: typing.Any) -> typing.Any:
 def test_every_record_kind_round_trips_through_json() -> None:
     from memtop.records import RECORD_TYPES, from_json, to_json
 
-    assert {"proc", "proc_event", "meminfo", "pressure", "vmstat", "probe_status", "lost"} <= set(RECORD_TYPES)
+    assert {"proc", "proc_event", "meminfo", "pressure", "vmstat", "probe_status", "lost"} <= set(
+        RECORD_TYPES
+    )
     for kind, cls in RECORD_TYPES.items():
         hints = typing.get_type_hints(cls)
         obj = cls(**{f.name: _example(hints[f.name]) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
@@ -151,8 +153,20 @@ def test_doctor_json_reports_every_probe_tracepoint() -> None:
     for cls in all_probe_classes():
         for tp in cls.tracepoints:
             assert f"tracepoint {tp}" in names
-    for key in ("privileges", "tracefs", "BTF", "kprobes", "fentry", "uprobes", "perf events", "headers",
-                "bcc", "swap", "cgroup", "PSI"):
+    for key in (
+        "privileges",
+        "tracefs",
+        "BTF",
+        "kprobes",
+        "fentry",
+        "uprobes",
+        "perf events",
+        "headers",
+        "bcc",
+        "swap",
+        "cgroup",
+        "PSI",
+    ):
         assert key in names
     for c in doc["checks"]:
         if not c["ok"] and c["required"]:
@@ -183,8 +197,11 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(args: list[str], needle: str
 @pytest.mark.bpf
 def test_wheel_ships_bpf_and_styles_and_loads_a_probe(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(ROOT)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(dist.glob("memtop-*.whl"))
     import zipfile
 
@@ -193,13 +210,15 @@ def test_wheel_ships_bpf_and_styles_and_loads_a_probe(tmp_path: Path) -> None:
     assert "memtop/_data/styles/memtop.tcss" in names
     venv = tmp_path / "venv"
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(wheel)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True
+    )
     code = (
         "import memtop.resources as r, memtop.probes.procmem as p\n"
         "assert '/_data/' in str(r.bpf_dir()), r.bpf_dir()\n"
         "pr = p.ProcmemProbe(); pr.load(); print(len(pr.poll())); pr.close()\n"
     )
-    out = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert out.returncode == 0, out.stderr

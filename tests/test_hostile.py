@@ -12,8 +12,13 @@ import pytest
 from kernel import compile_c, memtop_cmd
 
 COMM = "[bold red]x[/]"
-ARGS = [b"[link=file:///etc/passwd]y[/]", b"[@click=app.quit]z[/]", b"\x1b[31mred\x07", "宽字符e\u0301".encode(),
-        b"bad\xff\xfeutf8"]
+ARGS = [
+    b"[link=file:///etc/passwd]y[/]",
+    b"[@click=app.quit]z[/]",
+    b"\x1b[31mred\x07",
+    "宽字符e\u0301".encode(),
+    b"bad\xff\xfeutf8",
+]
 
 
 @pytest.fixture
@@ -39,9 +44,24 @@ def check_literal(text: str) -> None:
 def test_snapshots_show_hostile_text_literally(hostile: subprocess.Popen[bytes], tmp_path: Path) -> None:
     for fmt in ("json", "txt", "svg"):
         out = tmp_path / f"s.{fmt}"
-        proc = subprocess.run(memtop_cmd() + ["snapshot", "--no-bpf", "--pane", "processes", "--format", fmt,
-                                              "--output", str(out), "--after", "0"],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            memtop_cmd()
+            + [
+                "snapshot",
+                "--no-bpf",
+                "--pane",
+                "processes",
+                "--format",
+                fmt,
+                "--output",
+                str(out),
+                "--after",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         text = out.read_text(encoding="utf-8")
         if fmt == "json":

@@ -34,8 +34,9 @@ class Leaky:
     """A running tests/workloads/leaky.c with its stdout collected line by line."""
 
     def __init__(self, mode: str, leak_s: float, tail_s: float) -> None:
-        self.proc = subprocess.Popen([str(compile_c("leaky")), mode, str(leak_s), str(tail_s)],
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [str(compile_c("leaky")), mode, str(leak_s), str(tail_s)], stdout=subprocess.PIPE, text=True
+        )
         self.lines: list[str] = []
         self._cv = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -130,10 +131,15 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
         rows = view.rows(state, Options())  # type: ignore[attr-defined]
         leak = rows_with(rows, "leak_here")
         assert len(leak) == 1 and leak is not None
-        print(f"outstanding {leak[0]['outstanding_bytes']} B in {leak[0]['allocations']} (leaky: {leaked_bytes} B "
-              f"in {leaked_count}); churn {sum(r['outstanding_bytes'] for r in rows_with(rows, 'churn_here'))} B "
-              f"outstanding of {sum(r['alloc_count'] for r in rows_with(rows, 'churn_here'))} allocations")
-        assert abs(leak[0]["outstanding_bytes"] - leaked_bytes) <= 0.05 * leaked_bytes, (leak[0], leaked_bytes)
+        print(
+            f"outstanding {leak[0]['outstanding_bytes']} B in {leak[0]['allocations']} (leaky: {leaked_bytes} B "
+            f"in {leaked_count}); churn {sum(r['outstanding_bytes'] for r in rows_with(rows, 'churn_here'))} B "
+            f"outstanding of {sum(r['alloc_count'] for r in rows_with(rows, 'churn_here'))} allocations"
+        )
+        assert abs(leak[0]["outstanding_bytes"] - leaked_bytes) <= 0.05 * leaked_bytes, (
+            leak[0],
+            leaked_bytes,
+        )
         assert abs(leak[0]["allocations"] - leaked_count) <= max(1, 0.05 * leaked_count)
         assert leak[0]["oldest_age_s"] >= 3.0
         assert leak[0]["frames"][-1] == f"leaky [pid {leaky.pid}]"
@@ -151,7 +157,13 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
         assert sum(n for _, n in lines) == sum(r["outstanding_bytes"] for r in doc["rows"])
         assert any(fr[0] == f"leaky [pid {leaky.pid}]" and fr[-1].startswith("leak_here+") for fr, _ in lines)
         for row in doc["rows"]:
-            assert set(row) == {"frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s"}
+            assert set(row) == {
+                "frames",
+                "outstanding_bytes",
+                "allocations",
+                "oldest_age_s",
+                "growth_bytes_per_s",
+            }
     finally:
         probe.close()
 
@@ -247,12 +259,37 @@ class FakeLeakProbe(Probe):
         n = self.n
         return [
             LeakTarget(pid=42, comm="app", state="tracing", message="11 symbols"),
-            LeakStack(42, 1, ("leak_here+0xe [app] app.c:10", "main+0x10 [app]"), 4096 * 100 * n, 100 * n, 0, 0,
-                      oldest_ts_ns=t - 30 * 10**9, age_hist_bytes=(4096, 8192, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
-            LeakStack(42, 2, ("cache_fill+0x4 [app]", "main+0x20 [app]"), 1 << 20, 16, 0, 0,
-                      oldest_ts_ns=t - 600 * 10**9, age_hist_bytes=(0,) * 10 + (1 << 20, 0)),
-            LeakStack(42, 3, ("churn_here+0x4 [app]", "main+0x30 [app]"), 64 * 1000 * n, 1000 * n,
-                      64 * 1000 * n, 1000 * n),
+            LeakStack(
+                42,
+                1,
+                ("leak_here+0xe [app] app.c:10", "main+0x10 [app]"),
+                4096 * 100 * n,
+                100 * n,
+                0,
+                0,
+                oldest_ts_ns=t - 30 * 10**9,
+                age_hist_bytes=(4096, 8192, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+            ),
+            LeakStack(
+                42,
+                2,
+                ("cache_fill+0x4 [app]", "main+0x20 [app]"),
+                1 << 20,
+                16,
+                0,
+                0,
+                oldest_ts_ns=t - 600 * 10**9,
+                age_hist_bytes=(0,) * 10 + (1 << 20, 0),
+            ),
+            LeakStack(
+                42,
+                3,
+                ("churn_here+0x4 [app]", "main+0x30 [app]"),
+                64 * 1000 * n,
+                1000 * n,
+                64 * 1000 * n,
+                1000 * n,
+            ),
         ]
 
 
@@ -288,7 +325,9 @@ async def test_pane_tree_sort_filter() -> None:
         labels = tree_labels(app)
         assert labels[0].endswith("app [pid 42]")
         sites = [lb for lb in labels if "leak_here" in lb or "cache_fill" in lb or "churn_here" in lb]
-        assert any("leak_here" in s for s in sites) and not any("churn_here" in s for s in sites)  # 0 B hidden
+        assert any("leak_here" in s for s in sites) and not any(
+            "churn_here" in s for s in sites
+        )  # 0 B hidden
         pane = app.query_one("#pane-leaks")
         assert pane.opts.sort == "outstanding_bytes"
         await pilot.press("g")  # growth: the leak first
@@ -310,7 +349,9 @@ async def test_pane_tree_sort_filter() -> None:
         await pilot.press("slash", *"nosuchframe", "enter")  # the filter box, built on first use
         app.redraw()
         await pilot.pause(0.1)
-        assert tree_labels(app) == [] and "frame contains nosuchframe" in str(app.query_one("#leaks-status").render())
+        assert tree_labels(app) == [] and "frame contains nosuchframe" in str(
+            app.query_one("#leaks-status").render()
+        )
         await pilot.press("escape")
         app.redraw()
         await pilot.pause(0.1)

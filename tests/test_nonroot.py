@@ -13,8 +13,9 @@ from kernel import memtop_cmd
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "HOME=/tmp"]
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                                reason="needs root to drop to an unprivileged user")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to an unprivileged user"
+)
 
 
 def test_unprivileged_snapshot_runs_proc_view_with_banner() -> None:
@@ -24,9 +25,14 @@ def test_unprivileged_snapshot_runs_proc_view_with_banner() -> None:
     tmp_path.chmod(0o777)
     for fmt in ("json", "svg"):
         out = tmp_path / f"s.{fmt}"
-        proc = subprocess.run(NOBODY + memtop_cmd() + ["snapshot", "--pane", "processes", "--format", fmt,
-                                                       "--output", str(out), "--after", "0.5"],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            NOBODY
+            + memtop_cmd()
+            + ["snapshot", "--pane", "processes", "--format", fmt, "--output", str(out), "--after", "0.5"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         text = out.read_text()
         if fmt == "json":
@@ -40,7 +46,9 @@ def test_unprivileged_snapshot_runs_proc_view_with_banner() -> None:
 
 
 def test_unprivileged_doctor_explains() -> None:
-    proc = subprocess.run(NOBODY + memtop_cmd() + ["doctor", "--json"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        NOBODY + memtop_cmd() + ["doctor", "--json"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 1
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert not checks["privileges"]["ok"] and "root" in checks["privileges"]["hint"]

@@ -92,8 +92,10 @@ def test_memcg_oom_kill_shows_victim_scope_and_rss() -> None:
 
 
 def test_kmsg_parsing() -> None:
-    line = ("oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
-            "oom_memcg=/memtop-test-1,task_memcg=/memtop-test-1,task=a,b c,pid=42,uid=1000")
+    line = (
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+        "oom_memcg=/memtop-test-1,task_memcg=/memtop-test-1,task=a,b c,pid=42,uid=1000"
+    )
     assert parse_kmsg_kill(line) == (42, "memcg", "/memtop-test-1")
     line = "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/,task=x,pid=7,uid=0"
     assert parse_kmsg_kill(line) == (7, "global", "")
@@ -101,9 +103,20 @@ def test_kmsg_parsing() -> None:
 
 
 KILL = OomKill(
-    ts_ns=5_000_000_000, victim_pid=4242, victim_comm=clean("[red]evil\x07"), trigger_pid=99, trigger_comm="alloc",
-    scope="global", total_vm_bytes=3 << 30, anon_rss_bytes=2 << 30, file_rss_bytes=1 << 20,
-    shmem_rss_bytes=0, uid=1000, oom_score_adj=300, pgtables_bytes=4 << 20, loadavg=(1.5, 1.0, 0.5),
+    ts_ns=5_000_000_000,
+    victim_pid=4242,
+    victim_comm=clean("[red]evil\x07"),
+    trigger_pid=99,
+    trigger_comm="alloc",
+    scope="global",
+    total_vm_bytes=3 << 30,
+    anon_rss_bytes=2 << 30,
+    file_rss_bytes=1 << 20,
+    shmem_rss_bytes=0,
+    uid=1000,
+    oom_score_adj=300,
+    pgtables_bytes=4 << 20,
+    loadavg=(1.5, 1.0, 0.5),
 )
 
 
@@ -161,6 +174,16 @@ async def test_notice_on_any_screen_and_pane() -> None:
     doc = get_view("oom").document(app.state, Options())
     assert doc["pane"] == "oom" and doc["total"] == 1
     assert set(doc["events"][0]) >= {
-        "ts_ns", "victim_pid", "victim_comm", "trigger_pid", "trigger_comm", "scope", "total_vm_bytes",
-        "anon_rss_bytes", "file_rss_bytes", "shmem_rss_bytes", "uid", "oom_score_adj",
+        "ts_ns",
+        "victim_pid",
+        "victim_comm",
+        "trigger_pid",
+        "trigger_comm",
+        "scope",
+        "total_vm_bytes",
+        "anon_rss_bytes",
+        "file_rss_bytes",
+        "shmem_rss_bytes",
+        "uid",
+        "oom_score_adj",
     }

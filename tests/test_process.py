@@ -125,8 +125,10 @@ def test_fault_stacks_match_minflt(workload: Workload, tmp_path: Path) -> None:
         # the touched area was mapped while attached and unmapped before the poll: still named
         assert by_path["[anon]"]["count"] >= top["count"]
 
-        print(f"\nminflt delta {delta}, top stack {top['count']} ({top['count'] / delta:.4f}), "
-              f"all stacks {counted_min}; {data.name}: {by_path[str(data)]['count']} faults")
+        print(
+            f"\nminflt delta {delta}, top stack {top['count']} ({top['count'] / delta:.4f}), "
+            f"all stacks {counted_min}; {data.name}: {by_path[str(data)]['count']} faults"
+        )
     finally:
         probe.close()
     assert probe.bpf is None and not probe._fds  # detached
@@ -197,11 +199,14 @@ def test_mappings_totals_equal_smaps_under_pressure(workload: Workload) -> None:
         big = max(doc["rows"], key=lambda r: r["size_bytes"])
         assert big["size_bytes"] == 48 << 20 and big["rss_bytes"] + big["swap_bytes"] == 48 << 20
         # sortable
-        by_rss = get_view("process").document(state, Options(pid=workload.pid, section="mappings",
-                                                             sort="rss_bytes", reverse=True))["rows"]
+        by_rss = get_view("process").document(
+            state, Options(pid=workload.pid, section="mappings", sort="rss_bytes", reverse=True)
+        )["rows"]
         assert [r["rss_bytes"] for r in by_rss] == sorted((r["rss_bytes"] for r in by_rss), reverse=True)
-        print(f"\nmappings: RSS {tot['rss_bytes']} PSS {tot['pss_bytes']} swap {tot['swap_bytes']} "
-              f"= smaps sums {sums}")
+        print(
+            f"\nmappings: RSS {tot['rss_bytes']} PSS {tot['pss_bytes']} swap {tot['swap_bytes']} "
+            f"= smaps sums {sums}"
+        )
 
 
 @pytest.mark.bpf
@@ -218,8 +223,20 @@ def test_headless_snapshot_fault_stacks(workload: Workload) -> None:
 def test_snapshot_pid_that_never_existed(tmp_path: Path) -> None:
     from memtop.cli import main
 
-    code = main(["snapshot", "--pane", "process", "--pid", "4194303", "--section", "growth",
-                 "--output", str(tmp_path / "x.json"), "--no-bpf"])
+    code = main(
+        [
+            "snapshot",
+            "--pane",
+            "process",
+            "--pid",
+            "4194303",
+            "--section",
+            "growth",
+            "--output",
+            str(tmp_path / "x.json"),
+            "--no-bpf",
+        ]
+    )
     assert code == 2
     assert not (tmp_path / "x.json").exists()
 
@@ -248,10 +265,12 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
     from memtop.ui.screens.process import ProcessScreen
 
     root = make_fake_proc(tmp_path / "proc")
-    smaps = ("00400000-00401000 r-xp 00000000 08:01 1 /usr/bin/charlie\nSize: 4 kB\nRss: 4 kB\nPss: 2 kB\n"
-             "Shared_Dirty: 0 kB\nPrivate_Dirty: 0 kB\nSwap: 0 kB\n"
-             "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \nSize: 1024 kB\nRss: 512 kB\nPss: 512 kB\n"
-             "Shared_Dirty: 0 kB\nPrivate_Dirty: 512 kB\nSwap: 256 kB\n")
+    smaps = (
+        "00400000-00401000 r-xp 00000000 08:01 1 /usr/bin/charlie\nSize: 4 kB\nRss: 4 kB\nPss: 2 kB\n"
+        "Shared_Dirty: 0 kB\nPrivate_Dirty: 0 kB\nSwap: 0 kB\n"
+        "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \nSize: 1024 kB\nRss: 512 kB\nPss: 512 kB\n"
+        "Shared_Dirty: 0 kB\nPrivate_Dirty: 512 kB\nSwap: 256 kB\n"
+    )
     (root / "303" / "smaps").write_text(smaps)
     procfs = ProcfsProbe(root)
     bridge = Bridge([procfs])
@@ -269,10 +288,17 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
         assert isinstance(screen, ProcessScreen) and screen.pid == 303
         assert "smaps" in screen._added and "faultstack" not in screen._added  # no BPF here
         # feed what the BPF probes would, and the smaps probe's reading
-        app.state.apply(Batch(now_ns(), (
-            FaultStack(303, 7, ("touch_pages+0x25 [charlie] charlie.c:26", "main+0x10 [charlie]"), 900, 3),
-            FaultStack(303, 9, ("[stack not taken: hash collision]",), 5, 0),
-        )))
+        app.state.apply(
+            Batch(
+                now_ns(),
+                (
+                    FaultStack(
+                        303, 7, ("touch_pages+0x25 [charlie] charlie.c:26", "main+0x10 [charlie]"), 900, 3
+                    ),
+                    FaultStack(303, 9, ("[stack not taken: hash collision]",), 5, 0),
+                ),
+            )
+        )
         tick(app)
         await pilot.pause(0.2)
         header = str(screen.query_one("#proc-header").render())
@@ -345,7 +371,9 @@ async def test_esc_keeps_selection(tmp_path: Path, no_bpf: None) -> None:
         assert app.focused is table
 
 
-async def test_m_opens_memleak_for_this_pid(tmp_path: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_m_opens_memleak_for_this_pid(
+    tmp_path: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import importlib
 
     from memtop.ui.app import MemtopApp

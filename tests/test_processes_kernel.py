@@ -62,8 +62,9 @@ def test_rss_and_swap_track_status_under_memcg_pressure() -> None:
     with swapfile(), memcg(100 << 20) as cg:
         # the workload joins the cgroup before it allocates: start it stopped via a shell
         hog = subprocess.Popen(
-            ["sh", "-c", f'echo $$ > {cg.path}/cgroup.procs && exec {compile_c("hog")} 300 50 400'],
-            stdout=subprocess.PIPE, text=True,
+            ["sh", "-c", f"echo $$ > {cg.path}/cgroup.procs && exec {compile_c('hog')} 300 50 400"],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             bridge = Bridge([ProcfsProbe()])
@@ -79,7 +80,9 @@ def test_rss_and_swap_track_status_under_memcg_pressure() -> None:
                 st = proc_status(hog.pid)
                 row = state.get(ProcessesState).rows[hog.pid].sample
                 assert within(row.rss_bytes, kb(st, "VmRSS")), (row.rss_bytes, st["VmRSS"])
-                assert within(row.swap_bytes, kb(st, "VmSwap"), 0.05) or abs(row.swap_bytes - kb(st, "VmSwap")) < (1 << 20)
+                assert within(row.swap_bytes, kb(st, "VmSwap"), 0.05) or abs(
+                    row.swap_bytes - kb(st, "VmSwap")
+                ) < (1 << 20)
                 swapped_seen = max(swapped_seen, row.swap_bytes)
                 checks += 1
                 if line.strip() == "done":

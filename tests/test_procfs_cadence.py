@@ -87,10 +87,16 @@ def test_real_proc_sleepers_skipped_then_a_waking_one_shows_exact_rss() -> None:
     """200 sleepers on the real /proc: quiet ones are skipped, kept stat files are pread, one that
     wakes and allocates 64 MiB shows its RSS (= /proc/PID/status) within quiet_every ticks, and the
     files of exited processes are closed."""
-    code = ("import sys; sys.stdin.readline(); b = bytearray(64 << 20); "
-            "b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); sys.stdin.readline()")
-    kids = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True) for _ in range(200)]
+    code = (
+        "import sys; sys.stdin.readline(); b = bytearray(64 << 20); "
+        "b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); sys.stdin.readline()"
+    )
+    kids = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(200)
+    ]
     probe = ProcfsProbe()
     probe.load()
     try:

@@ -59,14 +59,17 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: {len(a)} vs {len(b)} items"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+        return [
+            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")
+        ]
     return [] if a == b else [f"{path}: {a!r} != {b!r}"]
 
 
 def start_workload(cg: Any, name: str, *args: str) -> subprocess.Popen[str]:
     exe = compile_c(name)
-    proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: cg.add(os.getpid()))
+    proc = subprocess.Popen(
+        [str(exe), *args], stdout=subprocess.PIPE, text=True, preexec_fn=lambda: cg.add(os.getpid())
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("ready"), line
@@ -82,8 +85,12 @@ def on_demand_probes(hog_pid: int, leak_pid: int) -> list[Any]:
     so the drill-in and leaks documents hold data too (found by name: panes come and go)."""
     import importlib
 
-    wanted = [("memtop.probes.smaps", "SmapsProbe", hog_pid), ("memtop.probes.faultstack", "FaultStackProbe", hog_pid),
-              ("memtop.probes.growth", "GrowthProbe", leak_pid), ("memtop.probes.memleak", "MemleakProbe", [leak_pid])]
+    wanted = [
+        ("memtop.probes.smaps", "SmapsProbe", hog_pid),
+        ("memtop.probes.faultstack", "FaultStackProbe", hog_pid),
+        ("memtop.probes.growth", "GrowthProbe", leak_pid),
+        ("memtop.probes.memleak", "MemleakProbe", [leak_pid]),
+    ]
     out = []
     for module, cls, arg in wanted:
         try:
@@ -140,7 +147,9 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
     recording = Recording.load(out)
     assert len(recording.index) == batches == 12  # the bridge's first batch at start, then 11 polls
     assert recording.skipped.total == 0, recording.skipped.describe()
-    attached = {p for p, s in recording.state_at(recording.last_ts_ns).statuses.items() if s.state == "attached"}
+    attached = {
+        p for p, s in recording.state_at(recording.last_ts_ns).statuses.items() if s.state == "attached"
+    }
     assert {"procfs", "procmem"} <= attached
 
     # replay up to T: every pane's document equals the live one, row for row, number for number
@@ -193,8 +202,12 @@ def _tmp_recording(directory: Path, name: str) -> Path | None:
 
 def test_sigterm_during_record_leaves_a_whole_file(tmp_path: Path) -> None:
     out = tmp_path / "rec.jsonl.gz"
-    proc = subprocess.Popen(memtop_cmd() + ["record", "--no-bpf", "--interval", "0.2", "--output", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        memtop_cmd() + ["record", "--no-bpf", "--interval", "0.2", "--output", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         seen = 0
         partial: Recording | None = None
@@ -237,8 +250,12 @@ def test_record_refuses_existing_file_and_symlink(tmp_path: Path) -> None:
     link = tmp_path / "l.jsonl.gz"
     link.symlink_to(tmp_path / "elsewhere")
     for target in (existing, link):
-        proc = subprocess.run(memtop_cmd() + ["record", "--no-bpf", "--duration", "1", "-o", str(target)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            memtop_cmd() + ["record", "--no-bpf", "--duration", "1", "-o", str(target)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
     assert existing.read_text() == "keep me"
@@ -270,22 +287,27 @@ def _bad_files(tmp_path: Path) -> dict[str, bytes]:
         "not-gzip-garbage": b"\x00\x01binary garbage\xff\xfe\n",
         "future-version": gzip.compress(
             json.dumps({"magic": "memtop-recording", "schema": [SCHEMA[0] + 1, 0], "memtop": "9.0"}).encode()
-            + b"\n" + json.dumps({"ts_ns": 1, "records": []}).encode() + b"\n"
+            + b"\n"
+            + json.dumps({"ts_ns": 1, "records": []}).encode()
+            + b"\n"
         ),
     }
 
 
-@pytest.mark.parametrize("kind", ["corrupt", "truncated", "empty", "wrong-magic", "not-gzip-garbage",
-                                  "future-version"])
+@pytest.mark.parametrize(
+    "kind", ["corrupt", "truncated", "empty", "wrong-magic", "not-gzip-garbage", "future-version"]
+)
 def test_damaged_recordings_are_one_line_errors(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"{kind}.jsonl.gz"
     path.write_bytes(_bad_files(tmp_path)[kind])
     with pytest.raises(BadRecording) as info:
         Recording.load(path)
     assert "\n" not in str(info.value)
-    for args in (["replay", str(path)],
-                 ["snapshot", "--replay", str(path), "--pane", "processes", "--output", str(tmp_path / "o.json")],
-                 ["--batch", "--replay", str(path), "--json"]):
+    for args in (
+        ["replay", str(path)],
+        ["snapshot", "--replay", str(path), "--pane", "processes", "--output", str(tmp_path / "o.json")],
+        ["--batch", "--replay", str(path), "--json"],
+    ):
         proc = subprocess.run(memtop_cmd() + args, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
@@ -305,15 +327,32 @@ def test_newer_minor_version_and_unknown_things_load(tmp_path: Path) -> None:
     kinds and record fields are ignored (kinds counted); missing optional fields get defaults."""
     from memtop.records import KIND_KEY
 
-    header = {"magic": "memtop-recording", "schema": [SCHEMA[0], SCHEMA[1] + 7], "memtop": "1.9",
-              "new_header_field": {"x": 1}}
-    proc = {KIND_KEY: "proc", "pid": 42, "comm": "x", "user": "u", "uid": 0, "rss_anon_bytes": 4096,
-            "rss_file_bytes": 0, "rss_shmem_bytes": 0, "swap_bytes": 0, "minor_faults": 1,
-            "major_faults": 0, "a_future_field": [1, 2]}
-    lines = [header,
-             {"ts_ns": 5, "records": [proc, {KIND_KEY: "from_the_future", "v": 1}, {"no": "kind"}]},
-             {"a_future_line_type": True},
-             {"ts_ns": 6, "records": [{KIND_KEY: "from_the_future"}]}]
+    header = {
+        "magic": "memtop-recording",
+        "schema": [SCHEMA[0], SCHEMA[1] + 7],
+        "memtop": "1.9",
+        "new_header_field": {"x": 1},
+    }
+    proc = {
+        KIND_KEY: "proc",
+        "pid": 42,
+        "comm": "x",
+        "user": "u",
+        "uid": 0,
+        "rss_anon_bytes": 4096,
+        "rss_file_bytes": 0,
+        "rss_shmem_bytes": 0,
+        "swap_bytes": 0,
+        "minor_faults": 1,
+        "major_faults": 0,
+        "a_future_field": [1, 2],
+    }
+    lines = [
+        header,
+        {"ts_ns": 5, "records": [proc, {KIND_KEY: "from_the_future", "v": 1}, {"no": "kind"}]},
+        {"a_future_line_type": True},
+        {"ts_ns": 6, "records": [{KIND_KEY: "from_the_future"}]},
+    ]
     path = tmp_path / "future-minor.jsonl.gz"
     path.write_bytes(gzip.compress("".join(json.dumps(x) + "\n" for x in lines).encode()))
     rec = Recording.load(path)
@@ -352,8 +391,12 @@ def test_batch_count_3_json(tmp_path: Path) -> None:
     try:
         st = proc_status(sleeper.pid)
         rss = kb(st, "RssAnon") + kb(st, "RssFile") + kb(st, "RssShmem")
-        proc = subprocess.run(memtop_cmd() + ["--batch", "--count", "3", "--json", "--interval", "0.3", "--no-bpf"],
-                              capture_output=True, text=True, timeout=90)
+        proc = subprocess.run(
+            memtop_cmd() + ["--batch", "--count", "3", "--json", "--interval", "0.3", "--no-bpf"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
         st2 = proc_status(sleeper.pid)
         rss2 = kb(st2, "RssAnon") + kb(st2, "RssFile") + kb(st2, "RssShmem")
     finally:
@@ -372,14 +415,22 @@ def test_batch_count_3_json(tmp_path: Path) -> None:
 
 
 def test_batch_text_and_replay_batch() -> None:
-    proc = subprocess.run(memtop_cmd() + ["--batch", "--count", "1", "--interval", "0.2", "--no-bpf"],
-                          capture_output=True, text=True, timeout=90)
+    proc = subprocess.run(
+        memtop_cmd() + ["--batch", "--count", "1", "--interval", "0.2", "--no-bpf"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("memtop ") and "PID" in proc.stdout and "RSS" in proc.stdout
     rec = Recording.load(COMPAT)
     for interval in (0.001, 1.5):
-        proc = subprocess.run(memtop_cmd() + ["--batch", "--replay", str(COMPAT), "--json", "--interval",
-                                              str(interval)], capture_output=True, text=True, timeout=90)
+        proc = subprocess.run(
+            memtop_cmd() + ["--batch", "--replay", str(COMPAT), "--json", "--interval", str(interval)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
         assert proc.returncode == 0, proc.stderr
         stamps = [json.loads(line)["taken_at_ns"] for line in proc.stdout.splitlines()]
         if interval < 0.01:  # every sample after the first
@@ -401,18 +452,48 @@ def test_snapshot_from_replay_every_pane(tmp_path: Path) -> None:
         if name == "process":
             continue  # needs --pid: covered by the screenshots script
         out = tmp_path / f"{name}.json"
-        proc = subprocess.run(memtop_cmd() + ["snapshot", "--replay", str(COMPAT), "--at", f"{at}",
-                                              "--pane", name, "--format", "json", "--output", str(out)],
-                              capture_output=True, text=True, timeout=90)
+        proc = subprocess.run(
+            memtop_cmd()
+            + [
+                "snapshot",
+                "--replay",
+                str(COMPAT),
+                "--at",
+                f"{at}",
+                "--pane",
+                name,
+                "--format",
+                "json",
+                "--output",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
         assert proc.returncode == 0, proc.stderr
         doc = json.loads(out.read_text())
         assert doc["source"] == "replay" and doc["taken_at_ns"] == target_ts
         doc.pop("source")
         if name == "processes":  # the pane's own sort is the view's default
             assert doc == expect[name]
-    proc = subprocess.run(memtop_cmd() + ["snapshot", "--replay", str(COMPAT), "--at", "99999", "--pane",
-                                          "processes", "--output", str(tmp_path / "late.json")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        memtop_cmd()
+        + [
+            "snapshot",
+            "--replay",
+            str(COMPAT),
+            "--at",
+            "99999",
+            "--pane",
+            "processes",
+            "--output",
+            str(tmp_path / "late.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "past the end" in proc.stderr
 
 
@@ -434,8 +515,9 @@ def test_disk_full_keeps_what_was_written(tmp_path: Path) -> None:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
     try:
         rec = open_recorder(mnt / "full.jsonl.gz", interval_s=1.0)
-        procs = tuple(ProcSample(pid, os.urandom(6).hex(), "u", 0, pid * 4096, 0, 0, 0, pid, 0)
-                      for pid in range(1, 200))  # random names: barely compressible
+        procs = tuple(
+            ProcSample(pid, os.urandom(6).hex(), "u", 0, pid * 4096, 0, 0, 0, pid, 0) for pid in range(1, 200)
+        )  # random names: barely compressible
         written = 0
         with pytest.raises(Err) as info:
             for i in range(10_000):

@@ -63,20 +63,38 @@ def test_unchanged_sample_shortcut_keeps_what_the_full_path_would() -> None:
 
     rng = random.Random(3)
     fast, full = State(), State()
-    s = ProcSample(pid=7, comm="w", user="root", uid=0, rss_anon_bytes=1 << 20, rss_file_bytes=4096,
-                   rss_shmem_bytes=0, swap_bytes=0, minor_faults=100, major_faults=0)
+    s = ProcSample(
+        pid=7,
+        comm="w",
+        user="root",
+        uid=0,
+        rss_anon_bytes=1 << 20,
+        rss_file_bytes=4096,
+        rss_shmem_bytes=0,
+        swap_bytes=0,
+        minor_faults=100,
+        major_faults=0,
+    )
     for i in range(200):
         if rng.random() < 0.15:  # it runs now and then: a new object with moved counters
-            s = dataclasses.replace(s, rss_anon_bytes=s.rss_anon_bytes + rng.choice((0, 4096)),
-                                    minor_faults=s.minor_faults + rng.randrange(0, 50))
+            s = dataclasses.replace(
+                s,
+                rss_anon_bytes=s.rss_anon_bytes + rng.choice((0, 4096)),
+                minor_faults=s.minor_faults + rng.randrange(0, 50),
+            )
         ts = 1_000_000_000 * (i + 1)
         fast.apply(Batch(ts, (s,)))
         full.apply(Batch(ts, (dataclasses.replace(s),)))
         a, b = fast.get(ProcessesState).rows[7], full.get(ProcessesState).rows[7]
-        assert (a.ts_ns, a.minflt_per_s, a.majflt_per_s, list(a.spark), a.spark_same) == \
-               (b.ts_ns, b.minflt_per_s, b.majflt_per_s, list(b.spark), b.spark_same), i
+        assert (a.ts_ns, a.minflt_per_s, a.majflt_per_s, list(a.spark), a.spark_same) == (
+            b.ts_ns,
+            b.minflt_per_s,
+            b.majflt_per_s,
+            list(b.spark),
+            b.spark_same,
+        ), i
         assert list(a.history) == list(b.history), i
-        window = list(a.spark)[-a.spark_same:]
+        window = list(a.spark)[-a.spark_same :]
         assert len(set(window)) == 1  # spark_same newest values are equal
         if a.spark_same < len(a.spark):
             assert a.spark[-a.spark_same - 1] != a.spark[-1]

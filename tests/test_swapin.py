@@ -184,8 +184,9 @@ def test_maps_classification() -> None:
     assert region_file_backed(maps, 0x400000 >> 21, 0) is True
     assert region_file_backed(maps, 0x7F0000000000 >> 21, 0x7F0000000100) is False
     assert region_file_backed(maps, 0x7FFC00000000 >> 21, 0) is False
-    mixed = parse_maps("00600000-00610000 r--p 00000000 fe:01 1 /usr/lib/x.so\n"
-                       "00610000-00620000 rw-p 00000000 00:00 0 \n")
+    mixed = parse_maps(
+        "00600000-00610000 r--p 00000000 fe:01 1 /usr/lib/x.so\n00610000-00620000 rw-p 00000000 00:00 0 \n"
+    )
     assert region_file_backed(mixed, 0x600000 >> 21, 0x600100) is True
     assert region_file_backed(mixed, 0x600000 >> 21, 0x618000) is False
 
@@ -237,8 +238,15 @@ class FakeSwapin(Probe):
 
 
 def _proc(pid: int, comm: str, n: int, wait: int, wmax: int, files: int = 0) -> SwapinProc:
-    return SwapinProc(pid=pid, comm=comm, swapins=n, swapin_wait_ns=wait, swapin_wait_max_ns=wmax,
-                      file_major_faults=files, swapin_hist=((10, n),) if n else ())
+    return SwapinProc(
+        pid=pid,
+        comm=comm,
+        swapins=n,
+        swapin_wait_ns=wait,
+        swapin_wait_max_ns=wmax,
+        file_major_faults=files,
+        swapin_hist=((10, n),) if n else (),
+    )
 
 
 def _script() -> list[list[Record]]:
@@ -247,8 +255,13 @@ def _script() -> list[list[Record]]:
     vm1 = VmStat(counters=(("pswpin", 1000), ("pswpout", 5000)))
     vm2 = VmStat(counters=(("pswpin", 1400), ("pswpout", 5100)))
     evil = clean("[bold red]x\x1b[2J")  # as the probe hands it over
-    first: list[Record] = [_proc(11, "alpha", 100, 10**6, 10**5), _proc(22, evil, 50, 9 * 10**6, 8 * 10**6, 7),
-                           hist, info, vm1]
+    first: list[Record] = [
+        _proc(11, "alpha", 100, 10**6, 10**5),
+        _proc(22, evil, 50, 9 * 10**6, 8 * 10**6, 7),
+        hist,
+        info,
+        vm1,
+    ]
     second: list[Record] = [_proc(11, "alpha", 300, 3 * 10**6, 10**5), hist, info, vm2]
     return [first, second]
 
@@ -271,7 +284,9 @@ async def test_pane_sorts_drills_in_and_shows_system_line() -> None:
         for _ in range(2):
             source.publish(source.poll_sync(force=True))
             time.sleep(0.01)
-        rate = {r["pid"]: r for r in get_view("swapin").document(app.state, Options())["rows"]}[11]["swapins_per_s"]
+        rate = {r["pid"]: r for r in get_view("swapin").document(app.state, Options())["rows"]}[11][
+            "swapins_per_s"
+        ]
         assert rate > 0  # 200 more between the two polls
         assert get_view("swapin").document(app.state, Options())["system"]["pswpin_per_s"] > 0
         app.redraw()
@@ -325,8 +340,11 @@ def test_kernel_text_ranges_match_a_full_parse(tmp_path: Path) -> None:
     from memtop.probes.swapin import SYMBOLS, _text_ranges_full, kernel_text_ranges
 
     data = Path("/proc/kallsyms").read_bytes()
-    text = [ln.split()[2].decode() for ln in data.splitlines()
-            if len(ln.split()) == 3 and ln.split()[1] in b"tT" and int(ln.split()[0], 16)]
+    text = [
+        ln.split()[2].decode()
+        for ln in data.splitlines()
+        if len(ln.split()) == 3 and ln.split()[1] in b"tT" and int(ln.split()[0], 16)
+    ]
     names = {n for group in SYMBOLS.values() for n in group} | set(random.Random(5).sample(text, 200))
     fast = kernel_text_ranges(names)
     assert fast == _text_ranges_full(names, data)
@@ -334,9 +352,11 @@ def test_kernel_text_ranges_match_a_full_parse(tmp_path: Path) -> None:
     # out of address order next to the symbol, a module symbol and a data symbol in between; a
     # data symbol of the same name and a longer name ending in it come first
     odd = tmp_path / "kallsyms"
-    odd.write_bytes(b"ffffffff80000010 d alpha\nffffffff80000020 T x_alpha\nffffffff80000030 t gamma\t[mod]\n"
-                    b"ffffffff81000000 T alpha\nffffffff81000100 t beta_mod\t[mod]\n"
-                    b"ffffffff81000080 d some_data\nffffffff80000000 T gamma\nffffffff81000200 T delta\n")
+    odd.write_bytes(
+        b"ffffffff80000010 d alpha\nffffffff80000020 T x_alpha\nffffffff80000030 t gamma\t[mod]\n"
+        b"ffffffff81000000 T alpha\nffffffff81000100 t beta_mod\t[mod]\n"
+        b"ffffffff81000080 d some_data\nffffffff80000000 T gamma\nffffffff81000200 T delta\n"
+    )
     got = kernel_text_ranges({"alpha", "gamma"}, odd)
     assert got == _text_ranges_full({"alpha", "gamma"}, odd.read_bytes())
     assert got["alpha"] == (0xFFFFFFFF81000000, 0xFFFFFFFF81000200)

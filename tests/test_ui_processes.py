@@ -116,7 +116,9 @@ async def test_sort_filter_pause(fake_proc: Path, no_bpf: None) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["svg", "txt", "json"])
-async def test_snapshot_key_writes_valid_file(fake_proc: Path, no_bpf: None, tmp_path: Path, fmt: str) -> None:
+async def test_snapshot_key_writes_valid_file(
+    fake_proc: Path, no_bpf: None, tmp_path: Path, fmt: str
+) -> None:
     out = tmp_path / "snaps"
     out.mkdir()
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]), snapshot_format=fmt, snapshot_dir=str(out))
@@ -415,7 +417,8 @@ class FrameSpy:
 
 
 async def test_first_frame_is_marked_when_the_frame_with_data_is_written(
-        fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spy = FrameSpy(monkeypatch)
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
@@ -439,7 +442,8 @@ class SlowStart(Bridge):
 
 
 async def test_first_frame_waits_for_data_when_the_first_paint_had_none(
-        fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spy = FrameSpy(monkeypatch)
     app = MemtopApp(SlowStart([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
@@ -464,7 +468,9 @@ def test_panes_follow_their_views_and_load_when_built() -> None:
     assert names[0] == "processes" and len(names) == 6
     for name in names:
         assert pane_class(name).view_name == name
-    code = ("import sys; import memtop.ui.app as a; a.pane_names(); "
-            "print(sorted(m for m in sys.modules if m.startswith('memtop.ui.panes.')))")
+    code = (
+        "import sys; import memtop.ui.app as a; a.pane_names(); "
+        "print(sorted(m for m in sys.modules if m.startswith('memtop.ui.panes.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['memtop.ui.panes.base']"

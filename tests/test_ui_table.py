@@ -46,8 +46,22 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
         t = app.query_one("#t", DataTable)
         for c in range(16):
             t.add_column(Text(f"COL{c}", justify="right" if c else "left"), key=f"c{c}")
-        add(t, [(str(r), [Text(f"proc-{r:02d}" if c == 0 else f"{r * 37 + c * 1001:>7}",
-                               justify="left" if c == 0 else "right") for c in range(16)]) for r in range(60)])
+        add(
+            t,
+            [
+                (
+                    str(r),
+                    [
+                        Text(
+                            f"proc-{r:02d}" if c == 0 else f"{r * 37 + c * 1001:>7}",
+                            justify="left" if c == 0 else "right",
+                        )
+                        for c in range(16)
+                    ],
+                )
+                for r in range(60)
+            ],
+        )
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
         t.move_cursor(row=5, animate=False)  # cursor row
@@ -55,8 +69,18 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
         t.remove_row("0")  # rows shift: zebra parity changes below
-        add(t, [("new", [Text("new-row" if c == 0 else "1", justify="left" if c == 0 else "right")
-                         for c in range(16)])])
+        add(
+            t,
+            [
+                (
+                    "new",
+                    [
+                        Text("new-row" if c == 0 else "1", justify="left" if c == 0 else "right")
+                        for c in range(16)
+                    ],
+                )
+            ],
+        )
         t.scroll_to(x=12, y=45, animate=False)  # scrolled right and down
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
@@ -71,8 +95,16 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
         t.scroll_to(x=0, y=0, animate=False)
         await pilot.pause(0.1)
         shots.append(app.export_screenshot())
-        shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate, highlighted[:1],
-                           {str(k.value): [c.plain for c in v.values()] for k, v in t._data.items()})))
+        shots.append(
+            repr(
+                (
+                    [str(r.key.value) for r in t.ordered_rows],
+                    t.cursor_coordinate,
+                    highlighted[:1],
+                    {str(k.value): [c.plain for c in v.values()] for k, v in t._data.items()},
+                )
+            )
+        )
     return shots
 
 

@@ -111,8 +111,12 @@ class Counter(BpfProbe):
         self._cflags = cflags
 
     def section(self) -> Section:
-        return Section(self.name, self.text % {"owner": self.name},
-                       (*self._cflags, f"-DTGID={os.getpid()}"), f"{self.name}.bpf.c")
+        return Section(
+            self.name,
+            self.text % {"owner": self.name},
+            (*self._cflags, f"-DTGID={os.getpid()}"),
+            f"{self.name}.bpf.c",
+        )
 
     def poll(self) -> list[Record]:
         return []
@@ -154,8 +158,10 @@ def test_programs_in_one_unit_count_and_detach_alone(compiles: list[str]) -> Non
     """Two programs on the same tracepoint, one compilation; each keeps its own configuration
     (STEP from -D for one, its default for the other) and detaches alone; the last one out frees
     the module."""
-    if not Path("/sys/kernel/tracing/events/syscalls/sys_enter_getpgid").exists() and \
-            not Path("/sys/kernel/debug/tracing/events/syscalls/sys_enter_getpgid").exists():
+    if (
+        not Path("/sys/kernel/tracing/events/syscalls/sys_enter_getpgid").exists()
+        and not Path("/sys/kernel/debug/tracing/events/syscalls/sys_enter_getpgid").exists()
+    ):
         pytest.skip("no syscall tracepoints in this kernel")
     progs0, perf0 = anon_fds("bpf-prog"), anon_fds("[perf_event]")
     a, b = Counter("ca", ["-DSTEP=1"]), Counter("cb", [])
@@ -178,7 +184,8 @@ def test_programs_in_one_unit_count_and_detach_alone(compiles: list[str]) -> Non
 
 @pytest.mark.bpf
 def test_a_unit_that_does_not_compile_falls_back_to_one_program_each(
-        compiles: list[str], caplog: pytest.LogCaptureFixture) -> None:
+    compiles: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
     good, bad = Counter("cgood", []), Broken("cbad", [])
     outcomes = dict(load_together([good, bad]))
     assert "cgood.bpf.c + cbad.bpf.c as one unit failed to load" in caplog.text
@@ -325,13 +332,15 @@ def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
         cli.run_snapshot = fake_snapshot
         sys.exit(cli.main(["snapshot", "--pane", "processes", "--output", sys.argv[1]]))
     """)
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "o.json")], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "o.json")], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
 
 
-def test_collector_is_held_from_the_command_line_for_an_app_only(monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Path) -> None:
+def test_collector_is_held_from_the_command_line_for_an_app_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """`memtop` and `memtop snapshot` hold the garbage collector from their first line (the
     imports before the app ran ~40 collections); `memtop doctor` (no app) gets it back at once;
     every command gives it back on its way out."""

@@ -49,8 +49,10 @@ class Hog:
         exe = compile_c("reclaim_hog")
         self.cg = cg
         self.proc = subprocess.Popen(
-            ["sh", "-c", f'echo $$ > {cg.path}/cgroup.procs && exec {exe} {mib} {passes} 0 1 {dentries}'],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            ["sh", "-c", f"echo $$ > {cg.path}/cgroup.procs && exec {exe} {mib} {passes} 0 1 {dentries}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         line = self._readline(60)
         assert line.startswith("ready "), line
@@ -174,18 +176,27 @@ def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
 
     # -- vmscan pane vs /proc/vmstat, by origin and in total --------------------------------------
     o0, o1 = origin_rows(vm0), origin_rows(vm1)
-    ours = {o: (o1[o]["pages_scanned"] - o0[o]["pages_scanned"], o1[o]["pages_reclaimed"] - o0[o]["pages_reclaimed"])
-            for o in ("kswapd", "direct", "memcg")}
+    ours = {
+        o: (
+            o1[o]["pages_scanned"] - o0[o]["pages_scanned"],
+            o1[o]["pages_reclaimed"] - o0[o]["pages_reclaimed"],
+        )
+        for o in ("kswapd", "direct", "memcg")
+    }
     scan_all = delta(k1, k0, "pgscan_anon", "pgscan_file")
     steal_all = delta(k1, k0, "pgsteal_anon", "pgsteal_file")
     kernel = {
         "kswapd": (delta(k1, k0, "pgscan_kswapd"), delta(k1, k0, "pgsteal_kswapd")),
-        "direct": (delta(k1, k0, "pgscan_direct", "pgscan_khugepaged"),
-                   delta(k1, k0, "pgsteal_direct", "pgsteal_khugepaged")),
+        "direct": (
+            delta(k1, k0, "pgscan_direct", "pgscan_khugepaged"),
+            delta(k1, k0, "pgsteal_direct", "pgsteal_khugepaged"),
+        ),
     }
     # the kernel leaves cgroup-limit reclaim out of its per-origin counters, not out of anon/file
-    kernel["memcg"] = (scan_all - kernel["kswapd"][0] - kernel["direct"][0],
-                       steal_all - kernel["kswapd"][1] - kernel["direct"][1])
+    kernel["memcg"] = (
+        scan_all - kernel["kswapd"][0] - kernel["direct"][0],
+        steal_all - kernel["kswapd"][1] - kernel["direct"][1],
+    )
     report = {"memtop": ours, "kernel": kernel, "all": (scan_all, steal_all)}
     print(json.dumps(report))
     assert close(sum(s for s, _ in ours.values()), scan_all), report
@@ -208,14 +219,24 @@ def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
     assert mine["direct_events"] == 0
     pgpgout = delta(s1, s0, "pgpgout")
     reclaimed = mine["pages_reclaimed"] - before["pages_reclaimed"]
-    print(json.dumps({"pid_pages_reclaimed": reclaimed, "cgroup_pgpgout": pgpgout,
-                      "pid_events": mine["events"], "max_ns": mine["max_ns"]}))
+    print(
+        json.dumps(
+            {
+                "pid_pages_reclaimed": reclaimed,
+                "cgroup_pgpgout": pgpgout,
+                "pid_events": mine["events"],
+                "max_ns": mine["max_ns"],
+            }
+        )
+    )
     # Exact when the workload is alone; with other tests swapping through the same swap file,
     # swap readahead charges pages across cgroups (to the slot's owner) and so moves a few % of
     # reclaim between processes and cgroups: the system-wide checks above stay exact.
     assert close(reclaimed, pgpgout), (reclaimed, pgpgout)
     # all reclaim episodes' pages (every process) vs the kernel's non-kswapd reclaim
-    all_pages = sum(r["pages_reclaimed"] for r in r1.values()) - sum(r["pages_reclaimed"] for r in r0.values())
+    all_pages = sum(r["pages_reclaimed"] for r in r1.values()) - sum(
+        r["pages_reclaimed"] for r in r0.values()
+    )
     assert close(all_pages, kernel["memcg"][1] + kernel["direct"][1]), (all_pages, report)
 
     # latencies are positive and the events reached user space
@@ -266,8 +287,17 @@ def test_ring_overflow_counts_lost_events_but_histogram_counts_all() -> None:
         lv.close()
     hist_total = sum(doc["events_total"].values())
     received_mine = sum(1 for e in doc["events"] if e["pid"] == hog.pid)
-    print(json.dumps({"histogram": hist_total, "received": doc["events_received"], "lost": doc["lost_events"],
-                      "pid_events": mine["events"], "pid_received": received_mine}))
+    print(
+        json.dumps(
+            {
+                "histogram": hist_total,
+                "received": doc["events_received"],
+                "lost": doc["lost_events"],
+                "pid_events": mine["events"],
+                "pid_received": received_mine,
+            }
+        )
+    )
     assert doc["lost_events"] > 0, "a one-page ring under a reclaim flood should overflow"
     assert doc["events_received"] > 0
     assert hist_total == doc["events_received"] + doc["lost_events"]
@@ -299,10 +329,12 @@ def test_reclaim_pane_through_memtop_snapshot() -> None:
     out, ready = tmp / "reclaim.json", tmp / "ready"
     with hog_in_memcg(LIMIT_MIB, 160, passes=1) as hog:
         snap = subprocess.Popen(
-            memtop_cmd() + ["snapshot", "--pane", "reclaim", "--format", "json", "--output", str(out),
-                            "--after", "8"],
-            env=dict(os.environ, MEMTOP_READY_FILE=str(ready)), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            memtop_cmd()
+            + ["snapshot", "--pane", "reclaim", "--format", "json", "--output", str(out), "--after", "8"],
+            env=dict(os.environ, MEMTOP_READY_FILE=str(ready)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             deadline = time.monotonic() + 120
@@ -353,28 +385,67 @@ def synthetic_batches() -> list[Batch]:
     """Two ticks of vmscan data as the probe would send them."""
     base = 1_000_000_000_000
     vm = [
-        VmStat(counters=(("pgscan_kswapd", 0), ("pgscan_direct", 0), ("pgsteal_kswapd", 0),
-                         ("pgsteal_direct", 0), ("pgscan_anon", 0), ("pgsteal_anon", 0),
-                         ("workingset_refault_anon", 0))),
-        VmStat(counters=(("pgscan_kswapd", 1000), ("pgscan_direct", 200), ("pgsteal_kswapd", 600),
-                         ("pgsteal_direct", 100), ("pgscan_anon", 3000), ("pgsteal_anon", 1500),
-                         ("workingset_refault_anon", 40))),
+        VmStat(
+            counters=(
+                ("pgscan_kswapd", 0),
+                ("pgscan_direct", 0),
+                ("pgsteal_kswapd", 0),
+                ("pgsteal_direct", 0),
+                ("pgscan_anon", 0),
+                ("pgsteal_anon", 0),
+                ("workingset_refault_anon", 0),
+            )
+        ),
+        VmStat(
+            counters=(
+                ("pgscan_kswapd", 1000),
+                ("pgscan_direct", 200),
+                ("pgsteal_kswapd", 600),
+                ("pgsteal_direct", 100),
+                ("pgscan_anon", 3000),
+                ("pgsteal_anon", 1500),
+                ("workingset_refault_anon", 40),
+            )
+        ),
     ]
-    t0 = VmscanTotals(origins=(("kswapd", 0, 0, 0), ("direct", 0, 0, 0), ("memcg", 0, 0, 0)),
-                      kswapd_wakes=0, kswapd_sleeps=0, kcompactd_wakes=0, compaction_count=0,
-                      compaction_total_ns=0)
-    t1 = VmscanTotals(origins=(("kswapd", 1000, 600, 10), ("direct", 200, 100, 4), ("memcg", 1800, 800, 30)),
-                      kswapd_wakes=3, kswapd_sleeps=2, kcompactd_wakes=1, compaction_count=2,
-                      compaction_total_ns=3_000_000, compaction_hist=((20, 2),),
-                      slab=(("super_cache_scan", 5, 50_000, 900), ("deferred_split_scan", 2, 900_000, 0)))
-    r1 = ReclaimTotals(histogram=(("memcg", 14, 3), ("direct", 20, 1)),
-                       pids=((4242, "hog\x1b[31m", "memcg", 3, 90_000, 40_000, 96),
-                             (77, "[bold]x", "direct", 1, 1_500_000, 1_500_000, 32)))
+    t0 = VmscanTotals(
+        origins=(("kswapd", 0, 0, 0), ("direct", 0, 0, 0), ("memcg", 0, 0, 0)),
+        kswapd_wakes=0,
+        kswapd_sleeps=0,
+        kcompactd_wakes=0,
+        compaction_count=0,
+        compaction_total_ns=0,
+    )
+    t1 = VmscanTotals(
+        origins=(("kswapd", 1000, 600, 10), ("direct", 200, 100, 4), ("memcg", 1800, 800, 30)),
+        kswapd_wakes=3,
+        kswapd_sleeps=2,
+        kcompactd_wakes=1,
+        compaction_count=2,
+        compaction_total_ns=3_000_000,
+        compaction_hist=((20, 2),),
+        slab=(("super_cache_scan", 5, 50_000, 900), ("deferred_split_scan", 2, 900_000, 0)),
+    )
+    r1 = ReclaimTotals(
+        histogram=(("memcg", 14, 3), ("direct", 20, 1)),
+        pids=(
+            (4242, "hog\x1b[31m", "memcg", 3, 90_000, 40_000, 96),
+            (77, "[bold]x", "direct", 1, 1_500_000, 1_500_000, 32),
+        ),
+    )
     events = [ReclaimEvent(base + i, 4242, 4242, "hog\x1b[31m", "memcg", 30_000, 32) for i in range(3)]
     events.append(ReclaimEvent(base + 9, 77, 78, "[bold]x", "direct", 1_500_000, 32))
     return [
-        Batch(base, (ProbeStatus("vmscan", "attached", "attached in 0.5s"), vm[0], t0,
-                     ReclaimTotals(histogram=(), pids=()), Lost("vmscan", "events", 0))),
+        Batch(
+            base,
+            (
+                ProbeStatus("vmscan", "attached", "attached in 0.5s"),
+                vm[0],
+                t0,
+                ReclaimTotals(histogram=(), pids=()),
+                Lost("vmscan", "events", 0),
+            ),
+        ),
         Batch(base + 1_000_000_000, (vm[1], t1, r1, *events, Lost("vmscan", "events", 0))),
     ]
 
@@ -395,19 +466,27 @@ def test_state_and_views_from_records() -> None:
     assert rows["memcg"]["efficiency_pct"] == round(100 * 800 / 1800, 1)
     assert vm["kswapd_wakes"] == 3
     assert vm["slab_shrink"][0]["shrinker"] == "deferred_split_scan"  # by time spent
-    assert vm["compaction"] == {"count": 2, "total_ns": 3_000_000, "histogram": [{"le_ns": 2**21 - 1, "count": 2}],
-                                "kcompactd_wakes": 1}
+    assert vm["compaction"] == {
+        "count": 2,
+        "total_ns": 3_000_000,
+        "histogram": [{"le_ns": 2**21 - 1, "count": 2}],
+        "kcompactd_wakes": 1,
+    }
     # sar -B %vmeff: pgsteal / (pgscank + pgscand)
     assert vm["kernel"]["vmeff_pct"] == round(100 * 700 / 1200, 1)
     assert vm["kernel"]["rates"]["workingset_refault_anon_per_s"] == 40.0
     rc = get_view("reclaim").document(state, Options(sort="total_ns"))
     assert [r["pid"] for r in rc["rows"]] == [77, 4242]
-    assert rc["histogram"] == [{"kind": "direct", "le_ns": 2**21 - 1, "count": 1},
-                               {"kind": "memcg", "le_ns": 2**15 - 1, "count": 3}]
+    assert rc["histogram"] == [
+        {"kind": "direct", "le_ns": 2**21 - 1, "count": 1},
+        {"kind": "memcg", "le_ns": 2**15 - 1, "count": 3},
+    ]
     assert rc["events"][0]["pid"] == 77  # newest first
     assert rc["events_received"] == 4 and rc["events_total"] == {"direct": 1, "memcg": 3}
     only = get_view("reclaim").document(state, Options(section="memcg"))
-    assert {e["kind"] for e in only["events"]} == {"memcg"} and {b["kind"] for b in only["histogram"]} == {"memcg"}
+    assert {e["kind"] for e in only["events"]} == {"memcg"} and {b["kind"] for b in only["histogram"]} == {
+        "memcg"
+    }
     text = get_view("reclaim").text(state, Options()) + get_view("vmscan").text(state, Options())
     assert "memcg reclaim latency" in text and "super_cache_scan" in text and "%vmeff" in text
 

@@ -40,8 +40,12 @@ FILE_GONE = "[file mapping, unmapped before it was read]"
 
 
 class _Range(ctypes.Structure):
-    _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64), ("path_id", ctypes.c_uint32),
-                ("pad", ctypes.c_uint32)]
+    _fields_ = [
+        ("start", ctypes.c_uint64),
+        ("end", ctypes.c_uint64),
+        ("path_id", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
+    ]
 
 
 def list_tids(pid: int, proc_root: str = "/proc") -> list[int] | None:
@@ -57,8 +61,12 @@ class FaultStackProbe(BpfProbe):
     features = ("perf_events",)
     # mapping removals (so a reused address is never charged to the wrong file)
     # mmap results and mapping removals of the target (filtered in kernel to it)
-    tracepoints = ("syscalls:sys_enter_munmap", "syscalls:sys_enter_mremap", "syscalls:sys_enter_mmap",
-                   "syscalls:sys_exit_mmap")
+    tracepoints = (
+        "syscalls:sys_enter_munmap",
+        "syscalls:sys_enter_mremap",
+        "syscalls:sys_enter_mmap",
+        "syscalls:sys_exit_mmap",
+    )
     panes = ("process",)
     cadence_s = 1.0
 
@@ -83,9 +91,17 @@ class FaultStackProbe(BpfProbe):
         self._maps_gen = -1
 
     def cflags(self) -> list[str]:
-        return [f"-DTARGET_PID={self.pid}", f"-DMAX_STACKS={MAX_STACKS}", f"-DMAX_RANGES={MAX_RANGES}", f"-DRANGE_STEPS={RANGE_STEPS}",
-                f"-DMAX_PATHS={MAX_PATHS}", f"-DMAX_UNRESOLVED={MAX_UNRESOLVED}", f"-DMAX_COARSE={MAX_COARSE}",
-                f"-DRECENT={RECENT}", f"-DMAX_RECENT_COUNTS={MAX_RECENT_COUNTS}"]
+        return [
+            f"-DTARGET_PID={self.pid}",
+            f"-DMAX_STACKS={MAX_STACKS}",
+            f"-DMAX_RANGES={MAX_RANGES}",
+            f"-DRANGE_STEPS={RANGE_STEPS}",
+            f"-DMAX_PATHS={MAX_PATHS}",
+            f"-DMAX_UNRESOLVED={MAX_UNRESOLVED}",
+            f"-DMAX_COARSE={MAX_COARSE}",
+            f"-DRECENT={RECENT}",
+            f"-DMAX_RECENT_COUNTS={MAX_RECENT_COUNTS}",
+        ]
 
     def note(self) -> str:
         return f"pid {self.pid}, {len(self._fds)} thread(s)"
@@ -100,8 +116,10 @@ class FaultStackProbe(BpfProbe):
         self._refresh_ranges()
         self._attach_threads()
         if not self._fds:
-            raise ProbeError(f"could not open perf events on pid {self.pid}",
-                             "the process may have exited; see `memtop doctor` (perf events)")
+            raise ProbeError(
+                f"could not open perf events on pid {self.pid}",
+                "the process may have exited; see `memtop doctor` (perf events)",
+            )
 
     # -- threads --------------------------------------------------------------------------------
     def _attach_threads(self) -> None:
@@ -169,8 +187,10 @@ class FaultStackProbe(BpfProbe):
         self.bpf["nranges"][ctypes.c_uint32(0)] = ctypes.c_uint32(n)
 
     def _drain(self, table_name: str, shift: int) -> list[tuple[int, int, int, int]]:
-        return [(int(k.addr) << shift, int(k.gen), int(v.minor), int(v.major))
-                for k, v in bcc_compat.map_drain(self.bpf, table_name)]
+        return [
+            (int(k.addr) << shift, int(k.gen), int(v.minor), int(v.major))
+            for k, v in bcc_compat.map_drain(self.bpf, table_name)
+        ]
 
     def _drain_recent(self) -> list[tuple[int, int, int, int, int]]:
         """Faults in mappings made while attached: (start, end, mmap flags, minor, major); flags -1

@@ -25,8 +25,16 @@ MAX_STACKS = 4096
 MAX_LIVE = 65536
 MAX_TIDS = 4096
 
-FIELDS = ("brk_calls", "brk_grown_bytes", "brk_shrunk_bytes", "mmap_calls", "mmap_bytes", "munmap_calls",
-          "munmap_bytes", "freed_bytes")
+FIELDS = (
+    "brk_calls",
+    "brk_grown_bytes",
+    "brk_shrunk_bytes",
+    "mmap_calls",
+    "mmap_bytes",
+    "munmap_calls",
+    "munmap_bytes",
+    "freed_bytes",
+)
 
 
 class _Brk(ctypes.Structure):
@@ -52,8 +60,13 @@ def current_brk(pid: int, proc_root: str = "/proc") -> int | None:
 class GrowthProbe(BpfProbe):
     name = "growth"
     program = "growth"
-    tracepoints = ("syscalls:sys_enter_brk", "syscalls:sys_exit_brk", "syscalls:sys_enter_mmap",
-                   "syscalls:sys_exit_mmap", "syscalls:sys_enter_munmap")
+    tracepoints = (
+        "syscalls:sys_enter_brk",
+        "syscalls:sys_exit_brk",
+        "syscalls:sys_enter_mmap",
+        "syscalls:sys_exit_mmap",
+        "syscalls:sys_enter_munmap",
+    )
     panes = ("process",)
     cadence_s = 1.0
 
@@ -69,8 +82,12 @@ class GrowthProbe(BpfProbe):
         self._gone = False
 
     def cflags(self) -> list[str]:
-        return [f"-DTARGET_PID={self.pid}", f"-DMAX_STACKS={MAX_STACKS}", f"-DMAX_LIVE={MAX_LIVE}",
-                f"-DMAX_TIDS={MAX_TIDS}"]
+        return [
+            f"-DTARGET_PID={self.pid}",
+            f"-DMAX_STACKS={MAX_STACKS}",
+            f"-DMAX_LIVE={MAX_LIVE}",
+            f"-DMAX_TIDS={MAX_TIDS}",
+        ]
 
     def note(self) -> str:
         return f"pid {self.pid}"

@@ -47,9 +47,20 @@ SPECS_HEADER: tuple[tuple[str, str | None, str | None], ...] = (
 )
 #: the same with requested sizes kept by entry probes (non-glibc libcs)
 SPECS_EXACT: tuple[tuple[str, str | None, str | None], ...] = tuple(
-    (s, {"malloc": "enter_size1", "valloc": "enter_size1", "pvalloc": "enter_size1",
-         "calloc": "enter_calloc", "aligned_alloc": "enter_size2", "memalign": "enter_size2"}[s], "ret_sized")
-    if r == "ret_hdr" else (s, e, r)
+    (
+        s,
+        {
+            "malloc": "enter_size1",
+            "valloc": "enter_size1",
+            "pvalloc": "enter_size1",
+            "calloc": "enter_calloc",
+            "aligned_alloc": "enter_size2",
+            "memalign": "enter_size2",
+        }[s],
+        "ret_sized",
+    )
+    if r == "ret_hdr"
+    else (s, e, r)
     for s, e, r in SPECS_HEADER
 )
 REQUIRED = ("malloc", "free")
@@ -88,7 +99,7 @@ def _emulated_len(code: bytes, i: int) -> int:
 def _flags_only_len(code: bytes, i: int) -> int:
     """Length of an instruction that changes only flags (not rsp, not argument registers, no
     branch): endbr64, test reg,reg, cmp reg,reg, cmpb $imm8,disp32(%rip). Else 0."""
-    c = code[i:i + 7]
+    c = code[i : i + 7]
     if c[:4] == b"\xf3\x0f\x1e\xfa":
         return 4
     if len(c) >= 3 and c[0] in (0x48, 0x49, 0x4C, 0x4D) and c[1] in (0x85, 0x39, 0x3B) and c[2] >> 6 == 3:
@@ -153,7 +164,7 @@ def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
         text = Path(proc_root, str(pid), "stat").read_text()
     except OSError:
         return None
-    return int(text[text.rindex(")") + 2:].split()[19])
+    return int(text[text.rindex(")") + 2 :].split()[19])
 
 
 def _comm(pid: int, proc_root: str = "/proc") -> str:
@@ -285,8 +296,10 @@ class MemleakProbe(BpfProbe):
         if not any(t.state == "tracing" for t in self.targets.values()):
             reasons = "; ".join(f"pid {t.pid}: {t.message}" for t in self.targets.values())
             self.close()
-            raise ProbeError(f"memleak could not attach to any pid ({reasons})",
-                             "check the pids are alive and use a dynamically linked libc")
+            raise ProbeError(
+                f"memleak could not attach to any pid ({reasons})",
+                "check the pids are alive and use a dynamically linked libc",
+            )
 
     def _attach_pid(self, t: _Target, specs: Iterable[tuple[str, str | None, str | None]]) -> None:
         if t.start_time is None:
@@ -322,9 +335,13 @@ class MemleakProbe(BpfProbe):
             delta, how = probe_offset(mod_path, off) if self.place_probes else (0, "entry")
             try:
                 if enter_fn is not None:
-                    t.events.append(bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False))
+                    t.events.append(
+                        bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False)
+                    )
                 if ret_fn is not None:
-                    t.events.append(bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True))
+                    t.events.append(
+                        bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True)
+                    )
             except Exception as exc:  # noqa: BLE001
                 t.failed.append(f"{sym}: {clean(str(exc), 200)}")
                 continue
@@ -476,11 +493,20 @@ class MemleakProbe(BpfProbe):
             oldest, hist = self._ages.get((pid, sid), (0, ()))
             if ac <= fc:
                 oldest, hist = 0, ()
-            out.append(LeakStack(
-                pid=pid, stack_id=sid, frames=self._stack_frames(pid, sid),
-                alloc_bytes=ab, alloc_count=ac, free_bytes=fb, free_count=fc,
-                oldest_ts_ns=oldest, age_hist_bytes=hist, ages_ts_ns=self._ages_ts_ns,
-            ))
+            out.append(
+                LeakStack(
+                    pid=pid,
+                    stack_id=sid,
+                    frames=self._stack_frames(pid, sid),
+                    alloc_bytes=ab,
+                    alloc_count=ac,
+                    free_bytes=fb,
+                    free_count=fc,
+                    oldest_ts_ns=oldest,
+                    age_hist_bytes=hist,
+                    ages_ts_ns=self._ages_ts_ns,
+                )
+            )
         for t in exiting:
             self._detach_pid(t)
             t.state = "exited"
@@ -490,11 +516,18 @@ class MemleakProbe(BpfProbe):
                 t.symbolizer.close()
                 t.symbolizer = None
         for t in self.targets.values():
-            out.append(LeakTarget(
-                pid=t.pid, comm=t.comm, state=t.state, message=t.message,
-                symbols=tuple(t.symbols), failed_symbols=tuple(t.failed),
-                tracked_allocs=tracked.get(t.pid, 0), exited_ts_ns=t.exited_ts_ns,
-            ))
+            out.append(
+                LeakTarget(
+                    pid=t.pid,
+                    comm=t.comm,
+                    state=t.state,
+                    message=t.message,
+                    symbols=tuple(t.symbols),
+                    failed_symbols=tuple(t.failed),
+                    tracked_allocs=tracked.get(t.pid, 0),
+                    exited_ts_ns=t.exited_ts_ns,
+                )
+            )
         c = self._counters()
         for i, what in COUNTERS.items():
             out.append(Lost(probe=self.name, what=what, count=c[i]))
@@ -504,6 +537,12 @@ class MemleakProbe(BpfProbe):
         """All kernel-side counters by name (drops, failed allocations, internal mmaps)."""
         c = self._counters()
         names = dict(COUNTERS)
-        names.update({C_BAD_SIZE: "bad size", C_NEST_FULL: "nesting too deep",
-                      C_FAILED: "failed allocations", C_INTERNAL: "libc-internal mmap/munmap"})
+        names.update(
+            {
+                C_BAD_SIZE: "bad size",
+                C_NEST_FULL: "nesting too deep",
+                C_FAILED: "failed allocations",
+                C_INTERNAL: "libc-internal mmap/munmap",
+            }
+        )
         return {names[i]: c[i] for i in names}

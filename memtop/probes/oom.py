@@ -187,8 +187,12 @@ class OomProbe(BpfProbe):
         pid = int(ev.victim_pid)
         missing: list[str] = []
         comm = clean(bytes(ev.victim_comm).split(b"\0", 1)[0])
-        total_vm, anon, file, shmem = (int(ev.total_vm_kb) * 1024, int(ev.anon_rss_kb) * 1024,
-                                       int(ev.file_rss_kb) * 1024, int(ev.shmem_rss_kb) * 1024)
+        total_vm, anon, file, shmem = (
+            int(ev.total_vm_kb) * 1024,
+            int(ev.anon_rss_kb) * 1024,
+            int(ev.file_rss_kb) * 1024,
+            int(ev.shmem_rss_kb) * 1024,
+        )
         uid, adj = int(ev.uid), int(ev.oom_score_adj)
         proc = Path(f"/proc/{pid}")
         if "comm" not in self.fields:

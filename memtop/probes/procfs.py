@@ -275,8 +275,12 @@ class ProcfsProbe(Probe):
             pid = int(name)
             listed.add(pid)
             sample: ProcSample | None = None
-            if (not read_all and same.get(pid, 0) >= QUIET_AFTER and pid % self.quiet_every != phase
-                    and pid not in self.followed):
+            if (
+                not read_all
+                and same.get(pid, 0) >= QUIET_AFTER
+                and pid % self.quiet_every != phase
+                and pid not in self.followed
+            ):
                 # quiet and not its tick: as last read
                 if pid not in kthreads:
                     hit = cache.get(pid)

@@ -34,8 +34,13 @@ def parse_maps(text: str) -> list[MapEntry]:
         lo, _, hi = parts[0].partition("-")
         try:
             out.append(
-                MapEntry(int(lo, 16), int(hi, 16), parts[1], int(parts[2], 16),
-                         clean(parts[5].strip()) if len(parts) > 5 else "")
+                MapEntry(
+                    int(lo, 16),
+                    int(hi, 16),
+                    parts[1],
+                    int(parts[2], 16),
+                    clean(parts[5].strip()) if len(parts) > 5 else "",
+                )
             )
         except ValueError:
             continue

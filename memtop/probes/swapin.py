@@ -37,7 +37,9 @@ HIST_SLOTS = 64
 TEXT_TYPES = (b"t", b"T", b"w", b"W")
 
 
-def kernel_text_ranges(names: set[str], kallsyms: str | Path = "/proc/kallsyms") -> dict[str, tuple[int, int]]:
+def kernel_text_ranges(
+    names: set[str], kallsyms: str | Path = "/proc/kallsyms"
+) -> dict[str, tuple[int, int]]:
     """[start, end) of each named kernel text symbol: its address up to the next symbol's.
 
     The kernel lists its own symbols in address order, so each name's line is found with one
@@ -274,8 +276,13 @@ class SwapinProbe(BpfProbe):
             as_file = min(nowait, self._nowait.get(pid, [0, 0])[0])
             nowait_file_total += as_file
             values = (
-                int(s.swapins) + nowait - as_file, int(s.swap_wait_ns), int(s.swap_wait_max_ns),
-                int(s.file_majors) + as_file, int(s.file_wait_ns), int(s.file_wait_max_ns), nowait - as_file,
+                int(s.swapins) + nowait - as_file,
+                int(s.swap_wait_ns),
+                int(s.swap_wait_max_ns),
+                int(s.file_majors) + as_file,
+                int(s.file_wait_ns),
+                int(s.file_wait_max_ns),
+                nowait - as_file,
             )
             seen.add(pid)
             if self._sent.get(pid) == values:
@@ -360,8 +367,13 @@ def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapI
         if len(parts) >= 5:
             try:
                 devices.append(
-                    (clean(parts[0].replace("\\040", " ")), parts[1], int(parts[2]) * 1024,
-                     int(parts[3]) * 1024, int(parts[4]))
+                    (
+                        clean(parts[0].replace("\\040", " ")),
+                        parts[1],
+                        int(parts[2]) * 1024,
+                        int(parts[3]) * 1024,
+                        int(parts[4]),
+                    )
                 )
             except ValueError:
                 continue

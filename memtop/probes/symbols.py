@@ -30,7 +30,7 @@ def _load_segments(path: str) -> list[tuple[int, int, int]] | None:
             ehdr = f.read(64)
             if len(ehdr) < 64 or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2 or ehdr[5] != 1:
                 return None
-            phoff, = struct.unpack_from("<Q", ehdr, 0x20)
+            (phoff,) = struct.unpack_from("<Q", ehdr, 0x20)
             phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
             f.seek(phoff)
             table = f.read(phentsize * phnum)
@@ -41,7 +41,7 @@ def _load_segments(path: str) -> list[tuple[int, int, int]] | None:
         base = i * phentsize
         if base + 56 > len(table):
             break
-        p_type, = struct.unpack_from("<I", table, base)
+        (p_type,) = struct.unpack_from("<I", table, base)
         if p_type != 1:  # PT_LOAD
             continue
         p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from("<QQQQ", table, base + 8)
@@ -80,7 +80,10 @@ class Symbolizer:
         try:
             out = subprocess.run(
                 ["addr2line", "-e", module] + [f"0x{v:x}" for v in vaddrs],
-                capture_output=True, text=True, timeout=ADDR2LINE_TIMEOUT_S, check=False,
+                capture_output=True,
+                text=True,
+                timeout=ADDR2LINE_TIMEOUT_S,
+                check=False,
             ).stdout.splitlines()
         except (OSError, subprocess.SubprocessError):
             return [""] * len(vaddrs)

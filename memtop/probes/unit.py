@@ -204,9 +204,13 @@ class ProgramView:
     def attach_perf_event_system(self, ev_type: int, ev_config: int, fn: str, sample_period: int = 1) -> None:
         """``fn`` on a perf event on every online CPU, for all tasks."""
         for cpu in bcc_compat.online_cpus():
-            fd = bcc_compat.attach_perf_event_fd(self.unit.bpf, fn, ev_type, ev_config, sample_period, -1, cpu)
+            fd = bcc_compat.attach_perf_event_fd(
+                self.unit.bpf, fn, ev_type, ev_config, sample_period, -1, cpu
+            )
             if fd < 0:
-                raise OSError(-fd if fd < -1 else 0, f"cannot open perf event {ev_type}:{ev_config} on cpu {cpu}")
+                raise OSError(
+                    -fd if fd < -1 else 0, f"cannot open perf event {ev_type}:{ev_config} on cpu {cpu}"
+                )
             self._fds.append(fd)
 
     def detach(self) -> None:

@@ -41,7 +41,11 @@ class SwapinState(SubState):
             if isinstance(rec, SwapinProc):
                 seen.add(rec.pid)
                 row = self.rows.get(rec.pid)
-                if row is None or rec.swapins < row.rec.swapins or rec.file_major_faults < row.rec.file_major_faults:
+                if (
+                    row is None
+                    or rec.swapins < row.rec.swapins
+                    or rec.file_major_faults < row.rec.file_major_faults
+                ):
                     self.rows[rec.pid] = SwapinRow(rec, ts)
                 else:
                     dt = ts - row.ts_ns

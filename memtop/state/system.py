@@ -57,8 +57,14 @@ class History:
             del self._data[: extra * n]
 
     def append(self, p: HistoryPoint) -> None:
-        values = (p.anon_bytes, p.file_bytes, p.shmem_bytes, p.swap_bytes,
-                  round(p.minflt_per_s * 1000), round(p.majflt_per_s * 1000))
+        values = (
+            p.anon_bytes,
+            p.file_bytes,
+            p.shmem_bytes,
+            p.swap_bytes,
+            round(p.minflt_per_s * 1000),
+            round(p.majflt_per_s * 1000),
+        )
         if values == self._last:
             self._held_ts = p.ts_ns
             return
@@ -253,7 +259,9 @@ class SystemState(SubState):
 
     def vmstat_rate(self, name: str) -> float:
         return rate(
-            self.vmstat.get(name, 0), self.vmstat_prev.get(name, 0), self.vmstat_ts_ns - self.vmstat_prev_ts_ns
+            self.vmstat.get(name, 0),
+            self.vmstat_prev.get(name, 0),
+            self.vmstat_ts_ns - self.vmstat_prev_ts_ns,
         )
 
     def vmstat_since_start(self, name: str) -> int:

@@ -90,7 +90,9 @@ class HelpScreen(ModalScreen[None]):
 
 class MemtopApp(App[int]):
     # every pane family brings its own styles/<name>.tcss; memtop.tcss first
-    CSS_PATH = [str(p) for p in sorted(resources.styles_dir().glob("*.tcss"), key=lambda p: p.name != "memtop.tcss")]
+    CSS_PATH = [
+        str(p) for p in sorted(resources.styles_dir().glob("*.tcss"), key=lambda p: p.name != "memtop.tcss")
+    ]
     TITLE = "memtop"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -265,10 +267,18 @@ class MemtopApp(App[int]):
         """Below MIN_SIZE the panes cannot show their tables: say so instead of drawing garbage."""
         small = event.size.width < MIN_SIZE[0] or event.size.height < MIN_SIZE[1]
         note = self.main_screen.query_one("#too-small", Static)
-        parts = (self.main_screen.query_one("#tabline", TabLine), self.main_screen.query_one("#panes", Container))
+        parts = (
+            self.main_screen.query_one("#tabline", TabLine),
+            self.main_screen.query_one("#panes", Container),
+        )
         if small:
-            show_text(note, Text(f"Terminal too small ({event.size.width}×{event.size.height}); "
-                             f"memtop needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}. Data keeps being collected."))
+            show_text(
+                note,
+                Text(
+                    f"Terminal too small ({event.size.width}×{event.size.height}); "
+                    f"memtop needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}. Data keeps being collected."
+                ),
+            )
             note.remove_class("hidden")
             for part in parts:
                 part.add_class("hidden")
@@ -345,7 +355,9 @@ class MemtopApp(App[int]):
                 f"free {fmt.bytes_h(m.free_bytes)} avail {fmt.bytes_h(m.available_bytes)} "
                 f"cached {fmt.bytes_h(m.cached_bytes)}"
             )
-            t.append(f"  Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}")
+            t.append(
+                f"  Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}"
+            )
         p = sys_state.pressure
         if p is not None:
             t.append(f"  PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}")

@@ -93,7 +93,10 @@ class KeyLine(Static):
                 continue
             actions.add(binding.action)
             start = text.cell_len
-            text.append(f" {self.app.get_key_display(binding)} ", key_style if enabled else key_style + Style(dim=True))
+            text.append(
+                f" {self.app.get_key_display(binding)} ",
+                key_style if enabled else key_style + Style(dim=True),
+            )
             text.append(f"{binding.description} ", desc_style if enabled else desc_style + Style(dim=True))
             keys.append((start, text.cell_len, binding.key))
         self.keys = keys
@@ -113,7 +116,13 @@ class TabLine(Widget):
     label under the mouse is lit, as Textual's tabs do."""
 
     ALLOW_SELECT = False
-    COMPONENT_CLASSES = {"tabline--tab", "tabline--hover", "tabline--active", "tabline--bar", "tabline--highlight"}
+    COMPONENT_CLASSES = {
+        "tabline--tab",
+        "tabline--hover",
+        "tabline--active",
+        "tabline--bar",
+        "tabline--highlight",
+    }
     DEFAULT_CSS = """
     TabLine {
         width: 1fr;
@@ -177,8 +186,12 @@ class TabLine(Widget):
             kind = "active" if name == self.active else "hover" if name == self.hovered else "tab"
             labels.append(f" {label} ", styles[kind])
             labels.append(" ")
-        bar = Text("━" * max(self.size.width, labels.cell_len), self.get_component_rich_style("tabline--bar"),
-                   no_wrap=True, end="")
+        bar = Text(
+            "━" * max(self.size.width, labels.cell_len),
+            self.get_component_rich_style("tabline--bar"),
+            no_wrap=True,
+            end="",
+        )
         for start, end, name in self._spans:
             if name == self.active:
                 bar.stylize(self.get_component_rich_style("tabline--highlight"), start, end)

@@ -140,8 +140,13 @@ class GotoScreen(ModalScreen[float | None]):
     def compose(self) -> ComposeResult:
         from memtop.replay import fmt_clock
 
-        yield Static(Text(f"Go to time (SS, MM:SS or H:MM:SS from the start; the recording is "
-                          f"{fmt_clock(self.duration_s)} long). Enter goes, Esc cancels."), id="goto-label")
+        yield Static(
+            Text(
+                f"Go to time (SS, MM:SS or H:MM:SS from the start; the recording is "
+                f"{fmt_clock(self.duration_s)} long). Enter goes, Esc cancels."
+            ),
+            id="goto-label",
+        )
         yield Input(placeholder="e.g. 1:30", id="goto-input")
 
     def on_mount(self) -> None:

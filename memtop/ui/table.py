@@ -43,8 +43,9 @@ class FastTable(DataTable[Any]):
         self._partial_row: int | None = None
         self._single_line_rows = True  # every row one line high (as memtop's tables add them)
 
-    def add_row(self, *cells: CellType, height: int | None = 1, key: str | None = None,
-                label: Any = None) -> RowKey:
+    def add_row(
+        self, *cells: CellType, height: int | None = 1, key: str | None = None, label: Any = None
+    ) -> RowKey:
         if height != 1:
             self._single_line_rows = False
         return super().add_row(*cells, height=height, key=key, label=label)
@@ -107,7 +108,11 @@ class FastTable(DataTable[Any]):
                 if not isinstance(cell, Text):
                     return False
                 plain = cell.plain
-                w = cell_len(plain) if "\n" not in plain else max((cell_len(x) for x in plain.splitlines()), default=0)
+                w = (
+                    cell_len(plain)
+                    if "\n" not in plain
+                    else max((cell_len(x) for x in plain.splitlines()), default=0)
+                )
                 if w > widths[i]:
                     widths[i] = w
         for column, w in zip(columns, widths, strict=True):
@@ -129,8 +134,14 @@ class FastTable(DataTable[Any]):
         self._single_line_rows = True
         return super().clear(columns)
 
-    def update_cell(self, row_key: RowKey | str, column_key: ColumnKey | str, value: CellType, *,
-                    update_width: bool = False) -> None:
+    def update_cell(
+        self,
+        row_key: RowKey | str,
+        column_key: ColumnKey | str,
+        value: CellType,
+        *,
+        update_width: bool = False,
+    ) -> None:
         """As DataTable's, but only the row's lines are repainted (none if it is off screen)."""
         try:
             self._partial_row = self.get_row_index(row_key)
@@ -141,8 +152,9 @@ class FastTable(DataTable[Any]):
         finally:
             self._partial_row = None
 
-    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False,
-                recompose: bool = False) -> Self:
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
         row = getattr(self, "_partial_row", None)  # DataTable.__init__ refreshes before ours runs
         if row is not None and not regions and not layout and not recompose:
             self._partial_row = None
@@ -184,12 +196,20 @@ class FastTable(DataTable[Any]):
 
     def _styles(self, row_index: int, cursor: bool, hover: bool = False) -> tuple[Style, Style, Style, Style]:
         """(base, row, cursor/hover component, post) styles for a row."""
+
         def compute() -> tuple[Style, Style, Style, Style]:
             base: Style = self._per_frame("base", lambda: self.rich_style)
             row_style = self._get_row_style(row_index, base)
             component, post = self._get_styles_to_render_cell(
-                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+                False,
+                False,
+                False,
+                hover,
+                cursor,
+                self.show_cursor,
+                self._show_hover_cursor,
+                self.cursor_foreground_priority == "css",
+                self.cursor_background_priority == "css",
             )
             return base, row_style, component, post
 
@@ -198,12 +218,27 @@ class FastTable(DataTable[Any]):
     def _view(self) -> tuple[bool, int, int, int, int, int, int, int]:
         """(fast path possible, header height, scroll y, scroll x, width, cursor row or -1, cell
         padding, row under the mouse or -1): reactive attributes."""
+
         def compute() -> tuple[bool, int, int, int, int, int, int, int]:
-            fast = (self._fast_ok and self.show_header and self.cursor_type == "row" and not self.fixed_rows
-                    and not self.fixed_columns and not self._should_render_row_labels)
+            fast = (
+                self._fast_ok
+                and self.show_header
+                and self.cursor_type == "row"
+                and not self.fixed_rows
+                and not self.fixed_columns
+                and not self._should_render_row_labels
+            )
             hover = self.hover_coordinate.row if self._show_hover_cursor else -1
-            return (bool(fast), self.header_height, int(self.scroll_offset.y), int(self.scroll_offset.x),
-                    self.size.width, self.cursor_row if self.show_cursor else -1, self.cell_padding, hover)
+            return (
+                bool(fast),
+                self.header_height,
+                int(self.scroll_offset.y),
+                int(self.scroll_offset.x),
+                self.size.width,
+                self.cursor_row if self.show_cursor else -1,
+                self.cell_padding,
+                hover,
+            )
 
         return self._per_frame("view", compute)  # type: ignore[no-any-return]
 
@@ -226,11 +261,26 @@ class FastTable(DataTable[Any]):
         (in a fault storm, rows come and go every tick: a tenth of memtop's CPU, py-spy)."""
         _, _, _, scroll_x, width, _, pad, _ = self._view()
         columns, widths = self._columns_now()
-        labels = tuple((c.key, c.label.plain, c.label.justify, c.label.style, tuple(c.label.spans)) for c in columns)
+        labels = tuple(
+            (c.key, c.label.plain, c.label.justify, c.label.style, tuple(c.label.spans)) for c in columns
+        )
         hover = self.hover_coordinate if self._show_hover_cursor and self.hover_coordinate.row < 0 else None
-        header_style = self._per_frame("header", lambda: self.get_component_styles("datatable--header").rich_style)
-        key = ("header", y, labels, widths, scroll_x, width, pad, hover, self._pseudo_class_state,
-               self._per_frame("base", lambda: self.rich_style), header_style)
+        header_style = self._per_frame(
+            "header", lambda: self.get_component_styles("datatable--header").rich_style
+        )
+        key = (
+            "header",
+            y,
+            labels,
+            widths,
+            scroll_x,
+            width,
+            pad,
+            hover,
+            self._pseudo_class_state,
+            self._per_frame("base", lambda: self.rich_style),
+            header_style,
+        )
         strip = self._fast_lines.get(key)
         if strip is None:
             strip = super().render_line(y)
@@ -262,8 +312,20 @@ class FastTable(DataTable[Any]):
                 justify.append("left")
         cursor = row_index == cursor_row
         base, row_style, component, post = self._styles(row_index, cursor, row_index == hover_row)
-        key = (row_key, row_index, tuple(texts), tuple(justify), widths, scroll_x, width,
-               row_style, component, post, base, pad)
+        key = (
+            row_key,
+            row_index,
+            tuple(texts),
+            tuple(justify),
+            widths,
+            scroll_x,
+            width,
+            row_style,
+            component,
+            post,
+            base,
+            pad,
+        )
         strip = self._fast_lines.get(key)
         if strip is not None:
             return strip

@@ -106,7 +106,5 @@ def views() -> dict[str, type[View]]:
 def get_view(name: str) -> View:
     all_views = views()
     if name not in all_views:
-        raise MemtopError(
-            f"unknown pane {name!r}", "panes: " + ", ".join(all_views)
-        )
+        raise MemtopError(f"unknown pane {name!r}", "panes: " + ", ".join(all_views))
     return all_views[name]()

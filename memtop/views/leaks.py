@@ -86,8 +86,10 @@ class LeaksView(View):
             if matches(row, opts):
                 out.append(row)
         key = opts.sort if opts.sort in SORT_KEYS else "outstanding_bytes"
-        out.sort(key=lambda row: (row[key], row["outstanding_bytes"], -row["pid"], -row["stack_id"]),
-                 reverse=opts.reverse)
+        out.sort(
+            key=lambda row: (row[key], row["outstanding_bytes"], -row["pid"], -row["stack_id"]),
+            reverse=opts.reverse,
+        )
         return out
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
@@ -107,13 +109,18 @@ class LeaksView(View):
         for row in rows[:10]:
             if not row["outstanding_bytes"]:
                 continue
-            text += (f"\n{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations, "
-                     f"oldest {row['oldest_age_s']:.1f}s, {growth_h(row['growth_bytes_per_s'])}:\n")
+            text += (
+                f"\n{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations, "
+                f"oldest {row['oldest_age_s']:.1f}s, {growth_h(row['growth_bytes_per_s'])}:\n"
+            )
             text += "".join(f"    {f}\n" for f in row["frames"])
             hist = row["age_hist_bytes"]
             if any(hist):
-                text += "    ages: " + ", ".join(
-                    f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b) + "\n"
+                text += (
+                    "    ages: "
+                    + ", ".join(f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b)
+                    + "\n"
+                )
         return text
 
     def targets_text(self, state: State) -> str:

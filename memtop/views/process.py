@@ -24,7 +24,16 @@ SECTION_TITLES = {
     "growth": "Heap growth (brk, mmap, munmap) by user stack",
     "mappings": "Mappings (pmap -x)",
 }
-MAPPING_SORT_KEYS = ("start", "size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes", "mode", "name")
+MAPPING_SORT_KEYS = (
+    "start",
+    "size_bytes",
+    "rss_bytes",
+    "pss_bytes",
+    "dirty_bytes",
+    "swap_bytes",
+    "mode",
+    "name",
+)
 
 
 def kib(n: Any) -> str:
@@ -142,8 +151,13 @@ def fault_file_rows(state: State, pid: int) -> list[dict[str, Any]]:
     if t is None:
         return []
     rows: list[dict[str, Any]] = [
-        {"path": f.path, "count": f.minor_faults + f.major_faults, "minor_faults": f.minor_faults,
-         "major_faults": f.major_faults, "file_backed": f.path.startswith("/")}
+        {
+            "path": f.path,
+            "count": f.minor_faults + f.major_faults,
+            "minor_faults": f.minor_faults,
+            "major_faults": f.major_faults,
+            "file_backed": f.path.startswith("/"),
+        }
         for f in t.fault_files.values()
     ]
     rows.sort(key=lambda r: (-r["major_faults"], -r["count"], r["path"]))
@@ -182,8 +196,18 @@ def mapping_rows(state: State, pid: int, sort: str = "", reverse: bool = False) 
     if t is None:
         return []
     rows: list[dict[str, Any]] = [
-        {"address": f"{m[0]:016x}", "start": m[0], "end": m[1], "size_bytes": m[2], "rss_bytes": m[3],
-         "pss_bytes": m[4], "dirty_bytes": m[5], "swap_bytes": m[6], "mode": m[7], "name": m[8]}
+        {
+            "address": f"{m[0]:016x}",
+            "start": m[0],
+            "end": m[1],
+            "size_bytes": m[2],
+            "rss_bytes": m[3],
+            "pss_bytes": m[4],
+            "dirty_bytes": m[5],
+            "swap_bytes": m[6],
+            "mode": m[7],
+            "name": m[8],
+        }
         for m in t.mappings
     ]
     if sort in MAPPING_SORT_KEYS:
@@ -194,8 +218,10 @@ def mapping_rows(state: State, pid: int, sort: str = "", reverse: bool = False) 
 
 
 def mapping_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
-    return {k: sum(int(r[k]) for r in rows) for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes",
-                                                        "swap_bytes")}
+    return {
+        k: sum(int(r[k]) for r in rows)
+        for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes")
+    }
 
 
 class ProcessView(View):
@@ -238,7 +264,9 @@ class ProcessView(View):
             doc["totals"] = mapping_totals(rows)
             t = pstate.target(pid)
             doc["read_at_ns"] = t.mappings_ts_ns if t is not None else 0
-        doc["lost"] = {f"{p}:{w}": n for (p, w), n in state.lost.items() if p in ("faultstack", "growth") and n}
+        doc["lost"] = {
+            f"{p}:{w}": n for (p, w), n in state.lost.items() if p in ("faultstack", "growth") and n
+        }
         doc["rows"] = rows
         return doc
 
@@ -252,11 +280,18 @@ class ProcessView(View):
         if section in ("fault_stacks", "growth"):
             out += "\nStacks (innermost first)\n"
             for r in doc["rows"][:20]:
-                label = fmt.count_h(r["count"]) + " faults" if section == "fault_stacks" else (
-                    f"{fmt.bytes_h(r['grown_bytes'])} grown, net {fmt.bytes_h(r['net_bytes'])}, {r['calls']} calls")
+                label = (
+                    fmt.count_h(r["count"]) + " faults"
+                    if section == "fault_stacks"
+                    else (
+                        f"{fmt.bytes_h(r['grown_bytes'])} grown, net {fmt.bytes_h(r['net_bytes'])}, {r['calls']} calls"
+                    )
+                )
                 out += f"  {label}\n" + "".join(f"      {f}\n" for f in r["frames"])
         if section == "mappings":
             tot = doc["totals"]
-            out += (f"total kB {kib(tot['size_bytes'])}  RSS {kib(tot['rss_bytes'])}  PSS {kib(tot['pss_bytes'])}"
-                    f"  Dirty {kib(tot['dirty_bytes'])}  Swap {kib(tot['swap_bytes'])}\n")
+            out += (
+                f"total kB {kib(tot['size_bytes'])}  RSS {kib(tot['rss_bytes'])}  PSS {kib(tot['pss_bytes'])}"
+                f"  Dirty {kib(tot['dirty_bytes'])}  Swap {kib(tot['swap_bytes'])}\n"
+            )
         return out

@@ -148,8 +148,12 @@ def system_line(state: State) -> dict[str, Any]:
         "zswap": zswap,
         "psi": None
         if p is None
-        else {"some_avg10": p.some_avg10, "full_avg10": p.full_avg10, "some_avg60": p.some_avg60,
-              "full_avg60": p.full_avg60},
+        else {
+            "some_avg10": p.some_avg10,
+            "full_avg10": p.full_avg10,
+            "some_avg60": p.some_avg60,
+            "full_avg60": p.full_avg60,
+        },
     }
 
 

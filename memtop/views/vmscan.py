@@ -106,9 +106,7 @@ class VmscanView(View):
             }
             for s in sorted(vs.shrinkers.values(), key=lambda s: (-s.total_ns, s.shrinker))
         ]
-        hist = [
-            {"le_ns": log2_le(i), "count": n} for i, n in (t.compaction_hist if t is not None else ())
-        ]
+        hist = [{"le_ns": log2_le(i), "count": n} for i, n in (t.compaction_hist if t is not None else ())]
         return {
             "pane": self.name,
             "source": state.mode,

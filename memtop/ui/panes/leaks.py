@@ -174,8 +174,9 @@ class LeaksPane(FilterablePane):
         leaks = state.get(LeaksState)
         status = self.status_text(state)
         if not leaks.targets and state.probe_state("memleak") is None:
-            status.append("no target: run memtop --leaks PID[,PID…], or press m in a process drill-in",
-                          style="italic")
+            status.append(
+                "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
+            )
         for t in leaks.targets.values():
             status.append("  ")
             style = {"tracing": "green", "exited": "bold yellow", "failed": "red"}.get(t.state, "dim")
@@ -189,8 +190,10 @@ class LeaksPane(FilterablePane):
             if t.failed_symbols:
                 status.append(f" ({len(t.failed_symbols)} symbols not attached)", style="yellow")
         total = sum(r["outstanding_bytes"] for r in rows)
-        status.append(f"   {len(rows)} stacks, {fmt.bytes_h(total)} outstanding · sort "
-                      f"{SORTS.get(self.opts.sort, 'bytes')}")
+        status.append(
+            f"   {len(rows)} stacks, {fmt.bytes_h(total)} outstanding · sort "
+            f"{SORTS.get(self.opts.sort, 'bytes')}"
+        )
         if self.opts.extra.get("min_age_s"):
             status.append(f" · age ≥ {self.opts.extra['min_age_s']:g}s")
         if self.opts.extra.get("min_bytes", 0) > 1:
@@ -234,7 +237,9 @@ class LeaksPane(FilterablePane):
             return
         # structure or order changed: rebuild, keeping what was expanded and where the cursor was
         cursor = tree.cursor_node.data if tree.cursor_node is not None else None
-        self._lk_expanded = {p for p, n in self._lk_nodes.items() if n.is_expanded} if self._lk_built else set()
+        self._lk_expanded = (
+            {p for p, n in self._lk_nodes.items() if n.is_expanded} if self._lk_built else set()
+        )
         if not self._lk_built and shape:
             self._lk_expanded = self._top_path(root)
             self._lk_built = True
@@ -272,13 +277,17 @@ class LeaksPane(FilterablePane):
         node = tree.cursor_node
         agg = self._lk_aggs.get(node.data) if node is not None and node.data is not None else None
         if agg is None:
-            show_text(detail, Text("b/c/g sort · a min age · z min size · / filter · i invert · x expand top",
-                               style="dim"))
+            show_text(
+                detail,
+                Text("b/c/g sort · a min age · z min size · / filter · i invert · x expand top", style="dim"),
+            )
             return
         t = Text()
-        t.append(f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations · "
-                 f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
-                 f"oldest {agg.oldest_age_s:.1f}s\n")
+        t.append(
+            f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations · "
+            f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
+            f"oldest {agg.oldest_age_s:.1f}s\n"
+        )
         hist = agg.age_hist_bytes
         if any(hist):
             t.append("ages: ")

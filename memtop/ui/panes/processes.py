@@ -59,7 +59,9 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         procs = state.get(ProcessesState)
         status = self.status_text(state)
         sort_label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "rss_bytes"))
-        status.append(f"   {len(doc['rows'])} processes · sort {sort_label} {'↓' if self.opts.reverse else '↑'}")
+        status.append(
+            f"   {len(doc['rows'])} processes · sort {sort_label} {'↓' if self.opts.reverse else '↑'}"
+        )
         if self.opts.filter:
             status.append(" · filter: ")
             status.append(self.opts.filter, style="bold")

@@ -40,7 +40,9 @@ class ReclaimPane(SortableTablePane):
         with Horizontal(id="reclaim-hists"):
             for kind in RECLAIM_KINDS:
                 yield Static(id=f"reclaim-hist-{kind}", classes="reclaim-hist")
-        yield Static(Text("Processes (totals since start; Enter drills in)", style="bold"), classes="subtitle")
+        yield Static(
+            Text("Processes (totals since start; Enter drills in)", style="bold"), classes="subtitle"
+        )
         yield DataTable(id="reclaim-procs", cursor_type="row", zebra_stripes=True)
         yield Static(Text("Recent episodes (newest first)", style="bold"), classes="subtitle")
         yield DataTable(id="reclaim-events", cursor_type="row", zebra_stripes=True)
@@ -50,9 +52,7 @@ class ReclaimPane(SortableTablePane):
         doc = self.view.document(state, self.opts)
         status = self.status_text(state)
         total = sum(doc["events_total"].values())
-        status.append(
-            f"   {total} episodes · received {doc['events_received']}", style="default"
-        )
+        status.append(f"   {total} episodes · received {doc['events_received']}", style="default")
         if doc["lost_events"]:  # the count itself is in the probe's part of the line
             status.append(" (lost to the ring; histograms and totals count them)", style="red")
         label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))

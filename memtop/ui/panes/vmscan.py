@@ -104,7 +104,10 @@ class VmscanPane(Pane):
         fill_table(self.query_one("#vmscan-origins", DataTable), self.view.columns, doc["rows"], "origin")
         assert isinstance(self.view, VmscanView)
         fill_table(
-            self.query_one("#vmscan-slab", DataTable), self.view.slab_columns, doc["slab_shrink"][:50], "shrinker"
+            self.query_one("#vmscan-slab", DataTable),
+            self.view.slab_columns,
+            doc["slab_shrink"][:50],
+            "shrinker",
         )
         c = doc["compaction"]
         comp = Text()

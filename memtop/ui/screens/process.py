@@ -133,11 +133,17 @@ class ProcessScreen(Screen[None]):
             yield PlotextPlot(id="proc-rss-chart", classes="proc-chart")
             yield PlotextPlot(id="proc-fault-chart", classes="proc-chart")
         elif sec in ("fault_stacks", "growth"):
-            yield Static(Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title")
+            yield Static(
+                Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title"
+            )
             yield StackTree(id=f"proc-{sec}-tree", classes="proc-tree")
         else:
-            yield Static(Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title")
-            yield DataTable(id=f"proc-{sec}-table", cursor_type="row", zebra_stripes=True, classes="proc-table")
+            yield Static(
+                Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title"
+            )
+            yield DataTable(
+                id=f"proc-{sec}-table", cursor_type="row", zebra_stripes=True, classes="proc-table"
+            )
             if sec == "mappings":
                 yield Static(id="proc-mappings-totals", classes="proc-totals")
 
@@ -158,7 +164,9 @@ class ProcessScreen(Screen[None]):
         from memtop.probes.smaps import SmapsProbe
 
         existing = list(getattr(self.source, "probes", None) or [])
-        procfs = next((p for p in existing if getattr(p, "name", "") == "procfs" and hasattr(p, "root")), None)
+        procfs = next(
+            (p for p in existing if getattr(p, "name", "") == "procfs" and hasattr(p, "root")), None
+        )
         # read the same /proc the source reads (a test or container may point elsewhere)
         root = str(procfs.root) if procfs is not None else "/proc"
         followed = getattr(procfs, "followed", None)
@@ -235,15 +243,19 @@ class ProcessScreen(Screen[None]):
             s = row.sample
             h.append(" ")
             h.append(s.comm, style="bold")
-            h.append(f"  user {s.user}  RSS {fmt.bytes_h(s.rss_bytes)} (anon {fmt.bytes_h(s.rss_anon_bytes)}"
-                     f" file {fmt.bytes_h(s.rss_file_bytes)} shmem {fmt.bytes_h(s.rss_shmem_bytes)})"
-                     f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
-                     f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}")
+            h.append(
+                f"  user {s.user}  RSS {fmt.bytes_h(s.rss_bytes)} (anon {fmt.bytes_h(s.rss_anon_bytes)}"
+                f" file {fmt.bytes_h(s.rss_file_bytes)} shmem {fmt.bytes_h(s.rss_shmem_bytes)})"
+                f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
+                f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}"
+            )
         exited = pstate.exited_ns(self.pid, state)
         if exited:
             ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
-            h.append(f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
-                     style="bold reverse red")
+            h.append(
+                f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
+                style="bold reverse red",
+            )
         show_text(self.query_one("#proc-header", Static), h)
         show_text(self.query_one("#proc-status", Static), self._status_text(state))
 
@@ -280,8 +292,12 @@ class ProcessScreen(Screen[None]):
         plt.clear_figure()
         plt.title("RSS (MiB) since memtop started")
         if rows:
-            for key, label in (("anon_bytes", "anon"), ("file_bytes", "file"), ("shmem_bytes", "shmem"),
-                               ("swap_bytes", "swap")):
+            for key, label in (
+                ("anon_bytes", "anon"),
+                ("file_bytes", "file"),
+                ("shmem_bytes", "shmem"),
+                ("swap_bytes", "swap"),
+            ):
                 plt.plot(xs, [r[key] / MIB for r in rows], label=label)
             plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
         plt.xlabel("seconds")
@@ -311,8 +327,12 @@ class ProcessScreen(Screen[None]):
             t.append(str(r["top"]))
             return t
 
-        self._title("fault_stacks", f"{fmt.count_h(total)} faults in {len(rows)} stacks since attach"
-                    + (f" (top {TREE_TOP})" if len(rows) > TREE_TOP else "") + " · Enter expands")
+        self._title(
+            "fault_stacks",
+            f"{fmt.count_h(total)} faults in {len(rows)} stacks since attach"
+            + (f" (top {TREE_TOP})" if len(rows) > TREE_TOP else "")
+            + " · Enter expands",
+        )
         self.query_one("#proc-fault_stacks-tree", StackTree).update_rows(rows, label)
 
     def _draw_growth(self, state: State) -> None:
@@ -321,33 +341,55 @@ class ProcessScreen(Screen[None]):
         def label(r: dict[str, Any]) -> Text:
             t = Text(f"{fmt.bytes_h(r['grown_bytes']):>8} ", style="bold")
             t.append(f"net {fmt.bytes_h(r['net_bytes']):>8}  {r['calls']:>6} calls  ")
-            kinds = [k for k, c in (("brk", r["brk_calls"]), ("mmap", r["mmap_calls"]),
-                                    ("munmap", r["munmap_calls"])) if c]
+            kinds = [
+                k
+                for k, c in (
+                    ("brk", r["brk_calls"]),
+                    ("mmap", r["mmap_calls"]),
+                    ("munmap", r["munmap_calls"]),
+                )
+                if c
+            ]
             t.append("/".join(kinds) + "  ", style="cyan")
             t.append(str(r["top"]))
             return t
 
         grown = sum(r["grown_bytes"] for r in rows)
         net = sum(r["net_bytes"] for r in rows)
-        self._title("growth", f"{fmt.bytes_h(grown)} grown, net {fmt.bytes_h(net)}, from {len(rows)} stacks"
-                    " since attach · Enter expands")
+        self._title(
+            "growth",
+            f"{fmt.bytes_h(grown)} grown, net {fmt.bytes_h(net)}, from {len(rows)} stacks"
+            " since attach · Enter expands",
+        )
         self.query_one("#proc-growth-tree", StackTree).update_rows(rows, label)
 
     def _draw_fault_files(self, state: State) -> None:
         rows = fault_file_rows(state, self.pid)
         self._title("fault_files", f"{len(rows)} mappings with faults since attach")
-        fill_table(self.query_one("#proc-fault_files-table", DataTable), SECTION_COLUMNS["fault_files"], rows, "path")
+        fill_table(
+            self.query_one("#proc-fault_files-table", DataTable), SECTION_COLUMNS["fault_files"], rows, "path"
+        )
 
     def _draw_mappings(self, state: State) -> None:
         rows = mapping_rows(state, self.pid, self.opts.sort, self.opts.reverse)
         sort = self.opts.sort or "start"
-        self._title("mappings", f"{len(rows)} mappings · sort {sort} {'↓' if self.opts.reverse else '↑'}"
-                    " (< > r, or click a header)")
-        fill_table(self.query_one("#proc-mappings-table", DataTable), SECTION_COLUMNS["mappings"], rows, "start")
+        self._title(
+            "mappings",
+            f"{len(rows)} mappings · sort {sort} {'↓' if self.opts.reverse else '↑'}"
+            " (< > r, or click a header)",
+        )
+        fill_table(
+            self.query_one("#proc-mappings-table", DataTable), SECTION_COLUMNS["mappings"], rows, "start"
+        )
         tot = mapping_totals(rows)
-        show_text(self.query_one("#proc-mappings-totals", Static), Text(
-            f"total kB {tot['size_bytes'] // 1024}   RSS {tot['rss_bytes'] // 1024}   PSS {tot['pss_bytes'] // 1024}"
-            f"   Dirty {tot['dirty_bytes'] // 1024}   Swap {tot['swap_bytes'] // 1024}", style="bold"))
+        show_text(
+            self.query_one("#proc-mappings-totals", Static),
+            Text(
+                f"total kB {tot['size_bytes'] // 1024}   RSS {tot['rss_bytes'] // 1024}   PSS {tot['pss_bytes'] // 1024}"
+                f"   Dirty {tot['dirty_bytes'] // 1024}   Swap {tot['swap_bytes'] // 1024}",
+                style="bold",
+            ),
+        )
 
     def _title(self, sec: str, extra: str) -> None:
         t = Text(SECTION_TITLES[sec], style="bold")
