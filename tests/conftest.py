@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kernel import bpf_unavailable_reason  # noqa: E402
+from support import bpf_unavailable_reason  # noqa: E402
 
 REQUIRE_BPF = os.environ.get("MEMTOP_REQUIRE_BPF") == "1"
 

@@ -7,7 +7,7 @@ import asyncio
 import subprocess
 
 import pytest
-from kernel import compile_c
+from support import compile_c
 
 pytestmark = pytest.mark.bpf
 

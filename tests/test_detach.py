@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kernel import memtop_cmd
+from support import memtop_cmd
 
 pytestmark = pytest.mark.bpf
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel import memtop_cmd
+from support import memtop_cmd
 
 from memtop import files
 from memtop.errors import UnsafePath

@@ -12,7 +12,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from kernel import ROOT, memtop_cmd
+from support import ROOT, memtop_cmd
 
 PKG = ROOT / "memtop"
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kernel import compile_c, memtop_cmd
+from support import compile_c, memtop_cmd
 
 COMM = "[bold red]x[/]"
 ARGS = [

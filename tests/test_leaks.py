@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel import compile_c, run_snapshot
+from support import compile_c, run_snapshot
 
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel import memtop_cmd
+from support import memtop_cmd
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "HOME=/tmp"]
 

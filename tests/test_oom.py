@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from kernel import compile_c, memcg, vmstat
+from support import compile_c, memcg, vmstat
 
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from fakeproc import make_fake_proc
-from kernel import compile_c, memcg, proc_stat_faults, run_snapshot, swapfile
+from support import compile_c, memcg, proc_stat_faults, run_snapshot, swapfile
 
 from memtop import bcc_compat
 from memtop.bridge import Bridge, now_ns

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from kernel import compile_c, kb, memcg, proc_stat_faults, proc_status, run_snapshot, swapfile
+from support import compile_c, kb, memcg, proc_stat_faults, proc_status, run_snapshot, swapfile
 
 pytestmark = pytest.mark.bpf
 

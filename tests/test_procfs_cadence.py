@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fakeproc import add_proc, make_fake_proc
-from kernel import kb, proc_status
+from support import kb, proc_status
 
 from memtop.probes.procfs import QUIET_AFTER, ProcfsProbe
 from memtop.records.system import ProcSample

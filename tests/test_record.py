@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel import compile_c, kb, memcg, memtop_cmd, proc_status, swapfile, vmstat
+from support import compile_c, kb, memcg, memtop_cmd, proc_status, swapfile, vmstat
 
 from memtop.errors import BadRecording, MemtopError, UnsafePath
 from memtop.recording import SCHEMA, open_recorder

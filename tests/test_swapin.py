@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from kernel import compile_c, memcg, proc_stat_faults, swapfile, zram_filesystem
+from support import compile_c, memcg, proc_stat_faults, swapfile, zram_filesystem
 
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from kernel import compile_c, memcg, proc_stat_faults, swapfile, vmstat
+from support import compile_c, memcg, proc_stat_faults, swapfile, vmstat
 from test_swapin import Workload, within
 
 from memtop import bcc_compat, resources, startup_gc

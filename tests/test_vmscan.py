@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat
+from support import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat
 
 from memtop.bridge import now_ns
 from memtop.records import Batch, Lost, ProbeStatus, from_json, to_json

@@ -1,4 +1,4 @@
-"""Helpers for kernel tests: real pressure (memory cgroup + swap file), C workloads, memtop CLI."""
+"""Helpers shared by the tests: real pressure (memory cgroup + swap file), C workloads, memtop CLI."""
 
 from __future__ import annotations
 
