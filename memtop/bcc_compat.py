@@ -71,7 +71,13 @@ def ensure_headers() -> headers.HeaderInfo:
     from memtop import headers
 
     if _header_info is None:
-        info = headers.find_headers()
+        try:
+            info = headers.find_headers()
+        except OSError as exc:  # neither the cache nor a private directory could hold the tree
+            raise NoHeaders(
+                f"cannot build the stand-in header tree: {exc}",
+                "check the space and permissions of /var/cache/memtop and $TMPDIR; see `memtop doctor`",
+            ) from exc
         if info.kind == "missing":
             raise NoHeaders(f"no kernel headers for {info.release}", info.hint)
         _header_info = info
