@@ -2,12 +2,21 @@
 
 libbcc is not thread-safe: two ``BPF()`` compilations at once crash the process. Every program is
 compiled through :func:`compile_text`, which holds one process-wide lock.
+
+BCC puts the process's working directory first on clang's include path (``-I <cwd>``, before the
+kernel's own directories), so any header name, quoted or angle, memtop's or one the kernel headers
+include, would be read from wherever memtop was started (``/tmp``, a user's directory). A compile
+therefore runs with the working directory set to the kernel header tree it compiles against
+(checked by :mod:`memtop.headers`; BCC itself changes into it for the compile), and restored
+through a directory fd afterwards.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +71,13 @@ def ensure_headers() -> headers.HeaderInfo:
     from memtop import headers
 
     if _header_info is None:
-        info = headers.find_headers()
+        try:
+            info = headers.find_headers()
+        except OSError as exc:  # neither the cache nor a private directory could hold the tree
+            raise NoHeaders(
+                f"cannot build the stand-in header tree: {exc}",
+                "check the space and permissions of /var/cache/memtop and $TMPDIR; see `memtop doctor`",
+            ) from exc
         if info.kind == "missing":
             raise NoHeaders(f"no kernel headers for {info.release}", info.hint)
         _header_info = info
@@ -91,8 +106,32 @@ def compile_text(text: str, cflags: list[str] | None = None) -> Any:
     names for BCC to auto-attach; each program attaches its own hooks."""
     check_can_load()
     bcc = bcc_module()
-    with COMPILE_LOCK:
+    info = ensure_headers()
+    with COMPILE_LOCK, _working_dir(info.path or "/"):
         return bcc.BPF(text=text.encode(), cflags=list(cflags or []))
+
+
+@contextmanager
+def _working_dir(path: str) -> Iterator[None]:
+    """Run with ``path`` as the working directory, then go back to the one we had, by its fd
+    (the path we came from may have been renamed or replaced meanwhile)."""
+    try:
+        back: int | None = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        back = None
+    try:
+        there = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fchdir(there)
+        finally:
+            os.close(there)
+        yield
+    finally:
+        if back is None:
+            os.chdir("/")
+        else:
+            os.fchdir(back)
+            os.close(back)
 
 
 def function_names(bpf: Any) -> list[str]:

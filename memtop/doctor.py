@@ -159,12 +159,15 @@ def run_checks() -> list[Check]:
                 required,
             )
         )
-    info = headers.find_headers(build=priv)
+    # look only: doctor creates, repairs and deletes nothing (the tree is built by the first start)
+    info = headers.find_headers(build=False)
     checks.append(
         Check(
             "headers",
             info.kind != "missing",
-            info.summary + (f" at {info.path}" if info.path else ""),
+            info.summary
+            + (f" at {info.path}" if info.path else "")
+            + (f" ({info.note})" if info.note else ""),
             info.hint
             if info.kind == "missing"
             else (

@@ -21,6 +21,13 @@ methods reached through a macro): programs that share a unit must not declare th
 the default programs name their common maps after themselves (``vmscan_events``); the builder
 refuses overlapping sections (then each compiles alone) and a test keeps the default set disjoint.
 
+No ``#include "..."`` reaches clang: BCC searches the process's working directory first for every
+include, so the builder pastes each quoted include of a section in place (with ``#line`` markers
+for clang's messages), from memtop's own resolved ``bpf/`` directory only, recursively, and refuses
+any other (a path, a header that is not there, a computed ``#include MACRO``, ``include_next``).
+Angle includes are the kernel's and stay. A pasted header's macros, like any header's, outlive its
+section (so its include guard holds for the next section that includes it).
+
 ``TRACEPOINT_PROBE(category, event)`` is redefined per section to name the function
 ``<owner>__tp__<category>__<event>``: two programs may hook the same tracepoint (vmscan and oom
 both watch reclaim begins), and BCC's auto-attach, which would attach every ``tracepoint__``
@@ -31,14 +38,16 @@ typedef instead of declaring it again.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat
+from memtop import bcc_compat, resources
 from memtop.errors import ProbeError
 
 _DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)", re.M)
@@ -49,6 +58,10 @@ _STRUCT = re.compile(r"^\s*(?:struct|union|enum)\s+(\w+)\s*\{", re.M)
 # possibly on the next line (kernel style)
 _FUNCTION = re.compile(r"^[A-Za-z_][\w\s*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.M)
 _OWNER = re.compile(r"^[A-Za-z_]\w*$")
+# a preprocessor include directive, whatever its spelling (the argument is judged apart)
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)\b(.*)$", re.M)
+_QUOTED = re.compile(r'"([A-Za-z0-9_][A-Za-z0-9_.-]*)"\s*(?://.*|/\*.*)?')
+_MAX_INCLUDE_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -63,9 +76,9 @@ class Section:
 
     @classmethod
     def from_file(cls, owner: str, path: Path, cflags: Sequence[str] = ()) -> Section:
-        """``path``'s text; quoted includes (bpf/perf_ctx.h) are looked up beside it."""
+        """``path``'s text; its quoted includes (bpf/perf_ctx.h) are pasted in by :func:`build`."""
         path = Path(path).resolve()
-        return cls(owner, path.read_text(), (*cflags, f"-I{path.parent}"), path.name)
+        return cls(owner, path.read_text(), tuple(cflags), path.name)
 
     def defines(self) -> list[tuple[str, str]]:
         """The section's ``-DNAME[=value]`` flags, in order."""
@@ -88,6 +101,54 @@ class Section:
         names = set(_MAP.findall(self.text)) | set(_STRUCT.findall(self.text))
         names |= {n for n in _FUNCTION.findall(self.text) if n != "TRACEPOINT_PROBE"}
         return names
+
+
+def expand_includes(text: str, origin: str, depth: int = 0) -> str:
+    """``text`` with every ``#include "name"`` replaced by bpf/<name>'s own text (expanded in turn),
+    between ``#line`` markers. ProbeError for any include clang would look up in a directory
+    memtop does not choose: a quoted name that is not a plain file of bpf/, a computed include,
+    a quoted include_next or import."""
+    if depth > _MAX_INCLUDE_DEPTH:
+        raise ProbeError(f"{origin}: quoted includes nested too deep", "")
+    out: list[str] = []
+    pos = 0
+    for m in _INCLUDE.finditer(text):
+        directive, arg = m.group(1), m.group(2).strip()
+        if arg.startswith("<"):
+            continue  # the kernel's: found in the kernel header tree
+        quoted = _QUOTED.fullmatch(arg)
+        if directive != "include" or quoted is None:
+            raise ProbeError(
+                f"{origin}: refusing `#{directive} {arg}`",
+                'a BPF program may include only <kernel headers> and "files" of memtop\'s bpf/',
+            )
+        line = text.count("\n", 0, m.start()) + 1
+        header = _own_header(quoted.group(1), origin)
+        body = expand_includes(header, quoted.group(1), depth + 1)
+        out += [text[pos : m.start()], f'#line 1 "{quoted.group(1)}"\n', body]
+        if not body.endswith("\n"):
+            out.append("\n")
+        out.append(f'#line {line + 1} "{origin}"')
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _own_header(name: str, origin: str) -> str:
+    """The text of bpf/``name``: a regular file (not a link) of memtop's own bpf/ directory."""
+    where = resources.bpf_dir().resolve()
+    try:
+        dir_fd = os.open(where, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        raise ProbeError(f'{origin}: cannot include "{name}" from {where}: {exc.strerror}', "") from exc
+    with os.fdopen(fd, encoding="utf-8") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProbeError(f'{origin}: "{name}" in {where} is not a file', "")
+        return f.read()
 
 
 def tp_function(owner: str, category: str, event: str) -> str:
@@ -142,7 +203,7 @@ def build(sections: Sequence[Section]) -> Built:
         tracepoints[s.owner] = tps
         lines += [f"#define {name} {value}".rstrip() for name, value in defines]
         lines.append(f'#line 1 "{s.origin or s.owner}"')
-        lines.append(s.text)
+        lines.append(expand_includes(s.text, s.origin or s.owner))
         undefine = dict.fromkeys([*(n.partition("(")[0] for n, _ in defines), *_DEFINE.findall(s.text)])
         lines += [f"#undef {n}" for n in undefine]
         flags += [f for f in s.other_flags() if f not in flags]
