@@ -28,6 +28,7 @@ screenshots: setup
 recording: setup
 	$(VENV)/bin/python scripts/make_recording.py
 
+# every case (root), each into bench/results/NAME.json, then bench/report.py: bench/RESULTS.md
 bench: setup
 	$(VENV)/bin/python bench/run.py
 

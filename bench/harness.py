@@ -121,9 +121,9 @@ CONDITIONS = ("idle", "1000 sleepers", "fault storm")
 
 #: seconds between one condition's end and the next one's start. A fault storm started right after a
 #: memtop watching 1,000 processes exited (and the 1,000 were killed) drew memtop's first frame
-#: 0.13 s later than one started on a quiet machine (0.545 vs 0.414 s, medians of 6 alternating);
-#: with 5 s between them, 0.446 vs 0.436 s. No guest CPU was busy in between (/proc/stat): the
-#: freed memory going back to the host is the likely cause (fresh-memory faults are host-bound).
+#: later than one started on a quiet machine, and no longer did with this gap (docs/performance.md).
+#: No guest CPU was busy in between (/proc/stat): the freed memory going back to the host is the
+#: likely cause (fresh-memory faults are host-bound).
 QUIET_S = 5.0
 
 

@@ -12,6 +12,8 @@ result is the median per configuration, the added cost (median − median bare) 
 memtop's added cost to bcc memleak's. Other load on the machine moves all phases alike; the
 alternation and the medians keep it from favouring either tracer.
 
+Writes bench/results/memleak_cost.json (bench/report.py puts it in bench/RESULTS.md).
+
 usage: sudo .venv/bin/python bench/memleak_cost.py [--rounds 3] [--phase 6] [--variants]
        --variants adds memtop with probes at function entry (as bcc places them) and with
        requested sizes kept by entry probes (the non-glibc mode), to show what each choice buys.
@@ -33,6 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from harness import machine, save, summary  # noqa: E402
 
 from memtop import bcc_compat  # noqa: E402
 from memtop.probes.memleak import MemleakProbe  # noqa: E402
@@ -175,6 +179,19 @@ def main() -> int:
     for c in configs:
         if c.startswith("memtop"):
             print(f"  {c} added cost / bcc memleak added cost = {(med[c] - bare) / added_bcc:.2f}")
+    save(
+        "memleak_cost",
+        {
+            "case": "malloc+free cost",
+            "machine": machine(),
+            "metric": "ns per op (malloc or calloc + free, 12-frame stack)",
+            "rounds": args.rounds,
+            "summary": summary(results, "bare"),
+            "added_ns": {c: med[c] - bare for c in configs if c != "bare"},
+            "added_vs_bcc": {c: (med[c] - bare) / added_bcc for c in configs if c.startswith("memtop")},
+            "samples": results,
+        },
+    )
     return 0
 
 

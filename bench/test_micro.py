@@ -3,8 +3,8 @@ path it is meant to beat, timed in one run.
 
     .venv/bin/python -m pytest bench/test_micro.py --benchmark-json bench/results/micro.json
 
-(`make bench` runs them and writes their table into bench/RESULTS.auto.md; `make test` does not
-collect them.) Each pair shares a group; bench/run.py reports the ratio of the two medians.
+(`make bench` runs them; bench/report.py puts each group's medians and their ratio in
+bench/RESULTS.md; `make test` does not collect them.) Each pair shares a group.
 
 - state, 1,000 processes: a tick whose samples are unchanged (most processes, most ticks: the
   state's shortcut) against one where every sample changed (the full path).

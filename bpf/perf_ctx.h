@@ -1,7 +1,7 @@
 // The context of a perf-event program (struct bpf_perf_event_data), for swapin and faultstack.
 //
 // <uapi/linux/bpf_perf_event.h> pulls in the architecture's ptrace headers, which cost clang
-// ~0.9 s per compile here (a trivial program: 0.19 s; with that include: 1.03 s). The layout is
+// several times a trivial program's compile (docs/performance.md). The layout is
 // stable uAPI, so on x86-64 it is declared here: struct pt_regs is 21 eight-byte registers, then
 // sample_period and addr (the verifier checks the offsets the program reads). Other
 // architectures, or -DMEMTOP_FULL_HEADERS, use the kernel's header.

@@ -15,7 +15,7 @@
 
 // compaction:mm_compaction_kcompactd_wake has an `enum zone_type` field; BCC builds the args
 // struct from tracefs, and needs the enum to be complete (4 bytes; its values are not used).
-// Declared here: <linux/mmzone.h> would cost clang ~0.4 s per compile for one enum.
+// Declared here: <linux/mmzone.h> would double clang's time per compile for one enum.
 enum zone_type { MEMTOP_ZONE_ANY };
 
 #ifndef MAX_TIDS

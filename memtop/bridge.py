@@ -35,7 +35,8 @@ def now_ns() -> int:
 
 M_ARENA_MAX = -8
 M_MMAP_THRESHOLD = -3
-#: seconds between heap trims while running (a trim of a small heap takes well under 1 ms)
+#: seconds between heap trims while running (a trim of a small heap is cheap; once a minute keeps
+#: freed memory from piling up between them)
 TRIM_EVERY_S = 60.0
 
 

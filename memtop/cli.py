@@ -216,8 +216,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 def import_asyncio_without_tls() -> None:
     """Import asyncio as on a Python built without TLS. asyncio imports ``ssl`` only to offer TLS
-    transports, which memtop never opens, and loading it (OpenSSL's libraries) was ~11 ms of CPU
-    before the first frame, 7 % of importing Textual. A None entry in ``sys.modules`` makes that
+    transports, which memtop never opens, and loading it (OpenSSL's libraries) was a visible part
+    of the CPU before the first frame (docs/performance.md). A None entry in ``sys.modules`` makes that
     import fail the way asyncio expects when ``ssl`` is missing; the entry goes at once, so
     anything importing ``ssl`` later gets the real module. A no-op when either is loaded."""
     if "asyncio" in sys.modules or "ssl" in sys.modules:
@@ -232,9 +232,9 @@ def import_asyncio_without_tls() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # the collector is held from the first line, not from the app's start: the imports before the
-    # app (views, state and records for the argument checks, asyncio for the bridge) ran ~40
-    # collections, ~7 ms of CPU before the first frame; commands that draw no app release it at
-    # once, and any command on its way out (a no-op once an app's first frame released it)
+    # app (views, state and records for the argument checks, asyncio for the bridge) ran dozens of
+    # collections before the first frame; commands that draw no app release it at once, and any
+    # command on its way out (a no-op once an app's first frame released it)
     startup_gc.hold()
     import_asyncio_without_tls()
     try:

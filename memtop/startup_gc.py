@@ -1,7 +1,7 @@
 """Python's cyclic garbage collector while the app starts.
 
-Between imports and the first frame with 1,000 processes, the collector ran ~200 times (0.09 s of
-a 0.7 s start, measured with gc.callbacks), two of them full passes over every object Textual,
+Between imports and the first frame with 1,000 processes, the collector ran hundreds of times
+(measured with gc.callbacks; figures in docs/performance.md), two of them full passes over every object Textual,
 Rich and BCC had just created: objects that live as long as the app and that reference counting
 frees anyway when they do not. So the collector is held from the start of the app until its
 first frame is on screen; then one full collection clears whatever cycles start-up left, and the

@@ -3,13 +3,18 @@
 from a recording (default tests/data/pressure.jsonl.gz, made by scripts/make_recording.py under
 real memory pressure). Panes are discovered from the registry, so new panes get a screenshot
 without changes here. Needs no root and no BPF: it is a replay.
+
+``--readme`` instead puts the README's text capture in: the accepted 80×24 snapshot of the
+processes pane (tests/ui/test_snapshots.py) as plain text, between the README's capture markers.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import html
 import importlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +29,42 @@ from memtop.ui.app import MemtopApp  # noqa: E402
 from memtop.ui.panes.base import DrillIn  # noqa: E402
 
 SIZE = (160, 46)
+README = ROOT / "README.md"
+#: the picture the README shows as text (an accepted snapshot: tests/ui/test_snapshots.py)
+README_CAPTURE = ROOT / "tests/ui/__snapshots__/test_snapshots/test_pane[processes-80x24].svg"
+CAPTURE_BEGIN = "<!-- capture: scripts/screenshots.py --readme writes this block -->"
+CAPTURE_END = "<!-- /capture -->"
+#: a text run of Rich's SVG export: its x in pixels and the terminal line it is clipped to
+_SVG_TEXT = re.compile(
+    r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+    r'clip-path="url\(#[\w-]*line-(\d+)\)">([^<]*)</text>'
+)
+#: the width of a cell in Rich's SVG export (0.61 of its 20 px font)
+_CELL_PX = 12.2
+
+
+def svg_text(svg: str) -> str:
+    """The characters of a screenshot exported by Textual (Rich's SVG), line by line, without
+    colours: what the terminal showed, as text."""
+    lines: dict[int, list[str]] = {}
+    for x, row, content in _SVG_TEXT.findall(svg):
+        col = round(float(x) / _CELL_PX)
+        line = lines.setdefault(int(row), [])
+        text = html.unescape(content).replace("\xa0", " ")
+        if len(line) < col:
+            line.extend(" " * (col - len(line)))
+        line[col : col + len(text)] = list(text)
+    rows = range(max(lines) + 1) if lines else range(0)
+    return "\n".join("".join(lines.get(i, [])).rstrip() for i in rows) + "\n"
+
+
+def readme_with_capture(readme: str, capture: str) -> str:
+    """``readme`` with the text between its capture markers replaced by ``capture``, fenced."""
+    head, sep, rest = readme.partition(CAPTURE_BEGIN)
+    _, sep2, tail = rest.partition(CAPTURE_END)
+    if not sep or not sep2:
+        raise SystemExit(f"{README}: the capture markers are missing")
+    return f"{head}{CAPTURE_BEGIN}\n```text\n{capture}```\n{CAPTURE_END}{tail}"
 
 
 def pick_pid(rec: Recording, state: Any) -> int | None:
@@ -34,7 +75,7 @@ def pick_pid(rec: Recording, state: Any) -> int | None:
     rows = state.get(ProcessesState).rows
     if not rows:
         return None
-    return max(rows, key=lambda pid: (rows[pid].sample.swap_bytes, rows[pid].sample.rss_bytes))
+    return int(max(rows, key=lambda pid: (rows[pid].sample.swap_bytes, rows[pid].sample.rss_bytes)))
 
 
 async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:
@@ -85,7 +126,13 @@ def main() -> int:
     ap.add_argument("recording", nargs="?", default=str(ROOT / "tests/data/pressure.jsonl.gz"))
     ap.add_argument("--output-dir", default=str(ROOT / "screenshots"))
     ap.add_argument("--at", type=float, help="seconds into the recording (default: its end)")
+    ap.add_argument("--readme", action="store_true", help="only refresh the README's text capture")
     args = ap.parse_args()
+    if args.readme:
+        capture = svg_text(README_CAPTURE.read_text())
+        README.write_text(readme_with_capture(README.read_text(), capture))
+        print(f"{README}: capture from {README_CAPTURE.name}", file=sys.stderr)
+        return 0
     rec = Recording.load(args.recording)
     outdir = Path(args.output_dir)
     outdir.mkdir(parents=True, exist_ok=True)

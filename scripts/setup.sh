@@ -62,6 +62,6 @@ fi
 }
 
 # memtop's modules as bytecode, compiled here once: Python writes none at import when
-# PYTHONDONTWRITEBYTECODE is set (it is on this project's machines), and compiling all ~60
-# modules on every start was ~0.06 s of CPU before the first frame. Quick when nothing changed.
+# PYTHONDONTWRITEBYTECODE is set (it is on this project's machines), and compiling all of them
+# on every start delayed the first frame (docs/performance.md). Quick when nothing changed.
 "$VENV/bin/python" -m compileall -q memtop >/dev/null || true

@@ -43,9 +43,9 @@ def kernel_text_ranges(
     """[start, end) of each named kernel text symbol: its address up to the next symbol's.
 
     The kernel lists its own symbols in address order, so each name's line is found with one
-    substring search and its end is the next larger text address a few lines below (parsing all
-    ~120,000 lines in Python held the GIL for 0.1 s while the first frame was being drawn; a
-    multi-line regex per name took 0.15 s). When the lines below do not settle it, every line is
+    substring search and its end is the next larger text address a few lines below (parsing every
+    line in Python, or a multi-line regex per name, held the GIL long enough to delay the first
+    frame: docs/performance.md). When the lines below do not settle it, every line is
     parsed (``_text_ranges_full``)."""
     data = Path(kallsyms).read_bytes()
     out: dict[str, tuple[int, int]] = {}

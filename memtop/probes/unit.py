@@ -1,11 +1,10 @@
 """Several probes' programs compiled as one BPF module, each program still loaded, attached and
 detached on its own.
 
-Each ``BPF()`` costs libbcc ~0.2 s here however small the program: it re-reads all of
+Each ``BPF()`` has a fixed libbcc cost however small the program: it re-reads all of
 /proc/kallsyms (to choose between bpf_probe_read and bpf_probe_read_kernel) and re-parses the
 kernel headers, twice. The default programs are small, so that fixed cost was most of the time to
-attach them (four programs 0.95 s, the same four as one unit 0.30 s, idle machine; under a fault
-storm the saving doubles). A program stays the unit of failure and of detach:
+attach them (docs/performance.md has the figures). A program stays the unit of failure and of detach:
 
 - a unit that does not compile is given up and each program is compiled alone
   (:func:`memtop.probes.base.load_together`), so one broken program fails only its own pane;

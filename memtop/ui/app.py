@@ -157,7 +157,7 @@ class MemtopApp(App[int]):
         tabs = [(name, f"{i} {get_view(name).title}") for i, name in enumerate(self.pane_names, 1)]
         yield TabLine(tabs, self.active_name, id="tabline")
         # only the pane shown at start is built now; the others when first shown (_pane_in): the
-        # five unseen panes' widgets took ~0.04 s of CPU before the first frame (bench/RESULTS.md)
+        # unseen panes' widgets cost CPU before the first frame for nothing (docs/performance.md)
         with Container(id="panes"):
             yield pane_class(self.active_name)(id=f"pane-{self.active_name}")
         yield KeyLine(id="keys")
@@ -291,7 +291,7 @@ class MemtopApp(App[int]):
         """Textual sends Ready once its first full frame is written. When the data was in the
         widgets before that frame (on_mount draws it before the first layout), that frame is
         memtop's first: it is marked at the time it was written, not when this handler runs
-        (the after-refresh callback came ~5 partial repaints and 0.03 s of CPU later)."""
+        (an after-refresh callback comes several partial repaints later)."""
         drawn = self._first_redraw_at
         if drawn is not None and drawn <= event.time:
             self._first_frame(written_at=event.time)
@@ -302,7 +302,7 @@ class MemtopApp(App[int]):
             self.first_frame_s = since_process_start() - late
             startup_gc.release()
             # BPF programs compile from now on: compiling while the first frame was drawn made
-            # it 0.04-0.12 s later and attached nothing sooner (bench/RESULTS.md)
+            # it later and attached nothing sooner (docs/performance.md)
             load_bpf = getattr(self.source, "load_bpf", None)
             if callable(load_bpf):
                 load_bpf()

@@ -2,7 +2,7 @@
 
 A pane's module is named after its view (``processes.py`` shows the ``processes`` view) and its
 tab takes the view's place in the views' order. Modules are imported when their pane is first
-built: importing the five a session does not show at start cost ~5 ms of CPU before the first
+built: importing the ones a session does not show at start would cost CPU before the first
 frame."""
 
 from __future__ import annotations

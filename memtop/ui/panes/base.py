@@ -217,7 +217,7 @@ class StatusLine(Static):
 class FilterablePane(Pane):
     """A pane with a filter box under its status line: `/` opens it (typing filters at once, Enter
     keeps the filter, Esc clears it). The box is built the first time `/` is pressed: a hidden
-    Input in the pane from the start cost ~0.02 s of CPU before the first frame. Subclasses set
+    Input in the pane from the start cost CPU before the first frame. Subclasses set
     ``filter_hint`` and have a StatusLine."""
 
     filter_hint: ClassVar[str] = ""

@@ -50,8 +50,8 @@ class VmscanPane(Pane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="vmscan-status", classes="pane-status")
-        # the charts are built when the pane is first drawn (``_charts``): importing plotext took
-        # 0.02 s of every start, first frame included, for a pane that may never be opened
+        # the charts are built when the pane is first drawn (``_charts``): importing plotext at
+        # start delayed every first frame for a pane that may never be opened
         yield Horizontal(id="vmscan-charts")
         yield Static(id="vmscan-kernel")
         yield DataTable(id="vmscan-origins", cursor_type="row", zebra_stripes=True)

@@ -1,0 +1,109 @@
+"""How memtop looks: every pane and the drill-in screen, drawn by the real app replaying
+tests/data/pressure.jsonl.gz (made under real memory pressure: reclaim, swap-ins, an OOM kill, a
+leaking process), compared with the SVGs in __snapshots__/ at 80×24, 120×40 and 200×50.
+
+The position is fixed and paused (``--at`` AT_S), so nothing on screen depends on the clock. After
+a change that is meant to alter the look, review the new pictures and accept them with
+``.venv/bin/python -m pytest tests/ui/test_snapshots.py --snapshot-update``; the report of a failing
+run (snapshot_report.html) shows old and new side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from memtop.replay import Recording, ReplaySource
+from memtop.ui.app import MemtopApp
+from memtop.ui.panes import pane_names
+
+PRESSURE = Path(__file__).resolve().parents[1] / "data" / "pressure.jsonl.gz"
+#: seconds into the recording: after the OOM kill (24.8 s), with reclaim and swap-ins going on
+AT_S = 30.0
+#: the workload the recording's header names (the process with the most swap), for the drill-in
+HOG_PID = 3620
+SIZES = [(80, 24), (120, 40), (200, 50)]
+SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
+
+SnapCompare = Callable[..., bool]
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The header shows the recording's wall-clock time in local time: UTC, on every machine."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@functools.cache
+def recording() -> Recording:
+    return Recording.load(PRESSURE)
+
+
+def make_app(pane: str | None = None, pid: int | None = None) -> MemtopApp:
+    src = ReplaySource(recording(), at_s=AT_S)
+    return MemtopApp(src, interval_s=1.0, initial_pane=pane, initial_pid=pid)
+
+
+async def settle(pilot: Pilot[Any], screen: str | None = None) -> None:
+    """Wait (bounded) until the screen asked for is up and drawn; drop the OOM kill's notice, which
+    the first tick would show for 10 s whenever that tick happens to fall."""
+    app = pilot.app
+    assert isinstance(app, MemtopApp)
+    for _ in range(100):
+        if screen is None or type(app.screen).__name__ == screen:
+            break
+        await pilot.pause(0.05)
+    assert screen is None or type(app.screen).__name__ == screen, f"{screen} never came up"
+    for sub in app.state.subs.values():
+        pop = getattr(sub, "pop_notices", None)
+        if callable(pop):
+            pop()
+    app.clear_notifications()
+    app.redraw()
+    await pilot.pause()
+    await asyncio.sleep(0)
+
+
+def run_before(screen: str | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    async def before(pilot: Pilot[Any]) -> None:
+        await settle(pilot, screen)
+
+    return before
+
+
+def test_the_recording_holds_what_the_pictures_show() -> None:
+    """The fixed position shows an OOM kill, reclaim, swap-ins and leaks, and the drill-in pid."""
+    rec = recording()
+    assert rec.header.get("workloads", {}).get("hog") == HOG_PID
+    state = rec.state_at(rec.ts_at(AT_S))
+    from memtop.state.leaks import LeaksState
+    from memtop.state.oom import OomState
+    from memtop.state.swapin import SwapinState
+    from memtop.state.vmscan import ReclaimState
+
+    assert state.get(OomState).kills
+    assert state.get(ReclaimState).pids
+    assert HOG_PID in state.get(SwapinState).rows
+    assert state.get(LeaksState).stacks
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("pane", pane_names())
+def test_pane(snap_compare: SnapCompare, pane: str, size: tuple[int, int]) -> None:
+    assert snap_compare(make_app(pane=pane), terminal_size=size, run_before=run_before())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_drill_in(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    app = make_app(pid=HOG_PID)
+    assert snap_compare(app, terminal_size=size, run_before=run_before("ProcessScreen"))

@@ -1,0 +1,184 @@
+"""Each docs/panes/<pane>.md documents its pane's JSON document field by field; the documents the
+views build from tests/data/pressure.jsonl.gz (the same path `snapshot --replay`, `--batch
+--replay` and `s` take) must hold exactly the documented fields, with the documented types. A field
+added to a view without a line in its page, or documented and gone, fails here."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memtop.records import Batch
+from memtop.records.process import GrowthStack
+from memtop.replay import Recording
+from memtop.state import State
+from memtop.state.swapin import SwapinState
+from memtop.state.vmscan import VmscanState
+from memtop.views import Options, views
+from memtop.views.process import SECTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+PANES_DOCS = ROOT / "docs" / "panes"
+PRESSURE = ROOT / "tests" / "data" / "pressure.jsonl.gz"
+HOG_PID = 3620  # the workload the recording's header names; it has fault stacks and mappings
+
+SCALARS: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (float, int),
+    "str": (str,),
+    "bool": (bool,),
+    "object": (dict,),
+}
+
+Schema = dict[str, str]  # field path -> documented type
+
+
+def schema_tables(page: Path) -> dict[str, Schema]:
+    """The field tables of the page's "## JSON…" section, by the "###" heading above each ("" for
+    a table straight under the "##")."""
+    out: dict[str, Schema] = {}
+    in_json, heading = False, ""
+    for line in page.read_text().splitlines():
+        if line.startswith("## "):
+            in_json = line[3:].startswith("JSON")
+            heading = ""
+        elif line.startswith("### ") and in_json:
+            heading = line[4:].strip().lower()
+        elif in_json and line.startswith("| `"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+            assert len(cells) == 4, f"{page.name}: {line!r} is not field | type | unit | meaning"
+            field = cells[0].strip("`")
+            table = out.setdefault(heading, {})
+            assert field not in table, f"{page.name}: {field} documented twice"
+            table[field] = cells[1]
+    return out
+
+
+def type_ok(doc_type: str, value: Any) -> bool:
+    nullable = doc_type.endswith(" or null")
+    base = doc_type.removesuffix(" or null")
+    if value is None:
+        return nullable
+    if isinstance(value, bool) and base != "bool":
+        return False
+    if base in SCALARS:
+        return isinstance(value, SCALARS[base])
+    inner = re.fullmatch(r"list\[(\w+)\]", base)
+    if inner:
+        return isinstance(value, list) and all(type_ok(inner[1], v) for v in value)
+    inner = re.fullmatch(r"map\[str, (\w+)\]", base)
+    if inner:
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and type_ok(inner[1], v) for k, v in value.items()
+        )
+    raise AssertionError(f"unknown documented type {doc_type!r}")
+
+
+def fields(
+    value: Any, schema: Schema, path: str = "", out: dict[str, list[Any]] | None = None
+) -> dict[str, list[Any]]:
+    """Every field path in a document (objects' keys, ``[]`` for list elements) with the values
+    seen there; a field documented as a map is a leaf (its keys are data, not fields)."""
+    out = {} if out is None else out
+    if path and not path.endswith("[]"):  # a list's element is described by its fields
+        out.setdefault(path, []).append(value)
+    if path and schema.get(path, "").startswith("map["):
+        return out
+    if isinstance(value, dict):
+        for k, v in value.items():
+            fields(v, schema, f"{path}.{k}" if path else k, out)
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, dict):
+                fields(v, schema, f"{path}[]", out)
+    return out
+
+
+@functools.cache
+def pressure_state() -> State:
+    """The recording replayed to its end, then one more sample with what the recording lacks (a
+    compaction histogram, slab shrinkers, file-read waits, zswap, a heap-growth stack), so every
+    documented field can show up."""
+    rec = Recording.load(PRESSURE)
+    state = State(mode="replay")
+    for b in rec.batches():
+        state.apply(b)
+    vmscan = state.get(VmscanState).totals
+    swapin = state.get(SwapinState)
+    assert vmscan is not None and swapin.hist is not None and swapin.swapinfo is not None
+    growth = GrowthStack(
+        pid=HOG_PID,
+        stack_id=7,
+        frames=("brk+0xb [libc.so.6]", "main+0x2a [rec_hog]"),
+        brk_calls=3,
+        brk_grown_bytes=3 << 20,
+        brk_shrunk_bytes=1 << 20,
+        mmap_calls=1,
+        mmap_bytes=8 << 20,
+        munmap_calls=1,
+        munmap_bytes=8 << 20,
+        freed_bytes=8 << 20,
+    )
+    extra = (
+        dataclasses.replace(
+            vmscan,
+            compaction_count=vmscan.compaction_count + 2,
+            compaction_hist=((12, 1), (15, 1)),
+            slab=(("super_cache_scan", 40, 120_000, 900), ("deferred_split_scan", 2, 3_000, 0)),
+        ),
+        dataclasses.replace(swapin.hist, file_counts=(0, 0, 5, 2)),
+        dataclasses.replace(
+            swapin.swapinfo, zswap_enabled=True, zswap_pool_bytes=1 << 20, zswapped_bytes=4 << 20
+        ),
+        growth,
+    )
+    state.apply(Batch(ts_ns=state.ts_ns + 1_000_000_000, records=extra))
+    return state
+
+
+def documents(name: str, section: str) -> list[dict[str, Any]]:
+    view = views()[name]()
+    state = pressure_state()
+    if name == "process":
+        return [view.document(state, Options(pid=HOG_PID, section=section))]
+    docs = [view.document(state, Options())]
+    if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
+        docs.append(view.document(state, Options(pid=HOG_PID)))
+    return docs
+
+
+def cases() -> list[tuple[str, str]]:
+    out = []
+    for name in views():
+        out += [(name, s) for s in SECTIONS] if name == "process" else [(name, "")]
+    return out
+
+
+def test_every_pane_has_a_page() -> None:
+    assert {p.stem for p in PANES_DOCS.glob("*.md")} == set(views())
+
+
+@pytest.mark.parametrize(("name", "section"), cases())
+def test_documented_fields_are_the_fields_produced(name: str, section: str) -> None:
+    tables = schema_tables(PANES_DOCS / f"{name}.md")
+    schema = dict(tables.get("every section", {}), **tables.get(section, {}))
+    assert schema, f"docs/panes/{name}.md has no field table for {section or 'the pane'}"
+    seen: dict[str, list[Any]] = {}
+    for doc in documents(name, section):
+        for path, values in fields(doc, schema).items():
+            seen.setdefault(path, []).extend(values)
+    produced, documented = set(seen), set(schema)
+    assert produced - documented == set(), f"docs/panes/{name}.md lacks these fields"
+    assert documented - produced == set(), f"docs/panes/{name}.md documents fields the view does not produce"
+    wrong = {p: (schema[p], vs) for p, vs in seen.items() if not all(type_ok(schema[p], v) for v in vs)}
+    assert not wrong, f"docs/panes/{name}.md: documented types do not match the values"
+
+
+def test_the_process_page_has_a_table_per_section() -> None:
+    tables = schema_tables(PANES_DOCS / "process.md")
+    assert set(tables) == {"every section", *SECTIONS}
