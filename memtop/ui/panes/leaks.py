@@ -122,6 +122,13 @@ def label(agg: Agg) -> Text:
     return t
 
 
+class LeaksTree(Tree[tuple[str, ...]]):
+    """The stack tree. Space pauses (or plays a replay) as on every other pane; Tree binds it to
+    open a node, which Enter already does, and a focused widget's binding would win."""
+
+    BINDINGS = [Binding("space", "app.pause", "Pause", show=False)]
+
+
 class LeaksPane(FilterablePane):
     view_name = "leaks"
     probes = ("memleak",)
@@ -152,7 +159,7 @@ class LeaksPane(FilterablePane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="leaks-status", classes="pane-status")
-        tree: Tree[tuple[str, ...]] = Tree("stacks", id="leaks-tree")
+        tree = LeaksTree("stacks", id="leaks-tree")
         tree.show_root = False
         tree.guide_depth = 2
         yield tree
