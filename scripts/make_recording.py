@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from kernel import compile_c, memcg, swapfile  # noqa: E402
+from support import compile_c, memcg, swapfile  # noqa: E402
 
 from memtop.bridge import Bridge  # noqa: E402
 from memtop.probes.base import Probe  # noqa: E402
