@@ -17,12 +17,22 @@ TESTS = Path(__file__).resolve().parent
 KERNEL = TESTS / "kernel"
 sys.path.insert(0, str(TESTS))
 
-from support import bpf_unavailable_reason  # noqa: E402
+from support import bpf_unavailable_reason, missing_programs  # noqa: E402
 
 from memtop import bcc_compat  # noqa: E402
 from memtop.errors import NoPrivilege  # noqa: E402
 
 REQUIRE_BPF = os.environ.get("MEMTOP_REQUIRE_BPF") == "1"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Every program the suite calls is here, or the run stops before the first test with one
+    line naming each missing one and its package (a test half-way through would fail obscurely,
+    or a skip would hide it)."""
+    missing = missing_programs()
+    if missing:
+        named = ", ".join(f"{prog} (package {package})" for prog, package in missing)
+        raise pytest.UsageError(f"missing {named}: run `make setup` as root (tests/programs.txt)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects by marker

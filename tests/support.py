@@ -31,8 +31,23 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
 DATA = Path(__file__).resolve().parent / "data"
+PROGRAMS = Path(__file__).resolve().parent / "programs.txt"
 CG1 = Path("/sys/fs/cgroup/memory")
 CG2 = Path("/sys/fs/cgroup")
+
+
+def missing_programs(listing: Path = PROGRAMS) -> list[tuple[str, str]]:
+    """(program, Debian package) for each line of tests/programs.txt not found on this machine."""
+    out = []
+    for line in listing.read_text().splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        prog, package = fields[0], fields[1]
+        found = Path(prog).exists() if prog.startswith("/") else shutil.which(prog) is not None
+        if not found:
+            out.append((prog, package))
+    return out
 
 
 def bpf_unavailable_reason() -> str | None:
@@ -150,9 +165,9 @@ def swapfile(size_mib: int = 1024) -> Iterator[Path]:
 def zram_filesystem(size_mib: int = 128) -> Iterator[Path | None]:
     """An ext4 file system on a new zram device (a synchronous block device: a page read from it
     is there before the reader would sleep), mounted for the duration; None when this kernel has
-    no zram-control or mkfs.ext4 is missing."""
+    no zram-control (mkfs.ext4 is in tests/programs.txt: always here)."""
     control = Path("/sys/class/zram-control")
-    if not (control / "hot_add").exists() or shutil.which("mkfs.ext4") is None:
+    if not (control / "hot_add").exists():
         yield None
         return
     num = int((control / "hot_add").read_text())

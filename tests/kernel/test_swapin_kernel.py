@@ -117,7 +117,7 @@ def test_file_faults_that_never_block_are_file_major_faults(probe: SwapinProbe) 
     two polls (a fixed-size ring buffer used to drop two thirds of them as swap-ins)."""
     with zram_filesystem() as mnt:
         if mnt is None:
-            pytest.skip("no zram-control or mkfs.ext4 on this machine")
+            pytest.skip("no zram-control in this kernel")
         row, majflt, why = cold_file_faults(probe, mnt)
     assert probe.bpf is not None
     raw = probe.bpf["stats"][probe.bpf["stats"].Key(row["pid"])]
