@@ -11,10 +11,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtop.errors import MemtopError
 from memtop.records import Batch, Lost, ProbeStatus
@@ -27,6 +27,9 @@ from memtop.views import Options, views
 
 if TYPE_CHECKING:
     from memtop.ui.app import MemtopApp
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
@@ -411,3 +414,24 @@ def force_tick(app: MemtopApp) -> None:
     source.publish(source.poll_sync(force=True))
     if not app.paused:
         app.redraw()
+
+
+def bracket(kernel: Callable[[], K], ours: Callable[[], V], tries: int = 5) -> tuple[K, V, K]:
+    """The kernel's figure, memtop's, and the kernel's again: (before, memtop's, after).
+
+    A value that moves (RSS, PSS, swap, counters of a running process) read once by memtop and
+    once by the test is two moments compared as one. Read around memtop's read instead, again
+    while the kernel's moved in between (at most ``tries`` times), then check with
+    :func:`between`: exact when the kernel's figure held still, bounded by it when it did not."""
+    for _ in range(tries):
+        before = kernel()
+        value = ours()
+        after = kernel()
+        if before == after:
+            break
+    return before, value, after
+
+
+def between(value: float, before: float, after: float) -> bool:
+    """``value`` lies between two readings of the kernel's figure (either order)."""
+    return min(before, after) <= value <= max(before, after)
