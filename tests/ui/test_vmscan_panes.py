@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from support import vmscan_batches
 
 from memtop.records import Batch, Lost
@@ -43,8 +44,11 @@ class FakeSource:
     def remove_probe(self, name: str) -> None:
         return None
 
+    def standin_headers(self) -> str | None:
+        return None
 
-async def test_panes_render_and_enter_drills_into_process() -> None:
+
+async def test_panes_render_and_enter_drills_into_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.widgets import DataTable
     from textual_plotext import PlotextPlot
 
@@ -92,7 +96,7 @@ async def test_panes_render_and_enter_drills_into_process() -> None:
                 return True
             return orig_post(msg)
 
-        rp.post_message = capture  # type: ignore[method-assign]
+        monkeypatch.setattr(rp, "post_message", capture)
         procs.focus()
         await pilot.press("down")
         await pilot.press("enter")
