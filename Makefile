@@ -14,8 +14,13 @@ test: setup
 setup:
 	@bash scripts/setup.sh
 
+# the guard rails .ci/run and the pre-commit hooks run: formatting, lint, strict types over memtop,
+# tests, bench and scripts (pyproject.toml [tool.mypy]), the import contracts ([tool.importlinter])
 lint: setup
-	$(VENV)/bin/ruff check memtop tests
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 typecheck: setup
 	$(VENV)/bin/mypy

@@ -34,7 +34,7 @@ def pick_pid(rec: Recording, state: Any) -> int | None:
     rows = state.get(ProcessesState).rows
     if not rows:
         return None
-    return max(rows, key=lambda pid: (rows[pid].sample.swap_bytes, rows[pid].sample.rss_bytes))
+    return int(max(rows, key=lambda pid: (rows[pid].sample.swap_bytes, rows[pid].sample.rss_bytes)))
 
 
 async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:

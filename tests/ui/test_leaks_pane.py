@@ -81,6 +81,7 @@ def tree_labels(app: Any) -> list[str]:
 
 async def test_pane_tree_sort_filter() -> None:
     from memtop.ui.app import MemtopApp
+    from memtop.ui.panes.base import Pane
 
     app = MemtopApp(Bridge([FakeLeakProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
@@ -99,7 +100,7 @@ async def test_pane_tree_sort_filter() -> None:
         assert any("leak_here" in s for s in sites) and not any(
             "churn_here" in s for s in sites
         )  # 0 B hidden
-        pane = app.query_one("#pane-leaks")
+        pane = app.query_one("#pane-leaks", Pane)
         assert pane.opts.sort == "outstanding_bytes"
         await pilot.press("g")  # growth: the leak first
         app.redraw()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
+import pytest
+
 from memtop.bridge import Bridge
 from memtop.probes.base import Probe
 from memtop.records import Record
@@ -66,7 +68,7 @@ def _script() -> list[list[Record]]:
     return [first, second]
 
 
-async def test_pane_sorts_drills_in_and_shows_system_line() -> None:
+async def test_pane_sorts_drills_in_and_shows_system_line(monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.widgets import DataTable, Static
 
     from memtop.ui.app import MemtopApp
@@ -114,7 +116,7 @@ async def test_pane_sorts_drills_in_and_shows_system_line() -> None:
                 return True
             return orig(msg)
 
-        pane.post_message = capture  # type: ignore[method-assign]
+        monkeypatch.setattr(pane, "post_message", capture)
         table.focus()
         table.move_cursor(row=0)
         await pilot.press("enter")
