@@ -20,7 +20,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: setup
 	$(VENV)/bin/mypy
@@ -37,4 +37,4 @@ bench: setup
 	$(VENV)/bin/python bench/run.py
 
 clean:
-	rm -rf $(VENV) dist build .pytest_cache .mypy_cache
+	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
