@@ -14,8 +14,13 @@ test: setup
 setup:
 	@bash scripts/setup.sh
 
+# the guard rails .ci/run and the pre-commit hooks run: formatting, lint, strict types over memtop,
+# tests, bench and scripts (pyproject.toml [tool.mypy]), the import contracts ([tool.importlinter])
 lint: setup
-	$(VENV)/bin/ruff check memtop tests
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: setup
 	$(VENV)/bin/mypy
@@ -33,4 +38,4 @@ bench: setup
 	$(VENV)/bin/python bench/run.py
 
 clean:
-	rm -rf $(VENV) dist build .pytest_cache .mypy_cache
+	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 from harness import alternate, background, build, machine, memtop_headless, nothing, parse_kv, save, summary
 
 BPFTRACE = ["bpftrace", "-e", "tracepoint:exceptions:page_fault_user { @[comm] = count(); }"]
 
 
-def main(rounds: int = 5) -> dict[str, object]:
+def main(rounds: int = 5) -> dict[str, Any]:
     exe = build("refault")
 
     def once() -> dict[str, float]:
@@ -25,7 +26,7 @@ def main(rounds: int = 5) -> dict[str, object]:
         "ns_per_fault",
         rounds=rounds,
     )
-    result = {
+    result: dict[str, Any] = {
         "case": "fault-heavy",
         "machine": machine(),
         "metric": "ns per fault (workload's own clock)",
@@ -38,5 +39,5 @@ def main(rounds: int = 5) -> dict[str, object]:
 
 if __name__ == "__main__":
     r = main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
-    for k, v in r["summary"].items():  # type: ignore[union-attr]
+    for k, v in r["summary"].items():
         print(f"{k:20} median {v['median']:.1f} ns/fault  ratio {v['ratio']:.3f}  (n={v['n']})")

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from harness import build, machine, memtop_cmd, save
 
@@ -28,7 +29,7 @@ def minflt(pid: int) -> int:
     return int(text[text.rindex(")") + 2 :].split()[7])
 
 
-def main(rounds: int = 5) -> dict[str, object]:
+def main(rounds: int = 5) -> dict[str, Any]:
     exe = build("refault")
     runs = []
     for _ in range(rounds):
@@ -43,7 +44,7 @@ def main(rounds: int = 5) -> dict[str, object]:
             subprocess.Popen([str(exe), "64", "256", "30", "read"], stdout=subprocess.PIPE, text=True)
             for _ in range(2)
         ]
-        lines = [w.stdout.readline() for w in work if w.stdout]  # type: ignore[union-attr]
+        lines = [w.stdout.readline() for w in work if w.stdout]
         f1, t1 = vm_pgfault(), time.monotonic()
         snap.wait(timeout=120)
         doc = json.loads(out.read_text())
@@ -56,7 +57,7 @@ def main(rounds: int = 5) -> dict[str, object]:
             w.kill()
             w.wait()
         runs.append({"faults_per_s": (f1 - f0) / (t1 - t0), "max_rel_error": max(errs), "workload": lines})
-    result = {
+    result: dict[str, Any] = {
         "case": "no lost counts",
         "machine": machine(),
         "runs": runs,

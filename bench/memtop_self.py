@@ -11,6 +11,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from harness import CONDITIONS, QUIET_S, load_condition, machine, memtop_ready, save, status_kb
 
@@ -65,7 +66,7 @@ def run_memtop(seconds: float) -> dict[str, float]:
         }
 
 
-def main(rounds: int = 5, seconds: float = 10) -> dict[str, object]:
+def main(rounds: int = 5, seconds: float = 10) -> dict[str, Any]:
     results: dict[str, list[dict[str, float]]] = {c: [] for c in CONDITIONS}
     for _ in range(rounds):
         for condition in CONDITIONS:
@@ -78,12 +79,17 @@ def main(rounds: int = 5, seconds: float = 10) -> dict[str, object]:
     summary = {
         case: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for case, runs in results.items()
     }
-    result = {"case": "memtop itself", "machine": machine(), "summary": summary, "samples": results}
+    result: dict[str, Any] = {
+        "case": "memtop itself",
+        "machine": machine(),
+        "summary": summary,
+        "samples": results,
+    }
     save("memtop_self", result)
     return result
 
 
 if __name__ == "__main__":
     r = main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
-    for case, v in r["summary"].items():  # type: ignore[union-attr]
+    for case, v in r["summary"].items():
         print(case, {k: round(x, 3) for k, x in v.items()})

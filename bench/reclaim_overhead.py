@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from harness import alternate_all, build, machine, memtop_headless, nothing, save, summary
 
@@ -26,7 +27,7 @@ def ensure_swap() -> None:
     subprocess.run(["swapon", path], check=True)
 
 
-def main(rounds: int = 5) -> dict[str, object]:
+def main(rounds: int = 5) -> dict[str, Any]:
     ensure_swap()
     exe = build("reclaim")
     cg = CG / f"memtop-bench-{uuid.uuid4().hex[:6]}"
@@ -61,7 +62,7 @@ def main(rounds: int = 5) -> dict[str, object]:
             except OSError:
                 time.sleep(0.1)
     wall, cpu = samples["elapsed_s"], samples["cpu_s"]
-    result = {
+    result: dict[str, Any] = {
         "case": "reclaim-heavy",
         "machine": machine(),
         "wall": {"metric": "workload wall seconds", "summary": summary(wall, "bare"), "samples": wall},
@@ -78,5 +79,5 @@ def main(rounds: int = 5) -> dict[str, object]:
 if __name__ == "__main__":
     r = main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
     for part in ("wall", "cpu"):
-        for k, v in r[part]["summary"].items():  # type: ignore[index]
+        for k, v in r[part]["summary"].items():
             print(f"{part:4} {k:10} median {v['median']:.3f} s  ratio {v['ratio']:.3f}  (n={v['n']})")

@@ -52,7 +52,7 @@ class Toggle:
             self.view.detach()
 
 
-def main(rounds: int = 15) -> dict[str, object]:
+def main(rounds: int = 15) -> dict[str, Any]:
     refault = build("refault")
     pingpong = build("pingpong")
     probe = SwapinProbe()
@@ -75,7 +75,7 @@ def main(rounds: int = 15) -> dict[str, object]:
     finally:
         probe.close()
         route_a.view.release()
-    result = {
+    result: dict[str, Any] = {
         "case": "swap-in probe overhead (no swapping)",
         "machine": machine(),
         "refault": {"metric": "ns per minor fault", "summary": summary(faults, "bare"), "samples": faults},
@@ -92,6 +92,6 @@ def main(rounds: int = 15) -> dict[str, object]:
 if __name__ == "__main__":
     r = main(int(sys.argv[1]) if len(sys.argv) > 1 else 15)
     for case in ("refault", "pingpong"):
-        print(case, r[case]["metric"])  # type: ignore[index]
-        for k, v in r[case]["summary"].items():  # type: ignore[index]
+        print(case, r[case]["metric"])
+        for k, v in r[case]["summary"].items():
             print(f"  {k:24} median {v['median']:9.1f}  ratio {v['ratio']:.3f}  (n={v['n']})")

@@ -16,17 +16,17 @@ import ctypes
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Sequence
 
 from memtop import bcc_compat
 from memtop.errors import MemtopError
 from memtop.probes.base import BpfProbe, Probe, load_together
 from memtop.records import Batch, ProbeStatus, Record
+from memtop.source import Source, Subscriber
+
+__all__ = ["Bridge", "Source", "Subscriber", "now_ns"]
 
 log = logging.getLogger(__name__)
-
-Subscriber = Callable[[Batch], None]
 
 
 def now_ns() -> int:
@@ -79,20 +79,6 @@ def _load(probe: Probe) -> Exception | None:
     return None
 
 
-class Source(Protocol):
-    """What the app consumes: a live bridge, a replay or a fake."""
-
-    mode: str  # "bpf" | "procfs" | "replay"
-
-    def subscribe(self, fn: Subscriber) -> None: ...
-    async def start(self) -> None: ...
-    async def poll(self) -> Batch | None: ...
-    def settled(self) -> bool: ...
-    async def stop(self) -> None: ...
-    def add_probe(self, probe: Probe) -> bool: ...
-    def remove_probe(self, name: str) -> None: ...
-
-
 class Bridge:
     """Live source: owns the probes."""
 
@@ -131,6 +117,10 @@ class Bridge:
     def statuses(self) -> dict[str, ProbeStatus]:
         with self._lock:
             return dict(self._status)
+
+    def standin_headers(self) -> str | None:
+        hdr = bcc_compat.header_info()
+        return hdr.version if hdr is not None and hdr.kind == "standin" else None
 
     def settled(self) -> bool:
         with self._lock:

@@ -13,7 +13,7 @@ from memtop import __version__, startup_gc
 from memtop.errors import MemtopError
 
 if TYPE_CHECKING:
-    from memtop.bridge import Source
+    from memtop.source import Source
     from memtop.ui.app import MemtopApp
 
 SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded")
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_source(args: argparse.Namespace) -> object:
+def make_source(args: argparse.Namespace) -> Source:
     from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
 
@@ -203,7 +203,7 @@ def run_tui(args: argparse.Namespace) -> int:
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
     check_pane(args.pane)
-    return run_tui_app(args, make_source(args), args.leaks)  # type: ignore[arg-type]
+    return run_tui_app(args, make_source(args), args.leaks)
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
@@ -211,7 +211,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
     check_pid(args.pid, args.proc_root)
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
-    return run_headless_snapshot(args, make_source(args), args.after, args.leaks)  # type: ignore[arg-type]
+    return run_headless_snapshot(args, make_source(args), args.after, args.leaks)
 
 
 def import_asyncio_without_tls() -> None:

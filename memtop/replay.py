@@ -23,12 +23,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from memtop.errors import BadRecording
-from memtop.probes.base import Probe
 from memtop.recording import MAGIC, SCHEMA
 from memtop.records import KIND_KEY, RECORD_TYPES, Batch, Record, _tupled
+
+if TYPE_CHECKING:  # the UI imports this module: no probe behind it
+    from memtop.probes.base import Probe
 
 Subscriber = Callable[[Batch], None]
 
@@ -425,6 +427,9 @@ class ReplaySource:
 
     def remove_probe(self, name: str) -> None:
         return None
+
+    def standin_headers(self) -> str | None:
+        return None  # the recording's host, not this one, compiled its programs
 
     # -- controls -----------------------------------------------------------------------------------
     @property

@@ -102,6 +102,7 @@ async def session(
                 oom = subprocess.Popen(
                     [str(compile_c("rec_hog")), "200"],
                     stdout=subprocess.DEVNULL,
+                    text=True,
                     preexec_fn=lambda: oom_cg.add(os.getpid()),
                 )
             await asyncio.sleep(max(0.0, t0 + ticks * interval_s - time.monotonic()))

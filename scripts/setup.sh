@@ -11,9 +11,21 @@ VENV=${VENV:-.venv}
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 
 pkgs=()
-for p in python3-bpfcc bpfcc-tools python3-venv gcc libc6-dev; do
+for p in python3-bpfcc bpfcc-tools python3-venv; do
     installed "$p" || pkgs+=("$p")
 done
+
+# Every program the tests and `make run` call: tests/programs.txt, the same list the test suite
+# checks before its first test. A program found on PATH (or a file that exists) needs nothing.
+want_bpftool=0
+while read -r prog pkg _; do
+    case "$prog" in ''|'#'*) continue ;; esac
+    if [ "${prog#/}" != "$prog" ]; then [ -e "$prog" ] && continue
+    else command -v "$prog" >/dev/null 2>&1 && continue
+    fi
+    if [ "$pkg" = bpftool ]; then want_bpftool=1; continue; fi  # its package differs: below
+    case " ${pkgs[*]} " in *" $pkg "*) ;; *) pkgs+=("$pkg") ;; esac
+done < tests/programs.txt
 
 # Kernel headers: exact ones for the running kernel when the distribution has them, else the
 # generic package as a stand-in (memtop builds the merged tree itself at run time).
@@ -24,13 +36,26 @@ else
     want_headers=0
 fi
 
-if [ ${#pkgs[@]} -gt 0 ] || [ "$want_headers" = 1 ]; then
+if [ ${#pkgs[@]} -gt 0 ] || [ "$want_headers" = 1 ] || [ "$want_bpftool" = 1 ]; then
     if [ "$(id -u)" != 0 ]; then
-        echo "setup: missing packages: ${pkgs[*]:-} (and kernel headers=$want_headers); run 'make setup' as root" >&2
+        echo "setup: missing packages: ${pkgs[*]:-} (kernel headers: $want_headers, bpftool: $want_bpftool); run 'make setup' as root" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    apt=(apt-get -o DPkg::Lock::Timeout=300)  # another apt run holds the lock: wait for it
+    "${apt[@]}" update -qq
+    if [ "$want_bpftool" = 1 ]; then
+        # Debian has a bpftool package; Ubuntu ships it in linux-tools (a wrapper in -common that
+        # runs the one built for the running kernel, from linux-tools-RELEASE).
+        if ! grep -q '^ID=ubuntu' /etc/os-release 2>/dev/null \
+            || apt-cache policy bpftool 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+            pkgs+=(bpftool)
+        elif apt-cache policy "linux-tools-$release" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+            pkgs+=(linux-tools-common "linux-tools-$release")
+        else
+            pkgs+=(linux-tools-common linux-tools-generic)
+        fi
+    fi
     if [ "$want_headers" = 1 ]; then
         if apt-cache policy "linux-headers-$release" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
             pkgs+=("linux-headers-$release")
@@ -41,7 +66,7 @@ if [ ${#pkgs[@]} -gt 0 ] || [ "$want_headers" = 1 ]; then
         fi
     fi
     echo "setup: installing ${pkgs[*]}"
-    apt-get install -y -qq "${pkgs[@]}" >/dev/null
+    "${apt[@]}" install -y -qq "${pkgs[@]}" >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -56,6 +81,11 @@ if [ ! -f "$stamp" ]; then
     rm -f "$VENV"/.memtop-installed-*
     touch "$stamp"
 fi
+
+bpftool version >/dev/null 2>&1 || {
+    echo "setup: bpftool does not run here (Ubuntu: it needs linux-tools-$release); the tests call it" >&2
+    exit 1
+}
 
 "$VENV/bin/python" -c 'import bcc' 2>/dev/null || {
     echo "setup: warning: bcc is not importable from $VENV; memtop will run its /proc view" >&2

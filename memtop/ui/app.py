@@ -19,9 +19,9 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from memtop import bcc_compat, files, fmt, resources, startup_gc
-from memtop.bridge import Source
+from memtop import files, fmt, resources, startup_gc
 from memtop.errors import MemtopError
+from memtop.source import Source
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
@@ -370,9 +370,9 @@ class MemtopApp(App[int]):
         failed = [s for s in sts.values() if s.state == "failed"]
         if failed:
             t.append(f" {len(failed)} failed", style="red")
-        hdr = bcc_compat.header_info()
-        if hdr is not None and hdr.kind == "standin":
-            t.append(f"  headers: stand-in {hdr.version}", style="dim")
+        standin = self.source.standin_headers()
+        if standin is not None:
+            t.append(f"  headers: stand-in {standin}", style="dim")
         t.append(f"  every {self.interval_s:g}s", style="dim")
         show_text(self.main_screen.query_one("#header", Static), t)
         banner = self.main_screen.query_one("#banner", Static)

@@ -8,32 +8,31 @@ the line keyed by what it shows (text, position, cursor, width, styles), so an u
 a dictionary lookup. Everything else (cursor, scrolling, sorting, events, the header) is
 DataTable's own. Lines it cannot draw this way (styled cells, row labels, fixed columns, multi-line
 rows) fall back to DataTable's renderer, as does everything if Textual's internals change shape.
+The internals it needs are reached through memtop/ui/textual_compat.py only.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from itertools import zip_longest
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual._two_way_dict import TwoWayDict
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widgets import DataTable
-from textual.widgets._data_table import Row  # not re-exported; add_keyed_rows builds rows as add_row does
-from textual.widgets.data_table import CellType, ColumnKey, DuplicateKey, RowKey
+from textual.widgets.data_table import CellType, ColumnKey, RowKey
+
+from memtop.ui.textual_compat import CompatDataTable
 
 log = logging.getLogger(__name__)
 
 CACHE_LINES = 512
 
 
-class FastTable(DataTable[Any]):
+class FastTable(CompatDataTable):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._fast_lines: dict[tuple[Any, ...], Strip] = {}
@@ -57,52 +56,30 @@ class FastTable(DataTable[Any]):
         once."""
         if not items:
             return
-        columns = self.ordered_columns
-        if max(len(cells) for _, cells in items) > len(columns):
-            raise ValueError("More values provided than there are columns.")
-        keys = [RowKey(k) for k, _ in items]
-        if len(set(keys)) != len(keys) or any(k in self._row_locations for k in keys):
-            raise DuplicateKey(f"repeated row keys among {len(keys)} new rows")
-        was_empty = self.row_count == 0
-        index = self.row_count
-        for row_key, (_, cells) in zip(keys, items, strict=True):
-            self._row_locations[row_key] = index
-            index += 1
-            self._data[row_key] = {column.key: cell for column, cell in zip_longest(columns, cells)}
-            self.rows[row_key] = Row(row_key, 1, None, False)
-            self._new_rows.add(row_key)
-        self._require_update_dimensions = True
-        self.cursor_coordinate = self.cursor_coordinate
-        if was_empty and len(self.columns) > 0 and self.show_cursor and self.cursor_type != "none":
-            self._highlight_cursor()
-        self._update_count += len(keys)
-        self.check_idle()
+        self.append_rows([(RowKey(k), cells) for k, cells in items])
 
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+    def measure_new_rows(self, new_rows: list[RowKey]) -> bool:
         """Column widths for new rows. DataTable measures every new cell through Rich (a console
         options object per cell: with 1,000 rows most of a first frame); a
         plain one-line-per-row Text needs only its cell length. Anything else: DataTable's way."""
-        new_rows = list(new_rows)
         if self._fast_ok:
             try:
-                if self._fast_dimensions(new_rows):
-                    super()._update_dimensions([])  # no rows to measure: only the virtual size
-                    return
+                return self._fast_dimensions(new_rows)
             except Exception:  # noqa: BLE001 - Textual internals moved: measure its own way
                 log.exception("fast table measure failed; using DataTable's")
-        super()._update_dimensions(new_rows)
+        return False
 
     def _fast_dimensions(self, new_rows: list[RowKey]) -> bool:
         columns = self.ordered_columns
         keys = [c.key for c in columns]
         widths = [c.content_width for c in columns]
         for row_key in new_rows:
-            if self._row_locations.get(row_key) is None:  # removed before the table went idle
+            if self.row_index_of(row_key) is None:  # removed before the table went idle
                 continue
             row = self.rows.get(row_key)
             if row is None or row.label is not None or row.auto_height:
                 return False
-            data = self._data.get(row_key, {})
+            data = self.row_cells(row_key)
             for i, key in enumerate(keys):
                 cell = data.get(key)
                 if not isinstance(cell, Text):
@@ -126,8 +103,7 @@ class FastTable(DataTable[Any]):
         by_value = {str(rk.value): rk for rk in self.rows}
         if len(keys) != len(by_value) or any(k not in by_value for k in keys):
             raise ValueError("order_rows needs every row's key once")
-        self._row_locations = TwoWayDict({by_value[k]: i for i, k in enumerate(keys)})
-        self._update_count += 1
+        self.set_row_order([by_value[k] for k in keys])
         self.refresh()
 
     def clear(self, columns: bool = False) -> Self:
@@ -199,18 +175,8 @@ class FastTable(DataTable[Any]):
 
         def compute() -> tuple[Style, Style, Style, Style]:
             base: Style = self._per_frame("base", lambda: self.rich_style)
-            row_style = self._get_row_style(row_index, base)
-            component, post = self._get_styles_to_render_cell(
-                False,
-                False,
-                False,
-                hover,
-                cursor,
-                self.show_cursor,
-                self._show_hover_cursor,
-                self.cursor_foreground_priority == "css",
-                self.cursor_background_priority == "css",
-            )
+            row_style = self.row_style(row_index, base)
+            component, post = self.body_cell_styles(cursor, hover)
             return base, row_style, component, post
 
         return self._per_frame((row_index % 2, cursor, hover), compute)  # type: ignore[no-any-return]
@@ -226,9 +192,9 @@ class FastTable(DataTable[Any]):
                 and self.cursor_type == "row"
                 and not self.fixed_rows
                 and not self.fixed_columns
-                and not self._should_render_row_labels
+                and not self.renders_row_labels
             )
-            hover = self.hover_coordinate.row if self._show_hover_cursor else -1
+            hover = self.hover_coordinate.row if self.hover_cursor_shown else -1
             return (
                 bool(fast),
                 self.header_height,
@@ -264,7 +230,7 @@ class FastTable(DataTable[Any]):
         labels = tuple(
             (c.key, c.label.plain, c.label.justify, c.label.style, tuple(c.label.spans)) for c in columns
         )
-        hover = self.hover_coordinate if self._show_hover_cursor and self.hover_coordinate.row < 0 else None
+        hover = self.hover_coordinate if self.hover_cursor_shown and self.hover_coordinate.row < 0 else None
         header_style = self._per_frame(
             "header", lambda: self.get_component_styles("datatable--header").rich_style
         )
@@ -277,7 +243,7 @@ class FastTable(DataTable[Any]):
             width,
             pad,
             hover,
-            self._pseudo_class_state,
+            self._per_frame("pseudo", self.get_pseudo_class_state),
             self._per_frame("base", lambda: self.rich_style),
             header_style,
         )
@@ -293,11 +259,11 @@ class FastTable(DataTable[Any]):
         _, _, _, scroll_x, width, cursor_row, pad, hover_row = self._view()
         if row_index >= self.row_count:
             return Strip.blank(width, self._styles(0, False)[0])
-        row_key = self._row_locations.get_key(row_index)
+        row_key = self.row_key_at(row_index)
         if row_key is None or self.rows[row_key].height != 1:
             return None
         columns, widths = self._columns_now()
-        data = self._data.get(row_key, {})
+        data = self.row_cells(row_key)
         cells = [data[c.key] for c in columns]
         texts: list[str] = []
         justify: list[str] = []

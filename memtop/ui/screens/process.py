@@ -24,7 +24,7 @@ from textual.widgets.tree import TreeNode
 from textual_plotext import PlotextPlot
 
 from memtop import fmt
-from memtop.bridge import Source
+from memtop.source import Source
 from memtop.state import State
 from memtop.state.process import ProcessState
 from memtop.ui.lines import show_text

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from fakeproc import add_proc, make_fake_proc
+from support import force_tick
 from textual.widgets import DataTable
 
-from memtop import bcc_compat, fmt
+from memtop import fmt
 from memtop.bridge import Bridge
-from memtop.errors import NoPrivilege
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.procmem import ProcmemProbe
 from memtop.ui.app import MemtopApp
@@ -28,26 +28,9 @@ def table_pids(app: MemtopApp) -> list[int]:
     return [int(str(r.key.value)) for r in t.ordered_rows]
 
 
-def force_tick(app: MemtopApp) -> None:
-    """One poll of every probe regardless of cadence, applied and drawn as the timer would."""
-    source = app.source
-    assert isinstance(source, Bridge)
-    source.publish(source.poll_sync(force=True))
-    if not app.paused:
-        app.redraw()
-
-
 @pytest.fixture
 def fake_proc(tmp_path: Path) -> Path:
     return make_fake_proc(tmp_path / "proc")
-
-
-@pytest.fixture
-def no_bpf(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse() -> None:
-        raise NoPrivilege("not running as root (test)", "run: sudo memtop")
-
-    monkeypatch.setattr(bcc_compat, "check_can_load", refuse)
 
 
 async def test_fallback_runs_from_proc_with_banner(fake_proc: Path, no_bpf: None) -> None:

@@ -16,6 +16,7 @@ def test_ten_thousand_short_lived_processes() -> None:
     from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
     from memtop.probes.procmem import ProcmemProbe
+    from memtop.records import Batch
     from memtop.records.system import ProcEvent
     from memtop.state import State
     from memtop.state.system import EXITED_LEN, ProcessesState
@@ -30,14 +31,12 @@ def test_ten_thousand_short_lived_processes() -> None:
         procs.grace_ns = 2_000_000_000
         exits = 0
 
-        def count(batch: object) -> None:
+        def count(batch: Batch) -> None:
             nonlocal exits
             exits += sum(
                 1
                 for r in batch.records
-                if isinstance(r, ProcEvent)
-                and r.event == "exit"  # type: ignore[attr-defined]
-                and r.comm == "churn"
+                if isinstance(r, ProcEvent) and r.event == "exit" and r.comm == "churn"
             )
 
         bridge.subscribe(state.apply)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakeproc import make_fake_proc
+from support import DATA
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
@@ -16,7 +17,7 @@ from memtop.ui.app import MemtopApp
 from memtop.ui.recplay import GotoScreen
 from memtop.views import Options, get_view
 
-COMPAT = Path(__file__).parent / "data" / "recording-1.0.jsonl.gz"
+COMPAT = DATA / "recording-1.0.jsonl.gz"
 
 
 def header_text(app: MemtopApp) -> str:

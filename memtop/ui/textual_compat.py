@@ -1,0 +1,196 @@
+"""Every use of Textual's private API, in one place.
+
+memtop's FastTable (memtop/ui/table.py) reaches into DataTable's internals to draw only what
+changed and to add many rows at once. Those internals are not Textual's promise: they may change
+shape in any release. Everything it needs of them is here, behind names of memtop's own, so a new
+Textual is checked in one place: ``problems()`` lists what no longer has the expected shape, and
+tests/unit/test_textual_compat.py fails with that list and the Textual version. pyproject.toml
+bounds Textual below its next major release; raise the bound once that test passes on it.
+
+Nothing outside this module may import ``textual._*`` or touch a Textual attribute whose name
+starts with an underscore.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Sequence
+from importlib.metadata import version
+from itertools import zip_longest
+from typing import Any
+
+from rich.style import Style
+from textual._two_way_dict import TwoWayDict
+from textual.widgets import DataTable
+from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
+from textual.widgets.data_table import ColumnKey, DuplicateKey, RowKey
+
+TEXTUAL_VERSION = version("textual")
+
+
+class CompatDataTable(DataTable[Any]):
+    """DataTable with the internals FastTable uses behind names of memtop's own."""
+
+    # -- rows --------------------------------------------------------------------------------------
+    def row_key_at(self, row_index: int) -> RowKey | None:
+        """The key of the row shown at ``row_index`` (None past the end)."""
+        return self._row_locations.get_key(row_index)
+
+    def row_index_of(self, row_key: RowKey) -> int | None:
+        """Where the row ``row_key`` is shown (None once it is removed)."""
+        return self._row_locations.get(row_key)
+
+    def has_row_key(self, row_key: RowKey) -> bool:
+        return row_key in self._row_locations
+
+    def row_cells(self, row_key: RowKey) -> dict[ColumnKey, Any]:
+        """The row's cells by column key, as stored (not formatted); empty if it is gone."""
+        return self._data.get(row_key, {})
+
+    def set_row_order(self, keys: Sequence[RowKey]) -> None:
+        """Show the rows in the order of ``keys`` (every row's key once), repainting them."""
+        self._row_locations = TwoWayDict({key: i for i, key in enumerate(keys)})
+        self._update_count += 1
+
+    def append_rows(self, rows: Sequence[tuple[RowKey, Sequence[Any]]]) -> None:
+        """One-line rows appended at once, ending where ``add_row`` per row ends: DataTable's
+        add_row with its per-row work (column order, cursor check, idle check) done once."""
+        columns = self.ordered_columns
+        if any(len(cells) > len(columns) for _, cells in rows):
+            raise ValueError("More values provided than there are columns.")
+        keys = [key for key, _ in rows]
+        if len(set(keys)) != len(keys) or any(key in self._row_locations for key in keys):
+            raise DuplicateKey(f"repeated row keys among {len(keys)} new rows")
+        was_empty = self.row_count == 0
+        index = self.row_count
+        for row_key, cells in rows:
+            self._row_locations[row_key] = index
+            index += 1
+            self._data[row_key] = {column.key: cell for column, cell in zip_longest(columns, cells)}
+            self.rows[row_key] = Row(row_key, 1, None, False)
+            self._new_rows.add(row_key)
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        if was_empty and len(self.columns) > 0 and self.show_cursor and self.cursor_type != "none":
+            self._highlight_cursor()
+        self._update_count += len(keys)
+        self.check_idle()
+
+    # -- measuring ---------------------------------------------------------------------------------
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        rows = list(new_rows)
+        if self.measure_new_rows(rows):
+            super()._update_dimensions([])  # nothing left to measure: only the virtual size
+            return
+        super()._update_dimensions(rows)
+
+    def measure_new_rows(self, new_rows: list[RowKey]) -> bool:
+        """Widen the columns for ``new_rows`` and return True, or return False to let DataTable
+        measure them its own way. Called when rows were added or changed, before a frame."""
+        return False
+
+    # -- drawing -----------------------------------------------------------------------------------
+    def row_style(self, row_index: int, base: Style) -> Style:
+        """DataTable's style for the row at ``row_index`` (zebra stripes, header)."""
+        return self._get_row_style(row_index, base)
+
+    def body_cell_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style]:
+        """(component, post) styles DataTable gives a body cell of a row with the cursor and/or
+        the mouse on it."""
+        return self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+
+    @property
+    def hover_cursor_shown(self) -> bool:
+        """Whether DataTable draws the mouse's row/cell highlighted now."""
+        return bool(self._show_hover_cursor)
+
+    @property
+    def renders_row_labels(self) -> bool:
+        return bool(self._should_render_row_labels)
+
+
+def _attribute_problems(table: DataTable[Any]) -> list[str]:
+    out: list[str] = []
+    expected: dict[str, type | tuple[type, ...]] = {
+        "_row_locations": TwoWayDict,
+        "_data": dict,
+        "_new_rows": set,
+        "_require_update_dimensions": bool,
+        "_update_count": int,
+        "_show_hover_cursor": bool,
+    }
+    for name, kind in expected.items():
+        if not isinstance(getattr(table, name, None), kind):
+            out.append(f"DataTable().{name} is not a {kind}")
+    if not isinstance(DataTable.__dict__.get("_should_render_row_labels"), property):
+        out.append("DataTable._should_render_row_labels is not a property")
+    return out
+
+
+def _signature_problems() -> list[str]:
+    out: list[str] = []
+    methods = {
+        "_update_dimensions": ["new_rows"],
+        "_highlight_cursor": [],
+        "_get_row_style": ["row_index", "base_style"],
+        "_get_styles_to_render_cell": [
+            "is_header_cell",
+            "is_row_label_cell",
+            "is_fixed_style_cell",
+            "hover",
+            "cursor",
+            "show_cursor",
+            "show_hover_cursor",
+            "has_css_foreground_priority",
+            "has_css_background_priority",
+        ],
+    }
+    for name, params in methods.items():
+        method = getattr(DataTable, name, None)
+        if not callable(method):
+            out.append(f"DataTable.{name} is gone")
+            continue
+        got = list(inspect.signature(method).parameters)[1:]
+        if got != params:
+            out.append(f"DataTable.{name} takes {got}, not {params}")
+    row_fields = [f for f in getattr(Row, "__dataclass_fields__", {})]
+    if row_fields != ["key", "height", "label", "auto_height"]:
+        out.append(f"textual.widgets._data_table.Row has fields {row_fields}")
+    for name in ("get", "get_key", "__setitem__", "__contains__"):
+        if not callable(getattr(TwoWayDict, name, None)):
+            out.append(f"textual._two_way_dict.TwoWayDict.{name} is gone")
+    return out
+
+
+def problems() -> list[str]:
+    """What of Textual's private API memtop uses no longer has the shape it expects (empty when
+    this Textual is compatible). Checks a DataTable instance: call it where one may be built."""
+    out = _signature_problems()
+    out += _attribute_problems(DataTable())
+    # memtop's own names must not shadow (or be shadowed by) DataTable's
+    for name in (
+        "row_key_at",
+        "row_index_of",
+        "has_row_key",
+        "row_cells",
+        "set_row_order",
+        "append_rows",
+        "measure_new_rows",
+        "row_style",
+        "body_cell_styles",
+        "hover_cursor_shown",
+        "renders_row_labels",
+    ):
+        if hasattr(DataTable, name):
+            out.append(f"DataTable has its own {name}: CompatDataTable's hides it")
+    return out

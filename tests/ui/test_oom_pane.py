@@ -1,0 +1,78 @@
+"""OOM pane on a fake source (Pilot): one notice per kill on any screen, the untrusted victim name
+shown literally, the pane's table and document."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from support import OOM_KILL
+
+from memtop.bridge import Bridge
+from memtop.probes.base import Probe
+from memtop.records import Record
+from memtop.views import Options, get_view
+
+
+class FakeOom(Probe):
+    name = "oom"
+    needs_bpf = False
+    cadence_s = 0.0
+    pending: ClassVar[list[Record]] = []
+
+    def load(self) -> None:
+        pass
+
+    def poll(self) -> list[Record]:
+        out, FakeOom.pending = list(FakeOom.pending), []
+        return out
+
+
+async def test_notice_on_any_screen_and_pane() -> None:
+    from textual.widgets import DataTable
+
+    from memtop.ui.app import MemtopApp
+
+    source = Bridge([FakeOom()])
+    app = MemtopApp(source, initial_pane="processes")
+    shown: list[tuple[str, bool]] = []
+    orig = app.notify
+
+    def spy(message: str, **kw: object) -> None:
+        shown.append((message, bool(kw.get("markup", True))))
+        orig(message, **kw)  # type: ignore[arg-type]
+
+    app.notify = spy  # type: ignore[method-assign]
+    async with app.run_test(size=(170, 40)) as pilot:
+        await pilot.pause(0.3)
+        FakeOom.pending = [OOM_KILL]
+        await app._tick()  # the app's own timer path, on the processes pane
+        await pilot.pause(0.1)
+        assert any("evil" in m and "4242" in m and not markup for m, markup in shown), shown
+        n = len(shown)
+        await app._tick()
+        assert len(shown) == n  # once per kill
+        app.show_pane("oom")
+        await pilot.pause(0.2)
+        app.redraw()
+        await pilot.pause(0.1)
+        table = app.query_one("#oom-table", DataTable)
+        assert table.row_count == 1
+        row = [str(c) for c in table.get_row_at(0)]
+        assert "4242" in row and "global" in row and "[red]evil\\x07" in row
+        app.paused = True  # no redraw from a timer tick while the app tears down
+    doc = get_view("oom").document(app.state, Options())
+    assert doc["pane"] == "oom" and doc["total"] == 1
+    assert set(doc["events"][0]) >= {
+        "ts_ns",
+        "victim_pid",
+        "victim_comm",
+        "trigger_pid",
+        "trigger_comm",
+        "scope",
+        "total_vm_bytes",
+        "anon_rss_bytes",
+        "file_rss_bytes",
+        "shmem_rss_bytes",
+        "uid",
+        "oom_score_adj",
+    }

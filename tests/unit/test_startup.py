@@ -1,0 +1,73 @@
+"""Start-up from the command line: no TLS on the way to the app, the garbage collector held for
+commands that start one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memtop import startup_gc
+
+
+def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
+    """asyncio comes in as on a Python without TLS, so the app's imports load no OpenSSL (~11 ms of
+    the start); ssl itself stays importable afterwards. A fresh interpreter: this one has asyncio."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from memtop import cli
+
+        def fake_snapshot(args):
+            import asyncio.base_events
+            import memtop.bridge, memtop.ui.app
+            assert "ssl" not in sys.modules, "ssl loaded on the way to the app"
+            assert asyncio.base_events.ssl is None
+            import ssl
+            assert sys.modules["ssl"] is ssl and ssl.SSLContext
+            return 0
+
+        cli.run_snapshot = fake_snapshot
+        sys.exit(cli.main(["snapshot", "--pane", "processes", "--output", sys.argv[1]]))
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "o.json")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_collector_is_held_from_the_command_line_for_an_app_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`memtop` and `memtop snapshot` hold the garbage collector from their first line (the
+    imports before the app ran ~40 collections); `memtop doctor` (no app) gets it back at once;
+    every command gives it back on its way out."""
+    import gc
+
+    from memtop import cli
+
+    seen: dict[str, bool] = {}
+
+    def fake_snapshot(args: object) -> int:
+        seen["snapshot"] = gc.isenabled()
+        return 0
+
+    def fake_report(as_json: bool) -> tuple[str, int]:
+        seen["doctor"] = gc.isenabled()
+        return "", 0
+
+    monkeypatch.setattr(cli, "run_snapshot", fake_snapshot)
+    monkeypatch.setattr("memtop.doctor.report", fake_report)
+    try:
+        assert gc.isenabled()
+        assert cli.main(["snapshot", "--pane", "processes", "--output", str(tmp_path / "o.json")]) == 0
+        assert seen["snapshot"] is False
+        assert gc.isenabled()  # given back on the way out, when no first frame did
+        assert cli.main(["doctor"]) == 0
+        assert seen["doctor"] is True and gc.isenabled()
+    finally:
+        startup_gc.release()
+        gc.enable()

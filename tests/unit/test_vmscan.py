@@ -1,0 +1,57 @@
+"""vmscan and reclaim records, state and views without a kernel, on two synthetic ticks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from support import vmscan_batches
+
+from memtop.records import from_json, to_json
+from memtop.state import State
+from memtop.views import Options, get_view
+
+
+def origin_rows(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
+    return {r["origin"]: r for r in doc["rows"]}
+
+
+def test_records_round_trip_json() -> None:
+    for batch in vmscan_batches():
+        for rec in batch.records:
+            assert from_json(json.loads(json.dumps(to_json(rec)))) == rec
+
+
+def test_state_and_views_from_records() -> None:
+    state = State(mode="replay")
+    for b in vmscan_batches():
+        state.apply(b)
+    vm = get_view("vmscan").document(state, Options())
+    rows = origin_rows(vm)
+    assert rows["kswapd"]["pages_scanned"] == 1000 and rows["kswapd"]["scanned_per_s"] == 1000.0
+    assert rows["memcg"]["efficiency_pct"] == round(100 * 800 / 1800, 1)
+    assert vm["kswapd_wakes"] == 3
+    assert vm["slab_shrink"][0]["shrinker"] == "deferred_split_scan"  # by time spent
+    assert vm["compaction"] == {
+        "count": 2,
+        "total_ns": 3_000_000,
+        "histogram": [{"le_ns": 2**21 - 1, "count": 2}],
+        "kcompactd_wakes": 1,
+    }
+    # sar -B %vmeff: pgsteal / (pgscank + pgscand)
+    assert vm["kernel"]["vmeff_pct"] == round(100 * 700 / 1200, 1)
+    assert vm["kernel"]["rates"]["workingset_refault_anon_per_s"] == 40.0
+    rc = get_view("reclaim").document(state, Options(sort="total_ns"))
+    assert [r["pid"] for r in rc["rows"]] == [77, 4242]
+    assert rc["histogram"] == [
+        {"kind": "direct", "le_ns": 2**21 - 1, "count": 1},
+        {"kind": "memcg", "le_ns": 2**15 - 1, "count": 3},
+    ]
+    assert rc["events"][0]["pid"] == 77  # newest first
+    assert rc["events_received"] == 4 and rc["events_total"] == {"direct": 1, "memcg": 3}
+    only = get_view("reclaim").document(state, Options(section="memcg"))
+    assert {e["kind"] for e in only["events"]} == {"memcg"} and {b["kind"] for b in only["histogram"]} == {
+        "memcg"
+    }
+    text = get_view("reclaim").text(state, Options()) + get_view("vmscan").text(state, Options())
+    assert "memcg reclaim latency" in text and "super_cache_scan" in text and "%vmeff" in text
