@@ -124,7 +124,6 @@ def label(agg: Agg) -> Text:
 
 class LeaksPane(FilterablePane):
     view_name = "leaks"
-    probes = ("memleak",)
     filter_hint = "show stacks with a frame containing… (function or module; Enter applies, Esc clears)"
 
     BINDINGS = [
