@@ -46,6 +46,13 @@ class Target:
     gone_ns: int = 0  # when a drill-in probe noticed the exit (0 = not seen)
 
 
+def _size_sum(rows: tuple[MappingRow, ...]) -> int:
+    try:
+        return sum(int(m[2]) for m in rows)
+    except (TypeError, ValueError, IndexError):  # a recording's rows not shaped as MappingRow
+        return 0
+
+
 class ProcessState(SubState):
     key = "process"
 
@@ -88,7 +95,7 @@ class ProcessState(SubState):
                         t.mappings, t.mappings_ts_ns = tuple(t.mappings_reading), batch.ts_ns
                         t.mappings_reading = None
                 if rec.complete:
-                    t.mappings_size_bytes = sum(m[2] for m in t.mappings)
+                    t.mappings_size_bytes = _size_sum(t.mappings)
                 t.mappings_gen += 1
             elif isinstance(rec, MappingTotals):
                 t = self.watch(rec.pid)
