@@ -13,7 +13,10 @@ through a directory fd afterwards.
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import os
+import platform
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -204,6 +207,101 @@ def attach_perf_event_fd(
         fd = int(
             bcc.libbcc.lib.bpf_attach_perf_event(fn.fd, ev_type, ev_config, sample_period, 0, pid, cpu, -1)
         )
+    return fd
+
+
+def perf_prog_fd(bpf: Any, fn_name: str) -> int:
+    """The fd of ``fn_name`` loaded as a perf-event program (loaded once, then cached by BCC)."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        return int(bpf.load_func(fn_name.encode(), bcc.BPF.PERF_EVENT).fd)
+
+
+# perf_event_open(2) numbers by machine (the syscall has no libc wrapper)
+_PERF_EVENT_OPEN_NR = {
+    "x86_64": 298,
+    "aarch64": 241,
+    "riscv64": 241,
+    "loongarch64": 241,
+    "ppc64le": 319,
+    "ppc64": 319,
+    "s390x": 331,
+    "i686": 336,
+    "armv7l": 364,
+}
+_PERF_FLAG_FD_CLOEXEC = 8
+_PERF_EVENT_IOC_ENABLE = 0x2400  # _IO('$', 0)
+_PERF_EVENT_IOC_SET_BPF = 0x40042408  # _IOW('$', 8, __u32)
+_ATTR_DISABLED = 1  # bit 0 of the flags word: opened stopped, enabled once the program is set
+
+
+class _PerfEventAttr(ctypes.Structure):
+    """struct perf_event_attr up to config2 (PERF_ATTR_SIZE_VER1, 72 bytes); the kernel takes the
+    size it is given and zero for every later field."""
+
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+    ]
+
+
+_syscall: Any = None
+
+
+def _perf_event_open(attr: _PerfEventAttr, pid: int, cpu: int) -> int:
+    global _syscall
+    nr = _PERF_EVENT_OPEN_NR.get(platform.machine())
+    if nr is None:
+        raise OSError(0, f"perf_event_open: unknown syscall number on {platform.machine()}")
+    if _syscall is None:
+        fn = ctypes.CDLL(None, use_errno=True).syscall
+        fn.restype = ctypes.c_long
+        fn.argtypes = [
+            ctypes.c_long,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_ulong,
+        ]
+        _syscall = fn
+    fd = int(_syscall(nr, ctypes.byref(attr), pid, cpu, -1, _PERF_FLAG_FD_CLOEXEC))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return fd
+
+
+def attach_thread_perf_event(prog_fd: int, ev_type: int, ev_config: int, tid: int) -> int:
+    """Open a counting perf event on thread ``tid`` (any cpu, every event sampled) running the
+    program ``prog_fd`` (from :func:`perf_prog_fd`); return its fd (close it with
+    :func:`close_perf_event_fd`). A failure raises OSError with the errno (EMFILE at the fd
+    limit, ESRCH when the thread is gone) and prints nothing: libbcc's bpf_attach_perf_event
+    writes a line on stderr for every failed open, over the TUI. The event is not inherited
+    (libbcc sets attr.inherit for a pid): a thread the target starts is picked up by the probe's
+    rescan, and an inherited event beside that one would count its faults twice."""
+    attr = _PerfEventAttr()
+    attr.type = ev_type
+    attr.size = ctypes.sizeof(_PerfEventAttr)
+    attr.config = ev_config
+    attr.sample_period = 1
+    attr.flags = _ATTR_DISABLED
+    fd = _perf_event_open(attr, tid, -1)
+    try:
+        fcntl.ioctl(fd, _PERF_EVENT_IOC_SET_BPF, prog_fd)
+        fcntl.ioctl(fd, _PERF_EVENT_IOC_ENABLE, 0)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 

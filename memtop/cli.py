@@ -15,6 +15,7 @@ from memtop.errors import MemtopError
 if TYPE_CHECKING:
     from memtop.source import Source
     from memtop.ui.app import MemtopApp
+    from memtop.views import View
 
 SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded")
 
@@ -26,6 +27,21 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+#: the refresh intervals memtop takes: below 0.1 s a tick costs more than it shows (1e-6 s kept a
+#: core busy and stretched a 3 s recording to 390 s); above an hour nothing is live any more
+MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 3600.0
+
+
+def interval_arg(text: str) -> float:
+    value = positive_float(text)
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds: {text!r}"
+        )
     return value
 
 
@@ -66,7 +82,10 @@ class Parser(argparse.ArgumentParser):
 
 def common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--interval", type=positive_float, default=1.0, help="refresh interval, seconds (default 1)"
+        "--interval",
+        type=interval_arg,
+        default=1.0,
+        help=f"refresh interval, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds (default 1)",
     )
     p.add_argument("--no-bpf", action="store_true", help="do not load BPF: the /proc view only")
     p.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
@@ -124,14 +143,28 @@ def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
         raise PidNotFound(f"pid {pid} vanished", "pick a running pid") from exc
 
 
+def check_section(view: View, section: str) -> None:
+    """``--section`` must name one of the pane's own sections (the view's list, not a copy)."""
+    if not section:
+        return
+    if not view.sections:
+        raise MemtopError(f"pane {view.name!r} has no sections", "--section goes with --pane process")
+    if section not in view.sections:
+        raise MemtopError(
+            f"unknown section {section!r} for pane {view.name!r}", "sections: " + ", ".join(view.sections)
+        )
+
+
 def check_snapshot_args(args: argparse.Namespace) -> None:
-    """The checks every headless snapshot makes before anything starts (pane, format, pid, file)."""
+    """The checks every headless snapshot makes before anything starts (pane, format, section,
+    pid, file)."""
     from memtop import files
     from memtop.views import get_view
 
     view = get_view(args.pane)
     if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
         raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
+    check_section(view, args.section)
     if args.pane == "process" and args.pid is None:
         raise MemtopError("--pane process needs --pid PID")
     files.check_target(args.output, args.force)
@@ -310,7 +343,7 @@ def add_record_replay_args(
     rp.add_argument("--salvage", action="store_true", help="load a recording that was cut short")
     rp.add_argument("--info", action="store_true", help="describe the recording and exit")
     rp.add_argument(
-        "--interval", type=positive_float, default=argparse.SUPPRESS, help="screen refresh, seconds"
+        "--interval", type=interval_arg, default=argparse.SUPPRESS, help="screen refresh, seconds"
     )
     rp.add_argument("--pane", default=argparse.SUPPRESS, help="pane to show at start")
     rp.add_argument("--pid", type=pid_arg, default=argparse.SUPPRESS, help="open the drill-in for PID")

@@ -121,14 +121,32 @@ async def record(
     return RecordResult(rec.path, rec.batches, rec.records, rec.duration_s, rec.path.stat().st_size, reason)
 
 
+def encodable(out: IO[str], text: str) -> str:
+    """``text`` as ``out`` can encode it: what its encoding lacks (a non-ASCII process name on a
+    stdout in ASCII or latin-1, LANG=C) becomes a backslash escape, as memtop.text shows control
+    characters, rather than a UnicodeEncodeError ending the run."""
+    enc = getattr(out, "encoding", None)
+    if not enc:
+        return text
+    try:
+        text.encode(enc)
+    except UnicodeEncodeError:
+        return text.encode(enc, "backslashreplace").decode(enc)
+    except LookupError:
+        pass
+    return text
+
+
 def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, probes: str) -> None:
     if as_json:
-        out.write(json.dumps(view.document(state, opts), ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(view.document(state, opts), ensure_ascii=False, separators=(",", ":"))
+        if encodable(out, line) != line:  # JSON's own escapes keep it valid and lossless
+            line = json.dumps(view.document(state, opts), ensure_ascii=True, separators=(",", ":"))
+        out.write(line + "\n")
     else:
         stamp = time.strftime("%H:%M:%S")
-        out.write(f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}  {probes}\n")
-        out.write(view.text(state, opts))
-        out.write("\n")
+        head = f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}  {probes}\n"
+        out.write(encodable(out, head + view.text(state, opts) + "\n"))
     out.flush()
 
 

@@ -5,12 +5,19 @@ Opens the perf software events PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ on each threa
 them. Nothing else on the machine runs it, unlike a tracepoint or system-wide perf event. Threads
 started later are picked up by rescanning /proc/PID/task on every poll (faults a new thread takes
 before that are not seen; the pane says so).
+
+Each traced thread costs two file descriptors. When the target has more threads than memtop's
+open-file limit allows, the soft RLIMIT_NOFILE is raised to the hard one; threads beyond what is
+left (keeping FD_RESERVE for everything else memtop opens) are not traced, and a FaultCoverage
+record says how many and why, so no count is ever shown as the whole process's when it is not.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import resource
 import threading
 import time
 
@@ -20,7 +27,7 @@ from memtop.probes.base import BpfProbe
 from memtop.probes.procmaps import AddressMap, MapEntry, is_alive, read_maps
 from memtop.probes.symbols import Symbolizer
 from memtop.records import Lost, Record
-from memtop.records.process import FaultFile, FaultStack, TargetGone
+from memtop.records.process import FaultCoverage, FaultFile, FaultStack, TargetGone
 
 MAX_STACKS = 4096
 MAX_RANGES = 16384  # power of two; mappings beyond it fall back to user-space resolution
@@ -32,6 +39,9 @@ RECENT = 32  # power of two: the last mmap() results checked first on a fault
 MAX_RECENT_COUNTS = 4096
 MAP_ANONYMOUS = 0x20
 COARSE_SHIFT = 21
+FDS_PER_THREAD = 2  # PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ
+#: descriptors left free for everything else memtop opens (BPF maps, /proc reads, other probes)
+FD_RESERVE = 128
 
 
 UNMAPPED = "[unmapped before it was read]"
@@ -46,6 +56,42 @@ class _Range(ctypes.Structure):
         ("path_id", ctypes.c_uint32),
         ("pad", ctypes.c_uint32),
     ]
+
+
+def open_fd_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def raise_nofile(need: int) -> int:
+    """Raise the soft RLIMIT_NOFILE towards the hard one when ``need`` descriptors are more than
+    it allows (per-thread perf events on a target with thousands of threads); the soft limit
+    now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if need <= soft or (hard != resource.RLIM_INFINITY and hard <= soft):
+        return soft
+    ceiling = hard
+    if hard == resource.RLIM_INFINITY:  # the kernel's per-process maximum caps it anyway
+        try:
+            ceiling = int(open("/proc/sys/fs/nr_open").read())
+        except (OSError, ValueError):
+            ceiling = max(need, soft)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+    except (OSError, ValueError):
+        return soft
+    return ceiling
+
+
+def fd_limit_reason(threads: int) -> str:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    hard_s = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    return (
+        f"open-file limit: {threads} threads need {FDS_PER_THREAD * threads} perf event fds, "
+        f"RLIMIT_NOFILE is {soft} (hard {hard_s}); raise it (ulimit -Hn, LimitNOFILE=)"
+    )
 
 
 def list_tids(pid: int, proc_root: str = "/proc") -> list[int] | None:
@@ -77,6 +123,9 @@ class FaultStackProbe(BpfProbe):
         self.pid = pid
         self.proc_root = proc_root
         self._fds: dict[int, list[int]] = {}  # tid -> perf event fds
+        self._threads_total = 0
+        self._uncovered_reason = ""
+        self._sent_coverage: FaultCoverage | None = None
         self._ids: tuple[int, int, int] = (0, 0, 0)
         self._sym = Symbolizer(pid, proc_root)
         self._frames: dict[int, tuple[str, ...]] = {}
@@ -104,7 +153,21 @@ class FaultStackProbe(BpfProbe):
         ]
 
     def note(self) -> str:
-        return f"pid {self.pid}, {len(self._fds)} thread(s)"
+        note = f"pid {self.pid}, {len(self._fds)} thread(s)"
+        missed = self._threads_total - len(self._fds)
+        if missed > 0:
+            note += f"; {missed} of {self._threads_total} not traced ({self._uncovered_reason})"
+        return note
+
+    def traced_tids(self) -> list[int]:
+        """The threads with perf events open now."""
+        with self._lock:
+            return sorted(self._fds)
+
+    def coverage(self) -> FaultCoverage:
+        traced = len(self._fds)
+        total = max(self._threads_total, traced)
+        return FaultCoverage(self.pid, total, traced, self._uncovered_reason if traced < total else "")
 
     def load(self) -> None:
         if list_tids(self.pid, self.proc_root) is None:
@@ -116,9 +179,10 @@ class FaultStackProbe(BpfProbe):
         self._refresh_ranges()
         self._attach_threads()
         if not self._fds:
+            why = self._uncovered_reason or "the process may have exited"
             raise ProbeError(
-                f"could not open perf events on pid {self.pid}",
-                "the process may have exited; see `memtop doctor` (perf events)",
+                f"could not open perf events on any thread of pid {self.pid}: {why}",
+                "see `memtop doctor` (perf events)",
             )
 
     # -- threads --------------------------------------------------------------------------------
@@ -130,17 +194,43 @@ class FaultStackProbe(BpfProbe):
         for tid in [t for t in self._fds if t not in live]:
             for fd in self._fds.pop(tid):
                 bcc_compat.close_perf_event_fd(fd)
+        new = [t for t in tids if t not in self._fds]
+        self._threads_total = len(tids)
+        if not new:
+            if len(self._fds) >= len(tids):
+                self._uncovered_reason = ""
+            return
+        # the descriptors this round may take: check before opening (an open that fails at the
+        # limit costs a syscall each, and leaves nothing for the rest of memtop)
+        open_now = open_fd_count()
+        soft = raise_nofile(open_now + FDS_PER_THREAD * len(new) + FD_RESERVE)
+        budget = max(0, (soft - open_now - FD_RESERVE) // FDS_PER_THREAD)
+        reason = ""
+        if budget < len(new):
+            reason = fd_limit_reason(len(tids))
         ev_type, ev_min, ev_maj = self._ids
-        for tid in tids:
-            if tid in self._fds:
+        progs = [bcc_compat.perf_prog_fd(self.bpf, fn) for fn in ("on_fault_min", "on_fault_maj")]
+        for tid in new[:budget]:
+            fds: list[int] = []
+            try:
+                for prog, cfg in zip(progs, (ev_min, ev_maj), strict=True):
+                    fds.append(bcc_compat.attach_thread_perf_event(prog, ev_type, cfg, tid))
+            except OSError as exc:
+                for fd in fds:  # both or none: half a thread would count its minor faults only
+                    bcc_compat.close_perf_event_fd(fd)
+                if exc.errno == errno.ESRCH:  # exited meanwhile: nothing to trace
+                    self._threads_total -= 1
+                    continue
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    reason = fd_limit_reason(len(tids))
+                    break
+                reason = f"perf_event_open on a thread failed: {exc.strerror or exc}"
                 continue
-            fds = []
-            for fn, cfg in (("on_fault_min", ev_min), ("on_fault_maj", ev_maj)):
-                fd = bcc_compat.attach_perf_event_fd(self.bpf, fn, ev_type, cfg, 1, tid, -1)
-                if fd >= 0:
-                    fds.append(fd)
-            if fds:
-                self._fds[tid] = fds
+            self._fds[tid] = fds
+        if len(self._fds) < self._threads_total:
+            self._uncovered_reason = reason or self._uncovered_reason or "not traced"
+        else:
+            self._uncovered_reason = ""
 
     # -- mappings -------------------------------------------------------------------------------
     def _path_id(self, label: str) -> int | None:
@@ -284,6 +374,10 @@ class FaultStackProbe(BpfProbe):
                 out.append(FaultFile(self.pid, label, mn, mj))
                 self._sent_files[label] = (mn, mj)
         lost = self.bpf["lost"]
+        cov = self.coverage()
+        if cov != self._sent_coverage:
+            out.append(cov)
+            self._sent_coverage = cov
         out.append(Lost(self.name, "stacks", int(lost.sum(lost.Key(0)).value)))
         out.append(Lost(self.name, "addresses", int(lost.sum(lost.Key(1)).value)))
         return out

@@ -1,9 +1,11 @@
-"""Reading a process's mappings: /proc/PID/maps (for resolving addresses) and /proc/PID/smaps
-(the pmap -x view). Pure parsing; no BPF."""
+"""Reading a process's mappings: /proc/PID/maps (for resolving addresses), /proc/PID/smaps (the
+pmap -x view) and /proc/PID/smaps_rollup (the kernel's sum over every mapping). Pure parsing; no
+BPF."""
 
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +109,119 @@ def parse_smaps(text: str) -> list[MappingRow]:
                 cur[5] = int(cur[5]) + value
     flush()
     return rows
+
+
+# One smaps entry, the fields the row needs, in the order every kernel prints them (Size first,
+# Rss and Pss together, the dirty counts, then Swap; field lines between them skipped, never an
+# entry's first line, so no match runs into the next entry). A kernel that
+# printed them otherwise matches fewer entries than it has, and SmapsParser falls back to the
+# line parser for that part. Matching whole entries in C is ~10x faster than a Python loop over
+# the ~25 lines of each (60,000 mappings: 43 MB of text, 0.13 s against 1.2 s).
+_SMAPS_ENTRY = re.compile(
+    rb"^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+ *([^\n]*)\n"
+    rb"Size: +(\d+) kB\n"
+    rb"(?:[A-Z][^\n]*\n)*?Rss: +(\d+) kB\n"
+    rb"Pss: +(\d+) kB\n"
+    rb"(?:[A-Z][^\n]*\n)*?Shared_Dirty: +(\d+) kB\n"
+    rb"(?:[A-Z][^\n]*\n)*?Private_Dirty: +(\d+) kB\n"
+    rb"(?:[A-Z][^\n]*\n)*?Swap: +(\d+) kB\n",
+    re.M,
+)
+# where an entry starts: a line "start-end perms …" (no field name starts with a hex digit)
+_ENTRY_START = re.compile(rb"\n(?=[0-9a-f]+-[0-9a-f]+ )")
+#: how far from the end of the text read so far the last entry's start is looked for (an entry is
+#: ~1 KiB of fields plus a path of at most 4 KiB)
+_TAIL_BYTES = 64 * 1024
+
+
+class SmapsParser:
+    """/proc/PID/smaps parsed as it is read: ``feed`` the bytes of each read, get the rows of the
+    entries completed so far. Only the unfinished last entry is kept between reads, never the
+    text; names and modes are shared between rows (60,000 mappings often name a few files)."""
+
+    def __init__(self) -> None:
+        self._carry = b""
+        self._names: dict[bytes, str] = {}
+        self._modes: dict[bytes, str] = {}
+
+    def feed(self, data: bytes) -> list[MappingRow]:
+        buf = self._carry + data if self._carry else data
+        split = -1
+        for m in _ENTRY_START.finditer(buf, max(0, len(buf) - _TAIL_BYTES)):
+            split = m.start()
+        if split < 0:
+            self._carry = buf
+            return []
+        self._carry = buf[split + 1 :]
+        return self._parse(buf[: split + 1])
+
+    def finish(self) -> list[MappingRow]:
+        buf, self._carry = self._carry, b""
+        return self._parse(buf) if buf.strip() else []
+
+    def _parse(self, part: bytes) -> list[MappingRow]:
+        found = _SMAPS_ENTRY.findall(part)
+        if len(found) != part.count(b"\nSize:"):
+            return parse_smaps(part.decode("utf-8", errors="replace"))  # a format this does not know
+        names, modes = self._names, self._modes
+        rows: list[MappingRow] = []
+        for lo, hi, mode, name, size, rss, pss, sdirty, pdirty, swap in found:
+            n = names.get(name)
+            if n is None:
+                n = names[name] = clean(name.rstrip())
+            md = modes.get(mode)
+            if md is None:
+                md = modes[mode] = clean(mode)
+            rows.append(
+                (
+                    int(lo, 16),
+                    int(hi, 16),
+                    int(size) << 10,
+                    int(rss) << 10,
+                    int(pss) << 10,
+                    (int(sdirty) + int(pdirty)) << 10,
+                    int(swap) << 10,
+                    md,
+                    n,
+                )
+            )
+        return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Rollup:
+    """/proc/PID/smaps_rollup: the kernel's sums over every mapping, in bytes."""
+
+    rss_bytes: int
+    pss_bytes: int
+    dirty_bytes: int  # Shared_Dirty + Private_Dirty
+    swap_bytes: int
+
+
+def parse_rollup(text: str) -> Rollup | None:
+    fields: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            fields[key] = int(parts[0]) * 1024
+    if "Rss" not in fields:
+        return None
+    return Rollup(
+        fields["Rss"],
+        fields.get("Pss", 0),
+        fields.get("Shared_Dirty", 0) + fields.get("Private_Dirty", 0),
+        fields.get("Swap", 0),
+    )
+
+
+def read_rollup(pid: int, proc_root: str | Path = "/proc") -> Rollup | None:
+    """One read of /proc/PID/smaps_rollup; None when the process is gone (or the kernel, older
+    than 4.14, has no such file)."""
+    try:
+        return parse_rollup((Path(proc_root) / str(pid) / "smaps_rollup").read_text())
+    except (OSError, ProcessLookupError):
+        return None
 
 
 def read_smaps(pid: int, proc_root: str | Path = "/proc") -> list[MappingRow] | None:

@@ -36,6 +36,23 @@ class FaultFile(Record):
     major_faults: int
 
 
+@record("fault_coverage")
+@dataclass(frozen=True, slots=True)
+class FaultCoverage(Record):
+    """Which threads of ``pid`` the fault-stack probe traces (per-thread perf events: two fds a
+    thread). ``threads_total`` is what /proc/PID/task listed at the last rescan; the others are
+    not traced, for ``reason`` (e.g. the open-file limit); their faults are not in any count."""
+
+    pid: int
+    threads_total: int
+    threads_traced: int
+    reason: str = ""
+
+    @property
+    def threads_uncovered(self) -> int:
+        return max(0, self.threads_total - self.threads_traced)
+
+
 @record("growth_stack")
 @dataclass(frozen=True, slots=True)
 class GrowthStack(Record):
@@ -74,10 +91,29 @@ MappingRow = tuple[int, int, int, int, int, int, int, str, str]
 @record("mappings")
 @dataclass(frozen=True, slots=True)
 class Mappings(Record):
-    """Every mapping of ``pid`` from one read of /proc/PID/smaps (what ``pmap -x`` shows)."""
+    """Mappings of ``pid`` from one read of /proc/PID/smaps (what ``pmap -x`` shows), in address
+    order. A read may come in parts: a record with ``append`` False starts a table, the next ones
+    add to it, and ``complete`` says the read is over (one record with both defaults is a whole
+    table, as recordings made before parts hold)."""
 
     pid: int
     rows: tuple[MappingRow, ...]
+    append: bool = False
+    complete: bool = True
+
+
+@record("mapping_totals")
+@dataclass(frozen=True, slots=True)
+class MappingTotals(Record):
+    """The whole of ``pid``'s mappings from one read of /proc/PID/smaps_rollup: the kernel's own
+    sums (its Pss is summed before rounding, so it may exceed the rows' Pss by under 1 KiB a
+    mapping)."""
+
+    pid: int
+    rss_bytes: int
+    pss_bytes: int
+    dirty_bytes: int  # Shared_Dirty + Private_Dirty
+    swap_bytes: int
 
 
 @record("target_gone")

@@ -7,7 +7,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
-from memtop.records.process import FaultFile, FaultStack, GrowthStack, MappingRow, Mappings, TargetGone
+from memtop.records.process import (
+    FaultCoverage,
+    FaultFile,
+    FaultStack,
+    GrowthStack,
+    MappingRow,
+    Mappings,
+    MappingTotals,
+    TargetGone,
+)
 from memtop.state.base import SubState
 from memtop.state.system import ProcessesState, ProcRow
 
@@ -23,10 +32,25 @@ class Target:
     fault_stacks: dict[int, FaultStack] = field(default_factory=dict)
     fault_files: dict[str, FaultFile] = field(default_factory=dict)
     growth: dict[int, GrowthStack] = field(default_factory=dict)
-    mappings: tuple[MappingRow, ...] = ()
+    fault_coverage: FaultCoverage | None = None  # which threads the fault probe traces
+    mappings: tuple[MappingRow, ...] = ()  # the last complete read of smaps
     mappings_ts_ns: int = 0
+    mappings_size_bytes: int = 0  # the sum of their sizes (not in smaps_rollup)
+    #: the first read of smaps while it comes in parts (None once complete)
+    mappings_reading: list[MappingRow] | None = None
+    #: bumped whenever what the mappings table shows changes (a screen redraws it only then)
+    mappings_gen: int = 0
+    mapping_totals: MappingTotals | None = None
+    mapping_totals_ts_ns: int = 0
     row: ProcRow | None = None  # the processes pane's row, kept here after it drops it
     gone_ns: int = 0  # when a drill-in probe noticed the exit (0 = not seen)
+
+
+def _size_sum(rows: tuple[MappingRow, ...]) -> int:
+    try:
+        return sum(int(m[2]) for m in rows)
+    except (TypeError, ValueError, IndexError):  # a recording's rows not shaped as MappingRow
+        return 0
 
 
 class ProcessState(SubState):
@@ -56,9 +80,26 @@ class ProcessState(SubState):
                 self.watch(rec.pid).fault_files[rec.path] = rec
             elif isinstance(rec, GrowthStack):
                 self.watch(rec.pid).growth[rec.stack_id] = rec
+            elif isinstance(rec, FaultCoverage):
+                self.watch(rec.pid).fault_coverage = rec
             elif isinstance(rec, Mappings):
                 t = self.watch(rec.pid)
-                t.mappings, t.mappings_ts_ns = rec.rows, batch.ts_ns
+                if rec.complete and not rec.append:  # a whole table at once
+                    t.mappings, t.mappings_ts_ns, t.mappings_reading = rec.rows, batch.ts_ns, None
+                else:
+                    if rec.append and t.mappings_reading is not None:
+                        t.mappings_reading.extend(rec.rows)
+                    else:
+                        t.mappings_reading = list(rec.rows)
+                    if rec.complete:
+                        t.mappings, t.mappings_ts_ns = tuple(t.mappings_reading), batch.ts_ns
+                        t.mappings_reading = None
+                if rec.complete:
+                    t.mappings_size_bytes = _size_sum(t.mappings)
+                t.mappings_gen += 1
+            elif isinstance(rec, MappingTotals):
+                t = self.watch(rec.pid)
+                t.mapping_totals, t.mapping_totals_ts_ns = rec, batch.ts_ns
             elif isinstance(rec, TargetGone):
                 t = self.watch(rec.pid)
                 if not t.gone_ns:

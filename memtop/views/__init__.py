@@ -44,11 +44,52 @@ class Options:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: probe states whose figures are measurements (detached: measured until it detached)
+MEASURING = ("attached", "detached")
+
+
+def probe_status(state: State, name: str) -> dict[str, str]:
+    """``{"state", "message", "hint"}`` of probe ``name`` as the state last heard it; "absent"
+    when this session never ran it (``--no-bpf``, a recording made without it)."""
+    st = state.statuses.get(name)
+    if st is None:
+        return {"state": "absent", "message": "not running in this session", "hint": ""}
+    return {"state": st.state, "message": st.message, "hint": st.hint}
+
+
+def measuring(state: State, name: str) -> bool:
+    """True when probe ``name``'s figures are measurements; a zero from a probe that failed, is
+    still attaching or never ran is not one (documents give None, text says why)."""
+    st = state.statuses.get(name)
+    return st is not None and st.state in MEASURING
+
+
+def status_notes(statuses: dict[str, dict[str, str]]) -> str:
+    """Text lines for the probes of a document that are not measuring: which, and why."""
+    lines = []
+    for name, st in statuses.items():
+        if st["state"] in MEASURING:
+            continue
+        what = {"pending": "waiting to attach", "attaching": "attaching"}.get(st["state"], st["state"])
+        line = f"note: {name} {what}"
+        if st["message"] and st["state"] not in ("pending", "attaching"):
+            line += f" — {st['message']}"
+        if st["hint"]:
+            line += f" (hint: {st['hint']})"
+        lines.append(line + "; its figures are not measured")
+    return "".join(f"{line}\n" for line in lines)
+
+
 class View:
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     order: ClassVar[int] = 100
     columns: ClassVar[tuple[Column, ...]] = ()
+    #: the probes whose data this view shows, declared once here: documents carry their statuses
+    #: (``"probes"``), text snapshots a note for each one not measuring, the pane its status line
+    probes: ClassVar[tuple[str, ...]] = ()
+    #: the sections `memtop snapshot --section` may ask for (the drill-in's tabs)
+    sections: ClassVar[tuple[str, ...]] = ()
     #: export formats besides json/txt/svg (e.g. "folded")
     extra_formats: ClassVar[tuple[str, ...]] = ()
     registry: ClassVar[dict[str, type[View]]] = {}
@@ -65,9 +106,14 @@ class View:
         rows = doc.get("rows", [])
         return rows if isinstance(rows, list) else []
 
+    def statuses(self, state: State) -> dict[str, dict[str, str]]:
+        """The statuses of this view's probes, for its document."""
+        return {name: probe_status(state, name) for name in self.probes}
+
     def text(self, state: State, opts: Options) -> str:
         doc = self.document(state, opts)
-        return render_table(self.title, self.columns, self.table_rows(doc)) + self.text_extra(doc)
+        notes = status_notes(doc.get("probes") or {})
+        return notes + render_table(self.title, self.columns, self.table_rows(doc)) + self.text_extra(doc)
 
     def text_extra(self, doc: dict[str, Any]) -> str:
         return ""

@@ -13,7 +13,7 @@ from memtop.errors import MemtopError
 from memtop.records.leaks import AGE_BUCKETS_S
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Column, Options, View, render_table
+from memtop.views import Column, Options, View, render_table, status_notes
 
 SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
 ROW_KEYS = ("frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s")
@@ -45,10 +45,16 @@ def matches(row: dict[str, Any], opts: Options) -> bool:
     return True
 
 
+def leaks_asked(state: State) -> bool:
+    """Whether memleak was asked for at all (with no target, the pane says how to ask)."""
+    return bool(state.get(LeaksState).targets) or "memleak" in state.statuses
+
+
 class LeaksView(View):
     name = "leaks"
     title = "Leaks"
     order = 60
+    probes = ("memleak",)
     extra_formats = ("folded",)
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
@@ -98,13 +104,15 @@ class LeaksView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "probes": self.statuses(state),
             "pids": sorted(leaks.targets),
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
         }
 
     def text(self, state: State, opts: Options) -> str:
         rows = self.rows(state, opts)
-        text = render_table(self.title, self.columns, rows)
+        text = status_notes(self.statuses(state)) if leaks_asked(state) else ""
+        text += render_table(self.title, self.columns, rows)
         text += "\n" + self.targets_text(state)
         for row in rows[:10]:
             if not row["outstanding_bytes"]:

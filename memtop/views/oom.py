@@ -7,7 +7,7 @@ from typing import Any
 from memtop import fmt
 from memtop.state import State
 from memtop.state.oom import OomState
-from memtop.views import Column, Options, View
+from memtop.views import Column, Options, View, measuring
 
 ADJ_UNKNOWN = -10000
 
@@ -20,6 +20,7 @@ class OomView(View):
     name = "oom"
     title = "OOM kills"
     order = 50
+    probes = ("oom",)
     columns = (
         Column("age_ns", "AGO", fmt.ns_h),
         Column("victim_pid", "PID"),
@@ -68,8 +69,10 @@ class OomView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "probes": self.statuses(state),
             "events": events,
-            "total": st.total,
+            # kills seen; None when the probe is not watching (no kill seen would not mean none)
+            "total": st.total if measuring(state, "oom") or st.kills else None,
         }
 
     def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -86,6 +89,6 @@ class OomView(View):
             if e["missing"]:
                 extra.append("kernel did not say: " + ", ".join(e["missing"]))
             lines.append(f"{e['victim_pid']} {e['victim_comm']}: " + "; ".join(extra))
-        if not doc["events"]:
+        if not doc["events"] and doc["total"] is not None:
             lines.append("no OOM kill since memtop started")
         return "\n".join(lines) + "\n"

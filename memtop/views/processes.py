@@ -10,7 +10,7 @@ from memtop.state import State
 from memtop.state.swapin import SwapinState
 from memtop.state.system import ProcessesState
 from memtop.state.vmscan import ReclaimState
-from memtop.views import Column, Options, View, render_table
+from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = (
     "pid",
@@ -44,6 +44,7 @@ class ProcessesView(View):
     name = "processes"
     title = "Processes"
     order = 10
+    probes = ("procfs", "procmem", "vmscan", "swapin")
     columns = (
         Column("pid", "PID"),
         Column("user", "USER", numeric=False),
@@ -62,20 +63,31 @@ class ProcessesView(View):
     def __init__(self) -> None:
         # pid -> (sample, figures from other probes, row): a process whose sample object and
         # figures did not change keeps its row dict, so tables can tell it is unchanged by identity
-        self._row_cache: dict[int, tuple[Any, tuple[float, float, int, int], dict[str, Any]]] = {}
+        self._row_cache: dict[
+            int, tuple[Any, tuple[float, float, int | None, int | None], dict[str, Any]]
+        ] = {}
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         procs = state.get(ProcessesState)
         # columns the other probes feed: time stalled in direct/memcg reclaim, time waiting on
-        # swap-ins (totals since memtop started; 0 where the probe saw nothing or is not attached)
-        stall = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
-        swapwait = {pid: r.rec.swapin_wait_ns for pid, r in state.get(SwapinState).rows.items()}
+        # swap-ins (totals since memtop started; 0 where the probe saw nothing, None where it is
+        # not measuring: failed, not attached yet or not running)
+        reclaim, swapin = state.get(ReclaimState), state.get(SwapinState)
+        stall_default = 0 if measuring(state, "vmscan") or reclaim.totals is not None else None
+        swap_default = 0 if measuring(state, "swapin") or swapin.rows else None
+        stall = {pid: r.total_ns for pid, r in reclaim.pids.items()}
+        swapwait = {pid: r.rec.swapin_wait_ns for pid, r in swapin.rows.items()}
         rows: list[dict[str, Any]] = []
-        cache: dict[int, tuple[Any, tuple[float, float, int, int], dict[str, Any]]] = {}
+        cache: dict[int, tuple[Any, tuple[float, float, int | None, int | None], dict[str, Any]]] = {}
         old_cache = self._row_cache
         for pid, r in procs.rows.items():
             s = r.sample
-            figures = (r.minflt_per_s, r.majflt_per_s, stall.get(pid, 0), swapwait.get(pid, 0))
+            figures = (
+                r.minflt_per_s,
+                r.majflt_per_s,
+                stall.get(pid, stall_default),
+                swapwait.get(pid, swap_default),
+            )
             hit = old_cache.get(pid)
             if hit is not None and hit[0] is s and hit[1] == figures:
                 cache[pid] = hit
@@ -104,6 +116,10 @@ class ProcessesView(View):
                 rows.append(row)
         self._row_cache = cache
         key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"
+        if (key == "reclaim_stall_ns" and stall_default is None) or (
+            key == "swapin_wait_ns" and swap_default is None
+        ):
+            key = "rss_bytes"  # a column with nothing measured has no order
         rows.sort(key=itemgetter(key, "pid"), reverse=opts.reverse)
         exited = [
             {
@@ -122,6 +138,7 @@ class ProcessesView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "probes": self.statuses(state),
             "rows": rows,
             "exited": exited,
         }

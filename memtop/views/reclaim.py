@@ -13,7 +13,7 @@ from memtop.records.vmscan import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.vmscan import ReclaimState
-from memtop.views import Column, Options, View, render_table
+from memtop.views import Column, Options, View, measuring, render_table
 from memtop.views.vmscan import render_hist
 
 SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
@@ -24,6 +24,7 @@ class ReclaimView(View):
     name = "reclaim"
     title = "Reclaim"
     order = 30
+    probes = ("vmscan",)
     columns = (
         Column("pid", "PID"),
         Column("comm", "COMMAND", numeric=False),
@@ -82,10 +83,11 @@ class ReclaimView(View):
         ]
         key = opts.sort if opts.sort in SORT_KEYS else "total_ns"
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
-        return {
+        doc: dict[str, Any] = {
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "probes": self.statuses(state),
             "histogram": histogram,
             "events": events,
             "rows": rows,
@@ -95,15 +97,20 @@ class ReclaimView(View):
             "unpaired": rs.unpaired,
             "events_per_s": {k: round(v, 2) for k, v in rs.events_per_s.items()},
         }
+        if not measuring(state, "vmscan") and rs.totals is None:  # no stall seen is not "no stall"
+            doc.update(histogram=[], events=[], rows=[], events_per_s={})
+            doc.update(events_received=None, lost_events=None, unpaired=None)
+            doc["events_total"] = {k: None for k in RECLAIM_KINDS}
+        return doc
 
     def text_extra(self, doc: dict[str, Any]) -> str:
         out = ""
         for kind in RECLAIM_KINDS:
             buckets = [b for b in doc["histogram"] if b["kind"] == kind]
-            total = doc["events_total"].get(kind, 0)
+            total = fmt.count_h(doc["events_total"].get(kind, 0))
             out += f"\n{kind} reclaim latency ({total} episodes)\n" + render_hist(buckets)
         out += (
-            f"\nevents received {doc['events_received']}, lost {doc['lost_events']}"
+            f"\nevents received {fmt.count_h(doc['events_received'])}, lost {fmt.count_h(doc['lost_events'])}"
             " (histograms and totals count lost ones too)\n\n"
         )
         out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])

@@ -10,7 +10,7 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.swapin import SwapinState
 from memtop.state.system import SystemState
-from memtop.views import Column, Options, View, render_table
+from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = (
     "pid",
@@ -59,6 +59,7 @@ class SwapinView(View):
     name = "swapin"
     title = "Swap-in waiters"
     order = 40
+    probes = ("swapin", "swapinfo")
     columns = (
         Column("pid", "PID"),
         Column("comm", "COMMAND", numeric=False),
@@ -102,13 +103,15 @@ class SwapinView(View):
             row_rec = st.rows[opts.pid].rec if opts.pid in st.rows else None
             swap_counts = dense(row_rec.swapin_hist if row_rec else ())
             file_counts = dense(row_rec.file_hist if row_rec else ())
+        measured = measuring(state, "swapin") or bool(st.rows)  # no wait seen is not "no wait"
         return {
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
-            "rows": rows,
-            "histogram": histogram(swap_counts),
-            "file_histogram": histogram(file_counts),
+            "probes": self.statuses(state),
+            "rows": rows if measured else [],
+            "histogram": histogram(swap_counts) if measured else [],
+            "file_histogram": histogram(file_counts) if measured else [],
             "system": system_line(state),
         }
 
@@ -144,7 +147,9 @@ def system_line(state: State) -> dict[str, Any]:
         "swap_devices": [
             {"name": d[0], "type": d[1], "size_bytes": d[2], "used_bytes": d[3], "priority": d[4]}
             for d in (info.devices if info else ())
-        ],
+        ]
+        if info is not None or measuring(state, "swapinfo")
+        else None,
         "zswap": zswap,
         "psi": None
         if p is None
@@ -173,8 +178,11 @@ def system_text(sysline: dict[str, Any]) -> list[str]:
             f"zswap {'on' if z['enabled'] else 'off'}: {fmt.bytes_h(z['stored_bytes'])} stored in "
             f"{fmt.bytes_h(z['pool_bytes'])}  in {fmt.count_h(z['zswpin_per_s'])}/s out {fmt.count_h(z['zswpout_per_s'])}/s"
         )
-    devs = sysline.get("swap_devices") or []
-    if not devs:
+    devs = sysline.get("swap_devices")
+    if devs is None:
+        lines.append("swap devices not read (swapinfo not running)")
+        devs = []
+    elif not devs:
         lines.append("no swap device")
     for d in devs:
         used = d["used_bytes"] / d["size_bytes"] * 100 if d["size_bytes"] else 0.0

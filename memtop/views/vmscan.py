@@ -11,7 +11,7 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.system import SystemState
 from memtop.state.vmscan import VmscanState
-from memtop.views import Column, Options, View, render_table
+from memtop.views import Column, Options, View, measuring, render_table
 
 #: /proc/vmstat counters whose per-second rates the pane shows (sar -B and thrashing)
 KERNEL_RATES = (
@@ -62,6 +62,7 @@ class VmscanView(View):
     name = "vmscan"
     title = "vmscan"
     order = 20
+    probes = ("vmscan", "procfs")
     columns = (
         Column("origin", "ORIGIN", numeric=False),
         Column("pages_scanned", "SCANNED", fmt.count_h),
@@ -107,10 +108,11 @@ class VmscanView(View):
             for s in sorted(vs.shrinkers.values(), key=lambda s: (-s.total_ns, s.shrinker))
         ]
         hist = [{"le_ns": log2_le(i), "count": n} for i, n in (t.compaction_hist if t is not None else ())]
-        return {
+        doc: dict[str, Any] = {
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "probes": self.statuses(state),
             "rows": rows,
             "kswapd_wakes": t.kswapd_wakes if t else 0,
             "kswapd_sleeps": t.kswapd_sleeps if t else 0,
@@ -126,14 +128,20 @@ class VmscanView(View):
             },
             "kernel": kernel_section(state.get(SystemState)),
         }
+        if not measuring(state, "vmscan") and not vs.has_data:  # zeros would read as "no reclaim"
+            doc.update(rows=[], slab_shrink=[], slab_dropped=None)
+            for k in ("kswapd_wakes", "kswapd_sleeps", "kswapd_wakes_per_s", "kswapd_sleeps_per_s"):
+                doc[k] = None
+            doc["compaction"] = {"count": None, "total_ns": None, "histogram": [], "kcompactd_wakes": None}
+        return doc
 
     def text_extra(self, doc: dict[str, Any]) -> str:
         k = doc["kernel"]
         r = k["rates"]
         lines = [
             "",
-            f"kswapd wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']}/s), "
-            f"sleeps {doc['kswapd_sleeps']} ({doc['kswapd_sleeps_per_s']}/s)",
+            f"kswapd wakes {fmt.count_h(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s), "
+            f"sleeps {fmt.count_h(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)",
             "kernel (/proc/vmstat) per second: "
             f"pgscank {r['pgscan_kswapd_per_s']} pgscand {r['pgscan_direct_per_s']} "
             f"pgsteal {r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s']:.1f} "
@@ -147,8 +155,8 @@ class VmscanView(View):
         out += render_table("Slab shrinkers (by time)", self.slab_columns, doc["slab_shrink"][:20])
         c = doc["compaction"]
         out += (
-            f"\nCompaction: {c['count']} runs, {fmt.ns_h(c['total_ns'])} total, "
-            f"kcompactd wakes {c['kcompactd_wakes']}\n"
+            f"\nCompaction: {fmt.count_h(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total, "
+            f"kcompactd wakes {fmt.count_h(c['kcompactd_wakes'])}\n"
         )
         out += render_hist(c["histogram"])
         return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,18 @@ def smaps_sums(pid: int) -> tuple[dict[str, int], int]:
     return sums, sum(1 for line in smaps.splitlines() if line.startswith("Size:"))
 
 
+def kernel_totals(pid: int) -> tuple[dict[str, int], int]:
+    """What the mappings totals are taken from: Rss, Pss and Swap from /proc/PID/smaps_rollup
+    (whose Pss is summed before rounding, so it can exceed the per-mapping sum by a few KiB), Size
+    summed over /proc/PID/smaps; and how many mappings there are."""
+    sums, n = smaps_sums(pid)
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        key = line.split(":", 1)[0]
+        if key in ("Rss", "Pss", "Swap") and line.endswith("kB"):
+            sums[key] = int(line.split()[1]) * 1024
+    return sums, n
+
+
 def test_mappings_totals_equal_smaps_under_pressure(workload: Workload) -> None:
     """The mappings section's totals lie between /proc/PID/smaps summed before and after memtop's
     read: the workload is idle, but PSS moves whenever another process maps or unmaps a library
@@ -192,12 +205,21 @@ def test_mappings_totals_equal_smaps_under_pressure(workload: Workload) -> None:
         probe = SmapsProbe(workload.pid)
         probe.load()
         state = State("procfs")
+        try:
+            for _ in range(100):  # the table is read in a thread of the probe's own
+                apply(state, probe)
+                if section(state, workload.pid, "mappings")["complete"]:
+                    break
+                time.sleep(0.05)
 
-        def ours() -> dict[str, Any]:
-            apply(state, probe)
-            return section(state, workload.pid, "mappings")
+            def ours() -> dict[str, Any]:
+                apply(state, probe)  # totals: smaps_rollup, read again at every poll
+                return section(state, workload.pid, "mappings")
 
-        (before, n_before), doc, (after, n_after) = bracket(lambda: smaps_sums(workload.pid), ours)
+            (before, n_before), doc, (after, n_after) = bracket(lambda: kernel_totals(workload.pid), ours)
+        finally:
+            probe.close()
+        assert doc["complete"]
         tot = doc["totals"]
         for key, field in (
             ("Rss", "rss_bytes"),

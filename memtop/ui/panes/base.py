@@ -30,8 +30,6 @@ class Pane(Vertical):
     """Subclasses set ``view_name``; the view's ``order`` places the pane's tab (and number key)."""
 
     view_name: ClassVar[str] = ""
-    #: probes that feed this pane; their status shows in the pane's status line
-    probes: ClassVar[tuple[str, ...]] = ()
     registry: ClassVar[list[type[Pane]]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -47,6 +45,12 @@ class Pane(Vertical):
     @property
     def title(self) -> str:
         return self.view.title
+
+    @property
+    def probes(self) -> tuple[str, ...]:
+        """The probes that feed this pane (declared once, on its view); their status shows in the
+        pane's status line."""
+        return self.view.probes
 
     def refresh_from(self, state: State) -> None:
         """Redraw from state; called on the app's timer when this pane is visible."""

@@ -131,7 +131,6 @@ class LeaksTree(Tree[tuple[str, ...]]):
 
 class LeaksPane(FilterablePane):
     view_name = "leaks"
-    probes = ("memleak",)
     filter_hint = "show stacks with a frame containing… (function or module; Enter applies, Esc clears)"
 
     BINDINGS = [

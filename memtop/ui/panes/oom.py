@@ -19,7 +19,6 @@ from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
 
 class OomPane(Pane):
     view_name = "oom"
-    probes = ("oom",)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -33,7 +32,8 @@ class OomPane(Pane):
     def refresh_from(self, state: State) -> None:
         doc = self.view.document(state, self.opts)
         status = self.status_text(state)
-        status.append(f"   {doc['total']} OOM kill(s) since start")
+        if doc["total"] is not None:
+            status.append(f"   {doc['total']} OOM kill(s) since start")
         show_text(self.query_one("#oom-status", StatusLine), status)
         table = self.query_one("#oom-table", DataTable)
         fill_table(table, self.view.columns, doc["events"], "ts_ns")

@@ -37,7 +37,6 @@ class ProcessesPane(FilterablePane, SortableTablePane):
     table_id = "processes-table"
     sort_keys = SORT_KEYS
     default_sort = "rss_bytes"
-    probes = ("procfs", "procmem", "vmscan", "swapin")
     filter_hint = "filter by name, pid, user or command line (Enter applies, Esc clears)"
 
     BINDINGS = [

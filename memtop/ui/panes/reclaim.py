@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
+from memtop import fmt
 from memtop.records.vmscan import RECLAIM_KINDS
 from memtop.state import State
 from memtop.ui.lines import show_text
@@ -25,7 +26,6 @@ class ReclaimPane(SortableTablePane):
     table_id = "reclaim-procs"
     sort_keys = SORT_KEYS
     default_sort = "total_ns"
-    probes = ("vmscan",)
 
     BINDINGS = [
         Binding("K", "kind", "Kind"),
@@ -51,8 +51,12 @@ class ReclaimPane(SortableTablePane):
         self._state = state
         doc = self.view.document(state, self.opts)
         status = self.status_text(state)
-        total = sum(doc["events_total"].values())
-        status.append(f"   {total} episodes · received {doc['events_received']}", style="default")
+        totals = [n for n in doc["events_total"].values() if n is not None]
+        total = sum(totals) if totals else None
+        status.append(
+            f"   {fmt.count_h(total)} episodes · received {fmt.count_h(doc['events_received'])}",
+            style="default",
+        )
         if doc["lost_events"]:  # the count itself is in the probe's part of the line
             status.append(" (lost to the ring; histograms and totals count them)", style="red")
         label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))
@@ -68,7 +72,7 @@ class ReclaimPane(SortableTablePane):
             t = Text()
             rate = doc["events_per_s"].get(kind, 0.0)
             t.append(f"{kind} reclaim latency", style="bold")
-            t.append(f"  {doc['events_total'].get(kind, 0)} episodes, {rate:g}/s\n")
+            t.append(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {rate:g}/s\n")
             t.append(render_hist(buckets, width=24))
             show_text(box, t)
 

@@ -23,7 +23,6 @@ class SwapinPane(SortableTablePane):
     table_id = "swapin-table"
     sort_keys = SORT_KEYS
     default_sort = "wait_ns_total"
-    probes = ("swapin", "swapinfo")
 
     BINDINGS = [
         Binding("P", "sort_by('pid')", "Sort PID", show=False),

@@ -46,7 +46,6 @@ def plot_rates(plot: Any, title: str, rings: dict[str, Ring], now_ns: int) -> No
 
 class VmscanPane(Pane):
     view_name = "vmscan"
-    probes = ("vmscan", "procfs")
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="vmscan-status", classes="pane-status")
@@ -96,8 +95,8 @@ class VmscanPane(Pane):
         )
         line.append("kswapd ", style="bold")
         line.append(
-            f"wakes {doc['kswapd_wakes']} ({doc['kswapd_wakes_per_s']:g}/s) "
-            f"sleeps {doc['kswapd_sleeps']} ({doc['kswapd_sleeps_per_s']:g}/s)"
+            f"wakes {fmt.count_h(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
+            f"sleeps {fmt.count_h(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)"
         )
         show_text(self.query_one("#vmscan-kernel", Static), line)
 
@@ -113,7 +112,8 @@ class VmscanPane(Pane):
         comp = Text()
         comp.append("Compaction", style="bold")
         comp.append(
-            f"  {c['count']} runs, {fmt.ns_h(c['total_ns'])} total, kcompactd wakes {c['kcompactd_wakes']}\n"
+            f"  {fmt.count_h(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total,"
+            f" kcompactd wakes {fmt.count_h(c['kcompactd_wakes'])}\n"
         )
         comp.append(render_hist(c["histogram"], width=20))
         show_text(self.query_one("#vmscan-compaction", Static), comp)
