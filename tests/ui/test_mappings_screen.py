@@ -19,7 +19,9 @@ PID = 4242
 class QuietSource:
     """A live-looking source that takes no probes and polls nothing: the test feeds state."""
 
-    mode = "bpf"
+    @property
+    def mode(self) -> str:
+        return "bpf"
 
     def subscribe(self, fn: Any) -> None:
         pass
@@ -41,6 +43,9 @@ class QuietSource:
 
     def remove_probe(self, name: str) -> None:
         pass
+
+    def standin_headers(self) -> str | None:
+        return None
 
 
 def rows(n: int, start: int = 0, big_at: int = -1) -> tuple[MappingRow, ...]:
