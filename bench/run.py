@@ -24,6 +24,8 @@ CASES = [
     "lost_counts",
     "micro",
 ]
+#: startup_ab and large_maps are not here: they compare with a revision given on their command line
+#: (bench/startup_ab.py REV, bench/large_maps.py REV), so they run alone
 #: cases with their own command line, run as a process (the arguments before ROUNDS)
 SCRIPTS = {"memleak_cost": ["--rounds"]}
 

@@ -16,6 +16,12 @@ def bytes_h(n: float | int | None) -> str:
     return f"{n:.1f}T"
 
 
+def count(n: int | None) -> str:
+    """A cumulative count as it is (36518, not 37k: two counts read side by side, such as events
+    seen and received, must show their difference); "-" when not measured."""
+    return "-" if n is None else str(n)
+
+
 def count_h(n: float | int | None) -> str:
     if n is None:
         return "-"

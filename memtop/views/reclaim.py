@@ -107,10 +107,10 @@ class ReclaimView(View):
         out = ""
         for kind in RECLAIM_KINDS:
             buckets = [b for b in doc["histogram"] if b["kind"] == kind]
-            total = fmt.count_h(doc["events_total"].get(kind, 0))
+            total = fmt.count(doc["events_total"].get(kind, 0))
             out += f"\n{kind} reclaim latency ({total} episodes)\n" + render_hist(buckets)
         out += (
-            f"\nevents received {fmt.count_h(doc['events_received'])}, lost {fmt.count_h(doc['lost_events'])}"
+            f"\nevents received {fmt.count(doc['events_received'])}, lost {fmt.count(doc['lost_events'])}"
             " (histograms and totals count lost ones too)\n\n"
         )
         out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])

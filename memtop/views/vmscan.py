@@ -140,8 +140,8 @@ class VmscanView(View):
         r = k["rates"]
         lines = [
             "",
-            f"kswapd wakes {fmt.count_h(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s), "
-            f"sleeps {fmt.count_h(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)",
+            f"kswapd wakes {fmt.count(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s), "
+            f"sleeps {fmt.count(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)",
             "kernel (/proc/vmstat) per second: "
             f"pgscank {r['pgscan_kswapd_per_s']} pgscand {r['pgscan_direct_per_s']} "
             f"pgsteal {r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s']:.1f} "
@@ -155,8 +155,8 @@ class VmscanView(View):
         out += render_table("Slab shrinkers (by time)", self.slab_columns, doc["slab_shrink"][:20])
         c = doc["compaction"]
         out += (
-            f"\nCompaction: {fmt.count_h(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total, "
-            f"kcompactd wakes {fmt.count_h(c['kcompactd_wakes'])}\n"
+            f"\nCompaction: {fmt.count(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total, "
+            f"kcompactd wakes {fmt.count(c['kcompactd_wakes'])}\n"
         )
         out += render_hist(c["histogram"])
         return out

@@ -1,7 +1,11 @@
 """Each docs/panes/<pane>.md documents its pane's JSON document field by field; the documents the
 views build from tests/data/pressure.jsonl.gz (the same path `snapshot --replay`, `--batch
 --replay` and `s` take) must hold exactly the documented fields, with the documented types. A field
-added to a view without a line in its page, or documented and gone, fails here."""
+added to a view without a line in its page, or documented and gone, fails here.
+
+A map whose keys are names (the ``probes`` statuses) is documented once for any key, with the key
+written as a placeholder: ``probes.<name>.state``. The same views of a session where no probe ran
+are checked too, so a figure that can be null (not measured) must be documented ``… or null``."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import Any
 import pytest
 
 from memtop.records import Batch
-from memtop.records.process import GrowthStack
+from memtop.records.process import FaultCoverage, GrowthStack
 from memtop.replay import Recording
 from memtop.state import State
 from memtop.state.swapin import SwapinState
@@ -68,10 +72,10 @@ def type_ok(doc_type: str, value: Any) -> bool:
         return False
     if base in SCALARS:
         return isinstance(value, SCALARS[base])
-    inner = re.fullmatch(r"list\[(\w+)\]", base)
+    inner = re.fullmatch(r"list\[(\w+(?: or null)?)\]", base)
     if inner:
         return isinstance(value, list) and all(type_ok(inner[1], v) for v in value)
-    inner = re.fullmatch(r"map\[str, (\w+)\]", base)
+    inner = re.fullmatch(r"map\[str, (\w+(?: or null)?)\]", base)
     if inner:
         return isinstance(value, dict) and all(
             isinstance(k, str) and type_ok(inner[1], v) for k, v in value.items()
@@ -79,19 +83,38 @@ def type_ok(doc_type: str, value: Any) -> bool:
     raise AssertionError(f"unknown documented type {doc_type!r}")
 
 
+PLACEHOLDER = re.compile(r"<\w+>")
+
+
+def placeholders(schema: Schema) -> dict[str, str]:
+    """Object paths whose keys are data, documented with a placeholder (``probes.<name>.state``):
+    the path (``probes``) -> the placeholder (``<name>``)."""
+    out: dict[str, str] = {}
+    for field in schema:
+        parts = field.split(".")
+        for i, part in enumerate(parts):
+            if PLACEHOLDER.fullmatch(part):
+                out[".".join(parts[:i])] = part
+                break
+    return out
+
+
 def fields(
     value: Any, schema: Schema, path: str = "", out: dict[str, list[Any]] | None = None
 ) -> dict[str, list[Any]]:
     """Every field path in a document (objects' keys, ``[]`` for list elements) with the values
-    seen there; a field documented as a map is a leaf (its keys are data, not fields)."""
+    seen there; a field documented as a map is a leaf (its keys are data, not fields); the keys of
+    an object documented with a placeholder all take the placeholder's path."""
     out = {} if out is None else out
     if path and not path.endswith("[]"):  # a list's element is described by its fields
         out.setdefault(path, []).append(value)
     if path and schema.get(path, "").startswith("map["):
         return out
     if isinstance(value, dict):
+        wildcard = placeholders(schema).get(path)
         for k, v in value.items():
-            fields(v, schema, f"{path}.{k}" if path else k, out)
+            key = wildcard or k
+            fields(v, schema, f"{path}.{key}" if path else key, out)
     elif isinstance(value, list):
         for v in value:
             if isinstance(v, dict):
@@ -136,19 +159,24 @@ def pressure_state() -> State:
             swapin.swapinfo, zswap_enabled=True, zswap_pool_bytes=1 << 20, zswapped_bytes=4 << 20
         ),
         growth,
+        FaultCoverage(pid=HOG_PID, threads_total=3, threads_traced=2, reason="open-file limit 64"),
     )
     state.apply(Batch(ts_ns=state.ts_ns + 1_000_000_000, records=extra))
     return state
 
 
 def documents(name: str, section: str) -> list[dict[str, Any]]:
-    view = views()[name]()
-    state = pressure_state()
-    if name == "process":
-        return [view.document(state, Options(pid=HOG_PID, section=section))]
-    docs = [view.document(state, Options())]
-    if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
-        docs.append(view.document(state, Options(pid=HOG_PID)))
+    """The view's documents of the recording, and of a session where no probe ran (nothing
+    measured: its figures are null)."""
+    docs = []
+    for state in (pressure_state(), State(mode="procfs")):
+        view = views()[name]()
+        if name == "process":
+            docs.append(view.document(state, Options(pid=HOG_PID, section=section)))
+            continue
+        docs.append(view.document(state, Options()))
+        if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
+            docs.append(view.document(state, Options(pid=HOG_PID)))
     return docs
 
 

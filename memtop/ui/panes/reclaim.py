@@ -54,7 +54,7 @@ class ReclaimPane(SortableTablePane):
         totals = [n for n in doc["events_total"].values() if n is not None]
         total = sum(totals) if totals else None
         status.append(
-            f"   {fmt.count_h(total)} episodes · received {fmt.count_h(doc['events_received'])}",
+            f"   {fmt.count(total)} episodes · received {fmt.count(doc['events_received'])}",
             style="default",
         )
         if doc["lost_events"]:  # the count itself is in the probe's part of the line
@@ -72,7 +72,7 @@ class ReclaimPane(SortableTablePane):
             t = Text()
             rate = doc["events_per_s"].get(kind, 0.0)
             t.append(f"{kind} reclaim latency", style="bold")
-            t.append(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {rate:g}/s\n")
+            t.append(f"  {fmt.count(doc['events_total'].get(kind, 0))} episodes, {rate:g}/s\n")
             t.append(render_hist(buckets, width=24))
             show_text(box, t)
 

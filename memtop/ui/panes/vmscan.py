@@ -95,8 +95,8 @@ class VmscanPane(Pane):
         )
         line.append("kswapd ", style="bold")
         line.append(
-            f"wakes {fmt.count_h(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
-            f"sleeps {fmt.count_h(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)"
+            f"wakes {fmt.count(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
+            f"sleeps {fmt.count(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)"
         )
         show_text(self.query_one("#vmscan-kernel", Static), line)
 
@@ -112,8 +112,8 @@ class VmscanPane(Pane):
         comp = Text()
         comp.append("Compaction", style="bold")
         comp.append(
-            f"  {fmt.count_h(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total,"
-            f" kcompactd wakes {fmt.count_h(c['kcompactd_wakes'])}\n"
+            f"  {fmt.count(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total,"
+            f" kcompactd wakes {fmt.count(c['kcompactd_wakes'])}\n"
         )
         comp.append(render_hist(c["histogram"], width=20))
         show_text(self.query_one("#vmscan-compaction", Static), comp)
