@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -136,6 +137,7 @@ class MemtopApp(App[int]):
         self.active_name = self._first_pane()
         self._timer: Any = None
         self.last_snapshot: Path | None = None
+        self._drill_mounted: Awaitable[Any] | None = None  # the drill-in screen, once pushed
         #: seconds from process start to the first frame with data (for the benchmarks)
         self.first_frame_s: float | None = None
         #: monotonic time of the first redraw (the data reached the widgets)
@@ -395,7 +397,11 @@ class MemtopApp(App[int]):
             self.notify("The process drill-in screen is not available yet.", severity="warning")
             return
         section = self.snapshot_request.section if self.snapshot_request else ""
-        self.push_screen(ProcessScreen(event.pid, self.source, self.state, section=section))
+        # kept so a headless snapshot can wait until the screen and its tabs are mounted: exiting
+        # while they still mount raised in Textual's tabs (a traceback after a good snapshot)
+        self._drill_mounted = self.push_screen(
+            ProcessScreen(event.pid, self.source, self.state, section=section)
+        )
 
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:
@@ -474,6 +480,13 @@ class MemtopApp(App[int]):
                 await asyncio.sleep(min(self.interval_s, max(0.0, deadline - time.monotonic())))
                 await self.source.poll()
             await self.source.poll()
+            if self.initial_pid is not None:
+                for _ in range(200):  # the DrillIn message is handled on the next turns of the loop
+                    if self._drill_mounted is not None:
+                        break
+                    await asyncio.sleep(0.01)
+                if self._drill_mounted is not None:
+                    await self._drill_mounted
             self.redraw()
             await asyncio.sleep(0.05)
             self.write_snapshot(req.fmt, req.output, req.force)
