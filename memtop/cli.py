@@ -276,8 +276,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         startup_gc.release()
 
 
+#: every path argument a command reads or writes after start
+PATH_ARGS = ("output", "snapshot_dir", "replay", "file", "proc_root")
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Make path arguments absolute once, at start. BCC compiles with the kernel header tree as the
+    process's working directory (memtop.bcc_compat.compile_text), so a relative path opened by
+    another thread while an on-demand probe compiles (a snapshot, a recording) would land there."""
+    for name in PATH_ARGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            setattr(args, name, os.path.abspath(value))
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    absolute_paths(args)
     if args.command in ("record", "doctor") or (args.command is None and getattr(args, "batch", False)):
         startup_gc.release()
     try:
