@@ -133,17 +133,7 @@ def cleanup(bpf: Any) -> None:
             pass
 
 
-def sym(bpf: Any, addr: int, pid: int) -> str:
-    """``function+offset [module]`` for a user address (``[unknown]`` when unresolved)."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        text = bcc.BPF.sym(addr, pid, show_module=True, show_offset=True)
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    return str(text)
-
-
-# -- per-thread perf events and user-space symbols (process drill-in) -----------------------------
+# -- per-thread perf events (process drill-in) ---------------------------------------------------------
 
 
 def perf_sw_fault_ids() -> tuple[int, int, int]:
@@ -174,36 +164,7 @@ def close_perf_event_fd(fd: int) -> None:
         bcc.libbcc.lib.bpf_close_perf_event_fd(fd)
 
 
-def sym_resolve(addr: int, pid: int) -> tuple[str | None, int, str | None]:
-    """(symbol, offset into it, module path) for a user address of ``pid``; None where unknown."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        name, offset, module = bcc.BPF._sym_cache(pid).resolve(addr, True)
-
-    def text(v: Any) -> str | None:
-        if v is None:
-            return None
-        return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
-
-    return text(name), int(offset or 0), text(module)
-
-
-def forget_sym_cache(pid: int) -> None:
-    """Drop BCC's symbol cache for ``pid`` (it exited, or the probe closed)."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        bcc.BPF._sym_caches.pop(pid, None)
-
-
 # -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------
-
-
-def resolve_user_symbol(module: str, symbol: str, pid: int) -> tuple[str, int]:
-    """(path, file offset) of ``symbol`` in ``module`` as mapped by ``pid`` (raises if unknown)."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        path, offset = bcc.BPF._check_path_symbol(module.encode(), symbol.encode(), None, pid)
-    return (path.decode() if isinstance(path, bytes) else str(path)), int(offset)
 
 
 def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:
