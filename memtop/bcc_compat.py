@@ -6,8 +6,11 @@ compiled through :func:`compile_text`, which holds one process-wide lock.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,11 +91,57 @@ def check_can_load() -> None:
 def compile_text(text: str, cflags: list[str] | None = None) -> Any:
     """Compile ``text`` (one or more bpf/*.bpf.c programs, see memtop.probes.unit) under the
     global compile lock. Nothing is attached: its TRACEPOINT_PROBEs carry no ``tracepoint__``
-    names for BCC to auto-attach; each program attaches its own hooks."""
+    names for BCC to auto-attach; each program attaches its own hooks.
+
+    clang and libbcc print on fd 2, which under the TUI is the log file (memtop.ui.term_compat):
+    what they print while compiling is caught, passed on to fd 2 afterwards, and on failure
+    clang's errors are the exception's message, so the pane's status line says what is wrong."""
     check_can_load()
     bcc = bcc_module()
     with COMPILE_LOCK:
-        return bcc.BPF(text=text.encode(), cflags=list(cflags or []))
+        with _fd2_captured() as said:
+            try:
+                return bcc.BPF(text=text.encode(), cflags=list(cflags or []))
+            except Exception as exc:
+                failure = exc
+        # a plain Exception, as BCC raises: memtop.probes.base.bcc_errors names the program
+        raise Exception(_errors(said) or str(failure)) from failure
+
+
+def _errors(diagnostics: bytearray) -> str:
+    """clang's first few ``error:`` lines, printable."""
+    from memtop.text import clean
+
+    lines = [ln.strip() for ln in diagnostics.decode("utf-8", "replace").splitlines() if "error:" in ln]
+    return "; ".join(clean(ln, 300) for ln in lines[:3])
+
+
+@contextlib.contextmanager
+def _fd2_captured(limit: int = 1 << 20) -> Iterator[bytearray]:
+    """fd 2 into a memory file for the duration; what was written is yielded (filled in on the
+    way out) and then written to fd 2 as it was."""
+    said = bytearray()
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    saved = os.dup(2)
+    tmp = os.memfd_create("memtop-clang", os.MFD_CLOEXEC)
+    os.dup2(tmp, 2)
+    try:
+        yield said
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        size = os.lseek(tmp, 0, os.SEEK_END)
+        said += os.pread(tmp, min(size, limit), 0)
+        os.close(tmp)
+        out = memoryview(bytes(said))
+        while out:
+            try:
+                out = out[os.write(2, out) :]
+            except OSError:
+                break
 
 
 def function_names(bpf: Any) -> list[str]:
