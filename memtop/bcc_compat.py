@@ -216,11 +216,30 @@ def close_perf_event_fd(fd: int) -> None:
 # -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------
 
 
+#: held while a uprobe is attached; :func:`stop_attaching_uprobes` closes the gate for good
+_UPROBE_GATE = threading.Lock()
+_uprobes_stopped = False
+
+
+def stop_attaching_uprobes(timeout_s: float = 1.0) -> None:
+    """No uprobe is attached from now on (memtop is exiting). A uprobe's perf event closed by the
+    kernel as the process dies (the fd still open at exit) fails to take its breakpoint out of
+    the target ("failed to unregister, leaking uprobe"): every uprobe must be closed while the
+    process lives, so none may appear once its perf events are being released."""
+    global _uprobes_stopped
+    got = _UPROBE_GATE.acquire(timeout=timeout_s)  # an attach under way finishes first
+    _uprobes_stopped = True
+    if got:
+        _UPROBE_GATE.release()
+
+
 def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:
     """Attach ``fn_name`` as a uprobe (or uretprobe) at file ``offset`` of ``path`` for ``pid``
     only; return the event name for :func:`detach_uprobe_event` (``cleanup`` detaches it too)."""
     bcc = bcc_module()
-    with COMPILE_LOCK:
+    with _UPROBE_GATE, COMPILE_LOCK:
+        if _uprobes_stopped:
+            raise OSError("memtop is exiting: no more uprobes")
         fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
         fd = bcc.libbcc.lib.bpf_attach_uprobe(

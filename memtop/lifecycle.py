@@ -20,6 +20,7 @@ import os
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,8 +30,11 @@ from memtop.errors import NoTerminal
 EXIT_DEADLINE_S = 2.5
 #: the log is moved to memtop.log.1 when it grows past this at start
 LOG_ROTATE_BYTES = 1 << 20
+#: how long the deadline waits on for perf events being released (see release_perf_events)
+RELEASE_GRACE_S = 10.0
 
 _deadline: threading.Timer | None = None
+_releasing = threading.Event()
 _deadline_lock = threading.Lock()
 _last_words: list[Callable[[], None]] = []
 
@@ -115,10 +119,22 @@ def release_perf_events(threads: int = 32) -> int:
     """Detach every perf event this process holds (tracepoint, perf and uprobe attachments of
     its BPF programs), all at once: each fd is pointed at /dev/null, from many threads at a time.
 
-    Detaching one waits for RCU grace periods in the kernel, ~30-150 ms here, mostly outside any
+    Detaching one waits for RCU grace periods in the kernel, ~30-150 ms here, partly outside any
     lock, so one after the other they took 1-3 s to exit (default probes, memleak's uprobes),
     and together about half that. The fd numbers stay taken (by /dev/null), so the libraries'
-    own close() later closes that, never another file. Returns how many were released."""
+    own close() later closes that, never another file. Returns how many were released.
+
+    Until it returns, the exit deadline waits (up to RELEASE_GRACE_S): a uprobe's perf event
+    released by a dying thread (or left to the kernel's close at exit) fails to take its
+    breakpoint out of the target, "failed to unregister, leaking uprobe"."""
+    _releasing.set()
+    try:
+        return _release_perf_events(threads)
+    finally:
+        _releasing.clear()
+
+
+def _release_perf_events(threads: int) -> int:
     fds = []
     for name in os.listdir("/proc/self/fd"):
         try:
@@ -170,6 +186,9 @@ def deadline_armed() -> bool:
 
 
 def _hard_exit(code: int) -> None:
+    end = time.monotonic() + RELEASE_GRACE_S
+    while _releasing.is_set() and time.monotonic() < end:
+        time.sleep(0.02)
     for fn in reversed(_last_words):  # each in its own thread: a write to a frozen terminal blocks
         t = threading.Thread(target=_quietly, args=(fn,), daemon=True)
         t.start()

@@ -149,6 +149,7 @@ class MemtopApp(App[int]):
         self.error: MemtopError | None = None
         #: the thread detaching the probes once exiting has begun (terminal sessions), and when
         self._detacher: threading.Thread | None = None
+        self._released = threading.Event()
         self._exit_started = 0.0
         source.subscribe(self._on_batch)
         #: the recording `R` toggles (fed the same batches as the state)
@@ -213,7 +214,9 @@ class MemtopApp(App[int]):
         close = getattr(self.source, "close", None)
 
         def detach() -> None:
+            bcc_compat.stop_attaching_uprobes()
             lifecycle.release_perf_events()
+            self._released.set()
             if callable(close):
                 close()
 
@@ -557,11 +560,16 @@ class MemtopApp(App[int]):
         recplay.ask_goto(self)
 
     async def on_unmount(self) -> None:
-        if term_compat.SESSION is not None:  # an exit that did not come through exit() (a crash)
+        if term_compat.SESSION is not None:  # no-ops after exit(); else an exit by a crash
             lifecycle.arm_exit_deadline(int(self.return_code or 1))
+            self._begin_detach()
         detach = self._detacher
         if detach is not None:  # a terminal session: wait for the detach begun at exit (bounded)
             while detach.is_alive() and time.monotonic() < self._exit_started + DETACH_WAIT_S:
+                await asyncio.sleep(0.02)
+            # perf events must all be released by the living process (lifecycle.release_perf_events)
+            end = time.monotonic() + lifecycle.RELEASE_GRACE_S
+            while not self._released.is_set() and time.monotonic() < end:
                 await asyncio.sleep(0.02)
             if detach.is_alive():  # held up (a compilation under way): the kernel finishes at exit
                 return
