@@ -125,18 +125,25 @@ def _fd2_captured(limit: int = 1 << 20) -> Iterator[bytearray]:
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass
-    saved = os.dup(2)
+    try:
+        saved = os.dup(2)
+    except OSError:  # fd 2 closed: LLVM aborts on a failed write there (rc 134), so it gets ours
+        saved = -1
     tmp = os.memfd_create("memtop-clang", os.MFD_CLOEXEC)
     os.dup2(tmp, 2)
     try:
         yield said
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
         size = os.lseek(tmp, 0, os.SEEK_END)
         said += os.pread(tmp, min(size, limit), 0)
-        os.close(tmp)
-        out = memoryview(bytes(said))
+        if saved >= 0:
+            os.dup2(saved, 2)
+            os.close(saved)
+        else:  # closed it was (and tmp may be fd 2 itself)
+            os.close(2)
+        if tmp != 2:
+            os.close(tmp)
+        out = memoryview(bytes(said) if saved >= 0 else b"")
         while out:
             try:
                 out = out[os.write(2, out) :]
