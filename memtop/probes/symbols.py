@@ -59,7 +59,9 @@ class SymbolHelper:
     """The symbol helper process, started on first use and restarted after it is killed. One
     request at a time; each bounded by its timeout."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: list[str] | None = None) -> None:
+        #: the helper's command line (memtop's own, unless a test gives another)
+        self.command = command or [sys.executable, "-I", "-m", "memtop.probes.symbols", "--serve"]
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
@@ -104,7 +106,7 @@ class SymbolHelper:
         # its own session: killing its process group ends addr2line with it, and a terminal
         # hangup does not reach it; stderr is memtop's (the log file under the TUI)
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-m", "memtop.probes.symbols", "--serve", str(os.getpid())],
+            [*self.command, str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,
@@ -318,11 +320,42 @@ def _read_maps_raw(proc_root: str, pid: int) -> list[_Map]:
     return out
 
 
+def _demangler() -> Any:
+    """C++ names demangled by libstdc++'s __cxa_demangle (in the helper only: crafted names
+    cannot take memtop down), or left as they are without libstdc++."""
+    import ctypes
+
+    try:
+        cxx = ctypes.CDLL("libstdc++.so.6")
+        libc = ctypes.CDLL(None)
+    except OSError:
+        return lambda name: name
+    fn = cxx.__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    libc.free.argtypes = [ctypes.c_void_p]
+
+    def demangle(name: str) -> str:
+        if not name.startswith("_Z"):
+            return name
+        status = ctypes.c_int(-1)
+        out = fn(name.encode("utf-8", "replace"), None, None, ctypes.byref(status))
+        if not out:
+            return name
+        try:
+            return ctypes.string_at(out).decode("utf-8", "replace") if status.value == 0 else name
+        finally:
+            libc.free(out)
+
+    return demangle
+
+
 class _Server:
     def __init__(self) -> None:
         from memtop.probes import elfsyms
 
         self.elf = elfsyms
+        self.demangle = _demangler()
         self.maps: dict[int, list[_Map]] = {}
         self.modules: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self.perf_maps: dict[int, Any] = {}
@@ -416,7 +449,7 @@ class _Server:
                     if vaddr is not None:
                         hit = mod.lookup(vaddr)
                         if hit is not None:
-                            name, offset = hit
+                            name, offset = self.demangle(hit[0]), hit[1]
                         if lines and mod.lines_fd is not None:
                             want_lines.setdefault(mod.lines_fd, []).append(
                                 (i, vaddr if a in exact else max(0, vaddr - 1))
