@@ -13,10 +13,12 @@ through a directory fd afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
 import platform
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,12 +108,65 @@ def check_can_load() -> None:
 def compile_text(text: str, cflags: list[str] | None = None) -> Any:
     """Compile ``text`` (one or more bpf/*.bpf.c programs, see memtop.probes.unit) under the
     global compile lock. Nothing is attached: its TRACEPOINT_PROBEs carry no ``tracepoint__``
-    names for BCC to auto-attach; each program attaches its own hooks."""
+    names for BCC to auto-attach; each program attaches its own hooks.
+
+    clang and libbcc print on fd 2, which under the TUI is the log file (memtop.ui.term_compat):
+    what they print while compiling is caught, passed on to fd 2 afterwards, and on failure
+    clang's errors are the exception's message, so the pane's status line says what is wrong."""
     check_can_load()
     bcc = bcc_module()
     info = ensure_headers()
     with COMPILE_LOCK, _working_dir(info.path or "/"):
-        return bcc.BPF(text=text.encode(), cflags=list(cflags or []))
+        with _fd2_captured() as said:
+            try:
+                return bcc.BPF(text=text.encode(), cflags=list(cflags or []))
+            except Exception as exc:
+                failure = exc
+        # a plain Exception, as BCC raises: memtop.probes.base.bcc_errors names the program
+        raise Exception(_errors(said) or str(failure)) from failure
+
+
+def _errors(diagnostics: bytearray) -> str:
+    """clang's first few ``error:`` lines, printable."""
+    from memtop.text import clean
+
+    lines = [ln.strip() for ln in diagnostics.decode("utf-8", "replace").splitlines() if "error:" in ln]
+    return "; ".join(clean(ln, 300) for ln in lines[:3])
+
+
+@contextlib.contextmanager
+def _fd2_captured(limit: int = 1 << 20) -> Iterator[bytearray]:
+    """fd 2 into a memory file for the duration; what was written is yielded (filled in on the
+    way out) and then written to fd 2 as it was."""
+    said = bytearray()
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        saved = os.dup(2)
+    except OSError:  # fd 2 closed: LLVM aborts on a failed write there (rc 134), so it gets ours
+        saved = -1
+    tmp = os.memfd_create("memtop-clang", os.MFD_CLOEXEC)
+    os.dup2(tmp, 2)
+    try:
+        yield said
+    finally:
+        size = os.lseek(tmp, 0, os.SEEK_END)
+        said += os.pread(tmp, min(size, limit), 0)
+        if saved >= 0:
+            os.dup2(saved, 2)
+            os.close(saved)
+        else:  # closed it was (and tmp may be fd 2 itself)
+            os.close(2)
+        if tmp != 2:
+            os.close(tmp)
+        out = memoryview(bytes(said) if saved >= 0 else b"")
+        while out:
+            try:
+                out = out[os.write(2, out) :]
+            except OSError:
+                break
 
 
 @contextmanager
@@ -175,17 +230,7 @@ def cleanup(bpf: Any) -> None:
             pass
 
 
-def sym(bpf: Any, addr: int, pid: int) -> str:
-    """``function+offset [module]`` for a user address (``[unknown]`` when unresolved)."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        text = bcc.BPF.sym(addr, pid, show_module=True, show_offset=True)
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    return str(text)
-
-
-# -- per-thread perf events and user-space symbols (process drill-in) -----------------------------
+# -- per-thread perf events (process drill-in) ---------------------------------------------------------
 
 
 def perf_sw_fault_ids() -> tuple[int, int, int]:
@@ -311,43 +356,33 @@ def close_perf_event_fd(fd: int) -> None:
         bcc.libbcc.lib.bpf_close_perf_event_fd(fd)
 
 
-def sym_resolve(addr: int, pid: int) -> tuple[str | None, int, str | None]:
-    """(symbol, offset into it, module path) for a user address of ``pid``; None where unknown."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        name, offset, module = bcc.BPF._sym_cache(pid).resolve(addr, True)
-
-    def text(v: Any) -> str | None:
-        if v is None:
-            return None
-        return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
-
-    return text(name), int(offset or 0), text(module)
-
-
-def forget_sym_cache(pid: int) -> None:
-    """Drop BCC's symbol cache for ``pid`` (it exited, or the probe closed)."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        bcc.BPF._sym_caches.pop(pid, None)
-
-
 # -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------
 
 
-def resolve_user_symbol(module: str, symbol: str, pid: int) -> tuple[str, int]:
-    """(path, file offset) of ``symbol`` in ``module`` as mapped by ``pid`` (raises if unknown)."""
-    bcc = bcc_module()
-    with COMPILE_LOCK:
-        path, offset = bcc.BPF._check_path_symbol(module.encode(), symbol.encode(), None, pid)
-    return (path.decode() if isinstance(path, bytes) else str(path)), int(offset)
+#: held while a uprobe is attached; :func:`stop_attaching_uprobes` closes the gate for good
+_UPROBE_GATE = threading.Lock()
+_uprobes_stopped = False
+
+
+def stop_attaching_uprobes(timeout_s: float = 1.0) -> None:
+    """No uprobe is attached from now on (memtop is exiting). A uprobe's perf event closed by the
+    kernel as the process dies (the fd still open at exit) fails to take its breakpoint out of
+    the target ("failed to unregister, leaking uprobe"): every uprobe must be closed while the
+    process lives, so none may appear once its perf events are being released."""
+    global _uprobes_stopped
+    got = _UPROBE_GATE.acquire(timeout=timeout_s)  # an attach under way finishes first
+    _uprobes_stopped = True
+    if got:
+        _UPROBE_GATE.release()
 
 
 def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:
     """Attach ``fn_name`` as a uprobe (or uretprobe) at file ``offset`` of ``path`` for ``pid``
     only; return the event name for :func:`detach_uprobe_event` (``cleanup`` detaches it too)."""
     bcc = bcc_module()
-    with COMPILE_LOCK:
+    with _UPROBE_GATE, COMPILE_LOCK:
+        if _uprobes_stopped:
+            raise OSError("memtop is exiting: no more uprobes")
         fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
         fd = bcc.libbcc.lib.bpf_attach_uprobe(

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from memtop import bcc_compat
 from memtop.errors import MemtopError
@@ -27,6 +29,14 @@ from memtop.source import Source, Subscriber
 __all__ = ["Bridge", "Source", "Subscriber", "now_ns"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: how long stopping waits for a compilation under way, then for a poll, before detaching anyway
+#: (what is left is detached by the kernel when the process exits, at the latest at the app's
+#: exit deadline)
+STOP_WAIT_LOADER_S = 0.6
+STOP_WAIT_POLL_S = 0.6
 
 
 def now_ns() -> int:
@@ -69,6 +79,33 @@ def tune_heap() -> None:
             libc.mallopt(M_ARENA_MAX, 2)
     except AttributeError:  # not glibc
         pass
+
+
+async def in_daemon_thread(fn: Callable[[], T], name: str) -> T:
+    """``fn()`` in a new daemon thread, awaited. asyncio.to_thread's executor threads are joined
+    at interpreter exit, so one stuck in a compilation or a read kept an exited memtop alive
+    (issue 19, item 5); a daemon thread never does."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[T] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def run() -> None:
+        ok = False
+        value: Any = None
+        try:
+            value, ok = fn(), True
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            value = exc
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop is closed: nobody awaits this any more
+            pass
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return await fut
 
 
 def _load(probe: Probe) -> Exception | None:
@@ -198,7 +235,7 @@ class Bridge:
                     # every queued probe that can share its compilation goes with it
                     group += [p for p in self._queue if isinstance(p, BpfProbe) and p.shares_unit]
                     self._queue = [p for p in self._queue if p not in group]
-            await asyncio.to_thread(self._load_group, group)
+            await in_daemon_thread(functools.partial(self._load_group, group), "memtop-load")
         release_heap()
 
     def _load_one(self, probe: Probe) -> None:
@@ -309,7 +346,7 @@ class Bridge:
             return None  # a slow poll absorbs this tick
         self._polling = True
         try:
-            batch = await asyncio.to_thread(self.poll_sync)
+            batch = await in_daemon_thread(self.poll_sync, "memtop-poll")
         finally:
             self._polling = False
         self.publish(batch)
@@ -323,14 +360,19 @@ class Bridge:
             await asyncio.sleep(0.05)
         return True
 
-    def close(self) -> None:
-        """Detach every probe (idempotent, safe from signal/atexit paths)."""
+    def close(self, wait_s: float = 5.0) -> None:
+        """Detach every probe (idempotent, safe from signal/atexit paths). A poll still running
+        in a worker finishes first, waited for at most ``wait_s``."""
         self._stopped = True
+        from memtop.probes import symbols
+
+        symbols.shutdown()  # a poll waiting on a symbol lookup returns now
         with self._lock:
             probes, self._attached = list(self._attached), []
             self._queue.clear()
-        # a poll still running in a worker finishes first (bounded: polls only read maps)
-        acquired = self._poll_lock.acquire(timeout=5)
+        if not probes:
+            return
+        acquired = self._poll_lock.acquire(timeout=wait_s)
         try:
             for p in probes:
                 p.close()
@@ -338,11 +380,21 @@ class Bridge:
             if acquired:
                 self._poll_lock.release()
 
+    def stop_attaching(self) -> None:
+        """Attach no new uprobe from now on: memtop is exiting (see
+        memtop.bcc_compat.stop_attaching_uprobes)."""
+        bcc_compat.stop_attaching_uprobes()
+
     async def stop(self) -> None:
+        """Detach everything, promptly: symbol lookups are cut short, a compilation under way is
+        waited for briefly (the probe it loads closes itself when it ends), and a poll too."""
         self._stopped = True
+        from memtop.probes import symbols
+
+        symbols.shutdown()
         if self._loader is not None and not self._loader.done():
             try:
-                await asyncio.wait_for(asyncio.shield(self._loader), timeout=10)
+                await asyncio.wait_for(asyncio.shield(self._loader), timeout=STOP_WAIT_LOADER_S)
             except (TimeoutError, Exception):  # noqa: BLE001
                 pass
-        self.close()
+        self.close(wait_s=STOP_WAIT_POLL_S)

@@ -173,7 +173,12 @@ def check_snapshot_args(args: argparse.Namespace) -> None:
 def run_app(app: MemtopApp, headless: bool = False) -> int:
     """Run the app (a terminal session, or headless for a snapshot) and surface its error."""
     try:
-        code = app.run(headless=True, size=(200, 60)) if headless else app.run()
+        if headless:
+            code = app.run(headless=True, size=(200, 60))
+        else:  # fd 2 to the log, a terminal that can go away, an exit deadline (memtop.ui.term_compat)
+            from memtop.ui import term_compat
+
+            code = term_compat.run_in_terminal(app)
     finally:
         startup_gc.release()  # the first frame releases it; an app that never drew one too
     if app.error is not None:
@@ -216,6 +221,9 @@ def check_at(at: float, duration_s: float) -> None:
 
 def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] | None = None) -> int:
     """The terminal app on a live or replayed source, with the options both share."""
+    from memtop import lifecycle
+
+    lifecycle.require_terminal()  # without one, Textual spun on end of file and outlived signals
     startup_gc.hold()  # until the first frame (importing Textual included)
     from memtop.ui.app import MemtopApp
 
@@ -269,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # collections before the first frame; commands that draw no app release it at once, and any
     # command on its way out (a no-op once an app's first frame released it)
     startup_gc.hold()
+    from memtop import lifecycle
+
+    lifecycle.ensure_std_fds()  # `memtop 2>&-`: nothing may land on a closed fd 0-2, LLVM aborted
     import_asyncio_without_tls()
     try:
         return _main(argv)

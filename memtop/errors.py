@@ -43,3 +43,7 @@ class BadRecording(MemtopError):
 
 class UnsafePath(MemtopError):
     pass
+
+
+class NoTerminal(MemtopError):
+    pass

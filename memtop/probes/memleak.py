@@ -25,6 +25,7 @@ from typing import Any
 
 from memtop import bcc_compat
 from memtop.errors import PidNotFound, ProbeError
+from memtop.probes import symbols
 from memtop.probes.base import BpfProbe
 from memtop.records import Lost, Record
 from memtop.records.leaks import AGE_BUCKETS_S, LeakStack, LeakTarget
@@ -127,20 +128,14 @@ def _branch_targets(code: bytes, base: int) -> set[int]:
     return out
 
 
-def probe_offset(path: str, file_offset: int, window: int = 4096) -> tuple[int, str]:
-    """Where in the function at ``file_offset`` to put its entry probe: 0, or just past up to two
-    leading flags-only instructions when the next one is emulated and nothing in the function's
-    neighbourhood branches there (arguments and rsp are untouched there, so the probe reads the
-    same registers and the return address is still at rsp). Returns (delta, how)."""
-    before = 128
-    try:
-        with open(path, "rb") as f:
-            start = max(0, file_offset - before)
-            f.seek(start)
-            code = f.read(file_offset - start + window)
-    except OSError:
+def probe_offset(code: bytes, base: int) -> tuple[int, str]:
+    """Where in the function at ``code[base]`` (the code around its entry, as the symbol helper
+    returns it) to put its entry probe: 0, or just past up to two leading flags-only instructions
+    when the next one is emulated and nothing in the function's neighbourhood branches there
+    (arguments and rsp are untouched there, so the probe reads the same registers and the return
+    address is still at rsp). Returns (delta, how)."""
+    if not 0 <= base < len(code):
         return 0, "entry"
-    base = file_offset - start
     if _emulated_len(code, base):
         return 0, "entry (emulated)"
     k = 0
@@ -265,13 +260,16 @@ class MemleakProbe(BpfProbe):
     def _exact_mode(self) -> bool:
         if self.exact_sizes is not None:
             return self.exact_sizes
-        # chunk headers are glibc's layout; any other libc keeps requested sizes at entry
+        # chunk headers are glibc's layout; any other libc (or one that cannot be told) keeps
+        # requested sizes at entry
         for pid in self.pids:
             libc = find_libc(pid, self.proc_root)
             if libc is not None:
                 try:
-                    bcc_compat.resolve_user_symbol(libc[0], "gnu_get_libc_version", pid)
-                except Exception:  # noqa: BLE001
+                    found = symbols.resolve_functions(pid, libc[0], ["gnu_get_libc_version"])
+                except symbols.SymbolError:
+                    found = {}
+                if not isinstance(found.get("gnu_get_libc_version"), tuple):
                     self.exact_sizes = True
                     return True
         self.exact_sizes = False
@@ -312,27 +310,30 @@ class MemleakProbe(BpfProbe):
         path, lo, hi = libc
         table = self.bpf["libc_text"]
         table[table.Key(t.pid)] = table.Leaf(lo, hi)
+        specs = list(specs)
         try:
-            from memtop.probes.symbols import Symbolizer
-
-            t.symbolizer = Symbolizer(t.pid, self.proc_root)
-            t.symbolizer.frames([lo])  # load the symbol cache while the process is alive
-        except Exception:  # noqa: BLE001 - symbolization is best effort
-            t.symbolizer = None
+            # the allocator's entries, from the file the process maps (by the symbol helper,
+            # bounded in time: a target's files cannot hold the attach up)
+            found = symbols.resolve_functions(t.pid, path, [sym for sym, _e, _r in specs])
+        except symbols.SymbolError as exc:
+            t.state, t.message = "failed", f"cannot read the symbols of {clean(path, 200)}: {exc}"
+            return
+        t.symbolizer = symbols.Symbolizer(t.pid, self.proc_root)
+        t.symbolizer.frames([lo])  # load libc's symbols while the process is alive
         seen: dict[int, str] = {}
         for sym, enter_fn, ret_fn in specs:
-            try:
-                mod_path, off = bcc_compat.resolve_user_symbol(path, sym, t.pid)
-            except Exception as exc:  # noqa: BLE001 - one symbol failing is reported, not fatal
-                t.failed.append(f"{sym}: {clean(str(exc), 200)}")
+            where = found.get(sym, "not looked up")
+            if isinstance(where, str):  # one symbol failing is reported, not fatal
+                t.failed.append(f"{sym}: {clean(where, 200)}")
                 continue
+            mod_path, off, code, base = where
             if off in seen:  # an alias (memalign = aligned_alloc): one probe serves both
                 t.symbols.append(f"{sym}={seen[off]}")
                 continue
             seen[off] = sym
             # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
             # still finds the return address at rsp
-            delta, how = probe_offset(mod_path, off) if self.place_probes else (0, "entry")
+            delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
             try:
                 if enter_fn is not None:
                     t.events.append(

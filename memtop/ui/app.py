@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -20,21 +21,26 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from memtop import files, fmt, resources, startup_gc
+from memtop import files, fmt, lifecycle, resources, startup_gc
 from memtop.errors import MemtopError
 from memtop.source import Source
 from memtop.state import State
 from memtop.state.system import SystemState
-from memtop.ui import recplay
+from memtop.ui import recplay, term_compat
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import DrillIn, Pane
 from memtop.views import get_view
 
 if TYPE_CHECKING:  # json, gzip and the recorder load when a recording or a snapshot is made
+    from textual.driver import Driver
+
     from memtop.recording import Recorder
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
+#: from the start of an exit, how long unmounting waits for the probes to detach (what is left when
+#: a compilation holds them up, the kernel detaches as the process exits)
+DETACH_WAIT_S = 1.8
 MIN_SIZE = (60, 15)
 
 
@@ -143,6 +149,10 @@ class MemtopApp(App[int]):
         #: monotonic time of the first redraw (the data reached the widgets)
         self._first_redraw_at: float | None = None
         self.error: MemtopError | None = None
+        #: the thread detaching the probes once exiting has begun (terminal sessions), and when
+        self._detacher: threading.Thread | None = None
+        self._released = threading.Event()
+        self._exit_started = 0.0
         source.subscribe(self._on_batch)
         #: the recording `R` toggles (fed the same batches as the state)
         self.recorder: Recorder | None = None
@@ -182,16 +192,52 @@ class MemtopApp(App[int]):
         await container.mount(pane)
         return pane
 
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's Linux driver, made to survive the terminal going away (memtop.ui.term_compat)."""
+        return term_compat.MemtopDriver
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: Any = None) -> None:
+        """Every way out (q, a signal, the terminal gone) starts here. On a terminal the exit
+        deadline is armed, so the process is gone within it whatever a thread is doing, and the
+        probes start detaching at once, while Textual tears down."""
+        if term_compat.SESSION is not None:
+            lifecycle.arm_exit_deadline(int(result or return_code or 0))
+            self._begin_detach()
+        super().exit(result, return_code, message)
+
+    def _begin_detach(self) -> None:
+        """Finish the recording and detach everything in a daemon thread: first every perf event
+        at once (each detach waits for RCU grace periods in the kernel: one after the other they
+        were most of an exit, 1-3 s), then the probes one by one, which then costs little."""
+        if self._detacher is not None:
+            return
+        self._exit_started = time.monotonic()
+        recplay.stop_recording(self)  # its last batch is in; nothing after this is recorded
+        close = getattr(self.source, "close", None)
+        stop_attaching = getattr(self.source, "stop_attaching", None)
+
+        def detach() -> None:
+            if callable(stop_attaching):
+                stop_attaching()
+            lifecycle.release_perf_events()
+            self._released.set()
+            if callable(close):
+                close()
+
+        self._detacher = threading.Thread(target=detach, name="memtop-detach", daemon=True)
+        self._detacher.start()
+
     async def on_mount(self) -> None:
-        # SIGTERM and SIGHUP (terminal closed) end the app through its normal exit path, so every
-        # probe is detached in on_unmount; SIGINT arrives as a key in a terminal and as
-        # KeyboardInterrupt headless, where the atexit hook of the CLI detaches.
+        # SIGTERM, SIGHUP (terminal closed) and SIGINT end the app through its normal exit path,
+        # so every probe is detached in on_unmount; end of file or an error on the terminal does
+        # the same (term_compat). In a terminal Ctrl-C is a key.
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             try:
                 loop.add_signal_handler(sig, self.exit, 128 + int(sig))
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
+        term_compat.attach(self)
         pane = self.active_pane()
         if pane is not None:
             pane.focus_default()
@@ -529,5 +575,18 @@ class MemtopApp(App[int]):
         recplay.ask_goto(self)
 
     async def on_unmount(self) -> None:
+        if term_compat.SESSION is not None:  # no-ops after exit(); else an exit by a crash
+            lifecycle.arm_exit_deadline(int(self.return_code or 1))
+            self._begin_detach()
+        detach = self._detacher
+        if detach is not None:  # a terminal session: wait for the detach begun at exit (bounded)
+            while detach.is_alive() and time.monotonic() < self._exit_started + DETACH_WAIT_S:
+                await asyncio.sleep(0.02)
+            # perf events must all be released by the living process (lifecycle.release_perf_events)
+            end = time.monotonic() + lifecycle.RELEASE_GRACE_S
+            while not self._released.is_set() and time.monotonic() < end:
+                await asyncio.sleep(0.02)
+            if detach.is_alive():  # held up (a compilation under way): the kernel finishes at exit
+                return
         recplay.stop_recording(self)
         await self.source.stop()
