@@ -12,6 +12,8 @@ from pathlib import Path
 
 from support import PROGRAMS, ROOT, missing_programs
 
+#: modules whose attributes start processes or look programs up (subprocess.run, shutil.which…)
+MODULES = {"subprocess", "asyncio", "os", "shutil"}
 CALLS = {"run", "Popen", "check_output", "check_call", "call", "create_subprocess_exec", "execv", "execvp"}
 
 
@@ -32,6 +34,8 @@ def programs_called(path: Path) -> set[str]:
         if not isinstance(node, ast.Call) or not node.args:
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if isinstance(node.func, ast.Attribute) and getattr(node.func.value, "id", "") not in MODULES:
+            continue  # helper.call("frames", …) is a method, not a process
         first = node.args[0]
         while isinstance(first, ast.BinOp):  # ["gcc", ...] + extra
             first = first.left

@@ -270,7 +270,6 @@ def test_build_id_debug_file_in_the_process_root(tmp_path: Path) -> None:
         mod.close()
 
 
-@pytest.mark.skipif(shutil.which("xz") is None, reason="needs xz")
 def test_minidebuginfo(tmp_path: Path) -> None:
     """Fedora-style MiniDebugInfo: the function symbols, xz-compressed in .gnu_debugdata."""
     exe = build(tmp_path, "symtarget.c")
