@@ -145,6 +145,8 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
         startup_gc.release()  # the first frame releases it; an app that never drew one too
     if app.error is not None:
         raise app.error
+    if code is None:  # an exception inside the app ended it (Textual printed it): 1, never 0
+        code = app.return_code
     return int(code or 0)
 
 
@@ -165,7 +167,9 @@ def run_headless_snapshot(
     code = run_app(app, headless=True)
     if code:
         return code
-    print(args.output)
+    if app.last_snapshot is None:  # the app ended before writing (e.g. SIGINT before it listened)
+        raise MemtopError(f"{args.output} was not written")
+    print(args.output)  # only a complete file is reported
     return 0
 
 
@@ -266,6 +270,7 @@ def _main(argv: Sequence[str] | None) -> int:
             sys.stderr.write(f"  hint: {exc.hint}\n")
         return exc.exit_code
     except KeyboardInterrupt:
+        sys.stderr.write("memtop: interrupted\n")
         return 130
 
 

@@ -114,9 +114,11 @@ async def record(
         raise
     finally:
         undo()
-        if rec is not None:
-            rec.close(reason)
-        await bridge.stop()
+        try:
+            if rec is not None:
+                rec.close(reason)  # a failed close raises WriteFailed: exit 2, never a success
+        finally:
+            await bridge.stop()
     assert rec is not None
     return RecordResult(rec.path, rec.batches, rec.records, rec.duration_s, rec.path.stat().st_size, reason)
 

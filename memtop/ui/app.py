@@ -21,7 +21,7 @@ from textual.widgets import Static
 
 from memtop import bcc_compat, files, fmt, resources, startup_gc
 from memtop.bridge import Source
-from memtop.errors import MemtopError
+from memtop.errors import Interrupted, MemtopError
 from memtop.state import State
 from memtop.state.system import SystemState
 from memtop.ui import recplay
@@ -188,6 +188,12 @@ class MemtopApp(App[int]):
         for sig in (signal.SIGTERM, signal.SIGHUP):
             try:
                 loop.add_signal_handler(sig, self.exit, 128 + int(sig))
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        if self.snapshot_request is not None:
+            # headless, Ctrl-C is a signal, not a key: the snapshot is abandoned (exit 130)
+            try:
+                loop.add_signal_handler(signal.SIGINT, self._snapshot_interrupted)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
         pane = self.active_pane()
@@ -423,10 +429,10 @@ class MemtopApp(App[int]):
     def action_snapshot(self) -> None:
         try:
             path = self.write_snapshot(self.snapshot_format)
-        except MemtopError as exc:
-            self.notify(f"snapshot failed: {exc}", severity="error")
+        except MemtopError as exc:  # disk full and the like: a notice, the session goes on
+            self.notify(f"snapshot failed: {exc}", severity="error", timeout=10, markup=False)
             return
-        self.notify(f"snapshot written to {path}", timeout=4)
+        self.notify(f"snapshot written to {path}", timeout=4, markup=False)
 
     def snapshot_target(self) -> Any:
         """What `s` snapshots: a drill-in screen that knows how, else the active pane."""
@@ -481,6 +487,13 @@ class MemtopApp(App[int]):
         except MemtopError as exc:
             self.error = exc
             self.exit(2)
+
+    def _snapshot_interrupted(self) -> None:
+        if self.last_snapshot is not None:
+            return  # written (and the exit asked for) before the signal was handled
+        req = self.snapshot_request
+        self.error = Interrupted(f"interrupted; {req.output if req else 'the snapshot'} was not written")
+        self.exit(Interrupted.exit_code)
 
     async def action_quit(self) -> None:
         self.exit(0)
