@@ -14,15 +14,18 @@ terminal raw. Records of kinds this version does not know are skipped and counte
 malformed ones; fields it does not know are ignored; missing optional ones take their defaults.
 
 :class:`ReplaySource` plays the batches against the clock (``speed`` × real time), and can pause,
-step one batch, jump and go to a time. State is pure, so going back means starting again: the
-subscribers are told to reset (``on_reset``) and the batches up to the target are applied again.
+step one batch, jump and go to a time. State is pure, so going back means starting again from a
+*checkpoint*: a copy of the subscribers' state taken every ``checkpoint_every`` batches as the
+replay moves forwards, so a seek applies at most that many batches (see :meth:`ReplaySource.seek_ns`).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import math
+import pickle
 import re
 import time
 import types
@@ -711,16 +714,48 @@ def _check_record(r: Any, skipped: Skipped) -> None:
             skipped.malformed += 1
 
 
+#: a checkpoint of the subscribers' state every this many batches (see ReplaySource)
+CHECKPOINT_EVERY = 64
+#: the most memory the checkpoints of one replay take (compressed); beyond, every other one goes
+CHECKPOINT_BUDGET_BYTES = 64 << 20
+
+
+def freeze(obj: Any) -> bytes:
+    """A checkpoint of pure-Python state: pickled (memtop's own objects, never read from a file)
+    and compressed (the processes' histories are mostly repeated values: ~8× smaller)."""
+    return zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def thaw(data: bytes) -> Any:
+    """A fresh copy of what :func:`freeze` saved (the checkpoint itself stays as it was)."""
+    return pickle.loads(zlib.decompress(data))  # noqa: S301 - bytes memtop made itself, in memory
+
+
 class ReplaySource:
     """A recording played back as a source. Position ``pos_ns`` is on the recording's own clock
     (CLOCK_MONOTONIC of the machine that recorded); every batch with ``ts_ns <= pos_ns`` has been
-    handed to the subscribers."""
+    handed to the subscribers.
+
+    Seeking: state is pure, so the state at a time is what the batches up to it make. A subscriber
+    that can save and restore its state (:meth:`on_checkpoint`) gets a checkpoint taken every
+    ``checkpoint_every`` batches as the replay moves forwards; a seek (backwards, or forwards past a
+    checkpoint) restores the nearest checkpoint at or before the target and applies the batches
+    from there: at most ``checkpoint_every`` of them. The checkpoints stay within
+    ``budget_bytes``: when they would not, every other one is dropped and the spacing doubles.
+    Without a checkpointing subscriber a seek backwards starts again from the first batch."""
 
     mode = "replay"
     bpf_error = None
 
     def __init__(
-        self, recording: Recording, *, speed: float = 1.0, at_s: float | None = None, playing: bool = True
+        self,
+        recording: Recording,
+        *,
+        speed: float = 1.0,
+        at_s: float | None = None,
+        playing: bool = True,
+        checkpoint_every: int = CHECKPOINT_EVERY,
+        budget_bytes: int = CHECKPOINT_BUDGET_BYTES,
     ) -> None:
         if not recording.index:
             raise BadRecording(
@@ -733,9 +768,18 @@ class ReplaySource:
         self._subs: list[Subscriber] = []
         self._resets: list[Callable[[], None]] = []
         self._iter: Iterator[Batch] | None = None
-        self.applied = 0  # batches handed out since the last reset
+        self.applied = 0  # batches handed out since the last reset (the state holds that many)
         self.pos_ns = recording.first_ts_ns
         self._wall: float | None = None
+        self.checkpoint_every = max(1, checkpoint_every)
+        self.budget_bytes = budget_bytes
+        self._save: Callable[[], bytes] | None = None
+        self._restore: Callable[[bytes], None] | None = None
+        #: batches applied when taken -> the saved state (keys are multiples of checkpoint_every)
+        self.checkpoints: dict[int, bytes] = {}
+        self.checkpoint_bytes = 0
+        #: batches the last seek applied (after restoring a checkpoint, or from the start)
+        self.last_seek_applied = 0
 
     # -- Source protocol ----------------------------------------------------------------------------
     def subscribe(self, fn: Subscriber) -> None:
@@ -744,6 +788,12 @@ class ReplaySource:
     def on_reset(self, fn: Callable[[], None]) -> None:
         """``fn`` is called before batches are applied again from the start (a seek backwards)."""
         self._resets.append(fn)
+
+    def on_checkpoint(self, save: Callable[[], bytes], restore: Callable[[bytes], None]) -> None:
+        """The subscribers' state can be saved (``save()`` returns a copy, e.g. :func:`freeze`)
+        and put back (``restore(saved)`` must leave ``saved`` unchanged, e.g. :func:`thaw`): seeks
+        then start from checkpoints. One checkpointer per source (the app's state)."""
+        self._save, self._restore = save, restore
 
     async def start(self) -> None:
         target = self.recording.first_ts_ns
@@ -813,16 +863,34 @@ class ReplaySource:
         """Make the subscribers' state the one at ``target`` (clamped to the recording)."""
         rec = self.recording
         target = min(max(target, rec.first_ts_ns), rec.last_ts_ns)
-        if self.applied and target < rec.index[self.applied - 1]:
-            self._close_iter()
-            self.applied = 0
-            for fn in self._resets:
-                fn()
+        want = bisect.bisect_right(rec.index, target)  # batches the state must have applied
+        if want < self.applied or self._checkpoint_between(self.applied, want):
+            self._rewind_to(want)
+        base = self.applied
         self._advance(target)
+        self.last_seek_applied = self.applied - base
         self.pos_ns = target
         self._wall = time.monotonic()
 
     # -- internals ----------------------------------------------------------------------------------
+    def _checkpoint_between(self, lo: int, hi: int) -> bool:
+        """A checkpoint after ``lo`` batches and at most ``hi``: a seek forwards can skip to it."""
+        return self._restore is not None and any(lo < k <= hi for k in self.checkpoints)
+
+    def _rewind_to(self, want: int) -> None:
+        """Put the state at the nearest checkpoint at or before ``want`` batches (the start if
+        there is none): the batches after it are applied by _advance."""
+        self._close_iter()
+        best = max((k for k in self.checkpoints if k <= want), default=0)
+        if best and self._restore is not None:
+            self._restore(self.checkpoints[best])
+            self.applied = best
+        else:
+            self.applied = 0
+            for fn in self._resets:
+                fn()
+        self.pos_ns = self.recording.index[self.applied - 1] if self.applied else self.recording.first_ts_ns
+
     def _advance(self, target: int) -> Batch | None:
         """Hand out every batch with ts_ns <= target; returns the last one."""
         idx = self.recording.index
@@ -839,8 +907,22 @@ class ReplaySource:
             for fn in self._subs:
                 fn(batch)
             last = batch
+            if self._save is not None and self.applied % self.checkpoint_every == 0:
+                self._checkpoint()
         self.pos_ns = max(self.pos_ns, target)
         return last
+
+    def _checkpoint(self) -> None:
+        if self.applied in self.checkpoints or self._save is None:
+            return
+        saved = self._save()
+        self.checkpoints[self.applied] = saved
+        self.checkpoint_bytes += len(saved)
+        while self.checkpoint_bytes > self.budget_bytes and len(self.checkpoints) > 1:
+            # over budget: keep every other one (the spacing doubles, seeks apply at most that)
+            self.checkpoint_every *= 2
+            for k in [k for k in self.checkpoints if k % self.checkpoint_every]:
+                self.checkpoint_bytes -= len(self.checkpoints.pop(k))
 
     def _close_iter(self) -> None:
         if self._iter is not None:

@@ -148,6 +148,9 @@ class MemtopApp(App[int]):
         on_reset = getattr(source, "on_reset", None)
         if callable(on_reset):  # a replay going back in time starts the state afresh
             on_reset(self.reset_state)
+        on_checkpoint = getattr(source, "on_checkpoint", None)
+        if callable(on_checkpoint) and snapshot_request is None:  # ...or from a checkpoint
+            on_checkpoint(self.save_state, self.restore_state)
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -512,6 +515,18 @@ class MemtopApp(App[int]):
         seeking backwards applies the batches again from the start."""
         fresh = State(mode=self.source.mode)
         self.state.__dict__.update(fresh.__dict__)
+
+    def save_state(self) -> bytes:
+        """A checkpoint of the state, for a replay's seeks (memtop.replay.ReplaySource)."""
+        from memtop.replay import freeze
+
+        return freeze(self.state)
+
+    def restore_state(self, saved: bytes) -> None:
+        """The state of a checkpoint, in place (like reset_state)."""
+        from memtop.replay import thaw
+
+        self.state.__dict__.update(thaw(saved).__dict__)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return recplay.check_action(self, action)

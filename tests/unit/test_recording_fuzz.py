@@ -113,8 +113,8 @@ def check(path: Path, salvage: bool, limits: Limits) -> None:
     state = State(mode="replay")
     for batch in rec.batches():
         state.apply(batch)
-    if rec.index:  # seeking around: back and forth
-        src = ReplaySource(rec, playing=False)
+    if rec.index:  # seeking around: checkpoints on, back and forth
+        src = ReplaySource(rec, playing=False, checkpoint_every=2)
         src.subscribe(state.apply)
         src.seek_ns(rec.last_ts_ns)
         src.seek_ns(rec.first_ts_ns)
