@@ -151,6 +151,9 @@ def main() -> None:
     for cp in (False, True):
         results[cp], src = timed_seeks(rec, cp, args.seeks)
         if cp:
+            for k in list(src.checkpoints):
+                if k in src.checkpoints:
+                    src._packed(k)
             print(
                 f"checkpoints: {len(src.checkpoints)}, every {src.checkpoint_every} samples, "
                 f"{src.checkpoint_bytes / 2**20:.1f} MiB in all"

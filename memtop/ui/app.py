@@ -523,7 +523,7 @@ class MemtopApp(App[int]):
         return freeze(self.state)
 
     def restore_state(self, saved: bytes) -> None:
-        """The state of a checkpoint, in place (like reset_state)."""
+        """The state of a checkpoint (what save_state returned), in place (like reset_state)."""
         from memtop.replay import thaw
 
         self.state.__dict__.update(thaw(saved).__dict__)
