@@ -183,6 +183,8 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
         startup_gc.release()  # the first frame releases it; an app that never drew one too
     if app.error is not None:
         raise app.error
+    if code is None:  # an exception inside the app ended it (Textual printed it): 1, never 0
+        code = app.return_code
     return int(code or 0)
 
 
@@ -203,7 +205,9 @@ def run_headless_snapshot(
     code = run_app(app, headless=True)
     if code:
         return code
-    print(args.output)
+    if app.last_snapshot is None:  # the app ended before writing (e.g. SIGINT before it listened)
+        raise MemtopError(f"{args.output} was not written")
+    print(args.output)  # only a complete file is reported
     return 0
 
 
@@ -325,6 +329,7 @@ def _main(argv: Sequence[str] | None) -> int:
             sys.stderr.write(f"  hint: {exc.hint}\n")
         return exc.exit_code
     except KeyboardInterrupt:
+        sys.stderr.write("memtop: interrupted\n")
         return 130
 
 
@@ -340,6 +345,22 @@ def count_arg(text: str) -> int:
     return positive_int(text, "count", "must be 1 or more")
 
 
+def limit_arg(text: str) -> str:
+    from memtop.replay import parse_limit
+
+    try:
+        parse_limit(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+LIMIT_HELP = (
+    "raise a limit on what a recording may hold (repeatable): line=SIZE (default 4M), "
+    "records=N per sample (100000), samples=N (1000000), size=SIZE decompressed (8G)"
+)
+
+
 def add_record_replay_args(
     p: argparse.ArgumentParser, sub: argparse._SubParsersAction[Parser], snap: argparse.ArgumentParser
 ) -> None:
@@ -353,6 +374,7 @@ def add_record_replay_args(
     )
     p.add_argument("--json", action="store_true", help="--batch: one JSON snapshot document per line")
     p.add_argument("--replay", metavar="FILE", help="--batch: read a recording instead of the live system")
+    p.add_argument("--limit", type=limit_arg, action="append", metavar="NAME=VALUE", help=LIMIT_HELP)
     r = sub.add_parser("record", help="record the record stream to a file, headless (no TUI)")
     common(r)
     r.add_argument("--output", "-o", required=True, help="the recording (.jsonl.gz)")
@@ -368,6 +390,7 @@ def add_record_replay_args(
     rp.add_argument("--at", type=nonneg_float, help="start paused at SECONDS from the start")
     rp.add_argument("--salvage", action="store_true", help="load a recording that was cut short")
     rp.add_argument("--info", action="store_true", help="describe the recording and exit")
+    rp.add_argument("--limit", type=limit_arg, action="append", metavar="NAME=VALUE", help=LIMIT_HELP)
     rp.add_argument(
         "--interval", type=interval_arg, default=argparse.SUPPRESS, help="screen refresh, seconds"
     )
@@ -380,6 +403,7 @@ def add_record_replay_args(
         "--at", type=nonneg_float, help="--replay: seconds from the recording's start (default: its end)"
     )
     snap.add_argument("--salvage", action="store_true", help="--replay: accept a recording cut short")
+    snap.add_argument("--limit", type=limit_arg, action="append", metavar="NAME=VALUE", help=LIMIT_HELP)
 
 
 def dispatch_record_replay(args: argparse.Namespace) -> int | None:
@@ -392,9 +416,9 @@ def dispatch_record_replay(args: argparse.Namespace) -> int | None:
         return run_replay_snapshot(args)
     if args.command is None and getattr(args, "batch", False):
         return run_batch(args)
-    if args.command is None and (args.json or args.count or args.replay):
+    if args.command is None and (args.json or args.count or args.replay or args.limit):
         raise MemtopError(
-            "--json, --count and --replay go with --batch", "e.g. memtop --batch --count 3 --json"
+            "--json, --count, --replay and --limit go with --batch", "e.g. memtop --batch --count 3 --json"
         )
     return None
 
@@ -426,9 +450,9 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from memtop.replay import Recording, ReplaySource
+    from memtop.replay import Recording, ReplaySource, limits_from
 
-    rec = Recording.load(args.file, salvage=args.salvage)
+    rec = Recording.load(args.file, salvage=args.salvage, limits=limits_from(args.limit))
     if args.info:
         print(rec.describe())
         return 0
@@ -439,10 +463,10 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_replay_snapshot(args: argparse.Namespace) -> int:
-    from memtop.replay import Recording, ReplaySource
+    from memtop.replay import Recording, ReplaySource, limits_from
 
     check_snapshot_args(args)
-    rec = Recording.load(args.replay, salvage=args.salvage)
+    rec = Recording.load(args.replay, salvage=args.salvage, limits=limits_from(args.limit))
     at = rec.duration_s if args.at is None else args.at
     check_at(at, rec.duration_s)
     return run_headless_snapshot(args, ReplaySource(rec, at_s=at), 0.0)
@@ -460,8 +484,16 @@ def run_batch(args: argparse.Namespace) -> int:
     opts = Options(pid=args.pid)
     try:
         if args.replay:
+            from memtop.replay import limits_from
+
             batch_replay(
-                args.replay, view, opts, interval_s=args.interval, count=args.count, as_json=args.json
+                args.replay,
+                view,
+                opts,
+                interval_s=args.interval,
+                count=args.count,
+                as_json=args.json,
+                limits=limits_from(args.limit),
             )
         else:
             from memtop.probes.registry import default_probes

@@ -47,3 +47,14 @@ class UnsafePath(MemtopError):
 
 class NoTerminal(MemtopError):
     pass
+
+
+class WriteFailed(MemtopError):
+    """A file could not be written completely (disk full, I/O error, name too long): nothing was
+    left at the target, nor a temporary file (unless the message says where the data is)."""
+
+
+class Interrupted(MemtopError):
+    """Ctrl-C (SIGINT) before the work was done: exit 130, as a shell reports a SIGINT death."""
+
+    exit_code = 130

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from memtop import __version__, files
 from memtop.bridge import Bridge
@@ -24,6 +24,9 @@ from memtop.recording import Recorder, open_recorder
 from memtop.records import Batch
 from memtop.state import State
 from memtop.views import Options, View
+
+if TYPE_CHECKING:
+    from memtop.replay import Limits
 
 SETTLE_TIMEOUT_S = 120.0
 
@@ -114,9 +117,11 @@ async def record(
         raise
     finally:
         undo()
-        if rec is not None:
-            rec.close(reason)
-        await bridge.stop()
+        try:
+            if rec is not None:
+                rec.close(reason)  # a failed close raises WriteFailed: exit 2, never a success
+        finally:
+            await bridge.stop()
     assert rec is not None
     return RecordResult(rec.path, rec.batches, rec.records, rec.duration_s, rec.path.stat().st_size, reason)
 
@@ -213,12 +218,13 @@ def batch_replay(
     as_json: bool = False,
     salvage: bool = False,
     out: IO[str] = sys.stdout,
+    limits: Limits | None = None,
 ) -> int:
     """The same output from a recording: a document for the first sample at least ``interval_s``
     of recorded time after the last one printed (a small interval prints every sample)."""
     from memtop.replay import Recording
 
-    rec = Recording.load(recording_path, salvage=salvage)
+    rec = Recording.load(recording_path, salvage=salvage, limits=limits)
     state = State(mode="replay")
     printed = 0
     last_ns: int | None = None

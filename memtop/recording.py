@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memtop import __version__, files
-from memtop.errors import MemtopError, UnsafePath
+from memtop.errors import UnsafePath, WriteFailed
 from memtop.records import Batch, ProbeStatus, Record, to_json
 
 MAGIC = "memtop-recording"
@@ -113,8 +113,6 @@ class Recorder:
         self.path = self._writer.path
         self.force = force
         self.tmp_path = self._writer.tmp
-        # mtime=0: the gzip header carries no timestamp (the JSON header has the real one)
-        self._gz = gzip.GzipFile(fileobj=self._writer.file, mode="wb", compresslevel=6, mtime=0)
         #: records put in front of the first batch, so a recording started mid-session knows the
         #: probes' states (a live state already saw those records before the recorder existed)
         self._prelude: tuple[Record, ...] = tuple(prelude)
@@ -123,8 +121,19 @@ class Recorder:
         self.first_ts_ns = 0
         self.last_ts_ns = 0
         self.closed = False
+        #: bytes of the file that end on a sync flush: what a salvage reads in full
+        self._whole_bytes = 0
         self._last_sync = time.monotonic()
-        self._write(_line(dict(header)))
+        try:
+            # mtime=0: the gzip header carries no timestamp (the JSON header has the real one)
+            self._gz = gzip.GzipFile(fileobj=self._writer.file, mode="wb", compresslevel=6, mtime=0)
+            self._write(_line(dict(header)))
+        except BaseException as exc:  # disk full already, Ctrl-C: nothing worth keeping
+            self.closed = True
+            self._writer.abort()
+            if isinstance(exc, OSError):
+                raise files.failure(self.path, exc) from exc
+            raise
 
     @property
     def duration_s(self) -> float:
@@ -136,11 +145,15 @@ class Recorder:
         # process dies before close (the file then lacks only the gzip trailer)
         self._gz.flush(zlib.Z_SYNC_FLUSH)
         self._writer.file.flush()
+        self._whole_bytes = self._writer.file.tell()
 
     def __call__(self, batch: Batch) -> None:
         self.write(batch)
 
     def write(self, batch: Batch) -> None:
+        """Append ``batch``. A failed write (disk full, I/O error) stops the recording: the samples
+        written so far become the file at the target, cut short (:meth:`_keep_partial`), and
+        :class:`~memtop.errors.WriteFailed` says so."""
         if self.closed:
             return
         records = batch.records
@@ -148,24 +161,17 @@ class Recorder:
             records, self._prelude = self._prelude + records, ()
         try:
             self._write(_line({"ts_ns": batch.ts_ns, "records": [to_json(r) for r in records]}))
-        except OSError as exc:  # disk full, I/O error: stop, keep what was written
-            self.closed = True
-            with contextlib.suppress(OSError):
-                self._writer.file.close()
-            self._writer.done = True
-            raise MemtopError(
-                f"recording to {self.path} stopped: {exc.strerror or exc}",
-                f"the samples so far are in {self.tmp_path} (replay it with --salvage)",
-            ) from exc
+            now = time.monotonic()
+            if now - self._last_sync >= FSYNC_EVERY_S:
+                os.fsync(self._writer.file.fileno())
+                self._last_sync = now
+        except OSError as exc:
+            raise self._keep_partial(exc, "stopped") from exc
         if not self.batches:
             self.first_ts_ns = batch.ts_ns
         self.batches += 1
         self.records += len(records)
         self.last_ts_ns = batch.ts_ns
-        now = time.monotonic()
-        if now - self._last_sync >= FSYNC_EVERY_S:
-            os.fsync(self._writer.file.fileno())
-            self._last_sync = now
 
     def close(self, reason: str = "stopped") -> Path:
         """Write the end line, finish the gzip stream and move the file into place (idempotent).
@@ -175,7 +181,6 @@ class Recorder:
         the error says where."""
         if self.closed:
             return self.path
-        self.closed = True
         try:
             end = {
                 "batches": self.batches,
@@ -190,23 +195,44 @@ class Recorder:
             os.fsync(f.fileno())
             f.close()
         except OSError as exc:
-            self._writer.done = True
-            raise MemtopError(
-                f"finishing {self.path} failed: {exc.strerror or exc}",
-                f"the samples so far are in {self.tmp_path} (replay it with --salvage)",
-            ) from exc
+            raise self._keep_partial(exc, "could not be finished") from exc
+        except BaseException:
+            self.abort()
+            raise
+        self.closed = True
         self._writer.done = True
         try:
             files.check_target(self.path, self.force)
-            if self.force:
-                os.replace(self.tmp_path, self.path)  # rename replaces a symlink, never follows it
-            else:
-                os.link(self.tmp_path, self.path)  # fails if anything appeared at the target
-                os.unlink(self.tmp_path)
+            files.publish(self.tmp_path, self.path, self.force)
         except (OSError, UnsafePath) as exc:
             msg = exc.message if isinstance(exc, UnsafePath) else f"cannot create {self.path}: {exc.strerror}"
             raise UnsafePath(msg, f"the recording is kept in {self.tmp_path}") from exc
         return self.path
+
+    def _keep_partial(self, exc: OSError, what: str) -> WriteFailed:
+        """After a failed write: keep the whole samples written so far at the target (the file is
+        cut after the last one, as a killed recorder leaves it: ``--salvage`` replays it) and
+        remove the temporary file. The error to raise says what happened and where the data is."""
+        self.closed = True
+        self._writer.done = True
+        why = exc.strerror or str(exc)
+        with contextlib.suppress(OSError):
+            self._writer.file.close()  # flushing the rest fails again on a full disk: the cut drops it
+        if self.batches:
+            try:
+                os.truncate(self.tmp_path, self._whole_bytes)  # also frees the space of a torn block
+                files.check_target(self.path, self.force)
+                files.publish(self.tmp_path, self.path, self.force)
+            except (OSError, UnsafePath):
+                pass
+            else:
+                return WriteFailed(
+                    f"recording to {self.path} {what} after {self.batches} samples "
+                    f"({self.duration_s:.1f} s): {why}; the file holds those samples, cut short "
+                    f"(replay it with --salvage)"
+                )
+        self.tmp_path.unlink(missing_ok=True)
+        return WriteFailed(f"recording to {self.path} failed: {why}; nothing was kept")
 
     def abort(self) -> None:
         """Drop the recording (nothing appears at the target)."""

@@ -1,33 +1,48 @@
 """Replay: a recording as a :class:`~memtop.bridge.Source` (mode ``"replay"``).
 
-:class:`Recording` validates a file once (header, every line, the end line) and keeps only the
-timestamp of each batch, so memory stays small whatever the length; batches are decoded again,
-streaming, whenever they are needed. Records of kinds this version does not know are skipped and
-counted; fields it does not know are ignored; missing optional ones take their defaults
-(:func:`decode_record`, the same rules as :func:`memtop.records.from_json`).
+A recording is untrusted input. :class:`Recording` validates a file once (header, every line, the
+end line) within :class:`Limits` (line length, records per sample, number of samples,
+decompressed size: a one-line :class:`~memtop.errors.BadRecording` names the limit and the
+``--limit`` flag that raises it), and keeps only the timestamp of each batch plus a reading
+position every :data:`POSITION_EVERY` batches, so memory stays small whatever the length;
+batches are decoded again, streaming from the nearest position, whenever they are needed.
+
+Every record is checked against its type hints (:func:`decode_record`): ints within
+int64/uint64, finite floats (JSON's NaN and Infinity, which Python's json accepts, are refused), bounded strings made
+printable as a probe makes them (:func:`memtop.text.clean`), so nothing from a file reaches the
+terminal raw. Records of kinds this version does not know are skipped and counted, so are
+malformed ones; fields it does not know are ignored; missing optional ones take their defaults.
 
 :class:`ReplaySource` plays the batches against the clock (``speed`` × real time), and can pause,
-step one batch, jump and go to a time. State is pure, so going back means starting again: the
-subscribers are told to reset (``on_reset``) and the batches up to the target are applied again.
+step one batch, jump and go to a time. State is pure, so going back means starting again from a
+*checkpoint*: a copy of the subscribers' state taken every ``checkpoint_every`` batches as the
+replay moves forwards, so a seek applies at most that many batches (see :meth:`ReplaySource.seek_ns`).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-import gzip
 import json
+import lzma
+import math
+import pickle
+import re
 import time
+import types
 import typing
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from memtop.errors import BadRecording
 from memtop.recording import MAGIC, SCHEMA
-from memtop.records import KIND_KEY, RECORD_TYPES, Batch, Record, _tupled
+from memtop.records import KIND_KEY, RECORD_TYPES, Batch, Record
+from memtop.text import clean
 
 if TYPE_CHECKING:  # the UI imports this module: no probe behind it
     from memtop.probes.base import Probe
@@ -35,11 +50,319 @@ if TYPE_CHECKING:  # the UI imports this module: no probe behind it
 Subscriber = Callable[[Batch], None]
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: decompressed bytes handed on per read (also the most a reading position holds of them)
+CHUNK_BYTES = 64 << 10
+#: a reading position (a place to start decoding from) is kept every this many batches
+POSITION_EVERY = 32
+#: the longest string a record may carry (a symbolized frame, a path, a command line)
+MAX_STRING = 64 << 10
+#: distinct unknown record kinds counted by name (more are counted together)
+MAX_KIND_NAMES = 64
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # int64 .. uint64: what the kernel's counters hold
 
 
-def _one_line(text: str, limit: int = 120) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+# -- limits -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Limits:
+    """What a recording may hold before it is refused (each raised with ``--limit NAME=VALUE``).
+
+    A line is parsed whole, so its length bounds the memory one sample takes (a crafted line costs
+    up to ~25× its length in Python objects); the record and sample counts bound what is decoded
+    and indexed, the decompressed size bounds the time a load takes (a gzip bomb)."""
+
+    line_bytes: int = 4 << 20
+    records: int = 100_000
+    samples: int = 1_000_000
+    size_bytes: int = 8 << 30
+
+
+#: --limit NAME: (field of Limits, is a size in bytes, what it bounds)
+LIMIT_NAMES: dict[str, tuple[str, bool, str]] = {
+    "line": ("line_bytes", True, "bytes per line"),
+    "records": ("records", False, "records per sample"),
+    "samples": ("samples", False, "samples"),
+    "size": ("size_bytes", True, "decompressed bytes"),
+}
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)(i?b)?", re.IGNORECASE)
+
+
+def parse_limit(text: str) -> tuple[str, int]:
+    """``line=8M`` → ("line_bytes", 8 MiB). ValueError with the reason otherwise."""
+    name, sep, value = text.partition("=")
+    name = name.strip().lower()
+    if not sep or name not in LIMIT_NAMES:
+        raise ValueError(f"not NAME=VALUE with NAME one of {', '.join(LIMIT_NAMES)}: {text!r}")
+    attr, is_size, _ = LIMIT_NAMES[name]
+    m = _SIZE.fullmatch(value.strip())
+    if m is None or (not is_size and (m.group(2) or m.group(3))):
+        raise ValueError(f"not a {'size (e.g. 16M, 2G)' if is_size else 'count'}: {value!r}")
+    n = int(m.group(1)) << (10 * "_kmgt".index(m.group(2).lower() or "_"))
+    if n <= 0:
+        raise ValueError(f"a limit must be positive: {text!r}")
+    return attr, n
+
+
+def limits_from(specs: list[str] | None) -> Limits:
+    """Limits with every ``NAME=VALUE`` of ``specs`` applied (ValueError for a bad one)."""
+    changes = dict(parse_limit(s) for s in specs or [])
+    return dataclasses.replace(Limits(), **changes)
+
+
+def _size_h(n: int) -> str:
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}iB"
+    return f"{n} bytes"
+
+
+def _over(p: Path, what: str, limit: int, name: str) -> BadRecording:
+    _, is_size, _ = LIMIT_NAMES[name]
+    shown = _size_h(limit) if is_size else f"{limit:,} {name}"
+    unit = "SIZE" if is_size else "N"
+    return BadRecording(f"{p}: {what} over {shown} (the {name} limit; raise it with --limit {name}={unit})")
+
+
+# -- reading lines --------------------------------------------------------------------------------------
+@dataclass
+class Position:
+    """Where reading can start again: the raw file offset, a copy of the decompressor there, the
+    decompressed bytes already taken from the file but not yet read as lines."""
+
+    offset: int
+    inflater: Any  # zlib.Decompress, or None for a plain file
+    pending: bytes
+    total: int
+    lineno: int
+
+
+class LineReader:
+    """Lines of a recording (gzip, or plain text for hand-made files) as bytes, never one longer
+    than ``limits.line_bytes`` nor more than ``limits.size_bytes`` in all (:class:`BadRecording`);
+    a gzip stream that stops before its end raises EOFError (a recording cut short)."""
+
+    def __init__(self, path: Path, limits: Limits, start: Position | None = None) -> None:
+        self.path = path
+        self.limits = limits
+        self.f: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by close()
+        try:
+            if start is None:
+                gz = self.f.read(2) == GZIP_MAGIC
+                self.f.seek(0)
+                self.inflater: Any = zlib.decompressobj(31) if gz else None
+                self.buf, self.total, self.lineno = b"", 0, 0
+            else:
+                self.f.seek(start.offset)
+                self.inflater = start.inflater.copy() if start.inflater is not None else None
+                self.buf, self.total, self.lineno = start.pending, start.total, start.lineno
+        except BaseException:
+            self.f.close()
+            raise
+        self.pos = 0
+
+    def close(self) -> None:
+        self.f.close()
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def position(self) -> Position:
+        """Where the next :meth:`readline` starts (copies the decompressor: ~40 KiB)."""
+        inflater = self.inflater.copy() if self.inflater is not None else None
+        return Position(self.f.tell(), inflater, self.buf[self.pos :], self.total, self.lineno)
+
+    def readline(self) -> bytes:
+        """The next line with its newline; the last one may lack it; b"" at the end."""
+        parts: list[bytes] = []
+        size = 0
+        limit = self.limits.line_bytes
+        while True:
+            i = self.buf.find(b"\n", self.pos)
+            if i >= 0:
+                piece = self.buf[self.pos : i + 1]
+                self.pos = i + 1
+                if size + len(piece) > limit + 1:  # + its newline
+                    raise _over(self.path, f"line {self.lineno + 1} is", limit, "line")
+                self.lineno += 1
+                return b"".join(parts) + piece if parts else piece
+            rest = self.buf[self.pos :]
+            size += len(rest)
+            if size > limit:
+                raise _over(self.path, f"line {self.lineno + 1} is", limit, "line")
+            if rest:
+                parts.append(rest)
+            self.buf, self.pos = self._more(), 0
+            if not self.buf:
+                if parts:
+                    self.lineno += 1
+                return b"".join(parts)
+
+    def _more(self) -> bytes:
+        data = self._inflate() if self.inflater is not None else self.f.read(CHUNK_BYTES)
+        self.total += len(data)
+        if self.total > self.limits.size_bytes:
+            raise _over(self.path, "it decompresses to", self.limits.size_bytes, "size")
+        return data
+
+    def _inflate(self) -> bytes:
+        while True:
+            d = self.inflater
+            if d.eof:  # a gzip member ended: another may follow (concatenated files)
+                data = d.unused_data or self.f.read(CHUNK_BYTES)
+                if not data:
+                    return b""
+                self.inflater = d = zlib.decompressobj(31)
+            else:
+                data = d.unconsumed_tail or self.f.read(CHUNK_BYTES)
+                if not data:
+                    raise EOFError("compressed file ended before the end-of-stream marker")
+            out = d.decompress(data, CHUNK_BYTES)
+            if out:
+                return bytes(out)
+
+
+# -- decoding -------------------------------------------------------------------------------------------
+def _check_int(v: Any) -> int:
+    if type(v) is not int or not INT_MIN <= v <= INT_MAX:
+        raise ValueError("not an int64/uint64")
+    return v
+
+
+def _check_float(v: Any) -> float:
+    if type(v) is float:
+        f = v
+    elif type(v) is int and INT_MIN <= v <= INT_MAX:
+        f = float(v)
+    else:
+        raise ValueError("not a number")
+    if not math.isfinite(f):  # 1e400 parses as inf
+        raise ValueError("not a finite number")
+    return f
+
+
+def _check_bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise ValueError("not a boolean")
+    return v
+
+
+def _check_str(v: Any) -> str:
+    if type(v) is not str or len(v) > MAX_STRING:
+        raise ValueError("not a string (or too long)")
+    if v.isascii() and v.isprintable():
+        return v  # what every recording made by memtop holds: nothing to do
+    if not v.isascii():
+        # a lone surrogate (from a "\ud800" escape) cannot be encoded for the terminal or a file
+        v = v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return clean(v, MAX_STRING)
+
+
+Check = Callable[[Any], Any]
+
+
+def _checker(hint: Any) -> Check:
+    """A function that validates a JSON value against a record field's type hint and returns
+    the field's value (lists become tuples); ValueError if it does not fit."""
+    if hint is int:
+        return _check_int
+    if hint is float:
+        return _check_float
+    if hint is bool:
+        return _check_bool
+    if hint is str:
+        return _check_str
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _checker(args[0])
+
+        def check_items(v: Any) -> tuple[Any, ...]:
+            if type(v) is not list:
+                raise ValueError("not a list")
+            return tuple([item(x) for x in v])
+
+        return check_items
+    if origin is tuple and args:
+        items = tuple(_checker(a) for a in args)
+        n = len(items)
+
+        def check_fixed(v: Any) -> tuple[Any, ...]:
+            # a newer minor version may append elements: the ones this version knows are kept
+            if type(v) is not list or len(v) < n:
+                raise ValueError(f"not a list of {n}")
+            return tuple([c(x) for c, x in zip(items, v, strict=False)])
+
+        return check_fixed
+    if origin in (typing.Union, types.UnionType):
+        options = tuple(_checker(a) for a in args if a is not type(None))
+        nullable = type(None) in args
+
+        def check_union(v: Any) -> Any:
+            if v is None and nullable:
+                return None
+            for c in options:
+                try:
+                    return c(v)
+                except ValueError:
+                    pass
+            raise ValueError("no alternative fits")
+
+        return check_union
+    raise TypeError(f"records cannot hold {hint!r}: teach memtop.replay._checker about it")
+
+
+_Plan = tuple[type[Record], tuple[tuple[str, Check, bool], ...]]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(kind: str) -> _Plan:
+    """Per record kind: (class, ((field, checker, required), ...)), computed once."""
+    plan = _PLANS.get(kind)
+    if plan is None:
+        cls = RECORD_TYPES[kind]
+        hints = typing.get_type_hints(cls)
+        fields = tuple(
+            (
+                f.name,
+                _checker(hints[f.name]),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        )
+        plan = _PLANS[kind] = (cls, fields)
+    return plan
+
+
+def decode_record(data: dict[str, Any]) -> Record:
+    """A record from its JSON object, checked: ``ValueError`` for an unknown kind, a missing
+    required field or a value that does not fit its field. Unknown fields are ignored, missing
+    optional ones take their defaults; strings come out printable (see module docstring)."""
+    kind = data.get(KIND_KEY)
+    if type(kind) is not str or kind not in RECORD_TYPES:
+        raise ValueError(f"unknown record kind {kind!r}")
+    cls, fields = _plan(kind)
+    kwargs: dict[str, Any] = {}
+    for name, check, required in fields:
+        if name in data:
+            try:
+                kwargs[name] = check(data[name])
+            except ValueError as exc:
+                raise ValueError(f"record {kind!r} field {name!r}: {exc}") from None
+        elif required:
+            raise ValueError(f"record {kind!r} lacks field {name!r}")
+    return cls(**kwargs)
+
+
+def _decode(recs: list[Any]) -> tuple[Record, ...]:
+    out: list[Record] = []
+    for r in recs:
+        if type(r) is dict and r.get(KIND_KEY) in RECORD_TYPES:
+            try:
+                out.append(decode_record(r))
+            except ValueError:
+                continue  # counted when the recording was loaded
+    return tuple(out)
 
 
 @dataclass
@@ -54,11 +377,22 @@ class Skipped:
     def total(self) -> int:
         return sum(self.kinds.values()) + self.malformed
 
+    def count_kind(self, kind: str) -> None:
+        name = clean(kind, 40)
+        if name not in self.kinds and len(self.kinds) >= MAX_KIND_NAMES:
+            name = "(other kinds)"  # a crafted file's million kinds must not grow memory
+        self.kinds[name] += 1
+
     def describe(self) -> str:
         parts = [f"{n} {k!r}" for k, n in sorted(self.kinds.items())]
         if self.malformed:
             parts.append(f"{self.malformed} malformed")
         return ", ".join(parts)
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(clean(str(text)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Recording:
@@ -72,37 +406,45 @@ class Recording:
         skipped: Skipped,
         end: dict[str, Any] | None,
         truncated: bool,
+        positions: list[Position] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.path = path
+        #: the header line; the fields memtop shows are checked and printable (others as read)
         self.header = header
-        #: ts_ns of every batch, in order (the only per-batch thing kept in memory)
+        #: ts_ns of every batch, in order (with ``positions``, all that is kept per batch)
         self.index = index
         self.skipped = skipped
         self.end = end
         #: loaded with salvage=True from a file that was cut short
         self.truncated = truncated
+        #: where batch ``k * POSITION_EVERY`` starts (its line is the next read from there)
+        self.positions = positions or []
+        self.limits = limits or Limits()
 
     # -- loading ----------------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path, *, salvage: bool = False) -> Recording:
+    def load(cls, path: str | Path, *, salvage: bool = False, limits: Limits | None = None) -> Recording:
         """Read and check the whole file. Every problem is a one-line :class:`BadRecording`.
 
         ``salvage``: a file cut short (the recorder was killed) loads up to its last whole batch."""
         p = Path(path)
+        limits = limits or Limits()
         header: dict[str, Any] | None = None
         index: list[int] = []
+        positions: list[Position] = []
         skipped = Skipped()
         end: dict[str, Any] | None = None
         truncated = False
         lineno = 0
         try:
-            with _open(p) as f:
-                line_iter = iter(f)
+            with LineReader(p, limits) as reader:
                 while True:
+                    # a position for batch k*POSITION_EVERY: taken before every line until that
+                    # batch's line is found (other line types may come first)
+                    here = reader.position() if len(index) == len(positions) * POSITION_EVERY else None
                     try:
-                        raw = next(line_iter)
-                    except StopIteration:
-                        break
+                        raw = reader.readline()
                     except EOFError:
                         if not salvage:
                             raise BadRecording(
@@ -112,11 +454,13 @@ class Recording:
                             ) from None
                         truncated = True
                         break
+                    if not raw:
+                        break
                     lineno += 1
                     if lineno == 1:
                         header = _check_header(p, raw)
                         continue
-                    if not raw.endswith("\n"):
+                    if not raw.endswith(b"\n"):
                         # a last line without its newline: cut in the middle of a write
                         if not salvage:
                             raise BadRecording(
@@ -124,18 +468,24 @@ class Recording:
                             )
                         truncated = True
                         break
-                    obj = _parse(p, raw, lineno)
+                    obj = _parse(p, raw, lineno, limits)
                     if "ts_ns" in obj:
                         ts = obj["ts_ns"]
                         recs = obj.get("records")
-                        if not isinstance(ts, int) or isinstance(ts, bool) or not isinstance(recs, list):
+                        if type(ts) is not int or not 0 <= ts <= INT_MAX or type(recs) is not list:
                             raise BadRecording(f"{p} is corrupt: line {lineno} is not a valid batch")
                         if index and ts < index[-1]:
                             raise BadRecording(f"{p} is corrupt: time goes backwards in line {lineno}")
+                        if len(recs) > limits.records:
+                            raise _over(p, f"the sample in line {lineno} holds", limits.records, "records")
+                        if len(index) >= limits.samples:
+                            raise _over(p, "it holds", limits.samples, "samples")
                         for r in recs:
                             _check_record(r, skipped)
+                        if here is not None:
+                            positions.append(here)
                         index.append(ts)
-                    elif "end" in obj and isinstance(obj["end"], dict):
+                    elif "end" in obj and type(obj["end"]) is dict:
                         end = obj["end"]
                     else:
                         skipped.lines += 1  # a line type from a newer minor version
@@ -147,42 +497,46 @@ class Recording:
             raise BadRecording(f"{p} is a directory, not a recording") from None
         except PermissionError:
             raise BadRecording(f"{p}: permission denied") from None
-        except (gzip.BadGzipFile, zlib.error) as exc:
+        except zlib.error as exc:
             raise BadRecording(f"{p} is corrupt (compressed data: {_one_line(str(exc), 60)})") from None
-        except UnicodeDecodeError:
-            raise BadRecording(f"{p} is corrupt (not UTF-8 text in line {lineno + 1})") from None
         except OSError as exc:
             raise BadRecording(f"cannot read {p}: {_one_line(exc.strerror or str(exc), 60)}") from None
         if header is None:
             raise BadRecording(f"{p} is empty, not a memtop recording")
         if end is not None:
             n = end.get("batches")
-            if isinstance(n, int) and n != len(index):
+            if type(n) is int and n != len(index):
                 raise BadRecording(f"{p} is corrupt: its end line says {n} batches, it holds {len(index)}")
-        return cls(p, header, index, skipped, end, truncated)
+        return cls(p, header, index, skipped, end, truncated, positions, limits)
 
     # -- reading ----------------------------------------------------------------------------------
     def batches(self, start: int = 0) -> Iterator[Batch]:
-        """Decode batches from number ``start`` on (streaming, from the file)."""
-        n = -1
-        with _open(self.path) as f:
-            lines = iter(f)
-            try:
-                next(lines)  # header
-                for raw in lines:
-                    if not raw.endswith("\n"):
+        """Decode batches from number ``start`` on (streaming, from the nearest reading position:
+        at most POSITION_EVERY lines are read to get to ``start``). A file changed since it was
+        loaded ends the iteration early rather than raising."""
+        if start >= len(self.index):
+            return
+        k = min(start // POSITION_EVERY, len(self.positions) - 1)
+        if k < 0:
+            return
+        n = k * POSITION_EVERY - 1
+        try:
+            with LineReader(self.path, self.limits, self.positions[k]) as reader:
+                while n + 1 < len(self.index):
+                    raw = reader.readline()
+                    if not raw.endswith(b"\n"):
                         return
-                    obj = json.loads(raw)
-                    if not isinstance(obj, dict) or "ts_ns" not in obj:
+                    obj = _loads(raw)
+                    if type(obj) is not dict or "ts_ns" not in obj:
                         continue
+                    ts, recs = obj["ts_ns"], obj.get("records")
+                    if type(ts) is not int or type(recs) is not list:
+                        return
                     n += 1
-                    if n < start:
-                        continue
-                    if n >= len(self.index):
-                        return
-                    yield Batch(ts_ns=obj["ts_ns"], records=_decode(obj["records"]))
-            except EOFError:
-                return  # salvaged file: the index stops before the cut
+                    if n >= start:
+                        yield Batch(ts_ns=ts, records=_decode(recs))
+        except (EOFError, OSError, zlib.error, BadRecording, ValueError, RecursionError):
+            return  # salvaged file (the index stops before the cut), or the file changed
 
     @property
     def schema(self) -> tuple[int, int]:
@@ -205,8 +559,8 @@ class Recording:
     def interval_s(self) -> float:
         """The recorded poll interval (header), else the median gap between batches."""
         v = self.header.get("interval_s")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-            return float(v)
+        if isinstance(v, float):  # checked when loaded
+            return v
         gaps = sorted(b - a for a, b in zip(self.index, self.index[1:], strict=False))
         return gaps[len(gaps) // 2] / 1e9 if gaps else 1.0
 
@@ -214,8 +568,10 @@ class Recording:
         """Wall-clock seconds (epoch) of a batch timestamp, from the header's two start clocks."""
         wall = self.header.get("start_wall_ns")
         mono = self.header.get("start_monotonic_ns")
-        if isinstance(wall, int) and isinstance(mono, int):
-            return (wall + (ts_ns - mono)) / 1e9
+        if type(wall) is int and type(mono) is int:
+            t = (wall + (ts_ns - mono)) / 1e9
+            if 0 <= t < 1e11:  # time.localtime() refuses what a crafted header could give
+                return t
         return None
 
     def ts_at(self, seconds: float) -> int:
@@ -224,18 +580,17 @@ class Recording:
 
     def describe(self) -> str:
         h = self.header
-        probes = h.get("probes") if isinstance(h.get("probes"), dict) else {}
-        assert isinstance(probes, dict)
-        failed = [f.get("probe", "?") for f in probes.get("failed", []) if isinstance(f, dict)]
+        probes = h.get("probes") or {}
+        failed = [f["probe"] for f in probes.get("failed", [])]
         out = (
             f"{self.path}: {len(self.index)} batches, {self.duration_s:.1f} s, recorded on "
             f"{h.get('hostname', '?')} (kernel {h.get('kernel', '?')}) at {h.get('start_wall', '?')} "
             f"by memtop {h.get('memtop', '?')}, schema {self.schema[0]}.{self.schema[1]}"
         )
         if probes.get("attached"):
-            out += f"; probes: {', '.join(map(str, probes['attached']))}"
+            out += f"; probes: {', '.join(probes['attached'])}"
         if failed:
-            out += f"; could not run: {', '.join(map(str, failed))}"
+            out += f"; could not run: {', '.join(failed)}"
         if self.skipped.total:
             out += f"; skipped records: {self.skipped.describe()}"
         if self.truncated:
@@ -254,37 +609,42 @@ class Recording:
         return state
 
 
-def _open(p: Path) -> IO[str]:
-    """Text lines of a gzip file (or of a plain one, for hand-made recordings)."""
-    with open(p, "rb") as raw:
-        magic = raw.read(2)
-    if magic == GZIP_MAGIC:
-        return gzip.open(p, "rt", encoding="utf-8", newline="\n")
-    return open(p, encoding="utf-8", newline="\n")
+def _loads(raw: bytes) -> Any:
+    """JSON from one line, strict UTF-8. Python's json takes NaN and Infinity (and 1e400 becomes
+    inf): every float field is checked finite, so none gets in."""
+    return json.loads(raw.decode("utf-8"))
 
 
-def _parse(p: Path, raw: str, lineno: int) -> dict[str, Any]:
+def _parse(p: Path, raw: bytes, lineno: int, limits: Limits) -> dict[str, Any]:
+    # each record is one JSON object: more "{" than the limit allows is refused before parsing
+    # (parsing is where a crafted line's memory goes)
+    if raw.count(b"{") > limits.records + 8:
+        raise _over(p, f"the sample in line {lineno} holds", limits.records, "records")
     try:
-        obj = json.loads(raw)
+        obj = _loads(raw)
+    except UnicodeDecodeError:
+        raise BadRecording(f"{p} is corrupt (not UTF-8 text in line {lineno})") from None
+    except RecursionError:
+        raise BadRecording(f"{p} is corrupt: line {lineno} is nested too deeply") from None
     except ValueError:
         raise BadRecording(f"{p} is corrupt: line {lineno} is not JSON") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise BadRecording(f"{p} is corrupt: line {lineno} is not a JSON object")
     return obj
 
 
-def _check_header(p: Path, raw: str) -> dict[str, Any]:
+def _check_header(p: Path, raw: bytes) -> dict[str, Any]:
     try:
-        obj = json.loads(raw)
-    except ValueError:
+        obj = _loads(raw)
+    except (ValueError, RecursionError):
         obj = None
-    if not isinstance(obj, dict) or obj.get("magic") != MAGIC:
+    if type(obj) is not dict or obj.get("magic") != MAGIC:
         raise BadRecording(f"{p} is not a memtop recording (no {MAGIC!r} header)")
     schema = obj.get("schema")
     if (
-        not isinstance(schema, list)
+        type(schema) is not list
         or len(schema) < 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in schema[:2])
+        or not all(type(v) is int and 0 <= v <= INT_MAX for v in schema[:2])
     ):
         raise BadRecording(f"{p} is corrupt: its header has no valid schema version")
     if schema[0] > SCHEMA[0]:
@@ -294,86 +654,124 @@ def _check_header(p: Path, raw: str) -> dict[str, Any]:
         )
     if schema[0] < 1:
         raise BadRecording(f"{p} has an unknown schema version {schema[0]}.{schema[1]}")
-    return obj
+    return _clean_header(obj)
+
+
+_HEADER_TEXT = ("memtop", "kernel", "hostname", "start_wall", "mode")
+_HEADER_INTS = ("start_wall_ns", "start_monotonic_ns")
+
+
+def _clean_header(obj: dict[str, Any]) -> dict[str, Any]:
+    """The header with the fields memtop shows checked and printable: a field of the wrong type is
+    dropped (as if absent), strings are cleaned and cut, the probe summary rebuilt."""
+    out = dict(obj)
+    out["schema"] = obj["schema"][:2]
+    for key in _HEADER_TEXT:
+        v = out.pop(key, None)
+        if type(v) is str:
+            out[key] = _one_line(v, 120)
+    for key in _HEADER_INTS:
+        v = out.pop(key, None)
+        if type(v) is int and 0 <= v <= INT_MAX:
+            out[key] = v
+    v = out.pop("interval_s", None)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+        out["interval_s"] = float(v)
+    probes = out.pop("probes", None)
+    if type(probes) is dict:
+        out["probes"] = {
+            "attached": [_one_line(a, 40) for a in _list(probes.get("attached")) if type(a) is str],
+            "failed": [
+                {
+                    k: _one_line(f[k], 200) if type(f.get(k)) is str else ""
+                    for k in ("probe", "message", "hint")
+                }
+                for f in _list(probes.get("failed"))
+                if type(f) is dict
+            ],
+            "other": [
+                {k: _one_line(f[k], 40) if type(f.get(k)) is str else "" for k in ("probe", "state")}
+                for f in _list(probes.get("other"))
+                if type(f) is dict
+            ],
+        }
+    return out
+
+
+def _list(v: Any, limit: int = 256) -> list[Any]:
+    return v[:limit] if type(v) is list else []
 
 
 def _check_record(r: Any, skipped: Skipped) -> None:
-    if not isinstance(r, dict):
+    if type(r) is not dict:
         skipped.malformed += 1
         return
     kind = r.get(KIND_KEY)
-    if not isinstance(kind, str):
+    if type(kind) is not str:
         skipped.malformed += 1
     elif kind not in RECORD_TYPES:
-        skipped.kinds[kind] += 1
+        skipped.count_kind(kind)
     else:
         try:
             decode_record(r)
-        except (ValueError, TypeError):
+        except ValueError:
             skipped.malformed += 1
 
 
-_Plan = tuple[type[Record], tuple[tuple[str, Any, bool], ...]]
-_PLANS: dict[str, _Plan] = {}
+#: a checkpoint of the subscribers' state every this many batches (see ReplaySource)
+CHECKPOINT_EVERY = 64
+#: the most memory the checkpoints of one replay take (compressed); beyond, every other one goes
+CHECKPOINT_BUDGET_BYTES = 32 << 20
 
 
-def _plan(kind: str) -> _Plan:
-    """Per record kind: (class, ((field, type hint, required), ...)), computed once."""
-    plan = _PLANS.get(kind)
-    if plan is None:
-        cls = RECORD_TYPES[kind]
-        hints = typing.get_type_hints(cls)
-        fields = tuple(
-            (
-                f.name,
-                hints.get(f.name),
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-            )
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        )
-        plan = _PLANS[kind] = (cls, fields)
-    return plan
+def freeze(obj: Any) -> bytes:
+    """A checkpoint of pure-Python state: pickled (memtop's own objects, never read from a file).
+    ReplaySource compresses it (:func:`pack`) in the background."""
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def decode_record(data: dict[str, Any]) -> Record:
-    """:func:`memtop.records.from_json`, same result, several times faster: a replay decodes every
-    record again on each seek backwards. Unknown fields are ignored, missing optional ones take
-    their defaults; an unknown kind or a missing required field raises ``ValueError``."""
-    kind = data.get(KIND_KEY)
-    if not isinstance(kind, str) or kind not in RECORD_TYPES:
-        raise ValueError(f"unknown record kind {kind!r}")
-    cls, fields = _plan(kind)
-    kwargs: dict[str, Any] = {}
-    for name, hint, required in fields:
-        if name in data:
-            v = data[name]
-            kwargs[name] = _tupled(v, hint) if isinstance(v, list) else v
-        elif required:
-            raise ValueError(f"record {kind!r} lacks field {name!r}")
-    return cls(**kwargs)
+def thaw(data: bytes) -> Any:
+    """A fresh copy of what :func:`freeze` saved (the checkpoint itself stays as it was)."""
+    return pickle.loads(data)  # noqa: S301 - bytes memtop made itself, in memory
 
 
-def _decode(recs: list[Any]) -> tuple[Record, ...]:
-    out: list[Record] = []
-    for r in recs:
-        if isinstance(r, dict) and r.get(KIND_KEY) in RECORD_TYPES:
-            try:
-                out.append(decode_record(r))
-            except (ValueError, TypeError):
-                continue
-    return tuple(out)
+def pack(raw: bytes) -> bytes:
+    """A frozen state compressed with LZMA's fastest preset: the processes' histories repeat
+    themselves at long range, so it is 60-80× smaller than the pickle (zlib, with its 32 KiB
+    window, managed ~8× in half the time, and its checkpoints outgrew the budget in an hour of 300
+    busy processes). LZMA lets go of the GIL while it works: it runs beside the replay."""
+    return lzma.compress(raw, format=lzma.FORMAT_XZ, check=lzma.CHECK_NONE, preset=0)
+
+
+def unpack(data: bytes) -> bytes:
+    return lzma.decompress(data)
 
 
 class ReplaySource:
     """A recording played back as a source. Position ``pos_ns`` is on the recording's own clock
     (CLOCK_MONOTONIC of the machine that recorded); every batch with ``ts_ns <= pos_ns`` has been
-    handed to the subscribers."""
+    handed to the subscribers.
+
+    Seeking: state is pure, so the state at a time is what the batches up to it make. A subscriber
+    that can save and restore its state (:meth:`on_checkpoint`) gets a checkpoint taken every
+    ``checkpoint_every`` batches as the replay moves forwards; a seek (backwards, or forwards past a
+    checkpoint) restores the nearest checkpoint at or before the target and applies the batches
+    from there: at most ``checkpoint_every`` of them. The checkpoints stay within
+    ``budget_bytes``: when they would not, every other one is dropped and the spacing doubles.
+    Without a checkpointing subscriber a seek backwards starts again from the first batch."""
 
     mode = "replay"
     bpf_error = None
 
     def __init__(
-        self, recording: Recording, *, speed: float = 1.0, at_s: float | None = None, playing: bool = True
+        self,
+        recording: Recording,
+        *,
+        speed: float = 1.0,
+        at_s: float | None = None,
+        playing: bool = True,
+        checkpoint_every: int = CHECKPOINT_EVERY,
+        budget_bytes: int = CHECKPOINT_BUDGET_BYTES,
     ) -> None:
         if not recording.index:
             raise BadRecording(
@@ -386,9 +784,21 @@ class ReplaySource:
         self._subs: list[Subscriber] = []
         self._resets: list[Callable[[], None]] = []
         self._iter: Iterator[Batch] | None = None
-        self.applied = 0  # batches handed out since the last reset
+        self.applied = 0  # batches handed out since the last reset (the state holds that many)
         self.pos_ns = recording.first_ts_ns
         self._wall: float | None = None
+        self.checkpoint_every = max(1, checkpoint_every)
+        self.budget_bytes = budget_bytes
+        self._save: Callable[[], bytes] | None = None
+        self._restore: Callable[[bytes], None] | None = None
+        #: batches applied when taken -> the saved state, compressed (or being compressed, in
+        #: the background); keys are multiples of checkpoint_every
+        self.checkpoints: dict[int, bytes | Future[bytes]] = {}
+        self.checkpoint_bytes = 0  # of the compressed ones
+        self._pending: list[int] = []  # keys still being compressed, oldest first
+        self._packer: ThreadPoolExecutor | None = None
+        #: batches the last seek applied (after restoring a checkpoint, or from the start)
+        self.last_seek_applied = 0
 
     # -- Source protocol ----------------------------------------------------------------------------
     def subscribe(self, fn: Subscriber) -> None:
@@ -397,6 +807,12 @@ class ReplaySource:
     def on_reset(self, fn: Callable[[], None]) -> None:
         """``fn`` is called before batches are applied again from the start (a seek backwards)."""
         self._resets.append(fn)
+
+    def on_checkpoint(self, save: Callable[[], bytes], restore: Callable[[bytes], None]) -> None:
+        """The subscribers' state can be saved (``save()`` returns it as bytes, e.g.
+        :func:`freeze`) and put back (``restore(saved)``, e.g. with :func:`thaw`): seeks then
+        start from checkpoints. One checkpointer per source (the app's state)."""
+        self._save, self._restore = save, restore
 
     async def start(self) -> None:
         target = self.recording.first_ts_ns
@@ -421,6 +837,8 @@ class ReplaySource:
 
     async def stop(self) -> None:
         self._close_iter()
+        if self._packer is not None:
+            self._packer.shutdown(wait=False, cancel_futures=True)
 
     def add_probe(self, probe: Probe) -> bool:
         return False  # nothing can attach to the past
@@ -469,16 +887,34 @@ class ReplaySource:
         """Make the subscribers' state the one at ``target`` (clamped to the recording)."""
         rec = self.recording
         target = min(max(target, rec.first_ts_ns), rec.last_ts_ns)
-        if self.applied and target < rec.index[self.applied - 1]:
-            self._close_iter()
-            self.applied = 0
-            for fn in self._resets:
-                fn()
+        want = bisect.bisect_right(rec.index, target)  # batches the state must have applied
+        if want < self.applied or self._checkpoint_between(self.applied, want):
+            self._rewind_to(want)
+        base = self.applied
         self._advance(target)
+        self.last_seek_applied = self.applied - base
         self.pos_ns = target
         self._wall = time.monotonic()
 
     # -- internals ----------------------------------------------------------------------------------
+    def _checkpoint_between(self, lo: int, hi: int) -> bool:
+        """A checkpoint after ``lo`` batches and at most ``hi``: a seek forwards can skip to it."""
+        return self._restore is not None and any(lo < k <= hi for k in self.checkpoints)
+
+    def _rewind_to(self, want: int) -> None:
+        """Put the state at the nearest checkpoint at or before ``want`` batches (the start if
+        there is none): the batches after it are applied by _advance."""
+        self._close_iter()
+        best = max((k for k in self.checkpoints if k <= want), default=0)
+        if best and self._restore is not None:
+            self._restore(unpack(self._packed(best)))
+            self.applied = best
+        else:
+            self.applied = 0
+            for fn in self._resets:
+                fn()
+        self.pos_ns = self.recording.index[self.applied - 1] if self.applied else self.recording.first_ts_ns
+
     def _advance(self, target: int) -> Batch | None:
         """Hand out every batch with ts_ns <= target; returns the last one."""
         idx = self.recording.index
@@ -495,8 +931,50 @@ class ReplaySource:
             for fn in self._subs:
                 fn(batch)
             last = batch
+            if self._save is not None and self.applied % self.checkpoint_every == 0:
+                self._checkpoint()
         self.pos_ns = max(self.pos_ns, target)
         return last
+
+    def _checkpoint(self) -> None:
+        if self.applied in self.checkpoints or self._save is None:
+            return
+        raw = self._save()
+        if self._packer is None:
+            self._packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtop-checkpoint")
+        self.checkpoints[self.applied] = self._packer.submit(pack, raw)
+        self._pending.append(self.applied)
+        # at most two states wait to be compressed (each as big as the state itself)
+        while len(self._pending) > 2 or (self._pending and self._done(self._pending[0])):
+            self._packed(self._pending[0])
+
+    def _done(self, k: int) -> bool:
+        v = self.checkpoints.get(k)
+        return not isinstance(v, Future) or v.done()
+
+    def _packed(self, k: int) -> bytes:
+        """Checkpoint ``k`` compressed (waiting for it if need be); the budget is kept here."""
+        v = self.checkpoints[k]
+        if isinstance(v, bytes):
+            return v
+        data = v.result()
+        self.checkpoints[k] = data
+        self._pending.remove(k)
+        self.checkpoint_bytes += len(data)
+        while self.checkpoint_bytes > self.budget_bytes and len(self.checkpoints) > 1:
+            # over budget: keep every other one (the spacing doubles, seeks apply at most that)
+            self.checkpoint_every *= 2
+            for j in [j for j in self.checkpoints if j % self.checkpoint_every and j != k]:
+                gone = self.checkpoints.pop(j)
+                if isinstance(gone, bytes):
+                    self.checkpoint_bytes -= len(gone)
+                else:
+                    gone.cancel()
+                    self._pending.remove(j)
+        if k % self.checkpoint_every:  # thinned out by its own arrival
+            self.checkpoints.pop(k, None)
+            self.checkpoint_bytes -= len(data)
+        return data
 
     def _close_iter(self) -> None:
         if self._iter is not None:

@@ -623,3 +623,28 @@ class PtyMemtop:
             os.waitpid(self.pid, 0)
         if not self._closing:
             self.close_terminal()
+
+
+@contextmanager
+def small_tmpfs(size: str = "64k") -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted on a fresh directory for the duration (root: skips without):
+    a real full disk for the write-failure tests."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = Path(tempfile.mkdtemp(prefix="memtop-small-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        mnt.rmdir()
+
+
+def fill(directory: Path, leave_bytes: int = 0, name: str = "filler") -> None:
+    """Fill the file system of ``directory`` up to ``leave_bytes`` free, with the file ``name``."""
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    with open(directory / name, "wb") as f:
+        f.write(b"\0" * max(0, free - leave_bytes))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
 from memtop.records import Batch
@@ -31,6 +32,10 @@ class Ring(deque[tuple[int, float]]):
 
     def __init__(self, size: int = 600) -> None:
         super().__init__(maxlen=size)
+
+    def __reduce__(self) -> tuple[type[Ring], tuple[int | None], None, Iterator[tuple[int, float]]]:  # type: ignore[override]
+        # deque's own passes (items, maxlen) to __init__: a replay checkpoint copies state by pickle
+        return (type(self), (self.maxlen,), None, iter(self))
 
 
 def log2_bucket(value: int) -> int:

@@ -22,7 +22,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from memtop import files, fmt, lifecycle, resources, startup_gc
-from memtop.errors import MemtopError
+from memtop.errors import Interrupted, MemtopError
 from memtop.source import Source
 from memtop.state import State
 from memtop.state.system import SystemState
@@ -160,6 +160,9 @@ class MemtopApp(App[int]):
         on_reset = getattr(source, "on_reset", None)
         if callable(on_reset):  # a replay going back in time starts the state afresh
             on_reset(self.reset_state)
+        on_checkpoint = getattr(source, "on_checkpoint", None)
+        if callable(on_checkpoint) and snapshot_request is None:  # ...or from a checkpoint
+            on_checkpoint(self.save_state, self.restore_state)
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -238,6 +241,12 @@ class MemtopApp(App[int]):
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
         term_compat.attach(self)
+        if self.snapshot_request is not None:
+            # headless, Ctrl-C is a signal, not a key: the snapshot is abandoned (exit 130)
+            try:
+                loop.add_signal_handler(signal.SIGINT, self._snapshot_interrupted)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         pane = self.active_pane()
         if pane is not None:
             pane.focus_default()
@@ -475,10 +484,10 @@ class MemtopApp(App[int]):
     def action_snapshot(self) -> None:
         try:
             path = self.write_snapshot(self.snapshot_format)
-        except MemtopError as exc:
-            self.notify(f"snapshot failed: {exc}", severity="error")
+        except MemtopError as exc:  # disk full and the like: a notice, the session goes on
+            self.notify(f"snapshot failed: {exc}", severity="error", timeout=10, markup=False)
             return
-        self.notify(f"snapshot written to {path}", timeout=4)
+        self.notify(f"snapshot written to {path}", timeout=4, markup=False)
 
     def snapshot_target(self) -> Any:
         """What `s` snapshots: a drill-in screen that knows how, else the active pane."""
@@ -541,6 +550,13 @@ class MemtopApp(App[int]):
             self.error = exc
             self.exit(2)
 
+    def _snapshot_interrupted(self) -> None:
+        if self.last_snapshot is not None:
+            return  # written (and the exit asked for) before the signal was handled
+        req = self.snapshot_request
+        self.error = Interrupted(f"interrupted; {req.output if req else 'the snapshot'} was not written")
+        self.exit(Interrupted.exit_code)
+
     async def action_quit(self) -> None:
         self.exit(0)
 
@@ -558,6 +574,18 @@ class MemtopApp(App[int]):
         seeking backwards applies the batches again from the start."""
         fresh = State(mode=self.source.mode)
         self.state.__dict__.update(fresh.__dict__)
+
+    def save_state(self) -> bytes:
+        """A checkpoint of the state, for a replay's seeks (memtop.replay.ReplaySource)."""
+        from memtop.replay import freeze
+
+        return freeze(self.state)
+
+    def restore_state(self, saved: bytes) -> None:
+        """The state of a checkpoint (what save_state returned), in place (like reset_state)."""
+        from memtop.replay import thaw
+
+        self.state.__dict__.update(thaw(saved).__dict__)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return recplay.check_action(self, action)

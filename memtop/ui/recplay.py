@@ -61,9 +61,13 @@ def toggle_recording(app: MemtopApp) -> None:
         try:
             path = rec.close("user")
         except MemtopError as exc:
-            app.notify(f"recording failed: {exc}", severity="error", timeout=8)
+            app.notify(f"recording failed: {exc}", severity="error", timeout=10, markup=False)
             return
-        app.notify(f"recording written to {path} ({rec.batches} samples, {rec.duration_s:.0f} s)", timeout=6)
+        app.notify(
+            f"recording written to {path} ({rec.batches} samples, {rec.duration_s:.0f} s)",
+            timeout=6,
+            markup=False,
+        )
         app.redraw()
         return
     from memtop.recording import default_name, open_recorder  # json and gzip: not before the first frame
@@ -80,9 +84,9 @@ def toggle_recording(app: MemtopApp) -> None:
             prelude=prelude,
         )
     except MemtopError as exc:
-        app.notify(f"cannot record: {exc}", severity="error", timeout=8)
+        app.notify(f"cannot record: {exc}", severity="error", timeout=10, markup=False)
         return
-    app.notify(f"recording to {app.recorder.path} (R stops)", timeout=4)
+    app.notify(f"recording to {app.recorder.path} (R stops)", timeout=4, markup=False)
     app.redraw()
 
 
@@ -158,7 +162,9 @@ class GotoScreen(ModalScreen[float | None]):
         try:
             seconds = parse_time(event.value)
         except ValueError:
-            self.app.notify(f"not a time: {event.value!r} (use SS, MM:SS or H:MM:SS)", severity="error")
+            self.app.notify(
+                f"not a time: {event.value!r} (use SS, MM:SS or H:MM:SS)", severity="error", markup=False
+            )
             return
         self.dismiss(seconds)
 
