@@ -13,8 +13,8 @@ re-parented to pid 1, with its BPF programs loaded (issue 19, item 5). Here:
 - while the TUI is up, fd 2 (where clang and libbcc print) goes to the log file, and the driver
   draws on its own copy of stdout; fd 2 is restored afterwards for memtop's last message.
 
-Private API used (Textual 8): ``LinuxDriver._file``, the stream the driver draws on. Textual's
-resume on SIGCONT is limited to a resume after a suspend (see MemtopDriver).
+Private API used (Textual 8), through memtop/ui/textual_compat.py: ``LinuxDriver._file``, the
+stream the driver draws on. Textual's resume on SIGCONT is limited to a resume after a suspend (see MemtopDriver).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from textual.drivers.linux_driver import LinuxDriver
 
 from memtop import lifecycle
+from memtop.ui import textual_compat
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -179,7 +180,7 @@ class MemtopDriver(LinuxDriver):
         super().__init__(app, **kwargs)
         self._suspended = False
         if SESSION is not None and SESSION.out is not None:
-            self._file = SESSION.out
+            textual_compat.set_driver_output(self, SESSION.out)
 
     def suspend_application_mode(self) -> None:
         self._suspended = True

@@ -172,10 +172,25 @@ def _signature_problems() -> list[str]:
     return out
 
 
+def set_driver_output(driver: Any, stream: Any) -> None:
+    """Make a Linux driver draw on ``stream`` (memtop/ui/term_compat.py: the TUI draws on its own
+    copy of stdout while fd 2 goes to the log file). ``LinuxDriver._file`` is that stream."""
+    driver._file = stream
+
+
+def _driver_problems() -> list[str]:
+    from textual.drivers.linux_driver import LinuxDriver
+
+    if "self._file" not in inspect.getsource(LinuxDriver.__init__):
+        return ["LinuxDriver.__init__ no longer sets self._file (the stream the driver draws on)"]
+    return []
+
+
 def problems() -> list[str]:
     """What of Textual's private API memtop uses no longer has the shape it expects (empty when
     this Textual is compatible). Checks a DataTable instance: call it where one may be built."""
     out = _signature_problems()
+    out += _driver_problems()
     out += _attribute_problems(DataTable())
     # memtop's own names must not shadow (or be shadowed by) DataTable's
     for name in (
