@@ -135,14 +135,17 @@ class SymbolHelper:
     def _wait(self, proc: subprocess.Popen[bytes], deadline: float, gen: int, readable: bool) -> None:
         assert proc.stdout is not None and proc.stdin is not None
         fd = proc.stdout.fileno() if readable else proc.stdin.fileno()
+        # poll, not select: a probe tracing many threads holds thousands of fds, and select()
+        # refuses any fd above 1023
+        poller = select.poll()
+        poller.register(fd, select.POLLIN if readable else select.POLLOUT)
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or gen != self._gen:
                 self._kill()
                 raise SymbolError("symbol lookup timed out" if gen == self._gen else "stopped")
-            r, w, _ = select.select([fd] if readable else [], [] if readable else [fd], [], min(left, 0.25))
-            if r or w:
-                return
+            if poller.poll(int(min(left, 0.25) * 1000) + 1):
+                return  # ready, or hung up / in error: the read or write that follows says which
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
