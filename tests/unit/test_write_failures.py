@@ -38,7 +38,7 @@ def names(directory: Path) -> set[str]:
     return {p.name for p in directory.iterdir()}
 
 
-def run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_memtop(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(memtop_cmd() + args, capture_output=True, text=True, timeout=timeout)
 
 
@@ -74,11 +74,11 @@ def test_a_256_byte_name_is_one_line_error(tmp_path: Path) -> None:
         files.write_atomic(target, "data")
     assert "too long" in str(info.value) and "\n" not in str(info.value)
     assert names(tmp_path) == set()
-    proc = run(["snapshot", "--replay", str(PRESSURE), "--pane", "processes", "--output", str(target)])
+    proc = run_memtop(["snapshot", "--replay", str(PRESSURE), "--pane", "processes", "--output", str(target)])
     assert "too long" in assert_one_line_error(proc)
     assert names(tmp_path) == set()
     ok = tmp_path / ("a" * 255)
-    proc = run(["snapshot", "--replay", str(PRESSURE), "--pane", "processes", "--output", str(ok)])
+    proc = run_memtop(["snapshot", "--replay", str(PRESSURE), "--pane", "processes", "--output", str(ok)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(ok) and names(tmp_path) == {ok.name}
 
@@ -205,7 +205,7 @@ def test_recorder_finishing_on_full_disk(tmp_path: Path, monkeypatch: Any) -> No
 def test_cli_snapshot_on_full_disk(small: Path, fmt: str) -> None:
     fill(small)
     out = small / f"snap.{fmt}"
-    proc = run(
+    proc = run_memtop(
         ["snapshot", "--replay", str(PRESSURE), "--pane", "processes", "--format", fmt, "--output", str(out)]
     )
     assert "No space left on device" in assert_one_line_error(proc)
@@ -215,7 +215,7 @@ def test_cli_snapshot_on_full_disk(small: Path, fmt: str) -> None:
 def test_cli_record_on_full_disk(small: Path) -> None:
     fill(small)
     out = small / "r.jsonl.gz"
-    proc = run(["record", "--no-bpf", "--output", str(out), "--duration", "2", "--interval", "0.2"])
+    proc = run_memtop(["record", "--no-bpf", "--output", str(out), "--duration", "2", "--interval", "0.2"])
     assert "No space left on device" in assert_one_line_error(proc)
     assert names(small) == {"filler"}
 
@@ -223,7 +223,7 @@ def test_cli_record_on_full_disk(small: Path) -> None:
 def test_cli_record_filling_the_disk(small: Path) -> None:
     fill(small, leave_bytes=4096)
     out = small / "r.jsonl.gz"
-    proc = run(["record", "--no-bpf", "--output", str(out), "--duration", "120", "--interval", "0.05"])
+    proc = run_memtop(["record", "--no-bpf", "--output", str(out), "--duration", "120", "--interval", "0.1"])
     line = assert_one_line_error(proc)
     assert "No space left on device" in line and "--salvage" in line
     assert names(small) == {"filler", "r.jsonl.gz"}
