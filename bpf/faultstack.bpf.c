@@ -186,25 +186,27 @@ static __always_inline void by_mapping(u64 addr, u32 kind) {
     struct addr_key_t key = {};
     key.addr = addr & ~0xfffULL;
     key.gen = gen ? *gen : 0;
+    // insert-if-absent, then add to what is there: a lookup-then-update lets two CPUs' first
+    // faults on one key both write 1, and one of the two faults is lost
+    struct fcount_t none = {};
     struct fcount_t *c = unresolved.lookup(&key);
+    if (!c) {
+        unresolved.insert(&key, &none);
+        c = unresolved.lookup(&key);
+    }
     if (c) {
         add_fcount(c, kind);
         return;
     }
-    struct fcount_t init = {};
-    if (kind == KIND_MAJ)
-        init.major = 1;
-    else
-        init.minor = 1;
-    if (unresolved.update(&key, &init) == 0)
-        return;
     key.addr = addr >> COARSE_SHIFT;
     c = coarse.lookup(&key);
-    if (c) {
-        add_fcount(c, kind);
-        return;
+    if (!c) {
+        coarse.insert(&key, &none);
+        c = coarse.lookup(&key);
     }
-    if (coarse.update(&key, &init) != 0)
+    if (c)
+        add_fcount(c, kind);
+    else
         count_lost(1);
 }
 
@@ -213,13 +215,15 @@ static __always_inline int on_fault(struct bpf_perf_event_data *ctx, u32 kind) {
     key.stack_id = stacks.get_stackid(ctx, BPF_F_USER_STACK);
     key.kind = kind;
     u64 *v = counts.lookup(&key);
-    if (v) {
-        __sync_fetch_and_add(v, 1);
-    } else {
-        u64 one = 1;
-        if (counts.update(&key, &one) != 0)
-            count_lost(0);
+    if (!v) {  // insert-if-absent, then add (see by_mapping)
+        u64 zero = 0;
+        counts.insert(&key, &zero);
+        v = counts.lookup(&key);
     }
+    if (v)
+        __sync_fetch_and_add(v, 1);
+    else
+        count_lost(0);
     by_mapping(ctx->addr, kind);
     return 0;
 }

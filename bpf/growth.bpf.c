@@ -68,7 +68,7 @@ static __always_inline struct growth_t *growth_of(s32 stack_id) {
     if (g)
         return g;
     struct growth_t zero = {};
-    growth.update(&stack_id, &zero);
+    growth.insert(&stack_id, &zero);  // if absent: an update could zero another CPU's count
     g = growth.lookup(&stack_id);
     if (!g) {
         int slot = 0;

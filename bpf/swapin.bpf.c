@@ -233,7 +233,7 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
     struct stats_t *s = stats.lookup(&tgid);
     if (!s) {
         struct stats_t z = {};
-        stats.update(&tgid, &z);
+        stats.insert(&tgid, &z);  // if absent: an update could zero another CPU's count
         s = stats.lookup(&tgid);
         if (!s) {
             int zero = 0;

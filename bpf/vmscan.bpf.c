@@ -170,7 +170,7 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     struct pid_stat_t *ps = pid_stats.lookup(&key);
     if (!ps) {
         struct pid_stat_t zero = {};
-        pid_stats.update(&key, &zero);
+        pid_stats.insert(&key, &zero);  // if absent: an update could zero another CPU's count
         ps = pid_stats.lookup(&key);
     }
     if (ps) {
