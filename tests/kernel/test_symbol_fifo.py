@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +54,10 @@ def trap(tmp_path: Path) -> Iterator[tuple[int, list[Path]]]:
     (tmp_path / ".debug").mkdir()
     fifos = [tmp_path / "leaky.debug", tmp_path / ".debug" / "leaky.debug"]
     proc = subprocess.Popen([str(exe), "a", "1", "600"], stdout=subprocess.DEVNULL)
+    for _ in range(500):  # the dynamic loader maps libc a moment after the fork returns
+        if "libc.so" in Path(f"/proc/{proc.pid}/maps").read_text():
+            break
+        time.sleep(0.01)
     fifos.append(Path(f"/tmp/perf-{proc.pid}.map"))
     for f in fifos:
         os.mkfifo(f)
