@@ -402,59 +402,17 @@ def detach_uprobe_event(bpf: Any, ev_name: str) -> None:
             pass
 
 
-def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
-    """All entries of a hash map in a few BPF_MAP_LOOKUP_BATCH calls (no per-entry syscalls):
-    (keys, values, count, key_size, value_size) as raw bytes."""
+def _batch_read(fn: Any, what: str, t: Any, keys: Any, values: Any) -> int:
+    """Fill ``keys``/``values`` from map ``t`` with a batch call (``fn``: libbcc's
+    bpf_lookup_batch or bpf_lookup_and_delete_batch), a few syscalls however many entries;
+    returns how many entries were read."""
     import ctypes as ct
     import errno
 
-    bcc = bcc_module()
-    t = bpf[table]
     ksz, vsz = ct.sizeof(t.Key), ct.sizeof(t.Leaf)
     cap = int(t.max_entries)
-    keys = ct.create_string_buffer(ksz * cap)
-    values = ct.create_string_buffer(vsz * cap)
     in_batch, out_batch, cnt = ct.c_uint32(0), ct.c_uint32(0), ct.c_uint32(0)
     total = 0
-    lookup = bcc.libbcc.lib.bpf_lookup_batch
-    while total < cap:
-        cnt.value = cap - total
-        res = lookup(
-            t.map_fd,
-            ct.byref(in_batch) if total else None,
-            ct.byref(out_batch),
-            ct.byref(keys, ksz * total),
-            ct.byref(values, vsz * total),
-            ct.byref(cnt),
-        )
-        err = ct.get_errno()
-        total += cnt.value
-        if res != 0:
-            if err not in (errno.ENOENT, 0):
-                raise OSError(err, f"BPF_MAP_LOOKUP_BATCH on {table}: {os.strerror(err)}")
-            break
-        if cnt.value == 0:
-            break
-        in_batch.value = out_batch.value
-    return keys.raw[: ksz * total], values.raw[: vsz * total], total, ksz, vsz
-
-
-def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
-    """Look up and delete every entry of a hash map in a few BPF_MAP_LOOKUP_AND_DELETE_BATCH calls
-    (each entry is copied and removed atomically, so no increment is lost between read and
-    delete); returns (Key, Leaf) ctypes pairs."""
-    import ctypes as ct
-    import errno
-
-    bcc = bcc_module()
-    t = bpf[table]
-    ksz, vsz = ct.sizeof(t.Key), ct.sizeof(t.Leaf)
-    cap = int(t.max_entries)
-    keys = (t.Key * cap)()
-    values = (t.Leaf * cap)()
-    in_batch, out_batch, cnt = ct.c_uint32(0), ct.c_uint32(0), ct.c_uint32(0)
-    total = 0
-    fn = bcc.libbcc.lib.bpf_lookup_and_delete_batch
     while total < cap:
         cnt.value = cap - total
         res = fn(
@@ -469,9 +427,36 @@ def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
         total += cnt.value
         if res != 0:
             if err not in (errno.ENOENT, 0):
-                raise OSError(err, f"BPF_MAP_LOOKUP_AND_DELETE_BATCH on {table}: {os.strerror(err)}")
+                raise OSError(err, f"{what}: {os.strerror(err)}")
             break
         if cnt.value == 0:
             break
         in_batch.value = out_batch.value
+    return total
+
+
+def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
+    """All entries of a hash map in a few BPF_MAP_LOOKUP_BATCH calls (no per-entry syscalls):
+    (keys, values, count, key_size, value_size) as raw bytes."""
+    import ctypes as ct
+
+    bcc = bcc_module()
+    t = bpf[table]
+    ksz, vsz = ct.sizeof(t.Key), ct.sizeof(t.Leaf)
+    keys = ct.create_string_buffer(ksz * int(t.max_entries))
+    values = ct.create_string_buffer(vsz * int(t.max_entries))
+    total = _batch_read(bcc.libbcc.lib.bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
+    return keys.raw[: ksz * total], values.raw[: vsz * total], total, ksz, vsz
+
+
+def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
+    """Look up and delete every entry of a hash map in a few BPF_MAP_LOOKUP_AND_DELETE_BATCH calls
+    (each entry is copied and removed atomically, so no increment is lost between read and
+    delete); returns (Key, Leaf) ctypes pairs."""
+    bcc = bcc_module()
+    t = bpf[table]
+    keys = (t.Key * int(t.max_entries))()
+    values = (t.Leaf * int(t.max_entries))()
+    fn = bcc.libbcc.lib.bpf_lookup_and_delete_batch
+    total = _batch_read(fn, f"BPF_MAP_LOOKUP_AND_DELETE_BATCH on {table}", t, keys, values)
     return [(keys[i], values[i]) for i in range(total)]
