@@ -12,6 +12,7 @@ point, timed around ``ReplaySource.seek_ns`` with the app's own save/restore of 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -135,6 +136,12 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=60, help="processes changing every second")
     ap.add_argument("--seeks", type=int, default=5)
     ap.add_argument("--recording", type=Path, help="reuse (or make) the recording here")
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "replay_seek.json",
+        help="where the figures go (bench/report.py makes RESULTS.md from them)",
+    )
     args = ap.parse_args()
     path = (
         args.recording
@@ -168,6 +175,20 @@ def main() -> None:
             f"{kind:28s} {a:20.3f} {b:18.3f} {a / b if b else float('inf'):8.1f} {max(results[True][kind]):12.3f}"
         )
     print(f"\n(cpu: {os.cpu_count()} cores; {args.seeks} seeks of each kind, each from a random point)")
+    doc = {
+        "case": "replay seeks",
+        "machine": f"{os.uname().release}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
+        "recording": {
+            "seconds": args.seconds,
+            "procs": args.procs,
+            "busy": args.busy,
+            "samples": len(rec.index),
+        },
+        "seeks": args.seeks,
+        "runs": {("with checkpoints" if cp else "without"): times for cp, times in results.items()},
+    }
+    args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -22,12 +22,13 @@ CASES = [
     "swapin_overhead",
     "memtop_self",
     "lost_counts",
+    "replay_seek",
     "micro",
 ]
 #: startup_ab and large_maps are not here: they compare with a revision given on their command line
 #: (bench/startup_ab.py REV, bench/large_maps.py REV), so they run alone
 #: cases with their own command line, run as a process (the arguments before ROUNDS)
-SCRIPTS = {"memleak_cost": ["--rounds"]}
+SCRIPTS = {"memleak_cost": ["--rounds"], "replay_seek": ["--seeks"]}
 
 
 def run_micro() -> bool:
