@@ -30,8 +30,9 @@ def positive_float(text: str) -> float:
     return value
 
 
-#: the refresh intervals memtop takes: below 0.1 s a tick costs more than it shows (1e-6 s kept a
-#: core busy and stretched a 3 s recording to 390 s); above an hour nothing is live any more
+#: the refresh intervals memtop takes: below 0.1 s a tick costs more than it shows (a tiny
+#: interval kept a core busy and stretched a short recording many times over); above an hour
+#: nothing is live any more
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 3600.0
 

@@ -119,9 +119,8 @@ def release_perf_events(threads: int = 32) -> int:
     """Detach every perf event this process holds (tracepoint, perf and uprobe attachments of
     its BPF programs), all at once: each fd is pointed at /dev/null, from many threads at a time.
 
-    Detaching one waits for RCU grace periods in the kernel, ~30-150 ms here, partly outside any
-    lock, so one after the other they took 1-3 s to exit (default probes, memleak's uprobes),
-    and together about half that. The fd numbers stay taken (by /dev/null), so the libraries'
+    Detaching one waits for RCU grace periods in the kernel, partly outside any lock, so one after
+    the other they were most of an exit, and together about half that (docs/performance.md). The fd numbers stay taken (by /dev/null), so the libraries'
     own close() later closes that, never another file. Returns how many were released.
 
     Until it returns, the exit deadline waits (up to RELEASE_GRACE_S): a uprobe's perf event

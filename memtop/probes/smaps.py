@@ -10,7 +10,7 @@ and only when the table changed.
 
 Reading smaps walks the page tables of every mapping under the target's mmap_lock (read side), so
 a new read starts at most every RESCAN_MIN_S, and no more often than keeps reading below
-RESCAN_DUTY of the time (60,000 mappings: ~0.3 s a read, one every ~3 s).
+RESCAN_DUTY of the time (a large target's read is long: docs/performance.md).
 """
 
 from __future__ import annotations

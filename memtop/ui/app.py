@@ -211,7 +211,7 @@ class MemtopApp(App[int]):
     def _begin_detach(self) -> None:
         """Finish the recording and detach everything in a daemon thread: first every perf event
         at once (each detach waits for RCU grace periods in the kernel: one after the other they
-        were most of an exit, 1-3 s), then the probes one by one, which then costs little."""
+        were most of an exit), then the probes one by one, which then costs little."""
         if self._detacher is not None:
             return
         self._exit_started = time.monotonic()

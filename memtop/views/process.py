@@ -244,8 +244,8 @@ def sorted_mappings(
     rows: Sequence[MappingRow], sort: str = "", reverse: bool = False, limit: int | None = None
 ) -> list[MappingRow]:
     """``rows`` in the order asked (address order, as pmap, by default), the first ``limit`` of
-    them when given. 60,000 rows sort in ~7 ms by a C key (a Python key or a partial heap sort of
-    the first 1,000 took 15-30 ms)."""
+    them when given. A full sort by a C key beats a Python key or a partial heap sort of the first
+    rows (docs/performance.md)."""
     if sort not in MAPPING_INDEX:  # no order asked for: pmap's
         sort, reverse = "start", False
     i = MAPPING_INDEX[sort]

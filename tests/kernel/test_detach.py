@@ -131,7 +131,8 @@ def test_terminal_closed_in_every_state(state: str, target: int, tmp_path: Path)
 
 @pytest.mark.parametrize("quit_first", [False, True])
 def test_terminal_window_closed(quit_first: bool, target: int) -> None:
-    """As a user closes the window (tmux kill-session), after pressing q or not: the pty is the
+    """As a user closes the window (a terminal emulator closed, a multiplexer session killed),
+    after pressing q or not, simulated on a pty of our own (no terminal program is run): the pty is the
     controlling terminal, so the kernel sends SIGHUP and SIGCONT. Textual resumed on that SIGCONT
     and its restarted input thread spun on end of file in an exited memtop, forever."""
     m = PtyMemtop(["--leaks", str(target)])
