@@ -1,4 +1,4 @@
-// malloc_churn: a malloc-heavy workload for bench/memleak_cost.py.
+// malloc_churn: a malloc-heavy workload for bench/leaks_cost.py.
 //
 // Each op is one malloc (or calloc) and one free, called from a stack a few frames deep (as real
 // programs do: the stack walk is part of a tracer's cost). Every 100 ms it prints

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memtop.recording import open_recorder  # noqa: E402
 from memtop.records import Batch, ProbeStatus, Record  # noqa: E402
-from memtop.records.system import MemInfo, Pressure, ProcSample, VmStat  # noqa: E402
+from memtop.records.host import MemInfo, Pressure, VmStat
+from memtop.records.processes import ProcSample  # noqa: E402
 from memtop.replay import Recording, ReplaySource, freeze, thaw  # noqa: E402
 from memtop.state import State  # noqa: E402
 

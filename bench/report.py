@@ -45,7 +45,7 @@ class Target:
 TARGETS: dict[str, Target] = {
     "fault_ratio": Target("≤ 1.03× bare", 1.03),
     "reclaim_ratio": Target("≤ 1.05× bare", 1.05),
-    "memleak_vs_bcc": Target("≤ 0.5× bcc memleak's added cost", 0.5),
+    "leaks_vs_bcc": Target("≤ 0.5× bcc memleak's added cost", 0.5),
     "cpu_pct": Target("≤ 2 % of a core", 2.0),
     "rss_anon_mib": Target("≤ 150 MiB", 150.0),
     "first_frame_s": Target("≤ 0.5 s", 0.5),
@@ -122,13 +122,13 @@ def reclaim_overhead(r: dict[str, Any]) -> Iterator[Row]:
         )
 
 
-def memleak_cost(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["memleak_vs_bcc"]
+def leaks_cost(r: dict[str, Any]) -> Iterator[Row]:
+    t = TARGETS["leaks_vs_bcc"]
     added = r["added_ns"]
     ratio = r["added_vs_bcc"]["memtop"]
     yield Row(
         "3 · malloc+free under allocation tracing: memtop's memleak probe vs bcc `memleak`",
-        f"`{PY} bench/memleak_cost.py --rounds {r['rounds']}`",
+        f"`{PY} bench/leaks_cost.py --rounds {r['rounds']}`",
         f"{ratio:.2f}× (memtop adds {added['memtop'] / 1e3:.1f} µs/op, bcc memleak "
         f"{added['bcc memleak'] / 1e3:.1f} µs/op)",
         t.text,
@@ -333,7 +333,7 @@ def micro(r: dict[str, Any]) -> Iterator[Row]:
 CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("fault_overhead", fault_overhead),
     ("reclaim_overhead", reclaim_overhead),
-    ("memleak_cost", memleak_cost),
+    ("leaks_cost", leaks_cost),
     ("memtop_self", memtop_self),
     ("lost_counts", lost_counts),
     ("soak", soak),

@@ -18,7 +18,7 @@ from harness import BENCH  # noqa: E402
 CASES = [
     "fault_overhead",
     "reclaim_overhead",
-    "memleak_cost",
+    "leaks_cost",
     "swapin_overhead",
     "memtop_self",
     "lost_counts",
@@ -28,7 +28,7 @@ CASES = [
 #: startup_ab and large_maps are not here: they compare with a revision given on their command line
 #: (bench/startup_ab.py REV, bench/large_maps.py REV), so they run alone
 #: cases with their own command line, run as a process (the arguments before ROUNDS)
-SCRIPTS = {"memleak_cost": ["--rounds"], "replay_seek": ["--seeks"]}
+SCRIPTS = {"leaks_cost": ["--rounds"], "replay_seek": ["--seeks"]}
 
 
 def run_micro() -> bool:

@@ -27,10 +27,10 @@ import pytest
 
 from memtop.probes.procfs import STATUS_FIELDS
 from memtop.records import Batch, from_json, to_json
-from memtop.records.system import ProcSample
+from memtop.records.processes import ProcSample
 from memtop.replay import decode_record
 from memtop.state import State
-from memtop.state.system import ProcessesState
+from memtop.state.processes import ProcessesState
 
 N = 1000
 

@@ -356,7 +356,7 @@ def close_perf_event_fd(fd: int) -> None:
         bcc.libbcc.lib.bpf_close_perf_event_fd(fd)
 
 
-# -- per-pid uprobes at chosen offsets and raw map dumps (memleak) --------------------------------
+# -- per-pid uprobes at chosen offsets and raw map dumps (leaks) ---------------------------------
 
 
 #: held while a uprobe is attached; :func:`stop_attaching_uprobes` closes the gate for good

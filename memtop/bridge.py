@@ -186,7 +186,7 @@ class Bridge:
         self._kick()
 
     def add_probe(self, probe: Probe) -> bool:
-        """Attach another probe at run time (drill-in, memleak). False if one by that name runs."""
+        """Attach another probe at run time (drill-in, leaks). False if one by that name runs."""
         with self._lock:
             if any(p.name == probe.name for p in self._attached + self._queue):
                 return False

@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--pid", type=pid_arg, help="open the drill-in screen for PID at start")
     p.add_argument("--pane", help="pane to show at start")
-    p.add_argument("--leaks", type=pid_list, help="attach the memleak browser to PID[,PID…] at start")
+    p.add_argument("--leaks", type=pid_list, help="trace allocations of (leaks pane) PID[,PID…] at start")
     p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
     p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
@@ -384,7 +384,9 @@ def add_record_replay_args(
     )
     r.add_argument("--force", action="store_true", help="overwrite an existing file")
     r.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
-    r.add_argument("--leaks", type=pid_list, default=None, help="also record the memleak probe on PID[,PID…]")
+    r.add_argument(
+        "--leaks", type=pid_list, default=None, help="also trace allocations of (leaks pane) PID[,PID…]"
+    )
     rp = sub.add_parser("replay", help="open the TUI on a recording")
     rp.add_argument("file", metavar="FILE")
     rp.add_argument("--speed", type=speed_arg, default=1.0, help="playback speed (default 1)")
@@ -435,9 +437,9 @@ def run_record(args: argparse.Namespace) -> int:
     if args.leaks:
         for pid in args.leaks:
             check_pid(pid, args.proc_root)
-        from memtop.probes.memleak import MemleakProbe  # type: ignore[import-not-found,unused-ignore]
+        from memtop.probes.leaks import LeaksProbe  # type: ignore[import-not-found,unused-ignore]
 
-        probes.append(MemleakProbe(args.leaks))
+        probes.append(LeaksProbe(args.leaks))
     res = asyncio.run(
         record(probes, args.output, interval_s=args.interval, duration_s=args.duration, force=args.force)
     )
@@ -501,12 +503,12 @@ def run_batch(args: argparse.Namespace) -> int:
 
             check_pid(args.pid, args.proc_root)
             probes = default_probes(args.proc_root, bpf=not args.no_bpf)
-            if args.leaks:  # `--batch --pane leaks --leaks PID`: the on-demand memleak probe
+            if args.leaks:  # `--batch --pane leaks --leaks PID`: the on-demand leaks probe
                 for pid in args.leaks:
                     check_pid(pid, args.proc_root)
-                from memtop.probes.memleak import MemleakProbe  # type: ignore[import-not-found,unused-ignore]
+                from memtop.probes.leaks import LeaksProbe  # type: ignore[import-not-found,unused-ignore]
 
-                probes.append(MemleakProbe(args.leaks))
+                probes.append(LeaksProbe(args.leaks))
             asyncio.run(
                 batch_live(probes, view, opts, interval_s=args.interval, count=args.count, as_json=args.json)
             )

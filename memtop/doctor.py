@@ -105,7 +105,7 @@ def run_checks() -> list[Check]:
             "uprobes",
             up,
             "perf uprobe PMU" if up else "absent",
-            "" if up else "kernel built without CONFIG_UPROBE_EVENTS: the memleak pane cannot run",
+            "" if up else "kernel built without CONFIG_UPROBE_EVENTS: the leaks pane cannot run",
         )
     )
     paranoid = _read("/proc/sys/kernel/perf_event_paranoid").strip()

@@ -41,7 +41,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from memtop.errors import BadRecording
 from memtop.recording import MAGIC, SCHEMA
-from memtop.records import KIND_KEY, RECORD_TYPES, Batch, Record
+from memtop.records import KIND_KEY, RECORD_TYPES, RENAMED_PROBES, Batch, Record
 from memtop.text import clean
 
 if TYPE_CHECKING:  # the UI imports this module: no probe behind it
@@ -351,6 +351,9 @@ def decode_record(data: dict[str, Any]) -> Record:
                 raise ValueError(f"record {kind!r} field {name!r}: {exc}") from None
         elif required:
             raise ValueError(f"record {kind!r} lacks field {name!r}")
+    probe = kwargs.get("probe")
+    if type(probe) is str and probe in RENAMED_PROBES:
+        kwargs["probe"] = RENAMED_PROBES[probe]
     return cls(**kwargs)
 
 

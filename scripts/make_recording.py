@@ -72,7 +72,7 @@ async def session(
         optional_probe("memtop.probes.smaps", "SmapsProbe", hog_pid),
         optional_probe("memtop.probes.faultstack", "FaultStackProbe", hog_pid),
         optional_probe("memtop.probes.growth", "GrowthProbe", leak_pid),
-        optional_probe("memtop.probes.memleak", "MemleakProbe", [leak_pid]),
+        optional_probe("memtop.probes.leaks", "LeaksProbe", [leak_pid]),
     ]
     bridge = Bridge(probes + [p for p in extra if p is not None])
     await bridge.start()

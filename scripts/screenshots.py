@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from memtop import files  # noqa: E402
 from memtop.replay import Recording, ReplaySource  # noqa: E402
-from memtop.state.system import ProcessesState  # noqa: E402
+from memtop.state.processes import ProcessesState  # noqa: E402
 from memtop.ui.app import MemtopApp  # noqa: E402
 from memtop.ui.panes.base import DrillIn  # noqa: E402
 

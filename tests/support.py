@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtop.errors import MemtopError
 from memtop.records import Batch, Lost, ProbeStatus
+from memtop.records.host import VmStat
 from memtop.records.oom import OomKill
-from memtop.records.system import VmStat
-from memtop.records.vmscan import ReclaimEvent, ReclaimTotals, VmscanTotals
+from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
+from memtop.records.vmscan import VmscanTotals
 from memtop.state import State
 from memtop.text import clean
 from memtop.views import Options, views

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from memtop.probes.base import Probe
 from memtop.records import Record
-from memtop.records.system import MemInfo, Pressure, ProcSample, VmStat
+from memtop.records.host import MemInfo, Pressure, VmStat
+from memtop.records.processes import ProcSample
 from memtop.text import clean
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")

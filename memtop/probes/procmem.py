@@ -7,7 +7,7 @@ from typing import Any
 
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
-from memtop.records.system import ProcEvent
+from memtop.records.processes import ProcEvent
 from memtop.text import clean
 
 KINDS = {1: "exec", 2: "exit"}

@@ -36,7 +36,7 @@ def all_probe_classes() -> list[type[Probe]]:
     classes += _drill_in_probe_classes()  # on demand: process drill-in (faultstack, growth, smaps)
     classes.append(VmscanProbe)
     classes += [SwapinProbe, SwapinfoProbe, OomProbe]
-    classes.append(_memleak_probe_class())  # on demand: memleak (--leaks, drill-in `m`)
+    classes.append(_leaks_probe_class())  # on demand: leaks (--leaks, drill-in `m`)
     return classes
 
 
@@ -48,7 +48,7 @@ def _drill_in_probe_classes() -> list[type[Probe]]:
     return [FaultStackProbe, GrowthProbe, SmapsProbe]
 
 
-def _memleak_probe_class() -> type[Probe]:
-    from memtop.probes.memleak import MemleakProbe
+def _leaks_probe_class() -> type[Probe]:
+    from memtop.probes.leaks import LeaksProbe
 
-    return MemleakProbe
+    return LeaksProbe

@@ -42,7 +42,7 @@ from memtop.text import clean
 LOOKUP_TIMEOUT_S = 3.0
 #: addr2line's own bound inside the helper
 ADDR2LINE_TIMEOUT_S = 2.0
-#: bytes of code returned around a function's entry (memleak places its probes with them)
+#: bytes of code returned around a function's entry (the leaks probe places its probes with them)
 CODE_BEFORE, CODE_AFTER = 128, 4096
 #: modules kept parsed in the helper (each holds one or two open fds)
 MAX_MODULES = 128

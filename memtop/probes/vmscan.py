@@ -16,7 +16,8 @@ from typing import Any
 
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
-from memtop.records.vmscan import ORIGINS, RECLAIM_KINDS, ReclaimEvent, ReclaimTotals, VmscanTotals
+from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
+from memtop.records.vmscan import ORIGINS, VmscanTotals
 from memtop.text import clean
 
 HIST_SLOTS = 64

@@ -91,6 +91,9 @@ def _tupled(value: Any, hint: Any) -> Any:
 
 _HINTS: dict[type, dict[str, Any]] = {}
 
+#: probes recordings name as an earlier memtop called them (the leaks pane's probe was "memleak")
+RENAMED_PROBES = {"memleak": "leaks"}
+
 
 def from_json(data: dict[str, Any]) -> Record:
     """Inverse of :func:`to_json`. Unknown fields are ignored; missing fields with defaults are
@@ -109,6 +112,9 @@ def from_json(data: dict[str, Any]) -> Record:
             kwargs[f.name] = _tupled(data[f.name], hints.get(f.name))
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ValueError(f"record {kind!r} lacks field {f.name!r}")
+    probe = kwargs.get("probe")
+    if type(probe) is str and probe in RENAMED_PROBES:
+        kwargs["probe"] = RENAMED_PROBES[probe]
     return cls(**kwargs)
 
 

@@ -1,4 +1,4 @@
-"""Memleak records: outstanding user allocations by stack (fed by the on-demand memleak probe)."""
+"""Leaks records: outstanding user allocations by stack (fed by the on-demand leaks probe)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reclaim records (fed by the vmscan probe): cumulative kernel-map totals plus reclaim events.
+"""Vmscan records (fed by the vmscan probe): cumulative kernel-map totals of the reclaim scanner.
 
 Every total is cumulative since the probe attached; rates are derived in ``memtop.state.vmscan``.
 Pages are the kernel's pages (the tracepoints count pages, as /proc/vmstat does).
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from memtop.records import Record, record
 
 ORIGINS = ("kswapd", "direct", "memcg")
-RECLAIM_KINDS = ("direct", "memcg")
 
 
 @record("vmscan_totals")
@@ -34,33 +33,3 @@ class VmscanTotals(Record):
     compaction_hist: tuple[tuple[int, int], ...] = ()
     slab: tuple[tuple[str, int, int, int], ...] = ()
     slab_dropped: int = 0
-
-
-@record("reclaim_totals")
-@dataclass(frozen=True, slots=True)
-class ReclaimTotals(Record):
-    """Direct and memcg reclaim latency aggregated in kernel maps (nothing lost to the ring).
-
-    ``histogram``: (kind, log2 bucket index, count) of episode latencies in ns.
-    ``pids``: (pid, comm, kind, events, total_ns, max_ns, pages_reclaimed) per process and kind.
-    ``unpaired``: reclaim ends whose begin was not seen (began before attach, or evicted).
-    """
-
-    histogram: tuple[tuple[str, int, int], ...]
-    pids: tuple[tuple[int, str, str, int, int, int, int], ...]
-    unpaired: int = 0
-
-
-@record("reclaim_event")
-@dataclass(frozen=True, slots=True)
-class ReclaimEvent(Record):
-    """One direct or memcg reclaim episode, like a drsnoop line. ``ts_ns`` is its end
-    (CLOCK_MONOTONIC)."""
-
-    ts_ns: int
-    pid: int
-    tid: int
-    comm: str
-    kind: str  # "direct" | "memcg"
-    latency_ns: int
-    pages_reclaimed: int

@@ -1,6 +1,6 @@
 """Leak stacks: outstanding bytes per (pid, stack), their age and growth over the last minute.
 
-The memleak probe sends cumulative per-stack figures (allocated and freed bytes and counts since
+The leaks probe sends cumulative per-stack figures (allocated and freed bytes and counts since
 it attached); growth is derived here from the history of outstanding bytes, so live and replay
 agree. A stack the probe stops sending (nothing outstanding and unchanged) keeps its last figures.
 When a target exits its figures freeze at the exit time: ages and growth are computed up to then.

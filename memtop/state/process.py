@@ -18,7 +18,7 @@ from memtop.records.process import (
     TargetGone,
 )
 from memtop.state.base import SubState
-from memtop.state.system import ProcessesState, ProcRow
+from memtop.state.processes import ProcessesState, ProcRow
 
 if TYPE_CHECKING:
     from memtop.state import State

@@ -25,7 +25,7 @@ from memtop import files, fmt, lifecycle, resources, startup_gc
 from memtop.errors import Interrupted, MemtopError
 from memtop.source import Source
 from memtop.state import State
-from memtop.state.system import SystemState
+from memtop.state.host import HostState
 from memtop.ui import recplay, term_compat
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
@@ -134,7 +134,7 @@ class MemtopApp(App[int]):
         self.snapshot_request = snapshot_request
         self.initial_pid = initial_pid
         self.initial_pane = initial_pane
-        #: pids to attach the memleak probe to at start (`memtop --leaks PID[,PID…]`)
+        #: pids to trace allocations of at start (`memtop --leaks PID[,PID…]`)
         self.leak_pids = list(leak_pids or [])
         self.paused = False
         #: the panes' view names, in tab order
@@ -252,7 +252,7 @@ class MemtopApp(App[int]):
             pane.focus_default()
         recplay.install_sigterm(self)
         await self.source.start()  # /proc data is in state now; BPF probes attach in the background
-        if self.leak_pids:  # the on-demand memleak probe (`memtop --leaks PID[,PID…]`)
+        if self.leak_pids:  # the on-demand leaks probe (`memtop --leaks PID[,PID…]`)
             from memtop.ui.panes.leaks import start_leaks
 
             start_leaks(self, self.leak_pids)
@@ -397,7 +397,7 @@ class MemtopApp(App[int]):
         self.show_pane(event.name)
 
     def _draw_header(self) -> None:
-        sys_state = self.state.get(SystemState)
+        sys_state = self.state.get(HostState)
         t = Text()
         t.append(" memtop ", style="bold reverse")
         mode = self.state.mode

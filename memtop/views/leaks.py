@@ -46,15 +46,15 @@ def matches(row: dict[str, Any], opts: Options) -> bool:
 
 
 def leaks_asked(state: State) -> bool:
-    """Whether memleak was asked for at all (with no target, the pane says how to ask)."""
-    return bool(state.get(LeaksState).targets) or "memleak" in state.statuses
+    """Whether the leaks pane was asked for at all (with no target, the pane says how to ask)."""
+    return bool(state.get(LeaksState).targets) or "leaks" in state.statuses
 
 
 class LeaksView(View):
     name = "leaks"
     title = "Leaks"
     order = 60
-    probes = ("memleak",)
+    probes = ("leaks",)
     extra_formats = ("folded",)
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),

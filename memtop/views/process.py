@@ -16,7 +16,7 @@ from memtop.errors import MemtopError
 from memtop.records.process import MappingRow
 from memtop.state import State
 from memtop.state.process import ProcessState, Target
-from memtop.state.system import ProcessesState
+from memtop.state.processes import ProcessesState
 from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes
 
 SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings")

@@ -7,9 +7,9 @@ from typing import Any
 
 from memtop import fmt
 from memtop.state import State
+from memtop.state.processes import ProcessesState
+from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
-from memtop.state.system import ProcessesState
-from memtop.state.vmscan import ReclaimState
 from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = (

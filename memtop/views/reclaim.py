@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from memtop import fmt
-from memtop.records.vmscan import RECLAIM_KINDS
+from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.base import log2_le
-from memtop.state.vmscan import ReclaimState
+from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Options, View, measuring, render_table
 from memtop.views.vmscan import render_hist
 

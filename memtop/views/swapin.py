@@ -8,8 +8,8 @@ from typing import Any
 from memtop import fmt
 from memtop.state import State
 from memtop.state.base import log2_le
+from memtop.state.host import HostState
 from memtop.state.swapin import SwapinState
-from memtop.state.system import SystemState
 from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = (
@@ -127,7 +127,7 @@ class SwapinView(View):
 
 
 def system_line(state: State) -> dict[str, Any]:
-    sys_state = state.get(SystemState)
+    sys_state = state.get(HostState)
     info = state.get(SwapinState).swapinfo
     p = sys_state.pressure
     zswap: dict[str, Any] | None = None

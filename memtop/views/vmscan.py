@@ -9,7 +9,7 @@ from typing import Any
 from memtop import fmt
 from memtop.state import State
 from memtop.state.base import log2_le
-from memtop.state.system import SystemState
+from memtop.state.host import HostState
 from memtop.state.vmscan import VmscanState
 from memtop.views import Column, Options, View, measuring, render_table
 
@@ -38,7 +38,7 @@ def efficiency(reclaimed: float, scanned: float) -> float | None:
     return round(100.0 * reclaimed / scanned, 1) if scanned > 0 else None
 
 
-def kernel_section(sys_state: SystemState) -> dict[str, Any]:
+def kernel_section(sys_state: HostState) -> dict[str, Any]:
     """The kernel's view from /proc/vmstat: rates over the last tick, totals since start, and
     %vmeff. sar's %vmeff is pgsteal/s over (pgscank/s + pgscand/s); the kernel leaves memcg-limit
     reclaim out of those per-origin counters, so ``vmeff_all_pct`` (pgsteal_anon+file over
@@ -126,7 +126,7 @@ class VmscanView(View):
                 "histogram": hist,
                 "kcompactd_wakes": t.kcompactd_wakes if t else 0,
             },
-            "kernel": kernel_section(state.get(SystemState)),
+            "kernel": kernel_section(state.get(HostState)),
         }
         if not measuring(state, "vmscan") and not vs.has_data:  # zeros would read as "no reclaim"
             doc.update(rows=[], slab_shrink=[], slab_dropped=None)

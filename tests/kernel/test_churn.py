@@ -17,9 +17,9 @@ def test_ten_thousand_short_lived_processes() -> None:
     from memtop.probes.procfs import ProcfsProbe
     from memtop.probes.procmem import ProcmemProbe
     from memtop.records import Batch
-    from memtop.records.system import ProcEvent
+    from memtop.records.processes import ProcEvent
     from memtop.state import State
-    from memtop.state.system import EXITED_LEN, ProcessesState
+    from memtop.state.processes import EXITED_LEN, ProcessesState
 
     exe = compile_c("churn")
 

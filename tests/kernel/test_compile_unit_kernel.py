@@ -20,7 +20,7 @@ from memtop.probes.base import BpfProbe, load_together
 from memtop.probes.registry import default_probes
 from memtop.probes.unit import Section
 from memtop.records import Record
-from memtop.records.system import ProcEvent
+from memtop.records.processes import ProcEvent
 from memtop.state import State
 from memtop.views import Options, get_view
 

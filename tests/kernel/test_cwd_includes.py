@@ -24,7 +24,7 @@ pytestmark = pytest.mark.bpf
 
 PLANTED = "#error planted\n"
 DEFAULT_BPF = {"procmem", "vmscan", "swapin", "oom"}
-ON_DEMAND = {"faultstack", "growth", "memleak"}
+ON_DEMAND = {"faultstack", "growth", "leaks"}
 #: BCC's own virtual headers (it -includes helpers.h, which includes the kernel's)
 BCC_VIRTUAL = ["bcc/helpers.h", "bcc/proto.h", "bcc/bpf.h", "bcc/bpf_workaround.h"]
 
@@ -87,7 +87,7 @@ import json, sys
 from memtop.probes.base import BpfProbe, load_together
 from memtop.probes.faultstack import FaultStackProbe
 from memtop.probes.growth import GrowthProbe
-from memtop.probes.memleak import MemleakProbe
+from memtop.probes.leaks import LeaksProbe
 from memtop.probes.registry import default_probes
 
 pid = int(sys.argv[1])
@@ -95,7 +95,7 @@ out = {}
 probes = [p for p in default_probes() if isinstance(p, BpfProbe)]
 for p, exc in load_together(probes):
     out[p.name] = None if exc is None else str(exc)
-for p in (FaultStackProbe(pid), GrowthProbe(pid), MemleakProbe([pid])):
+for p in (FaultStackProbe(pid), GrowthProbe(pid), LeaksProbe([pid])):
     probes.append(p)
     try:
         p.load()

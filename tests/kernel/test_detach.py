@@ -104,7 +104,7 @@ def test_terminal_closed_in_every_state(state: str, target: int, tmp_path: Path)
         if state != "replay":
             assert mine and doc["probes"].get("procmem") == "attached", doc
         if state == "leaks":
-            assert doc["probes"].get("memleak") == "attached", doc
+            assert doc["probes"].get("leaks") == "attached", doc
             assert code_byte(target, malloc) == 0xCC, "no uprobe on the target's malloc"
         if keys:
             m.send(keys)

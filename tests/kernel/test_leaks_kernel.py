@@ -101,11 +101,11 @@ def folded_lines(text: str) -> list[tuple[list[str], int]]:
 
 @pytest.mark.bpf
 def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
-    from memtop.probes.memleak import MemleakProbe
+    from memtop.probes.leaks import LeaksProbe
 
     leaky = Leaky("a", 4.5, 30)
     leakies.append(leaky)
-    probe = MemleakProbe([leaky.pid])
+    probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
     view = get_view("leaks")
     try:
@@ -146,7 +146,7 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
         assert churn, "churn_here's allocations were not seen at all"
         assert sum(r["alloc_count"] for r in churn) >= 10 * leaked_count  # it did churn, a lot
         assert sum(r["outstanding_bytes"] for r in churn) <= max(4096, 0.01 * leaked_bytes)
-        assert state.lost_total("memleak") == 0
+        assert state.lost_total("leaks") == 0
 
         # folded export: parses, and sums to the outstanding bytes the document shows
         folded = view.export(state, Options(), "folded")
@@ -191,11 +191,11 @@ def our_uprobes() -> list[dict[str, Any]]:
 
 @pytest.mark.bpf
 def test_target_exit_keeps_last_data_and_detaches(leakies: list[Leaky]) -> None:
-    from memtop.probes.memleak import MemleakProbe
+    from memtop.probes.leaks import LeaksProbe
 
     leaky = Leaky("a", 1.5, 0.2)
     leakies.append(leaky)
-    probe = MemleakProbe([leaky.pid])
+    probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
     view = get_view("leaks")
     try:
@@ -233,13 +233,13 @@ def test_target_exit_keeps_last_data_and_detaches(leakies: list[Leaky]) -> None:
 def test_allocator_family_nested_and_failed(exact: bool) -> None:
     """Each allocator's leaks land on their own stack, counted once (glibc's realloc and big
     mallocs reach mmap inside libc), frees through every path are seen, failures never count."""
-    from memtop.probes.memleak import MemleakProbe
+    from memtop.probes.leaks import LeaksProbe
 
     proc = subprocess.Popen([str(compile_c("allocfamily"))], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     try:
         assert proc.stdout.readline().startswith("ready")
-        probe = MemleakProbe([proc.pid], exact_sizes=exact)
+        probe = LeaksProbe([proc.pid], exact_sizes=exact)
         state = State(mode="bpf")
         try:
             probe.load()

@@ -66,9 +66,9 @@ def test_256mib_child_through_memtop_snapshot() -> None:
 def test_rss_and_swap_track_status_under_memcg_pressure() -> None:
     from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
-    from memtop.records.system import ProcSample
+    from memtop.records.processes import ProcSample
     from memtop.state import State
-    from memtop.state.system import ProcessesState
+    from memtop.state.processes import ProcessesState
 
     with swapfile(), memcg(100 << 20) as cg:
         # the workload joins the cgroup before it allocates: start it stopped via a shell
@@ -117,7 +117,7 @@ def test_short_lived_process_between_ticks_appears_in_recently_exited() -> None:
     from memtop.probes.procfs import ProcfsProbe
     from memtop.probes.procmem import ProcmemProbe
     from memtop.state import State
-    from memtop.state.system import ProcessesState
+    from memtop.state.processes import ProcessesState
 
     async def run() -> None:
         bridge = Bridge([ProcfsProbe(), ProcmemProbe()])

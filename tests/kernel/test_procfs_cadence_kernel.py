@@ -12,7 +12,7 @@ import pytest
 from support import kb, proc_status
 
 from memtop.probes.procfs import QUIET_AFTER, ProcfsProbe
-from memtop.records.system import ProcSample
+from memtop.records.processes import ProcSample
 
 
 def samples(probe: ProcfsProbe) -> dict[int, ProcSample]:

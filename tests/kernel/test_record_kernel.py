@@ -14,7 +14,7 @@ import pytest
 from support import compile_c, differences, documents, kb, memcg, proc_status, swapfile, vmstat
 
 from memtop.recording import open_recorder
-from memtop.records.system import VmStat
+from memtop.records.host import VmStat
 from memtop.replay import Recording, ReplaySource
 from memtop.state import State
 
@@ -45,7 +45,7 @@ def on_demand_probes(hog_pid: int, leak_pid: int) -> list[Any]:
         ("memtop.probes.smaps", "SmapsProbe", hog_pid),
         ("memtop.probes.faultstack", "FaultStackProbe", hog_pid),
         ("memtop.probes.growth", "GrowthProbe", leak_pid),
-        ("memtop.probes.memleak", "MemleakProbe", [leak_pid]),
+        ("memtop.probes.leaks", "LeaksProbe", [leak_pid]),
     ]
     out = []
     for module, cls, arg in wanted:

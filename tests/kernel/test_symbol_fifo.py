@@ -95,7 +95,7 @@ def test_sigterm_ends_it_with_everything_detached(trap: tuple[int, list[Path]]) 
     m = PtyMemtop(["--leaks", str(pid)])
     try:
         doc = m.wait_ready()
-        assert doc["probes"].get("memleak") == "attached", doc
+        assert doc["probes"].get("leaks") == "attached", doc
         mine = prog_ids_of(m.pid)
         assert code_byte(pid, malloc) == 0xCC
         m.send(b"6", 2.0)  # the leaks pane: its stacks are symbolized while it is shown

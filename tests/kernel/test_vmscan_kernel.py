@@ -27,7 +27,7 @@ from support import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat
 
 from memtop.bridge import now_ns
 from memtop.records import Batch
-from memtop.records.vmscan import ReclaimEvent
+from memtop.records.reclaim import ReclaimEvent
 from memtop.state import State
 from memtop.views import Options, get_view
 

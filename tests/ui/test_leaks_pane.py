@@ -14,7 +14,7 @@ from memtop.records.leaks import LeakStack, LeakTarget
 class FakeLeakProbe(Probe):
     """Replays a leak (growing), a cache (old, flat) and churn (nothing outstanding)."""
 
-    name = "memleak"
+    name = "leaks"
     needs_bpf = False
     cadence_s = 0.01
 

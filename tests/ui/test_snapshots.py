@@ -88,8 +88,8 @@ def test_the_recording_holds_what_the_pictures_show() -> None:
     state = rec.state_at(rec.ts_at(AT_S))
     from memtop.state.leaks import LeaksState
     from memtop.state.oom import OomState
+    from memtop.state.reclaim import ReclaimState
     from memtop.state.swapin import SwapinState
-    from memtop.state.vmscan import ReclaimState
 
     assert state.get(OomState).kills
     assert state.get(ReclaimState).pids

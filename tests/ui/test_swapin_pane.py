@@ -10,8 +10,8 @@ import pytest
 from memtop.bridge import Bridge
 from memtop.probes.base import Probe
 from memtop.records import Record
+from memtop.records.host import VmStat
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
-from memtop.records.system import VmStat
 from memtop.text import clean
 from memtop.views import Options, get_view
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memtop.records import KIND_KEY, to_json
-from memtop.records.system import MemInfo, ProcSample
+from memtop.records.host import MemInfo
+from memtop.records.processes import ProcSample
 from memtop.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 

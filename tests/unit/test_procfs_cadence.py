@@ -8,7 +8,7 @@ from pathlib import Path
 from fakeproc import add_proc, make_fake_proc
 
 from memtop.probes.procfs import QUIET_AFTER, ProcfsProbe
-from memtop.records.system import ProcSample
+from memtop.records.processes import ProcSample
 
 
 def samples(probe: ProcfsProbe) -> dict[int, ProcSample]:

@@ -17,7 +17,8 @@ from support import DATA, documents, kb, memtop_cmd, proc_status
 from memtop.errors import BadRecording, UnsafePath
 from memtop.recording import SCHEMA, open_recorder
 from memtop.records import Batch, ProbeStatus
-from memtop.records.system import MemInfo, ProcSample
+from memtop.records.host import MemInfo
+from memtop.records.processes import ProcSample
 from memtop.replay import Recording, parse_time
 from memtop.views import views
 

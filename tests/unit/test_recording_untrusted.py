@@ -18,7 +18,8 @@ from support import memtop_cmd
 
 from memtop.errors import BadRecording
 from memtop.records import KIND_KEY, to_json
-from memtop.records.system import MemInfo, ProcSample
+from memtop.records.host import MemInfo
+from memtop.records.processes import ProcSample
 from memtop.replay import Limits, Recording, ReplaySource, decode_record, limits_from, parse_limit
 from memtop.views import Options, get_view
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from memtop.state.system import History, HistoryPoint
+from memtop.state.processes import History, HistoryPoint
 
 
 def _step_value(points: list[HistoryPoint], ts: int) -> tuple[int, ...]:
@@ -57,9 +57,9 @@ def test_unchanged_sample_shortcut_keeps_what_the_full_path_would() -> None:
     import dataclasses
 
     from memtop.records import Batch
-    from memtop.records.system import ProcSample
+    from memtop.records.processes import ProcSample
     from memtop.state import State
-    from memtop.state.system import ProcessesState
+    from memtop.state.processes import ProcessesState
 
     rng = random.Random(3)
     fast, full = State(), State()

@@ -21,7 +21,7 @@ from memtop import files
 from memtop.errors import BadRecording, UnsafePath, WriteFailed
 from memtop.recording import open_recorder
 from memtop.records import Batch
-from memtop.records.system import MemInfo
+from memtop.records.host import MemInfo
 from memtop.replay import Recording
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -6,7 +6,7 @@ minute and the oldest allocation's age, so a steady leak (old and growing) stand
 churn (young, flat) and from a long-lived cache (old, flat). The detail line under the tree shows
 the selected node's age histogram.
 
-The memleak probe is on demand: ``memtop --leaks PID[,PID…]`` starts it (``start_leaks``), the
+The leaks probe is on demand: ``memtop --leaks PID[,PID…]`` starts it (``start_leaks``), the
 drill-in screen's `m` calls :func:`open_leaks`.
 """
 
@@ -38,19 +38,19 @@ SORTS = {"outstanding_bytes": "bytes", "allocations": "count", "growth_bytes_per
 
 
 def start_leaks(app: Any, pids: list[int]) -> bool:
-    """Attach the memleak probe for ``pids`` (or add them to the running one)."""
-    from memtop.probes.memleak import MemleakProbe
+    """Attach the leaks probe for ``pids`` (or add them to the running one)."""
+    from memtop.probes.leaks import LeaksProbe
 
     source = app.source
     probe_of = getattr(source, "probe", None)
-    running = probe_of("memleak") if callable(probe_of) else None
-    if isinstance(running, MemleakProbe):
+    running = probe_of("leaks") if callable(probe_of) else None
+    if isinstance(running, LeaksProbe):
         running.add_pids(pids)
         return True
     add = getattr(source, "add_probe", None)
     if not callable(add):
         return False
-    return bool(add(MemleakProbe(pids)))
+    return bool(add(LeaksProbe(pids)))
 
 
 def open_leaks(app: App[Any], pid: int) -> None:
@@ -60,7 +60,7 @@ def open_leaks(app: App[Any], pid: int) -> None:
         pids.append(pid)
     app.leak_pids = pids  # type: ignore[attr-defined]  # MemtopApp's; a bare App gets it too
     if not start_leaks(app, [pid]):
-        app.notify("memleak is already attaching; try again in a moment", severity="warning")
+        app.notify("the leaks probe is already attaching; try again in a moment", severity="warning")
     while len(app.screen_stack) > 1:
         app.pop_screen()
     show = getattr(app, "show_pane", None)
@@ -179,7 +179,7 @@ class LeaksPane(FilterablePane):
     def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
         leaks = state.get(LeaksState)
         status = self.status_text(state)
-        if not leaks.targets and state.probe_state("memleak") is None:
+        if not leaks.targets and state.probe_state("leaks") is None:
             status.append(
                 "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
             )

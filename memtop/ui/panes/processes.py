@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from memtop import fmt
 from memtop.state import State
-from memtop.state.system import ProcessesState
+from memtop.state.processes import ProcessesState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable

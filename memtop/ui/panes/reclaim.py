@@ -11,7 +11,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from memtop import fmt
-from memtop.records.vmscan import RECLAIM_KINDS
+from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table

@@ -117,7 +117,7 @@ class StackTree(Tree[int]):
 class ProcessScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
-        Binding("m", "leaks", "Memleak"),
+        Binding("m", "leaks", "Leaks"),
         Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
         Binding("greater_than_sign", "sort(1)", "Sort →", show=False),
         Binding("r", "reverse", "Reverse", show=False),
@@ -318,7 +318,7 @@ class ProcessScreen(Screen[None]):
                 parts.append(f"  lost {lost}", style="bold red")
         if self._bpf_skipped:
             parts.append(("  " if parts else "") + self._bpf_skipped, style="yellow")
-        parts.append("   Esc back · 1-5 sections · m memleak · s snapshot", style="dim")
+        parts.append("   Esc back · 1-5 sections · m leaks · s snapshot", style="dim")
         return parts
 
     def _draw_history(self, state: State) -> None:
@@ -526,7 +526,7 @@ class ProcessScreen(Screen[None]):
             mod = None
         opener = getattr(mod, "open_leaks", None)
         if not callable(opener):
-            self.notify("The memleak browser is not available yet.", severity="warning")
+            self.notify("The leaks pane is not available yet.", severity="warning")
             return
         opener(self.app, self.pid)
 

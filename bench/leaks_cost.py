@@ -12,9 +12,9 @@ result is the median per configuration, the added cost (median − median bare) 
 memtop's added cost to bcc memleak's. Other load on the machine moves all phases alike; the
 alternation and the medians keep it from favouring either tracer.
 
-Writes bench/results/memleak_cost.json (bench/report.py puts it in bench/RESULTS.md).
+Writes bench/results/leaks_cost.json (bench/report.py puts it in bench/RESULTS.md).
 
-usage: sudo .venv/bin/python bench/memleak_cost.py [--rounds 3] [--phase 6] [--variants]
+usage: sudo .venv/bin/python bench/leaks_cost.py [--rounds 3] [--phase 6] [--variants]
        --variants adds memtop with probes at function entry (as bcc places them) and with
        requested sizes kept by entry probes (the non-glibc mode), to show what each choice buys.
 """
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from harness import machine, save, summary  # noqa: E402
 
 from memtop import bcc_compat  # noqa: E402
-from memtop.probes.memleak import MemleakProbe  # noqa: E402
+from memtop.probes.leaks import LeaksProbe  # noqa: E402
 
 BCC_MEMLEAK = "/usr/sbin/memleak-bpfcc"
 
@@ -113,7 +113,7 @@ def phase_bcc(w: Workload, measure_s: float) -> float:
 
 
 def phase_memtop(w: Workload, measure_s: float, **kwargs: object) -> float:
-    probe = MemleakProbe([w.proc.pid], **kwargs)  # type: ignore[arg-type]
+    probe = LeaksProbe([w.proc.pid], **kwargs)  # type: ignore[arg-type]
     probe.load()
     stop = threading.Event()
 
@@ -180,7 +180,7 @@ def main() -> int:
         if c.startswith("memtop"):
             print(f"  {c} added cost / bcc memleak added cost = {(med[c] - bare) / added_bcc:.2f}")
     save(
-        "memleak_cost",
+        "leaks_cost",
         {
             "case": "malloc+free cost",
             "machine": machine(),

@@ -1,13 +1,13 @@
-// memleak: outstanding user allocations by stack, aggregated in the kernel.
+// leaks: outstanding user allocations by stack, aggregated in the kernel.
 //
 // On demand only (malloc is the hottest path there is): uprobes on libc's allocator family,
-// attached per pid by memtop/probes/memleak.py. Nothing goes to user space per event; user space
+// attached per pid by memtop/probes/leaks.py. Nothing goes to user space per event; user space
 // reads three maps once per tick:
 //   stats   (pid, stack id) -> cumulative bytes/count allocated and freed (outstanding = alloc - free)
 //   allocs  (pid, address)  -> size, birth time, stack id   (bounded; a full map is counted)
 //   stacks  user stacks (BPF_STACK_TRACE, STACK_DEPTH frames)
 //
-// Cost choices (see bench/memleak_cost.py):
+// Cost choices (see bench/leaks_cost.py):
 //  * SIZE_FROM_HEADER=1 (glibc): malloc/calloc/memalign/valloc/pvalloc get only a return probe;
 //    the size is the allocator's usable size, read from the chunk header at ptr-8
 //    (what malloc_usable_size() returns), so no entry program and no per-thread size slot.

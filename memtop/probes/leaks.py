@@ -1,11 +1,11 @@
-"""memleak: outstanding allocations by user stack for chosen pids (on demand, never default).
+"""leaks: outstanding allocations by user stack for chosen pids (on demand, never default).
 
-Attaches per-pid uprobes on the target's libc allocator family (``bpf/memleak.bpf.c`` keeps
+Attaches per-pid uprobes on the target's libc allocator family (``bpf/leaks.bpf.c`` keeps
 per-stack totals in the kernel) and reads three maps per tick. A symbol that fails to attach is
 reported in the pid's LeakTarget record and the others run on. When a target exits, its uprobes
 are detached at the next poll and its last figures stay in the state.
 
-Cost (bench/memleak_cost.py): where glibc is the allocator, sizes come from the chunk header so
+Cost (bench/leaks_cost.py): where glibc is the allocator, sizes come from the chunk header so
 malloc & co. need only a return probe, and free/munmap's entry probe is moved past a leading
 flags-only instruction (``test %rdi,%rdi``) onto one the kernel emulates, which spares the
 single-step trap that dominates bcc memleak's cost on x86.
@@ -208,9 +208,9 @@ def _age_bucket(age_ns: int) -> int:
     return len(AGE_BUCKETS_S)
 
 
-class MemleakProbe(BpfProbe):
-    name = "memleak"
-    program = "memleak"
+class LeaksProbe(BpfProbe):
+    name = "leaks"
+    program = "leaks"
     panes = ("leaks",)
     features = ("uprobes",)
     cadence_s = 1.0
@@ -295,7 +295,7 @@ class MemleakProbe(BpfProbe):
             reasons = "; ".join(f"pid {t.pid}: {t.message}" for t in self.targets.values())
             self.close()
             raise ProbeError(
-                f"memleak could not attach to any pid ({reasons})",
+                f"leaks could not attach to any pid ({reasons})",
                 "check the pids are alive and use a dynamically linked libc",
             )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
-from memtop.records.system import MemInfo, Pressure, ProcEvent, ProcSample, VmStat
+from memtop.records.processes import ProcEvent, ProcSample
 from memtop.state.base import SubState, rate
 
 if TYPE_CHECKING:
@@ -230,39 +230,3 @@ def _with_comm(s: ProcSample, comm: str) -> ProcSample:
     from dataclasses import replace
 
     return replace(s, comm=comm)
-
-
-class SystemState(SubState):
-    key = "system"
-
-    def __init__(self) -> None:
-        self.meminfo: MemInfo | None = None
-        self.pressure: Pressure | None = None
-        self.vmstat: dict[str, int] = {}
-        self.vmstat_prev: dict[str, int] = {}
-        self.vmstat_first: dict[str, int] = {}
-        self.vmstat_ts_ns = 0
-        self.vmstat_prev_ts_ns = 0
-        self.vmstat_first_ts_ns = 0
-
-    def apply(self, batch: Batch, state: State) -> None:
-        for rec in batch.records:
-            if isinstance(rec, MemInfo):
-                self.meminfo = rec
-            elif isinstance(rec, Pressure):
-                self.pressure = rec
-            elif isinstance(rec, VmStat):
-                self.vmstat_prev, self.vmstat_prev_ts_ns = self.vmstat, self.vmstat_ts_ns
-                self.vmstat, self.vmstat_ts_ns = rec.as_dict(), batch.ts_ns
-                if not self.vmstat_first:
-                    self.vmstat_first, self.vmstat_first_ts_ns = self.vmstat, batch.ts_ns
-
-    def vmstat_rate(self, name: str) -> float:
-        return rate(
-            self.vmstat.get(name, 0),
-            self.vmstat_prev.get(name, 0),
-            self.vmstat_ts_ns - self.vmstat_prev_ts_ns,
-        )
-
-    def vmstat_since_start(self, name: str) -> int:
-        return self.vmstat.get(name, 0) - self.vmstat_first.get(name, 0)

@@ -1,0 +1,43 @@
+"""Reclaim records (fed by the vmscan probe, which also feeds the vmscan pane): direct and memcg
+reclaim latency, aggregated in kernel maps, plus one event per episode.
+
+Every total is cumulative since the probe attached; rates are derived in ``memtop.state.reclaim``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtop.records import Record, record
+
+RECLAIM_KINDS = ("direct", "memcg")
+
+
+@record("reclaim_totals")
+@dataclass(frozen=True, slots=True)
+class ReclaimTotals(Record):
+    """Direct and memcg reclaim latency aggregated in kernel maps (nothing lost to the ring).
+
+    ``histogram``: (kind, log2 bucket index, count) of episode latencies in ns.
+    ``pids``: (pid, comm, kind, events, total_ns, max_ns, pages_reclaimed) per process and kind.
+    ``unpaired``: reclaim ends whose begin was not seen (began before attach, or evicted).
+    """
+
+    histogram: tuple[tuple[str, int, int], ...]
+    pids: tuple[tuple[int, str, str, int, int, int, int], ...]
+    unpaired: int = 0
+
+
+@record("reclaim_event")
+@dataclass(frozen=True, slots=True)
+class ReclaimEvent(Record):
+    """One direct or memcg reclaim episode, like a drsnoop line. ``ts_ns`` is its end
+    (CLOCK_MONOTONIC)."""
+
+    ts_ns: int
+    pid: int
+    tid: int
+    comm: str
+    kind: str  # "direct" | "memcg"
+    latency_ns: int
+    pages_reclaimed: int
