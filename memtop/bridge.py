@@ -18,15 +18,28 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtop import bcc_compat
 from memtop.errors import MemtopError
 from memtop.probes.base import BpfProbe, Probe, load_together
 from memtop.records import Batch, ProbeStatus, Record
-from memtop.source import Source, Subscriber
+from memtop.records.process import Focus
+from memtop.source import ReplayControls, Source, Subscriber
+
+if TYPE_CHECKING:
+    from memtop.probes.procfs import ProcfsProbe
 
 __all__ = ["Bridge", "Source", "Subscriber", "now_ns"]
+
+#: what the drill-in's focus attaches: one process's mappings (no compilation), then its fault
+#: stacks and heap growth (BPF, per-pid perf events and tracepoints)
+FOCUS_PROBES = ("smaps", "faultstack", "growth")
+FOCUS_BPF = ("faultstack", "growth")
+#: the allocation tracer the leaks pane shows
+LEAKS_PROBE = "leaks"
+NO_BPF = "needs BPF (memtop runs with --no-bpf)"
+NO_BPF_HINT = "run memtop without --no-bpf"
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +133,24 @@ class Bridge:
     """Live source: owns the probes."""
 
     def __init__(
-        self, probes: Sequence[Probe], *, require_bpf: bool = False, defer_bpf: bool = False
+        self,
+        probes: Sequence[Probe],
+        *,
+        require_bpf: bool = False,
+        defer_bpf: bool = False,
+        allow_bpf: bool | None = None,
     ) -> None:
-        """``defer_bpf``: queued BPF probes wait for :meth:`load_bpf` (the app calls it once its
-        first frame is on screen, so compiling does not compete with drawing it)."""
+        """``defer_bpf``: queued BPF probes wait for :meth:`begin_bpf` (the app calls it once its
+        first frame is on screen, so compiling does not compete with drawing it). ``allow_bpf``:
+        whether intents may attach BPF probes (default: unless every probe given is a /proc
+        reader, i.e. `--no-bpf`)."""
         self.probes: list[Probe] = list(probes)
+        self.allow_bpf = (
+            allow_bpf if allow_bpf is not None else (not self.probes or any(p.needs_bpf for p in self.probes))
+        )
+        #: pid in focus -> the probes its focus attached
+        self._focus: dict[int, list[str]] = {}
+        self._last_ts = 0
         self.require_bpf = require_bpf
         self._deferred = defer_bpf
         self._subs: list[Subscriber] = []
@@ -154,6 +180,10 @@ class Bridge:
     def statuses(self) -> dict[str, ProbeStatus]:
         with self._lock:
             return dict(self._status)
+
+    @property
+    def replay(self) -> ReplayControls | None:
+        return None
 
     def standin_headers(self) -> str | None:
         hdr = bcc_compat.header_info()
@@ -214,7 +244,7 @@ class Bridge:
                     return p
         return None
 
-    def load_bpf(self) -> None:
+    def begin_bpf(self) -> None:
         """Start loading the queued probes, if ``defer_bpf`` held them."""
         self._deferred = False
         self._kick()
@@ -299,6 +329,69 @@ class Bridge:
             )
         )
 
+    # -- intents ------------------------------------------------------------------------------
+    def _procfs(self) -> ProcfsProbe | None:
+        from memtop.probes.procfs import ProcfsProbe
+
+        with self._lock:
+            return next((p for p in self.probes if isinstance(p, ProcfsProbe)), None)
+
+    def _publish_now(self, *records: Record) -> None:
+        """Hand ``records`` to the subscribers at once, in a batch of their own. It carries the
+        time of the last batch handed out, so batches stay in time order however a poll running
+        in a worker thread (stamped when it ends) interleaves with it."""
+        self.publish(Batch(ts_ns=self._last_ts or now_ns(), records=records))
+
+    def focus(self, pid: int) -> None:
+        if pid in self._focus:
+            return
+        procfs = self._procfs()
+        root = str(procfs.root) if procfs is not None else "/proc"
+        if procfs is not None:
+            procfs.follow(pid)  # its stat every tick, however quiet it is
+        self._publish_now(Focus(pid, True))
+        from memtop.probes.smaps import SmapsProbe
+
+        # smaps first: it loads at once (no compilation), so its totals do not wait for two BPF
+        # programs to compile
+        probes: list[Probe] = [SmapsProbe(pid, root)]
+        if self.allow_bpf:
+            from memtop.probes.faultstack import FaultStackProbe
+            from memtop.probes.growth import GrowthProbe
+
+            probes += [FaultStackProbe(pid, root), GrowthProbe(pid, root)]
+        else:
+            for name in FOCUS_BPF:
+                self._set_status(ProbeStatus(name, "failed", NO_BPF, NO_BPF_HINT))
+        self._focus[pid] = [p.name for p in probes if self.add_probe(p)]
+
+    def unfocus(self, pid: int) -> None:
+        names = self._focus.pop(pid, None)
+        if names is None:
+            return
+        procfs = self._procfs()
+        if procfs is not None:
+            procfs.unfollow(pid)
+        for name in names:
+            self.remove_probe(name)
+        self._publish_now(Focus(pid, False))
+
+    def trace_allocations(self, pids: Sequence[int]) -> bool:
+        from memtop.probes.leaks import LeaksProbe
+
+        if not self.allow_bpf:
+            self._set_status(ProbeStatus(LEAKS_PROBE, "failed", NO_BPF, NO_BPF_HINT))
+            return False
+        with self._lock:
+            running = next((p for p in self._attached if p.name == LEAKS_PROBE), None)
+            queued = any(p.name == LEAKS_PROBE for p in self._queue)
+        if isinstance(running, LeaksProbe):
+            running.add_pids(list(pids))
+            return True
+        if queued:
+            return False  # still attaching: the pids it was asked for are on their way
+        return self.add_probe(LeaksProbe(list(pids)))
+
     # -- polling ------------------------------------------------------------------------------
     def poll_sync(self, force: bool = False) -> Batch:
         """Poll every due attached probe (worker thread)."""
@@ -338,6 +431,7 @@ class Bridge:
         return records
 
     def publish(self, batch: Batch) -> None:
+        self._last_ts = max(self._last_ts, batch.ts_ns)
         for fn in self._subs:
             fn(batch)
 

@@ -13,6 +13,9 @@ from memtop import __version__, startup_gc
 from memtop.errors import MemtopError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memtop.snapshot import SnapshotRequest
     from memtop.source import Source
     from memtop.ui.app import MemtopApp
     from memtop.views import View
@@ -118,11 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_source(args: argparse.Namespace) -> Source:
+def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
+    """The live source: the default probes. ``defer_bpf``: BPF compiles once the TUI's first frame
+    is on screen (the app calls begin_bpf)."""
     from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
 
-    bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf), defer_bpf=True)  # the app starts it
+    bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf), defer_bpf=defer_bpf)
     atexit.register(bridge.close)
     return bridge
 
@@ -192,10 +197,29 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
 def run_headless_snapshot(
     args: argparse.Namespace, source: Source, after_s: float, leak_pids: list[int] | None = None
 ) -> int:
-    startup_gc.hold()  # until the first frame (importing Textual included)
-    from memtop.ui.app import MemtopApp, SnapshotRequest
+    from memtop.snapshot import SnapshotRequest
 
     req = SnapshotRequest(args.pane, args.format, args.output, after_s, args.force, args.pid, args.section)
+    if req.fmt == "svg":  # a picture of the screen: the app draws it
+        written = run_svg_snapshot(args, source, req, leak_pids)
+    else:  # from the view alone, without Textual
+        import asyncio
+
+        from memtop.headless import snapshot
+
+        written = asyncio.run(snapshot(source, req, interval_s=args.interval, leak_pids=leak_pids or ()))
+    if written is None:  # the app ended before writing (e.g. SIGINT before it listened)
+        raise MemtopError(f"{args.output} was not written")
+    print(args.output)  # only a complete file is reported
+    return 0
+
+
+def run_svg_snapshot(
+    args: argparse.Namespace, source: Source, req: SnapshotRequest, leak_pids: list[int] | None
+) -> Path | None:
+    startup_gc.hold()  # until the first frame (importing Textual included)
+    from memtop.ui.app import MemtopApp
+
     app = MemtopApp(
         source,
         interval_s=args.interval,
@@ -205,11 +229,8 @@ def run_headless_snapshot(
     )
     code = run_app(app, headless=True)
     if code:
-        return code
-    if app.last_snapshot is None:  # the app ended before writing (e.g. SIGINT before it listened)
-        raise MemtopError(f"{args.output} was not written")
-    print(args.output)  # only a complete file is reported
-    return 0
+        raise SystemExit(code)
+    return app.last_snapshot
 
 
 def check_pane(pane: str | None) -> None:
@@ -249,7 +270,7 @@ def run_tui(args: argparse.Namespace) -> int:
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
     check_pane(args.pane)
-    return run_tui_app(args, make_source(args), args.leaks)
+    return run_tui_app(args, make_source(args, defer_bpf=True), args.leaks)
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
@@ -431,17 +452,18 @@ def run_record(args: argparse.Namespace) -> int:
 
     from memtop import fmt
     from memtop.headless import record
-    from memtop.probes.registry import default_probes
 
-    probes = default_probes(args.proc_root, bpf=not args.no_bpf)
-    if args.leaks:
-        for pid in args.leaks:
-            check_pid(pid, args.proc_root)
-        from memtop.probes.leaks import LeaksProbe  # type: ignore[import-not-found,unused-ignore]
-
-        probes.append(LeaksProbe(args.leaks))
+    for pid in args.leaks or []:
+        check_pid(pid, args.proc_root)
     res = asyncio.run(
-        record(probes, args.output, interval_s=args.interval, duration_s=args.duration, force=args.force)
+        record(
+            make_source(args),
+            args.output,
+            interval_s=args.interval,
+            duration_s=args.duration,
+            force=args.force,
+            leak_pids=args.leaks or (),
+        )
     )
     if not args.quiet:
         sys.stderr.write(
@@ -499,18 +521,19 @@ def run_batch(args: argparse.Namespace) -> int:
                 limits=limits_from(args.limit),
             )
         else:
-            from memtop.probes.registry import default_probes
-
             check_pid(args.pid, args.proc_root)
-            probes = default_probes(args.proc_root, bpf=not args.no_bpf)
-            if args.leaks:  # `--batch --pane leaks --leaks PID`: the on-demand leaks probe
-                for pid in args.leaks:
-                    check_pid(pid, args.proc_root)
-                from memtop.probes.leaks import LeaksProbe  # type: ignore[import-not-found,unused-ignore]
-
-                probes.append(LeaksProbe(args.leaks))
+            for pid in args.leaks or []:  # `--batch --pane leaks --leaks PID`: allocations traced
+                check_pid(pid, args.proc_root)
             asyncio.run(
-                batch_live(probes, view, opts, interval_s=args.interval, count=args.count, as_json=args.json)
+                batch_live(
+                    make_source(args),
+                    view,
+                    opts,
+                    interval_s=args.interval,
+                    count=args.count,
+                    as_json=args.json,
+                    leak_pids=args.leaks or (),
+                )
             )
     except BrokenPipeError:
         # the reader went away (| head): not an error; keep Python from complaining at exit

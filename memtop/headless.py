@@ -1,7 +1,8 @@
-"""Headless runs without Textual: `memtop record` and `memtop --batch`.
+"""Front ends without Textual, all on the Runner: `memtop record`, `memtop --batch` (live and
+from a recording) and `memtop snapshot` in JSON, text or a view's own format.
 
-Both drive the bridge directly with asyncio, the same way the app's timer does: start the probes,
-wait until they are attached (or have failed), then poll every interval.
+Each starts the source, states its intents (a pid in focus, allocations to trace), waits until the
+probes are attached (or have failed), then ticks on the Runner's grid.
 """
 
 from __future__ import annotations
@@ -12,23 +13,25 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from memtop import __version__, files
-from memtop.bridge import Bridge
-from memtop.probes.base import Probe
+from memtop import __version__, files, ready
+from memtop.errors import Interrupted
 from memtop.recording import Recorder, open_recorder
-from memtop.records import Batch
+from memtop.runner import Runner, wait_or_stop
+from memtop.snapshot import SnapshotRequest, options_for, render, write
+from memtop.source import Source
 from memtop.state import State
-from memtop.views import Options, View
+from memtop.views import Options, View, get_view
 
 if TYPE_CHECKING:
     from memtop.replay import Limits
 
-SETTLE_TIMEOUT_S = 120.0
+#: a snapshot whose view waits for a first complete read (the drill-in's mappings) waits at most this
+READY_WAIT_S = 10.0
 
 
 @dataclass
@@ -41,10 +44,11 @@ class RecordResult:
     reason: str
 
 
-def _stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
-    """SIGINT/SIGTERM set ``stop`` (the loop then finishes the file); returns an undo."""
+def _stop_on_signals(
+    stop: asyncio.Event, sigs: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM)
+) -> Callable[[], None]:
+    """The signals set ``stop`` (the loop then finishes what it does); returns an undo."""
     loop = asyncio.get_running_loop()
-    sigs = (signal.SIGINT, signal.SIGTERM)
     done: list[signal.Signals] = []
     for sig in sigs:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -59,26 +63,25 @@ def _stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
     return undo
 
 
-async def _wait(stop: asyncio.Event, seconds: float) -> None:
-    if seconds <= 0:
-        return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
-
-
-async def _settle(bridge: Bridge, stop: asyncio.Event, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not bridge.settled() and not stop.is_set() and time.monotonic() < deadline:
-        await _wait(stop, 0.05)
+async def _begin(runner: Runner, stop: asyncio.Event, focus: int | None, leak_pids: Sequence[int]) -> None:
+    """Start the source, state the intents, wait until every probe attached or failed."""
+    await runner.start()
+    if focus is not None:
+        runner.source.focus(focus)
+    if leak_pids:
+        runner.source.trace_allocations(leak_pids)
+    await runner.settle(stop)
+    ready.announce(runner.source.statuses())
 
 
 async def record(
-    probes: list[Probe],
+    source: Source,
     output: str | Path,
     *,
     interval_s: float = 1.0,
     duration_s: float | None = None,
     force: bool = False,
+    leak_pids: Sequence[int] = (),
     on_start: Callable[[Recorder], None] | None = None,
 ) -> RecordResult:
     """Record until ``duration_s`` is over or SIGINT/SIGTERM arrives; the file is complete either
@@ -86,30 +89,23 @@ async def record(
     files.check_target(output, force)
     stop = asyncio.Event()
     undo = _stop_on_signals(stop)
-    bridge = Bridge(probes)
+    runner = Runner(source, interval_s=interval_s)
     rec: Recorder | None = None
     reason = "duration"
     try:
-        await bridge.start()
-        await _settle(bridge, stop)
-        statuses = list(bridge.statuses().values())
-        # the bridge published a first batch at start, before this recorder existed: carry its
+        await _begin(runner, stop, None, leak_pids)
+        statuses = list(source.statuses().values())
+        # the source published a first batch at start, before this recorder existed: carry its
         # probe statuses into the recording's first batch so a replay knows every probe's fate
         rec = open_recorder(
-            output, statuses, force=force, interval_s=interval_s, mode=bridge.mode, prelude=statuses
+            output, statuses, force=force, interval_s=interval_s, mode=source.mode, prelude=statuses
         )
-        bridge.subscribe(rec)
+        runner.subscribe(rec)
         if on_start is not None:
             on_start(rec)
-        t0 = time.monotonic()
-        ticks = 0
-        while not stop.is_set():
-            await bridge.poll()
-            ticks += 1
-            due = t0 + ticks * interval_s
-            if duration_s is not None and due - t0 > duration_s + 1e-9:
+        async for n in runner.ticks(stop):
+            if duration_s is not None and (n + 1) * interval_s > duration_s + 1e-9:
                 break
-            await _wait(stop, due - time.monotonic())
         if stop.is_set():
             reason = "signal"
     except BaseException:
@@ -121,9 +117,40 @@ async def record(
             if rec is not None:
                 rec.close(reason)  # a failed close raises WriteFailed: exit 2, never a success
         finally:
-            await bridge.stop()
+            await runner.stop()
     assert rec is not None
     return RecordResult(rec.path, rec.batches, rec.records, rec.duration_s, rec.path.stat().st_size, reason)
+
+
+async def snapshot(
+    source: Source, req: SnapshotRequest, *, interval_s: float = 1.0, leak_pids: Sequence[int] = ()
+) -> Path:
+    """`memtop snapshot` in JSON, text or a view's own format: no Textual. Ctrl-C abandons it
+    (Interrupted, exit 130); SIGTERM too."""
+    view = get_view(req.pane)
+    opts = options_for(view, req.pid, req.section)
+    stop = asyncio.Event()
+    undo = _stop_on_signals(stop)
+    runner = Runner(source, interval_s=interval_s, checkpoints=False)
+    try:
+        await _begin(runner, stop, req.pid if view.sections else None, leak_pids)
+        await runner.tick()
+        deadline = time.monotonic() + req.after_s
+        while not stop.is_set() and time.monotonic() < deadline:
+            await wait_or_stop(stop, min(interval_s, max(0.0, deadline - time.monotonic())))
+            await runner.tick()
+        await runner.tick()
+        # a view whose first complete read comes in parts (the drill-in's mappings) is waited for
+        wait_until = time.monotonic() + (READY_WAIT_S if source.replay is None else 0.0)
+        while not stop.is_set() and not view.ready(runner.state, opts) and time.monotonic() < wait_until:
+            await wait_or_stop(stop, 0.1)
+            await runner.tick()
+        if stop.is_set():
+            raise Interrupted(f"interrupted; {req.output} was not written")
+        return write(req.output, render(view, runner.state, opts, req.fmt), req.force)
+    finally:
+        undo()
+        await runner.stop()
 
 
 def encodable(out: IO[str], text: str) -> str:
@@ -166,7 +193,7 @@ def _probe_line(state: State) -> str:
 
 
 async def batch_live(
-    probes: list[Probe],
+    source: Source,
     view: View,
     opts: Options,
     *,
@@ -174,37 +201,26 @@ async def batch_live(
     count: int | None = None,
     as_json: bool = False,
     out: IO[str] = sys.stdout,
+    leak_pids: Sequence[int] = (),
 ) -> int:
     """Print the pane every interval, like ``top -b``: text, or one JSON document per line. The
     first output comes one interval after the probes attach (rates need two samples)."""
     stop = asyncio.Event()
     undo = _stop_on_signals(stop)
-    bridge = Bridge(probes)
-    state = State(mode=bridge.mode)
-
-    def apply(b: Batch) -> None:
-        state.mode = bridge.mode
-        state.apply(b)
-
-    bridge.subscribe(apply)
+    runner = Runner(source, interval_s=interval_s)
     printed = 0
     try:
-        await bridge.start()
-        await _settle(bridge, stop)
-        await bridge.poll()
-        t0 = time.monotonic()
-        ticks = 0
-        while not stop.is_set() and (count is None or printed < count):
-            ticks += 1
-            await _wait(stop, t0 + ticks * interval_s - time.monotonic())
-            if stop.is_set():
-                break
-            await bridge.poll()
-            _emit(out, view, state, opts, as_json, _probe_line(state))
+        await _begin(runner, stop, None, leak_pids)
+        async for n in runner.ticks(stop):
+            if n == 0:
+                continue  # the first sample: rates need a second one
+            _emit(out, view, runner.state, opts, as_json, _probe_line(runner.state))
             printed += 1
+            if count is not None and printed >= count:
+                break
     finally:
         undo()
-        await bridge.stop()
+        await runner.stop()
     return printed
 
 
@@ -221,24 +237,25 @@ def batch_replay(
     limits: Limits | None = None,
 ) -> int:
     """The same output from a recording: a document for the first sample at least ``interval_s``
-    of recorded time after the last one printed (a small interval prints every sample)."""
-    from memtop.replay import Recording
+    of recorded time after the last one printed (a small interval prints every sample). The
+    recording plays through the Runner as fast as it reads, sample by sample."""
+    from memtop.replay import Recording, ReplaySource
 
-    rec = Recording.load(recording_path, salvage=salvage, limits=limits)
-    state = State(mode="replay")
+    source = ReplaySource(Recording.load(recording_path, salvage=salvage, limits=limits), at_s=0)
+    runner = Runner(source, interval_s=interval_s, checkpoints=False)
     printed = 0
-    last_ns: int | None = None
     # samples jitter around their interval: 5 % slack keeps a 1 s grid from skipping 0.99 s gaps
     step_ns = int(interval_s * 0.95e9)
-    for b in rec.batches():
-        state.apply(b)
-        if last_ns is None:
-            last_ns = b.ts_ns  # like live: the first output one interval in
-            continue
-        if b.ts_ns - last_ns >= step_ns:
-            last_ns = b.ts_ns
-            _emit(out, view, state, opts, as_json, _probe_line(state))
+    index = source.recording.index
+    last_ns = index[0]  # like live: the first output one interval in
+    source.seek_ns(last_ns)
+    for ts in index[1:]:
+        source.seek_ns(ts)
+        if ts - last_ns >= step_ns:
+            last_ns = ts
+            _emit(out, view, runner.state, opts, as_json, _probe_line(runner.state))
             printed += 1
             if count is not None and printed >= count:
                 break
+    source.close()
     return printed

@@ -33,21 +33,18 @@ import types
 import typing
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from memtop.errors import BadRecording
 from memtop.recording import MAGIC, SCHEMA
-from memtop.records import KIND_KEY, RECORD_TYPES, RENAMED_PROBES, Batch, Record
+from memtop.records import KIND_KEY, RECORD_TYPES, RENAMED_PROBES, Batch, ProbeStatus, Record
+from memtop.records.process import Focus
+from memtop.source import Subscriber
 from memtop.text import clean
-
-if TYPE_CHECKING:  # the UI imports this module: no probe behind it
-    from memtop.probes.base import Probe
-
-Subscriber = Callable[[Batch], None]
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: decompressed bytes handed on per read (also the most a reading position holds of them)
@@ -765,6 +762,7 @@ class ReplaySource:
 
     mode = "replay"
     bpf_error = None
+    playing: bool
 
     def __init__(
         self,
@@ -786,6 +784,7 @@ class ReplaySource:
         self._start_at = at_s
         self._subs: list[Subscriber] = []
         self._resets: list[Callable[[], None]] = []
+        self._focused: list[int] = []
         self._iter: Iterator[Batch] | None = None
         self.applied = 0  # batches handed out since the last reset (the state holds that many)
         self.pos_ns = recording.first_ts_ns
@@ -838,19 +837,53 @@ class ReplaySource:
     def settled(self) -> bool:
         return True
 
-    async def stop(self) -> None:
+    async def wait_settled(self, timeout_s: float = 60.0) -> bool:
+        return True
+
+    def statuses(self) -> dict[str, ProbeStatus]:
+        return {}  # nothing attaches to the past: the recording's statuses are in its records
+
+    def begin_bpf(self) -> None:
+        return None
+
+    @property
+    def replay(self) -> ReplaySource:
+        return self
+
+    def stop_attaching(self) -> None:
+        return None
+
+    def close(self, wait_s: float = 5.0) -> None:
         self._close_iter()
         if self._packer is not None:
             self._packer.shutdown(wait=False, cancel_futures=True)
 
-    def add_probe(self, probe: Probe) -> bool:
-        return False  # nothing can attach to the past
-
-    def remove_probe(self, name: str) -> None:
-        return None
+    async def stop(self) -> None:
+        self.close()
 
     def standin_headers(self) -> str | None:
         return None  # the recording's host, not this one, compiled its programs
+
+    # -- intents: answered from the recording -------------------------------------------------------
+    def focus(self, pid: int) -> None:
+        """The recording holds what was recorded of ``pid``; the state keeps it from now on."""
+        if pid not in self._focused:
+            self._focused.append(pid)
+            self._publish(Focus(pid, True))
+
+    def unfocus(self, pid: int) -> None:
+        if pid in self._focused:
+            self._focused.remove(pid)
+            self._publish(Focus(pid, False))
+
+    def trace_allocations(self, pids: Sequence[int]) -> bool:
+        return False  # nothing can attach to the past
+
+    def _publish(self, *records: Record) -> None:
+        """``records`` to the subscribers now, at the replay's position (a paused replay too)."""
+        batch = Batch(ts_ns=self.pos_ns, records=records)
+        for fn in self._subs:
+            fn(batch)
 
     # -- controls -----------------------------------------------------------------------------------
     @property
@@ -917,6 +950,8 @@ class ReplaySource:
             for fn in self._resets:
                 fn()
         self.pos_ns = self.recording.index[self.applied - 1] if self.applied else self.recording.first_ts_ns
+        if self._focused:  # the state went back in time: it still looks where the user looks
+            self._publish(*(Focus(pid, True) for pid in self._focused))
 
     def _advance(self, target: int) -> Batch | None:
         """Hand out every batch with ts_ns <= target; returns the last one."""

@@ -1,36 +1,117 @@
-"""What the UI talks to: a live bridge, a replay or a fake. Typed, no bcc: the UI imports this,
-never the bridge or a probe (the import-linter contracts in pyproject.toml hold it to that)."""
+"""What a front end talks to: a live source (memtop.bridge.Bridge), a replay
+(memtop.replay.ReplaySource) or a test's fake. Typed, no bcc: the UI imports this, never the bridge
+or a probe (the import-linter contracts in pyproject.toml hold it to that).
+
+A front end never builds a probe or reaches into one: it states *intents* (focus a pid, trace the
+allocations of pids) and the source decides what that means. A live source attaches the on-demand
+probes; a replay answers from the recording. Either way the intent also reaches the state as a
+record (``memtop.records.process.Focus``), so a recording carries it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from memtop.records import Batch
-
-if TYPE_CHECKING:
-    from memtop.probes.base import Probe
+from memtop.records import Batch, ProbeStatus
 
 Subscriber = Callable[[Batch], None]
 
 
+class ReplayControls(Protocol):
+    """What a replayed source adds: moving through the recording."""
+
+    @property
+    def playing(self) -> bool: ...
+    @property
+    def at_end(self) -> bool: ...
+    @property
+    def position_s(self) -> float: ...
+    @property
+    def duration_s(self) -> float: ...
+    def toggle_play(self) -> bool: ...
+    def step(self, n: int) -> None: ...
+    def jump(self, seconds: float) -> None: ...
+    def goto(self, seconds: float) -> None: ...
+    def position_text(self) -> str:
+        """The header's position indicator: state, position / length, speed, wall time."""
+        ...
+
+    def on_reset(self, fn: Callable[[], None]) -> None:
+        """``fn`` runs before batches are applied again from the start (a seek backwards)."""
+        ...
+
+    def on_checkpoint(self, save: Callable[[], bytes], restore: Callable[[bytes], None]) -> None:
+        """Seeks start from saved states: ``save()`` returns one, ``restore(saved)`` puts it back."""
+        ...
+
+
 class Source(Protocol):
-    """What the app consumes: a live bridge, a replay or a fake."""
+    """Batches of records in, intents out."""
 
     @property
     def mode(self) -> str:
         """One of bpf, procfs or replay; read-only (a live source's follows its attached probes)."""
         ...
 
-    def subscribe(self, fn: Subscriber) -> None: ...
-    async def start(self) -> None: ...
-    async def poll(self) -> Batch | None: ...
-    def settled(self) -> bool: ...
-    async def stop(self) -> None: ...
-    def add_probe(self, probe: Probe) -> bool: ...
-    def remove_probe(self, name: str) -> None: ...
+    @property
+    def replay(self) -> ReplayControls | None:
+        """The replay controls of a replayed source; None for a live one."""
+        ...
+
+    # -- data ---------------------------------------------------------------------------------------
+    def subscribe(self, fn: Subscriber) -> None:
+        """``fn`` gets every batch the source hands out (polled, or published by an intent)."""
+        ...
+
+    async def start(self) -> None:
+        """Begin: the first batch is published before this returns; probes attach in the background."""
+        ...
+
+    async def poll(self) -> Batch | None:
+        """The next batch (also handed to subscribers); None when there is none this tick (a poll
+        still running absorbs this one; a paused replay)."""
+        ...
+
+    def settled(self) -> bool:
+        """Every probe asked for is attached, failed or detached."""
+        ...
+
+    async def wait_settled(self, timeout_s: float = 60.0) -> bool: ...
+
+    def statuses(self) -> dict[str, ProbeStatus]: ...
 
     def standin_headers(self) -> str | None:
         """The version of the stand-in kernel headers the BPF programs compiled against, when
-        this host has no exact ones (shown in the header line); None otherwise."""
+        this host has no exact ones; None otherwise."""
+        ...
+
+    def begin_bpf(self) -> None:
+        """Start compiling the BPF programs held back until the first frame (a no-op when none are)."""
+        ...
+
+    # -- intents ------------------------------------------------------------------------------------
+    def focus(self, pid: int) -> None:
+        """The user looks at ``pid`` closely (the drill-in): follow it every tick and attach what
+        describes one process (mappings, fault stacks, heap growth)."""
+        ...
+
+    def unfocus(self, pid: int) -> None: ...
+
+    def trace_allocations(self, pids: Sequence[int]) -> bool:
+        """Trace the allocations of ``pids`` (the leaks pane), added to any traced already. False
+        when that cannot start now (a replay; the tracer still attaching)."""
+        ...
+
+    # -- the end ------------------------------------------------------------------------------------
+    def stop_attaching(self) -> None:
+        """Attach nothing new from now on: the process is exiting."""
+        ...
+
+    def close(self, wait_s: float = 5.0) -> None:
+        """Detach everything now (idempotent; safe from any thread and from exit paths)."""
+        ...
+
+    async def stop(self) -> None:
+        """Detach everything, promptly, from the event loop."""
         ...

@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -649,3 +649,73 @@ def fill(directory: Path, leave_bytes: int = 0, name: str = "filler") -> None:
     free = st.f_bavail * st.f_frsize
     with open(directory / name, "wb") as f:
         f.write(b"\0" * max(0, free - leave_bytes))
+
+
+class FakeSource:
+    """A source for UI tests (memtop.source.Source): hands out the given batches one per poll,
+    attaches nothing, and notes the intents it gets. ``mode`` is what the header shows."""
+
+    def __init__(self, batches: list[Batch] | None = None, mode: str = "bpf") -> None:
+        self.batches = list(batches or [])
+        self._mode = mode
+        self.subs: list[Callable[[Batch], None]] = []
+        self.focused: list[int] = []
+        self.traced: list[list[int]] = []
+        self.closed = False
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def replay(self) -> None:
+        return None
+
+    def subscribe(self, fn: Callable[[Batch], None]) -> None:
+        self.subs.append(fn)
+
+    async def start(self) -> None:
+        return None
+
+    async def poll(self) -> Batch | None:
+        if not self.batches:
+            return None
+        b = self.batches.pop(0)
+        for fn in self.subs:
+            fn(b)
+        return b
+
+    def settled(self) -> bool:
+        return True
+
+    async def wait_settled(self, timeout_s: float = 60.0) -> bool:
+        return True
+
+    def statuses(self) -> dict[str, ProbeStatus]:
+        return {}
+
+    def standin_headers(self) -> str | None:
+        return None
+
+    def begin_bpf(self) -> None:
+        return None
+
+    def focus(self, pid: int) -> None:
+        self.focused.append(pid)
+
+    def unfocus(self, pid: int) -> None:
+        if pid in self.focused:
+            self.focused.remove(pid)
+
+    def trace_allocations(self, pids: Sequence[int]) -> bool:
+        self.traced.append(list(pids))
+        return False
+
+    def stop_attaching(self) -> None:
+        return None
+
+    def close(self, wait_s: float = 5.0) -> None:
+        self.closed = True
+
+    async def stop(self) -> None:
+        self.closed = True

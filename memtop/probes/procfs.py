@@ -120,10 +120,18 @@ class ProcfsProbe(Probe):
         self._last_reclaim: tuple[int, ...] | None = None
         #: stat files read on the last tick (for tests and the bench)
         self.last_reads = 0
-        #: pids read every tick however quiet (the process a drill-in shows)
-        self.followed: set[int] = set()
+        #: pids read every tick however quiet (the process in focus); replaced whole, never
+        #: changed in place, so the polling thread reads one consistent set
+        self.followed: frozenset[int] = frozenset()
         #: kernel threads (no mm): re-read at the quiet cadence only to notice a reused pid
         self._kthreads: set[int] = set()
+
+    def follow(self, pid: int) -> None:
+        """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
+        self.followed = self.followed | {pid}
+
+    def unfollow(self, pid: int) -> None:
+        self.followed = self.followed - {pid}
 
     def load(self) -> None:
         if not (self.root / "meminfo").is_file():

@@ -123,3 +123,13 @@ class TargetGone(Record):
 
     pid: int
     ts_ns: int
+
+
+@record("focus")
+@dataclass(frozen=True, slots=True)
+class Focus(Record):
+    """The user began (``on``) or stopped looking at ``pid`` closely (the drill-in): the state keeps
+    that process's data from then on, and a replay shows where the user looked."""
+
+    pid: int
+    on: bool = True

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from memtop.records import Batch
 
 if TYPE_CHECKING:
     from memtop.state import State
+
+
+#: how loud a notice is (the TUI's notification severities)
+Severity = Literal["information", "warning", "error"]
 
 
 class SubState:
@@ -25,6 +29,10 @@ class SubState:
 
     def apply(self, batch: Batch, state: State) -> None:
         raise NotImplementedError
+
+    def pop_notices(self) -> list[tuple[str, Severity]]:
+        """(plain text, severity) of what to announce on any screen (an OOM kill), once each."""
+        return []
 
 
 class Ring(deque[tuple[int, float]]):

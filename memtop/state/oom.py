@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from memtop.records import Batch
 from memtop.records.oom import OomKill
-from memtop.state.base import SubState
+from memtop.state.base import Severity, SubState
 
 if TYPE_CHECKING:
     from memtop.state import State
@@ -31,10 +31,10 @@ class OomState(SubState):
                 self._unnoticed.append(rec)
         del self._unnoticed[:-20]  # a storm of kills: the latest 20 notices are enough
 
-    def pop_notices(self) -> list[tuple[str, str]]:
+    def pop_notices(self) -> list[tuple[str, Severity]]:
         """(plain text, severity) for each kill not yet announced; the app shows them on any
         screen. The text holds traced-system strings: it must be shown without markup."""
-        out = []
+        out: list[tuple[str, Severity]] = []
         for k in self._unnoticed:
             scope = {"memcg": f"memcg {k.memcg}".rstrip(), "global": "system-wide"}.get(k.scope, k.scope)
             out.append(

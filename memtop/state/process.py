@@ -11,6 +11,7 @@ from memtop.records.process import (
     FaultCoverage,
     FaultFile,
     FaultStack,
+    Focus,
     GrowthStack,
     MappingRow,
     Mappings,
@@ -58,9 +59,11 @@ class ProcessState(SubState):
 
     def __init__(self) -> None:
         self.targets: dict[int, Target] = {}
+        #: the pids in focus now (Focus records), in the order focused
+        self.focused: list[int] = []
 
     def watch(self, pid: int) -> Target:
-        """Start keeping data for ``pid`` (the drill-in screen opened on it)."""
+        """Keep data for ``pid`` (in focus, or a drill-in probe reports on it)."""
         t = self.targets.get(pid)
         if t is None:
             if len(self.targets) >= MAX_TARGETS:
@@ -74,7 +77,13 @@ class ProcessState(SubState):
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
-            if isinstance(rec, FaultStack):
+            if isinstance(rec, Focus):
+                if rec.pid in self.focused:
+                    self.focused.remove(rec.pid)
+                if rec.on:
+                    self.focused.append(rec.pid)
+                    self.watch(rec.pid)
+            elif isinstance(rec, FaultStack):
                 self.watch(rec.pid).fault_stacks[rec.stack_id] = rec
             elif isinstance(rec, FaultFile):
                 self.watch(rec.pid).fault_files[rec.path] = rec

@@ -37,6 +37,7 @@ class SwapinState(SubState):
     def apply(self, batch: Batch, state: State) -> None:
         ts = batch.ts_ns
         seen: set[int] = set()
+        polled = False  # this batch holds the swapin probe's poll (not only other records)
         for rec in batch.records:
             if isinstance(rec, SwapinProc):
                 seen.add(rec.pid)
@@ -53,10 +54,10 @@ class SwapinState(SubState):
                     row.file_per_s = rate(rec.file_major_faults, row.rec.file_major_faults, dt)
                     row.rec, row.ts_ns = rec, ts
             elif isinstance(rec, SwapinHistogram):
-                self.hist, self.hist_ts_ns = rec, ts
+                self.hist, self.hist_ts_ns, polled = rec, ts, True
             elif isinstance(rec, SwapInfo):
                 self.swapinfo = rec
-        if self.hist is not None and self.hist_ts_ns == ts:
+        if polled:
             # the probe sends only rows that changed: a row not sent this poll stood still
             for pid, row in self.rows.items():
                 if pid not in seen:

@@ -3,68 +3,45 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import threading
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events, on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from memtop import files, fmt, lifecycle, resources, startup_gc
+from memtop import fmt, lifecycle, ready, resources, snapshot, startup_gc
 from memtop.errors import Interrupted, MemtopError
+from memtop.runner import Runner
+from memtop.snapshot import SnapshotRequest
 from memtop.source import Source
 from memtop.state import State
 from memtop.state.host import HostState
-from memtop.ui import recplay, term_compat
+from memtop.ui import term_compat
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
-from memtop.ui.panes.base import DrillIn, Pane
+from memtop.ui.panes.base import DrillIn, Pane, TraceAllocations
+from memtop.ui.recplay import RecordReplay
+from memtop.ui.screens import DrillScreen
 from memtop.views import get_view
 
-if TYPE_CHECKING:  # json, gzip and the recorder load when a recording or a snapshot is made
+if TYPE_CHECKING:
     from textual.driver import Driver
-
-    from memtop.recording import Recorder
 
 MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 #: from the start of an exit, how long unmounting waits for the probes to detach (what is left when
 #: a compilation holds them up, the kernel detaches as the process exits)
 DETACH_WAIT_S = 1.8
 MIN_SIZE = (60, 15)
-
-
-def since_process_start() -> float:
-    """Seconds since this process started (CLOCK_BOOTTIME vs /proc/self/stat starttime)."""
-    try:
-        text = Path("/proc/self/stat").read_text()
-        start_ticks = int(text[text.rindex(")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
-
-
-@dataclass
-class SnapshotRequest:
-    """Headless snapshot: wait for probes to settle, then ``after_s`` more, then write and exit."""
-
-    pane: str
-    fmt: str
-    output: str
-    after_s: float = 0.0
-    force: bool = False
-    pid: int | None = None
-    section: str = ""
 
 
 HELP = """\
@@ -95,7 +72,7 @@ class HelpScreen(ModalScreen[None]):
         yield Static(Text(HELP), id="help-body")
 
 
-class MemtopApp(App[int]):
+class MemtopApp(RecordReplay):
     # every pane family brings its own styles/<name>.tcss; memtop.tcss first
     CSS_PATH = [
         str(p) for p in sorted(resources.styles_dir().glob("*.tcss"), key=lambda p: p.name != "memtop.tcss")
@@ -111,7 +88,6 @@ class MemtopApp(App[int]):
         Binding("minus", "interval(-0.5)", "Faster", show=False),
     ]
     BINDINGS += [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
-    BINDINGS += recplay.BINDINGS
 
     def __init__(
         self,
@@ -127,14 +103,15 @@ class MemtopApp(App[int]):
     ) -> None:
         super().__init__()
         self.source = source
-        self.state = State(mode=source.mode)
+        # a replay's seeks start from checkpoints of the state; a headless snapshot seeks once
+        self.runner = Runner(source, interval_s=interval_s, checkpoints=snapshot_request is None)
         self.interval_s = interval_s
         self.snapshot_format = snapshot_format
         self.snapshot_dir = snapshot_dir
         self.snapshot_request = snapshot_request
         self.initial_pid = initial_pid
         self.initial_pane = initial_pane
-        #: pids to trace allocations of at start (`memtop --leaks PID[,PID…]`)
+        #: pids to trace the allocations of (`memtop --leaks PID[,PID…]`, the drill-in's `m`)
         self.leak_pids = list(leak_pids or [])
         self.paused = False
         #: the panes' view names, in tab order
@@ -153,16 +130,11 @@ class MemtopApp(App[int]):
         self._detacher: threading.Thread | None = None
         self._released = threading.Event()
         self._exit_started = 0.0
-        source.subscribe(self._on_batch)
-        #: the recording `R` toggles (fed the same batches as the state)
-        self.recorder: Recorder | None = None
-        source.subscribe(self._record_batch)
-        on_reset = getattr(source, "on_reset", None)
-        if callable(on_reset):  # a replay going back in time starts the state afresh
-            on_reset(self.reset_state)
-        on_checkpoint = getattr(source, "on_checkpoint", None)
-        if callable(on_checkpoint) and snapshot_request is None:  # ...or from a checkpoint
-            on_checkpoint(self.save_state, self.restore_state)
+
+    @property
+    def state(self) -> State:
+        """The runner's state (a replay's seek may replace it: never keep it across ticks)."""
+        return self.runner.state
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -215,17 +187,14 @@ class MemtopApp(App[int]):
         if self._detacher is not None:
             return
         self._exit_started = time.monotonic()
-        recplay.stop_recording(self)  # its last batch is in; nothing after this is recorded
-        close = getattr(self.source, "close", None)
-        stop_attaching = getattr(self.source, "stop_attaching", None)
+        self.stop_recording()  # its last batch is in; nothing after this is recorded
+        source = self.source
 
         def detach() -> None:
-            if callable(stop_attaching):
-                stop_attaching()
+            source.stop_attaching()
             lifecycle.release_perf_events()
             self._released.set()
-            if callable(close):
-                close()
+            source.close()
 
         self._detacher = threading.Thread(target=detach, name="memtop-detach", daemon=True)
         self._detacher.start()
@@ -250,45 +219,27 @@ class MemtopApp(App[int]):
         pane = self.active_pane()
         if pane is not None:
             pane.focus_default()
-        recplay.install_sigterm(self)
-        await self.source.start()  # /proc data is in state now; BPF probes attach in the background
-        if self.leak_pids:  # the on-demand leaks probe (`memtop --leaks PID[,PID…]`)
-            from memtop.ui.panes.leaks import start_leaks
-
-            start_leaks(self, self.leak_pids)
+        await self.runner.start()  # /proc data is in state now; BPF probes attach in the background
+        if self.leak_pids:  # `memtop --leaks PID[,PID…]`
+            self.source.trace_allocations(self.leak_pids)
         self.redraw()
         self._timer = self.set_interval(self.interval_s, self._tick)
         if self.snapshot_request is not None:
             self.run_worker(self._headless_snapshot(self.snapshot_request), exclusive=True)
         if self.initial_pid is not None:
             self.post_message(DrillIn(self.initial_pid))
-        ready_file = os.environ.get("MEMTOP_READY_FILE")
-        if ready_file:
-            self.run_worker(self._signal_ready(ready_file))
+        self.run_worker(self._announce_ready())
 
-    async def _signal_ready(self, path: str) -> None:
-        """For scripts and benchmarks: create ``path`` once every probe is attached or failed."""
-        waiter = getattr(self.source, "wait_settled", None)
-        if waiter is not None:
-            await waiter(120.0)
-        statuses = getattr(self.source, "statuses", None)
-        states = {n: st.state for n, st in statuses().items()} if callable(statuses) else {}
-        doc = {"probes": states, "first_frame_s": self.first_frame_s, "settled_s": since_process_start()}
-        import json
-
-        Path(path).write_text(json.dumps(doc) + "\n")
-
-    def _on_batch(self, batch: Any) -> None:
-        self.state.mode = self.source.mode
-        self.state.apply(batch)
+    async def _announce_ready(self) -> None:
+        """For scripts and benchmarks (memtop.ready): once every probe is attached or failed."""
+        await self.source.wait_settled(120.0)
+        ready.announce(self.source.statuses(), self.first_frame_s)
 
     async def _tick(self) -> None:
-        await self.source.poll()
+        await self.runner.tick()
         # notices any state asks for (e.g. an OOM kill) show on whatever screen is up, paused too
-        for sub in self.state.subs.values():
-            pop = getattr(sub, "pop_notices", None)
-            for text, severity in pop() if callable(pop) else ():
-                self.notify(text, severity=severity, timeout=10, markup=False)
+        for text, severity in self.runner.pop_notices():
+            self.notify(text, severity=severity, timeout=10, markup=False)
         if not self.paused:
             self.redraw()
 
@@ -316,9 +267,8 @@ class MemtopApp(App[int]):
         if pane is not None:
             pane.refresh_from(self.state)
         screen = self.screen
-        refresh = getattr(screen, "refresh_from", None)
-        if callable(refresh):
-            refresh(self.state)
+        if isinstance(screen, DrillScreen):
+            screen.refresh_from(self.state)
 
     def on_resize(self, event: events.Resize) -> None:
         """Below MIN_SIZE the panes cannot show their tables: say so instead of drawing garbage."""
@@ -356,13 +306,11 @@ class MemtopApp(App[int]):
     def _first_frame(self, written_at: float | None = None) -> None:
         if self.first_frame_s is None:
             late = 0.0 if written_at is None else max(0.0, time.monotonic() - written_at)
-            self.first_frame_s = since_process_start() - late
+            self.first_frame_s = ready.since_process_start() - late
             startup_gc.release()
             # BPF programs compile from now on: compiling while the first frame was drawn made
             # it later and attached nothing sooner (docs/performance.md)
-            load_bpf = getattr(self.source, "load_bpf", None)
-            if callable(load_bpf):
-                load_bpf()
+            self.source.begin_bpf()
 
     def active_pane(self) -> Pane | None:
         """The pane shown (None while a pane asked for is still being built)."""
@@ -404,7 +352,7 @@ class MemtopApp(App[int]):
         t.append(f" {mode} ", style="bold green" if mode == "bpf" else "bold yellow")
         if self.paused:
             t.append(" PAUSED ", style="bold reverse yellow")
-        t.append_text(recplay.header_text(self))  # replay position / recording: first, never cut off
+        t.append_text(self.recording_text())  # replay position / recording: first, never cut off
         m = sys_state.meminfo
         if m is not None:
             t.append(
@@ -446,11 +394,8 @@ class MemtopApp(App[int]):
     # -- drill-in ---------------------------------------------------------------------------------
     @on(DrillIn)
     def _drill(self, event: DrillIn) -> None:
-        try:
-            from memtop.ui.screens.process import ProcessScreen  # type: ignore[import-not-found,import-untyped,unused-ignore]
-        except ImportError:
-            self.notify("The process drill-in screen is not available yet.", severity="warning")
-            return
+        from memtop.ui.screens.process import ProcessScreen  # its charts load when first drilled into
+
         section = self.snapshot_request.section if self.snapshot_request else ""
         # kept so a headless snapshot can wait until the screen and its tabs are mounted: exiting
         # while they still mount raised in Textual's tabs (a traceback after a good snapshot)
@@ -458,13 +403,28 @@ class MemtopApp(App[int]):
             ProcessScreen(event.pid, self.source, self.state, section=section)
         )
 
+    @on(TraceAllocations)
+    def _trace_allocations(self, event: TraceAllocations) -> None:
+        """Trace the pid's allocations and show the leaks pane (the drill-in's `m`)."""
+        pid = event.pid
+        if pid not in self.leak_pids:
+            self.leak_pids.append(pid)
+        if self.source.trace_allocations([pid]):
+            self.notify(f"tracing allocations of pid {pid}", timeout=3)
+        elif self.source.replay is not None:
+            self.notify("a replay shows the allocations that were traced when it was recorded", timeout=4)
+        else:  # attaching still, or no BPF: the leaks pane's status line says which
+            self.notify(f"cannot trace pid {pid} now: see the leaks pane's status", severity="warning")
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.show_pane("leaks")
+
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
     def action_pause(self) -> None:
-        if recplay.is_replay(self):  # Space plays/pauses the replay itself
-            recplay.control(self, "play")
+        if self.replay_toggle():  # Space plays/pauses a replay itself
             return
         self.paused = not self.paused
         self.redraw() if not self.paused else self._draw_header()
@@ -489,52 +449,35 @@ class MemtopApp(App[int]):
             return
         self.notify(f"snapshot written to {path}", timeout=4, markup=False)
 
-    def snapshot_target(self) -> Any:
-        """What `s` snapshots: a drill-in screen that knows how, else the active pane."""
+    def snapshot_target(self) -> DrillScreen | Pane | None:
+        """What `s` snapshots: the drill-in screen when it is up, else the active pane."""
         screen = self.screen
-        if hasattr(screen, "snapshot_document"):
+        if isinstance(screen, DrillScreen):
             return screen
         return self.active_pane()
-
-    def render_snapshot(self, fmt_name: str, target: Any) -> str:
-        if fmt_name == "svg":
-            return self.export_screenshot(title=f"memtop {getattr(target, 'title', '')}")
-        if hasattr(target, "snapshot_document"):
-            return str(target.snapshot_export(self.state, fmt_name))
-        pane: Pane = target
-        opts = pane.options()
-        if fmt_name == "json":
-            import json
-
-            return json.dumps(pane.view.document(self.state, opts), indent=1, ensure_ascii=False) + "\n"
-        if fmt_name == "txt":
-            return pane.view.text(self.state, opts)
-        return pane.view.export(self.state, opts, fmt_name)
 
     def write_snapshot(self, fmt_name: str, output: str | None = None, force: bool = False) -> Path:
         target = self.snapshot_target()
         if target is None:
             raise MemtopError("nothing to snapshot")
-        data = self.render_snapshot(fmt_name, target)
-        if output is None:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            name = getattr(target, "snapshot_name", None) or getattr(target, "view_name", "pane")
-            output = str(Path(self.snapshot_dir) / f"memtop-{name}-{stamp}.{fmt_name}")
-        path = files.write_atomic(output, data, force=force)
+        if fmt_name == "svg":  # a picture of the screen
+            data = self.export_screenshot(title=f"memtop {target.title}")
+        else:  # the same document `memtop snapshot` writes, from the view
+            data = snapshot.render(target.view, self.state, target.options(), fmt_name)
+        name = target.snapshot_name if isinstance(target, DrillScreen) else target.view_name
+        path = snapshot.write(output or snapshot.default_path(self.snapshot_dir, name, fmt_name), data, force)
         self.last_snapshot = path
         return path
 
     async def _headless_snapshot(self, req: SnapshotRequest) -> None:
         try:
-            waiter = getattr(self.source, "wait_settled", None)
-            if waiter is not None:
-                await waiter(120.0)
-            await self.source.poll()
+            await self.runner.settle()
+            await self.runner.tick()
             deadline = time.monotonic() + req.after_s
             while time.monotonic() < deadline:
                 await asyncio.sleep(min(self.interval_s, max(0.0, deadline - time.monotonic())))
-                await self.source.poll()
-            await self.source.poll()
+                await self.runner.tick()
+            await self.runner.tick()
             if self.initial_pid is not None:
                 for _ in range(200):  # the DrillIn message is handled on the next turns of the loop
                     if self._drill_mounted is not None:
@@ -560,48 +503,6 @@ class MemtopApp(App[int]):
     async def action_quit(self) -> None:
         self.exit(0)
 
-    # -- record / replay (memtop/ui/recplay.py) ----------------------------------------------------
-    def _record_batch(self, batch: Any) -> None:
-        if self.recorder is not None:
-            try:
-                self.recorder.write(batch)
-            except MemtopError as exc:  # disk full and the like: the session goes on
-                self.recorder = None
-                self.notify(str(exc), severity="error", timeout=10, markup=False)
-
-    def reset_state(self) -> None:
-        """Start the state afresh, in place (every holder of ``app.state`` sees it): a replay
-        seeking backwards applies the batches again from the start."""
-        fresh = State(mode=self.source.mode)
-        self.state.__dict__.update(fresh.__dict__)
-
-    def save_state(self) -> bytes:
-        """A checkpoint of the state, for a replay's seeks (memtop.replay.ReplaySource)."""
-        from memtop.replay import freeze
-
-        return freeze(self.state)
-
-    def restore_state(self, saved: bytes) -> None:
-        """The state of a checkpoint (what save_state returned), in place (like reset_state)."""
-        from memtop.replay import thaw
-
-        self.state.__dict__.update(thaw(saved).__dict__)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return recplay.check_action(self, action)
-
-    def action_record(self) -> None:
-        recplay.toggle_recording(self)
-
-    def action_replay_step(self, n: int) -> None:
-        recplay.control(self, "step", n)
-
-    def action_replay_jump(self, seconds: float) -> None:
-        recplay.control(self, "jump", seconds)
-
-    def action_replay_goto(self) -> None:
-        recplay.ask_goto(self)
-
     async def on_unmount(self) -> None:
         if term_compat.SESSION is not None:  # no-ops after exit(); else an exit by a crash
             lifecycle.arm_exit_deadline(int(self.return_code or 1))
@@ -616,5 +517,5 @@ class MemtopApp(App[int]):
                 await asyncio.sleep(0.02)
             if detach.is_alive():  # held up (a compilation under way): the kernel finishes at exit
                 return
-        recplay.stop_recording(self)
-        await self.source.stop()
+        self.stop_recording()
+        await self.runner.stop()

@@ -1,130 +1,31 @@
-"""Recording and replay in the TUI: `R` toggles a recording of the live session; on a replayed
-source, Space pauses/plays, ←/→ step one interval, [ / ] jump one minute, G goes to a time
-(lower-case g stays the leaks pane's growth sort).
+"""Recording and replay in the TUI, as a component of the app: ``RecordReplay`` owns its bindings
+and actions, and memtop's app is built on it. `R` toggles a recording of the live session; on a
+replayed source, Space pauses/plays, ←/→ step one interval, [ / ] jump one minute, G goes to a
+time (lower-case g stays the leaks pane's growth sort).
 
-Kept out of ``app.py`` so the app only wires these in (bindings, a header hook, actions).
+The recording is one of the Runner's subscribers: it gets the batches the state got, in order.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from memtop import fmt
 from memtop.errors import MemtopError
-from memtop.records import Lost
-
-if TYPE_CHECKING:
-    from memtop.ui.app import MemtopApp
+from memtop.records import Batch, Lost, Record
+from memtop.runner import Runner
+from memtop.source import ReplayControls
 
 REPLAY_ACTIONS = {"replay_step", "replay_jump", "replay_goto"}
 
-# priority: the focused table would otherwise take ← → (check_action lets them through when the
-# source is live or a text field has the keyboard)
-BINDINGS: list[BindingType] = [
-    Binding("R", "record", "Record", priority=True),
-    Binding("left", "replay_step(-1)", "−1 step", priority=True, show=False),
-    Binding("right", "replay_step(1)", "+1 step", priority=True, show=False),
-    Binding("left_square_bracket", "replay_jump(-60)", "−1 min", priority=True, show=False),
-    Binding("right_square_bracket", "replay_jump(60)", "+1 min", priority=True, show=False),
-    Binding("G", "replay_goto", "Go to time", priority=True),
-]
-
-
-def is_replay(app: MemtopApp) -> bool:
-    return getattr(app.source, "mode", "") == "replay"
-
-
-def check_action(app: MemtopApp, action: str) -> bool | None:
-    if action not in REPLAY_ACTIONS and action != "record":
-        return True
-    if isinstance(app.focused, Input) or isinstance(app.screen, ModalScreen):
-        return False  # typing in a field, or a dialog is open
-    if action == "record":
-        return not is_replay(app)
-    return is_replay(app)
-
-
-# -- recording ---------------------------------------------------------------------------------------
-def toggle_recording(app: MemtopApp) -> None:
-    rec = app.recorder
-    if rec is not None:
-        app.recorder = None
-        try:
-            path = rec.close("user")
-        except MemtopError as exc:
-            app.notify(f"recording failed: {exc}", severity="error", timeout=10, markup=False)
-            return
-        app.notify(
-            f"recording written to {path} ({rec.batches} samples, {rec.duration_s:.0f} s)",
-            timeout=6,
-            markup=False,
-        )
-        app.redraw()
-        return
-    from memtop.recording import default_name, open_recorder  # json and gzip: not before the first frame
-
-    # what the live state already knows that the recording would otherwise lack
-    prelude: list[Any] = list(app.state.statuses.values())
-    prelude += [Lost(p, w, n) for (p, w), n in app.state.lost.items()]
-    try:
-        app.recorder = open_recorder(
-            default_name(app.snapshot_dir),
-            app.state.statuses.values(),
-            interval_s=app.interval_s,
-            mode=app.source.mode,
-            prelude=prelude,
-        )
-    except MemtopError as exc:
-        app.notify(f"cannot record: {exc}", severity="error", timeout=10, markup=False)
-        return
-    app.notify(f"recording to {app.recorder.path} (R stops)", timeout=4, markup=False)
-    app.redraw()
-
-
-def stop_recording(app: MemtopApp, reason: str = "quit") -> None:
-    rec, app.recorder = app.recorder, None
-    if rec is not None:
-        try:
-            rec.close(reason)
-        except MemtopError as exc:
-            app.error = app.error or exc
-
-
-def header_text(app: MemtopApp) -> Text:
-    """The recording / replay position indicator for the header line."""
-    t = Text()
-    rec = app.recorder
-    if rec is not None:
-        t.append(" ● REC ", style="bold red")
-        size = recording_size(app)
-        t.append(f"{rec.duration_s:.0f}s {rec.batches} samples {size} → {rec.path.name}", style="red")
-    position = getattr(app.source, "position_text", None)
-    if callable(position):
-        t.append(f" {position()} ", style="bold reverse cyan")
-    return t
-
-
-# -- replay controls ---------------------------------------------------------------------------------
-def control(app: MemtopApp, what: str, value: float = 0) -> None:
-    src: Any = app.source
-    if what == "play":
-        src.toggle_play()
-    elif what == "step":
-        src.step(int(value))
-    elif what == "jump":
-        src.jump(value)
-    elif what == "goto":
-        src.goto(value)
-    app.redraw()
+if TYPE_CHECKING:  # json and gzip load when a recording starts, not before the first frame
+    from memtop.recording import Recorder
 
 
 class GotoScreen(ModalScreen[float | None]):
@@ -172,27 +73,154 @@ class GotoScreen(ModalScreen[float | None]):
         self.dismiss(None)
 
 
-def ask_goto(app: MemtopApp) -> None:
-    src: Any = app.source
+class RecordReplay(App[int]):
+    """The record / replay controls. The app built on it provides the runner, the snapshot
+    directory (where `R` records) and ``redraw``."""
 
-    def done(seconds: float | None) -> None:
-        if seconds is not None:
-            control(app, "goto", seconds)
+    # priority: the focused table would otherwise take ← → (check_action lets them through when the
+    # source is live or a text field has the keyboard)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("R", "record", "Record", priority=True),
+        Binding("left", "replay_step(-1)", "−1 step", priority=True, show=False),
+        Binding("right", "replay_step(1)", "+1 step", priority=True, show=False),
+        Binding("left_square_bracket", "replay_jump(-60)", "−1 min", priority=True, show=False),
+        Binding("right_square_bracket", "replay_jump(60)", "+1 min", priority=True, show=False),
+        Binding("G", "replay_goto", "Go to time", priority=True),
+    ]
 
-    app.push_screen(GotoScreen(float(src.duration_s)), done)
+    runner: Runner
+    snapshot_dir: str
+    interval_s: float
+    error: MemtopError | None
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: the recording `R` toggles (fed the same batches as the state, by the runner)
+        self.recorder: Recorder | None = None
 
-def install_sigterm(app: MemtopApp) -> None:
-    """SIGTERM quits like `q`: the recording is finished and probes detach."""
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: app.exit(143))
+    def redraw(self) -> None:
+        raise NotImplementedError
 
+    @property
+    def replay(self) -> ReplayControls | None:
+        return self.runner.source.replay
 
-def recording_size(app: MemtopApp) -> str:
-    rec = app.recorder
-    if rec is None:
-        return ""
-    try:
-        return fmt.bytes_h(rec.tmp_path.stat().st_size)
-    except OSError:
-        return ""
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in REPLAY_ACTIONS and action != "record":
+            return True
+        if isinstance(self.focused, Input) or isinstance(self.screen, ModalScreen):
+            return False  # typing in a field, or a dialog is open
+        if action == "record":
+            return self.replay is None
+        return self.replay is not None
+
+    # -- recording ------------------------------------------------------------------------------
+    def action_record(self) -> None:
+        rec = self.recorder
+        if rec is not None:
+            self._end_recording(rec)
+            return
+        from memtop.recording import default_name, open_recorder  # json and gzip: not before the first frame
+
+        state = self.runner.state
+        # what the live state already knows that the recording would otherwise lack
+        prelude: list[Record] = list(state.statuses.values())
+        prelude += [Lost(p, w, n) for (p, w), n in state.lost.items()]
+        try:
+            self.recorder = open_recorder(
+                default_name(self.snapshot_dir),
+                state.statuses.values(),
+                interval_s=self.interval_s,
+                mode=self.runner.source.mode,
+                prelude=prelude,
+            )
+        except MemtopError as exc:
+            self.notify(f"cannot record: {exc}", severity="error", timeout=10, markup=False)
+            return
+        self.runner.subscribe(self._record_batch)
+        self.notify(f"recording to {self.recorder.path} (R stops)", timeout=4, markup=False)
+        self.redraw()
+
+    def _end_recording(self, rec: Recorder) -> None:
+        self.recorder = None
+        self.runner.unsubscribe(self._record_batch)
+        try:
+            path = rec.close("user")
+        except MemtopError as exc:
+            self.notify(f"recording failed: {exc}", severity="error", timeout=10, markup=False)
+            return
+        self.notify(
+            f"recording written to {path} ({rec.batches} samples, {rec.duration_s:.0f} s)",
+            timeout=6,
+            markup=False,
+        )
+        self.redraw()
+
+    def _record_batch(self, batch: Batch) -> None:
+        rec = self.recorder
+        if rec is None:
+            return
+        try:
+            rec.write(batch)
+        except MemtopError as exc:  # disk full and the like: the session goes on
+            self.recorder = None
+            self.runner.unsubscribe(self._record_batch)
+            self.notify(str(exc), severity="error", timeout=10, markup=False)
+
+    def stop_recording(self, reason: str = "quit") -> None:
+        """Finish the recording on the way out (its last batch is in)."""
+        rec, self.recorder = self.recorder, None
+        self.runner.unsubscribe(self._record_batch)
+        if rec is not None:
+            try:
+                rec.close(reason)
+            except MemtopError as exc:
+                self.error = self.error or exc
+
+    def recording_text(self) -> Text:
+        """The recording / replay position indicator for the header line."""
+        t = Text()
+        rec = self.recorder
+        if rec is not None:
+            t.append(" ● REC ", style="bold red")
+            try:
+                size = fmt.bytes_h(rec.tmp_path.stat().st_size)
+            except OSError:
+                size = ""
+            t.append(f"{rec.duration_s:.0f}s {rec.batches} samples {size} → {rec.path.name}", style="red")
+        replay = self.replay
+        if replay is not None:
+            t.append(f" {replay.position_text()} ", style="bold reverse cyan")
+        return t
+
+    # -- replay controls ------------------------------------------------------------------------
+    def replay_toggle(self) -> bool:
+        """Space on a replay: play / pause it. False on a live source (Space pauses the display)."""
+        replay = self.replay
+        if replay is None:
+            return False
+        replay.toggle_play()
+        self.redraw()
+        return True
+
+    def action_replay_step(self, n: int) -> None:
+        if self.replay is not None:
+            self.replay.step(n)
+            self.redraw()
+
+    def action_replay_jump(self, seconds: float) -> None:
+        if self.replay is not None:
+            self.replay.jump(seconds)
+            self.redraw()
+
+    def action_replay_goto(self) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+
+        def done(seconds: float | None) -> None:
+            if seconds is not None and self.replay is not None:
+                self.replay.goto(seconds)
+                self.redraw()
+
+        self.push_screen(GotoScreen(replay.duration_s), done)

@@ -99,6 +99,16 @@ class View:
         if cls.name:
             View.registry[cls.name] = cls
 
+    def default_options(self) -> Options:
+        """What the pane shows before the user changes anything (and what a headless snapshot or
+        `--batch` shows): the TUI's pane starts from these too."""
+        return Options()
+
+    def ready(self, state: State, opts: Options) -> bool:
+        """Whether the state holds a first complete reading of what this view shows (a snapshot
+        taken headless waits a little for it); most views show whatever is there."""
+        return True
+
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         raise NotImplementedError
 

@@ -65,6 +65,10 @@ class LeaksView(View):
         Column("process", "PROCESS", numeric=False),
     )
 
+    def default_options(self) -> Options:
+        # every outstanding allocation, the largest first; stacks with nothing outstanding hidden
+        return Options(sort="outstanding_bytes", extra={"min_age_s": 0.0, "min_bytes": 1})
+
     def rows(self, state: State, opts: Options) -> list[dict[str, Any]]:
         """Every (pid, stack) row with its internals (pid, stack id, age histogram), filtered and
         sorted; ``document`` keeps only the schema's keys."""

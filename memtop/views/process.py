@@ -333,6 +333,19 @@ class ProcessView(View):
     probes = ("procfs", "faultstack", "growth", "smaps")
     sections = SECTIONS
 
+    def default_options(self) -> Options:
+        return Options(section=SECTIONS[0], reverse=False)
+
+    def ready(self, state: State, opts: Options) -> bool:
+        """The mappings' totals and a whole first table are in, or smaps is not measuring (failed,
+        or the recording has none): a large table comes in parts over several ticks."""
+        if opts.pid is None or not measuring(state, "smaps"):
+            return True
+        t = state.get(ProcessState).target(opts.pid)
+        if t is not None and t.gone_ns:
+            return True  # it exited: what was read is all there will be
+        return t is not None and t.mapping_totals is not None and bool(t.mappings_ts_ns)
+
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         if opts.pid is None:
             raise MemtopError("the process view needs a pid", "--pid PID")

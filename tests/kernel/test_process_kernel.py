@@ -289,11 +289,11 @@ async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> 
         workload.do("touch")
         force_tick(app)
         await pilot.pause(0.2)
-        doc = screen.snapshot_document(app.state)
+        doc = screen.view.document(app.state, screen.options())
         assert doc["section"] == "history"
         await pilot.press("2")
         await pilot.pause(0.1)
-        doc = screen.snapshot_document(app.state)
+        doc = screen.view.document(app.state, screen.options())
         assert doc["rows"] and doc["rows"][0]["frames"][0].startswith("touch_pages+")
         await pilot.press("escape")
         await pilot.pause(0.3)

@@ -4,8 +4,7 @@ read so far; the table shows the first MAP_ROWS_SHOWN in the order asked for and
 
 from __future__ import annotations
 
-from typing import Any
-
+from support import FakeSource
 from textual.widgets import DataTable
 
 from memtop.records import Batch, ProbeStatus
@@ -14,38 +13,6 @@ from memtop.ui.app import MemtopApp
 from memtop.ui.screens.process import MAP_ROWS_SHOWN, ProcessScreen
 
 PID = 4242
-
-
-class QuietSource:
-    """A live-looking source that takes no probes and polls nothing: the test feeds state."""
-
-    @property
-    def mode(self) -> str:
-        return "bpf"
-
-    def subscribe(self, fn: Any) -> None:
-        pass
-
-    async def start(self) -> None:
-        pass
-
-    async def poll(self) -> Batch | None:
-        return None
-
-    def settled(self) -> bool:
-        return True
-
-    async def stop(self) -> None:
-        pass
-
-    def add_probe(self, probe: Any) -> bool:
-        return False
-
-    def remove_probe(self, name: str) -> None:
-        pass
-
-    def standin_headers(self) -> str | None:
-        return None
 
 
 def rows(n: int, start: int = 0, big_at: int = -1) -> tuple[MappingRow, ...]:
@@ -69,7 +36,7 @@ def table_starts(screen: ProcessScreen) -> list[int]:
 
 
 async def test_keys_are_answered_while_the_table_fills() -> None:
-    app = MemtopApp(QuietSource())
+    app = MemtopApp(FakeSource())  # takes no probes, polls nothing: the test feeds state
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.2)
         screen = ProcessScreen(PID, app.source, app.state, section="mappings")
@@ -111,6 +78,6 @@ async def test_keys_are_answered_while_the_table_fills() -> None:
         title = text(screen, "#proc-mappings-title")
         assert "60,000 mappings ·" in title and "reading" not in title
         assert table_starts(screen)[0] == 0x10000 * 42000
-        doc = screen.snapshot_document(app.state)
+        doc = screen.view.document(app.state, screen.options())
         assert doc["complete"] and len(doc["rows"]) == 60000  # a snapshot has every row
         assert doc["totals"]["rss_bytes"] == 123 << 20 and doc["totals"]["from"] == "smaps_rollup"

@@ -1,12 +1,13 @@
 """The process drill-in screen (Pilot, fake /proc, no BPF): opened with enter, sections by number,
-the exit of the process while open, escape back with the selection kept, `m` to memleak."""
+the exit of the process while open, escape back with the selection kept, `m` to the leaks pane."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-import pytest
 from fakeproc import make_fake_proc
 from support import force_tick
 
@@ -14,6 +15,7 @@ from memtop.bridge import Bridge, now_ns
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch
 from memtop.records.process import FaultStack
+from memtop.state.process import ProcessState
 
 
 async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path, no_bpf: None) -> None:
@@ -44,7 +46,10 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
         await pilot.pause(0.3)
         screen = app.screen
         assert isinstance(screen, ProcessScreen) and screen.pid == 303
-        assert "smaps" in screen._added and "faultstack" not in screen._added  # no BPF here
+        # the focus attached smaps (no BPF here: fault stacks and growth say why they are absent)
+        assert "smaps" in [p.name for p in bridge.probes]
+        assert "faultstack" not in [p.name for p in bridge.probes]
+        assert app.state.get(ProcessState).focused == [303]
         # feed what the BPF probes would, and the smaps probe's reading
         app.state.apply(
             Batch(
@@ -65,15 +70,15 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
             await pilot.press(key)
             await pilot.pause(0.05)
         assert screen.section == "mappings"
-        doc = screen.snapshot_document(app.state)
+        doc = screen.view.document(app.state, screen.options())
         assert doc["totals"]["rss_bytes"] == 516 * 1024 and doc["totals"]["swap_bytes"] == 256 * 1024
         await pilot.press("2")
         await pilot.pause(0.1)
-        doc = screen.snapshot_document(app.state)
+        doc = screen.view.document(app.state, screen.options())
         assert doc["section"] == "fault_stacks" and doc["rows"][0]["frames"][0].startswith("touch_pages+")
         assert doc["rows"][0]["count"] == 903
         assert screen.snapshot_name == "process-303-fault_stacks"
-        assert "touch_pages" in screen.snapshot_export(app.state, "txt")
+        assert "touch_pages" in screen.view.text(app.state, screen.options())
         # the process exits while the screen is open
         shutil.rmtree(root / "303")
         force_tick(app)
@@ -82,15 +87,15 @@ async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path
         await pilot.pause(0.2)
         header = str(screen.query_one("#proc-header").render())
         assert "EXITED at" in header
-        doc = screen.snapshot_document(app.state)
+        doc = screen.view.document(app.state, screen.options())
         assert doc["exited_ns"] and doc["rows"][0]["count"] == 903  # last data kept
         await pilot.press("1")
         await pilot.pause(0.1)
-        hist = screen.snapshot_document(app.state)
+        hist = screen.view.document(app.state, screen.options())
         assert hist["section"] == "history" and len(hist["rows"]) >= 1
         await pilot.press("5")  # still usable
         await pilot.pause(0.1)
-        assert screen.snapshot_document(app.state)["totals"]["rss_bytes"] == 516 * 1024
+        assert screen.view.document(app.state, screen.options())["totals"]["rss_bytes"] == 516 * 1024
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert not isinstance(app.screen, ProcessScreen)
@@ -129,29 +134,33 @@ async def test_esc_keeps_selection(tmp_path: Path, no_bpf: None) -> None:
         assert app.focused is table
 
 
-async def test_m_opens_memleak_for_this_pid(
-    tmp_path: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import importlib
+class TracingBridge(Bridge):
+    """A live source that notes the allocation-tracing intents it gets."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.traced: list[list[int]] = []
+
+    def trace_allocations(self, pids: Sequence[int]) -> bool:
+        self.traced.append(list(pids))
+        return super().trace_allocations(pids)
+
+
+async def test_m_traces_this_pid_and_shows_the_leaks_pane(tmp_path: Path, no_bpf: None) -> None:
     from memtop.ui.app import MemtopApp
     from memtop.ui.screens.process import ProcessScreen
 
-    calls: list[int] = []
-    try:
-        leaks = importlib.import_module("memtop.ui.panes.leaks")
-    except ImportError:
-        leaks = None
-    if leaks is not None and hasattr(leaks, "open_leaks"):
-        monkeypatch.setattr(leaks, "open_leaks", lambda app, pid: calls.append(pid))
     root = make_fake_proc(tmp_path / "proc")
-    app = MemtopApp(Bridge([ProcfsProbe(root)]), initial_pid=202)
+    source = TracingBridge([ProcfsProbe(root)])
+    app = MemtopApp(source, initial_pid=202)
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause(0.5)
         assert isinstance(app.screen, ProcessScreen) and app.screen.pid == 202
         await pilot.press("m")
-        await pilot.pause(0.1)
-        if leaks is not None and hasattr(leaks, "open_leaks"):
-            assert calls == [202]
-        else:
-            assert any("not available yet" in str(n.message) for n in app._notifications)
+        await pilot.pause(0.3)
+        assert source.traced == [[202]]
+        assert not isinstance(app.screen, ProcessScreen) and app.active_name == "leaks"
+        # --no-bpf: the intent is refused, and the leaks pane's status says why
+        await app.runner.tick()
+        st = app.state.statuses["leaks"]
+        assert st.state == "failed" and "--no-bpf" in st.message

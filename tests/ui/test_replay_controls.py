@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from fakeproc import make_fake_proc
 from support import DATA
 
@@ -99,8 +98,9 @@ async def test_drill_in_on_replay(tmp_path: Path) -> None:
     app = MemtopApp(src, interval_s=0.25, initial_pid=pid, snapshot_dir=str(tmp_path), snapshot_format="json")
     async with app.run_test(size=(160, 30)) as pilot:
         await pilot.pause(0.5)
-        if not hasattr(app.screen, "snapshot_document"):
-            pytest.skip("no drill-in screen in this build")
+        from memtop.ui.screens.process import ProcessScreen
+
+        assert isinstance(app.screen, ProcessScreen)
         path = app.write_snapshot("json")
         doc = json.loads(path.read_text())
         assert doc["pid"] == pid

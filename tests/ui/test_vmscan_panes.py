@@ -6,46 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support import vmscan_batches
+from support import FakeSource, vmscan_batches
 
 from memtop.records import Batch, Lost
-
-
-class FakeSource:
-    mode = "replay"
-
-    def __init__(self, batches: list[Batch]) -> None:
-        self.batches = list(batches)
-        self.subs: list[Any] = []
-
-    def subscribe(self, fn: Any) -> None:
-        self.subs.append(fn)
-
-    async def start(self) -> None:
-        return None
-
-    async def poll(self) -> Batch | None:
-        if not self.batches:
-            return None
-        b = self.batches.pop(0)
-        for fn in self.subs:
-            fn(b)
-        return b
-
-    def settled(self) -> bool:
-        return True
-
-    async def stop(self) -> None:
-        return None
-
-    def add_probe(self, probe: Any) -> bool:
-        return False
-
-    def remove_probe(self, name: str) -> None:
-        return None
-
-    def standin_headers(self) -> str | None:
-        return None
 
 
 async def test_panes_render_and_enter_drills_into_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,7 +22,7 @@ async def test_panes_render_and_enter_drills_into_process(monkeypatch: pytest.Mo
 
     batches = vmscan_batches()
     lost = Batch(batches[-1].ts_ns + 1_000_000_000, (Lost("vmscan", "events", 17),))
-    app = MemtopApp(FakeSource(batches + [lost]))
+    app = MemtopApp(FakeSource(batches + [lost], mode="replay"))
     async with app.run_test(size=(180, 50)) as pilot:
         await pilot.pause(0.3)
         for _ in range(3):

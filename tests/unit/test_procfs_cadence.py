@@ -62,7 +62,7 @@ def test_reclaim_tick_reads_every_process(tmp_path: Path) -> None:
 
 def test_followed_process_is_read_every_tick(tmp_path: Path) -> None:
     root, probe = quiet_probe(tmp_path)
-    probe.followed.add(202)
+    probe.follow(202)
     for n in range(1, 5):
         add_proc(root, 202, "bravo", (50000 + n, 2000, 100), 2048, 20000 + n, 5)
         assert samples(probe)[202].minor_faults == 20000 + n

@@ -26,6 +26,14 @@ class DrillIn(Message):
         self.pid = pid
 
 
+class TraceAllocations(Message):
+    """Ask the app to trace ``pid``'s allocations and show the leaks pane (the drill-in's `m`)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+
+
 class Pane(Vertical):
     """Subclasses set ``view_name``; the view's ``order`` places the pane's tab (and number key)."""
 
@@ -40,7 +48,7 @@ class Pane(Vertical):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.view: View = get_view(self.view_name)
-        self.opts = Options()
+        self.opts = self.view.default_options()
 
     @property
     def title(self) -> str:

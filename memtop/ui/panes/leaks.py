@@ -6,8 +6,8 @@ minute and the oldest allocation's age, so a steady leak (old and growing) stand
 churn (young, flat) and from a long-lived cache (old, flat). The detail line under the tree shows
 the selected node's age histogram.
 
-The leaks probe is on demand: ``memtop --leaks PID[,PID…]`` starts it (``start_leaks``), the
-drill-in screen's `m` calls :func:`open_leaks`.
+Allocations are traced on demand: ``memtop --leaks PID[,PID…]`` asks the source for it at start,
+the drill-in screen's `m` for its pid (memtop.ui.panes.base.TraceAllocations).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
@@ -32,41 +32,6 @@ from memtop.views.leaks import age_label, growth_h
 MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 MIN_SIZES = (1, 4096, 65536, 1 << 20, 16 << 20, 0)
 SORTS = {"outstanding_bytes": "bytes", "allocations": "count", "growth_bytes_per_s": "growth"}
-
-
-# -- attaching ------------------------------------------------------------------------------------
-
-
-def start_leaks(app: Any, pids: list[int]) -> bool:
-    """Attach the leaks probe for ``pids`` (or add them to the running one)."""
-    from memtop.probes.leaks import LeaksProbe
-
-    source = app.source
-    probe_of = getattr(source, "probe", None)
-    running = probe_of("leaks") if callable(probe_of) else None
-    if isinstance(running, LeaksProbe):
-        running.add_pids(pids)
-        return True
-    add = getattr(source, "add_probe", None)
-    if not callable(add):
-        return False
-    return bool(add(LeaksProbe(pids)))
-
-
-def open_leaks(app: App[Any], pid: int) -> None:
-    """Trace ``pid``'s allocations and show the leaks pane (the drill-in screen's `m`)."""
-    pids: list[int] = list(getattr(app, "leak_pids", []) or [])
-    if pid not in pids:
-        pids.append(pid)
-    app.leak_pids = pids  # type: ignore[attr-defined]  # MemtopApp's; a bare App gets it too
-    if not start_leaks(app, [pid]):
-        app.notify("the leaks probe is already attaching; try again in a moment", severity="warning")
-    while len(app.screen_stack) > 1:
-        app.pop_screen()
-    show = getattr(app, "show_pane", None)
-    if callable(show):
-        show("leaks")
-    app.notify(f"tracing allocations of pid {pid}", timeout=3)
 
 
 # -- the tree -------------------------------------------------------------------------------------
@@ -145,9 +110,6 @@ class LeaksPane(FilterablePane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.opts.sort = "outstanding_bytes"
-        self.opts.extra["min_age_s"] = MIN_AGES_S[0]
-        self.opts.extra["min_bytes"] = MIN_SIZES[0]
         self.inverted = False
         self._lk_state: State | None = None
         self._lk_shape: list[tuple[str, ...]] = []

@@ -1,1 +1,27 @@
-"""Drill-in screens pushed over the panes (Esc returns to where the user was)."""
+"""Drill-in screens pushed over the panes (Esc returns to where the user was).
+
+``DrillScreen`` is what the app knows of one (cheap to import: a screen module itself loads when
+the user first drills in): it shows one view, redraws from the state on the app's timer and can
+be snapshotted like a pane."""
+
+from __future__ import annotations
+
+from textual.screen import Screen
+
+from memtop.state import State
+from memtop.views import Options, View
+
+
+class DrillScreen(Screen[None]):
+    view: View
+
+    def options(self) -> Options:
+        """What the screen shows now (its snapshot is taken with these)."""
+        raise NotImplementedError
+
+    @property
+    def snapshot_name(self) -> str:
+        raise NotImplementedError
+
+    def refresh_from(self, state: State) -> None:
+        """Redraw from ``state`` (the app's timer)."""

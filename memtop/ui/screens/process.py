@@ -15,8 +15,6 @@ answered at once while it fills.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import json
 import time
 from typing import Any, ClassVar
 
@@ -25,7 +23,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tree
 from textual.widgets.tree import TreeNode
 from textual_plotext import PlotextPlot
@@ -35,7 +32,8 @@ from memtop.source import Source
 from memtop.state import State
 from memtop.state.process import ProcessState
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import fill_table
+from memtop.ui.panes.base import TraceAllocations, fill_table
+from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
 from memtop.views import Options, measuring
 from memtop.views.process import (
@@ -114,7 +112,7 @@ class StackTree(Tree[int]):
             self.move_cursor(self._stack_nodes[cursor])
 
 
-class ProcessScreen(Screen[None]):
+class ProcessScreen(DrillScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         Binding("m", "leaks", "Leaks"),
@@ -133,9 +131,7 @@ class ProcessScreen(Screen[None]):
         start = section if section in SECTIONS else "history"
         self.opts = Options(pid=pid, section=start, sort="", reverse=False)
         self.title = f"process {pid}"
-        self._added: list[str] = []
-        self._followed: set[int] | None = None
-        self._bpf_skipped = ""
+        self._focused = False
         self._mappings_key: tuple[object, ...] | None = None  # what the mappings table shows
 
     # -- layout ---------------------------------------------------------------------------------
@@ -168,78 +164,37 @@ class ProcessScreen(Screen[None]):
             )
 
     def on_mount(self) -> None:
-        self.state.get(ProcessState).watch(self.pid)
-        self._attach_probes()
+        # the source follows the pid and attaches what describes it (a replay answers from the
+        # recording); the state learns of the focus from the source's record
+        self.source.focus(self.pid)
+        self._focused = True
         self.refresh_from(self.state)
         self._focus_section()
-        if "smaps" in self._added:
+        if self.source.replay is None:
             self.run_worker(self._first_data(), exclusive=False)
 
     async def _first_data(self) -> None:
         """Poll the source soon after the probes are added rather than at the app's next tick,
         until the mapping totals and the first table are in (a slow poll in flight absorbs
         these, as ticks do)."""
-        poll = getattr(self.source, "poll", None)
         deadline = time.monotonic() + FIRST_DATA_S
-        while poll is not None and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
             await asyncio.sleep(FIRST_POLL_S)
             t = self.state.get(ProcessState).target(self.pid)
             if t is not None and t.mapping_totals is not None and t.mappings_ts_ns:
                 break
-            if await poll() is not None:
+            if await self.source.poll() is not None:
                 self.refresh_from(self.state)
 
     def on_unmount(self) -> None:
         self.detach_probes()
 
-    # -- probes ---------------------------------------------------------------------------------
-    def _attach_probes(self) -> None:
-        add = getattr(self.source, "add_probe", None)
-        if add is None or getattr(self.source, "mode", "") == "replay":
-            return
-        from memtop.probes.smaps import SmapsProbe
-
-        existing = list(getattr(self.source, "probes", None) or [])
-        procfs = next(
-            (p for p in existing if getattr(p, "name", "") == "procfs" and hasattr(p, "root")), None
-        )
-        # read the same /proc the source reads (a test or container may point elsewhere)
-        root = str(procfs.root) if procfs is not None else "/proc"
-        followed = getattr(procfs, "followed", None)
-        if isinstance(followed, set):  # this process's stat every tick, however quiet it is
-            followed.add(self.pid)
-            self._followed = followed
-        # smaps first: it loads at once (no compilation), so its totals do not wait for two BPF
-        # programs to compile
-        probes: list[Any] = [SmapsProbe(self.pid, root)]
-        # a bridge built without any BPF probe is `--no-bpf`: respect it
-        if existing and not any(getattr(p, "needs_bpf", False) for p in existing):
-            self._bpf_skipped = "fault stacks and heap growth need BPF (running with --no-bpf)"
-        else:
-            from memtop.probes.faultstack import FaultStackProbe
-            from memtop.probes.growth import GrowthProbe
-
-            probes += [FaultStackProbe(self.pid, root), GrowthProbe(self.pid, root)]
-        for p in probes:
-            try:
-                if add(p):
-                    self._added.append(p.name)
-            except Exception:  # noqa: BLE001 - a fake source may not take probes
-                pass
-
+    # -- the focus -------------------------------------------------------------------------------
     def detach_probes(self) -> None:
-        if self._followed is not None:
-            self._followed.discard(self.pid)
-            self._followed = None
-        remove = getattr(self.source, "remove_probe", None)
-        names, self._added = self._added, []
-        if remove is None:
-            return
-        for name in names:
-            try:
-                remove(name)
-            except Exception:  # noqa: BLE001 - every exit path
-                pass
+        """The user looks elsewhere: the source detaches what the focus attached."""
+        if self._focused:
+            self._focused = False
+            self.source.unfocus(self.pid)
 
     # -- rendering ------------------------------------------------------------------------------
     @property
@@ -301,7 +256,7 @@ class ProcessScreen(Screen[None]):
         parts = Text()
         for name in PROBES:
             st = state.probe_state(name)
-            if st is None or name not in self._added and st.state != "attached":
+            if st is None or st.state == "detached":
                 continue
             if parts:
                 parts.append("  ")
@@ -316,8 +271,6 @@ class ProcessScreen(Screen[None]):
             lost = state.lost_total(name)
             if lost:
                 parts.append(f"  lost {lost}", style="bold red")
-        if self._bpf_skipped:
-            parts.append(("  " if parts else "") + self._bpf_skipped, style="yellow")
         parts.append("   Esc back · 1-5 sections · m leaks · s snapshot", style="dim")
         return parts
 
@@ -500,15 +453,8 @@ class ProcessScreen(Screen[None]):
     def snapshot_name(self) -> str:
         return f"process-{self.pid}-{self.section}"
 
-    def snapshot_document(self, state: State) -> dict[str, Any]:
-        opts = Options(pid=self.pid, section=self.section, sort=self.opts.sort, reverse=self.opts.reverse)
-        return self.view.document(state, opts)
-
-    def snapshot_export(self, state: State, fmt_name: str) -> str:
-        if fmt_name == "json":
-            return json.dumps(self.snapshot_document(state), indent=1, ensure_ascii=False) + "\n"
-        opts = Options(pid=self.pid, section=self.section, sort=self.opts.sort, reverse=self.opts.reverse)
-        return self.view.text(state, opts)
+    def options(self) -> Options:
+        return Options(pid=self.pid, section=self.section, sort=self.opts.sort, reverse=self.opts.reverse)
 
     # -- actions --------------------------------------------------------------------------------
     def action_back(self) -> None:
@@ -520,15 +466,7 @@ class ProcessScreen(Screen[None]):
             self.query_one("#proc-tabs", TabbedContent).active = f"sec-{SECTIONS[index - 1]}"
 
     def action_leaks(self) -> None:
-        try:
-            mod = importlib.import_module("memtop.ui.panes.leaks")
-        except ImportError:
-            mod = None
-        opener = getattr(mod, "open_leaks", None)
-        if not callable(opener):
-            self.notify("The leaks pane is not available yet.", severity="warning")
-            return
-        opener(self.app, self.pid)
+        self.post_message(TraceAllocations(self.pid))
 
     def action_sort(self, step: int) -> None:
         if self.section != "mappings":

@@ -1,0 +1,120 @@
+"""The Runner: the one tick every front end runs on (the TUI, `memtop snapshot`, `memtop record`,
+`memtop --batch`, and later the exporter).
+
+It owns the state and is the source's one subscriber: each batch the source hands out (a poll, or
+the records an intent published) is applied to the state first, then passed to the runner's own
+subscribers (a recorder, an exporter), so they all see the same stream in the same order. A
+replayed source's seeks go through it too: going back in time starts the state afresh or from a
+checkpoint the runner saved. Nothing here imports Textual or bcc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from memtop.records import Batch
+from memtop.source import Source, Subscriber
+from memtop.state import State
+from memtop.state.base import Severity
+
+#: how long a headless front end waits for the probes to attach before going on without them
+SETTLE_TIMEOUT_S = 120.0
+
+
+async def wait_or_stop(stop: asyncio.Event | None, seconds: float) -> None:
+    """Sleep ``seconds``, or less when ``stop`` is set meanwhile."""
+    if seconds <= 0:
+        return
+    if stop is None:
+        await asyncio.sleep(seconds)
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+class Runner:
+    def __init__(self, source: Source, *, interval_s: float = 1.0, checkpoints: bool = True) -> None:
+        """``checkpoints``: a replay's seeks may start from saved states (worth it when the user
+        moves about a recording; a one-off snapshot seeks once)."""
+        self.source = source
+        self.interval_s = interval_s
+        self.state = State(mode=source.mode)
+        self._subs: list[Subscriber] = []
+        source.subscribe(self._on_batch)
+        replay = source.replay
+        if replay is not None:
+            replay.on_reset(self.reset_state)
+            if checkpoints:
+                replay.on_checkpoint(self.save_state, self.restore_state)
+
+    # -- the stream ---------------------------------------------------------------------------------
+    def subscribe(self, fn: Subscriber) -> None:
+        """``fn`` gets every batch after the state has applied it."""
+        self._subs.append(fn)
+
+    def unsubscribe(self, fn: Subscriber) -> None:
+        if fn in self._subs:
+            self._subs.remove(fn)
+
+    def _on_batch(self, batch: Batch) -> None:
+        self.state.mode = self.source.mode
+        self.state.apply(batch)
+        for fn in list(self._subs):
+            fn(batch)
+
+    # -- the tick -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the source: its first batch (the /proc readers) is in the state on return."""
+        await self.source.start()
+
+    async def tick(self) -> Batch | None:
+        """One poll of the source, applied and passed on. None when the source had nothing this
+        time (a poll still running absorbs the tick; a paused replay)."""
+        return await self.source.poll()
+
+    async def settle(self, stop: asyncio.Event | None = None, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
+        """Wait until every probe is attached or has failed (or ``stop``, or the timeout)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.source.settled():
+            if (stop is not None and stop.is_set()) or time.monotonic() > deadline:
+                return False
+            await wait_or_stop(stop, 0.05)
+        return True
+
+    async def ticks(self, stop: asyncio.Event | None = None) -> AsyncIterator[int]:
+        """Tick now and then every interval on a fixed grid (a slow tick does not shift the
+        next ones), yielding the tick's number (0, 1, …) after each, until ``stop`` is set."""
+        t0 = time.monotonic()
+        n = 0
+        while stop is None or not stop.is_set():
+            await self.tick()
+            yield n
+            n += 1
+            await wait_or_stop(stop, t0 + n * self.interval_s - time.monotonic())
+
+    def pop_notices(self) -> list[tuple[str, Severity]]:
+        """(plain text, severity) of what the state asks to announce (an OOM kill), once each."""
+        return [notice for sub in self.state.subs.values() for notice in sub.pop_notices()]
+
+    async def stop(self) -> None:
+        await self.source.stop()
+
+    # -- a replay's seeks ---------------------------------------------------------------------------
+    def reset_state(self) -> None:
+        """A fresh state: a replay going back in time applies the batches again from the start."""
+        self.state = State(mode=self.source.mode)
+
+    def save_state(self) -> bytes:
+        from memtop.replay import freeze
+
+        return freeze(self.state)
+
+    def restore_state(self, saved: bytes) -> None:
+        from memtop.replay import thaw
+
+        state = thaw(saved)
+        assert isinstance(state, State)
+        self.state = state
