@@ -21,9 +21,11 @@ from memtop import __version__, files
 from memtop.bridge import Bridge
 from memtop.probes.base import Probe
 from memtop.recording import Recorder, open_recorder
-from memtop.records import Batch
+from memtop.records import Batch, Record
 from memtop.state import State
+from memtop.state.host import HostState
 from memtop.views import Options, View
+from memtop.views.header import host_text
 
 if TYPE_CHECKING:
     from memtop.replay import Limits
@@ -93,10 +95,12 @@ async def record(
         await bridge.start()
         await _settle(bridge, stop)
         statuses = list(bridge.statuses().values())
+        prelude: list[Record] = [*statuses, *([bridge.host_facts] if bridge.host_facts else [])]
         # the bridge published a first batch at start, before this recorder existed: carry its
-        # probe statuses into the recording's first batch so a replay knows every probe's fate
+        # probe statuses and host facts into the recording's first batch so a replay knows every
+        # probe's fate and the machine it ran on
         rec = open_recorder(
-            output, statuses, force=force, interval_s=interval_s, mode=bridge.mode, prelude=statuses
+            output, statuses, force=force, interval_s=interval_s, mode=bridge.mode, prelude=prelude
         )
         bridge.subscribe(rec)
         if on_start is not None:
@@ -150,7 +154,9 @@ def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, 
         out.write(line + "\n")
     else:
         stamp = time.strftime("%H:%M:%S")
-        head = f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}  {probes}\n"
+        host = host_text(state.get(HostState).facts)  # the recorded machine's, in a replay
+        where = f"  {host}" if host else ""
+        head = f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}{where}  {probes}\n"
         out.write(encodable(out, head + view.text(state, opts) + "\n"))
     out.flush()
 

@@ -21,6 +21,7 @@ from textual.widgets import Input, Static
 from memtop import fmt
 from memtop.errors import MemtopError
 from memtop.records import Lost
+from memtop.state.host import HostState
 
 if TYPE_CHECKING:
     from memtop.ui.app import MemtopApp
@@ -75,6 +76,7 @@ def toggle_recording(app: MemtopApp) -> None:
     # what the live state already knows that the recording would otherwise lack
     prelude: list[Any] = list(app.state.statuses.values())
     prelude += [Lost(p, w, n) for (p, w), n in app.state.lost.items()]
+    prelude += [f for f in (app.state.get(HostState).facts,) if f is not None]
     try:
         app.recorder = open_recorder(
             default_name(app.snapshot_dir),
