@@ -610,11 +610,24 @@ class Recording:
             out += f"; probes: {', '.join(probes['attached'])}"
         if failed:
             out += f"; could not run: {', '.join(failed)}"
+        facts = self.first_facts()
+        if facts is not None and facts.headers_kind == "standin":
+            out += f"; BPF compiled against stand-in headers {_one_line(facts.headers_version, 60)}"
+        if facts is not None and facts.bpf_error:
+            out += f"; BPF unavailable: {_one_line(facts.bpf_error, 200)}"
         if self.skipped.total:
             out += f"; skipped records: {self.skipped.describe()}"
         if self.truncated:
             out += "; cut short (salvaged)"
         return out
+
+    def first_facts(self) -> HostFacts | None:
+        """The host facts of the first sample (for a recording older than them, made from its
+        header line); None if it has none."""
+        for batch in self.batches():
+            found = [r for r in batch.records if isinstance(r, HostFacts)]
+            return found[-1] if found else None
+        return None
 
     def state_at(self, ts_ns: int, mode: str = "replay") -> Any:
         """A fresh :class:`~memtop.state.State` fed every batch up to ``ts_ns`` (inclusive)."""

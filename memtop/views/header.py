@@ -91,8 +91,10 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
     headers = headers_text(host.facts)
     if headers:
         rest.append(Segment(f"  {headers}", "dim"))
+    rest.append(Segment(f"  every {interval_s:g}s", "dim"))
+    # last, where a narrow terminal cuts first: live it is this machine; a replay's position
+    # indicator names the recorded host already
     where = host_text(host.facts)
     if where:
         rest.append(Segment(f"  {where}", "dim"))
-    rest.append(Segment(f"  every {interval_s:g}s", "dim"))
     return HeaderLine(tuple(lead), tuple(rest), banner(host.facts))
