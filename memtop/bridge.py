@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memtop import bcc_compat
 from memtop.errors import MemtopError
 from memtop.probes.base import BpfProbe, Probe, load_together
+from memtop.probes.host import collect_host_facts
 from memtop.records import Batch, ProbeStatus, Record
+from memtop.records.host import HostFacts
 from memtop.records.process import Focus
 from memtop.source import ReplayControls, Source, Subscriber
 
@@ -166,6 +168,8 @@ class Bridge:
         self._polling = False
         self._stopped = False
         self.bpf_error: MemtopError | None = None
+        #: the host facts last emitted (a recorder opened later puts them in its prelude)
+        self.host_facts: HostFacts | None = None
         self._next_trim = 0.0
         tune_heap()
         for p in self.probes:
@@ -185,10 +189,6 @@ class Bridge:
     def replay(self) -> ReplayControls | None:
         return None
 
-    def standin_headers(self) -> str | None:
-        hdr = bcc_compat.header_info()
-        return hdr.version if hdr is not None and hdr.kind == "standin" else None
-
     def settled(self) -> bool:
         with self._lock:
             return not self._queue and all(
@@ -200,6 +200,15 @@ class Bridge:
             self._status[status.probe] = status
             self._pending_status.append(status)
 
+    def _note_host(self) -> None:
+        """Emit the host facts with the next batch if they changed (the header tree is known
+        after the first compilation, BPF may turn out unavailable)."""
+        facts = collect_host_facts(self.bpf_error)
+        with self._lock:
+            if facts != self.host_facts:
+                self.host_facts = facts
+                self._pending_status.append(facts)
+
     def subscribe(self, fn: Subscriber) -> None:
         self._subs.append(fn)
 
@@ -210,6 +219,7 @@ class Bridge:
         # BPF programs follow in the background, one at a time
         for probe in [p for p in self.probes if not p.needs_bpf]:
             self._load_one(probe)
+        self._note_host()
         self.publish(self.poll_sync(force=True))
         with self._lock:
             self._queue.extend(p for p in self.probes if p.needs_bpf)
@@ -284,6 +294,7 @@ class Bridge:
         took = time.monotonic() - t0
         for p, exc in outcomes:
             self._loaded(p, exc, took)
+        self._note_host()
 
     def _may_load(self, probe: Probe) -> bool:
         if probe.needs_bpf:

@@ -21,11 +21,14 @@ from typing import IO, TYPE_CHECKING
 from memtop import __version__, files, ready
 from memtop.errors import Interrupted
 from memtop.recording import Recorder, open_recorder
+from memtop.records import Record
 from memtop.runner import Runner, wait_or_stop
 from memtop.snapshot import SnapshotRequest, options_for, render, write
 from memtop.source import Source
 from memtop.state import State
+from memtop.state.host import HostState
 from memtop.views import Options, View, get_view
+from memtop.views.header import host_text
 
 if TYPE_CHECKING:
     from memtop.replay import Limits
@@ -95,10 +98,13 @@ async def record(
     try:
         await _begin(runner, stop, None, leak_pids)
         statuses = list(source.statuses().values())
+        facts = runner.state.get(HostState).facts
+        prelude: list[Record] = [*statuses, *([facts] if facts is not None else [])]
         # the source published a first batch at start, before this recorder existed: carry its
-        # probe statuses into the recording's first batch so a replay knows every probe's fate
+        # probe statuses and host facts into the recording's first batch so a replay knows every
+        # probe's fate and the machine it ran on
         rec = open_recorder(
-            output, statuses, force=force, interval_s=interval_s, mode=source.mode, prelude=statuses
+            output, statuses, force=force, interval_s=interval_s, mode=source.mode, prelude=prelude
         )
         runner.subscribe(rec)
         if on_start is not None:
@@ -177,7 +183,9 @@ def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, 
         out.write(line + "\n")
     else:
         stamp = time.strftime("%H:%M:%S")
-        head = f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}  {probes}\n"
+        host = host_text(state.get(HostState).facts)  # the recorded machine's, in a replay
+        where = f"  {host}" if host else ""
+        head = f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}{where}  {probes}\n"
         out.write(encodable(out, head + view.text(state, opts) + "\n"))
     out.flush()
 

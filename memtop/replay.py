@@ -42,6 +42,7 @@ from typing import IO, Any
 from memtop.errors import BadRecording
 from memtop.recording import MAGIC, SCHEMA
 from memtop.records import KIND_KEY, RECORD_TYPES, RENAMED_PROBES, Batch, ProbeStatus, Record
+from memtop.records.host import HostFacts
 from memtop.records.process import Focus
 from memtop.source import Subscriber
 from memtop.text import clean
@@ -421,6 +422,9 @@ class Recording:
         #: where batch ``k * POSITION_EVERY`` starts (its line is the next read from there)
         self.positions = positions or []
         self.limits = limits or Limits()
+        #: host facts made from the header, put in front of the first batch, for a recording
+        #: whose first batch has none (made before memtop recorded them): see :meth:`load`
+        self.synthetic_facts: HostFacts | None = None
 
     # -- loading ----------------------------------------------------------------------------------
     @classmethod
@@ -436,6 +440,7 @@ class Recording:
         skipped = Skipped()
         end: dict[str, Any] | None = None
         truncated = False
+        has_facts = False
         lineno = 0
         try:
             with LineReader(p, limits) as reader:
@@ -482,6 +487,10 @@ class Recording:
                             raise _over(p, "it holds", limits.samples, "samples")
                         for r in recs:
                             _check_record(r, skipped)
+                        if not index:
+                            has_facts = any(
+                                type(r) is dict and r.get(KIND_KEY) == HostFacts.KIND for r in recs
+                            )
                         if here is not None:
                             positions.append(here)
                         index.append(ts)
@@ -507,13 +516,17 @@ class Recording:
             n = end.get("batches")
             if type(n) is int and n != len(index):
                 raise BadRecording(f"{p} is corrupt: its end line says {n} batches, it holds {len(index)}")
-        return cls(p, header, index, skipped, end, truncated, positions, limits)
+        rec = cls(p, header, index, skipped, end, truncated, positions, limits)
+        if not has_facts:
+            rec.synthetic_facts = _facts_from_header(header)
+        return rec
 
     # -- reading ----------------------------------------------------------------------------------
     def batches(self, start: int = 0) -> Iterator[Batch]:
         """Decode batches from number ``start`` on (streaming, from the nearest reading position:
         at most POSITION_EVERY lines are read to get to ``start``). A file changed since it was
-        loaded ends the iteration early rather than raising."""
+        loaded ends the iteration early rather than raising. A recording whose first batch has
+        no host facts gets them made from its header (:attr:`synthetic_facts`)."""
         if start >= len(self.index):
             return
         k = min(start // POSITION_EVERY, len(self.positions) - 1)
@@ -534,7 +547,10 @@ class Recording:
                         return
                     n += 1
                     if n >= start:
-                        yield Batch(ts_ns=ts, records=_decode(recs))
+                        records = _decode(recs)
+                        if n == 0 and self.synthetic_facts is not None:
+                            records = (self.synthetic_facts, *records)
+                        yield Batch(ts_ns=ts, records=records)
         except (EOFError, OSError, zlib.error, BadRecording, ValueError, RecursionError):
             return  # salvaged file (the index stops before the cut), or the file changed
 
@@ -591,11 +607,24 @@ class Recording:
             out += f"; probes: {', '.join(probes['attached'])}"
         if failed:
             out += f"; could not run: {', '.join(failed)}"
+        facts = self.first_facts()
+        if facts is not None and facts.headers_kind == "standin":
+            out += f"; BPF compiled against stand-in headers {_one_line(facts.headers_version, 60)}"
+        if facts is not None and facts.bpf_error:
+            out += f"; BPF unavailable: {_one_line(facts.bpf_error, 200)}"
         if self.skipped.total:
             out += f"; skipped records: {self.skipped.describe()}"
         if self.truncated:
             out += "; cut short (salvaged)"
         return out
+
+    def first_facts(self) -> HostFacts | None:
+        """The host facts of the first sample (for a recording older than them, made from its
+        header line); None if it has none."""
+        for batch in self.batches():
+            found = [r for r in batch.records if isinstance(r, HostFacts)]
+            return found[-1] if found else None
+        return None
 
     def state_at(self, ts_ns: int, mode: str = "replay") -> Any:
         """A fresh :class:`~memtop.state.State` fed every batch up to ``ts_ns`` (inclusive)."""
@@ -607,6 +636,17 @@ class Recording:
                 break
             state.apply(b)
         return state
+
+
+def _facts_from_header(header: dict[str, Any]) -> HostFacts | None:
+    """What a recording older than host-facts records knows of its machine: the header's kernel
+    release and host name (checked and printable, see _clean_header); nothing of its headers."""
+    kernel, host = header.get("kernel"), header.get("hostname")
+    if type(kernel) is not str and type(host) is not str:
+        return None
+    return HostFacts(
+        kernel_release=kernel if type(kernel) is str else "", hostname=host if type(host) is str else ""
+    )
 
 
 def _loads(raw: bytes) -> Any:
@@ -761,7 +801,6 @@ class ReplaySource:
     Without a checkpointing subscriber a seek backwards starts again from the first batch."""
 
     mode = "replay"
-    bpf_error = None
     playing: bool
 
     def __init__(
@@ -860,9 +899,6 @@ class ReplaySource:
 
     async def stop(self) -> None:
         self.close()
-
-    def standin_headers(self) -> str | None:
-        return None  # the recording's host, not this one, compiled its programs
 
     # -- intents: answered from the recording -------------------------------------------------------
     def focus(self, pid: int) -> None:

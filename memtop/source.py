@@ -81,11 +81,6 @@ class Source(Protocol):
 
     def statuses(self) -> dict[str, ProbeStatus]: ...
 
-    def standin_headers(self) -> str | None:
-        """The version of the stand-in kernel headers the BPF programs compiled against, when
-        this host has no exact ones; None otherwise."""
-        ...
-
     def begin_bpf(self) -> None:
         """Start compiling the BPF programs held back until the first frame (a no-op when none are)."""
         ...

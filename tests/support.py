@@ -694,9 +694,6 @@ class FakeSource:
     def statuses(self) -> dict[str, ProbeStatus]:
         return {}
 
-    def standin_headers(self) -> str | None:
-        return None
-
     def begin_bpf(self) -> None:
         return None
 

@@ -49,3 +49,26 @@ class VmStat(Record):
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.counters)
+
+
+@record("host_facts")
+@dataclass(frozen=True, slots=True)
+class HostFacts(Record):
+    """The machine the data comes from, so a replay shows the recorded host, not the viewer's.
+
+    Emitted by the live source at start and again whenever a fact changes (the header tree is
+    found at the first BPF compilation; BPF turns out unavailable). Text is as the system gave it,
+    made printable (a recording's strings are cleaned again when it is read)."""
+
+    kernel_release: str  # uname -r
+    hostname: str
+    #: wall-clock time of boot (ns since the epoch, from /proc/stat btime); 0 when unknown
+    boot_time_ns: int = 0
+    #: the kernel headers BPF programs compile against: "exact" | "standin" | "none" (BPF could
+    #: not find any) | "" (not known: BPF not tried yet, or a recording older than these facts)
+    headers_kind: str = ""
+    #: the headers' kernel version (for a stand-in, the Debian package's, not the running kernel)
+    headers_version: str = ""
+    #: why BPF cannot load at all, and what to do; "" while BPF is usable or not yet tried
+    bpf_error: str = ""
+    bpf_hint: str = ""

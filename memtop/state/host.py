@@ -1,12 +1,13 @@
 """Host state: the machine's own memory accounting (meminfo, PSI, vmstat), shown in the header
-and by the panes that set their figures against it."""
+and by the panes that set their figures against it, and the facts of the machine (host name,
+kernel, headers, whether BPF can run) the data comes from."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
-from memtop.records.host import MemInfo, Pressure, VmStat
+from memtop.records.host import HostFacts, MemInfo, Pressure, VmStat
 from memtop.state.base import SubState, rate
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ class HostState(SubState):
         self.vmstat_ts_ns = 0
         self.vmstat_prev_ts_ns = 0
         self.vmstat_first_ts_ns = 0
+        #: the latest facts of the machine the data comes from (a replay: the recorded one)
+        self.facts: HostFacts | None = None
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
@@ -34,6 +37,8 @@ class HostState(SubState):
                 self.meminfo = rec
             elif isinstance(rec, Pressure):
                 self.pressure = rec
+            elif isinstance(rec, HostFacts):
+                self.facts = rec
             elif isinstance(rec, VmStat):
                 self.vmstat_prev, self.vmstat_prev_ts_ns = self.vmstat, self.vmstat_ts_ns
                 self.vmstat, self.vmstat_ts_ns = rec.as_dict(), batch.ts_ns

@@ -19,13 +19,12 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from memtop import fmt, lifecycle, ready, resources, snapshot, startup_gc
+from memtop import lifecycle, ready, resources, snapshot, startup_gc
 from memtop.errors import Interrupted, MemtopError
 from memtop.runner import Runner
 from memtop.snapshot import SnapshotRequest
 from memtop.source import Source
 from memtop.state import State
-from memtop.state.host import HostState
 from memtop.ui import term_compat
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
@@ -33,6 +32,7 @@ from memtop.ui.panes.base import DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
 from memtop.views import get_view
+from memtop.views.header import header_line
 
 if TYPE_CHECKING:
     from textual.driver import Driver
@@ -345,47 +345,19 @@ class MemtopApp(RecordReplay):
         self.show_pane(event.name)
 
     def _draw_header(self) -> None:
-        sys_state = self.state.get(HostState)
+        head = header_line(self.state, paused=self.paused, interval_s=self.interval_s)
         t = Text()
-        t.append(" memtop ", style="bold reverse")
-        mode = self.state.mode
-        t.append(f" {mode} ", style="bold green" if mode == "bpf" else "bold yellow")
-        if self.paused:
-            t.append(" PAUSED ", style="bold reverse yellow")
+        for seg in head.lead:
+            t.append(seg.text, style=seg.style)
         t.append_text(self.recording_text())  # replay position / recording: first, never cut off
-        m = sys_state.meminfo
-        if m is not None:
-            t.append(
-                f"  Mem {fmt.bytes_h(m.total_bytes)} used {fmt.bytes_h(m.used_bytes)} "
-                f"free {fmt.bytes_h(m.free_bytes)} avail {fmt.bytes_h(m.available_bytes)} "
-                f"cached {fmt.bytes_h(m.cached_bytes)}"
-            )
-            t.append(
-                f"  Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}"
-            )
-        p = sys_state.pressure
-        if p is not None:
-            t.append(f"  PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}")
-        sts = self.state.statuses
-        attached = sum(1 for s in sts.values() if s.state == "attached")
-        loading = sum(1 for s in sts.values() if s.state in ("pending", "attaching"))
-        t.append(f"  probes {attached}/{len(sts)}")
-        if loading:
-            t.append(f" (attaching {loading}…)", style="yellow")
-        failed = [s for s in sts.values() if s.state == "failed"]
-        if failed:
-            t.append(f" {len(failed)} failed", style="red")
-        standin = self.source.standin_headers()
-        if standin is not None:
-            t.append(f"  headers: stand-in {standin}", style="dim")
-        t.append(f"  every {self.interval_s:g}s", style="dim")
+        for seg in head.rest:
+            t.append(seg.text, style=seg.style)
         show_text(self.main_screen.query_one("#header", Static), t)
         banner = self.main_screen.query_one("#banner", Static)
-        bpf_err = getattr(self.source, "bpf_error", None)
-        if bpf_err is not None:
-            b = Text(f" BPF unavailable: {bpf_err.message}. Showing the /proc view. ", style="bold")
-            if bpf_err.hint:
-                b.append(f"Fix: {bpf_err.hint}")
+        if head.banner:
+            b = Text()
+            for seg in head.banner:
+                b.append(seg.text, style=seg.style)
             show_text(banner, b)
             banner.remove_class("hidden")
         else:

@@ -8,6 +8,7 @@ widget's box does not depend on its content (a height in cells or fractions, a w
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,12 +33,21 @@ def span_at(spans: list[tuple[int, int, str]], x: int) -> str:
     return next((name for start, end, name in spans if start <= x < end), "")
 
 
+#: what show_text last put in each widget (so the same text is not laid out again every tick)
+_SHOWN: weakref.WeakKeyDictionary[Static, Text] = weakref.WeakKeyDictionary()
+
+
 def show_text(widget: Static, text: Text) -> None:
     """Show ``text`` in ``widget`` (a Text: traced-system strings are never markup)."""
-    if widget.__dict__.get("_memtop_text") == text:
+    if _SHOWN.get(widget) == text:
         return
-    widget.__dict__["_memtop_text"] = text
+    _SHOWN[widget] = text
     widget.update(text, layout=not _fixed_box(widget))
+
+
+def shown_text(widget: Static) -> Text | None:
+    """What show_text last put in ``widget``."""
+    return _SHOWN.get(widget)
 
 
 class KeyLine(Static):

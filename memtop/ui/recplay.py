@@ -21,6 +21,7 @@ from memtop.errors import MemtopError
 from memtop.records import Batch, Lost, Record
 from memtop.runner import Runner
 from memtop.source import ReplayControls
+from memtop.state.host import HostState
 
 REPLAY_ACTIONS = {"replay_step", "replay_jump", "replay_goto"}
 
@@ -126,6 +127,7 @@ class RecordReplay(App[int]):
         # what the live state already knows that the recording would otherwise lack
         prelude: list[Record] = list(state.statuses.values())
         prelude += [Lost(p, w, n) for (p, w), n in state.lost.items()]
+        prelude += [f for f in (state.get(HostState).facts,) if f is not None]
         try:
             self.recorder = open_recorder(
                 default_name(self.snapshot_dir),

@@ -16,6 +16,7 @@ from support import compile_c, differences, documents, kb, memcg, proc_status, s
 from memtop.recording import open_recorder
 from memtop.records.host import VmStat
 from memtop.replay import Recording, ReplaySource
+from memtop.runner import Runner
 from memtop.state import State
 
 MiB = 1 << 20
@@ -116,18 +117,12 @@ def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
     print({name: len(json.dumps(doc)) for name, doc in taken.items()})  # how much each pane compared
 
     # the same through the replay source the TUI uses (seeking back rebuilds from the start)
-    src_state = State(mode="replay")
     src = ReplaySource(recording, at_s=0)
-    src.subscribe(src_state.apply)
-
-    def reset() -> None:
-        src_state.__dict__.update(State(mode="replay").__dict__)
-
-    src.on_reset(reset)
-    asyncio.run(src.start())
+    runner = Runner(src, checkpoints=False)
+    asyncio.run(runner.start())
     src.seek_ns(recording.last_ts_ns)
     src.seek_ns(taken_ts[0])  # backwards
-    src_docs = documents(src_state, hog.pid, leak.pid)
+    src_docs = documents(runner.state, hog.pid, leak.pid)
     assert src_docs == taken, differences(src_docs, taken)[:10]
 
     # the recording carries the kernel's counters: vmstat bracketed by /proc/vmstat, and the

@@ -1,5 +1,5 @@
-"""The header line names stand-in kernel headers as the source reports them (the UI asks the
-source; it never looks at the host itself)."""
+"""The header line names stand-in kernel headers as the state's host facts say (the UI never
+looks at the host itself, nor asks the source)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,18 @@ from support import DATA
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
+from memtop.records import Batch
+from memtop.records.host import HostFacts
 from memtop.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 
 
-class StandinBridge(Bridge):
-    def standin_headers(self) -> str | None:
-        return "6.1.0-9-amd64"
-
-
-async def test_header_names_standin_headers_from_the_source(tmp_path: Path) -> None:
-    app = MemtopApp(StandinBridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]))
+async def test_header_names_standin_headers_from_the_state(tmp_path: Path) -> None:
+    app = MemtopApp(Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]))
     async with app.run_test(size=(200, 30)) as pilot:
         await pilot.pause(0.3)
+        standin = HostFacts("6.18.0-test", "h", headers_kind="standin", headers_version="6.1.0-9-amd64")
+        app.state.apply(Batch(app.state.ts_ns, (standin,)))
         app.redraw()
         await pilot.pause(0.1)
         assert "headers: stand-in 6.1.0-9-amd64" in str(app.query_one("#header").render())
@@ -30,7 +29,6 @@ async def test_header_names_standin_headers_from_the_source(tmp_path: Path) -> N
 
 async def test_replay_header_names_no_headers_of_this_host() -> None:
     source = ReplaySource(Recording.load(DATA / "recording-1.0.jsonl.gz"), at_s=0)
-    assert source.standin_headers() is None
     app = MemtopApp(source)
     async with app.run_test(size=(200, 30)) as pilot:
         await pilot.pause(0.3)

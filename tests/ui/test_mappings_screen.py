@@ -5,11 +5,12 @@ read so far; the table shows the first MAP_ROWS_SHOWN in the order asked for and
 from __future__ import annotations
 
 from support import FakeSource
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from memtop.records import Batch, ProbeStatus
 from memtop.records.process import MappingRow, Mappings, MappingTotals
 from memtop.ui.app import MemtopApp
+from memtop.ui.lines import shown_text
 from memtop.ui.screens.process import MAP_ROWS_SHOWN, ProcessScreen
 
 PID = 4242
@@ -26,7 +27,9 @@ def rows(n: int, start: int = 0, big_at: int = -1) -> tuple[MappingRow, ...]:
 
 
 def text(screen: ProcessScreen, sel: str) -> str:
-    return str(screen.query_one(sel).__dict__.get("_memtop_text") or "")
+    widget = screen.query_one(sel)
+    assert isinstance(widget, Static)
+    return str(shown_text(widget) or "")
 
 
 def table_starts(screen: ProcessScreen) -> list[int]:

@@ -65,6 +65,7 @@ WHERE: dict[str, list[type]] = {
 #: memtop's own classes with bindings: each of their keys must be in the table
 OWN: list[type] = [
     MemtopApp,
+    recplay.RecordReplay,
     HelpScreen,
     recplay.GotoScreen,
     ProcessScreen,

@@ -13,25 +13,13 @@ from typing import Any
 import pytest
 
 from memtop.errors import MemtopError
-from memtop.replay import Recording, ReplaySource, freeze, pack, thaw
+from memtop.replay import Recording, ReplaySource, freeze, pack
+from memtop.runner import Runner
 from memtop.state import State
 from memtop.views import Options, views
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PRESSURE = DATA / "pressure.jsonl.gz"  # every probe, 40 samples under memory pressure
-
-
-class Holder:
-    """What MemtopApp does with a replay: one state, reset or restored in place."""
-
-    def __init__(self, src: ReplaySource, checkpoints: bool = True) -> None:
-        self.state = State(mode="replay")
-        src.subscribe(self.state.apply)
-        src.on_reset(lambda: self.state.__dict__.update(State(mode="replay").__dict__))
-        if checkpoints:
-            src.on_checkpoint(
-                lambda: freeze(self.state), lambda b: self.state.__dict__.update(thaw(b).__dict__)
-            )
 
 
 def documents(state: State, pids: list[int]) -> dict[str, Any]:
@@ -66,7 +54,7 @@ def straight(rec: Recording) -> list[dict[str, Any]]:
 def test_seek_gives_the_state_of_a_straight_replay(rec: Recording, straight: list[dict[str, Any]]) -> None:
     every = 4
     src = ReplaySource(rec, playing=False, checkpoint_every=every)
-    holder = Holder(src)
+    holder = Runner(src)
     pids = list(rec.header["workloads"].values())
     src.seek_ns(rec.last_ts_ns)  # played through once: the checkpoints exist
     assert sorted(src.checkpoints) == list(range(every, len(rec.index) + 1, every))
@@ -87,7 +75,7 @@ def test_without_checkpoints_a_seek_back_replays_from_the_start(
     rec: Recording, straight: list[dict[str, Any]]
 ) -> None:
     src = ReplaySource(rec, playing=False)
-    holder = Holder(src, checkpoints=False)
+    holder = Runner(src, checkpoints=False)
     pids = list(rec.header["workloads"].values())
     src.seek_ns(rec.last_ts_ns)
     src.seek_ns(rec.index[30])
@@ -98,7 +86,7 @@ def test_without_checkpoints_a_seek_back_replays_from_the_start(
 def test_checkpoints_stay_within_their_budget(rec: Recording, straight: list[dict[str, Any]]) -> None:
     one = len(pack(freeze(rec.state_at(rec.last_ts_ns))))  # the biggest checkpoint, compressed
     src = ReplaySource(rec, playing=False, checkpoint_every=2, budget_bytes=3 * one)
-    holder = Holder(src)
+    holder = Runner(src)
     src.seek_ns(rec.last_ts_ns)
     for k in list(src.checkpoints):
         if k in src.checkpoints:  # (waiting for one may thin out others)
@@ -115,7 +103,7 @@ def test_checkpoints_stay_within_their_budget(rec: Recording, straight: list[dic
 
 def test_a_seek_forwards_skips_to_a_checkpoint(rec: Recording) -> None:
     src = ReplaySource(rec, playing=False, checkpoint_every=8)
-    Holder(src)
+    Runner(src)
     src.seek_ns(rec.last_ts_ns)
     src.seek_ns(rec.first_ts_ns)
     src.seek_ns(rec.index[35])  # from batch 1 to 36: restore the checkpoint at 32, apply 4

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -15,6 +17,7 @@ from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import ColumnKey
 
 from memtop.state import State
+from memtop.ui.table import FastTable
 from memtop.views import Column, Options, View, get_view
 
 
@@ -98,6 +101,19 @@ class Pane(Vertical):
         return parts
 
 
+@dataclass
+class TableMemo:
+    """What fill_table last put in a table: each row's cells as plain strings, the row dict they
+    came from, and the order of the keys (fill_table is a table's only writer)."""
+
+    shown: dict[str, list[str]] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+
+
+_MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
+
+
 def fill_table(
     table: DataTable[Any],
     columns: tuple[Column, ...],
@@ -122,8 +138,10 @@ def fill_table(
     # what each row shows now, as plain strings: cells that did not change are not touched (with
     # 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row dict that
     # is the very object shown last time (views reuse unchanged rows) is not even re-formatted
-    shown: dict[str, list[str]] = table.__dict__.setdefault("_memtop_shown", {})
-    shown_rows: dict[str, dict[str, Any]] = table.__dict__.setdefault("_memtop_rows", {})
+    memo = _MEMOS.get(table)
+    if memo is None:
+        memo = _MEMOS[table] = TableMemo()
+    shown, shown_rows = memo.shown, memo.rows
     ncols = len(columns)
 
     def cells_for(row: dict[str, Any], k: str) -> list[str]:
@@ -148,7 +166,7 @@ def fill_table(
         new_keys.append(k if n == 0 else f"{k}#{n}")
     # the order this function left the table in (it is the table's only writer); read it back
     # from the table only when something else changed it (building 1,000 keys costs a tick)
-    old_keys: list[str] = table.__dict__.get("_memtop_keys") or []
+    old_keys = memo.keys
     if len(old_keys) != table.row_count:
         old_keys = [str(r.key.value) for r in table.ordered_rows]
     col_keys = [c.key for c in columns] + list(extra or {})
@@ -197,13 +215,12 @@ def fill_table(
             plain = cells_for(r, k)
             items.append((k, [as_text(i, v) for i, v in enumerate(plain)]))
             shown[k] = plain
-        add_keyed_rows = getattr(table, "add_keyed_rows", None)  # FastTable: all at once
-        if callable(add_keyed_rows):
-            add_keyed_rows(items)
+        if isinstance(table, FastTable):  # all at once
+            table.add_keyed_rows(items)
         else:
             for k, cells in items:
                 table.add_row(*cells, key=k)
-    table.__dict__["_memtop_keys"] = new_keys
+    memo.keys = new_keys
     if selected is not None and selected in new_set:
         index = new_keys.index(selected)
         if index != table.cursor_row:
@@ -214,9 +231,8 @@ def _reorder(table: DataTable[Any], keys: list[str]) -> None:
     """Put the rows of ``table`` in the order of ``keys``: FastTable sets the order directly; a
     DataTable sorts, its key function seeing only a row's cells, so rows are told apart by the
     identity of their first cell."""
-    order_rows = getattr(table, "order_rows", None)
-    if callable(order_rows):
-        order_rows(keys)
+    if isinstance(table, FastTable):
+        table.order_rows(keys)
         return
     where = {id(table.get_row(k)[0]): i for i, k in enumerate(keys)}
     table.sort(key=lambda cells: where.get(id(cells[0]), len(where)))

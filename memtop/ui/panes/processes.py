@@ -46,6 +46,11 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False),
     ]
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: RSS sparklines drawn lately, by the window of values they draw
+        self._sparks: dict[tuple[int, ...], str] = {}
+
     def compose(self) -> ComposeResult:
         yield StatusLine(id="processes-status", classes="pane-status")
         yield FastTable(id="processes-table", cursor_type="row", zebra_stripes=True)
@@ -66,7 +71,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             status.append(self.opts.filter, style="bold")
         show_text(self.query_one("#processes-status", StatusLine), status)
 
-        sparks: dict[tuple[int, ...], str] = self.__dict__.setdefault("_sparks", {})
+        sparks = self._sparks
         if len(sparks) > 4096:
             sparks.clear()
 

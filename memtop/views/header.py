@@ -1,0 +1,100 @@
+"""The header line and the BPF banner, as data: text segments with a style name each, from the
+state only (a replay shows the recorded machine's facts, never the viewer's). The TUI draws the
+segments (memtop/ui/app.py); ``--batch`` puts :func:`host_text` in its head line.
+
+Style names are Rich style strings ("bold green"); nothing here imports Rich or Textual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtop import fmt
+from memtop.records.host import HostFacts
+from memtop.state import State
+from memtop.state.host import HostState
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    text: str
+    style: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderLine:
+    """``lead`` goes first; the UI puts its recording / replay indicator between the two, so it
+    is never cut off on a narrow terminal; ``rest`` follows. ``banner`` is empty when BPF can run
+    (or has not been tried), else why it cannot and what to do."""
+
+    lead: tuple[Segment, ...]
+    rest: tuple[Segment, ...]
+    banner: tuple[Segment, ...]
+
+
+def host_text(facts: HostFacts | None) -> str:
+    """``host NAME (KERNEL)``, or "" before the facts are known."""
+    if facts is None:
+        return ""
+    return f"host {facts.hostname or '?'} ({facts.kernel_release or '?'})"
+
+
+def headers_text(facts: HostFacts | None) -> str:
+    """What the header line says of the kernel headers: only a stand-in is worth a mention."""
+    if facts is None or facts.headers_kind != "standin":
+        return ""
+    return f"headers: stand-in {facts.headers_version}"
+
+
+def banner(facts: HostFacts | None) -> tuple[Segment, ...]:
+    if facts is None or not facts.bpf_error:
+        return ()
+    out = [Segment(f" BPF unavailable: {facts.bpf_error}. Showing the /proc view. ", "bold")]
+    if facts.bpf_hint:
+        out.append(Segment(f"Fix: {facts.bpf_hint}", "bold"))
+    return tuple(out)
+
+
+def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) -> HeaderLine:
+    host = state.get(HostState)
+    mode = state.mode
+    lead = [
+        Segment(" memtop ", "bold reverse"),
+        Segment(f" {mode} ", "bold green" if mode == "bpf" else "bold yellow"),
+    ]
+    if paused:
+        lead.append(Segment(" PAUSED ", "bold reverse yellow"))
+    rest: list[Segment] = []
+    m = host.meminfo
+    if m is not None:
+        rest.append(
+            Segment(
+                f"  Mem {fmt.bytes_h(m.total_bytes)} used {fmt.bytes_h(m.used_bytes)} "
+                f"free {fmt.bytes_h(m.free_bytes)} avail {fmt.bytes_h(m.available_bytes)} "
+                f"cached {fmt.bytes_h(m.cached_bytes)}"
+            )
+        )
+        swap_used = m.swap_total_bytes - m.swap_free_bytes
+        rest.append(Segment(f"  Swap {fmt.bytes_h(swap_used)}/{fmt.bytes_h(m.swap_total_bytes)}"))
+    p = host.pressure
+    if p is not None:
+        rest.append(Segment(f"  PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}"))
+    sts = state.statuses
+    attached = sum(1 for s in sts.values() if s.state == "attached")
+    loading = sum(1 for s in sts.values() if s.state in ("pending", "attaching"))
+    rest.append(Segment(f"  probes {attached}/{len(sts)}"))
+    if loading:
+        rest.append(Segment(f" (attaching {loading}…)", "yellow"))
+    failed = sum(1 for s in sts.values() if s.state == "failed")
+    if failed:
+        rest.append(Segment(f" {failed} failed", "red"))
+    headers = headers_text(host.facts)
+    if headers:
+        rest.append(Segment(f"  {headers}", "dim"))
+    rest.append(Segment(f"  every {interval_s:g}s", "dim"))
+    # last, where a narrow terminal cuts first: live it is this machine; a replay's position
+    # indicator names the recorded host already
+    where = host_text(host.facts)
+    if where:
+        rest.append(Segment(f"  {where}", "dim"))
+    return HeaderLine(tuple(lead), tuple(rest), banner(host.facts))
