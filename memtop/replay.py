@@ -1066,9 +1066,6 @@ class ReplaySource:
         wall = self.recording.wall_time(self.pos_ns)
         if wall is not None:
             text += time.strftime("  %Y-%m-%d %H:%M:%S", time.localtime(wall))
-        host = self.recording.header.get("hostname")
-        if isinstance(host, str) and host:
-            text += f" on {host}"
         return text
 
 

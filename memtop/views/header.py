@@ -65,6 +65,9 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
     if paused:
         lead.append(Segment(" PAUSED ", "bold reverse yellow"))
     rest: list[Segment] = []
+    where = host_text(host.facts)
+    if where and mode == "replay":  # whose figures these are: next to the replay's position
+        rest.append(Segment(f" {where}", "cyan"))
     m = host.meminfo
     if m is not None:
         rest.append(
@@ -92,9 +95,7 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
     if headers:
         rest.append(Segment(f"  {headers}", "dim"))
     rest.append(Segment(f"  every {interval_s:g}s", "dim"))
-    # last, where a narrow terminal cuts first: live it is this machine; a replay's position
-    # indicator names the recorded host already
-    where = host_text(host.facts)
-    if where:
+    # live it is this machine: last, where a narrow terminal cuts first
+    if where and mode != "replay":
         rest.append(Segment(f"  {where}", "dim"))
     return HeaderLine(tuple(lead), tuple(rest), banner(host.facts))
