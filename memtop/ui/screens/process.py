@@ -63,7 +63,6 @@ TAB_LABELS = {
     "growth": "Heap growth",
     "mappings": "Mappings",
 }
-PROBES = ("faultstack", "growth", "smaps")
 TREE_TOP = 100
 #: mapping rows put in the table (the rest are counted in its title; snapshots have them all)
 MAP_ROWS_SHOWN = 1000
@@ -299,7 +298,7 @@ class ProcessScreen(Screen[None]):
 
     def _status_text(self, state: State) -> Text:
         parts = Text()
-        for name in PROBES:
+        for name in self.view.own_probes:
             st = state.probe_state(name)
             if st is None or name not in self._added and st.state != "attached":
                 continue
