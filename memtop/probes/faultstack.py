@@ -103,6 +103,7 @@ def list_tids(pid: int, proc_root: str = "/proc") -> list[int] | None:
 
 class FaultStackProbe(BpfProbe):
     name = "faultstack"
+    on_demand = True
     program = "faultstack"
     features = ("perf_events",)
     # mapping removals (so a reused address is never charged to the wrong file)
@@ -113,7 +114,6 @@ class FaultStackProbe(BpfProbe):
         "syscalls:sys_enter_mmap",
         "syscalls:sys_exit_mmap",
     )
-    panes = ("process",)
     cadence_s = 1.0
 
     def __init__(self, pid: int, proc_root: str = "/proc") -> None:

@@ -59,6 +59,7 @@ def current_brk(pid: int, proc_root: str = "/proc") -> int | None:
 
 class GrowthProbe(BpfProbe):
     name = "growth"
+    on_demand = True
     program = "growth"
     tracepoints = (
         "syscalls:sys_enter_brk",
@@ -67,7 +68,6 @@ class GrowthProbe(BpfProbe):
         "syscalls:sys_exit_mmap",
         "syscalls:sys_enter_munmap",
     )
-    panes = ("process",)
     cadence_s = 1.0
 
     def __init__(self, pid: int = 0, proc_root: str = "/proc") -> None:

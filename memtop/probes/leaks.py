@@ -210,8 +210,8 @@ def _age_bucket(age_ns: int) -> int:
 
 class LeaksProbe(BpfProbe):
     name = "leaks"
+    on_demand = True
     program = "leaks"
-    panes = ("leaks",)
     features = ("uprobes",)
     cadence_s = 1.0
 
