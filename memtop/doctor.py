@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from memtop import bcc_compat, headers, tracefs
-from memtop.probes.registry import all_probe_classes
+from memtop.probes.base import Probe
+from memtop.probes.registry import PROBES, all_probe_classes
+from memtop.views import panes_of_probes
 
 
 @dataclass
@@ -118,14 +120,17 @@ def run_checks() -> list[Check]:
             "" if pe else "kernel built without CONFIG_PERF_EVENTS",
         )
     )
-    # one line per tracepoint, naming every probe (and so pane) that needs it
+    # one line per tracepoint, naming every probe (and so pane) that needs it; which panes a probe
+    # feeds is what the views declare (View.probes)
+    classes = all_probe_classes()
+    fed = panes_of_probes()
     need: dict[str, list[str]] = {}
     optional: dict[str, list[str]] = {}
     panes_of: dict[str, set[str]] = {}
-    for cls in all_probe_classes():
+    for cls in classes:
         for tp in cls.tracepoints:
             need.setdefault(tp, []).append(cls.name)
-            panes_of.setdefault(tp, set()).update(cls.panes)
+            panes_of.setdefault(tp, set()).update(fed.get(cls.name, ()))
         for tp in cls.optional_tracepoints:
             optional.setdefault(tp, []).append(cls.name)
     for tp, who in list(need.items()) + [(t, w) for t, w in optional.items() if t not in need]:
@@ -159,6 +164,7 @@ def run_checks() -> list[Check]:
                 required,
             )
         )
+    checks += probe_checks(classes, fed, tr is not None, {"uprobes": up, "perf_events": pe}, priv)
     # look only: doctor creates, repairs and deletes nothing (the tree is built by the first start)
     info = headers.find_headers(build=False)
     checks.append(
@@ -217,6 +223,30 @@ def run_checks() -> list[Check]:
         )
     )
     return checks
+
+
+def probe_checks(
+    classes: list[type[Probe]],
+    fed: dict[str, tuple[str, ...]],
+    tracefs_readable: bool,
+    features: dict[str, bool],
+    priv: bool,
+) -> list[Check]:
+    """A line per probe: the panes it feeds (as the views say) and whether what it needs is here.
+    Not required: the line of what it lacks (a tracepoint, uprobes) is the failing one."""
+    out = []
+    for cls in classes:
+        lacks = [f for f in cls.features if not features.get(f, True)]
+        if cls.needs_bpf and not priv:
+            lacks.insert(0, "privileges")
+        if tracefs_readable:
+            lacks += [tp for tp in cls.tracepoints if not tracefs.tracepoint_exists(tp)]
+        panes = ", ".join(fed.get(cls.name, ())) or "no pane"
+        when = PROBES[cls.name][1]
+        detail = f"feeds {panes} ({when}{', BPF' if cls.needs_bpf else ', no BPF'})"
+        hint = f"lacks {', '.join(lacks)}: see the lines above" if lacks else ""
+        out.append(Check(f"probe {cls.name}", not lacks, detail, hint, required=False))
+    return out
 
 
 def report(as_json: bool = False) -> tuple[str, int]:

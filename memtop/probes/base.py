@@ -12,7 +12,8 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from memtop import resources, tracefs
 from memtop.errors import ProbeError
@@ -32,12 +33,16 @@ class Probe(ABC):
     optional_tracepoints: ClassVar[tuple[str, ...]] = ()
     #: True when it needs BPF (False for /proc readers)
     needs_bpf: ClassVar[bool] = True
-    #: which panes it feeds (for doctor and the panes' status lines)
-    panes: ClassVar[tuple[str, ...]] = ()
     #: other kernel features: "perf_events", "uprobes"
     features: ClassVar[tuple[str, ...]] = ()
     #: seconds between polls
     cadence_s: ClassVar[float] = 1.0
+
+    @classmethod
+    def at_start(cls, proc_root: str | Path) -> Self:
+        """The instance memtop attaches at start (a default probe); ``proc_root`` is where it
+        reads /proc, for the probes that read it."""
+        return cls()
 
     def missing_tracepoints(self) -> list[str]:
         return [tp for tp in self.tracepoints if not tracefs.tracepoint_exists(tp)]

@@ -113,7 +113,6 @@ class FaultStackProbe(BpfProbe):
         "syscalls:sys_enter_mmap",
         "syscalls:sys_exit_mmap",
     )
-    panes = ("process",)
     cadence_s = 1.0
 
     def __init__(self, pid: int, proc_root: str = "/proc") -> None:

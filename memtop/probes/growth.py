@@ -67,7 +67,6 @@ class GrowthProbe(BpfProbe):
         "syscalls:sys_exit_mmap",
         "syscalls:sys_enter_munmap",
     )
-    panes = ("process",)
     cadence_s = 1.0
 
     def __init__(self, pid: int = 0, proc_root: str = "/proc") -> None:

@@ -211,7 +211,6 @@ def _age_bucket(age_ns: int) -> int:
 class LeaksProbe(BpfProbe):
     name = "leaks"
     program = "leaks"
-    panes = ("leaks",)
     features = ("uprobes",)
     cadence_s = 1.0
 

@@ -113,7 +113,6 @@ class OomProbe(BpfProbe):
     shares_unit = True
     tracepoints = ("oom:mark_victim",)
     optional_tracepoints = ("vmscan:mm_vmscan_memcg_reclaim_begin", "vmscan:mm_vmscan_direct_reclaim_begin")
-    panes = ("oom",)
     cadence_s = 0.5
 
     def __init__(self, max_tids: int = 16384, ringbuf_pages: int = 8, kmsg: str = "/dev/kmsg") -> None:

@@ -24,6 +24,7 @@ import pwd
 import re
 import resource
 from pathlib import Path
+from typing import Self
 
 from memtop.probes.base import Probe
 from memtop.records import Record
@@ -94,7 +95,10 @@ def parse_stat(text: str) -> tuple[str, list[str]]:
 class ProcfsProbe(Probe):
     name = "procfs"
     needs_bpf = False
-    panes = ("processes",)
+
+    @classmethod
+    def at_start(cls, proc_root: str | Path) -> Self:
+        return cls(proc_root)
 
     def __init__(
         self, proc_root: str | Path = "/proc", quiet_every: int | None = None, keep_open: bool | None = None

@@ -28,7 +28,6 @@ class ProcmemProbe(BpfProbe):
     program = "procmem"
     shares_unit = True
     tracepoints = ("sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit")
-    panes = ("processes",)
 
     def __init__(self, max_pids: int = 16384, ringbuf_pages: int = 64) -> None:
         super().__init__()

@@ -75,7 +75,6 @@ class _Scan:
 class SmapsProbe(Probe):
     name = "smaps"
     needs_bpf = False
-    panes = ("process",)
     cadence_s = 0.5  # every tick: the first read's rows reach the table as they come
 
     def __init__(self, pid: int = 0, proc_root: str = "/proc") -> None:

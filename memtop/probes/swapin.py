@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 from pathlib import Path
+from typing import Self
 
 from memtop import bcc_compat
 from memtop.errors import ProbeError
@@ -181,7 +182,6 @@ class SwapinProbe(BpfProbe):
     shares_unit = True
     tracepoints = ("sched:sched_switch",)
     features = ("perf_events",)
-    panes = ("swapin",)
 
     def __init__(self, max_pids: int = 16384, max_tids: int = 16384, max_depth: int = 48) -> None:
         super().__init__()
@@ -338,8 +338,11 @@ class SwapinfoProbe(Probe):
 
     name = "swapinfo"
     needs_bpf = False
-    panes = ("swapin",)
     cadence_s = 2.0
+
+    @classmethod
+    def at_start(cls, proc_root: str | Path) -> Self:
+        return cls(proc_root)
 
     def __init__(self, proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> None:
         self.proc = Path(proc_root)

@@ -96,7 +96,6 @@ class VmscanProbe(BpfProbe):
         "compaction:mm_compaction_end",
         "compaction:mm_compaction_kcompactd_wake",
     )
-    panes = ("vmscan", "reclaim")
 
     def __init__(
         self,

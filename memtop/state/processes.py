@@ -21,6 +21,9 @@ EXITED_LEN = 200
 GONE_GRACE_NS = 120 * 1_000_000_000
 
 
+I64_MAX = (1 << 63) - 1
+
+
 @dataclass(slots=True)
 class HistoryPoint:
     ts_ns: int
@@ -49,8 +52,12 @@ class History:
         self._held_ts = 0  # newest tick whose values equal the last stored point's (0: none)
 
     def _store(self, ts: int, values: tuple[int, ...]) -> None:
-        self._data.append(ts)
-        self._data.extend(values)
+        try:
+            self._data.append(ts)
+            self._data.extend(values)
+        except OverflowError:  # beyond int64 (a recording may hold any uint64): kept at the top
+            del self._data[len(self._data) - len(self._data) % self.FIELDS :]
+            self._data.extend(max(-I64_MAX - 1, min(v, I64_MAX)) for v in (ts, *values))
         n = self.FIELDS
         extra = len(self._data) // n - self.cap
         if extra >= max(1, self.cap // 8):  # drop old points in chunks (amortised O(1))

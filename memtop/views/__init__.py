@@ -9,6 +9,7 @@ themselves by subclassing :class:`View`; every submodule of this package is impo
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from collections.abc import Callable
@@ -109,6 +110,13 @@ class View:
         taken headless waits a little for it); most views show whatever is there."""
         return True
 
+    @functools.cached_property
+    def own_probes(self) -> tuple[str, ...]:
+        """Those of its probes that feed no other pane (the drill-in's: what it attaches for its
+        target); the others' statuses are on the panes they also feed."""
+        fed = panes_of_probes()
+        return tuple(p for p in self.probes if fed.get(p) == (self.name,))
+
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -157,6 +165,16 @@ def _load() -> None:
 def views() -> dict[str, type[View]]:
     _load()
     return dict(sorted(View.registry.items(), key=lambda kv: kv[1].order))
+
+
+def panes_of_probes() -> dict[str, tuple[str, ...]]:
+    """Probe name -> the panes (views) it feeds, in the panes' order: what the views' ``probes``
+    declare, turned around (for doctor)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, view in views().items():
+        for probe in view.probes:
+            out[probe] = out.get(probe, ()) + (name,)
+    return out
 
 
 def get_view(name: str) -> View:

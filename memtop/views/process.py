@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 from memtop import fmt
 from memtop.errors import MemtopError
@@ -20,14 +20,6 @@ from memtop.state.processes import ProcessesState
 from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes
 
 SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings")
-#: the probe each section's figures come from
-SECTION_PROBES = {
-    "history": "procfs",
-    "fault_stacks": "faultstack",
-    "fault_files": "faultstack",
-    "growth": "growth",
-    "mappings": "smaps",
-}
 SECTION_TITLES = {
     "history": "RSS and faults over time",
     "fault_stacks": "Page faults by user stack",
@@ -330,7 +322,15 @@ class ProcessView(View):
     title = "Process"
     order = 15
     columns = SECTION_COLUMNS["fault_stacks"]
-    probes = ("procfs", "faultstack", "growth", "smaps")
+    #: the probe each section's figures come from: the declaration of what feeds this pane
+    section_probes: ClassVar[dict[str, str]] = {
+        "history": "procfs",
+        "fault_stacks": "faultstack",
+        "fault_files": "faultstack",
+        "growth": "growth",
+        "mappings": "smaps",
+    }
+    probes = tuple(dict.fromkeys(section_probes.values()))
     sections = SECTIONS
 
     def default_options(self) -> Options:
@@ -355,7 +355,7 @@ class ProcessView(View):
         pid = opts.pid
         pstate = state.get(ProcessState)
         row = _row(state, pid)
-        probe = SECTION_PROBES[section]
+        probe = self.section_probes[section]
         measured = measuring(state, probe)
         doc: dict[str, Any] = {
             "pane": self.name,
@@ -397,9 +397,7 @@ class ProcessView(View):
             doc["read_at_ns"] = t.mappings_ts_ns if t is not None else 0
             doc["totals_read_at_ns"] = t.mapping_totals_ts_ns if t is not None else 0
         doc["measured"] = measured
-        doc["lost"] = {
-            f"{p}:{w}": n for (p, w), n in state.lost.items() if p in ("faultstack", "growth") and n
-        }
+        doc["lost"] = {f"{p}:{w}": n for (p, w), n in state.lost.items() if p in self.probes and n}
         doc["rows"] = rows
         return doc
 

@@ -19,11 +19,14 @@ import pytest
 from support import compile_c, memtop_cmd
 
 from memtop import headers, resources
+from memtop.probes.base import BpfProbe
+from memtop.probes.registry import all_probe_classes, on_demand
 
 pytestmark = pytest.mark.bpf
 
 PLANTED = "#error planted\n"
-DEFAULT_BPF = {"procmem", "vmscan", "swapin", "oom"}
+#: the BPF probes memtop attaches at start (memtop/probes/registry.py)
+DEFAULT_BPF = {c.name for c in all_probe_classes() if issubclass(c, BpfProbe) and not on_demand(c.name)}
 ON_DEMAND = {"faultstack", "growth", "leaks"}
 #: BCC's own virtual headers (it -includes helpers.h, which includes the kernel's)
 BCC_VIRTUAL = ["bcc/helpers.h", "bcc/proto.h", "bcc/bpf.h", "bcc/bpf_workaround.h"]

@@ -13,10 +13,13 @@ import pytest
 from support import memtop_cmd
 
 from memtop import headers
+from memtop.probes.base import BpfProbe
+from memtop.probes.registry import all_probe_classes, on_demand
 
 pytestmark = pytest.mark.bpf
 
-DEFAULT_BPF = {"procmem", "vmscan", "swapin", "oom"}
+#: the BPF probes memtop attaches at start (memtop/probes/registry.py)
+DEFAULT_BPF = {c.name for c in all_probe_classes() if issubclass(c, BpfProbe) and not on_demand(c.name)}
 
 
 def test_concurrent_first_starts_on_a_fresh_cache_all_attach(tmp_path: Path) -> None:

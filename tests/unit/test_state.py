@@ -98,3 +98,20 @@ def test_unchanged_sample_shortcut_keeps_what_the_full_path_would() -> None:
         assert len(set(window)) == 1  # spark_same newest values are equal
         if a.spark_same < len(a.spark):
             assert a.spark[-a.spark_same - 1] != a.spark[-1]
+
+
+def test_a_counter_beyond_int64_is_kept_at_the_top_not_a_crash() -> None:
+    """A recording may hold any uint64 (the decoder accepts the kernel's range); the history's
+    int64 store keeps such a value at its top instead of raising (found by the recording fuzz)."""
+    from memtop.records import Batch
+    from memtop.records.processes import ProcSample
+    from memtop.state import State
+    from memtop.state.processes import I64_MAX, ProcessesState
+
+    state = State()
+    for ts in (10**9, 2 * 10**9):
+        state.apply(Batch(ts, (ProcSample(7, "big", "u", 0, 4096, 0, 0, 1 << 63, 0, 0),)))
+    row = state.get(ProcessesState).rows[7]
+    assert row.sample.swap_bytes == 1 << 63
+    assert row.ts_ns == 2 * 10**9 and len(row.history) >= 1  # both samples applied
+    assert I64_MAX in row.history._data  # stored at the top of its range

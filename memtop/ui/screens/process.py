@@ -61,7 +61,6 @@ TAB_LABELS = {
     "growth": "Heap growth",
     "mappings": "Mappings",
 }
-PROBES = ("faultstack", "growth", "smaps")
 TREE_TOP = 100
 #: mapping rows put in the table (the rest are counted in its title; snapshots have them all)
 MAP_ROWS_SHOWN = 1000
@@ -254,7 +253,7 @@ class ProcessScreen(DrillScreen):
 
     def _status_text(self, state: State) -> Text:
         parts = Text()
-        for name in PROBES:
+        for name in self.view.own_probes:
             st = state.probe_state(name)
             if st is None or st.state == "detached":
                 continue
