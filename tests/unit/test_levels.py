@@ -1,0 +1,24 @@
+"""Levels: one table of thresholds, coloured by the UI, by weight alone under NO_COLOR."""
+
+from __future__ import annotations
+
+import pytest
+
+from memtop.ui.levels import style
+from memtop.views.levels import THRESHOLDS, level
+
+
+def test_bounds_take_their_level_and_unmeasured_is_not_trouble() -> None:
+    warn, bad = THRESHOLDS["psi_some_avg10"]
+    assert level("psi_some_avg10", warn - 0.01) == ""
+    assert level("psi_some_avg10", warn) == "warn"
+    assert level("psi_some_avg10", bad) == "bad"
+    assert level("psi_some_avg10", None) == ""
+    assert all(w < b for w, b in THRESHOLDS.values())
+
+
+def test_no_color_shows_levels_by_weight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert "red" in style("bad") and style("warn") == "yellow"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert style("bad") == "bold" and style("warn") == "" and "red" not in style("bad")
