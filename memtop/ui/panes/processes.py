@@ -16,20 +16,9 @@ from memtop.state.processes import ProcessesState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views import Column
-from memtop.views.processes import SORT_KEYS
+from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS
 
 SPARK_WIDTH = 12
-
-EXITED_COLUMNS = (
-    Column("pid", "PID"),
-    Column("comm", "COMMAND", numeric=False),
-    Column("lifetime_ns", "LIFETIME", fmt.ns_h),
-    Column("rss_bytes", "LAST RSS", fmt.bytes_h),
-    Column("swap_bytes", "LAST SWAP", fmt.bytes_h),
-    Column("minor_faults", "MINFLT", fmt.count_h),
-    Column("major_faults", "MAJFLT", fmt.count_h),
-)
 
 
 class ProcessesPane(FilterablePane, SortableTablePane):
