@@ -239,13 +239,6 @@ def read_rollup(pid: int, proc_root: str | Path = "/proc") -> Rollup | None:
         return None
 
 
-def read_smaps(pid: int, proc_root: str | Path = "/proc") -> list[MappingRow] | None:
-    try:
-        return parse_smaps((Path(proc_root) / str(pid) / "smaps").read_text())
-    except (OSError, ProcessLookupError):
-        return None
-
-
 def is_alive(pid: int, proc_root: str | Path = "/proc") -> bool:
     """True while ``pid`` runs (a zombie has no memory left and counts as gone)."""
     try:

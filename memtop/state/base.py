@@ -38,11 +38,6 @@ class Ring(deque[tuple[int, float]]):
         return (type(self), (self.maxlen,), None, iter(self))
 
 
-def log2_bucket(value: int) -> int:
-    """Index of the power-of-two bucket holding ``value`` (0 for 0 and 1)."""
-    return max(0, int(value).bit_length() - 1) if value > 0 else 0
-
-
 def log2_le(index: int) -> int:
     """Upper bound (inclusive) of log2 bucket ``index``: values in [2**i, 2**(i+1) - 1]."""
     return (1 << (index + 1)) - 1

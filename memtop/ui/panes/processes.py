@@ -86,16 +86,6 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
 
-    def selected_pid(self) -> int | None:
-        table = self.query_one("#processes-table", DataTable)
-        if not table.row_count:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001
-            return None
-        return int(key) if key is not None else None
-
     # -- actions ----------------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#processes-table")
     def _row(self, event: DataTable.RowSelected) -> None:
