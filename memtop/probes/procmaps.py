@@ -95,11 +95,13 @@ def parse_smaps(text: str) -> list[MappingRow]:
     """One row per mapping: (start, end, size, rss, pss, dirty, swap, mode, name); sizes in bytes.
     dirty = Shared_Dirty + Private_Dirty (as pmap -x)."""
     rows: list[MappingRow] = []
-    cur: list[int | str] | None = None
+    nums: list[int] | None = None  # the current entry's start, end, size, rss, pss, dirty, swap
+    mode = name = ""
 
     def flush() -> None:
-        if cur is not None:
-            rows.append(tuple(cur))  # type: ignore[arg-type]
+        if nums is not None:
+            start, end, size, rss, pss, dirty, swap = nums
+            rows.append((start, end, size, rss, pss, dirty, swap, mode, name))
 
     for line in text.splitlines():
         first = line.split(None, 1)[0] if line else ""
@@ -107,10 +109,11 @@ def parse_smaps(text: str) -> list[MappingRow]:
             flush()
             parts = line.split(None, 5)
             lo, _, hi = parts[0].partition("-")
+            mode = parts[1]
             name = clean(parts[5].strip()) if len(parts) > 5 else ""
-            cur = [int(lo, 16), int(hi, 16), 0, 0, 0, 0, 0, parts[1], name]
+            nums = [int(lo, 16), int(hi, 16), 0, 0, 0, 0, 0]
             continue
-        if cur is None or not first.endswith(":"):
+        if nums is None or not first.endswith(":"):
             continue
         key = first[:-1]
         if key in _SMAPS_FIELDS or key in ("Shared_Dirty", "Private_Dirty"):
@@ -119,9 +122,9 @@ def parse_smaps(text: str) -> list[MappingRow]:
             except (IndexError, ValueError):
                 continue
             if key in _SMAPS_FIELDS:
-                cur[_SMAPS_FIELDS[key]] = value
+                nums[_SMAPS_FIELDS[key]] = value
             else:
-                cur[5] = int(cur[5]) + value
+                nums[5] += value
     flush()
     return rows
 
