@@ -16,8 +16,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,7 @@ def parse_kv(text: str) -> dict[str, float]:
 
 
 def alternate_all(
-    variants: dict[str, Callable[[], object]],
+    variants: Mapping[str, Callable[[], AbstractContextManager[object]]],
     run_once: Callable[[], dict[str, float]],
     rounds: int = 5,
     per_round: int = 3,
@@ -209,7 +209,7 @@ def alternate_all(
     samples: dict[str, dict[str, list[float]]] = {}
     for _ in range(rounds):
         for name, ctx in variants.items():
-            with ctx():  # type: ignore[attr-defined]
+            with ctx():
                 for _ in range(per_round):
                     for metric, value in run_once().items():
                         samples.setdefault(metric, {k: [] for k in variants})[name].append(value)
@@ -217,7 +217,7 @@ def alternate_all(
 
 
 def alternate(
-    variants: dict[str, Callable[[], object]],
+    variants: Mapping[str, Callable[[], AbstractContextManager[object]]],
     run_once: Callable[[], dict[str, float]],
     metric: str,
     rounds: int = 5,

@@ -112,8 +112,10 @@ def phase_bcc(w: Workload, measure_s: float) -> float:
         time.sleep(0.5)
 
 
-def phase_memtop(w: Workload, measure_s: float, **kwargs: object) -> float:
-    probe = LeaksProbe([w.proc.pid], **kwargs)  # type: ignore[arg-type]
+def phase_memtop(
+    w: Workload, measure_s: float, *, place_probes: bool = True, exact_sizes: bool | None = None
+) -> float:
+    probe = LeaksProbe([w.proc.pid], place_probes=place_probes, exact_sizes=exact_sizes)
     probe.load()
     stop = threading.Event()
 

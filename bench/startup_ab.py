@@ -78,7 +78,9 @@ def main(rev: str, rounds: int = 8) -> dict[str, object]:
 if __name__ == "__main__":
     result = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 8)
     for cond in CONDITIONS:
-        for metric, s in result[cond].items():  # type: ignore[attr-defined]
+        per_metric = result[cond]
+        assert isinstance(per_metric, dict)  # {metric: summary()}, beside the case's plain fields
+        for metric, s in per_metric.items():
             print(
                 cond, metric, {k: f"{v['median']:.3f} ({v['ratio']:.2f}x, n={v['n']})" for k, v in s.items()}
             )

@@ -70,8 +70,8 @@ def main(rounds: int = 15) -> dict[str, Any]:
         return parse_kv(out)
 
     try:
-        faults = alternate(variants, fault_once, "ns_per_fault", rounds=rounds, per_round=1)  # type: ignore[arg-type]
-        switches = alternate(variants, switch_once, "ns_per_roundtrip", rounds=rounds, per_round=1)  # type: ignore[arg-type]
+        faults = alternate(variants, fault_once, "ns_per_fault", rounds=rounds, per_round=1)
+        switches = alternate(variants, switch_once, "ns_per_roundtrip", rounds=rounds, per_round=1)
     finally:
         probe.close()
         route_a.view.release()

@@ -7,7 +7,8 @@ import atexit
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from memtop import __version__, startup_gc
 from memtop.errors import MemtopError
@@ -78,7 +79,7 @@ def pid_list(text: str) -> list[int]:
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         sys.stderr.write(f"memtop: error: {message}\n")
         raise SystemExit(2)
@@ -289,7 +290,7 @@ def import_asyncio_without_tls() -> None:
     anything importing ``ssl`` later gets the real module. A no-op when either is loaded."""
     if "asyncio" in sys.modules or "ssl" in sys.modules:
         return
-    sys.modules["ssl"] = None  # type: ignore[assignment]
+    sys.modules["ssl"] = cast(ModuleType, None)
     try:
         import asyncio  # noqa: F401
     finally:

@@ -180,10 +180,6 @@ def arm_exit_deadline(code: int, seconds: float = EXIT_DEADLINE_S) -> None:
         _deadline.start()
 
 
-def deadline_armed() -> bool:
-    return _deadline is not None
-
-
 def _hard_exit(code: int) -> None:
     end = time.monotonic() + RELEASE_GRACE_S
     while _releasing.is_set() and time.monotonic() < end:

@@ -7,7 +7,7 @@ decompressed size: a one-line :class:`~memtop.errors.BadRecording` names the lim
 position every :data:`POSITION_EVERY` batches, so memory stays small whatever the length;
 batches are decoded again, streaming from the nearest position, whenever they are needed.
 
-Every record is checked against its type hints (:func:`decode_record`): ints within
+Every record is checked against its type hints (:func:`memtop.records.from_json`): ints within
 int64/uint64, finite floats (JSON's NaN and Infinity, which Python's json accepts, are refused), bounded strings made
 printable as a probe makes them (:func:`memtop.text.clean`), so nothing from a file reaches the
 terminal raw. Records of kinds this version does not know are skipped and counted, so are
@@ -29,8 +29,6 @@ import math
 import pickle
 import re
 import time
-import types
-import typing
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -41,7 +39,7 @@ from typing import IO, Any
 
 from memtop.errors import BadRecording
 from memtop.recording import MAGIC, SCHEMA
-from memtop.records import KIND_KEY, RECORD_TYPES, RENAMED_PROBES, Batch, ProbeStatus, Record
+from memtop.records import INT_MAX, KIND_KEY, RECORD_TYPES, Batch, ProbeStatus, Record, from_json
 from memtop.records.host import HostFacts
 from memtop.records.process import Focus
 from memtop.source import Subscriber
@@ -52,11 +50,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_BYTES = 64 << 10
 #: a reading position (a place to start decoding from) is kept every this many batches
 POSITION_EVERY = 32
-#: the longest string a record may carry (a symbolized frame, a path, a command line)
-MAX_STRING = 64 << 10
 #: distinct unknown record kinds counted by name (more are counted together)
 MAX_KIND_NAMES = 64
-INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # int64 .. uint64: what the kernel's counters hold
 
 
 # -- limits -------------------------------------------------------------------------------------------
@@ -222,145 +217,12 @@ class LineReader:
 
 
 # -- decoding -------------------------------------------------------------------------------------------
-def _check_int(v: Any) -> int:
-    if type(v) is not int or not INT_MIN <= v <= INT_MAX:
-        raise ValueError("not an int64/uint64")
-    return v
-
-
-def _check_float(v: Any) -> float:
-    if type(v) is float:
-        f = v
-    elif type(v) is int and INT_MIN <= v <= INT_MAX:
-        f = float(v)
-    else:
-        raise ValueError("not a number")
-    if not math.isfinite(f):  # 1e400 parses as inf
-        raise ValueError("not a finite number")
-    return f
-
-
-def _check_bool(v: Any) -> bool:
-    if type(v) is not bool:
-        raise ValueError("not a boolean")
-    return v
-
-
-def _check_str(v: Any) -> str:
-    if type(v) is not str or len(v) > MAX_STRING:
-        raise ValueError("not a string (or too long)")
-    if v.isascii() and v.isprintable():
-        return v  # what every recording made by memtop holds: nothing to do
-    if not v.isascii():
-        # a lone surrogate (from a "\ud800" escape) cannot be encoded for the terminal or a file
-        v = v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return clean(v, MAX_STRING)
-
-
-Check = Callable[[Any], Any]
-
-
-def _checker(hint: Any) -> Check:
-    """A function that validates a JSON value against a record field's type hint and returns
-    the field's value (lists become tuples); ValueError if it does not fit."""
-    if hint is int:
-        return _check_int
-    if hint is float:
-        return _check_float
-    if hint is bool:
-        return _check_bool
-    if hint is str:
-        return _check_str
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        item = _checker(args[0])
-
-        def check_items(v: Any) -> tuple[Any, ...]:
-            if type(v) is not list:
-                raise ValueError("not a list")
-            return tuple([item(x) for x in v])
-
-        return check_items
-    if origin is tuple and args:
-        items = tuple(_checker(a) for a in args)
-        n = len(items)
-
-        def check_fixed(v: Any) -> tuple[Any, ...]:
-            # a newer minor version may append elements: the ones this version knows are kept
-            if type(v) is not list or len(v) < n:
-                raise ValueError(f"not a list of {n}")
-            return tuple([c(x) for c, x in zip(items, v, strict=False)])
-
-        return check_fixed
-    if origin in (typing.Union, types.UnionType):
-        options = tuple(_checker(a) for a in args if a is not type(None))
-        nullable = type(None) in args
-
-        def check_union(v: Any) -> Any:
-            if v is None and nullable:
-                return None
-            for c in options:
-                try:
-                    return c(v)
-                except ValueError:
-                    pass
-            raise ValueError("no alternative fits")
-
-        return check_union
-    raise TypeError(f"records cannot hold {hint!r}: teach memtop.replay._checker about it")
-
-
-_Plan = tuple[type[Record], tuple[tuple[str, Check, bool], ...]]
-_PLANS: dict[str, _Plan] = {}
-
-
-def _plan(kind: str) -> _Plan:
-    """Per record kind: (class, ((field, checker, required), ...)), computed once."""
-    plan = _PLANS.get(kind)
-    if plan is None:
-        cls = RECORD_TYPES[kind]
-        hints = typing.get_type_hints(cls)
-        fields = tuple(
-            (
-                f.name,
-                _checker(hints[f.name]),
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-            )
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        )
-        plan = _PLANS[kind] = (cls, fields)
-    return plan
-
-
-def decode_record(data: dict[str, Any]) -> Record:
-    """A record from its JSON object, checked: ``ValueError`` for an unknown kind, a missing
-    required field or a value that does not fit its field. Unknown fields are ignored, missing
-    optional ones take their defaults; strings come out printable (see module docstring)."""
-    kind = data.get(KIND_KEY)
-    if type(kind) is not str or kind not in RECORD_TYPES:
-        raise ValueError(f"unknown record kind {kind!r}")
-    cls, fields = _plan(kind)
-    kwargs: dict[str, Any] = {}
-    for name, check, required in fields:
-        if name in data:
-            try:
-                kwargs[name] = check(data[name])
-            except ValueError as exc:
-                raise ValueError(f"record {kind!r} field {name!r}: {exc}") from None
-        elif required:
-            raise ValueError(f"record {kind!r} lacks field {name!r}")
-    probe = kwargs.get("probe")
-    if type(probe) is str and probe in RENAMED_PROBES:
-        kwargs["probe"] = RENAMED_PROBES[probe]
-    return cls(**kwargs)
-
-
 def _decode(recs: list[Any]) -> tuple[Record, ...]:
     out: list[Record] = []
     for r in recs:
         if type(r) is dict and r.get(KIND_KEY) in RECORD_TYPES:
             try:
-                out.append(decode_record(r))
+                out.append(from_json(r))
             except ValueError:
                 continue  # counted when the recording was loaded
     return tuple(out)
@@ -753,7 +615,7 @@ def _check_record(r: Any, skipped: Skipped) -> None:
         skipped.count_kind(kind)
     else:
         try:
-            decode_record(r)
+            from_json(r)
         except ValueError:
             skipped.malformed += 1
 

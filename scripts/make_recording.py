@@ -43,7 +43,10 @@ def optional_probe(module: str, cls: str, *args: Any) -> Probe | None:
     """A probe from another pane's module if this memtop has it (the script outlives panes)."""
     try:
         mod = importlib.import_module(module)
-        return getattr(mod, cls)(*args)  # type: ignore[no-any-return]
+        probe = getattr(mod, cls)(*args)
+        if not isinstance(probe, Probe):
+            raise TypeError("not a probe")
+        return probe
     except (ImportError, AttributeError, TypeError) as exc:
         print(f"  (no {module}.{cls}: {exc})", file=sys.stderr)
         return None

@@ -32,7 +32,6 @@ from memtop.records.host import MemInfo, Pressure, VmStat
 from memtop.records.processes import ProcSample
 from memtop.text import clean
 
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 VMSTAT_PREFIXES = (

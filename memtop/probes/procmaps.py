@@ -12,13 +12,20 @@ from pathlib import Path
 from memtop.records.process import MappingRow
 from memtop.text import clean
 
+#: mappings of a file whose pages live in shmem (tmpfs, memfd, SysV segments): their pages go to
+#: swap, not back to a file, so a major fault there is a swap-in
+SHMEM_PATHS = ("/dev/zero", "/memfd:", "/SYSV", "/dev/shm/", "/dev/shm ")
+
 
 @dataclass(frozen=True, slots=True)
 class MapEntry:
+    """One line of /proc/PID/maps."""
+
     start: int
     end: int
     perms: str
     offset: int
+    inode: int  # 0 for anonymous memory (and [heap], [stack]...)
     path: str  # "" for anonymous; "[heap]", "[stack]", a file path…
 
     @property
@@ -26,8 +33,14 @@ class MapEntry:
         """How faults in this mapping are grouped: the file, the special name, or [anon]."""
         return self.path or "[anon]"
 
+    @property
+    def file_backed(self) -> bool:
+        """Whether the pages come from a file's page cache (not anonymous memory, not shmem)."""
+        return self.inode != 0 and not self.path.startswith(SHMEM_PATHS)
+
 
 def parse_maps(text: str) -> list[MapEntry]:
+    """The mappings of a /proc/PID/maps text, sorted by start (paths made printable)."""
     out: list[MapEntry] = []
     for line in text.splitlines():
         parts = line.split(None, 5)
@@ -41,6 +54,7 @@ def parse_maps(text: str) -> list[MapEntry]:
                     int(hi, 16),
                     parts[1],
                     int(parts[2], 16),
+                    int(parts[4]),
                     clean(parts[5].strip()) if len(parts) > 5 else "",
                 )
             )
@@ -53,7 +67,8 @@ def parse_maps(text: str) -> list[MapEntry]:
 def read_maps(pid: int, proc_root: str | Path = "/proc") -> list[MapEntry] | None:
     """The mappings of ``pid`` sorted by start, or None if it is gone."""
     try:
-        return parse_maps((Path(proc_root) / str(pid) / "maps").read_text())
+        # a path is any bytes: one that is not UTF-8 must not make the process look gone
+        return parse_maps((Path(proc_root) / str(pid) / "maps").read_text(errors="replace"))
     except (OSError, ProcessLookupError):
         return None
 
@@ -80,11 +95,13 @@ def parse_smaps(text: str) -> list[MappingRow]:
     """One row per mapping: (start, end, size, rss, pss, dirty, swap, mode, name); sizes in bytes.
     dirty = Shared_Dirty + Private_Dirty (as pmap -x)."""
     rows: list[MappingRow] = []
-    cur: list[int | str] | None = None
+    nums: list[int] | None = None  # the current entry's start, end, size, rss, pss, dirty, swap
+    mode = name = ""
 
     def flush() -> None:
-        if cur is not None:
-            rows.append(tuple(cur))  # type: ignore[arg-type]
+        if nums is not None:
+            start, end, size, rss, pss, dirty, swap = nums
+            rows.append((start, end, size, rss, pss, dirty, swap, mode, name))
 
     for line in text.splitlines():
         first = line.split(None, 1)[0] if line else ""
@@ -92,10 +109,11 @@ def parse_smaps(text: str) -> list[MappingRow]:
             flush()
             parts = line.split(None, 5)
             lo, _, hi = parts[0].partition("-")
+            mode = parts[1]
             name = clean(parts[5].strip()) if len(parts) > 5 else ""
-            cur = [int(lo, 16), int(hi, 16), 0, 0, 0, 0, 0, parts[1], name]
+            nums = [int(lo, 16), int(hi, 16), 0, 0, 0, 0, 0]
             continue
-        if cur is None or not first.endswith(":"):
+        if nums is None or not first.endswith(":"):
             continue
         key = first[:-1]
         if key in _SMAPS_FIELDS or key in ("Shared_Dirty", "Private_Dirty"):
@@ -104,9 +122,9 @@ def parse_smaps(text: str) -> list[MappingRow]:
             except (IndexError, ValueError):
                 continue
             if key in _SMAPS_FIELDS:
-                cur[_SMAPS_FIELDS[key]] = value
+                nums[_SMAPS_FIELDS[key]] = value
             else:
-                cur[5] = int(cur[5]) + value
+                nums[5] += value
     flush()
     return rows
 
@@ -220,13 +238,6 @@ def read_rollup(pid: int, proc_root: str | Path = "/proc") -> Rollup | None:
     than 4.14, has no such file)."""
     try:
         return parse_rollup((Path(proc_root) / str(pid) / "smaps_rollup").read_text())
-    except (OSError, ProcessLookupError):
-        return None
-
-
-def read_smaps(pid: int, proc_root: str | Path = "/proc") -> list[MappingRow] | None:
-    try:
-        return parse_smaps((Path(proc_root) / str(pid) / "smaps").read_text())
     except (OSError, ProcessLookupError):
         return None
 

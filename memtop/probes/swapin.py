@@ -18,6 +18,7 @@ from typing import Self
 from memtop import bcc_compat
 from memtop.errors import ProbeError
 from memtop.probes.base import BpfProbe, Probe
+from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
 from memtop.text import clean
@@ -116,47 +117,30 @@ def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]
 REGION_SHIFT = 21
 
 
-#: file-backed mappings whose pages live in shmem (a major fault there is a swap-in)
-SHMEM_PATHS = ("/dev/zero", "/memfd:", "/SYSV", "/dev/shm/", "/dev/shm ")
+def _start(m: MapEntry) -> int:
+    return m.start
 
 
-def parse_maps(text: str) -> list[tuple[int, int, bool]]:
-    """(start, end, file_backed) per mapping of a /proc/PID/maps text, sorted by start."""
-    out: list[tuple[int, int, bool]] = []
-    for line in text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 5:
-            continue
-        lo, _, hi = parts[0].partition("-")
-        path = parts[5] if len(parts) > 5 else ""
-        try:
-            file_backed = int(parts[4]) != 0 and not path.startswith(SHMEM_PATHS)
-            out.append((int(lo, 16), int(hi, 16), file_backed))
-        except ValueError:
-            continue
-    out.sort()
-    return out
-
-
-def file_backed_at(maps: list[tuple[int, int, bool]], addr: int) -> bool | None:
-    """Whether ``addr`` lies in a file-backed mapping (None: in no mapping)."""
-    i = bisect.bisect_right(maps, (addr, 1 << 64, True)) - 1
-    if i >= 0 and maps[i][0] <= addr < maps[i][1]:
-        return maps[i][2]
+def file_backed_at(maps: list[MapEntry], addr: int) -> bool | None:
+    """Whether ``addr`` lies in a file-backed mapping (None: in no mapping); ``maps`` sorted by
+    start, as :func:`~memtop.probes.procmaps.read_maps` gives them."""
+    i = bisect.bisect_right(maps, addr, key=_start) - 1
+    if i >= 0 and maps[i].start <= addr < maps[i].end:
+        return maps[i].file_backed
     return None
 
 
-def region_file_backed(maps: list[tuple[int, int, bool]], region: int, last_addr: int) -> bool | None:
+def region_file_backed(maps: list[MapEntry], region: int, last_addr: int) -> bool | None:
     """Whether the faults counted in ``region`` (an address >> REGION_SHIFT) were file faults:
     the kind of every mapping the region overlaps when they agree, else (both kinds, or none) the
     kind at the region's latest faulting address."""
     lo = region << REGION_SHIFT
     hi = lo + (1 << REGION_SHIFT)
-    i = max(0, bisect.bisect_right(maps, (lo, 1 << 64, True)) - 1)
+    i = max(0, bisect.bisect_right(maps, lo, key=_start) - 1)
     kinds: set[bool] = set()
-    while i < len(maps) and maps[i][0] < hi:
-        if maps[i][1] > lo:
-            kinds.add(maps[i][2])
+    while i < len(maps) and maps[i].start < hi:
+        if maps[i].end > lo:
+            kinds.add(maps[i].file_backed)
         i += 1
     if len(kinds) == 1:
         return kinds.pop()
@@ -245,10 +229,7 @@ class SwapinProbe(BpfProbe):
         for k, v in bcc_compat.map_drain(self.bpf, "nowait_regions"):
             by_pid.setdefault(int(k.pid), []).append((int(k.region), int(v.count), int(v.addr)))
         for pid, regions in by_pid.items():
-            try:
-                maps = parse_maps(Path(f"/proc/{pid}/maps").read_text(errors="replace"))
-            except OSError:
-                maps = []
+            maps = read_maps(pid) or []
             counts = self._nowait.setdefault(pid, [0, 0])
             for region, count, addr in regions:
                 counts[0 if region_file_backed(maps, region, addr) else 1] += count

@@ -285,10 +285,6 @@ class Symbolizer:
             HELPER.forget(self.pid)
 
 
-def proc_exists(pid: int, proc_root: str = "/proc") -> bool:
-    return Path(proc_root, str(pid), "stat").exists()
-
-
 # -- the helper process --------------------------------------------------------------------------------
 
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import pkgutil
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from memtop.text import clean
 
 __all__ = [
     "Record",
@@ -36,6 +39,8 @@ class Record:
 
     __slots__ = ()
     KIND: typing.ClassVar[str] = ""
+    # what makes a record a dataclass to the type checker (dataclasses.fields takes it)
+    __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[Any]]]
 
 
 RECORD_TYPES: dict[str, type[Record]] = {}
@@ -66,52 +71,152 @@ def to_json(rec: Record) -> dict[str, Any]:
     """A JSON-ready dict: ``{"_kind": ..., field: value, ...}`` (tuples become lists). The record
     kind goes under ``_kind`` so a record may have a field of its own called ``kind``."""
     out: dict[str, Any] = {KIND_KEY: rec.KIND}
-    for f in dataclasses.fields(rec):  # type: ignore[arg-type]
+    for f in dataclasses.fields(rec):
         out[f.name] = _plain(getattr(rec, f.name))
     return out
 
 
-def _tupled(value: Any, hint: Any) -> Any:
-    """Turn JSON lists back into (nested) tuples following the field's type hint."""
-    if not isinstance(value, list):
-        return value
-    args = typing.get_args(hint)
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        for a in args:
-            if typing.get_origin(a) is tuple:
-                return _tupled(value, a)
-        return tuple(value)
-    if origin is tuple and args:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_tupled(v, args[0]) for v in value)
-        return tuple(_tupled(v, a) for v, a in zip(value, args, strict=False))
-    return tuple(value)
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
+# -- decoding: JSON comes from files (recordings, snapshots), so every value is checked ------------
+#: the longest string a record may carry (a symbolized frame, a path, a command line)
+MAX_STRING = 64 << 10
+#: int64 .. uint64: what the kernel's counters hold
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
 
 #: probes recordings name as an earlier memtop called them (the leaks pane's probe was "memleak")
 RENAMED_PROBES = {"memleak": "leaks"}
 
 
-def from_json(data: dict[str, Any]) -> Record:
-    """Inverse of :func:`to_json`. Unknown fields are ignored; missing fields with defaults are
-    defaulted; an unknown kind or a missing required field raises ``ValueError``."""
-    kind = data.get(KIND_KEY)
-    cls = RECORD_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ValueError(f"unknown record kind {kind!r}")
-    hints = _HINTS.get(cls)
-    if hints is None:
+def _check_int(v: Any) -> int:
+    if type(v) is not int or not INT_MIN <= v <= INT_MAX:
+        raise ValueError("not an int64/uint64")
+    return v
+
+
+def _check_float(v: Any) -> float:
+    if type(v) is float:
+        f = v
+    elif type(v) is int and INT_MIN <= v <= INT_MAX:
+        f = float(v)
+    else:
+        raise ValueError("not a number")
+    if not math.isfinite(f):  # 1e400 parses as inf
+        raise ValueError("not a finite number")
+    return f
+
+
+def _check_bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise ValueError("not a boolean")
+    return v
+
+
+def _check_str(v: Any) -> str:
+    if type(v) is not str or len(v) > MAX_STRING:
+        raise ValueError("not a string (or too long)")
+    if v.isascii() and v.isprintable():
+        return v  # what every record memtop writes holds: nothing to do
+    if not v.isascii():
+        # a lone surrogate (from a "\ud800" escape) cannot be encoded for the terminal or a file
+        v = v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return clean(v, MAX_STRING)
+
+
+Check = Callable[[Any], Any]
+
+
+def _checker(hint: Any) -> Check:
+    """A function that validates a JSON value against a record field's type hint and returns
+    the field's value (lists become tuples); ValueError if it does not fit."""
+    if hint is int:
+        return _check_int
+    if hint is float:
+        return _check_float
+    if hint is bool:
+        return _check_bool
+    if hint is str:
+        return _check_str
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _checker(args[0])
+
+        def check_items(v: Any) -> tuple[Any, ...]:
+            if type(v) is not list:
+                raise ValueError("not a list")
+            return tuple([item(x) for x in v])
+
+        return check_items
+    if origin is tuple and args:
+        items = tuple(_checker(a) for a in args)
+        n = len(items)
+
+        def check_fixed(v: Any) -> tuple[Any, ...]:
+            # a newer minor version may append elements: the ones this version knows are kept
+            if type(v) is not list or len(v) < n:
+                raise ValueError(f"not a list of {n}")
+            return tuple([c(x) for c, x in zip(items, v, strict=False)])
+
+        return check_fixed
+    if origin in (typing.Union, types.UnionType):
+        options = tuple(_checker(a) for a in args if a is not type(None))
+        nullable = type(None) in args
+
+        def check_union(v: Any) -> Any:
+            if v is None and nullable:
+                return None
+            for c in options:
+                try:
+                    return c(v)
+                except ValueError:
+                    pass
+            raise ValueError("no alternative fits")
+
+        return check_union
+    raise TypeError(f"records cannot hold {hint!r}: teach memtop.records._checker about it")
+
+
+_Plan = tuple[type[Record], tuple[tuple[str, Check, bool], ...]]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(kind: str) -> _Plan:
+    """Per record kind: (class, ((field, checker, required), ...)), computed once."""
+    plan = _PLANS.get(kind)
+    if plan is None:
+        cls = RECORD_TYPES[kind]
         hints = typing.get_type_hints(cls)
-        _HINTS[cls] = hints
+        fields = tuple(
+            (
+                f.name,
+                _checker(hints[f.name]),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(cls)
+        )
+        plan = _PLANS[kind] = (cls, fields)
+    return plan
+
+
+def from_json(data: dict[str, Any]) -> Record:
+    """Inverse of :func:`to_json`, checked, as the JSON may come from any file: ``ValueError``
+    for an unknown kind, a missing required field or a value that does not fit its field's type
+    hint (ints within int64/uint64, finite floats: JSON's NaN and Infinity, which Python's json
+    accepts, are refused; lists where tuples are). Strings longer than :data:`MAX_STRING` are
+    refused, others come out printable as a probe makes them (:func:`memtop.text.clean`).
+    Unknown fields are ignored, missing optional ones take their defaults; a probe renamed since
+    (:data:`RENAMED_PROBES`) takes its new name."""
+    kind = data.get(KIND_KEY)
+    if type(kind) is not str or kind not in RECORD_TYPES:
+        raise ValueError(f"unknown record kind {kind!r}")
+    cls, fields = _plan(kind)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
-            kwargs[f.name] = _tupled(data[f.name], hints.get(f.name))
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ValueError(f"record {kind!r} lacks field {f.name!r}")
+    for name, check, required in fields:
+        if name in data:
+            try:
+                kwargs[name] = check(data[name])
+            except ValueError as exc:
+                raise ValueError(f"record {kind!r} field {name!r}: {exc}") from None
+        elif required:
+            raise ValueError(f"record {kind!r} lacks field {name!r}")
     probe = kwargs.get("probe")
     if type(probe) is str and probe in RENAMED_PROBES:
         kwargs["probe"] = RENAMED_PROBES[probe]

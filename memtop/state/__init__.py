@@ -57,7 +57,3 @@ class State:
 
     def lost_total(self, probe: str) -> int:
         return sum(v for (p, _), v in self.lost.items() if p == probe)
-
-    @property
-    def uptime_s(self) -> float:
-        return (self.ts_ns - self.first_ts_ns) / 1e9 if self.first_ts_ns else 0.0

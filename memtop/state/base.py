@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, SupportsIndex
 
 from memtop.records import Batch
 
@@ -41,14 +41,12 @@ class Ring(deque[tuple[int, float]]):
     def __init__(self, size: int = 600) -> None:
         super().__init__(maxlen=size)
 
-    def __reduce__(self) -> tuple[type[Ring], tuple[int | None], None, Iterator[tuple[int, float]]]:  # type: ignore[override]
-        # deque's own passes (items, maxlen) to __init__: a replay checkpoint copies state by pickle
+    def __reduce_ex__(
+        self, protocol: SupportsIndex
+    ) -> tuple[type[Ring], tuple[int | None], None, Iterator[tuple[int, float]]]:
+        # deque's own __reduce__ passes (items, maxlen) to __init__: a replay checkpoint copies
+        # state by pickle (here rather than __reduce__, whose type deque's stubs fix otherwise)
         return (type(self), (self.maxlen,), None, iter(self))
-
-
-def log2_bucket(value: int) -> int:
-    """Index of the power-of-two bucket holding ``value`` (0 for 0 and 1)."""
-    return max(0, int(value).bit_length() - 1) if value > 0 else 0
 
 
 def log2_le(index: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -28,6 +28,8 @@ from textual.widgets.data_table import CellType, ColumnKey, RowKey
 from memtop.ui.textual_compat import CompatDataTable
 
 log = logging.getLogger(__name__)
+#: what a per-frame lookup computes (FastTable._per_frame)
+T = TypeVar("T")
 
 CACHE_LINES = 512
 
@@ -154,11 +156,11 @@ class FastTable(CompatDataTable):
         finally:
             self._frame = None
 
-    def _per_frame(self, key: Any, compute: Callable[[], Any]) -> Any:
+    def _per_frame(self, key: Any, compute: Callable[[], T]) -> T:
         frame = self._frame
         if frame is None:
             return compute()
-        got = frame.get(key)
+        got: T | None = frame.get(key)
         if got is None:
             got = frame[key] = compute()
         return got
@@ -168,7 +170,7 @@ class FastTable(CompatDataTable):
             cols = self.ordered_columns
             return cols, tuple(c.get_render_width(self) for c in cols)
 
-        return self._per_frame("columns", compute)  # type: ignore[no-any-return]
+        return self._per_frame("columns", compute)
 
     def _styles(self, row_index: int, cursor: bool, hover: bool = False) -> tuple[Style, Style, Style, Style]:
         """(base, row, cursor/hover component, post) styles for a row."""
@@ -179,7 +181,7 @@ class FastTable(CompatDataTable):
             component, post = self.body_cell_styles(cursor, hover)
             return base, row_style, component, post
 
-        return self._per_frame((row_index % 2, cursor, hover), compute)  # type: ignore[no-any-return]
+        return self._per_frame((row_index % 2, cursor, hover), compute)
 
     def _view(self) -> tuple[bool, int, int, int, int, int, int, int]:
         """(fast path possible, header height, scroll y, scroll x, width, cursor row or -1, cell
@@ -206,7 +208,7 @@ class FastTable(CompatDataTable):
                 hover,
             )
 
-        return self._per_frame("view", compute)  # type: ignore[no-any-return]
+        return self._per_frame("view", compute)
 
     def render_line(self, y: int) -> Strip:
         view = self._view()

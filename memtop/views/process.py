@@ -43,11 +43,6 @@ def kib(n: Any) -> str:
     return f"{int(n) // 1024}"
 
 
-def first_frame(row: dict[str, Any]) -> str:
-    frames = row.get("frames") or []
-    return str(frames[0]) if frames else "-"
-
-
 def caller_frame(row: dict[str, Any]) -> str:
     """The first frame in the program itself rather than libc's wrappers, for the table."""
     frames = [str(f) for f in row.get("frames") or []]
@@ -246,11 +241,6 @@ def sorted_mappings(
     else:
         ordered = sorted(rows, key=itemgetter(i, 0), reverse=reverse)
     return ordered[:limit] if limit is not None else ordered
-
-
-def mapping_rows(state: State, pid: int, sort: str = "", reverse: bool = False) -> list[dict[str, Any]]:
-    rows, _complete = shown_mappings(state.get(ProcessState).target(pid))
-    return [mapping_dict(m) for m in sorted_mappings(rows, sort, reverse)]
 
 
 def mapping_totals(t: Target | None) -> dict[str, Any]:

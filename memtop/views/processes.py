@@ -27,6 +27,17 @@ SORT_KEYS = (
     "swapin_wait_ns",
 )
 
+#: the "Recently exited" table, as the pane and the text snapshot both show it
+EXITED_COLUMNS = (
+    Column("pid", "PID"),
+    Column("comm", "COMMAND", numeric=False),
+    Column("lifetime_ns", "LIFETIME", fmt.ns_h),
+    Column("rss_bytes", "LAST RSS", fmt.bytes_h),
+    Column("swap_bytes", "LAST SWAP", fmt.bytes_h),
+    Column("minor_faults", "MINFLT", fmt.count_h),
+    Column("major_faults", "MAJFLT", fmt.count_h),
+)
+
 
 def matches(row: dict[str, Any], needle: str) -> bool:
     if not needle:
@@ -144,11 +155,4 @@ class ProcessesView(View):
         }
 
     def text_extra(self, doc: dict[str, Any]) -> str:
-        cols = (
-            Column("pid", "PID"),
-            Column("comm", "COMMAND", numeric=False),
-            Column("lifetime_ns", "LIFETIME", fmt.ns_h),
-            Column("rss_bytes", "LAST RSS", fmt.bytes_h),
-            Column("minor_faults", "MINFLT", fmt.count_h),
-        )
-        return "\n" + render_table("Recently exited", cols, doc["exited"][:20])
+        return "\n" + render_table("Recently exited", EXITED_COLUMNS, doc["exited"][:20])

@@ -51,9 +51,8 @@ class Counter(BpfProbe):
     shares_unit = True
     text: ClassVar[str] = COUNTER
 
-    def __init__(self, name: str, cflags: list[str]) -> None:
+    def __init__(self, cflags: list[str]) -> None:
         super().__init__()
-        self.name = name  # type: ignore[misc]
         self._cflags = cflags
 
     def section(self) -> Section:
@@ -71,7 +70,21 @@ class Counter(BpfProbe):
         return int((bpf or self.bpf)[f"{self.name}_calls"][ctypes.c_int(0)].value)
 
 
+# a probe's name is its class's: one class per name
+class CounterA(Counter):
+    name = "ca"
+
+
+class CounterB(Counter):
+    name = "cb"
+
+
+class Good(Counter):
+    name = "cgood"
+
+
 class Broken(Counter):
+    name = "cbad"
     text = COUNTER.replace("return 0;\n}", "return 0;\n")  # unbalanced brace
 
 
@@ -110,7 +123,7 @@ def test_programs_in_one_unit_count_and_detach_alone(compiles: list[str]) -> Non
     ):
         pytest.skip("no syscall tracepoints in this kernel")
     progs0, perf0 = anon_fds("bpf-prog"), anon_fds("[perf_event]")
-    a, b = Counter("ca", ["-DSTEP=1"]), Counter("cb", [])
+    a, b = CounterA(["-DSTEP=1"]), CounterB([])
     outcomes = load_together([a, b])
     assert [exc for _, exc in outcomes] == [None, None]
     assert len(compiles) == 1
@@ -132,7 +145,7 @@ def test_programs_in_one_unit_count_and_detach_alone(compiles: list[str]) -> Non
 def test_a_unit_that_does_not_compile_falls_back_to_one_program_each(
     compiles: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    good, bad = Counter("cgood", []), Broken("cbad", [])
+    good, bad = Good([]), Broken([])
     outcomes = dict(load_together([good, bad]))
     assert "cgood.bpf.c + cbad.bpf.c as one unit failed to load" in caplog.text
     assert outcomes[good] is None

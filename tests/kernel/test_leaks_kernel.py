@@ -23,7 +23,8 @@ from memtop.probes.base import Probe
 from memtop.records import Batch
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Options, get_view
+from memtop.views import Options
+from memtop.views.leaks import LeaksView
 
 LEAK_RATE = 4096 * 100  # leaky.c: 4 KiB every 10 ms
 
@@ -107,7 +108,7 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
     leakies.append(leaky)
     probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
-    view = get_view("leaks")
+    view = LeaksView()
     try:
         probe.load()
         assert probe.targets[leaky.pid].state == "tracing", probe.targets[leaky.pid]
@@ -117,7 +118,7 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
         while time.monotonic() - t0 < 3.5:  # while it still leaks: growth
             time.sleep(0.5)
             tick(probe, state)
-        rows = view.rows(state, Options())  # type: ignore[attr-defined]
+        rows = view.rows(state, Options())
         assert rows and rows[0]["frames"][0].startswith("leak_here+"), rows[:2]
         growth = rows[0]["growth_bytes_per_s"]
         print(f"growth {growth:.0f} B/s (leaky: {LEAK_RATE} B/s)")
@@ -126,7 +127,7 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
         leaked_bytes, leaked_count = leaky.leaked()  # it stopped leaking; churn goes on
         time.sleep(0.3)
         tick(probe, state)
-        rows = view.rows(state, Options())  # type: ignore[attr-defined]
+        rows = view.rows(state, Options())
         leak = rows_with(rows, "leak_here")
         assert len(leak) == 1 and leak is not None
         print(
@@ -197,7 +198,7 @@ def test_target_exit_keeps_last_data_and_detaches(leakies: list[Leaky]) -> None:
     leakies.append(leaky)
     probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
-    view = get_view("leaks")
+    view = LeaksView()
     try:
         probe.load()
         assert our_uprobes(), "bpftool perf does not show our uprobes while tracing"
@@ -215,12 +216,12 @@ def test_target_exit_keeps_last_data_and_detaches(leakies: list[Leaky]) -> None:
         if uprobe_events.exists():
             assert f"_{leaky.pid}\n" not in uprobe_events.read_text() + "\n"
         # the last figures stay, and say the target is gone
-        rows = rows_with(view.rows(state, Options()), "leak_here")  # type: ignore[attr-defined]
+        rows = rows_with(view.rows(state, Options()), "leak_here")
         assert rows and abs(rows[0]["outstanding_bytes"] - leaked_bytes) <= 0.05 * leaked_bytes
         age = rows[0]["oldest_age_s"]
         time.sleep(1.1)
         tick(probe, state)
-        rows = rows_with(view.rows(state, Options()), "leak_here")  # type: ignore[attr-defined]
+        rows = rows_with(view.rows(state, Options()), "leak_here")
         assert rows[0]["oldest_age_s"] == age, "ages must freeze at exit"
         assert "exited" in view.text(state, Options())
     finally:
@@ -253,7 +254,7 @@ def test_allocator_family_nested_and_failed(exact: bool) -> None:
             counters = probe.counters()
         finally:
             probe.close()
-        rows = get_view("leaks").rows(state, Options())  # type: ignore[attr-defined]
+        rows = LeaksView().rows(state, Options())
         assert len(cases) == 9
         for name, (count, requested) in cases.items():
             mine = [r for r in rows if r["frames"][0].startswith(name + "+")]

@@ -20,6 +20,7 @@ from support import between, bracket, compile_c, force_tick, memcg, proc_stat_fa
 
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe
+from memtop.probes.faultstack import FaultStackProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch
 from memtop.records.process import GrowthStack
@@ -285,7 +286,7 @@ async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> 
         st = bridge.statuses()
         assert all(st[n].state == "attached" for n in ("faultstack", "growth", "smaps")), st
         fs = bridge.probe("faultstack")
-        assert fs is not None and perf_fds() >= before + 2  # min + maj on the one thread
+        assert isinstance(fs, FaultStackProbe) and perf_fds() >= before + 2  # min + maj on the one thread
         workload.do("touch")
         force_tick(app)
         await pilot.pause(0.2)
@@ -300,5 +301,5 @@ async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> 
         assert not isinstance(app.screen, ProcessScreen)
         names = [p.name for p in bridge.probes]
         assert not {"faultstack", "growth", "smaps"} & set(names)
-        assert fs.bpf is None  # type: ignore[attr-defined]
+        assert fs.bpf is None
         assert perf_fds() == before

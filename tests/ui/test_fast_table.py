@@ -15,25 +15,30 @@ from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
 
 
-def _app(cls: type[DataTable[Any]]) -> App[None]:
-    class TableApp(App[None]):
-        highlighted: list[int] = []
+class TableApp(App[None]):
+    """One table of class ``table_cls``; the rows it highlighted, in order."""
 
-        def compose(self) -> ComposeResult:
-            yield cls(id="t", cursor_type="row", zebra_stripes=True)
+    def __init__(self, table_cls: type[DataTable[Any]]) -> None:
+        super().__init__()
+        self.table_cls = table_cls
+        self.highlighted: list[int] = []
 
-        def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-            self.highlighted.append(event.cursor_row)
+    def compose(self) -> ComposeResult:
+        yield self.table_cls(id="t", cursor_type="row", zebra_stripes=True)
 
-    return TableApp()
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.highlighted.append(event.cursor_row)
+
+
+def _app(cls: type[DataTable[Any]]) -> TableApp:
+    return TableApp(cls)
 
 
 async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
     """Screens of a table as memtop uses one; ``bulk``: rows added with FastTable.add_keyed_rows."""
     app = _app(cls)
     shots: list[str] = []
-    highlighted: list[int] = []
-    app.highlighted = highlighted  # type: ignore[attr-defined]
+    highlighted = app.highlighted
 
     def add(t: Any, rows: list[tuple[str, list[Text]]]) -> None:
         if bulk:

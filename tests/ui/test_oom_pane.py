@@ -3,8 +3,9 @@ shown literally, the pane's table and document."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import pytest
 from support import OOM_KILL
 
 from memtop.bridge import Bridge
@@ -27,7 +28,7 @@ class FakeOom(Probe):
         return out
 
 
-async def test_notice_on_any_screen_and_pane() -> None:
+async def test_notice_on_any_screen_and_pane(monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.widgets import DataTable
 
     from memtop.ui.app import MemtopApp
@@ -37,11 +38,11 @@ async def test_notice_on_any_screen_and_pane() -> None:
     shown: list[tuple[str, bool]] = []
     orig = app.notify
 
-    def spy(message: str, **kw: object) -> None:
+    def spy(message: str, **kw: Any) -> None:
         shown.append((message, bool(kw.get("markup", True))))
-        orig(message, **kw)  # type: ignore[arg-type]
+        orig(message, **kw)
 
-    app.notify = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(app, "notify", spy)
     async with app.run_test(size=(170, 40)) as pilot:
         await pilot.pause(0.3)
         FakeOom.pending = [OOM_KILL]

@@ -6,10 +6,13 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeproc import add_proc, make_fake_proc
+from rich.console import RenderableType
 from support import force_tick
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from memtop import fmt
@@ -71,7 +74,8 @@ async def test_sort_filter_pause(fake_proc: Path, no_bpf: None) -> None:
         await pilot.press("S")  # swap, largest first
         assert table_pids(app) == [202, 303, 101]
         await pilot.press(">")
-        assert app.active_pane().opts.sort == "minor_faults_per_s"  # type: ignore[union-attr]
+        pane = app.active_pane()
+        assert pane is not None and pane.opts.sort == "minor_faults_per_s"
         await pilot.press("slash")
         await pilot.press(*"char")
         await pilot.press("enter")
@@ -384,10 +388,10 @@ class FrameSpy:
         self.marked: list[float | None] = []
         write, mark = App._display, MemtopApp._first_frame
 
-        def display(app: MemtopApp, screen: object, update: object) -> None:
+        def display(app: MemtopApp, screen: Screen[Any], update: RenderableType | None) -> None:
             before = time.monotonic()
             table = app.main_screen.query("#processes-table")
-            write(app, screen, update)  # type: ignore[arg-type]
+            write(app, screen, update)
             self.frames.append((before, time.monotonic(), len(table.first(DataTable).rows) if table else 0))
 
         def first_frame(app: MemtopApp, written_at: float | None = None) -> None:

@@ -1,14 +1,13 @@
 """Foundation: state and probes import without Textual at run time (import-linter checks the
-imports themselves: pyproject.toml), records round-trip, headers discovery, doctor, CLI errors."""
+imports themselves: pyproject.toml), headers discovery, doctor, CLI errors (records round-trip:
+test_record_codec.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
 import sys
-import typing
 from pathlib import Path
 
 import pytest
@@ -23,44 +22,6 @@ def test_state_and_probes_import_without_textual() -> None:
         "assert 'textual' not in sys.modules, [m for m in sys.modules if m.startswith('textual')]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
-
-
-def _example(hint: typing.Any) -> typing.Any:
-    origin = typing.get_origin(hint)
-    if hint is int:
-        return 7
-    if hint is float:
-        return 1.5
-    if hint is str:
-        return "x[bold]y"
-    if hint is bool:
-        return True
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return (_example(args[0]), _example(args[0]))
-        return tuple(_example(a) for a in args)
-    if origin in (typing.Union, __import__("types").UnionType):
-        return _example(next(a for a in typing.get_args(hint) if a is not type(None)))
-    raise AssertionError(f"record field type {hint!r} is not a plain value")
-
-
-def test_every_record_kind_round_trips_through_json() -> None:
-    from memtop.records import RECORD_TYPES, from_json, to_json
-
-    assert {"proc", "proc_event", "meminfo", "pressure", "vmstat", "probe_status", "lost"} <= set(
-        RECORD_TYPES
-    )
-    for kind, cls in RECORD_TYPES.items():
-        hints = typing.get_type_hints(cls)
-        obj = cls(**{f.name: _example(hints[f.name]) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
-        data = json.loads(json.dumps(to_json(obj)))
-        assert data["_kind"] == kind
-        assert from_json(data) == obj, kind
-        data["some_future_field"] = 1  # unknown fields are ignored
-        assert from_json(data) == obj
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(obj, dataclasses.fields(cls)[0].name, 1)  # type: ignore[arg-type]
 
 
 def _headers_tree(root: Path, version: str, common_name: str) -> None:

@@ -10,7 +10,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,8 +55,12 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def find(src: Path, tmp_path: Path, **kw: float | bool) -> headers.HeaderInfo:
-    return headers.find_headers(RELEASE, src_root=src, modules_root=tmp_path / "modules", **kw)  # type: ignore[arg-type]
+def find(
+    src: Path, tmp_path: Path, build: bool = True, lock_wait_s: float = headers.LOCK_WAIT_S
+) -> headers.HeaderInfo:
+    return headers.find_headers(
+        RELEASE, src_root=src, modules_root=tmp_path / "modules", build=build, lock_wait_s=lock_wait_s
+    )
 
 
 def snapshot(path: Path) -> dict[str, tuple[int, int, int, str]]:
@@ -227,12 +231,12 @@ def tamper_headers_mode(tree: Path) -> None:
     ],
 )
 def test_an_entry_not_ours_or_writable_by_others_is_rebuilt(
-    tamper: object, src: Path, cache: Path, tmp_path: Path
+    tamper: Callable[[Path], None], src: Path, cache: Path, tmp_path: Path
 ) -> None:
     assert_good_tree(find(src, tmp_path), cache)
     tree = cache / "headers" / VERSION
     (tree / "include" / "linux" / "evil.h").write_text("#error planted\n")
-    tamper(tree)  # type: ignore[operator]
+    tamper(tree)
     assert_good_tree(find(src, tmp_path), cache)  # evil.h is gone: rebuilt, not used
     assert not [n for n in os.listdir(cache / "headers") if n.startswith((".build-", ".trash-"))]
 

@@ -23,7 +23,7 @@ from memtop.replay import Limits, Recording, ReplaySource
 from memtop.state import State
 
 HEADER = {"magic": "memtop-recording", "schema": [1, 0], "interval_s": 1.0}
-FIELDS = {kind: [f.name for f in dataclasses.fields(cls)] for kind, cls in RECORD_TYPES.items()}  # type: ignore[arg-type]
+FIELDS = {kind: [f.name for f in dataclasses.fields(cls)] for kind, cls in RECORD_TYPES.items()}
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )

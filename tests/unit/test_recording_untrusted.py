@@ -17,10 +17,10 @@ import pytest
 from support import memtop_cmd
 
 from memtop.errors import BadRecording
-from memtop.records import KIND_KEY, to_json
+from memtop.records import KIND_KEY, from_json, to_json
 from memtop.records.host import MemInfo
 from memtop.records.processes import ProcSample
-from memtop.replay import Limits, Recording, ReplaySource, decode_record, limits_from, parse_limit
+from memtop.replay import Limits, Recording, ReplaySource, limits_from, parse_limit
 from memtop.views import Options, get_view
 from memtop.views.header import host_text
 
@@ -175,7 +175,7 @@ def test_bad_values_are_skipped_and_counted(tmp_path: Path) -> None:
     assert rec.skipped.malformed == len(bad) + 3
     batches = list(rec.batches())
     assert [len(b.records) for b in batches] == [1, 0, 0, 0, 1]
-    assert batches[0].records[0] == decode_record(good)
+    assert batches[0].records[0] == from_json(good)
     assert "malformed" in rec.describe()
     state = rec.state_at(rec.last_ts_ns)
     assert [r["pid"] for r in get_view("processes").document(state, Options())["rows"]] == [7]
@@ -303,8 +303,7 @@ def test_hostile_strings_never_reach_the_terminal_raw(tmp_path: Path) -> None:
 def test_every_record_kind_can_be_checked() -> None:
     """A record field of a type the checker does not know would fail every load: each kind's
     plan is built here (a new kind with a new field type fails this test, not a user's replay)."""
-    from memtop.records import RECORD_TYPES
-    from memtop.replay import _plan
+    from memtop.records import RECORD_TYPES, _plan
 
     for kind in RECORD_TYPES:
         cls, fields = _plan(kind)

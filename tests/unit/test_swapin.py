@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memtop.probes.swapin import file_backed_at, parse_maps, read_swapinfo, region_file_backed
+from memtop.probes.procmaps import parse_maps
+from memtop.probes.swapin import file_backed_at, read_swapinfo, region_file_backed
 from memtop.records import from_json, to_json
 
 MiB = 1 << 20

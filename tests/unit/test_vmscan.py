@@ -19,7 +19,11 @@ def origin_rows(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
 def test_records_round_trip_json() -> None:
     for batch in vmscan_batches():
         for rec in batch.records:
-            assert from_json(json.loads(json.dumps(to_json(rec)))) == rec
+            text = json.dumps(to_json(rec))
+            # the fixture's comm holds a raw ESC (as no probe would emit): the decoder makes it
+            # printable, "\x1b" in four characters; everything else comes back as it was
+            printable = json.loads(text.replace("\\u001b", "\\\\x1b"))
+            assert to_json(from_json(json.loads(text))) == printable
 
 
 def test_state_and_views_from_records() -> None:

@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import pytest
 from support import fill, memtop_cmd, small_tmpfs
@@ -121,7 +121,7 @@ def test_failure_at_any_step_leaves_nothing(tmp_path: Path, step: str, monkeypat
     if step in ("fsync", "link", "replace"):
         monkeypatch.setattr(os, step, enospc)
     w = files.AtomicWriter(tmp_path / "out.json", force=force)
-    w.file = FailingFile(w.file, step)  # type: ignore[assignment]
+    w.file = cast(BinaryIO, FailingFile(w.file, step))  # the methods the writer calls
     with pytest.raises(WriteFailed) as info:
         w.write(b"{}")
         w.commit()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
+from rich.console import JustifyMethod
 from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
@@ -133,7 +134,8 @@ def fill_table(
         for name in extra or {}:
             table.add_column(Text(name), key=name)
 
-    justify = ["right" if c.numeric else "left" for c in columns] + ["left"] * len(extra or {})
+    justify: list[JustifyMethod] = ["right" if c.numeric else "left" for c in columns]
+    justify += ["left"] * len(extra or {})
 
     # what each row shows now, as plain strings: cells that did not change are not touched (with
     # 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row dict that
@@ -155,7 +157,7 @@ def fill_table(
         return [c.cell(row) for c in columns] + ex
 
     def as_text(i: int, value: str) -> Text:
-        return Text(value, justify=justify[i])  # type: ignore[arg-type]
+        return Text(value, justify=justify[i])
 
     new_keys: list[str] = []
     seen: dict[str, int] = {}

@@ -27,7 +27,7 @@ from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import FilterablePane, StatusLine
-from memtop.views.leaks import age_label, growth_h
+from memtop.views.leaks import LeaksView, age_label, growth_h
 
 MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 MIN_SIZES = (1, 4096, 65536, 1 << 20, 16 << 20, 0)
@@ -132,7 +132,8 @@ class LeaksPane(FilterablePane):
     # -- rendering --------------------------------------------------------------------------------
     def refresh_from(self, state: State) -> None:
         self._lk_state = state
-        rows = self.view.rows(state, self.opts)  # type: ignore[attr-defined]
+        assert isinstance(self.view, LeaksView)
+        rows = self.view.rows(state, self.opts)
         show_text(self.query_one("#leaks-status", StatusLine), self._status(state, rows))
         root = build_tree(rows, self.inverted)
         self._update_tree(root)

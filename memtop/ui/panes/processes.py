@@ -16,20 +16,9 @@ from memtop.state.processes import ProcessesState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views import Column
-from memtop.views.processes import SORT_KEYS
+from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS
 
 SPARK_WIDTH = 12
-
-EXITED_COLUMNS = (
-    Column("pid", "PID"),
-    Column("comm", "COMMAND", numeric=False),
-    Column("lifetime_ns", "LIFETIME", fmt.ns_h),
-    Column("rss_bytes", "LAST RSS", fmt.bytes_h),
-    Column("swap_bytes", "LAST SWAP", fmt.bytes_h),
-    Column("minor_faults", "MINFLT", fmt.count_h),
-    Column("major_faults", "MAJFLT", fmt.count_h),
-)
 
 
 class ProcessesPane(FilterablePane, SortableTablePane):
@@ -101,16 +90,6 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         )
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
-
-    def selected_pid(self) -> int | None:
-        table = self.query_one("#processes-table", DataTable)
-        if not table.row_count:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001
-            return None
-        return int(key) if key is not None else None
 
     # -- actions ----------------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#processes-table")
