@@ -1,3 +1,3 @@
-from memtop.cli import main
+from memtop.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -188,6 +188,10 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
             code = term_compat.run_in_terminal(app)
     finally:
         startup_gc.release()  # the first frame releases it; an app that never drew one too
+        # the probes are still detaching in a thread (uprobes go one at a time in the kernel): the
+        # process may not wind down around it (LLVM's static destructors under a thread inside
+        # libbcc crashed, rc 139); the exit deadline ends it if the detach takes too long
+        app.wait_detached()
     if app.error is not None:
         raise app.error
     if code is None:  # an exception inside the app ended it (Textual printed it): 1, never 0
@@ -296,6 +300,17 @@ def import_asyncio_without_tls() -> None:
     finally:
         if "ssl" in sys.modules and sys.modules["ssl"] is None:
             del sys.modules["ssl"]
+
+
+def entry() -> NoReturn:
+    """The `memtop` command: :func:`main`, then the process ends at once (lifecycle.end)."""
+    from memtop import lifecycle
+
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse's --help, --version and usage errors
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    lifecycle.end(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

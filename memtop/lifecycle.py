@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import stat
@@ -23,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from memtop.errors import NoTerminal
 
@@ -188,6 +190,21 @@ def _hard_exit(code: int) -> None:
         t = threading.Thread(target=_quietly, args=(fn,), daemon=True)
         t.start()
         t.join(timeout=0.2)
+    os._exit(code)
+
+
+def end(code: int) -> NoReturn:
+    """End the process with ``code`` once memtop's own work is done: Python's exit handlers run
+    (the probes' close among them), the standard streams are flushed, and the process goes
+    without C++ static destructors. LLVM's (libbcc compiles with it) ran while a daemon thread was
+    still inside libbcc (a compilation cut short by SIGTERM, a detach): a segfault, rc 139, after
+    a clean quit."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more to say there
+            pass
     os._exit(code)
 
 

@@ -199,6 +199,12 @@ class MemtopApp(RecordReplay):
         self._detacher = threading.Thread(target=detach, name="memtop-detach", daemon=True)
         self._detacher.start()
 
+    def wait_detached(self) -> None:
+        """Return once the detach begun at exit is done (at once when none was begun). The exit
+        deadline armed at the same time ends the process should the detach outlast it."""
+        if self._detacher is not None:
+            self._detacher.join()
+
     async def on_mount(self) -> None:
         # SIGTERM, SIGHUP (terminal closed) and SIGINT end the app through its normal exit path,
         # so every probe is detached in on_unmount; end of file or an error on the terminal does

@@ -70,6 +70,11 @@ def test_no_probe_survives_exit(how: str) -> None:
         assert m.wait_gone(20), f"memtop did not exit after {how}"
     finally:
         m.kill()
+    # a clean way out ends cleanly: 0 for the keys, 128 + the signal for the signals memtop
+    # handles (a crash on the way out, e.g. rc 139, is not a clean detach)
+    expected = {"q": 0, "ctrl-c": 0, "SIGTERM": 143, "SIGHUP": 129, "SIGINT": 130}
+    if how in expected:
+        assert m.status == expected[how], f"exit status {m.status} after {how}"
     assert bpf_left_behind(m.pid, mine) == {}, f"left behind after {how}"
     assert trace_events("uprobe_events") == uprobes_before
     assert "memtop" not in trace_events("kprobe_events")
