@@ -50,6 +50,7 @@ FILE_GONE = "[file mapping, unmapped before it was read]"
 
 
 class _Range(ctypes.Structure):
+    C_STRUCT = "struct range_t"  # in bpf/faultstack.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [
         ("start", ctypes.c_uint64),
         ("end", ctypes.c_uint64),

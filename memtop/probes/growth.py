@@ -38,6 +38,7 @@ FIELDS = (
 
 
 class _Brk(ctypes.Structure):
+    C_STRUCT = "struct brk_t"  # in bpf/growth.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [("cur", ctypes.c_uint64), ("known", ctypes.c_uint64)]
 
 

@@ -27,6 +27,7 @@ from memtop import bcc_compat
 from memtop.errors import PidNotFound, ProbeError
 from memtop.probes import symbols
 from memtop.probes.base import BpfProbe
+from memtop.probes.layout import Packed
 from memtop.records import Lost, Record
 from memtop.records.leaks import AGE_BUCKETS_S, LeakStack, LeakTarget
 from memtop.text import clean
@@ -65,6 +66,12 @@ SPECS_EXACT: tuple[tuple[str, str | None, str | None], ...] = tuple(
     for s, e, r in SPECS_HEADER
 )
 REQUIRED = ("malloc", "free")
+
+#: the program's map keys and values as read here (bpf/leaks.bpf.c; checked by a kernel test)
+ALLOC_KEY = Packed("struct alloc_key_t", "<I", ("pid",), whole=False)  # then pad, addr: not read
+ALLOC_VAL = Packed("struct alloc_val_t", "<QQq", ("size", "ts_ns", "stack_id"))
+STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
+STACK_VAL = Packed("struct stack_val_t", "<QQQQ", ("alloc_bytes", "alloc_count", "free_bytes", "free_count"))
 
 COUNTERS = {0: "allocations (address map full)", 1: "stacks (no stack id)", 2: "allocations (stack map full)"}
 C_BAD_SIZE, C_NEST_FULL, C_FAILED, C_INTERNAL = 3, 4, 5, 6
@@ -445,8 +452,8 @@ class LeaksProbe(BpfProbe):
         hist: dict[tuple[int, int], list[int]] = {}
         nb = len(AGE_BUCKETS_S) + 1
         for i in range(n):
-            pid = struct.unpack_from("<I", keys, i * ksz)[0]
-            size, ts, sid = struct.unpack_from("<QQq", values, i * vsz)
+            pid = ALLOC_KEY.unpack_from(keys, i * ksz)[0]
+            size, ts, sid = ALLOC_VAL.unpack_from(values, i * vsz)
             k = (pid, sid)
             o = oldest.get(k)
             if o is None or ts < o:
@@ -476,8 +483,9 @@ class LeaksProbe(BpfProbe):
         _k, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "stats")
         stats: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         for i in range(n):
-            pid, sid = struct.unpack_from("<Ii", _k, i * ksz)
-            stats[(pid, sid)] = struct.unpack_from("<QQQQ", values, i * vsz)
+            pid, sid = STACK_KEY.unpack_from(_k, i * ksz)
+            ab, ac, fb, fc = STACK_VAL.unpack_from(values, i * vsz)
+            stats[(pid, sid)] = (ab, ac, fb, fc)
         self._scan_ages(now_ns)
         live = {t.pid for t in self.targets.values() if t.state == "tracing"}
         tracked: dict[int, int] = {}

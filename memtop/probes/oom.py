@@ -27,6 +27,7 @@ KMSG_TAIL = re.compile(r",task=(?P<task>.*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)\s*
 
 
 class _Event(ctypes.Structure):
+    C_STRUCT = "struct oom_event_t"  # in bpf/oom.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [
         ("ts_ns", ctypes.c_uint64),
         ("total_vm_kb", ctypes.c_uint64),

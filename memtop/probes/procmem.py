@@ -14,6 +14,7 @@ KINDS = {1: "exec", 2: "exit"}
 
 
 class _Event(ctypes.Structure):
+    C_STRUCT = "struct proc_event_t"  # in bpf/procmem.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [
         ("ts_ns", ctypes.c_uint64),
         ("lifetime_ns", ctypes.c_uint64),

@@ -148,6 +148,7 @@ def region_file_backed(maps: list[MapEntry], region: int, last_addr: int) -> boo
 
 
 class _Stats(ctypes.Structure):
+    C_STRUCT = "struct stats_t"  # in bpf/swapin.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [
         ("swapins", ctypes.c_uint64),
         ("swapins_nowait", ctypes.c_uint64),

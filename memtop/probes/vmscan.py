@@ -28,6 +28,7 @@ NR_COUNTERS = 8
 
 
 class _Event(ctypes.Structure):
+    C_STRUCT = "struct reclaim_event_t"  # in bpf/vmscan.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [
         ("ts_ns", ctypes.c_uint64),
         ("latency_ns", ctypes.c_uint64),
