@@ -12,25 +12,27 @@ from support import DATA, memtop_cmd
 from memtop import __version__
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def memtop(*args: str) -> subprocess.CompletedProcess[str]:
     # buffered output, as a user's shell has it (a PYTHONUNBUFFERED here would hide a lost flush)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     return subprocess.run(memtop_cmd() + list(args), capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_version_help_and_usage_errors_keep_their_codes() -> None:
-    done = run("--version")
+    done = memtop("--version")
     assert done.returncode == 0 and __version__ in done.stdout
-    assert run("--help").returncode == 0
-    bad = run("--no-such-flag")
+    assert memtop("--help").returncode == 0
+    bad = memtop("--no-such-flag")
     assert bad.returncode == 2 and "memtop: error:" in bad.stderr
 
 
 def test_output_through_a_pipe_is_flushed_before_the_end(tmp_path: Path) -> None:
     out = tmp_path / "p.json"
-    done = run("snapshot", "--replay", str(DATA / "pressure.jsonl.gz"), "--pane", "oom", "--output", str(out))
+    done = memtop(
+        "snapshot", "--replay", str(DATA / "pressure.jsonl.gz"), "--pane", "oom", "--output", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{out}\n" and out.stat().st_size > 0
-    batch = run("--batch", "--replay", str(DATA / "pressure.jsonl.gz"), "--count", "2")
+    batch = memtop("--batch", "--replay", str(DATA / "pressure.jsonl.gz"), "--count", "2")
     heads = [line for line in batch.stdout.splitlines() if line.startswith("memtop ")]
     assert batch.returncode == 0 and len(heads) == 2, batch.stdout[:300]

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memtop.records import Batch
+from memtop.records import Batch, from_json
 from memtop.records.process import FaultCoverage, GrowthStack
 from memtop.replay import Recording
 from memtop.state import State
@@ -29,6 +30,7 @@ from memtop.views.process import SECTIONS
 ROOT = Path(__file__).resolve().parents[2]
 PANES_DOCS = ROOT / "docs" / "panes"
 PRESSURE = ROOT / "tests" / "data" / "pressure.jsonl.gz"
+SAMPLES = ROOT / "tests" / "data" / "samples"
 HOG_PID = 3620  # the workload the recording's header names; it has fault stacks and mappings
 
 SCALARS: dict[str, tuple[type, ...]] = {
@@ -162,6 +164,11 @@ def pressure_state() -> State:
         FaultCoverage(pid=HOG_PID, threads_total=3, threads_traced=2, reason="open-file limit 64"),
     )
     state.apply(Batch(ts_ns=state.ts_ns + 1_000_000_000, records=extra))
+    # a pane newer than the recording brings sample records of its own, one JSON record a line,
+    # in tests/data/samples/<pane>.jsonl (a file named after it: the recording need not be remade)
+    for sample in sorted(SAMPLES.glob("*.jsonl")):
+        recs = tuple(from_json(json.loads(line)) for line in sample.read_text().splitlines() if line.strip())
+        state.apply(Batch(ts_ns=state.ts_ns + 1_000_000_000, records=recs))
     return state
 
 
