@@ -28,7 +28,7 @@ from memtop.source import Source
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.views import Options, View, get_view
-from memtop.views.header import host_text
+from memtop.views.header import host_text, probe_count
 
 if TYPE_CHECKING:
     from memtop.replay import Limits
@@ -191,12 +191,10 @@ def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, 
 
 
 def _probe_line(state: State) -> str:
-    sts = state.statuses.values()
-    attached = sum(1 for s in sts if s.state == "attached")
-    failed = [s.probe for s in sts if s.state == "failed"]
-    text = f"probes {attached}/{len(state.statuses)} attached"
-    if failed:
-        text += f" (failed: {', '.join(failed)})"
+    n = probe_count(state)
+    text = f"probes {n.attached}/{n.total} attached"
+    if n.failed:
+        text += f" (failed: {', '.join(n.failed)})"
     return text
 
 

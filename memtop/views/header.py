@@ -32,6 +32,26 @@ class HeaderLine:
     banner: tuple[Segment, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeCount:
+    attached: int
+    total: int  # the probes that should run now: a probe detached on purpose is not one of them
+    loading: int
+    failed: tuple[str, ...]
+
+
+def probe_count(state: State) -> ProbeCount:
+    """How many of the probes meant to run now are attached (a drill-in left behind detached
+    probes: they are not missing)."""
+    sts = [st for st in state.statuses.values() if st.state != "detached"]
+    return ProbeCount(
+        attached=sum(1 for s in sts if s.state == "attached"),
+        total=len(sts),
+        loading=sum(1 for s in sts if s.state in ("pending", "attaching")),
+        failed=tuple(s.probe for s in sts if s.state == "failed"),
+    )
+
+
 def host_text(facts: HostFacts | None) -> str:
     """``host NAME (KERNEL)``, or "" before the facts are known."""
     if facts is None:
@@ -82,15 +102,12 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
     p = host.pressure
     if p is not None:
         rest.append(Segment(f"  PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}"))
-    sts = state.statuses
-    attached = sum(1 for s in sts.values() if s.state == "attached")
-    loading = sum(1 for s in sts.values() if s.state in ("pending", "attaching"))
-    rest.append(Segment(f"  probes {attached}/{len(sts)}"))
-    if loading:
-        rest.append(Segment(f" (attaching {loading}…)", "yellow"))
-    failed = sum(1 for s in sts.values() if s.state == "failed")
-    if failed:
-        rest.append(Segment(f" {failed} failed", "red"))
+    n = probe_count(state)
+    rest.append(Segment(f"  probes {n.attached}/{n.total}"))
+    if n.loading:
+        rest.append(Segment(f" (attaching {n.loading}…)", "yellow"))
+    if n.failed:
+        rest.append(Segment(f" {len(n.failed)} failed", "red"))
     headers = headers_text(host.facts)
     if headers:
         rest.append(Segment(f"  {headers}", "dim"))

@@ -141,3 +141,19 @@ def test_json_and_text_snapshots_do_not_import_textual(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "p.json").read_text())
     assert doc["pid"] == HOG_PID and doc["section"] == "history"
     assert str(HOG_PID) in (tmp_path / "p.txt").read_text()
+
+
+def test_probes_detached_on_purpose_are_not_counted_missing() -> None:
+    """After leaving a drill-in the header said `probes 6/9` (issue 22, item 4): detached on-demand
+    probes are not ones that should run."""
+    from memtop.state import State
+    from memtop.views.header import header_line, probe_count
+
+    state = State()
+    sts = [ProbeStatus(n, "attached") for n in ("procfs", "vmscan")]
+    sts += [ProbeStatus("smaps", "detached"), ProbeStatus("oom", "failed", "no tracepoint")]
+    state.apply(Batch(1, tuple(sts)))
+    n = probe_count(state)
+    assert (n.attached, n.total, n.failed) == (2, 3, ("oom",))
+    text = "".join(seg.text for seg in header_line(state).rest)
+    assert "probes 2/3" in text and "1 failed" in text
