@@ -79,10 +79,32 @@ def pid_list(text: str) -> list[int]:
 
 
 class Parser(argparse.ArgumentParser):
+    def format_help(self) -> str:
+        """The options, then (for `memtop --help`) the panes and the main keys, from the views: the
+        views load only when help is asked for."""
+        text = super().format_help()
+        if self.prog != "memtop":
+            return text
+        from memtop.views import views
+
+        panes = [(name, cls.title) for name, cls in views().items() if name != "process"]
+        lines = ["", "panes (number keys switch; --pane NAME starts on one):"]
+        lines += [f"  {i}  {name:<10} {title}" for i, (name, title) in enumerate(panes, 1)]
+        lines += ["", "main keys:", *(f"  {row}" for row in HELP_KEYS)]
+        return text + "\n".join(lines) + "\n"
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         sys.stderr.write(f"memtop: error: {message}\n")
         raise SystemExit(2)
+
+
+#: `memtop --help`'s summary of the keys (`?` in the TUI shows them all, the pane's first)
+HELP_KEYS = (
+    "1-9 pane · Enter drill into a process · Esc back · / filter · < > sort column · r reverse",
+    "space pause · s snapshot · R record · + - refresh interval · ? help · q quit",
+    "replay: space play/pause · ← → step · [ ] one minute · G go to a time",
+)
 
 
 def common(p: argparse.ArgumentParser) -> None:

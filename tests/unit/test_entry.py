@@ -21,7 +21,13 @@ def memtop(*args: str) -> subprocess.CompletedProcess[str]:
 def test_version_help_and_usage_errors_keep_their_codes() -> None:
     done = memtop("--version")
     assert done.returncode == 0 and __version__ in done.stdout
-    assert memtop("--help").returncode == 0
+    helped = memtop("--help")
+    assert helped.returncode == 0
+    from memtop.views import views
+
+    for i, (name, cls) in enumerate(((n, c) for n, c in views().items() if n != "process"), 1):
+        assert f"{i}  {name:<10} {cls.title}" in helped.stdout  # the panes, as the number keys pick them
+    assert "Enter drill into a process" in helped.stdout and "q quit" in helped.stdout
     bad = memtop("--no-such-flag")
     assert bad.returncode == 2 and "memtop: error:" in bad.stderr
 
