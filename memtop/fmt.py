@@ -35,6 +35,11 @@ def count_h(n: float | int | None) -> str:
     return f"{int(n)}"
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 process``, ``2 processes``: the count and the noun that goes with it."""
+    return f"{n} {noun if n == 1 else (nouns or noun + 's')}"
+
+
 def ns_h(ns: float | int | None) -> str:
     if ns is None:
         return "-"

@@ -22,3 +22,11 @@ def test_no_color_shows_levels_by_weight(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "red" in style("bad") and style("warn") == "yellow"
     monkeypatch.setenv("NO_COLOR", "1")
     assert style("bad") == "bold" and style("warn") == "" and "red" not in style("bad")
+
+
+def test_plural() -> None:
+    from memtop import fmt
+
+    assert fmt.plural(1, "process", "processes") == "1 process"
+    assert fmt.plural(0, "process", "processes") == "0 processes"
+    assert fmt.plural(2, "kill") == "2 kills"

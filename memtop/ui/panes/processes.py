@@ -53,7 +53,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         status = self.status_text(state)
         sort_label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "rss_bytes"))
         status.append(
-            f"   {len(doc['rows'])} processes · sort {sort_label} {'↓' if self.opts.reverse else '↑'}"
+            f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · sort {sort_label} {'↓' if self.opts.reverse else '↑'}"
         )
         if self.opts.filter:
             status.append(" · filter: ")

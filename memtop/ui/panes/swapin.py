@@ -45,7 +45,7 @@ class SwapinPane(SortableTablePane):
         swapins, files, waited = st.totals()
         label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
         status.append(
-            f"   {len(doc['rows'])} processes · {fmt.count_h(swapins)} swap-ins waited {fmt.ns_h(waited)}"
+            f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · {fmt.count_h(swapins)} swap-ins waited {fmt.ns_h(waited)}"
             f" · {fmt.count_h(files)} file major faults · sort {label} {'↓' if self.opts.reverse else '↑'}"
         )
         show_text(self.query_one("#swapin-status", StatusLine), status)
