@@ -110,7 +110,8 @@ class MemtopApp(RecordReplay):
         self.snapshot_dir = snapshot_dir
         self.snapshot_request = snapshot_request
         self.initial_pid = initial_pid
-        self.initial_pane = initial_pane
+        # `memtop --leaks PID` is asked to show allocations: it opens on the Leaks pane
+        self.initial_pane = initial_pane or ("leaks" if leak_pids else None)
         #: pids to trace the allocations of (`memtop --leaks PID[,PID…]`, the drill-in's `m`)
         self.leak_pids = list(leak_pids or [])
         self.paused = False
