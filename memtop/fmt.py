@@ -35,6 +35,22 @@ def count_h(n: float | int | None) -> str:
     return f"{int(n)}"
 
 
+def age_h(seconds: float | int | None) -> str:
+    """How long ago or how old, as people say it: ``5.2s``, ``18m51s``, ``3h05m``, ``2d04h``
+    (not ``1131.14s``); "-" when not known."""
+    if seconds is None:
+        return "-"
+    s = max(0.0, float(seconds))
+    if s < 60:
+        return f"{s:.1f}s"
+    whole = int(s)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """``1 process``, ``2 processes``: the count and the noun that goes with it."""
     return f"{n} {noun if n == 1 else (nouns or noun + 's')}"

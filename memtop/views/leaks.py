@@ -59,7 +59,7 @@ class LeaksView(View):
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
         Column("allocations", "ALLOCS", fmt.count_h),
-        Column("oldest_age_s", "OLDEST", lambda v: f"{v:.1f}s"),
+        Column("oldest_age_s", "OLDEST", fmt.age_h),
         Column("growth_bytes_per_s", "GROWTH", growth_h),
         Column("site", "ALLOCATED AT", numeric=False),
         Column("process", "PROCESS", numeric=False),
@@ -123,7 +123,7 @@ class LeaksView(View):
                 continue
             text += (
                 f"\n{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations, "
-                f"oldest {row['oldest_age_s']:.1f}s, {growth_h(row['growth_bytes_per_s'])}:\n"
+                f"oldest {fmt.age_h(row['oldest_age_s'])}, {growth_h(row['growth_bytes_per_s'])}:\n"
             )
             text += "".join(f"    {f}\n" for f in row["frames"])
             hist = row["age_hist_bytes"]

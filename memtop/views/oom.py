@@ -22,7 +22,7 @@ class OomView(View):
     order = 50
     probes = ("oom",)
     columns = (
-        Column("age_ns", "AGO", fmt.ns_h),
+        Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
         Column("victim_pid", "PID"),
         Column("victim_comm", "VICTIM", numeric=False),
         Column("scope", "SCOPE", numeric=False),

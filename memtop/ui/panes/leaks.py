@@ -81,7 +81,7 @@ def label(agg: Agg) -> Text:
     t.append(f" {fmt.count_h(agg.allocations):>6}", style="cyan")
     g = agg.growth_bytes_per_s
     t.append(f" {growth_h(g):>11}", style="red" if g > 0 else "dim")
-    t.append(f" {agg.oldest_age_s:7.1f}s", style="yellow" if agg.oldest_age_s >= 60 else "")
+    t.append(f" {fmt.age_h(agg.oldest_age_s):>8}", style="yellow" if agg.oldest_age_s >= 60 else "")
     t.append("  ")
     t.append(agg.name)  # untrusted: plain text, never markup
     return t
@@ -255,7 +255,7 @@ class LeaksPane(FilterablePane):
         t.append(
             f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations · "
             f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
-            f"oldest {agg.oldest_age_s:.1f}s\n"
+            f"oldest {fmt.age_h(agg.oldest_age_s)}\n"
         )
         hist = agg.age_hist_bytes
         if any(hist):

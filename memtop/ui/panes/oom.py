@@ -23,6 +23,8 @@ class OomPane(Pane):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._events: dict[str, dict[str, Any]] = {}
+        #: the newest kill shown (a newer one takes the cursor)
+        self._newest: int | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="oom-status", classes="pane-status")
@@ -33,10 +35,14 @@ class OomPane(Pane):
         doc = self.view.document(state, self.opts)
         status = self.status_text(state)
         if doc["total"] is not None:
-            status.append(f"   {doc['total']} OOM kill(s) since start")
+            status.append(f"   {fmt.plural(doc['total'], 'OOM kill')} since start")
         show_text(self.query_one("#oom-status", StatusLine), status)
         table = self.query_one("#oom-table", DataTable)
         fill_table(table, self.view.columns, doc["events"], "ts_ns")
+        newest = doc["events"][0]["ts_ns"] if doc["events"] else None
+        if newest != self._newest and table.row_count:
+            table.move_cursor(row=0, animate=False)  # a new kill is the one to look at
+        self._newest = newest
         self._events = {str(e["ts_ns"]): e for e in doc["events"]}
         self._detail(table)
 
