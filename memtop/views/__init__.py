@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from memtop import fmt
 from memtop.errors import MemtopError
 from memtop.state import State
 
@@ -128,9 +129,50 @@ class View:
         """The statuses of this view's probes, for its document."""
         return {name: probe_status(state, name) for name in self.probes}
 
+    #: what /proc/vmstat tells of this pane's subject while its probe cannot see:
+    #: (probe, [(vmstat counter, label, "rate" or "total")])
+    vmstat_fallback: ClassVar[tuple[str, tuple[tuple[str, str, str], ...]]] = ("", ())
+
+    def blind_note(self, state: State) -> str:
+        """When the probe that feeds this pane is not measuring: what /proc/vmstat says instead
+        (the kernel's own counters, machine-wide), e.g. "from /proc/vmstat: pswpin 7.5k/s"; ""
+        otherwise or before two vmstat samples."""
+        probe, counters = self.vmstat_fallback
+        if not probe or measuring(state, probe):
+            return ""
+        from memtop.state.host import HostState
+
+        host = state.get(HostState)
+        if not host.vmstat or not host.vmstat_prev:
+            return ""
+
+        def total(counters: dict[str, int], name: str) -> int | None:
+            # "name*" sums a family (allocstall_dma32, allocstall_normal, ...)
+            if name.endswith("*"):
+                found = [v for k, v in counters.items() if k.startswith(name[:-1])]
+                return sum(found) if found else None
+            return counters.get(name)
+
+        parts = []
+        dt_ns = host.vmstat_ts_ns - host.vmstat_prev_ts_ns
+        for counter, label, how in counters:
+            cur, prev = total(host.vmstat, counter), total(host.vmstat_prev, counter)
+            if cur is None or prev is None:
+                continue
+            if how == "rate":
+                per_s = (cur - prev) * 1e9 / dt_ns if dt_ns > 0 and cur >= prev else 0.0
+                parts.append(f"{label} {fmt.count_h(per_s)}/s")
+            else:
+                first = total(host.vmstat_first, counter)
+                parts.append(f"{label} {fmt.count_h(cur - (first or 0))} since start")
+        return "from /proc/vmstat (machine-wide): " + ", ".join(parts) if parts else ""
+
     def text(self, state: State, opts: Options) -> str:
         doc = self.document(state, opts)
         notes = status_notes(doc.get("probes") or {})
+        blind = self.blind_note(state)
+        if blind:
+            notes += f"note: {blind}\n"
         return notes + render_table(self.title, self.columns, self.table_rows(doc)) + self.text_extra(doc)
 
     def text_extra(self, doc: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ class OomView(View):
     title = "OOM kills"
     order = 50
     probes = ("oom",)
+    vmstat_fallback = ("oom", (("oom_kill", "OOM kills", "total"),))
     columns = (
         Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
         Column("victim_pid", "PID"),

@@ -25,6 +25,13 @@ class ReclaimView(View):
     title = "Reclaim"
     order = 30
     probes = ("vmscan",)
+    vmstat_fallback = (
+        "vmscan",
+        (
+            ("allocstall*", "direct reclaim stalls", "rate"),
+            ("pgsteal_direct", "pages reclaimed directly", "rate"),
+        ),
+    )
     columns = (
         Column("pid", "PID"),
         Column("comm", "COMMAND", numeric=False),

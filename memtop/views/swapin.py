@@ -60,6 +60,7 @@ class SwapinView(View):
     title = "Swap-in waiters"
     order = 40
     probes = ("swapin", "swapinfo")
+    vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))
     columns = (
         Column("pid", "PID"),
         Column("comm", "COMMAND", numeric=False),

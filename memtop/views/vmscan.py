@@ -63,6 +63,14 @@ class VmscanView(View):
     title = "vmscan"
     order = 20
     probes = ("vmscan", "procfs")
+    vmstat_fallback = (
+        "vmscan",
+        (
+            ("pgscan*", "pages scanned", "rate"),
+            ("pgsteal*", "reclaimed", "rate"),
+            ("allocstall*", "direct stalls", "rate"),
+        ),
+    )
     columns = (
         Column("origin", "ORIGIN", numeric=False),
         Column("pages_scanned", "SCANNED", fmt.count_h),

@@ -42,6 +42,8 @@ class Pane(Vertical):
     """Subclasses set ``view_name``; the view's ``order`` places the pane's tab (and number key)."""
 
     view_name: ClassVar[str] = ""
+    #: its probes run only when asked (the leaks pane says how to ask): not running is no news
+    quiet_when_absent: ClassVar[bool] = False
     registry: ClassVar[list[type[Pane]]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -85,6 +87,12 @@ class Pane(Vertical):
         for name in self.probes:
             st = state.probe_state(name)
             if st is None:
+                if self.quiet_when_absent:
+                    continue
+                # not loaded at all (--no-bpf, or a recording made without it): its figures are
+                # not measurements, whatever the table shows
+                where = "in this recording" if state.mode == "replay" else "in this session"
+                parts.append(("  " if parts else "") + f"{name}: not running {where}", style="yellow")
                 continue
             if parts:
                 parts.append("  ")
@@ -99,6 +107,9 @@ class Pane(Vertical):
             lost = state.lost_total(name)
             if lost:
                 parts.append(f"  lost {lost}", style="bold red")
+        blind = self.view.blind_note(state)
+        if blind:
+            parts.append(("  " if parts else "") + blind, style="yellow")
         return parts
 
 

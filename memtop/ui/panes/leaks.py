@@ -96,6 +96,7 @@ class LeaksTree(Tree[tuple[str, ...]]):
 
 class LeaksPane(FilterablePane):
     view_name = "leaks"
+    quiet_when_absent = True
     filter_hint = "show stacks with a frame containing… (function or module; Enter applies, Esc clears)"
 
     BINDINGS = [

@@ -15,6 +15,7 @@ from memtop.state import State
 from memtop.state.swapin import SwapinState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
+from memtop.views import measuring
 from memtop.views.swapin import SORT_KEYS, bar, hist_lines, system_text
 
 
@@ -44,10 +45,12 @@ class SwapinPane(SortableTablePane):
         status = self.status_text(state)
         swapins, files, waited = st.totals()
         label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
-        status.append(
-            f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · {fmt.count_h(swapins)} swap-ins waited {fmt.ns_h(waited)}"
-            f" · {fmt.count_h(files)} file major faults · sort {label} {'↓' if self.opts.reverse else '↑'}"
-        )
+        if measuring(state, "swapin") or st.rows:
+            status.append(
+                f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · {fmt.count_h(swapins)} swap-ins"
+                f" waited {fmt.ns_h(waited)} · {fmt.count_h(files)} file major faults"
+            )
+        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
         show_text(self.query_one("#swapin-status", StatusLine), status)
         show_text(self.query_one("#swapin-system", Static), Text("\n".join(system_text(doc["system"]))))
         fill_table(self.query_one("#swapin-table", DataTable), self.view.columns, doc["rows"], "pid")
