@@ -27,8 +27,8 @@ from memtop.snapshot import SnapshotRequest, options_for, render, write
 from memtop.source import Source
 from memtop.state import State
 from memtop.state.host import HostState
-from memtop.views import Options, View, get_view
-from memtop.views.header import host_text, probe_count
+from memtop.views import Options, View, get_view, wall_ns
+from memtop.views.header import host_text, probe_count, summary_line
 
 if TYPE_CHECKING:
     from memtop.replay import Limits
@@ -182,10 +182,13 @@ def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, 
             line = json.dumps(view.document(state, opts), ensure_ascii=True, separators=(",", ":"))
         out.write(line + "\n")
     else:
-        stamp = time.strftime("%H:%M:%S")
+        wall = wall_ns(state)  # the sample's own time (a replay's recorded one), not now
+        stamp = time.strftime("%H:%M:%S", time.localtime(wall / 1e9 if wall is not None else None))
         host = host_text(state.get(HostState).facts)  # the recorded machine's, in a replay
         where = f"  {host}" if host else ""
         head = f"memtop {__version__} - {stamp}  pane {view.name}  source {state.mode}{where}  {probes}\n"
+        summary = summary_line(state)  # top -b's second line: memory, swap, pressure
+        head += f"{summary}\n" if summary else ""
         out.write(encodable(out, head + view.text(state, opts) + "\n"))
     out.flush()
 

@@ -506,8 +506,11 @@ def _facts_from_header(header: dict[str, Any]) -> HostFacts | None:
     kernel, host = header.get("kernel"), header.get("hostname")
     if type(kernel) is not str and type(host) is not str:
         return None
+    wall, mono = header.get("start_wall_ns"), header.get("start_monotonic_ns")
     return HostFacts(
-        kernel_release=kernel if type(kernel) is str else "", hostname=host if type(host) is str else ""
+        kernel_release=kernel if type(kernel) is str else "",
+        hostname=host if type(host) is str else "",
+        wall_minus_monotonic_ns=wall - mono if type(wall) is int and type(mono) is int and wall > mono else 0,
     )
 
 

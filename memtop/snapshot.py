@@ -12,6 +12,7 @@ from pathlib import Path
 from memtop import files
 from memtop.state import State
 from memtop.views import Options, View
+from memtop.views.header import summary_line
 
 #: the formats every pane has; a view may add its own (View.extra_formats)
 FORMATS = ("svg", "txt", "json")
@@ -45,7 +46,8 @@ def render(view: View, state: State, opts: Options, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(view.document(state, opts), indent=1, ensure_ascii=False) + "\n"
     if fmt == "txt":
-        return view.text(state, opts)
+        summary = summary_line(state)
+        return (f"{summary}\n" if summary else "") + view.text(state, opts)
     return view.export(state, opts, fmt)
 
 

@@ -52,4 +52,11 @@ def collect_host_facts(bpf_error: MemtopError | None = None) -> HostFacts:
         headers_version=clean(version, MAX_NAME),
         bpf_error=bpf_error.message if bpf_error is not None else "",
         bpf_hint=bpf_error.hint if bpf_error is not None else "",
+        wall_minus_monotonic_ns=wall_minus_monotonic_ns(),
     )
+
+
+def wall_minus_monotonic_ns() -> int:
+    """The offset from CLOCK_MONOTONIC (the batches' clock) to wall-clock time, now; rounded to
+    the millisecond so that facts collected moments apart compare equal."""
+    return round((time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC)) / 1e6) * 1_000_000

@@ -72,3 +72,6 @@ class HostFacts(Record):
     #: why BPF cannot load at all, and what to do; "" while BPF is usable or not yet tried
     bpf_error: str = ""
     bpf_hint: str = ""
+    #: CLOCK_REALTIME - CLOCK_MONOTONIC when collected, ns: a sample's ts_ns plus this is its
+    #: wall-clock time (a replay's is the recorded machine's); 0 when unknown
+    wall_minus_monotonic_ns: int = 0

@@ -9,6 +9,7 @@ themselves by subclassing :class:`View`; every submodule of this package is impo
 
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib
 import pkgutil
@@ -44,6 +45,27 @@ class Options:
     pid: int | None = None
     section: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def wall_ns(state: State, ts_ns: int | None = None) -> int | None:
+    """Wall-clock time (ns since the epoch) of ``ts_ns`` (default: the state's latest sample), on
+    the clock of the machine that took it (a replay's recorded time); None when not known."""
+    from memtop.state.host import HostState
+
+    facts = state.get(HostState).facts
+    ts = state.ts_ns if ts_ns is None else ts_ns
+    if facts is None or not facts.wall_minus_monotonic_ns or not ts:
+        return None
+    return ts + facts.wall_minus_monotonic_ns
+
+
+def taken_at(state: State) -> str | None:
+    """The state's latest sample's wall-clock time, ISO 8601 in UTC (``2026-11-21T13:43:12.345Z``)."""
+    ns = wall_ns(state)
+    if ns is None:
+        return None
+    stamp = datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 #: probe states whose figures are measurements (detached: measured until it detached)

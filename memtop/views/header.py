@@ -75,6 +75,26 @@ def banner(facts: HostFacts | None) -> tuple[Segment, ...]:
     return tuple(out)
 
 
+def summary_line(state: State) -> str:
+    """``top -b``'s summary, for text snapshots and --batch: memory, swap, memory pressure (empty
+    before /proc was read)."""
+    host = state.get(HostState)
+    parts = []
+    m = host.meminfo
+    if m is not None:
+        parts.append(
+            f"Mem {fmt.bytes_h(m.total_bytes)} used {fmt.bytes_h(m.used_bytes)} free {fmt.bytes_h(m.free_bytes)}"
+            f" avail {fmt.bytes_h(m.available_bytes)} cached {fmt.bytes_h(m.cached_bytes)}"
+        )
+        parts.append(
+            f"Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}"
+        )
+    p = host.pressure
+    if p is not None:
+        parts.append(f"PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}")
+    return "  ".join(parts)
+
+
 def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) -> HeaderLine:
     host = state.get(HostState)
     mode = state.mode

@@ -13,7 +13,7 @@ from memtop.errors import MemtopError
 from memtop.records.leaks import AGE_BUCKETS_S
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Column, Options, View, render_table, status_notes
+from memtop.views import Column, Options, View, render_table, status_notes, taken_at
 
 SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
 ROW_KEYS = ("frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s")
@@ -108,6 +108,7 @@ class LeaksView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "pids": sorted(leaks.targets),
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],

@@ -7,7 +7,7 @@ from typing import Any
 from memtop import fmt
 from memtop.state import State
 from memtop.state.oom import OomState
-from memtop.views import Column, Options, View, measuring
+from memtop.views import Column, Options, View, measuring, taken_at
 
 ADJ_UNKNOWN = -10000
 
@@ -70,6 +70,7 @@ class OomView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "events": events,
             # kills seen; None when the probe is not watching (no kill seen would not mean none)

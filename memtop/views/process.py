@@ -17,7 +17,7 @@ from memtop.records.process import MappingRow
 from memtop.state import State
 from memtop.state.process import ProcessState, Target
 from memtop.state.processes import ProcessesState
-from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes
+from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes, taken_at
 
 SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings")
 SECTION_TITLES = {
@@ -354,6 +354,7 @@ class ProcessView(View):
             "comm": row.sample.comm if row is not None else "",
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "exited_ns": pstate.exited_ns(pid, state) or None,
             "probes": {probe: probe_status(state, probe)},
         }

@@ -10,7 +10,7 @@ from memtop.state import State
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Options, View, measuring, render_table, taken_at
 
 SORT_KEYS = (
     "pid",
@@ -149,6 +149,7 @@ class ProcessesView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "rows": rows,
             "exited": exited,

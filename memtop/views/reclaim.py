@@ -13,7 +13,7 @@ from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Options, View, measuring, render_table, taken_at
 from memtop.views.vmscan import render_hist
 
 SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
@@ -94,6 +94,7 @@ class ReclaimView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "histogram": histogram,
             "events": events,

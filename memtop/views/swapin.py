@@ -10,7 +10,7 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.host import HostState
 from memtop.state.swapin import SwapinState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Options, View, measuring, render_table, taken_at
 
 SORT_KEYS = (
     "pid",
@@ -109,6 +109,7 @@ class SwapinView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "rows": rows if measured else [],
             "histogram": histogram(swap_counts) if measured else [],

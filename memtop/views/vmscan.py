@@ -11,7 +11,7 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.host import HostState
 from memtop.state.vmscan import VmscanState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Options, View, measuring, render_table, taken_at
 
 #: /proc/vmstat counters whose per-second rates the pane shows (sar -B and thrashing)
 KERNEL_RATES = (
@@ -120,6 +120,7 @@ class VmscanView(View):
             "pane": self.name,
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "rows": rows,
             "kswapd_wakes": t.kswapd_wakes if t else 0,

@@ -42,3 +42,25 @@ def test_output_through_a_pipe_is_flushed_before_the_end(tmp_path: Path) -> None
     batch = memtop("--batch", "--replay", str(DATA / "pressure.jsonl.gz"), "--count", "2")
     heads = [line for line in batch.stdout.splitlines() if line.startswith("memtop ")]
     assert batch.returncode == 0 and len(heads) == 2, batch.stdout[:300]
+
+
+def test_a_replay_is_stamped_with_its_recorded_time(tmp_path: Path) -> None:
+    """Issue 22, item 9: `--batch --replay` stamped each output with the time of the reading;
+    JSON had only a monotonic taken_at_ns. Both now carry the recording's wall-clock time, and
+    text output has top -b's summary line."""
+    import json
+
+    env_tz = {"TZ": "UTC"}
+    rec = DATA / "pressure.jsonl.gz"
+    out = subprocess.run(
+        memtop_cmd() + ["--batch", "--replay", str(rec), "--count", "1", "--pane", "oom"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env_tz},
+    )  # fmt: skip
+    head, summary = out.stdout.splitlines()[:2]
+    assert " - 13:42:4" in head, head  # recorded 2026-11-21 13:42:42 UTC, one interval in
+    assert summary.startswith("Mem ") and "Swap " in summary and "PSI some " in summary
+    snap = tmp_path / "o.json"
+    done = memtop("snapshot", "--replay", str(rec), "--pane", "oom", "--output", str(snap))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(snap.read_text())
+    assert doc["taken_at"].startswith("2026-11-21T13:43:") and doc["taken_at"].endswith("Z")

@@ -104,7 +104,10 @@ def test_batch_replay_head_names_the_recorded_host(tmp_path: Path) -> None:
 def test_old_recording_gets_facts_from_its_header() -> None:
     rec = Recording.load(COMPAT)
     facts = rec.synthetic_facts
-    assert facts == HostFacts(kernel_release=rec.header["kernel"], hostname=rec.header["hostname"])
+    offset = rec.header["start_wall_ns"] - rec.header["start_monotonic_ns"]  # its clock, too
+    assert facts == HostFacts(
+        kernel_release=rec.header["kernel"], hostname=rec.header["hostname"], wall_minus_monotonic_ns=offset
+    )
     assert facts.kernel_release == "6.18.44-fc-v669" and facts.hostname == "vm"
     assert facts.headers_kind == "" and facts.bpf_error == ""  # not known: none shown
     assert next(rec.batches()).records[0] == facts
