@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -49,6 +51,14 @@ def age_h(seconds: float | int | None) -> str:
     if whole < 86400:
         return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def clock_h(wall_ns: int | None) -> str:
+    """A moment as local wall-clock time to the millisecond (``13:43:12.345``); "-" when not known."""
+    if wall_ns is None:
+        return "-"
+    t = time.localtime(wall_ns // 1_000_000_000)
+    return time.strftime("%H:%M:%S", t) + f".{wall_ns // 1_000_000 % 1000:03d}"
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

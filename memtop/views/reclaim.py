@@ -13,7 +13,7 @@ from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring, render_table, taken_at
+from memtop.views import Column, Options, View, measuring, render_table, taken_at, wall_ns
 from memtop.views.vmscan import render_hist
 
 SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
@@ -44,7 +44,7 @@ class ReclaimView(View):
         Column("pages_reclaimed", "PAGES", fmt.count_h),
     )
     event_columns = (
-        Column("ts_ns", "TIME(s)", lambda ns: f"{ns / 1e9:.3f}"),
+        Column("wall_ns", "TIME", fmt.clock_h, numeric=False),
         Column("pid", "PID"),
         Column("comm", "COMMAND", numeric=False),
         Column("kind", "KIND", numeric=False),
@@ -64,6 +64,7 @@ class ReclaimView(View):
         events = [
             {
                 "ts_ns": e.ts_ns,
+                "wall_ns": wall_ns(state, e.ts_ns),
                 "pid": e.pid,
                 "comm": e.comm,
                 "kind": e.kind,

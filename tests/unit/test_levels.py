@@ -30,3 +30,18 @@ def test_plural() -> None:
     assert fmt.plural(1, "process", "processes") == "1 process"
     assert fmt.plural(0, "process", "processes") == "0 processes"
     assert fmt.plural(2, "kill") == "2 kills"
+
+
+def test_clock_h(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from memtop import fmt
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        assert fmt.clock_h(1_795_268_592_328_500_000) == "13:43:12.328"
+        assert fmt.clock_h(None) == "-"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
