@@ -11,9 +11,14 @@ def bytes_h(n: float | int | None) -> str:
     if n is None:
         return "-"
     n = float(n)
+    # the next unit from 1000 on: four digits and a decimal (1012.0K) read as a typo of 101.2K
     for unit in ("B", "K", "M", "G", "T"):
-        if abs(n) < 1024 or unit == "T":
-            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        if abs(n) < 1000 or unit == "T":
+            if unit == "B":
+                return f"{n:.0f}{unit}"
+            if abs(n) < 0.995:  # 1000-1018 of the unit below: 0.98K, 0.99M
+                return f"{n:.2f}{unit}"
+            return f"{n:.1f}{unit}"
         n /= 1024
     return f"{n:.1f}T"
 

@@ -45,3 +45,14 @@ def test_clock_h(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_bytes_switch_units_before_four_digits() -> None:
+    """Issue 22, item 11: `1012.0K` read as a typo; from 1000 of a unit on, the next unit."""
+    from memtop import fmt
+
+    assert fmt.bytes_h(999) == "999B"
+    assert fmt.bytes_h(1012 * 1024) == "0.99M"
+    assert fmt.bytes_h(1023 * 1024) == "1.0M"
+    assert fmt.bytes_h(1536) == "1.5K"
+    assert all(len(fmt.bytes_h(v).rstrip("BKMGT").split(".")[0]) <= 3 for v in range(0, 1 << 24, 977))
