@@ -82,6 +82,8 @@ class MemtopApp(RecordReplay):
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help"),
+        Binding("f1", "help", "Help", show=False),  # htop's keys
+        Binding("f10", "quit", "Quit", show=False),
         Binding("s", "snapshot", "Snapshot"),
         Binding("space", "pause", "Pause"),
         Binding("plus", "interval(0.5)", "Slower", show=False),

@@ -48,6 +48,9 @@ KEY_NAMES = {
     "-": "minus",
     "[": "left_square_bracket",
     "]": "right_square_bracket",
+    "Home": "home",
+    "End": "end",
+    **{f"F{n}": f"f{n}" for n in range(1, 13)},
 }
 PANE = {name: pane_class(name) for name in pane_names()}
 #: the README's "where" -> the classes whose bindings work there

@@ -264,6 +264,7 @@ class FilterablePane(Pane):
     filter_hint: ClassVar[str] = ""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter"),
+        Binding("f3", "filter", "Filter", show=False),  # htop's search key
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -329,6 +330,11 @@ class SortableTablePane(Pane):
         Binding("r", "reverse", "Reverse"),
         Binding("j", "cursor(1)", "Down", show=False),
         Binding("k", "cursor(-1)", "Up", show=False),
+        # htop's habits: I inverts the sort, F6 moves it, Home / End go to the first / last row
+        Binding("I", "reverse", "Reverse", show=False),
+        Binding("f6", "sort(1)", "Sort →", show=False),
+        Binding("home", "cursor_end(0)", "First", show=False, priority=True),
+        Binding("end", "cursor_end(1)", "Last", show=False, priority=True),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -362,6 +368,15 @@ class SortableTablePane(Pane):
     def action_reverse(self) -> None:
         self.opts.reverse = not self.opts.reverse
         self._redraw()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Home / End move the text cursor while a text field (the filter) has the keyboard
+        return not (action == "cursor_end" and isinstance(self.app.focused, Input))
+
+    def action_cursor_end(self, last: int) -> None:
+        table = self.table()
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1 if last else 0, animate=False)
 
     def action_cursor(self, step: int) -> None:
         table = self.table()
