@@ -75,6 +75,13 @@ def build_tree(rows: list[dict[str, Any]], inverted: bool) -> Agg:
     return root
 
 
+#: the tree's column header, in label()'s widths (after the top level's toggle: 2 cells)
+HEADER = (
+    f"  {'OUTSTAND':>8} {'ALLOCS':>6} {'GROWTH':>11} {'OLDEST':>8}  STACK (top-down; "
+    "counted since tracing began: allocations made before it are not seen)"
+)
+
+
 def label(agg: Agg) -> Text:
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(f"{fmt.bytes_h(agg.outstanding_bytes):>8}", style="bold")
@@ -121,6 +128,7 @@ class LeaksPane(FilterablePane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="leaks-status", classes="pane-status")
+        yield Static(Text(HEADER, style="bold", no_wrap=True, overflow="ellipsis"), id="leaks-header")
         tree = LeaksTree("stacks", id="leaks-tree")
         tree.show_root = False
         tree.guide_depth = 2
