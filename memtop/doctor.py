@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat, headers, tracefs
+from memtop import bcc_compat, fmt, headers, tracefs
 from memtop.probes.base import Probe
 from memtop.probes.registry import PROBES, all_probe_classes
+from memtop.text import clean
 from memtop.views import panes_of_probes
 
 
@@ -197,7 +198,7 @@ def run_checks() -> list[Check]:
         Check(
             "swap",
             bool(swaps),
-            "; ".join(" ".join(s.split()[:4]) for s in swaps) or "no swap devices",
+            "; ".join(_swap_line(s) for s in swaps) or "no swap devices",
             "" if swaps else "no swap: the swap-in pane will stay empty (mkswap/swapon to test)",
             required=False,
         )
@@ -247,6 +248,18 @@ def probe_checks(
         hint = f"lacks {', '.join(lacks)}: see the lines above" if lacks else ""
         out.append(Check(f"probe {cls.name}", not lacks, detail, hint, required=False))
     return out
+
+
+def _swap_line(line: str) -> str:
+    """One /proc/swaps line as people read it: ``/swapfile (file) 4.0G, 225.2M used``."""
+    parts = line.split()
+    if len(parts) < 4:
+        return clean(line, 200)
+    try:
+        size, used = int(parts[2]) * 1024, int(parts[3]) * 1024  # /proc/swaps counts KiB
+    except ValueError:
+        return clean(" ".join(parts[:4]), 200)
+    return f"{clean(parts[0], 160)} ({clean(parts[1], 20)}) {fmt.bytes_h(size)}, {fmt.bytes_h(used)} used"
 
 
 def report(as_json: bool = False) -> tuple[str, int]:

@@ -56,3 +56,12 @@ def test_bytes_switch_units_before_four_digits() -> None:
     assert fmt.bytes_h(1023 * 1024) == "1.0M"
     assert fmt.bytes_h(1536) == "1.5K"
     assert all(len(fmt.bytes_h(v).rstrip("BKMGT").split(".")[0]) <= 3 for v in range(0, 1 << 24, 977))
+
+
+def test_doctor_shows_swap_in_human_units() -> None:
+    """Issue 22, item 11: doctor printed /proc/swaps' raw KiB."""
+    from memtop.doctor import _swap_line
+
+    assert _swap_line("/swapfile file 4194300 230656 -2") == "/swapfile (file) 4.0G, 225.2M used"
+    assert _swap_line("/dev/zram0 partition 1048572 0 100") == "/dev/zram0 (partition) 1.0G, 0B used"
+    assert "\x1b" not in _swap_line("/evil\x1b[31m file 1 1 -2")
