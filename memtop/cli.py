@@ -493,16 +493,38 @@ def run_record(args: argparse.Namespace) -> int:
 
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
-    res = asyncio.run(
-        record(
-            make_source(args),
-            args.output,
-            interval_s=args.interval,
-            duration_s=args.duration,
-            force=args.force,
-            leak_pids=args.leaks or (),
+    from memtop.recording import Recorder
+
+    live = not args.quiet and sys.stderr.isatty()
+
+    def started(rec: Recorder) -> None:
+        if not args.quiet:  # where it goes, at once (it used to say nothing until it stopped)
+            sys.stderr.write(f"memtop: recording to {rec.path} (Ctrl-C or SIGTERM stops)\n")
+
+    def ticked(rec: Recorder) -> None:
+        try:
+            size = fmt.bytes_h(rec.tmp_path.stat().st_size)
+        except OSError:
+            size = "?"
+        sys.stderr.write(f"\r  {rec.batches} samples, {rec.duration_s:.0f} s, {size} so far ")
+        sys.stderr.flush()
+
+    try:
+        res = asyncio.run(
+            record(
+                make_source(args),
+                args.output,
+                interval_s=args.interval,
+                duration_s=args.duration,
+                force=args.force,
+                leak_pids=args.leaks or (),
+                on_start=started,
+                on_tick=ticked if live else None,
+            )
         )
-    )
+    finally:
+        if live:
+            sys.stderr.write("\n")
     if not args.quiet:
         sys.stderr.write(
             f"memtop: recorded {res.batches} samples, {res.records} records, "

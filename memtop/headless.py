@@ -86,6 +86,7 @@ async def record(
     force: bool = False,
     leak_pids: Sequence[int] = (),
     on_start: Callable[[Recorder], None] | None = None,
+    on_tick: Callable[[Recorder], None] | None = None,
 ) -> RecordResult:
     """Record until ``duration_s`` is over or SIGINT/SIGTERM arrives; the file is complete either
     way. The target is checked before any probe loads, so a bad path fails at once."""
@@ -110,6 +111,8 @@ async def record(
         if on_start is not None:
             on_start(rec)
         async for n in runner.ticks(stop):
+            if on_tick is not None:
+                on_tick(rec)
             if duration_s is not None and (n + 1) * interval_s > duration_s + 1e-9:
                 break
         if stop.is_set():

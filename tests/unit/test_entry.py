@@ -64,3 +64,13 @@ def test_a_replay_is_stamped_with_its_recorded_time(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     doc = json.loads(snap.read_text())
     assert doc["taken_at"].startswith("2026-11-21T13:43:") and doc["taken_at"].endswith("Z")
+
+
+def test_record_says_where_at_once(tmp_path: Path) -> None:
+    """Issue 22, item 11: `memtop record` said nothing until it stopped."""
+    out = tmp_path / "r.jsonl.gz"
+    done = memtop("record", "--no-bpf", "-o", str(out), "--duration", "1", "--interval", "0.5")
+    assert done.returncode == 0, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first == f"memtop: recording to {out} (Ctrl-C or SIGTERM stops)"
+    assert "recorded" in done.stderr.splitlines()[-1] and done.stdout == f"{out}\n"
