@@ -218,7 +218,10 @@ class ProcessesState(SubState):
 
     def _on_exit(self, ev: ProcEvent) -> None:
         row = self.rows.get(ev.pid)
-        entry = ExitedRow(ev.pid, ev.comm, ev.ts_ns, ev.lifetime_ns, row.sample if row else None)
+        lifetime = ev.lifetime_ns
+        if not lifetime and row is not None:  # started before memtop: its start time from /proc
+            lifetime = _lifetime(row, ev.ts_ns)
+        entry = ExitedRow(ev.pid, ev.comm, ev.ts_ns, lifetime, row.sample if row else None)
         self.exited.appendleft(entry)
         self._exit_seen[ev.pid] = entry
 

@@ -137,13 +137,22 @@ class ProcessesView(View):
                 "pid": e.pid,
                 "comm": e.comm,
                 "exited_ns": e.exited_ns,
-                "lifetime_ns": e.lifetime_ns,
+                "lifetime_ns": e.lifetime_ns or None,  # 0: its start was never seen
                 "rss_bytes": e.last.rss_bytes if e.last else None,
                 "swap_bytes": e.last.swap_bytes if e.last else None,
                 "minor_faults": e.last.minor_faults if e.last else None,
                 "major_faults": e.last.major_faults if e.last else None,
             }
             for e in procs.exited
+            if matches(
+                {
+                    "comm": e.comm,
+                    "user": e.last.user if e.last else "",
+                    "pid": e.pid,
+                    "cmdline": e.last.cmdline if e.last else "",
+                },
+                opts.filter,
+            )
         ]
         return {
             "pane": self.name,

@@ -115,3 +115,24 @@ def test_a_counter_beyond_int64_is_kept_at_the_top_not_a_crash() -> None:
     assert row.sample.swap_bytes == 1 << 63
     assert row.ts_ns == 2 * 10**9 and len(row.history) >= 1  # both samples applied
     assert I64_MAX in row.history._data  # stored at the top of its range
+
+
+def test_recently_exited_follow_the_filter_and_know_an_old_process_lifetime() -> None:
+    """Issue 22, item 7: the list ignored `/`, and a process started before memtop (its start
+    never seen by the exit probe) showed LIFETIME 0ns: its /proc start time tells."""
+    from memtop.records import Batch
+    from memtop.records.processes import ProcEvent, ProcSample
+    from memtop.state import State
+    from memtop.views import Options, get_view
+
+    state = State()
+    old = ProcSample(7, "olddaemon", "root", 0, 4096, 0, 0, 0, 10, 0, start_time_ns=10**9)
+    state.apply(Batch(5 * 10**9, (old,)))
+    state.apply(Batch(6 * 10**9, (ProcEvent(6 * 10**9, "exit", 7, "olddaemon", 0),)))
+    state.apply(Batch(6 * 10**9 + 1, (ProcEvent(6 * 10**9, "exit", 8, "unseen", 0),)))
+    view = get_view("processes")
+    exited = {e["pid"]: e for e in view.document(state, Options())["exited"]}
+    assert exited[7]["lifetime_ns"] == 5 * 10**9
+    assert exited[8]["lifetime_ns"] is None  # not measured: not 0
+    assert [e["pid"] for e in view.document(state, Options(filter="olddae"))["exited"]] == [7]
+    assert view.document(state, Options(filter="nothing-like-it"))["exited"] == []
