@@ -9,6 +9,7 @@ from memtop import fmt
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.host import HostState
+from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Options, View, measuring, render_table, taken_at
 
@@ -63,7 +64,7 @@ class SwapinView(View):
     vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))
     columns = (
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("command", "COMMAND", numeric=False),
         Column("swapins", "SWAPINS", fmt.count_h),
         Column("swapins_per_s", "SWAPIN/s", fmt.count_h),
         Column("wait_ns_total", "WAITED", fmt.ns_h),
@@ -74,14 +75,20 @@ class SwapinView(View):
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         st = state.get(SwapinState)
+        running = state.get(ProcessesState).rows
         rows: list[dict[str, Any]] = []
         for pid, r in st.rows.items():
             rec = r.rec
             if opts.pid is not None and pid != opts.pid:
                 continue
+            if opts.pid is None and not rec.swapins and not rec.file_major_faults:
+                continue  # nothing to show (a dead sub-second process): not a row of waiters
+            exited = bool(running) and pid not in running
             row = {
                 "pid": pid,
                 "comm": rec.comm,
+                "exited": exited,
+                "command": rec.comm + (" †" if exited else ""),  # short: the columns stay put
                 "swapins": rec.swapins,
                 "wait_ns_total": rec.swapin_wait_ns,
                 "wait_ns_max": rec.swapin_wait_max_ns,

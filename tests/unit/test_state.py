@@ -136,3 +136,24 @@ def test_recently_exited_follow_the_filter_and_know_an_old_process_lifetime() ->
     assert exited[8]["lifetime_ns"] is None  # not measured: not 0
     assert [e["pid"] for e in view.document(state, Options(filter="olddae"))["exited"]] == [7]
     assert view.document(state, Options(filter="nothing-like-it"))["exited"] == []
+
+
+def test_swapin_rows_with_something_to_show_and_exited_marked() -> None:
+    """Issue 22, item 7: the Swap-in pane listed hundreds of dead sub-second processes with no
+    swap-in at all; rows now have something to show, and a gone process is marked."""
+    from memtop.records import Batch
+    from memtop.records.processes import ProcSample
+    from memtop.records.swapin import SwapinProc
+    from memtop.state import State
+    from memtop.views import Options, get_view
+
+    state = State()
+    alive = ProcSample(7, "hog", "root", 0, 4096, 0, 0, 0, 10, 5)
+    procs = (SwapinProc(7, "hog", 50, 10**6, 10**5, 0), SwapinProc(8, "gone", 9, 10**6, 10**5, 0))
+    state.apply(Batch(10**9, (alive, *procs, SwapinProc(9, "shell", 0, 0, 0, 0))))
+    rows = {r["pid"]: r for r in get_view("swapin").document(state, Options())["rows"]}
+    assert set(rows) == {7, 8}  # the shell had nothing to show
+    assert rows[7]["command"] == "hog" and not rows[7]["exited"]
+    assert rows[8]["command"] == "gone †" and rows[8]["exited"]
+    one = get_view("swapin").document(state, Options(pid=9))["rows"]
+    assert [r["pid"] for r in one] == [9]  # asked for by pid: shown whatever it holds
