@@ -498,7 +498,9 @@ def run_record(args: argparse.Namespace) -> int:
     live = not args.quiet and sys.stderr.isatty()
 
     def started(rec: Recorder) -> None:
-        if not args.quiet:  # where it goes, at once (it used to say nothing until it stopped)
+        # on a terminal, where it goes at once (it used to say nothing until it stopped); a script
+        # still gets one line on stderr, the summary or the error
+        if live:
             sys.stderr.write(f"memtop: recording to {rec.path} (Ctrl-C or SIGTERM stops)\n")
 
     def ticked(rec: Recorder) -> None:

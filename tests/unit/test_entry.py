@@ -66,11 +66,29 @@ def test_a_replay_is_stamped_with_its_recorded_time(tmp_path: Path) -> None:
     assert doc["taken_at"].startswith("2026-11-21T13:43:") and doc["taken_at"].endswith("Z")
 
 
-def test_record_says_where_at_once(tmp_path: Path) -> None:
-    """Issue 22, item 11: `memtop record` said nothing until it stopped."""
+def test_record_says_where_at_once_on_a_terminal(tmp_path: Path) -> None:
+    """Issue 22, item 11: `memtop record` said nothing until it stopped. On a terminal it names
+    the file at once and keeps a line of how much so far; a script still gets one line."""
+    import pty
+
     out = tmp_path / "r.jsonl.gz"
-    done = memtop("record", "--no-bpf", "-o", str(out), "--duration", "1", "--interval", "0.5")
-    assert done.returncode == 0, done.stderr
-    first = done.stderr.splitlines()[0]
-    assert first == f"memtop: recording to {out} (Ctrl-C or SIGTERM stops)"
-    assert "recorded" in done.stderr.splitlines()[-1] and done.stdout == f"{out}\n"
+    args = ["record", "--no-bpf", "-o", str(out), "--duration", "1.5", "--interval", "0.5"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(memtop_cmd() + args, stdin=slave, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    text = said.decode()
+    assert text.startswith(f"memtop: recording to {out} (Ctrl-C or SIGTERM stops)")
+    assert "samples," in text and "so far" in text and "memtop: recorded" in text
+    piped = memtop(*args[:3], str(tmp_path / "p.jsonl.gz"), *args[4:])
+    assert piped.returncode == 0 and len(piped.stderr.splitlines()) == 1, piped.stderr
