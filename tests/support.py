@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtop.errors import MemtopError
 from memtop.records import Batch, Lost, ProbeStatus
-from memtop.records.host import VmStat
+from memtop.records.host import HostFacts, VmStat
 from memtop.records.oom import OomKill
 from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import VmscanTotals
@@ -721,3 +721,15 @@ class FakeSource:
 
     async def stop(self) -> None:
         self.closed = True
+
+
+#: host facts of a machine that is not this one (a replay must show these, never the viewer's)
+RECORDED_FACTS = HostFacts(
+    kernel_release="5.10.0-recorded",
+    hostname="recorded-host",
+    boot_time_ns=1_700_000_000 * 10**9,
+    headers_kind="standin",
+    headers_version="5.10.0-99-amd64",
+    bpf_error="no BPF on the recorded host",
+    bpf_hint="it was a test",
+)

@@ -10,25 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from fakeproc import make_fake_proc
+from support import RECORDED_FACTS as RECORDED
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
 from memtop.recording import open_recorder
 from memtop.records import Batch
-from memtop.records.host import HostFacts, MemInfo
+from memtop.records.host import MemInfo
 from memtop.replay import Recording, ReplaySource
 from memtop.state.host import HostState
 from memtop.ui.app import MemtopApp
-
-RECORDED = HostFacts(
-    kernel_release="5.10.0-recorded",
-    hostname="recorded-host",
-    boot_time_ns=1_700_000_000 * 10**9,
-    headers_kind="standin",
-    headers_version="5.10.0-99-amd64",
-    bpf_error="no BPF on the recorded host",
-    bpf_hint="it was a test",
-)
 
 
 def write_recording(path: Path) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import DATA, memtop_cmd
+from support import RECORDED_FACTS as RECORDED
 
 from memtop.recording import open_recorder
 from memtop.records import Batch, from_json, to_json
@@ -24,16 +25,6 @@ from memtop.views.header import HeaderLine, header_line
 
 COMPAT = DATA / "recording-1.0.jsonl.gz"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "HOME=/tmp"]
-
-RECORDED = HostFacts(
-    kernel_release="5.10.0-recorded",
-    hostname="recorded-host",
-    boot_time_ns=1_700_000_000 * 10**9,
-    headers_kind="standin",
-    headers_version="5.10.0-99-amd64",
-    bpf_error="no BPF on the recorded host",
-    bpf_hint="it was a test",
-)
 
 
 def text_of(segments: tuple[object, ...]) -> str:
