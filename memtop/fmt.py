@@ -84,6 +84,14 @@ def ns_h(ns: float | int | None) -> str:
     return f"{ns:.0f}ns"
 
 
+def ns_total(ns: float | int | None) -> str:
+    """A total of time waited: blank for none (a column of zeros hides the few that waited),
+    "-" when not measured."""
+    if ns is None:
+        return "-"
+    return "" if not ns else ns_h(ns)
+
+
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 

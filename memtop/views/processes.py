@@ -67,8 +67,9 @@ class ProcessesView(View):
         Column("swap_bytes", "SWAP", fmt.bytes_h),
         Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
         Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
-        Column("reclaim_stall_ns", "RECLAIM", fmt.ns_h),
-        Column("swapin_wait_ns", "SWAPWAIT", fmt.ns_h),
+        # totals since memtop started, beside per-second columns: Σ says which
+        Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
+        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
     )
 
     def __init__(self) -> None:

@@ -65,3 +65,10 @@ def test_doctor_shows_swap_in_human_units() -> None:
     assert _swap_line("/swapfile file 4194300 230656 -2") == "/swapfile (file) 4.0G, 225.2M used"
     assert _swap_line("/dev/zram0 partition 1048572 0 100") == "/dev/zram0 (partition) 1.0G, 0B used"
     assert "\x1b" not in _swap_line("/evil\x1b[31m file 1 1 -2")
+
+
+def test_a_total_of_nothing_is_blank_and_unmeasured_is_a_dash() -> None:
+    """Issue 22, item 11: RECLAIM and SWAPWAIT showed 0ns on every idle row."""
+    from memtop import fmt
+
+    assert fmt.ns_total(0) == "" and fmt.ns_total(None) == "-" and fmt.ns_total(1_500_000) == "1.50ms"
