@@ -157,7 +157,10 @@ async def test_m_traces_this_pid_and_shows_the_leaks_pane(tmp_path: Path, no_bpf
         await pilot.pause(0.5)
         assert isinstance(app.screen, ProcessScreen) and app.screen.pid == 202
         await pilot.press("m")
-        await pilot.pause(0.3)
+        for _ in range(100):  # the message is handled on a later turn of the loop (bounded wait)
+            if source.traced and app.active_name == "leaks":
+                break
+            await pilot.pause(0.05)
         assert source.traced == [[202]]
         assert not isinstance(app.screen, ProcessScreen) and app.active_name == "leaks"
         # --no-bpf: the intent is refused, and the leaks pane's status says why
