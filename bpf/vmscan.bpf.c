@@ -10,7 +10,13 @@
 // Tracepoint fields and helpers only: the headers BCC compiles against may be a stand-in of
 // another kernel version, so no kernel struct is ever dereferenced.
 //
+// Per cgroup: episodes are also aggregated by the reclaiming task's cgroup2 id
+// (bpf_get_current_cgroup_id, the inode of its directory in the unified hierarchy), and every event
+// carries that id, so a cgroup's reclaim is exact even when the ring drops events. On a v1 or
+// hybrid machine the memory cgroup is another hierarchy: user space attributes by the task's memcg.
+//
 // Configured with -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_SHRINKERS=<n> -DRINGBUF_PAGES=<n>
+// -DMAX_CGROUPS=<n>
 // (RINGBUF_PAGES is a power of two; tests shrink it to force overflow).
 
 // compaction:mm_compaction_kcompactd_wake has an `enum zone_type` field; BCC builds the args
@@ -23,6 +29,9 @@ enum zone_type { MEMTOP_ZONE_ANY };
 #endif
 #ifndef MAX_PIDS
 #define MAX_PIDS 8192
+#endif
+#ifndef MAX_CGROUPS
+#define MAX_CGROUPS 4096
 #endif
 #ifndef MAX_SHRINKERS
 #define MAX_SHRINKERS 1024
@@ -52,6 +61,7 @@ enum zone_type { MEMTOP_ZONE_ANY };
 #define C_COMPACT_NS 4
 #define C_SLAB_DROPPED 5    // shrinker calls not counted: shrinker table full
 #define C_PAIRS_DROPPED 6   // reclaim ends whose begin was not seen (evicted or before attach)
+#define C_CGROUPS_DROPPED 7 // episodes not counted per cgroup: cgroup table full
 #define NR_COUNTERS 8
 
 struct begin_t {
@@ -79,6 +89,19 @@ struct pid_stat_t {
     char comm[16];
 };
 
+struct cg_key_t {
+    u64 cgroup_id;
+    u32 kind;
+    u32 pad;
+};
+
+struct cg_stat_t {
+    u64 events;
+    u64 total_ns;
+    u64 max_ns;
+    u64 reclaimed;
+};
+
 struct slab_begin_t {
     u64 ts_ns;
     u64 shrink;
@@ -99,6 +122,7 @@ struct reclaim_event_t {
     u32 kind;
     u32 pad;
     char comm[16];
+    u64 cgroup_id;      // the task's cgroup2 id
 };
 
 BPF_RINGBUF_OUTPUT(vmscan_events, RINGBUF_PAGES);
@@ -116,6 +140,9 @@ BPF_PERCPU_ARRAY(compact_hist, u64, HIST_SLOTS);
 // (tgid, kind) -> totals; LRU: the table stays bounded however many processes stall
 BPF_TABLE("lru_hash", struct pid_key_t, struct pid_stat_t, pid_stats, MAX_PIDS);
 BPF_HASH(slab_stats, u64, struct slab_stat_t, MAX_SHRINKERS);
+// (cgroup2 id, kind) -> totals; a plain hash, bounded: episodes of a cgroup that finds it full are
+// counted in C_CGROUPS_DROPPED (a removed cgroup's entry stays: its totals are history)
+BPF_HASH(cg_stats, struct cg_key_t, struct cg_stat_t, MAX_CGROUPS);
 
 static __always_inline void count(u32 slot, u64 n) {
     u64 *v = vmscan_counters.lookup(&slot);
@@ -183,6 +210,24 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
         bpf_get_current_comm(&ps->comm, sizeof(ps->comm));
     }
 
+    u64 cgid = bpf_get_current_cgroup_id();
+    struct cg_key_t ck = {.cgroup_id = cgid, .kind = kind};
+    struct cg_stat_t *cs = cg_stats.lookup(&ck);
+    if (!cs) {
+        struct cg_stat_t zero = {};
+        cg_stats.insert(&ck, &zero);
+        cs = cg_stats.lookup(&ck);
+    }
+    if (cs) {
+        __sync_fetch_and_add(&cs->events, 1);
+        __sync_fetch_and_add(&cs->total_ns, lat);
+        __sync_fetch_and_add(&cs->reclaimed, nr_reclaimed);
+        if (lat > cs->max_ns)
+            cs->max_ns = lat;
+    } else {
+        count(C_CGROUPS_DROPPED, 1);
+    }
+
     struct reclaim_event_t *e = vmscan_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         u32 zero = 0;
@@ -198,6 +243,7 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     e->tid = tid;
     e->kind = kind;
     e->pad = 0;
+    e->cgroup_id = cgid;
     bpf_get_current_comm(&e->comm, sizeof(e->comm));
     vmscan_events.ringbuf_submit(e, 0);
 }

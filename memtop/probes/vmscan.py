@@ -23,7 +23,7 @@ from memtop.text import clean
 HIST_SLOTS = 64
 # slots of the program's `counters` array (bpf/vmscan.bpf.c)
 C_KSWAPD_WAKE, C_KSWAPD_SLEEP, C_KCOMPACTD_WAKE, C_COMPACT_COUNT, C_COMPACT_NS = 0, 1, 2, 3, 4
-C_SLAB_DROPPED, C_PAIRS_DROPPED = 5, 6
+C_SLAB_DROPPED, C_PAIRS_DROPPED, C_CGROUPS_DROPPED = 5, 6, 7
 NR_COUNTERS = 8
 
 
@@ -38,6 +38,7 @@ class _Event(ctypes.Structure):
         ("kind", ctypes.c_uint32),
         ("pad", ctypes.c_uint32),
         ("comm", ctypes.c_char * 16),
+        ("cgroup_id", ctypes.c_uint64),
     ]
 
 
@@ -144,6 +145,7 @@ class VmscanProbe(BpfProbe):
                 kind=RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
                 latency_ns=int(ev.latency_ns),
                 pages_reclaimed=int(ev.nr_reclaimed),
+                cgroup_id=int(ev.cgroup_id),
             )
         )
 
@@ -195,6 +197,23 @@ class VmscanProbe(BpfProbe):
         out.sort()
         return tuple(out)
 
+    def _cg_stats(self) -> tuple[tuple[int, str, int, int, int, int], ...]:
+        out = []
+        for k, v in self.bpf["cg_stats"].items():
+            kind = int(k.kind)
+            out.append(
+                (
+                    int(k.cgroup_id),
+                    RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
+                    int(v.events),
+                    int(v.total_ns),
+                    int(v.max_ns),
+                    int(v.reclaimed),
+                )
+            )
+        out.sort()
+        return tuple(out)
+
     def totals(self) -> tuple[VmscanTotals, ReclaimTotals]:
         """Read every kernel map once (cumulative since load)."""
         c = self._percpu_ints("vmscan_counters", NR_COUNTERS)
@@ -217,7 +236,13 @@ class VmscanProbe(BpfProbe):
             for i in range(HIST_SLOTS)
             if rhist[k * HIST_SLOTS + i]
         )
-        rc = ReclaimTotals(histogram=hist, pids=self._pid_stats(), unpaired=c[C_PAIRS_DROPPED])
+        rc = ReclaimTotals(
+            histogram=hist,
+            pids=self._pid_stats(),
+            unpaired=c[C_PAIRS_DROPPED],
+            cgroups=self._cg_stats(),
+            cgroups_dropped=c[C_CGROUPS_DROPPED],
+        )
         return vm, rc
 
     def drain(self) -> list[Record]:

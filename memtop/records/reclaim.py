@@ -26,6 +26,10 @@ class ReclaimTotals(Record):
     histogram: tuple[tuple[str, int, int], ...]
     pids: tuple[tuple[int, str, str, int, int, int, int], ...]
     unpaired: int = 0
+    #: (cgroup2 id, kind, events, total_ns, max_ns, pages_reclaimed) per reclaiming task's cgroup2
+    cgroups: tuple[tuple[int, str, int, int, int, int], ...] = ()
+    #: episodes not counted per cgroup (the kernel's cgroup table was full)
+    cgroups_dropped: int = 0
 
 
 @record("reclaim_event")
@@ -41,3 +45,4 @@ class ReclaimEvent(Record):
     kind: str  # "direct" | "memcg"
     latency_ns: int
     pages_reclaimed: int
+    cgroup_id: int = 0  # the reclaiming task's cgroup2 id (0: not known)
