@@ -83,6 +83,25 @@ class KernelLog:
             self.fd = None
 
 
+#: the memcg's figures the kernel prints before a memcg OOM kill (mem_cgroup_print_oom_meminfo)
+KMSG_MEMCG_USAGE = re.compile(r"\bmemory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)")
+
+
+def parse_kmsg_usage(line: str) -> tuple[int, int, int] | None:
+    """(usage bytes, limit bytes, failcnt) of the memcg at an OOM kill, from the kernel's
+    ``memory: usage …kB, limit …kB, failcnt …`` line (printed just before the kill)."""
+    m = KMSG_MEMCG_USAGE.search(line)
+    if m is None:
+        return None
+    return int(m.group(1)) * 1024, int(m.group(2)) * 1024, int(m.group(3))
+
+
+def parse_kmsg_task_memcg(line: str) -> str:
+    """The victim's own memcg (``task_memcg=``) from an ``oom-kill:`` line ("" when absent)."""
+    m = re.search(r"[:,]task_memcg=([^,]*)", line)
+    return clean(m.group(1)) if m else ""
+
+
 def parse_kmsg_kill(line: str) -> tuple[int, str, str] | None:
     """(victim pid, scope, memcg path) from the kernel's ``oom-kill:`` summary line."""
     at = line.find("oom-kill:")
@@ -124,7 +143,8 @@ class OomProbe(BpfProbe):
         self.fields: set[str] = set()
         self.kmsg: KernelLog | None = None
         self._pending: list[_Event] = []
-        self._kmsg_kills: dict[int, tuple[str, str]] = {}
+        self._kmsg_kills: dict[int, tuple[str, str, str, tuple[int, int, int] | None]] = {}
+        self._kmsg_usage: tuple[int, int, int] | None = None
 
     def cflags(self) -> list[str]:
         self.fields = tracefs.tracepoint_fields("oom:mark_victim")
@@ -170,9 +190,16 @@ class OomProbe(BpfProbe):
         out: list[Record] = []
         if self.kmsg is not None:
             for line in self.kmsg.lines():
+                usage = parse_kmsg_usage(line)
+                if usage is not None:
+                    self._kmsg_usage = usage
+                    continue
                 kill = parse_kmsg_kill(line)
                 if kill is not None:
-                    self._kmsg_kills[kill[0]] = (kill[1], kill[2])
+                    # the usage line belongs to this kill only when it was a memcg's
+                    at_kill = self._kmsg_usage if kill[1] == "memcg" else None
+                    self._kmsg_kills[kill[0]] = (kill[1], kill[2], parse_kmsg_task_memcg(line), at_kill)
+                    self._kmsg_usage = None
         events, self._pending = self._pending, []
         if events:
             load = loadavg()
@@ -218,10 +245,11 @@ class OomProbe(BpfProbe):
             except ValueError:
                 missing.append("oom_score_adj")
         scope = SCOPES.get(int(ev.scope), "unknown")
-        memcg = ""
+        memcg = task_memcg = ""
+        at_kill: tuple[int, int, int] | None = None
         from_log = self._kmsg_kills.pop(pid, None)
         if from_log is not None:
-            scope, memcg = from_log
+            scope, memcg, task_memcg, at_kill = from_log
         return OomKill(
             ts_ns=int(ev.ts_ns),
             victim_pid=pid,
@@ -237,6 +265,10 @@ class OomProbe(BpfProbe):
             oom_score_adj=adj,
             pgtables_bytes=int(ev.pgtables_kb) * 1024,
             memcg=memcg,
+            task_memcg=task_memcg,
+            memcg_usage_bytes=at_kill[0] if at_kill else None,
+            memcg_limit_bytes=at_kill[1] if at_kill else None,
+            memcg_failcnt=at_kill[2] if at_kill else None,
             loadavg=load,
             missing=tuple(missing),
         )

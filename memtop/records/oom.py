@@ -26,6 +26,11 @@ class OomKill(Record):
     uid: int
     oom_score_adj: int
     pgtables_bytes: int = 0
-    memcg: str = ""  # the OOM memcg's path, when the kernel log said
+    memcg: str = ""  # the OOM memcg's path (the limit that fired), when the kernel log said
+    task_memcg: str = ""  # the victim's own memcg (the OOM memcg or below it), when the log said
+    #: the OOM memcg's usage, limit and failcnt at the kill, as the kernel printed them
+    memcg_usage_bytes: int | None = None
+    memcg_limit_bytes: int | None = None
+    memcg_failcnt: int | None = None
     loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     missing: tuple[str, ...] = ()
