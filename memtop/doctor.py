@@ -203,13 +203,17 @@ def run_checks() -> list[Check]:
             required=False,
         )
     )
-    cg2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
-    cg1 = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()
+    from memtop import cgroupfs
+
+    lay = cgroupfs.layout()
     checks.append(
         Check(
             "cgroup",
-            cg1 or cg2,
-            "v2" if cg2 else ("v1 (memory controller at /sys/fs/cgroup/memory)" if cg1 else "none"),
+            lay.memory is not None,
+            lay.describe(),
+            ""
+            if lay.memory is not None
+            else "no memory controller mounted: the cgroups pane shows no usage or limits",
             required=False,
         )
     )

@@ -6,6 +6,9 @@
   leaking process, and a burst that hits the cgroup's limit without swap room (an OOM kill); the
   default probes plus the drill-in probes on the workload and the memleak probe on the leaker,
   whichever of those this memtop has.
+* ``--cgroups``: ``cgroups.jsonl.gz``, the same workloads for 20 s, what the cgroups pane's
+  snapshots and screenshot render (the workload's memcg also has a cgroup2 twin on a hybrid
+  machine, so its PSI shows).
 * ``--compat``: ``recording-1.0.jsonl.gz``, a short recording kept forever to prove that every
   later memtop still loads schema 1.0 (do not regenerate it once released).
 
@@ -121,6 +124,7 @@ async def session(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compat", action="store_true", help="make tests/data/recording-1.0.jsonl.gz")
+    ap.add_argument("--cgroups", action="store_true", help="make tests/data/cgroups.jsonl.gz")
     ap.add_argument("--output")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--interval", type=float, default=1.0)
@@ -129,14 +133,26 @@ def main() -> int:
         raise SystemExit("make_recording.py needs root (BPF, cgroups)")
     out = Path(
         args.output
-        or ROOT / "tests/data" / ("recording-1.0.jsonl.gz" if args.compat else "pressure.jsonl.gz")
+        or ROOT
+        / "tests/data"
+        / (
+            "recording-1.0.jsonl.gz"
+            if args.compat
+            else "cgroups.jsonl.gz"
+            if args.cgroups
+            else "pressure.jsonl.gz"
+        )
     )
-    duration = args.duration or (6.0 if args.compat else 40.0)
+    duration = args.duration or (6.0 if args.compat else 20.0 if args.cgroups else 40.0)
     interval = args.interval if not args.compat else 0.5
     hog_exe, leak_exe = compile_c("rec_hog"), compile_c("rec_leak")
     with swapfile(), memcg(100 * MiB, swap=True) as cg, memcg(64 * MiB, swap=False) as oom_cg:
         hog = start([str(hog_exe), "300"], cg)
         leak = start([str(leak_exe), "65536"], cg)
+        twin = unified_twin(cg.name) if args.cgroups else None
+        if twin is not None:
+            for p in (hog, leak):
+                (twin / "cgroup.procs").write_text(str(p.pid))
         try:
             asyncio.run(
                 session(
@@ -153,7 +169,27 @@ def main() -> int:
             for p in (hog, leak):
                 p.kill()
                 p.wait()
+            if twin is not None:
+                for _ in range(50):
+                    try:
+                        twin.rmdir()
+                        break
+                    except OSError:
+                        time.sleep(0.1)
     return 0
+
+
+def unified_twin(name: str) -> Path | None:
+    """On a hybrid machine, the cgroup2 directory of the same name as a v1 memcg (where its PSI is
+    measured), created; None elsewhere."""
+    from memtop import cgroupfs
+
+    lay = cgroupfs.layout()
+    if lay.mode != "hybrid" or lay.unified is None:
+        return None
+    d = Path(lay.unified.mountpoint) / name
+    d.mkdir()
+    return d
 
 
 if __name__ == "__main__":

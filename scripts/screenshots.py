@@ -27,6 +27,7 @@ from memtop.replay import Recording, ReplaySource  # noqa: E402
 from memtop.state.processes import ProcessesState  # noqa: E402
 from memtop.ui.app import MemtopApp  # noqa: E402
 from memtop.ui.panes.base import DrillIn  # noqa: E402
+from memtop.ui.screens import DrillScreen  # noqa: E402
 
 SIZE = (160, 46)
 README = ROOT / "README.md"
@@ -91,6 +92,8 @@ async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.5)
         for name in app.pane_names:
+            if own_recording(name) is not None and Path(rec.path) != own_recording(name):
+                continue  # drawn from its own recording (shoot_own)
             app.show_pane(name)
             await pilot.pause(0.3)
             app.redraw()
@@ -103,7 +106,7 @@ async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:
             app.post_message(DrillIn(pid))
             await pilot.pause(1.0)
             screen: Any = app.screen
-            if hasattr(screen, "snapshot_document"):
+            if isinstance(screen, DrillScreen):
                 app.redraw()
                 await pilot.pause(0.3)
                 save("process", f"process {pid}")
@@ -118,6 +121,48 @@ async def shoot(rec: Recording, outdir: Path, at_s: float) -> list[Path]:
                         save(f"process-{sec}", f"process {pid} {sec}")
             else:
                 print("no drill-in screen in this build", file=sys.stderr)
+    return written
+
+
+def own_recording(pane: str) -> Path | None:
+    """A pane newer than the pressure recording has its own: tests/data/<pane>.jsonl.gz."""
+    p = ROOT / "tests/data" / f"{pane}.jsonl.gz"
+    return p if p.exists() else None
+
+
+async def shoot_own(pane: str, outdir: Path) -> list[Path]:
+    """``pane`` from its own recording (at its end) and, for the cgroups pane, the drill-in of its
+    cgroup nearest its limit."""
+    path = own_recording(pane)
+    assert path is not None
+    rec = Recording.load(path)
+    app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane=pane)
+    written: list[Path] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+        app.redraw()
+        await pilot.pause(0.3)
+        written.append(
+            files.write_atomic(
+                outdir / f"{pane}.svg", app.export_screenshot(title=f"memtop {pane}"), force=True
+            )
+        )
+        if pane == "cgroups":
+            from memtop.ui.screens.cgroup import CgroupScreen
+            from memtop.views import Options, get_view
+
+            rows = get_view("cgroups").document(app.state, Options())["rows"]
+            limited = [r for r in rows if r["limit_pct"] is not None]
+            if limited:
+                target = max(limited, key=lambda r: r["limit_pct"])["path"]
+                app.push_screen(CgroupScreen(target, app.state))
+                await pilot.pause(0.5)
+                app.redraw()
+                await pilot.pause(0.3)
+                svg = app.export_screenshot(title=f"memtop cgroup {target}")
+                written.append(files.write_atomic(outdir / "cgroup.svg", svg, force=True))
+    for w in written:
+        print(w)
     return written
 
 
@@ -138,6 +183,12 @@ def main() -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     at = rec.duration_s if args.at is None else args.at
     written = asyncio.run(shoot(rec, outdir, at))
+    if args.recording == str(ROOT / "tests/data/pressure.jsonl.gz"):
+        for pane in sorted(
+            p.name.removesuffix(".jsonl.gz") for p in (ROOT / "tests/data").glob("*.jsonl.gz")
+        ):
+            if pane not in ("pressure", "recording-1.0"):
+                written += asyncio.run(shoot_own(pane, outdir))
     print(f"{len(written)} screenshots in {outdir}", file=sys.stderr)
     return 0
 

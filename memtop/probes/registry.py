@@ -17,6 +17,7 @@ AT_START, ON_DEMAND = "at start", "on demand"
 PROBES: dict[str, tuple[str, str]] = {
     "procfs": ("memtop.probes.procfs:ProcfsProbe", AT_START),
     "procmem": ("memtop.probes.procmem:ProcmemProbe", AT_START),
+    "cgroups": ("memtop.probes.cgroups:CgroupsProbe", AT_START),
     "faultstack": ("memtop.probes.faultstack:FaultStackProbe", ON_DEMAND),
     "growth": ("memtop.probes.growth:GrowthProbe", ON_DEMAND),
     "smaps": ("memtop.probes.smaps:SmapsProbe", ON_DEMAND),

@@ -144,7 +144,10 @@ class MemtopApp(RecordReplay):
         yield Static(id="header")
         yield Static(id="banner", classes="hidden")
         yield Static(id="too-small", classes="hidden")
-        tabs = [(name, f"{i} {get_view(name).title}") for i, name in enumerate(self.pane_names, 1)]
+        tabs = [
+            (name, f"{i} {get_view(name).tab_title or get_view(name).title}")
+            for i, name in enumerate(self.pane_names, 1)
+        ]
         yield TabLine(tabs, self.active_name, id="tabline")
         # only the pane shown at start is built now; the others when first shown (_pane_in): the
         # unseen panes' widgets cost CPU before the first frame for nothing (docs/performance.md)

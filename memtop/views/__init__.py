@@ -107,6 +107,8 @@ def status_notes(statuses: dict[str, dict[str, str]]) -> str:
 class View:
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
+    #: the tab's label when the title is long (every tab fits on one line of 80 columns)
+    tab_title: ClassVar[str] = ""
     order: ClassVar[int] = 100
     columns: ClassVar[tuple[Column, ...]] = ()
     #: the probes whose data this view shows, declared once here: documents carry their statuses

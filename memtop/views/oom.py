@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtop import fmt
+from memtop import cgroupfs, fmt
 from memtop.state import State
+from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import OomState
 from memtop.views import Column, Options, View, measuring, taken_at
 
@@ -19,6 +20,7 @@ def _adj(v: Any) -> str:
 class OomView(View):
     name = "oom"
     title = "OOM kills"
+    tab_title = "OOM"
     order = 50
     probes = ("oom",)
     vmstat_fallback = ("oom", (("oom_kill", "OOM kills", "total"),))
@@ -27,6 +29,7 @@ class OomView(View):
         Column("victim_pid", "PID"),
         Column("victim_comm", "VICTIM", numeric=False),
         Column("scope", "SCOPE", numeric=False),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
         Column("anon_rss_bytes", "ANON", fmt.bytes_h),
         Column("file_rss_bytes", "FILE", fmt.bytes_h),
         Column("shmem_rss_bytes", "SHMEM", fmt.bytes_h),
@@ -40,6 +43,7 @@ class OomView(View):
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         st = state.get(OomState)
+        memcg = state.get(CgroupsState).pid_memcg
         events: list[dict[str, Any]] = []
         for k in st.kills:
             if opts.pid is not None and opts.pid not in (k.victim_pid, k.trigger_pid):
@@ -61,6 +65,11 @@ class OomView(View):
                     "oom_score_adj": None if k.oom_score_adj == ADJ_UNKNOWN else k.oom_score_adj,
                     "pgtables_bytes": k.pgtables_bytes,
                     "memcg": k.memcg,
+                    # the victim's own memcg; the limit that fired is memcg's (an ancestor or it)
+                    "cgroup": k.task_memcg or memcg.get(k.victim_pid),
+                    "memcg_usage_bytes": k.memcg_usage_bytes,
+                    "memcg_limit_bytes": k.memcg_limit_bytes,
+                    "memcg_failcnt": k.memcg_failcnt,
                     "loadavg": list(k.loadavg),
                     "load1": k.loadavg[0],
                     "missing": list(k.missing),
@@ -86,7 +95,16 @@ class OomView(View):
         for e in doc["events"]:
             extra = []
             if e["memcg"]:
-                extra.append(f"memcg {e['memcg']}")
+                extra.append(f"limit of memcg {e['memcg']} fired")
+                if e["memcg_limit_bytes"] is not None:
+                    extra.append(
+                        f"usage {fmt.bytes_h(e['memcg_usage_bytes'])} of {fmt.bytes_h(e['memcg_limit_bytes'])}"
+                        f", failcnt {e['memcg_failcnt']}"
+                    )
+            elif e["scope"] == "global":
+                extra.append("global: the machine ran out of memory, no cgroup limit")
+            if e["cgroup"] and e["cgroup"] != e["memcg"]:
+                extra.append(f"victim in {e['cgroup']}")
             extra.append("load " + " ".join(f"{v:.2f}" for v in e["loadavg"]))
             if e["missing"]:
                 extra.append("kernel did not say: " + ", ".join(e["missing"]))

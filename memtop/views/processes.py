@@ -5,8 +5,9 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
-from memtop import fmt
+from memtop import cgroupfs, fmt
 from memtop.state import State
+from memtop.state.cgroups import CgroupsState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
@@ -25,6 +26,7 @@ SORT_KEYS = (
     "major_faults_per_s",
     "reclaim_stall_ns",
     "swapin_wait_ns",
+    "cgroup",
 )
 
 #: the "Recently exited" table, as the pane and the text snapshot both show it
@@ -48,6 +50,7 @@ def matches(row: dict[str, Any], needle: str) -> bool:
         or n in str(row["user"]).lower()
         or n == str(row["pid"])
         or n in str(row.get("cmdline", "")).lower()
+        or n in str(row.get("cgroup") or "").lower()
     )
 
 
@@ -70,13 +73,14 @@ class ProcessesView(View):
         # totals since memtop started, beside per-second columns: Σ says which
         Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
         Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )
 
     def __init__(self) -> None:
         # pid -> (sample, figures from other probes, row): a process whose sample object and
         # figures did not change keeps its row dict, so tables can tell it is unchanged by identity
         self._row_cache: dict[
-            int, tuple[Any, tuple[float, float, int | None, int | None], dict[str, Any]]
+            int, tuple[Any, tuple[float, float, int | None, int | None, str | None], dict[str, Any]]
         ] = {}
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
@@ -90,7 +94,10 @@ class ProcessesView(View):
         stall = {pid: r.total_ns for pid, r in reclaim.pids.items()}
         swapwait = {pid: r.rec.swapin_wait_ns for pid, r in swapin.rows.items()}
         rows: list[dict[str, Any]] = []
-        cache: dict[int, tuple[Any, tuple[float, float, int | None, int | None], dict[str, Any]]] = {}
+        cache: dict[
+            int, tuple[Any, tuple[float, float, int | None, int | None, str | None], dict[str, Any]]
+        ] = {}
+        memcg = state.get(CgroupsState).pid_memcg
         old_cache = self._row_cache
         for pid, r in procs.rows.items():
             s = r.sample
@@ -99,6 +106,7 @@ class ProcessesView(View):
                 r.majflt_per_s,
                 stall.get(pid, stall_default),
                 swapwait.get(pid, swap_default),
+                memcg.get(pid),
             )
             hit = old_cache.get(pid)
             if hit is not None and hit[0] is s and hit[1] == figures:
@@ -122,6 +130,7 @@ class ProcessesView(View):
                 "cmdline": s.cmdline,
                 "reclaim_stall_ns": figures[2],
                 "swapin_wait_ns": figures[3],
+                "cgroup": figures[4],
             }
             cache[pid] = (s, figures, row)
             if matches(row, opts.filter):
@@ -132,7 +141,13 @@ class ProcessesView(View):
             key == "swapin_wait_ns" and swap_default is None
         ):
             key = "rss_bytes"  # a column with nothing measured has no order
-        rows.sort(key=itemgetter(key, "pid"), reverse=opts.reverse)
+        if key == "cgroup":
+            rows.sort(key=lambda r: (r["cgroup"] or "", r["pid"]), reverse=opts.reverse)
+        else:
+            rows.sort(key=itemgetter(key, "pid"), reverse=opts.reverse)
+        if opts.extra.get("group") == "cgroup" and key != "cgroup":
+            # grouped: each cgroup's processes together (cgroups by path), sorted within it
+            rows.sort(key=lambda r: r["cgroup"] or "")
         exited = [
             {
                 "pid": e.pid,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtop import fmt
+from memtop import cgroupfs, fmt
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.base import log2_le
+from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Options, View, measuring, render_table, taken_at, wall_ns
 from memtop.views.vmscan import render_hist
@@ -42,6 +43,7 @@ class ReclaimView(View):
         Column("direct_events", "DIRECT", fmt.count_h),
         Column("memcg_events", "MEMCG", fmt.count_h),
         Column("pages_reclaimed", "PAGES", fmt.count_h),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )
     event_columns = (
         Column("wall_ns", "TIME", fmt.clock_h, numeric=False),
@@ -50,10 +52,12 @@ class ReclaimView(View):
         Column("kind", "KIND", numeric=False),
         Column("latency_ns", "LATENCY", fmt.ns_h),
         Column("pages_reclaimed", "PAGES", fmt.count_h),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         rs = state.get(ReclaimState)
+        memcg = state.get(CgroupsState).pid_memcg
         kinds = [opts.section] if opts.section in RECLAIM_KINDS else list(RECLAIM_KINDS)
         histogram = [
             {"kind": kind, "le_ns": log2_le(i), "count": n}
@@ -70,6 +74,7 @@ class ReclaimView(View):
                 "kind": e.kind,
                 "latency_ns": e.latency_ns,
                 "pages_reclaimed": e.pages_reclaimed,
+                "cgroup": memcg.get(e.pid),
             }
             for e in reversed(rs.events)
             if e.kind in kinds
@@ -85,6 +90,7 @@ class ReclaimView(View):
                 "direct_events": r.by_kind.get("direct", 0),
                 "memcg_events": r.by_kind.get("memcg", 0),
                 "pages_reclaimed": r.pages_reclaimed,
+                "cgroup": memcg.get(r.pid),
             }
             for r in rs.pids.values()
             if opts.pid is None or r.pid == opts.pid

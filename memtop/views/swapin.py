@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtop import fmt
+from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.base import log2_le
+from memtop.state.cgroups import CgroupsState
 from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
@@ -59,6 +60,7 @@ def hist_lines(hist: list[dict[str, int]]) -> list[tuple[str, int]]:
 class SwapinView(View):
     name = "swapin"
     title = "Swap-in waiters"
+    tab_title = "Swap-in"
     order = 40
     probes = ("swapin", "swapinfo")
     vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))
@@ -71,12 +73,14 @@ class SwapinView(View):
         Column("wait_ns_avg", "AVG WAIT", fmt.ns_h),
         Column("wait_ns_max", "MAX WAIT", fmt.ns_h),
         Column("file_major_faults", "FILE MAJFLT", fmt.count_h),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         st = state.get(SwapinState)
         running = state.get(ProcessesState).rows
         rows: list[dict[str, Any]] = []
+        memcg = state.get(CgroupsState).pid_memcg
         for pid, r in st.rows.items():
             rec = r.rec
             if opts.pid is not None and pid != opts.pid:
@@ -98,6 +102,7 @@ class SwapinView(View):
                 "swapins_nowait": rec.swapins_nowait,
                 "file_wait_ns_total": rec.file_wait_ns,
                 "file_wait_ns_max": rec.file_wait_max_ns,
+                "cgroup": memcg.get(pid),
             }
             if opts.filter and opts.filter.lower() not in rec.comm.lower() and opts.filter != str(pid):
                 continue

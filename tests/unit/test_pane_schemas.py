@@ -184,6 +184,8 @@ def documents(name: str, section: str) -> list[dict[str, Any]]:
         docs.append(view.document(state, Options()))
         if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
             docs.append(view.document(state, Options(pid=HOG_PID)))
+        if name == "cgroups":  # a cgroup's drill-in adds its detail
+            docs.append(view.document(state, Options(extra={"cgroup": "/memtop-rec"})))
     return docs
 
 

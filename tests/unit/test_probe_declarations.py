@@ -12,6 +12,7 @@ import pytest
 
 from memtop import doctor, tracefs
 from memtop.probes.base import Probe
+from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.registry import PROBES, all_probe_classes, default_probes, on_demand, probe_class
 from memtop.probes.swapin import SwapinfoProbe
@@ -47,15 +48,18 @@ def test_default_probes_in_load_order(tmp_path: Path) -> None:
     no_bpf = [n for n in at_start if not probe_class(n).needs_bpf]
     assert names == no_bpf + [n for n in at_start if probe_class(n).needs_bpf]
     assert [p.name for p in default_probes(tmp_path, bpf=False)] == no_bpf
-    assert names[:2] == ["procfs", "swapinfo"] and {"procmem", "vmscan", "swapin", "oom"} <= set(names)
+    assert names[:3] == ["procfs", "cgroups", "swapinfo"] and {"procmem", "vmscan", "swapin", "oom"} <= set(
+        names
+    )
     assert not any(on_demand(p.name) for p in probes)
     asked = {name for name in PROBES if on_demand(name)}
     assert asked == {"faultstack", "growth", "smaps", "leaks"}
     assert asked | {p.name for p in probes} == set(PROBES)
     # the /proc readers read the root they are given
-    procfs, swapinfo = probes[0], probes[1]
+    procfs, cgroups, swapinfo = probes[0], probes[1], probes[2]
     assert isinstance(procfs, ProcfsProbe) and isinstance(swapinfo, SwapinfoProbe)
-    assert procfs.root == tmp_path and swapinfo.proc == tmp_path
+    assert isinstance(cgroups, CgroupsProbe)
+    assert procfs.root == tmp_path and swapinfo.proc == tmp_path and cgroups.proc_root == str(tmp_path)
 
 
 def test_drill_in_declares_each_sections_probe() -> None:
@@ -78,7 +82,7 @@ def test_doctor_names_the_panes_the_views_say_each_probe_feeds() -> None:
     for name, panes in panes_of_probes().items():
         assert lines[name].startswith(f"feeds {', '.join(panes)} (")
         assert f"probe {name}" in text and f"feeds {', '.join(panes)} (" in text
-    assert lines["vmscan"].startswith("feeds processes, vmscan, reclaim (at start")
+    assert lines["vmscan"].startswith("feeds processes, vmscan, reclaim, cgroups (at start")
     assert lines["leaks"] == "feeds leaks (on demand, BPF)"
 
 
@@ -96,10 +100,10 @@ def test_doctor_follows_a_changed_declaration(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(tracefs, "root", lambda mount=False: Path("/sys/kernel/tracing"))
     checks = doctor.run_checks()
     lines = probe_lines(checks)
-    assert lines["vmscan"].startswith("feeds processes, reclaim (")
-    assert lines["oom"].startswith("feeds oom, oomtwin (")
+    assert lines["vmscan"].startswith("feeds processes, reclaim, cgroups (")
+    assert lines["oom"].startswith("feeds oom, cgroups, oomtwin (")
     tp = next(c for c in checks if c.name == "tracepoint oom:mark_victim")
-    assert not tp.ok and tp.hint == "pane(s) oom, oomtwin cannot run on this kernel"
+    assert not tp.ok and tp.hint == "pane(s) cgroups, oom, oomtwin cannot run on this kernel"
     oom = next(c for c in checks if c.name == "probe oom")
     assert not oom.ok and "oom:mark_victim" in oom.hint and not oom.required
 

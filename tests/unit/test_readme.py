@@ -21,6 +21,7 @@ from memtop.ui import recplay
 from memtop.ui.app import HELP, HelpScreen, MemtopApp
 from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import FilterablePane, Pane, SortableTablePane
+from memtop.ui.screens.cgroup import CgroupScreen
 from memtop.ui.screens.process import ProcessScreen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,12 +56,21 @@ KEY_NAMES = {
 PANE = {name: pane_class(name) for name in pane_names()}
 #: the README's "where" -> the classes whose bindings work there
 WHERE: dict[str, list[type]] = {
-    "everywhere": [MemtopApp, Screen, HelpScreen, recplay.GotoScreen, ProcessScreen, FilterablePane],
+    "everywhere": [
+        MemtopApp,
+        Screen,
+        HelpScreen,
+        recplay.GotoScreen,
+        ProcessScreen,
+        CgroupScreen,
+        FilterablePane,
+    ],
     "tables": [SortableTablePane, DataTable, Tree, ProcessScreen],
     "processes": [PANE["processes"]],
     "reclaim": [PANE["reclaim"]],
     "swap-in": [PANE["swapin"]],
     "leaks": [PANE["leaks"]],
+    "cgroups": [PANE["cgroups"]],
     "drill-in": [ProcessScreen],
     "live": [MemtopApp],
     "replay": [MemtopApp],
@@ -72,6 +82,7 @@ OWN: list[type] = [
     HelpScreen,
     recplay.GotoScreen,
     ProcessScreen,
+    CgroupScreen,
     FilterablePane,
     SortableTablePane,
     *PANE.values(),

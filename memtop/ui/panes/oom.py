@@ -62,8 +62,18 @@ class OomPane(Pane):
         t.append(f"{e['victim_comm']} [{e['victim_pid']}]", style="bold red")
         t.append(f" killed ({e['scope']}")
         if e["memcg"]:
-            t.append(f" {e['memcg']}")
-        t.append(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]\n")
+            t.append(f": the limit of {e['memcg']} fired")
+            if e["memcg_limit_bytes"] is not None:
+                t.append(
+                    f", usage {fmt.bytes_h(e['memcg_usage_bytes'])} of {fmt.bytes_h(e['memcg_limit_bytes'])}"
+                    f", failcnt {e['memcg_failcnt']}"
+                )
+        elif e["scope"] == "global":
+            t.append(": no cgroup limit, the machine ran out")
+        t.append(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]")
+        if e["cgroup"] and e["cgroup"] != e["memcg"]:
+            t.append(f" · victim in {e['cgroup']}")
+        t.append("\n")
         t.append(
             f"total_vm {fmt.bytes_h(e['total_vm_bytes'])}  anon {fmt.bytes_h(e['anon_rss_bytes'])}  "
             f"file {fmt.bytes_h(e['file_rss_bytes'])}  shmem {fmt.bytes_h(e['shmem_rss_bytes'])}  "

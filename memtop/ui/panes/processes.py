@@ -33,6 +33,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         Binding("P", "sort_by('pid')", "Sort PID", show=False),
         Binding("F", "sort_by('minor_faults_per_s')", "Sort faults", show=False),
         Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False),
+        Binding("C", "group_cgroup", "Group by cgroup", show=False),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -55,6 +56,8 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         status.append(
             f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · sort {sort_label} {'↓' if self.opts.reverse else '↑'}"
         )
+        if self.opts.extra.get("group") == "cgroup":
+            status.append(" · grouped by cgroup")
         if self.opts.filter:
             status.append(" · filter: ")
             status.append(self.opts.filter, style="bold")
@@ -92,6 +95,12 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
 
     # -- actions ----------------------------------------------------------------------------------
+    def action_group_cgroup(self) -> None:
+        """Group processes by memory cgroup (again: ungroup)."""
+        grouped = self.opts.extra.get("group") == "cgroup"
+        self.opts.extra["group"] = "" if grouped else "cgroup"
+        self._redraw()
+
     @on(DataTable.RowSelected, "#processes-table")
     def _row(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:

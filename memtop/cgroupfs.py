@@ -1,0 +1,543 @@
+"""Cgroups as the kernel lays them out: one model over cgroup v1, v2 and hybrid hierarchies.
+
+Where memory is owned: the hierarchy the ``memory`` controller is bound to (a v1 mount with the
+``memory`` option, or the cgroup2 mount when its root lists ``memory`` in cgroup.controllers).
+Where pressure is measured: per-cgroup ``memory.pressure`` exists only in the cgroup2 hierarchy,
+whose tree may be a different one (hybrid: systemd mirrors its units in both, with the same paths).
+Both are found from ``/proc/self/mountinfo``; a cgroup is named by its path below the hierarchy's
+root (``/`` for the root), which is how /proc/PID/cgroup names it too.
+
+Pure file reading and parsing (no bcc): the cgroups probe, ``memtop doctor`` and the tests share
+it; tests run the v2 readers on fixture trees written in the kernel's documented formats, since
+the v2 memory controller cannot be enabled where the v1 one is bound.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat as stat_mod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: v1 limits at or above this mean "no limit" (the kernel reports PAGE_COUNTER_MAX * PAGE_SIZE,
+#: rounded down to a page: 9223372036854771712 on 64-bit)
+V1_UNLIMITED = 1 << 62
+#: the largest cgroup file memtop reads (memory.stat is ~1.5 KiB; cgroup.procs of a huge cgroup
+#: is bounded so one cgroup cannot make a tick slow)
+MAX_FILE = 1 << 20
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A mounted cgroup hierarchy: where, which version, which controllers."""
+
+    mountpoint: str
+    version: int  # 1 or 2
+    controllers: tuple[str, ...]
+    #: the path of the mount's root within the hierarchy ("/" unless a sub-tree is mounted, as in
+    #: a container): a cgroup path from /proc/PID/cgroup is below it
+    root: str = "/"
+
+    def dir(self, path: str) -> str:
+        """The directory of cgroup ``path`` (as /proc/PID/cgroup names it) under this mount."""
+        rel = path
+        if self.root != "/" and (rel == self.root or rel.startswith(self.root + "/")):
+            rel = rel[len(self.root) :] or "/"
+        return self.mountpoint.rstrip("/") + ("" if rel == "/" else rel)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How this machine's cgroups are arranged."""
+
+    mode: str  # "v1" | "v2" | "hybrid" | "none"
+    hierarchies: tuple[Hierarchy, ...] = ()
+    #: where the memory controller is (None: no memory controller mounted)
+    memory: Hierarchy | None = None
+    #: the cgroup2 hierarchy (v2 and hybrid), where per-cgroup PSI lives
+    unified: Hierarchy | None = None
+    #: per-cgroup memory.pressure readable (PSI built in and not disabled)
+    psi: bool = False
+
+    def describe(self) -> str:
+        """One line for doctor: the mode, which controllers where, PSI per cgroup."""
+        if self.mode == "none":
+            return "no cgroup hierarchy mounted"
+        parts = [self.mode]
+        if self.memory is not None:
+            parts.append(f"memory controller: v{self.memory.version} at {self.memory.mountpoint}")
+        else:
+            parts.append("no memory controller")
+        if self.unified is not None and self.unified is not self.memory:
+            ctl = ", ".join(self.unified.controllers) or "no controllers"
+            parts.append(f"cgroup2 at {self.unified.mountpoint} ({ctl})")
+        parts.append("PSI per cgroup: " + ("on" if self.psi else "off"))
+        return "; ".join(parts)
+
+
+def _unescape(field_: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_)
+
+
+def parse_mountinfo(text: str) -> list[tuple[str, str, str, str]]:
+    """(root, mountpoint, fstype, super options) of each cgroup/cgroup2 mount in ``text``."""
+    out = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        lf, rf = left.split(), right.split()
+        if len(lf) < 5 or len(rf) < 3 or rf[0] not in ("cgroup", "cgroup2"):
+            continue
+        out.append((_unescape(lf[3]), _unescape(lf[4]), rf[0], rf[2]))
+    return out
+
+
+def find_layout(mountinfo: str, read_controllers: bool = True) -> Layout:
+    """The layout described by the text of a mountinfo file. The cgroup2 root's controllers come
+    from its cgroup.controllers (``read_controllers``); PSI from whether its root's
+    cgroup.pressure / a memory.pressure file can be read."""
+    hierarchies: list[Hierarchy] = []
+    seen: set[str] = set()
+    for root, mountpoint, fstype, opts in parse_mountinfo(mountinfo):
+        if mountpoint in seen:
+            continue
+        seen.add(mountpoint)
+        if fstype == "cgroup2":
+            ctl: tuple[str, ...] = ()
+            if read_controllers:
+                text = read_text(os.path.join(mountpoint, "cgroup.controllers"))
+                ctl = tuple((text or "").split())
+            hierarchies.append(Hierarchy(mountpoint, 2, ctl, root))
+        else:
+            known = {"memory", "cpu", "cpuacct", "cpuset", "io", "blkio", "pids", "devices", "freezer"}
+            names = tuple(o for o in opts.split(",") if o in known or o.startswith("name="))
+            hierarchies.append(Hierarchy(mountpoint, 1, names, root))
+    v1 = [h for h in hierarchies if h.version == 1]
+    v2 = [h for h in hierarchies if h.version == 2]
+    unified = v2[0] if v2 else None
+    memory = next((h for h in v1 if "memory" in h.controllers), None)
+    if memory is None and unified is not None and "memory" in unified.controllers:
+        memory = unified
+    if not hierarchies:
+        mode = "none"
+    elif v1 and v2:
+        mode = "hybrid"
+    else:
+        mode = "v2" if v2 else "v1"
+    psi = unified is not None and read_text(os.path.join(unified.mountpoint, "memory.pressure")) is not None
+    return Layout(mode, tuple(hierarchies), memory, unified, psi)
+
+
+def layout(proc: str = "/proc") -> Layout:
+    """This machine's layout, as this process sees it."""
+    return find_layout(read_text(os.path.join(proc, "self", "mountinfo")) or "")
+
+
+def read_text(path: str, limit: int = MAX_FILE) -> str | None:
+    """A small file's text, None when it cannot be read. Never follows a symlink, never opens
+    anything but a regular file (a FIFO planted where a file is expected cannot block memtop),
+    reads at most ``limit`` bytes: cgroupfs is written by whoever may create cgroups, and runtime
+    files (container configs) by other programs."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        parts, size = [], 0
+        while size < limit:
+            chunk = os.read(fd, min(65536, limit - size))
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        return b"".join(parts).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    t = text.strip()
+    if t == "max":
+        return None
+    try:
+        return int(t)
+    except ValueError:
+        return None
+
+
+def _flat_keyed(text: str | None) -> dict[str, int]:
+    """``name value`` lines (memory.stat, memory.events, oom_control)."""
+    out: dict[str, int] = {}
+    for line in (text or "").splitlines():
+        k, _, v = line.partition(" ")
+        try:
+            out[k] = int(v)
+        except ValueError:
+            continue
+    return out
+
+
+def parse_pressure(text: str | None) -> tuple[int, int] | None:
+    """(some total µs, full total µs) of a PSI file; None when it cannot be read."""
+    if text is None:
+        return None
+    some = full = None
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        m = re.search(r"\btotal=(\d+)", rest)
+        if m and kind == "some":
+            some = int(m.group(1))
+        elif m and kind == "full":
+            full = int(m.group(1))
+    if some is None:
+        return None
+    return some, full or 0
+
+
+@dataclass
+class Reading:
+    """One cgroup's memory figures, normalized across versions. Limits are None for "no limit";
+    a figure this version does not have is None."""
+
+    usage_bytes: int | None = None
+    limit_bytes: int | None = None  # v2 memory.max | v1 limit_in_bytes
+    high_bytes: int | None = None  # v2 memory.high
+    low_bytes: int | None = None  # v2 memory.low
+    min_bytes: int | None = None  # v2 memory.min
+    soft_limit_bytes: int | None = None  # v1 soft_limit_in_bytes
+    swap_bytes: int | None = None  # v2 memory.swap.current | v1 memsw.usage - usage
+    swap_limit_bytes: int | None = None  # v2 memory.swap.max | v1 memsw.limit - limit
+    #: events: v2 memory.events as they are (low, high, max, oom, oom_kill, oom_group_kill);
+    #: v1 failcnt, oom_kill and under_oom
+    events: dict[str, int] = field(default_factory=dict)
+    #: memory.stat breakdown under common names (bytes, or counts for refault/pgscan/pgsteal)
+    stat: dict[str, int] = field(default_factory=dict)
+
+
+#: common name -> (v2 memory.stat key, v1 memory.stat key); hierarchical totals on v1
+STAT_NAMES: dict[str, tuple[str, str]] = {
+    "anon": ("anon", "total_rss"),
+    "file": ("file", "total_cache"),
+    "kernel": ("kernel", ""),
+    "slab": ("slab", ""),
+    "shmem": ("shmem", "total_shmem"),
+    "sock": ("sock", ""),
+    "dirty": ("file_dirty", "total_dirty"),
+    "writeback": ("file_writeback", "total_writeback"),
+    "mapped_file": ("file_mapped", "total_mapped_file"),
+    "inactive_file": ("inactive_file", "total_inactive_file"),
+    "active_file": ("active_file", "total_active_file"),
+    "inactive_anon": ("inactive_anon", "total_inactive_anon"),
+    "active_anon": ("active_anon", "total_active_anon"),
+    "refault_anon": ("workingset_refault_anon", "total_workingset_refault_anon"),
+    "refault_file": ("workingset_refault_file", "total_workingset_refault_file"),
+    "pgscan": ("pgscan", ""),
+    "pgsteal": ("pgsteal", ""),
+    "pgfault": ("pgfault", "total_pgfault"),
+    "pgmajfault": ("pgmajfault", "total_pgmajfault"),
+}
+
+
+def read_usage(version: int, d: str) -> int | None:
+    """Just the usage (the cheap read done for every cgroup every tick)."""
+    return _int(read_text(os.path.join(d, "memory.current" if version == 2 else "memory.usage_in_bytes")))
+
+
+def read_memory(version: int, d: str) -> Reading:
+    """The memory controller's figures of the cgroup at directory ``d``."""
+    r = Reading()
+    j = os.path.join
+    if version == 2:
+        r.usage_bytes = _int(read_text(j(d, "memory.current")))
+        r.limit_bytes = _int(read_text(j(d, "memory.max")))
+        r.high_bytes = _int(read_text(j(d, "memory.high")))
+        r.low_bytes = _int(read_text(j(d, "memory.low")))
+        r.min_bytes = _int(read_text(j(d, "memory.min")))
+        r.swap_bytes = _int(read_text(j(d, "memory.swap.current")))
+        r.swap_limit_bytes = _int(read_text(j(d, "memory.swap.max")))
+        r.events = _flat_keyed(read_text(j(d, "memory.events")))
+        raw = _flat_keyed(read_text(j(d, "memory.stat")))
+        r.stat = {name: raw[k2] for name, (k2, _) in STAT_NAMES.items() if k2 and k2 in raw}
+        return r
+
+    def unl(v: int | None) -> int | None:
+        return None if v is None or v >= V1_UNLIMITED else v
+
+    r.usage_bytes = _int(read_text(j(d, "memory.usage_in_bytes")))
+    r.limit_bytes = unl(_int(read_text(j(d, "memory.limit_in_bytes"))))
+    r.soft_limit_bytes = unl(_int(read_text(j(d, "memory.soft_limit_in_bytes"))))
+    memsw = _int(read_text(j(d, "memory.memsw.usage_in_bytes")))
+    if memsw is not None and r.usage_bytes is not None:
+        r.swap_bytes = max(0, memsw - r.usage_bytes)
+    memsw_limit = unl(_int(read_text(j(d, "memory.memsw.limit_in_bytes"))))
+    if memsw_limit is not None and r.limit_bytes is not None:
+        r.swap_limit_bytes = max(0, memsw_limit - r.limit_bytes)
+    failcnt = _int(read_text(j(d, "memory.failcnt")))
+    oom = _flat_keyed(read_text(j(d, "memory.oom_control")))
+    if failcnt is not None:
+        r.events["failcnt"] = failcnt
+    for k in ("oom_kill", "under_oom"):
+        if k in oom:
+            r.events[k] = oom[k]
+    raw = _flat_keyed(read_text(j(d, "memory.stat")))
+    r.stat = {name: raw[k1] for name, (_, k1) in STAT_NAMES.items() if k1 and k1 in raw}
+    if "total_rss_huge" in raw and "anon" in r.stat:
+        pass  # v1 rss already counts transparent huge pages (memcg docs: "includes THP")
+    kmem = _int(read_text(j(d, "memory.kmem.usage_in_bytes")))
+    if kmem is not None:
+        r.stat["kernel"] = kmem
+    return r
+
+
+def working_set(usage: int | None, inactive_file: int | None) -> int | None:
+    """Working set as cAdvisor defines it: usage minus inactive file pages (not below 0)."""
+    if usage is None:
+        return None
+    return max(0, usage - (inactive_file or 0))
+
+
+def read_procs(d: str) -> tuple[int, ...]:
+    """The processes (tgids) directly in the cgroup at ``d``."""
+    text = read_text(os.path.join(d, "cgroup.procs"))
+    out = []
+    for line in (text or "").split():
+        if line.isdigit():
+            out.append(int(line))
+    return tuple(out)
+
+
+def walk(top: str, max_cgroups: int = 10000) -> Iterator[tuple[str, str]]:
+    """(cgroup path, directory) of every cgroup under mount ``top``, parents before children,
+    at most ``max_cgroups``; symlinks are never followed (cgroupfs has none)."""
+    stack = [("/", top)]
+    n = 0
+    while stack and n < max_cgroups:
+        path, d = stack.pop()
+        yield path, d
+        n += 1
+        try:
+            with os.scandir(d) as it:
+                subs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+        for name in reversed(subs):
+            stack.append(((path.rstrip("/") + "/" + name), os.path.join(d, name)))
+
+
+def cgroup_id(d: str) -> int | None:
+    """A cgroup2 directory's id as BPF's bpf_get_current_cgroup_id() gives it: its inode."""
+    try:
+        return os.stat(d, follow_symlinks=False).st_ino
+    except OSError:
+        return None
+
+
+def proc_cgroups(text: str) -> dict[str, str]:
+    """/proc/PID/cgroup as {controller or "unified": path}; v1 lines list their controllers
+    (``4:memory:/a``), the cgroup2 line has none (``0::/a``)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, ctl, path = parts
+        if not ctl:
+            out["unified"] = path
+        for c in ctl.split(","):
+            if c:
+                out[c] = path
+    return out
+
+
+# -- containers and pods, from the cgroup path alone ---------------------------------------------
+
+_ID = r"[0-9a-f]{64}"
+_CONTAINER_PATTERNS = (
+    ("docker", re.compile(rf"(?:^|/)docker-({_ID})\.scope$")),
+    ("docker", re.compile(rf"(?:^|/)docker/({_ID})$")),
+    ("containerd", re.compile(rf"(?:^|/)cri-containerd-({_ID})\.scope$")),
+    ("crio", re.compile(rf"(?:^|/)crio-({_ID})\.scope$")),
+    ("crio", re.compile(rf"(?:^|/)crio-({_ID})$")),
+    ("podman", re.compile(rf"(?:^|/)libpod-({_ID})\.scope$")),
+    ("podman", re.compile(rf"(?:^|/)libpod-({_ID})$")),
+)
+# kubepods under the systemd driver: kubepods-burstable-pod<uid with _>.slice; cgroupfs:
+# kubepods/burstable/pod<uid>
+_POD = re.compile(
+    r"(?:^|/)kubepods(?:[-/][a-z]+)*[-/]pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})(?:\.slice)?(?:/|$)"
+)
+# a container directly under a cgroupfs-driver pod: kubepods/.../pod<uid>/<64 hex>
+_POD_CHILD = re.compile(rf"/pod[0-9a-f-]{{36}}/({_ID})$")
+
+
+@dataclass(frozen=True)
+class Container:
+    runtime: str  # "docker" | "containerd" | "crio" | "podman" | "kubernetes" | ""
+    id: str  # the container's full id ("" for a pod's own cgroup)
+    pod_uid: str = ""
+    #: the name from the runtime's files, where they could be read ("" otherwise)
+    name: str = ""
+    pod: str = ""  # "namespace/pod" where known
+
+    def short(self) -> str:
+        """What a narrow column shows: the name, else the runtime and a 12-char id, else the pod."""
+        if self.name:
+            return self.name
+        if self.id:
+            return f"{self.runtime}:{self.id[:12]}"
+        return f"pod:{self.pod or self.pod_uid}"
+
+
+def container_of(path: str) -> Container | None:
+    """The container or pod a cgroup path belongs to, from its name alone (no runtime API)."""
+    pod_uid = ""
+    m = _POD.search(path)
+    if m:
+        pod_uid = m.group(1).replace("_", "-")
+    for runtime, pattern in _CONTAINER_PATTERNS:
+        cm = pattern.search(path)
+        if cm:
+            return Container(runtime, cm.group(1), pod_uid)
+    cm = _POD_CHILD.search(path)
+    if cm and pod_uid:
+        return Container("kubernetes", cm.group(1), pod_uid)
+    if pod_uid:
+        return Container("kubernetes", "", pod_uid)
+    return None
+
+
+def unit_of(path: str) -> str:
+    """The systemd unit a cgroup path ends in (``sshd.service``, ``user-1000.slice``), or ""."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return last if last.endswith((".service", ".scope", ".slice", ".socket", ".mount")) else ""
+
+
+@dataclass
+class RuntimeNames:
+    """Container and pod names from the runtimes' own files, where readable; looked up once per
+    container id and cached (a bounded cache: ids are forgotten in insertion order)."""
+
+    root: str = "/"
+    max_entries: int = 4096
+    _cache: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _pods: dict[str, str] | None = None
+
+    def _p(self, *parts: str) -> str:
+        return os.path.join(self.root, *[p.lstrip("/") for p in parts])
+
+    def pods(self) -> dict[str, str]:
+        """pod uid -> "namespace/name" from /var/log/pods/<ns>_<pod>_<uid> (kubelet's layout)."""
+        if self._pods is None:
+            out: dict[str, str] = {}
+            try:
+                with os.scandir(self._p("/var/log/pods")) as it:
+                    for e in it:
+                        parts = e.name.split("_")
+                        if len(parts) == 3 and e.is_dir(follow_symlinks=False):
+                            out[parts[2]] = f"{parts[0]}/{parts[1]}"
+            except OSError:
+                pass
+            self._pods = out
+        return self._pods
+
+    def name(self, c: Container) -> Container:
+        """``c`` with its name and pod filled in where the runtime's files say."""
+        import json
+
+        if c.id and c.id not in self._cache:
+            name = pod = ""
+            candidates = []
+            if c.runtime == "docker":
+                candidates.append((self._p("/var/lib/docker/containers", c.id, "config.v2.json"), "docker"))
+            if c.runtime in ("containerd", "kubernetes"):
+                base = self._p("/run/containerd/io.containerd.runtime.v2.task")
+                try:
+                    with os.scandir(base) as it:
+                        namespaces = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+                except OSError:
+                    namespaces = []
+                for ns in namespaces:
+                    candidates.append((os.path.join(base, ns, c.id, "config.json"), "oci"))
+            if c.runtime in ("crio", "podman", "kubernetes"):
+                candidates.append(
+                    (
+                        self._p("/run/containers/storage/overlay-containers", c.id, "userdata/config.json"),
+                        "oci",
+                    )
+                )
+                candidates.append(
+                    (
+                        self._p(
+                            "/var/lib/containers/storage/overlay-containers", c.id, "userdata/config.json"
+                        ),
+                        "oci",
+                    )
+                )
+            for path, kind in candidates:
+                text = read_text(path)
+                if text is None:
+                    continue
+                try:
+                    doc = json.loads(text)
+                except ValueError:
+                    continue
+                if not isinstance(doc, dict):
+                    continue
+                if kind == "docker":
+                    name = str(doc.get("Name", "")).lstrip("/")
+                else:
+                    ann = doc.get("annotations")
+                    ann = ann if isinstance(ann, dict) else {}
+                    name = str(
+                        ann.get("io.kubernetes.cri.container-name")
+                        or ann.get("io.kubernetes.container.name")
+                        or ann.get("io.podman.annotations.name")
+                        or ""
+                    )
+                    pod_ns = ann.get("io.kubernetes.cri.sandbox-namespace") or ann.get(
+                        "io.kubernetes.pod.namespace"
+                    )
+                    pod_name = ann.get("io.kubernetes.cri.sandbox-name") or ann.get("io.kubernetes.pod.name")
+                    if pod_ns and pod_name:
+                        pod = f"{pod_ns}/{pod_name}"
+                if name:
+                    break
+            from memtop.text import clean
+
+            if len(self._cache) >= self.max_entries:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[c.id] = (clean(name, 128), clean(pod, 256))
+        name, pod = self._cache.get(c.id, ("", ""))
+        if not pod and c.pod_uid:
+            pod = self.pods().get(c.pod_uid, "")
+        return Container(c.runtime, c.id, c.pod_uid, name, pod)
+
+
+def relative(path: Path | str, top: Path | str) -> str:
+    """The cgroup path of directory ``path`` under mount ``top`` ("/" for the mount itself)."""
+    rel = os.path.relpath(str(path), str(top))
+    return "/" if rel == "." else "/" + rel
+
+
+def short_path(path: str | None) -> str:
+    """A cgroup path for a narrow column: a container as runtime:id12 (with its pod's cgroup
+    dropped), a long path as its last two components."""
+    if path is None:
+        return "-"
+    c = container_of(path)
+    if c is not None:
+        return c.short()
+    parts = [p for p in path.split("/") if p]
+    if len(parts) <= 2:
+        return path
+    return "…/" + "/".join(parts[-2:])

@@ -1,0 +1,256 @@
+"""Cgroups state: each cgroup's latest figures and their rates, which cgroup each process is in,
+and what memtop's probes saw per cgroup (memcg reclaim episodes and stalls, swap-in waits, OOM
+kills).
+
+Attribution: a process belongs to the memory cgroup whose cgroup.procs listed it last (the memcg
+that charges its pages); on a hybrid machine its cgroup2 directory (where PSI is measured) may be
+another path, kept beside it. A reclaim episode goes to its task's memcg by pid, else (v2) by the
+cgroup2 id the kernel stamped on it. Maps of pids are bounded; a pid not seen in any cgroup is
+counted as unattributed, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memtop.records import Batch
+from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupPoll, CgroupSample
+from memtop.records.oom import OomKill
+from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
+from memtop.records.swapin import SwapinProc
+from memtop.state.base import Ring, SubState, rate
+
+if TYPE_CHECKING:
+    from memtop.state import State
+
+#: processes whose last cgroup is remembered after they left every cgroup.procs (exited)
+MAX_PIDS = 65536
+#: latencies kept per cgroup for its p99 (the most recent episodes)
+LATENCIES = 2048
+#: history points kept per cgroup (the drill-in's chart)
+HISTORY = 600
+#: reclaim episodes kept for attribution, and for how long (a process read at the next tick)
+PENDING, PENDING_NS = 8192, 5_000_000_000
+#: cgroups whose probe figures outlive the cgroup (a removed container's kills stay in the log)
+MAX_GONE = 1024
+
+
+@dataclass(slots=True)
+class Probed:
+    """What memtop's probes saw in one cgroup (its own processes; the view rolls children up)."""
+
+    reclaim_events: int = 0
+    reclaim_ns: int = 0
+    reclaim_max_ns: int = 0
+    latencies: deque[int] = field(default_factory=lambda: deque(maxlen=LATENCIES))
+    oom_kills: int = 0  # victims whose memcg this is
+    oom_limit_kills: int = 0  # kills whose limit was this memcg's
+
+
+@dataclass(slots=True)
+class CgroupRow:
+    sample: CgroupSample
+    ts_ns: int
+    prev: CgroupSample | None = None
+    prev_ts_ns: int = 0
+    #: per second, over the last interval: limit hits (v2 events "max", v1 failcnt), OOM kills
+    limit_hits_per_s: float | None = None
+    #: share of the last interval some / all of its tasks stalled on memory (0..1), from PSI
+    psi_some: float | None = None
+    psi_full: float | None = None
+    #: (ts_ns, usage, anon, file, kernel, shmem, swap) over time; None where unknown
+    history: deque[tuple[int, int | None, int | None, int | None, int | None, int | None, int | None]] = (
+        field(default_factory=lambda: deque(maxlen=HISTORY))
+    )
+    usage_ring: Ring = field(default_factory=lambda: Ring(HISTORY))
+
+    def stat(self, name: str) -> int | None:
+        for k, v in self.sample.stat:
+            if k == name:
+                return v
+        return None
+
+    def event(self, name: str) -> int | None:
+        for k, v in self.sample.events:
+            if k == name:
+                return v
+        return None
+
+
+def _limit_hits(s: CgroupSample) -> int | None:
+    ev = dict(s.events)
+    if "max" in ev:
+        return ev["max"]
+    return ev.get("failcnt")
+
+
+class CgroupsState(SubState):
+    key = "cgroups"
+
+    def __init__(self) -> None:
+        self.layout: CgroupLayout | None = None
+        self.rows: dict[str, CgroupRow] = {}
+        #: pid -> memory cgroup path; pid -> cgroup2 path (hybrid: another tree)
+        self.pid_memcg: OrderedDict[int, str] = OrderedDict()
+        self.pid_unified: OrderedDict[int, str] = OrderedDict()
+        #: cgroup2 id (inode) -> path
+        self.id_path: dict[int, str] = {}
+        self.probed: dict[str, Probed] = {}
+        #: reclaim episodes whose task's cgroup memtop did not know
+        self.unattributed = 0
+        #: per cgroup2 id and kind, the kernel's own aggregate: (events, total_ns, max_ns, pages)
+        self.kernel_reclaim: dict[tuple[int, str], tuple[int, int, int, int]] = {}
+        self.kernel_dropped = 0
+        #: memcg reclaim episodes waiting for their process to show up in a cgroup.procs
+        self._pending: deque[ReclaimEvent] = deque(maxlen=PENDING)
+        #: per pid: (memcg path, swap-ins, swap-in wait ns), cumulative as the swapin probe sent
+        self.swapin: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
+
+    # -- attribution ------------------------------------------------------------------------------
+    def memcg_of(self, pid: int) -> str | None:
+        return self.pid_memcg.get(pid)
+
+    def unified_of(self, pid: int) -> str | None:
+        return self.pid_unified.get(pid)
+
+    def _remember(self, m: OrderedDict[int, str], pid: int, path: str) -> None:
+        if m.get(pid) != path:
+            m[pid] = path
+            m.move_to_end(pid)
+            if len(m) > MAX_PIDS:
+                m.popitem(last=False)
+
+    def _probed(self, path: str) -> Probed:
+        p = self.probed.get(path)
+        if p is None:
+            p = self.probed[path] = Probed()
+            if len(self.probed) > len(self.rows) + MAX_GONE:
+                for old in [k for k in self.probed if k not in self.rows][: len(self.probed) // 4]:
+                    del self.probed[old]
+        return p
+
+    def _event_path(self, ev: ReclaimEvent) -> str | None:
+        path = self.pid_memcg.get(ev.pid)
+        if path is None and self.layout is not None and self.layout.memory_version == 2 and ev.cgroup_id:
+            path = self.id_path.get(ev.cgroup_id)
+        return path
+
+    # -- apply --------------------------------------------------------------------------------------
+    def apply(self, batch: Batch, state: State) -> None:
+        ts = batch.ts_ns
+        sent: set[str] = set()
+        for rec in batch.records:
+            if isinstance(rec, CgroupSample):
+                self._on_sample(rec, ts)
+                sent.add(rec.path)
+            elif isinstance(rec, CgroupPoll):
+                for path, row in self.rows.items():
+                    if path not in sent:  # unchanged: nothing hit its limit, nothing stalled
+                        known = row.sample.psi_some_us is not None
+                        row.limit_hits_per_s = 0.0 if _limit_hits(row.sample) is not None else None
+                        row.psi_some = row.psi_full = 0.0 if known else None
+            elif isinstance(rec, CgroupGone):
+                gone = self.rows.pop(rec.path, None)
+                if gone is not None and gone.sample.cgroup_id:
+                    self.id_path.pop(gone.sample.cgroup_id, None)
+            elif isinstance(rec, CgroupLayout):
+                self.layout = rec
+            elif isinstance(rec, ReclaimEvent):
+                if rec.kind != "memcg":
+                    continue  # direct reclaim is the machine's, not a cgroup limit's
+                # its process may be one the cgroups probe has not read yet (it started and
+                # stalled within a tick): kept for the next reads of cgroup.procs
+                self._pending.append(rec)
+            elif isinstance(rec, ReclaimTotals):
+                self.kernel_reclaim = {
+                    (cid, kind): (n, tot, mx, pg) for cid, kind, n, tot, mx, pg in rec.cgroups
+                }
+                self.kernel_dropped = rec.cgroups_dropped
+            elif isinstance(rec, SwapinProc):
+                sw_path = self.pid_memcg.get(rec.pid)
+                if sw_path is not None:
+                    self.swapin[rec.pid] = (sw_path, rec.swapins, rec.swapin_wait_ns)
+                    self.swapin.move_to_end(rec.pid)
+                    if len(self.swapin) > MAX_PIDS:
+                        self.swapin.popitem(last=False)
+            elif isinstance(rec, OomKill):
+                victim = rec.task_memcg or self.pid_memcg.get(rec.victim_pid)
+                if victim:
+                    self._probed(victim).oom_kills += 1
+                if rec.memcg:
+                    self._probed(rec.memcg).oom_limit_kills += 1
+        if self._pending:
+            self._attribute(ts)
+
+    def _attribute(self, ts: int) -> None:
+        """Give pending reclaim episodes to their process's cgroup; those whose process no read
+        of cgroup.procs listed within PENDING_NS are counted as unattributed."""
+        keep: deque[ReclaimEvent] = deque(maxlen=PENDING)
+        for ev in self._pending:
+            path = self._event_path(ev)
+            if path is None:
+                if ts - ev.ts_ns < PENDING_NS:
+                    keep.append(ev)
+                else:
+                    self.unattributed += 1
+                continue
+            p = self._probed(path)
+            p.reclaim_events += 1
+            p.reclaim_ns += ev.latency_ns
+            p.reclaim_max_ns = max(p.reclaim_max_ns, ev.latency_ns)
+            p.latencies.append(ev.latency_ns)
+        self._pending = keep
+
+    def _on_sample(self, s: CgroupSample, ts: int) -> None:
+        row = self.rows.get(s.path)
+        if row is None:
+            row = self.rows[s.path] = CgroupRow(s, ts)
+        else:
+            row.prev, row.prev_ts_ns = row.sample, row.ts_ns
+            row.sample, row.ts_ns = s, ts
+            dt = ts - row.prev_ts_ns
+            prev = row.prev
+            cur_hits, prev_hits = _limit_hits(s), _limit_hits(prev)
+            row.limit_hits_per_s = (
+                rate(cur_hits, prev_hits, dt) if cur_hits is not None and prev_hits is not None else None
+            )
+            if s.psi_some_us is not None and prev.psi_some_us is not None and dt > 0:
+                row.psi_some = min(1.0, max(0, s.psi_some_us - prev.psi_some_us) * 1000 / dt)
+                row.psi_full = min(1.0, max(0, (s.psi_full_us or 0) - (prev.psi_full_us or 0)) * 1000 / dt)
+        if s.cgroup_id:
+            self.id_path[s.cgroup_id] = s.path
+        for pid in s.pids:
+            self._remember(self.pid_memcg, pid, s.path)
+        unified = s.unified_pids if s.version != 2 else s.pids
+        for pid in unified:
+            self._remember(self.pid_unified, pid, s.path)
+        st = dict(s.stat)
+        row.history.append(
+            (
+                ts,
+                s.usage_bytes,
+                st.get("anon"),
+                st.get("file"),
+                st.get("kernel"),
+                st.get("shmem"),
+                s.swap_bytes,
+            )
+        )
+        if s.usage_bytes is not None:
+            row.usage_ring.append((ts, float(s.usage_bytes)))
+
+    # -- derived ------------------------------------------------------------------------------------
+    def swapin_of(self, path: str) -> tuple[int, int]:
+        """(swap-ins, wait ns) of the processes last seen in ``path`` (its own, not children)."""
+        n = w = 0
+        for p, s, wait in self.swapin.values():
+            if p == path:
+                n += s
+                w += wait
+        return n, w
+
+    def kernel_reclaim_of(self, cgroup_id: int, kind: str = "memcg") -> tuple[int, int, int, int] | None:
+        """The kernel's own (events, total_ns, max_ns, pages) for cgroup2 id ``cgroup_id``."""
+        return self.kernel_reclaim.get((cgroup_id, kind))

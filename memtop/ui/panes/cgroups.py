@@ -1,0 +1,175 @@
+"""Cgroups pane: the memory cgroup tree (collapsible, sortable, filterable) with usage against the
+limit, swap, limit hits, PSI and what memtop's probes saw per cgroup; Enter drills into a cgroup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from memtop import fmt
+from memtop.state import State
+from memtop.ui.lines import show_text
+from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, fill_table
+from memtop.views.cgroups import SORT_KEYS
+
+
+class CgroupsPane(FilterablePane, SortableTablePane):
+    view_name = "cgroups"
+    table_id = "cgroups-table"
+    sort_keys = SORT_KEYS
+    default_sort = "usage_bytes"
+    ascending = ("path",)
+    filter_hint = "filter by cgroup path, unit or container (Enter applies, Esc clears)"
+
+    BINDINGS = [
+        Binding("M", "sort_by('usage_bytes')", "Sort usage", show=False),
+        Binding("L", "sort_by('limit_pct')", "Sort % of limit", show=False),
+        Binding("P", "sort_by('psi_some_pct')", "Sort PSI", show=False),
+        Binding("R", "sort_by('reclaim_stall_ns')", "Sort stall", show=False),
+        # ← → and [ ] step and jump in a replay: folding takes vim's h / l, the depth D
+        Binding("h", "collapse(1)", "Fold", show=False),
+        Binding("l", "collapse(0)", "Unfold", show=False),
+        Binding("c", "fold", "Fold"),
+        Binding("D", "depth", "Depth"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opts.extra.setdefault("collapsed", [])
+        self.opts.extra.setdefault("depth", 0)
+        self._rows: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="cgroups-status", classes="pane-status")
+        yield DataTable(id="cgroups-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="cgroups-detail")
+
+    def refresh_from(self, state: State) -> None:
+        self._state = state
+        doc = self.view.document(state, self.opts)
+        status = self.status_text(state)
+        lay = doc["layout"]
+        if lay:
+            status.append(f"   {lay['mode']}")
+            if lay["memory_version"]:
+                status.append(f" · memory v{lay['memory_version']}")
+            status.append(" · PSI " + ("on" if lay["psi"] else "off"))
+        status.append(f" · {fmt.plural(len(doc['rows']), 'cgroup')}")
+        label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
+        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
+        depth = self.opts.extra.get("depth") or 0
+        if depth:
+            status.append(f" · depth {depth}")
+        if self.opts.filter:
+            status.append(" · filter: ")
+            status.append(self.opts.filter, style="bold")
+        show_text(self.query_one("#cgroups-status", StatusLine), status)
+        self._rows = {r["path"]: r for r in doc["rows"]}
+        table = self.query_one("#cgroups-table", DataTable)
+        fill_table(table, self.view.columns, doc["rows"], "path")
+        self._detail()
+
+    def selected(self) -> dict[str, Any] | None:
+        table = self.table()
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # noqa: BLE001 - no row under the cursor
+            return None
+        return self._rows.get(str(key))
+
+    def _detail(self) -> None:
+        box = self.query_one("#cgroups-detail", Static)
+        r = self.selected()
+        if r is None:
+            show_text(box, Text("No cgroup: the cgroups probe has not read any yet.", style="dim"))
+            return
+        t = Text()
+        t.append(r["path"], style="bold")
+        if r["container"]:
+            c = r["container"]
+            t.append(f"  {c['runtime']} {c['id'][:12]}")
+            if c["name"]:
+                t.append(f" {c['name']}")
+            if c["pod"] or c["pod_uid"]:
+                t.append(f"  pod {c['pod'] or c['pod_uid']}")
+        elif r["unit"]:
+            t.append(f"  unit {r['unit']}")
+        t.append("\n")
+        parts = [f"usage {fmt.bytes_h(r['usage_bytes'])}"]
+        if r["limit_bytes"] is not None:
+            parts.append(f"limit {fmt.bytes_h(r['limit_bytes'])}")
+        for key, label in (("high_bytes", "high"), ("low_bytes", "low"), ("soft_limit_bytes", "soft limit")):
+            if r[key] is not None:
+                parts.append(f"{label} {fmt.bytes_h(r[key])}")
+        parts.append(f"working set {fmt.bytes_h(r['working_set_bytes'])}")
+        if r["swap_bytes"] is not None:
+            parts.append(f"swap {fmt.bytes_h(r['swap_bytes'])}")
+        if r["events"]:
+            parts.append("events " + " ".join(f"{k} {v}" for k, v in r["events"].items()))
+        if r["psi_some_total_us"] is not None:
+            parts.append(
+                f"PSI some {fmt.ns_h(r['psi_some_total_us'] * 1000)} full {fmt.ns_h(r['psi_full_total_us'] * 1000)} total"
+            )
+        t.append("  ".join(parts))
+        stat = r["stat"]
+        if stat:
+            t.append("\n")
+            t.append(
+                "  ".join(
+                    f"{k} {fmt.bytes_h(stat[k])}"
+                    for k in ("anon", "file", "kernel", "slab", "shmem", "sock", "dirty", "writeback")
+                    if k in stat
+                ),
+                style="dim",
+            )
+        show_text(box, t)
+
+    # -- actions ----------------------------------------------------------------------------------
+    def _collapsed(self) -> list[str]:
+        c = self.opts.extra.setdefault("collapsed", [])
+        assert isinstance(c, list)
+        return c
+
+    def action_collapse(self, fold: int) -> None:
+        r = self.selected()
+        if r is None:
+            return
+        c = self._collapsed()
+        if fold and r["children"] and r["path"] not in c:
+            c.append(r["path"])
+        elif not fold and r["path"] in c:
+            c.remove(r["path"])
+        elif not fold and r["collapsed"]:  # folded by depth: show its children
+            self.opts.extra["depth"] = 0
+        self._redraw()
+
+    def action_fold(self) -> None:
+        r = self.selected()
+        if r is not None:
+            self.action_collapse(0 if r["collapsed"] else 1)
+
+    def action_depth(self) -> None:
+        """Show one level more, from the root's children only up to every level (atop's depth)."""
+        deepest = max((r["depth"] for r in self._rows.values()), default=0)
+        depth = int(self.opts.extra.get("depth") or 0) + 1
+        self.opts.extra["depth"] = 0 if depth > deepest or depth > 9 else depth
+        self._redraw()
+
+    @on(DataTable.RowHighlighted, "#cgroups-table")
+    def _highlight(self, _event: DataTable.RowHighlighted) -> None:
+        self._detail()
+
+    @on(DataTable.RowSelected, "#cgroups-table")
+    def _row(self, event: DataTable.RowSelected) -> None:
+        path = event.row_key.value
+        if path is not None and self._state is not None:
+            from memtop.ui.screens.cgroup import CgroupScreen
+
+            self.app.push_screen(CgroupScreen(str(path), self._state))

@@ -1,0 +1,145 @@
+"""The cgroup drill-in (Enter on the cgroups pane): its memory over time with its limit drawn, its
+processes (Enter drills into one), its memcg reclaim episodes and its OOM kills. Esc goes back."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, Static
+from textual_plotext import PlotextPlot
+
+from memtop import fmt
+from memtop.state import State
+from memtop.ui.lines import show_text
+from memtop.ui.panes.base import DrillIn, fill_table
+from memtop.ui.screens import DrillScreen
+from memtop.views import Column, Options, get_view
+
+MIB = 1 << 20
+
+PROC_COLUMNS = (
+    Column("pid", "PID"),
+    Column("comm", "COMMAND", numeric=False),
+    Column("rss_bytes", "RSS", fmt.bytes_h),
+    Column("swap_bytes", "SWAP", fmt.bytes_h),
+    Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
+    Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
+)
+EPISODE_COLUMNS = (
+    Column("pid", "PID"),
+    Column("comm", "COMMAND", numeric=False),
+    Column("latency_ns", "LATENCY", fmt.ns_h),
+    Column("pages", "PAGES", fmt.count_h),
+)
+KILL_COLUMNS = (
+    Column("victim_pid", "PID"),
+    Column("victim_comm", "VICTIM", numeric=False),
+    Column("oom_memcg", "LIMIT OF", numeric=False),
+    Column("memcg_usage_bytes", "USAGE", fmt.bytes_h),
+    Column("memcg_limit_bytes", "LIMIT", fmt.bytes_h),
+)
+
+
+class CgroupScreen(DrillScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
+
+    def __init__(self, path: str, state: State) -> None:
+        super().__init__()
+        self.path = path
+        self.view = get_view("cgroups")
+        self._state = state
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="cg-header")
+        yield PlotextPlot(id="cg-chart")
+        with Horizontal():
+            with Vertical():
+                yield Static(Text("Processes (Enter: drill in)", style="bold"), classes="cg-title")
+                yield DataTable(id="cg-procs", cursor_type="row", zebra_stripes=True, classes="cg-table")
+            with Vertical():
+                yield Static(Text("Memcg reclaim episodes", style="bold"), classes="cg-title")
+                yield DataTable(id="cg-episodes", cursor_type="row", zebra_stripes=True, classes="cg-table")
+                yield Static(Text("OOM kills", style="bold"), classes="cg-title")
+                yield DataTable(id="cg-kills", cursor_type="row", zebra_stripes=True, classes="cg-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_from(self._state)
+        self.query_one("#cg-procs", DataTable).focus()
+
+    @property
+    def snapshot_name(self) -> str:
+        return "cgroup-" + (self.path.strip("/").replace("/", "_") or "root")
+
+    def options(self) -> Options:
+        opts = self.view.default_options()
+        opts.extra["cgroup"] = self.path
+        return opts
+
+    def refresh_from(self, state: State) -> None:
+        self._state = state
+        doc = self.view.document(state, self.options())
+        header = self.query_one("#cg-header", Static)
+        row = next((r for r in doc["rows"] if r["path"] == self.path), None)
+        detail: dict[str, Any] | None = doc.get("detail")
+        t = Text()
+        t.append(self.path, style="bold")
+        if row is None or detail is None:
+            t.append("  this cgroup is gone", style="yellow")
+            show_text(header, t)
+            return
+        t.append(
+            f"  usage {fmt.bytes_h(row['usage_bytes'])}"
+            + (f" of {fmt.bytes_h(row['limit_bytes'])}" if row["limit_bytes"] is not None else " (no limit)")
+            + f"  swap {fmt.bytes_h(row['swap_bytes'])}  PSI {row['psi_some_pct'] if row['psi_some_pct'] is not None else '-'}%"
+        )
+        if row["container_name"]:
+            t.append(f"  {row['container_name']}")
+        show_text(header, t)
+        self._chart(detail)
+        fill_table(self.query_one("#cg-procs", DataTable), PROC_COLUMNS, detail["processes"], "pid")
+        episodes = list(reversed(detail["reclaim_events"]))
+        for e in episodes:
+            e["key"] = f"{e['ts_ns']}:{e['pid']}"
+        fill_table(self.query_one("#cg-episodes", DataTable), EPISODE_COLUMNS, episodes, "key")
+        fill_table(self.query_one("#cg-kills", DataTable), KILL_COLUMNS, detail["oom_kills"], "ts_ns")
+
+    def _chart(self, detail: dict[str, Any]) -> None:
+        chart = self.query_one("#cg-chart", PlotextPlot)
+        plt = chart.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("memory (MiB) since memtop started")
+        hist = detail["history"]
+        if hist:
+            t0 = hist[0]["ts_ns"]
+            xs = [(h["ts_ns"] - t0) / 1e9 for h in hist]
+            for key, label in (
+                ("usage_bytes", "usage"),
+                ("anon_bytes", "anon"),
+                ("file_bytes", "file"),
+                ("kernel_bytes", "kernel"),
+                ("swap_bytes", "swap"),
+            ):
+                ys = [h[key] for h in hist]
+                if any(y is not None for y in ys):
+                    plt.plot(xs, [(y or 0) / MIB for y in ys], label=label)
+            if detail["limit_bytes"] is not None:
+                plt.hline(detail["limit_bytes"] / MIB)
+                plt.plot(xs[:1], [detail["limit_bytes"] / MIB], label="limit")
+            plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
+        plt.xlabel("seconds")
+        chart.refresh()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    @on(DataTable.RowSelected, "#cg-procs")
+    def _proc(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(DrillIn(int(event.row_key.value)))

@@ -1,0 +1,374 @@
+"""The cgroups pane: the memory cgroup tree with usage against limits, swap, limit hits, PSI, and
+what memtop's probes saw per cgroup (memcg reclaim episodes, stall time, p99 latency, swap-in
+waits, OOM kills). Figures from the probes are rolled up: a cgroup counts its descendants', as
+its usage does.
+
+Options: ``sort`` (a column key; the tree keeps parents above children, siblings sorted),
+``filter`` (a path, unit or container name: matching cgroups with their ancestors),
+``extra["collapsed"]`` (paths whose children are hidden), ``extra["depth"]`` (deepest level
+shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``detail``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import cgroupfs, fmt
+from memtop.state import State
+from memtop.state.cgroups import CgroupRow, CgroupsState
+from memtop.state.oom import OomState
+from memtop.state.processes import ProcessesState
+from memtop.state.reclaim import ReclaimState
+from memtop.views import Column, Options, View, measuring, taken_at
+
+SORT_KEYS = (
+    "path",
+    "usage_bytes",
+    "limit_pct",
+    "swap_bytes",
+    "working_set_bytes",
+    "limit_hits_per_s",
+    "psi_some_pct",
+    "reclaim_episodes",
+    "reclaim_stall_ns",
+    "reclaim_p99_ns",
+    "swapin_wait_ns",
+    "oom_kills",
+    "nprocs",
+)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}%" if v >= 10 else f"{v:.1f}%"
+
+
+def limit_bar(pct: float | None, width: int = 8) -> str:
+    """``█████░░░ 62%``: usage as a share of the limit (blank with no limit)."""
+    if pct is None:
+        return ""
+    full = min(width, round(pct / 100 * width))
+    return "█" * full + "░" * (width - full) + f" {pct:.0f}%"
+
+
+def p99(values: list[int]) -> int | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * 0.99))]
+
+
+#: the longest name a tree row shows (a 64-hex container id is cut in the middle)
+NAME_CELLS = 24
+
+
+def tree_label(row: dict[str, Any]) -> str:
+    name = str(row["name"])
+    if len(name) > NAME_CELLS:
+        half = (NAME_CELLS - 1) // 2
+        name = name[:half] + "…" + name[-(NAME_CELLS - 1 - half) :]
+    if row.get("container_name"):
+        name += f" [{row['container_name']}]"
+    mark = "▸ " if row.get("collapsed") else ""
+    return "  " * int(row["depth"]) + mark + name
+
+
+def matches(row: dict[str, Any], needle: str) -> bool:
+    n = needle.lower()
+    return n in row["path"].lower() or n in (row.get("container_name") or "").lower()
+
+
+class CgroupsView(View):
+    name = "cgroups"
+    title = "Cgroups"
+    order = 70
+    probes = ("cgroups", "vmscan", "swapin", "oom")
+    # what signals trouble first (share of the limit, pressure, limit hits, reclaim), then the
+    # sizes: an 80-column terminal shows the first ones
+    columns = (
+        Column("tree", "CGROUP", numeric=False),
+        Column("usage_bytes", "USAGE", fmt.bytes_h),
+        Column("limit_bar", "OF LIMIT", numeric=False),
+        Column("psi_some_pct", "PSI", _pct),
+        Column("limit_hits_per_s", "HITS/s", fmt.count_h),
+        Column("reclaim_episodes", "RECLAIMS", fmt.count_h),
+        Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total),
+        Column("reclaim_p99_ns", "P99", fmt.ns_h),
+        Column("swap_bytes", "SWAP", fmt.bytes_h),
+        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
+        Column("oom_kills", "OOM", fmt.count),
+        Column("limit_bytes", "LIMIT", fmt.bytes_h),
+        Column("nprocs", "PROCS"),
+    )
+
+    def default_options(self) -> Options:
+        return Options(sort="usage_bytes", reverse=True)
+
+    def ready(self, state: State, opts: Options) -> bool:
+        return bool(state.get(CgroupsState).rows)
+
+    # -- rows -----------------------------------------------------------------------------------
+    def _rows(self, state: State) -> dict[str, dict[str, Any]]:
+        st = state.get(CgroupsState)
+        reclaim_on = measuring(state, "vmscan") or bool(st.probed)
+        swapin_on = measuring(state, "swapin") or bool(st.swapin)
+        oom_on = measuring(state, "oom") or bool(state.get(OomState).kills)
+        rows: dict[str, dict[str, Any]] = {}
+        for path, r in st.rows.items():
+            rows[path] = self._row(st, path, r)
+        # roll the probes' figures up the tree (a cgroup's usage counts its children's too)
+        lat: dict[str, list[int]] = {}
+        for path in rows:
+            p = st.probed.get(path)
+            n, w = st.swapin_of(path)
+            own = (
+                (p.reclaim_events, p.reclaim_ns, p.oom_kills, list(p.latencies), p.reclaim_max_ns)
+                if p is not None
+                else (0, 0, 0, [], 0)
+            )
+            anc = path
+            while True:
+                row = rows.get(anc)
+                if row is not None:
+                    row["reclaim_episodes"] += own[0]
+                    row["reclaim_stall_ns"] += own[1]
+                    row["oom_kills"] += own[2]
+                    row["reclaim_max_ns"] = max(row["reclaim_max_ns"], own[4])
+                    row["swapins"] += n
+                    row["swapin_wait_ns"] += w
+                    lat.setdefault(anc, []).extend(own[3])
+                if anc == "/":
+                    break
+                anc = anc.rsplit("/", 1)[0] or "/"
+        for path, row in rows.items():
+            row["reclaim_p99_ns"] = p99(lat.get(path, []))
+            if not reclaim_on:
+                row["reclaim_episodes"] = row["reclaim_stall_ns"] = row["reclaim_p99_ns"] = None
+                row["reclaim_max_ns"] = None
+            if not swapin_on:
+                row["swapins"] = row["swapin_wait_ns"] = None
+            if not oom_on:
+                row["oom_kills"] = None
+        return rows
+
+    def _row(self, st: CgroupsState, path: str, r: CgroupRow) -> dict[str, Any]:
+        s = r.sample
+        stat = dict(s.stat)
+        limit = s.limit_bytes
+        pct = s.usage_bytes * 100 / limit if limit and s.usage_bytes is not None else None
+        c = s.container
+        p = st.probed.get(path)
+        return {
+            "path": path,
+            "name": "/" if path == "/" else path.rsplit("/", 1)[-1],
+            "depth": 0 if path == "/" else path.count("/"),
+            "version": s.version,
+            "usage_bytes": s.usage_bytes,
+            "limit_bytes": limit,
+            "limit_pct": None if pct is None else round(pct, 2),
+            "limit_bar": limit_bar(pct),
+            "high_bytes": s.high_bytes,
+            "low_bytes": s.low_bytes,
+            "min_bytes": s.min_bytes,
+            "soft_limit_bytes": s.soft_limit_bytes,
+            "swap_bytes": s.swap_bytes,
+            "swap_limit_bytes": s.swap_limit_bytes,
+            "working_set_bytes": cgroupfs.working_set(s.usage_bytes, stat.get("inactive_file")),
+            "limit_hits_per_s": None if r.limit_hits_per_s is None else round(r.limit_hits_per_s, 3),
+            "events": dict(s.events),
+            "stat": stat,
+            "psi_some_pct": None if r.psi_some is None else round(r.psi_some * 100, 3),
+            "psi_full_pct": None if r.psi_full is None else round(r.psi_full * 100, 3),
+            "psi_some_total_us": s.psi_some_us,
+            "psi_full_total_us": s.psi_full_us,
+            "nprocs": len(s.pids) if s.version else len(s.unified_pids),
+            "cgroup_id": s.cgroup_id or None,
+            "unit": cgroupfs.unit_of(path) or None,
+            "container": (
+                {"runtime": c[0], "id": c[1], "pod_uid": c[2], "name": c[3], "pod": c[4]} if c else None
+            ),
+            "container_name": cgroupfs.Container(*c).short() if c else None,
+            "reclaim_episodes": 0,
+            "reclaim_stall_ns": 0,
+            "reclaim_p99_ns": None,
+            "reclaim_max_ns": 0,
+            "swapins": 0,
+            "swapin_wait_ns": 0,
+            "oom_kills": 0,
+            "oom_limit_kills": p.oom_limit_kills if p else 0,
+        }
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        st = state.get(CgroupsState)
+        by_path = self._rows(state)
+        children: dict[str, list[str]] = {}
+        for path in by_path:
+            if path != "/":
+                parent = path.rsplit("/", 1)[0] or "/"
+                while parent not in by_path and parent != "/":
+                    parent = parent.rsplit("/", 1)[0] or "/"
+                children.setdefault(parent, []).append(path)
+        for path, row in by_path.items():
+            row["children"] = len(children.get(path, []))
+        key = opts.sort if opts.sort in SORT_KEYS else "usage_bytes"
+
+        def order(p: str) -> tuple[bool, Any]:
+            v = by_path[p].get(key)
+            return (v is not None, v if v is not None else 0)
+
+        keep: set[str] | None = None
+        if opts.filter:
+            keep = set()
+            for path, row in by_path.items():
+                if matches(row, opts.filter):
+                    anc = path
+                    while anc not in keep:
+                        keep.add(anc)
+                        if anc == "/":
+                            break
+                        anc = anc.rsplit("/", 1)[0] or "/"
+        collapsed = set(opts.extra.get("collapsed", ()))
+        depth = int(opts.extra.get("depth", 0) or 0)
+        rows: list[dict[str, Any]] = []
+
+        def visit(path: str) -> None:
+            row = by_path[path]
+            if keep is not None and path not in keep:
+                return
+            kids = children.get(path, [])
+            row["collapsed"] = bool(kids) and (path in collapsed or (depth > 0 and row["depth"] >= depth))
+            row["tree"] = tree_label(row)
+            rows.append(row)
+            if row["collapsed"]:
+                return
+            ranked = sorted(kids, key=lambda p: (order(p), p), reverse=opts.reverse)
+            if key == "path":
+                ranked = sorted(kids, reverse=not opts.reverse)
+            for kid in ranked:
+                visit(kid)
+
+        roots = [p for p in by_path if p == "/"] or sorted(
+            p for p in by_path if (p.rsplit("/", 1)[0] or "/") not in by_path
+        )
+        for root in roots:
+            visit(root)
+        lay = st.layout
+        doc: dict[str, Any] = {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
+            "probes": self.statuses(state),
+            "layout": (
+                {
+                    "mode": lay.mode,
+                    "memory_mount": lay.memory_mount or None,
+                    "memory_version": lay.memory_version or None,
+                    "unified_mount": lay.unified_mount or None,
+                    "psi": lay.psi,
+                }
+                if lay
+                else None
+            ),
+            "rows": rows,
+            # episodes whose process was in no cgroup memtop had read (it started and stalled
+            # between two reads, or the cgroups probe is not running)
+            "unattributed_reclaims": (
+                st.unattributed if st.rows and (measuring(state, "vmscan") or st.probed) else None
+            ),
+        }
+        target = opts.extra.get("cgroup")
+        if isinstance(target, str) and target in by_path:
+            doc["detail"] = self.detail(state, target, by_path[target])
+        return doc
+
+    # -- one cgroup ----------------------------------------------------------------------------
+    def detail(self, state: State, path: str, row: dict[str, Any]) -> dict[str, Any]:
+        """A cgroup's drill-in: its figures over time, its processes, its reclaim episodes and
+        OOM kills."""
+        st = state.get(CgroupsState)
+        r = st.rows[path]
+        procs = state.get(ProcessesState)
+        reclaim = state.get(ReclaimState)
+        inside = path.rstrip("/") + "/"
+
+        def within(p: str | None) -> bool:
+            return p is not None and (p == path or p.startswith(inside) or path == "/")
+
+        processes = []
+        for pid, memcg in st.pid_memcg.items():
+            if memcg != path:
+                continue
+            pr = procs.rows.get(pid)
+            if pr is None:
+                continue
+            stall = reclaim.pids.get(pid)
+            processes.append(
+                {
+                    "pid": pid,
+                    "comm": pr.sample.comm,
+                    "rss_bytes": pr.sample.rss_bytes,
+                    "swap_bytes": pr.sample.swap_bytes,
+                    "major_faults_per_s": round(pr.majflt_per_s, 3),
+                    "reclaim_stall_ns": stall.total_ns if stall else 0,
+                    "unified": st.unified_of(pid),
+                }
+            )
+        processes.sort(key=lambda p: (p["rss_bytes"], p["pid"]), reverse=True)
+        episodes = [
+            {
+                "ts_ns": e.ts_ns,
+                "pid": e.pid,
+                "comm": e.comm,
+                "latency_ns": e.latency_ns,
+                "pages": e.pages_reclaimed,
+            }
+            for e in reclaim.events
+            if e.kind == "memcg" and within(st.pid_memcg.get(e.pid))
+        ][-100:]
+        kills = [
+            {
+                "ts_ns": k.ts_ns,
+                "victim_pid": k.victim_pid,
+                "victim_comm": k.victim_comm,
+                "oom_memcg": k.memcg or None,
+                "task_memcg": k.task_memcg or None,
+                "memcg_usage_bytes": k.memcg_usage_bytes,
+                "memcg_limit_bytes": k.memcg_limit_bytes,
+            }
+            for k in state.get(OomState).kills
+            if within(k.task_memcg or st.pid_memcg.get(k.victim_pid)) or (k.memcg and within(k.memcg))
+        ]
+        return {
+            "path": path,
+            "history": [
+                {
+                    "ts_ns": ts,
+                    "usage_bytes": u,
+                    "anon_bytes": a,
+                    "file_bytes": f,
+                    "kernel_bytes": k,
+                    "shmem_bytes": sh,
+                    "swap_bytes": sw,
+                }
+                for ts, u, a, f, k, sh, sw in r.history
+            ],
+            "limit_bytes": row["limit_bytes"],
+            "processes": processes,
+            "reclaim_events": episodes,
+            "oom_kills": kills,
+        }
+
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        lay = doc.get("layout")
+        lines = [""]
+        if lay:
+            lines.append(
+                f"layout: {lay['mode']}; memory controller v{lay['memory_version'] or '-'} at "
+                f"{lay['memory_mount'] or '-'}; cgroup2 at {lay['unified_mount'] or '-'}; "
+                f"PSI per cgroup {'on' if lay['psi'] else 'off'}"
+            )
+        if doc.get("unattributed_reclaims"):
+            lines.append(
+                f"memcg reclaim episodes of processes in no known cgroup: {doc['unattributed_reclaims']}"
+            )
+        return "\n".join(lines) + "\n"

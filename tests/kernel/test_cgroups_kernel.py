@@ -1,0 +1,219 @@
+"""Cgroups pane against the kernel's own cgroup files, under real memcg pressure.
+
+A v1 memory cgroup (100 MiB + swap) and a cgroup2 directory of the same name under the unified
+mount (hybrid, as here), a workload in both: memtop's usage, limit and failcnt against the v1
+files, its memcg reclaim episodes for that cgroup against the workload's own (per pid, in the
+kernel's per-cgroup2-id map), its PSI total against the cgroup2 directory's memory.pressure; then an
+OOM kill in a no-swap memcg attributed to that cgroup and the limit that fired.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from support import MemCgroup, compile_c, memcg, swapfile
+
+from memtop import cgroupfs
+from memtop.bridge import now_ns
+from memtop.probes.cgroups import CgroupsProbe
+from memtop.probes.oom import OomProbe
+from memtop.probes.vmscan import VmscanProbe
+from memtop.records import Batch, Record
+from memtop.state import State
+from memtop.state.cgroups import CgroupsState
+from memtop.views import Options, get_view
+
+MiB = 1 << 20
+LAYOUT = cgroupfs.layout()
+
+
+def unified_dir(name: str) -> Path | None:
+    """The cgroup2 directory of the same name, on a hybrid machine (v2 memory: the memcg itself)."""
+    if LAYOUT.mode != "hybrid" or LAYOUT.unified is None:
+        return None
+    return Path(LAYOUT.unified.mountpoint) / name
+
+
+@contextmanager
+def twin(cg: MemCgroup) -> Iterator[Path | None]:
+    d = unified_dir(cg.name)
+    if d is not None:
+        d.mkdir()
+    try:
+        yield d
+    finally:
+        if d is not None:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+class Driven:
+    """The probes polled synchronously into one State, in the bridge's order (cgroups first)."""
+
+    def __init__(self, *probes: CgroupsProbe | VmscanProbe | OomProbe) -> None:
+        self.probes = list(probes)
+        for p in self.probes:
+            p.load()
+        self.state = State(mode="bpf")
+
+    def tick(self) -> None:
+        recs: list[Record] = []
+        for p in self.probes:
+            recs += p.poll()
+        self.state.apply(Batch(now_ns(), tuple(recs)))
+
+    def close(self) -> None:
+        for p in self.probes:
+            p.close()
+
+    def row(self, path: str) -> dict[str, object]:
+        doc = get_view("cgroups").document(self.state, Options(sort="path"))
+        return next(r for r in doc["rows"] if r["path"] == path)
+
+
+def start(exe: Path, args: list[str], *procs_files: Path) -> subprocess.Popen[str]:
+    joins = " && ".join(f"echo $$ > {f}" for f in procs_files)
+    proc = subprocess.Popen(
+        ["sh", "-c", f"{joins} && exec {exe} {' '.join(args)}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    assert ready, "the workload said nothing"
+    assert proc.stdout.readline().startswith("ready")
+    return proc
+
+
+def wait_line(proc: subprocess.Popen[str], want: str, tick: object, timeout_s: float = 120) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            line = proc.stdout.readline().strip()
+            if line == want:
+                return
+            assert line, f"workload died (rc {proc.poll()})"
+        tick()  # type: ignore[operator]
+    raise AssertionError("workload did not finish in time")
+
+
+def read_int(p: Path) -> int:
+    return int(p.read_text().split()[0])
+
+
+@pytest.mark.bpf
+def test_memcg_figures_reclaim_and_psi_match_the_kernel() -> None:
+    exe = compile_c("reclaim_hog")
+    driven = Driven(CgroupsProbe(), VmscanProbe())
+    try:
+        with swapfile(), memcg(100 * MiB) as cg, twin(cg) as udir:
+            files = [cg.path / "cgroup.procs"] + ([udir / "cgroup.procs"] if udir else [])
+            hog = start(exe, ["300", "2", "0", "1", "0"], *files)
+            try:
+                path = "/" + cg.name
+                driven.tick()
+                st = driven.state.get(CgroupsState)
+                assert st.memcg_of(hog.pid) == path
+                if udir is not None:
+                    assert st.unified_of(hog.pid) == path
+                assert hog.stdin is not None
+                hog.stdin.write("go\n")
+                hog.stdin.flush()
+                wait_line(hog, "done", driven.tick)
+                # quiet now (the workload holds its memory and waits): settle, then compare
+                time.sleep(0.5)
+                for _ in range(3):
+                    driven.tick()
+                row = driven.row(path)
+                usage = read_int(cg.path / "memory.usage_in_bytes")
+                assert row["usage_bytes"] is not None
+                assert abs(int(str(row["usage_bytes"])) - usage) <= 0.02 * usage, (row["usage_bytes"], usage)
+                assert row["limit_bytes"] == read_int(cg.path / "memory.limit_in_bytes") == 100 * MiB
+                events = row["events"]
+                assert isinstance(events, dict)
+                assert events["failcnt"] == read_int(cg.path / "memory.failcnt") > 0
+                assert row["swap_bytes"] == max(
+                    0,
+                    read_int(cg.path / "memory.memsw.usage_in_bytes")
+                    - read_int(cg.path / "memory.usage_in_bytes"),
+                )
+                # memcg reclaim: the cgroup's episodes are the workload's (it is alone in there)
+                reclaim = get_view("reclaim").document(driven.state, Options())
+                mine = next(r for r in reclaim["rows"] if r["pid"] == hog.pid)
+                assert mine["memcg_events"] > 100 and mine["cgroup"] == path
+                assert row["reclaim_episodes"] == mine["memcg_events"], (row, mine)
+                assert row["reclaim_stall_ns"] == mine["total_ns"]
+                p99 = row["reclaim_p99_ns"]
+                assert isinstance(p99, int) and 0 < p99 <= mine["max_ns"]
+                if udir is not None:
+                    # the kernel's own per-cgroup2-id sum, keyed by the directory's inode
+                    kernel = st.kernel_reclaim_of(os.stat(udir).st_ino)
+                    assert kernel is not None and kernel[0] == mine["memcg_events"]
+                    # PSI: memtop's latest total is the file's (nothing stalls any more)
+                    for _ in range(20):
+                        driven.tick()
+                        total = cgroupfs.parse_pressure((udir / "memory.pressure").read_text())
+                        if total is not None and driven.row(path)["psi_some_total_us"] == total[0]:
+                            break
+                        time.sleep(0.1)
+                    assert total is not None and total[0] > 0
+                    assert driven.row(path)["psi_some_total_us"] == total[0]
+                    assert driven.row(path)["psi_full_total_us"] == total[1]
+            finally:
+                hog.kill()
+                hog.wait()
+    finally:
+        driven.close()
+
+
+@pytest.mark.bpf
+def test_oom_kill_names_its_cgroup_and_the_limit_that_fired() -> None:
+    exe = compile_c("swapfill")
+    driven = Driven(CgroupsProbe(), OomProbe())
+    try:
+        with memcg(100 * MiB, swap=False) as cg:
+            w = start(exe, ["300"], cg.path / "cgroup.procs")
+            path = "/" + cg.name
+            driven.tick()
+            assert driven.state.get(CgroupsState).memcg_of(w.pid) == path
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            assert w.wait(timeout=60) == -9
+            kills = [line for line in (cg.path / "memory.oom_control").read_text().splitlines()]
+            assert "oom_kill 1" in kills
+            deadline = time.monotonic() + 10
+            doc = get_view("oom").document(driven.state, Options())
+            while time.monotonic() < deadline and not any(e["victim_pid"] == w.pid for e in doc["events"]):
+                driven.tick()
+                doc = get_view("oom").document(driven.state, Options())
+                time.sleep(0.2)
+            ev = next(e for e in doc["events"] if e["victim_pid"] == w.pid)
+            assert ev["cgroup"] == path
+            # which limit fired: the kernel log names the OOM memcg and prints its usage and limit
+            assert ev["memcg"] == path
+            assert ev["memcg_limit_bytes"] == 100 * MiB
+            assert ev["memcg_usage_bytes"] is not None and ev["memcg_usage_bytes"] >= 0.9 * 100 * MiB
+            # as printed: the memory counter's failcnt (here the memsw limit is what refuses)
+            assert ev["memcg_failcnt"] == read_int(cg.path / "memory.failcnt")
+            for _ in range(3):
+                driven.tick()
+            row = driven.row(path)
+            assert row["oom_kills"] == 1 and row["oom_limit_kills"] == 1
+            assert row["events"] == {**row["events"], "oom_kill": 1}  # type: ignore[dict-item]
+    finally:
+        driven.close()

@@ -1,0 +1,443 @@
+"""The cgroup model on fixture trees: cgroup v2 memory files as the kernel's cgroup-v2 documentation
+writes them (the v2 memory controller cannot be enabled on the machines here, where v1 holds it),
+v1 files, the three layouts from mountinfo text, container and pod ids from the paths the runtimes
+create, and the probe reading a whole v2 tree into the state and the view."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from memtop import cgroupfs
+from memtop.probes.cgroups import CgroupsProbe
+from memtop.records import Batch
+from memtop.records.cgroups import CgroupGone, CgroupPoll, CgroupSample
+from memtop.records.reclaim import ReclaimEvent
+from memtop.state import State
+from memtop.state.cgroups import CgroupsState
+from memtop.views import Options, get_view
+
+MiB = 1 << 20
+
+HYBRID = """\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+V1 = """\
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+36 31 0:33 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct
+"""
+V2 = "29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate\n"
+
+
+def test_layouts_from_mountinfo() -> None:
+    h = cgroupfs.find_layout(HYBRID, read_controllers=False)
+    assert h.mode == "hybrid"
+    assert h.memory is not None and h.memory.version == 1 and h.memory.mountpoint == "/sys/fs/cgroup/memory"
+    assert h.unified is not None and h.unified.mountpoint == "/sys/fs/cgroup/unified"
+    assert cgroupfs.find_layout(V1, read_controllers=False).mode == "v1"
+    v2 = cgroupfs.find_layout(V2, read_controllers=False)
+    assert v2.mode == "v2" and v2.memory is None  # controllers not read: memory not known enabled
+    assert cgroupfs.find_layout("", read_controllers=False).mode == "none"
+    cpu = next(
+        x
+        for x in cgroupfs.find_layout(V1, read_controllers=False).hierarchies
+        if x.version == 1 and "cpu" in x.controllers
+    )
+    assert cpu.mountpoint == "/sys/fs/cgroup/cpu,cpuacct" and "cpuacct" in cpu.controllers
+
+
+def test_this_machine_layout_is_what_mountinfo_says() -> None:
+    lay = cgroupfs.layout()
+    mounts = cgroupfs.parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    kinds = {fs for _, _, fs, _ in mounts}
+    expect = (
+        "hybrid"
+        if kinds == {"cgroup", "cgroup2"}
+        else "v2"
+        if kinds == {"cgroup2"}
+        else "v1"
+        if kinds
+        else "none"
+    )
+    assert lay.mode == expect
+    assert lay.describe().startswith(expect)
+
+
+def write_v2(d: Path, **files: str) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (
+            d / name.replace("_", ".", 1)
+            if name.startswith("memory_") or name.startswith("cgroup_")
+            else d / name
+        ).write_text(text)
+
+
+V2_STAT = """anon 41943040
+file 20971520
+kernel 4194304
+kernel_stack 65536
+pagetables 131072
+sec_pagetables 0
+percpu 0
+sock 0
+vmalloc 0
+shmem 1048576
+file_mapped 1048576
+file_dirty 8192
+file_writeback 0
+swapcached 0
+anon_thp 0
+inactive_anon 40000000
+active_anon 1943040
+inactive_file 10485760
+active_file 10485760
+unevictable 0
+slab_reclaimable 1048576
+slab_unreclaimable 1048576
+slab 2097152
+workingset_refault_anon 12
+workingset_refault_file 34
+pgscan 1000
+pgsteal 900
+pgfault 5000
+pgmajfault 7
+"""
+
+
+def v2_tree(root: Path) -> Path:
+    """A cgroup2 tree as a v2 machine has it (Documentation/admin-guide/cgroup-v2.rst formats)."""
+    write_v2(
+        root,
+        **{
+            "cgroup.controllers": "cpu io memory pids\n",
+            "cgroup.procs": "1\n",
+            "memory.stat": V2_STAT,
+            "memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=100\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=50\n",
+        },
+    )
+    app = root / "system.slice" / "app.service"
+    write_v2(
+        root / "system.slice",
+        **{
+            "cgroup.procs": "",
+            "memory.current": str(300 * MiB) + "\n",
+            "memory.max": "max\n",
+            "memory.stat": V2_STAT,
+        },
+    )
+    write_v2(
+        app,
+        **{
+            "cgroup.procs": "4242\n4243\n",
+            "memory.current": str(64 * MiB) + "\n",
+            "memory.max": str(128 * MiB) + "\n",
+            "memory.high": str(96 * MiB) + "\n",
+            "memory.low": str(16 * MiB) + "\n",
+            "memory.min": "0\n",
+            "memory.swap.current": str(MiB) + "\n",
+            "memory.swap.max": "max\n",
+            "memory.events": "low 0\nhigh 3\nmax 17\noom 1\noom_kill 1\noom_group_kill 0\n",
+            "memory.stat": V2_STAT,
+            "memory.pressure": "some avg10=1.00 avg60=0.50 avg300=0.10 total=123456\nfull avg10=0.50 avg60=0.20 avg300=0.05 total=65432\n",
+        },
+    )
+    docker = root / "system.slice" / ("docker-" + "ab" * 32 + ".scope")
+    write_v2(
+        docker,
+        **{
+            "cgroup.procs": "5000\n",
+            "memory.current": "1048576\n",
+            "memory.max": str(256 * MiB) + "\n",
+            "memory.stat": V2_STAT,
+            "memory.events": "max 0\noom_kill 0\n",
+        },
+    )
+    return app
+
+
+def test_v2_files_through_the_model(tmp_path: Path) -> None:
+    app = v2_tree(tmp_path)
+    r = cgroupfs.read_memory(2, str(app))
+    assert r.usage_bytes == 64 * MiB and r.limit_bytes == 128 * MiB
+    assert r.high_bytes == 96 * MiB and r.low_bytes == 16 * MiB and r.min_bytes == 0
+    assert r.swap_bytes == MiB and r.swap_limit_bytes is None  # "max": no limit
+    assert r.events == {"low": 0, "high": 3, "max": 17, "oom": 1, "oom_kill": 1, "oom_group_kill": 0}
+    assert r.stat["anon"] == 41943040 and r.stat["slab"] == 2097152 and r.stat["dirty"] == 8192
+    assert r.stat["pgscan"] == 1000 and r.stat["refault_file"] == 34
+    assert cgroupfs.working_set(r.usage_bytes, r.stat["inactive_file"]) == 64 * MiB - 10485760
+    assert cgroupfs.parse_pressure((app / "memory.pressure").read_text()) == (123456, 65432)
+    assert cgroupfs.read_procs(str(app)) == (4242, 4243)
+    assert cgroupfs.read_memory(2, str(tmp_path / "system.slice")).limit_bytes is None
+
+
+def test_v1_files_through_the_model(tmp_path: Path) -> None:
+    d = tmp_path / "memtop-x"
+    d.mkdir()
+    files = {
+        "memory.usage_in_bytes": str(100 * MiB),
+        "memory.limit_in_bytes": str(100 * MiB),
+        "memory.soft_limit_in_bytes": "9223372036854771712",
+        "memory.memsw.usage_in_bytes": str(180 * MiB),
+        "memory.memsw.limit_in_bytes": "9223372036854771712",
+        "memory.failcnt": "52000",
+        "memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+        "memory.kmem.usage_in_bytes": str(MiB),
+        "memory.stat": "cache 1\nrss 2\ntotal_cache 3145728\ntotal_rss 102760448\ntotal_shmem 0\n"
+        "total_inactive_file 524288\ntotal_workingset_refault_anon 40000\ntotal_dirty 0\n",
+    }
+    for k, v in files.items():
+        (d / k).write_text(v + "\n")
+    r = cgroupfs.read_memory(1, str(d))
+    assert r.usage_bytes == 100 * MiB and r.limit_bytes == 100 * MiB
+    assert r.soft_limit_bytes is None and r.swap_limit_bytes is None  # unlimited
+    assert r.swap_bytes == 80 * MiB  # memsw.usage - usage
+    assert r.events == {"failcnt": 52000, "oom_kill": 2, "under_oom": 0}
+    # the hierarchical total_* fields, under the same names as v2's
+    assert r.stat == {
+        "anon": 102760448,
+        "file": 3145728,
+        "shmem": 0,
+        "inactive_file": 524288,
+        "refault_anon": 40000,
+        "dirty": 0,
+        "kernel": MiB,
+    }
+
+
+def test_reads_never_follow_symlinks_or_block_on_fifos(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("123\n")
+    (tmp_path / "memory.current").symlink_to(secret)
+    os.mkfifo(tmp_path / "memory.max")
+    assert cgroupfs.read_text(str(tmp_path / "memory.current")) is None
+    assert cgroupfs.read_text(str(tmp_path / "memory.max")) is None  # would block if opened for read
+    assert cgroupfs.read_memory(2, str(tmp_path)).usage_bytes is None
+
+
+@pytest.mark.parametrize(
+    ("path", "runtime", "cid", "pod"),
+    [
+        ("/system.slice/docker-" + "a1" * 32 + ".scope", "docker", "a1" * 32, ""),
+        ("/docker/" + "b2" * 32, "docker", "b2" * 32, ""),
+        (
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_4b5a_6978_8a9b_0c1d2e3f4a5b.slice/"
+            "cri-containerd-" + "c3" * 32 + ".scope",
+            "containerd",
+            "c3" * 32,
+            "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        ),
+        (
+            "/kubepods/besteffort/pod0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b/" + "d4" * 32,
+            "kubernetes",
+            "d4" * 32,
+            "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        ),
+        (
+            "/kubepods.slice/kubepods-pod0f1e2d3c_4b5a_6978_8a9b_0c1d2e3f4a5b.slice/crio-"
+            + "e5" * 32
+            + ".scope",
+            "crio",
+            "e5" * 32,
+            "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        ),
+        (
+            "/kubepods/burstable/pod0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b/crio-" + "e5" * 32,
+            "crio",
+            "e5" * 32,
+            "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        ),
+        ("/machine.slice/libpod-" + "f6" * 32 + ".scope", "podman", "f6" * 32, ""),
+        ("/libpod_parent/libpod-" + "f6" * 32, "podman", "f6" * 32, ""),
+        (
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_4b5a_6978_8a9b_0c1d2e3f4a5b.slice",
+            "kubernetes",
+            "",
+            "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        ),
+    ],
+)
+def test_container_and_pod_from_the_path(path: str, runtime: str, cid: str, pod: str) -> None:
+    c = cgroupfs.container_of(path)
+    assert c is not None and (c.runtime, c.id, c.pod_uid) == (runtime, cid, pod)
+
+
+def test_not_a_container() -> None:
+    assert cgroupfs.container_of("/system.slice/sshd.service") is None
+    assert cgroupfs.container_of("/user.slice/user-1000.slice") is None
+    assert cgroupfs.container_of("/system.slice/crio-conmon-" + "e5" * 32 + ".scope") is None
+    assert cgroupfs.unit_of("/system.slice/sshd.service") == "sshd.service"
+    assert cgroupfs.unit_of("/memtop-test") == ""
+
+
+def test_names_from_the_runtimes_files(tmp_path: Path) -> None:
+    cid = "c3" * 32
+    bundle = tmp_path / "run/containerd/io.containerd.runtime.v2.task/k8s.io" / cid
+    bundle.mkdir(parents=True)
+    (bundle / "config.json").write_text(
+        json.dumps(
+            {
+                "annotations": {
+                    "io.kubernetes.cri.container-name": "web",
+                    "io.kubernetes.cri.sandbox-name": "shop-7d9",
+                    "io.kubernetes.cri.sandbox-namespace": "prod",
+                }
+            }
+        )
+    )
+    uid = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+    (tmp_path / "var/log/pods" / f"prod_shop-7d9_{uid}").mkdir(parents=True)
+    names = cgroupfs.RuntimeNames(str(tmp_path))
+    c = names.name(cgroupfs.Container("containerd", cid, uid))
+    assert (c.name, c.pod) == ("web", "prod/shop-7d9")
+    assert c.short() == "web"
+    # a pod known only from kubelet's log directory
+    p = names.name(cgroupfs.Container("kubernetes", "", uid))
+    assert p.pod == "prod/shop-7d9"
+    # docker's own file; a symlinked config is not read
+    did = "a1" * 32
+    d = tmp_path / "var/lib/docker/containers" / did
+    d.mkdir(parents=True)
+    (d / "config.v2.json").write_text(json.dumps({"Name": "/db"}))
+    assert names.name(cgroupfs.Container("docker", did)).name == "db"
+    evil = "b2" * 32
+    e = tmp_path / "var/lib/docker/containers" / evil
+    e.mkdir(parents=True)
+    (e / "config.v2.json").symlink_to(d / "config.v2.json")
+    assert names.name(cgroupfs.Container("docker", evil)).name == ""
+
+
+def v2_probe(tmp_path: Path) -> CgroupsProbe:
+    probe = CgroupsProbe()
+    root = tmp_path / "cg"
+    v2_tree(root)
+    h = cgroupfs.Hierarchy(str(root), 2, ("memory",))
+    probe.layout = cgroupfs.Layout("v2", (h,), h, h, True)
+    return probe
+
+
+def test_the_probe_reads_a_v2_tree_into_state_and_view(tmp_path: Path) -> None:
+    probe = v2_probe(tmp_path)
+    state = State(mode="bpf")
+    recs = probe.poll()
+    paths = {r.path for r in recs if isinstance(r, CgroupSample)}
+    app_path, docker_path = "/system.slice/app.service", "/system.slice/docker-" + "ab" * 32 + ".scope"
+    assert paths == {"/", "/system.slice", app_path, docker_path}
+    assert isinstance(recs[0], type(recs[0])) and isinstance(recs[-1], CgroupPoll)
+    state.apply(Batch(1_000_000_000, tuple(recs)))
+    st = state.get(CgroupsState)
+    assert st.memcg_of(4242) == app_path and st.unified_of(4242) == app_path  # v2: one tree
+    # a second read, one second later: PSI and limit hits moved for the app
+    app = tmp_path / "cg" / "system.slice" / "app.service"
+    (app / "memory.pressure").write_text(
+        "some avg10=1.00 avg60=0.50 avg300=0.10 total=373456\nfull avg10=0.50 avg60=0.20 avg300=0.05 total=65432\n"
+    )
+    (app / "memory.events").write_text("low 0\nhigh 3\nmax 27\noom 1\noom_kill 1\noom_group_kill 0\n")
+    recs = probe.poll()
+    # only what changed is sent again (the app; its usage did not move, but its PSI did)
+    assert {r.path for r in recs if isinstance(r, CgroupSample)} == {app_path}
+    state.apply(Batch(2_000_000_000, tuple(recs)))
+    doc = get_view("cgroups").document(state, Options(sort="usage_bytes"))
+    rows = {r["path"]: r for r in doc["rows"]}
+    a = rows[app_path]
+    assert a["psi_some_pct"] == pytest.approx(25.0)  # 250 ms of 1 s
+    assert a["limit_hits_per_s"] == pytest.approx(10.0)  # events "max" 17 -> 27 in 1 s
+    assert a["limit_pct"] == pytest.approx(50.0) and a["limit_bar"].endswith(" 50%")
+    assert a["reclaim_episodes"] is None  # the vmscan probe is not measuring: not a zero
+    assert a["events"]["oom_kill"] == 1 and a["stat"]["slab"] == 2097152
+    d = rows[docker_path]
+    assert d["container"]["runtime"] == "docker" and d["container_name"] == "docker:" + "ab" * 6
+    # tree order: parents first, siblings by usage (the app's 64 MiB above docker's 1 MiB)
+    order = [r["path"] for r in doc["rows"]]
+    assert order == ["/", "/system.slice", app_path, docker_path]
+    assert [r["depth"] for r in doc["rows"]] == [0, 1, 2, 2]
+    # per-cgroup probe figures roll up the tree, once the reclaim probe measures
+    from memtop.records import ProbeStatus
+
+    state.apply(Batch(2_100_000_000, (ProbeStatus("vmscan", "attached"),)))
+    # a reclaim episode of its process, attributed by pid
+    ev = ReclaimEvent(2_200_000_000, 4242, 4242, "app", "memcg", 3_000_000, 10, cgroup_id=0)
+    state.apply(Batch(2_300_000_000, (ev,)))
+    doc = get_view("cgroups").document(state, Options())
+    rows = {r["path"]: r for r in doc["rows"]}
+    assert rows[app_path]["reclaim_episodes"] == 1 and rows["/system.slice"]["reclaim_episodes"] == 1
+    assert rows["/"]["reclaim_stall_ns"] == 3_000_000 and rows[docker_path]["reclaim_episodes"] == 0
+    assert rows[app_path]["reclaim_p99_ns"] == 3_000_000
+    # folding and depth, filter with ancestors
+    folded = get_view("cgroups").document(state, Options(extra={"collapsed": ["/system.slice"]}))
+    assert [r["path"] for r in folded["rows"]] == ["/", "/system.slice"] and folded["rows"][1]["collapsed"]
+    shallow = get_view("cgroups").document(state, Options(extra={"depth": 1}))
+    assert [r["path"] for r in shallow["rows"]] == ["/", "/system.slice"]
+    found = get_view("cgroups").document(state, Options(filter="docker"))
+    assert [r["path"] for r in found["rows"]] == ["/", "/system.slice", docker_path]
+    # a third read with nothing changed: rates fall to zero without a resend
+    state.apply(Batch(3_000_000_000, tuple(probe.poll())))
+    a = next(r for r in get_view("cgroups").document(state, Options())["rows"] if r["path"] == app_path)
+    assert a["psi_some_pct"] == 0 and a["limit_hits_per_s"] == 0
+    # a removed cgroup goes
+    for f in (tmp_path / "cg" / "system.slice" / ("docker-" + "ab" * 32 + ".scope")).iterdir():
+        f.unlink()
+    (tmp_path / "cg" / "system.slice" / ("docker-" + "ab" * 32 + ".scope")).rmdir()
+    recs = probe.poll()
+    assert CgroupGone(docker_path) in recs
+    state.apply(Batch(4_000_000_000, tuple(recs)))
+    assert docker_path not in state.get(CgroupsState).rows
+
+
+def test_processes_and_oom_views_name_the_cgroup(tmp_path: Path) -> None:
+    probe = v2_probe(tmp_path)
+    state = State(mode="bpf")
+    state.apply(Batch(1_000_000_000, tuple(probe.poll())))
+    from memtop.records.oom import OomKill
+    from memtop.records.processes import ProcSample
+
+    proc = ProcSample(4242, "app", "root", 0, 10 * MiB, MiB, 0, 0, 5, 0)
+    kill = OomKill(
+        ts_ns=1_500_000_000,
+        victim_pid=4242,
+        victim_comm="app",
+        trigger_pid=4242,
+        trigger_comm="app",
+        scope="memcg",
+        total_vm_bytes=1,
+        anon_rss_bytes=1,
+        file_rss_bytes=0,
+        shmem_rss_bytes=0,
+        uid=0,
+        oom_score_adj=0,
+        memcg="/system.slice",
+        memcg_usage_bytes=300 * MiB,
+        memcg_limit_bytes=300 * MiB,
+        memcg_failcnt=9,
+    )
+    state.apply(Batch(2_000_000_000, (proc, kill)))
+    rows = get_view("processes").document(state, Options())["rows"]
+    assert next(r for r in rows if r["pid"] == 4242)["cgroup"] == "/system.slice/app.service"
+    ev = get_view("oom").document(state, Options())["events"][0]
+    assert ev["cgroup"] == "/system.slice/app.service" and ev["memcg"] == "/system.slice"
+    txt = get_view("oom").text(state, Options())
+    assert "limit of memcg /system.slice fired" in txt and "usage 300.0M of 300.0M" in txt
+    cg = {r["path"]: r for r in get_view("cgroups").document(state, Options())["rows"]}
+    assert cg["/system.slice/app.service"]["oom_kills"] == 1
+    assert cg["/system.slice"]["oom_limit_kills"] == 1 and cg["/system.slice"]["oom_kills"] == 1
+    detail = get_view("cgroups").document(state, Options(extra={"cgroup": "/system.slice"}))["detail"]
+    assert detail["oom_kills"][0]["victim_pid"] == 4242
+
+
+def test_an_episode_before_its_process_was_read_is_attributed_at_the_next_read() -> None:
+    state = State(mode="bpf")
+    early = ReclaimEvent(1_000_000_000, 777, 777, "new", "memcg", 2_000_000, 5)
+    lost = ReclaimEvent(1_000_000_000, 888, 888, "gone", "memcg", 2_000_000, 5)
+    state.apply(Batch(1_100_000_000, (early, lost)))
+    st = state.get(CgroupsState)
+    assert st.unattributed == 0 and not st.probed  # not guessed, not yet given up
+    state.apply(Batch(2_000_000_000, (CgroupSample("/box", 2, usage_bytes=1, pids=(777,)), CgroupPoll(1))))
+    assert st.probed["/box"].reclaim_events == 1 and st.unattributed == 0
+    state.apply(Batch(7_000_000_000, (CgroupPoll(1),)))  # 888 never showed up: given up after 5 s
+    assert st.unattributed == 1 and sum(p.reclaim_events for p in st.probed.values()) == 1
