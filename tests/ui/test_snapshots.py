@@ -23,7 +23,8 @@ from memtop.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes import pane_names
 
-PRESSURE = Path(__file__).resolve().parents[1] / "data" / "pressure.jsonl.gz"
+DATA = Path(__file__).resolve().parents[1] / "data"
+PRESSURE = DATA / "pressure.jsonl.gz"
 #: seconds into the recording: after the OOM kill (24.8 s), with reclaim and swap-ins going on
 AT_S = 30.0
 #: the workload the recording's header names (the process with the most swap), for the drill-in
@@ -45,12 +46,24 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @functools.cache
-def recording() -> Recording:
-    return Recording.load(PRESSURE)
+def recording(path: Path = PRESSURE) -> Recording:
+    return Recording.load(path)
+
+
+def own_recording(pane: str | None) -> Path | None:
+    """A pane newer than the pressure recording is drawn from its own, tests/data/<pane>.jsonl.gz
+    (made by scripts/make_recording.py), at its end."""
+    p = DATA / f"{pane}.jsonl.gz"
+    return p if pane and p.exists() else None
 
 
 def make_app(pane: str | None = None, pid: int | None = None) -> MemtopApp:
-    src = ReplaySource(recording(), at_s=AT_S)
+    own = own_recording(pane)
+    if own is not None:
+        rec = recording(own)
+        src = ReplaySource(rec, at_s=rec.duration_s)
+    else:
+        src = ReplaySource(recording(), at_s=AT_S)
     return MemtopApp(src, interval_s=1.0, initial_pane=pane, initial_pid=pid)
 
 
@@ -107,3 +120,33 @@ def test_pane(snap_compare: SnapCompare, pane: str, size: tuple[int, int]) -> No
 def test_drill_in(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
     app = make_app(pid=HOG_PID)
     assert snap_compare(app, terminal_size=size, run_before=run_before("ProcessScreen"))
+
+
+def test_the_cgroups_recording_holds_what_its_pictures_show() -> None:
+    """A memcg at its limit with reclaim, swap and PSI, and an OOM kill in another."""
+    path = own_recording("cgroups")
+    assert path is not None
+    rec = recording(path)
+    from memtop.views import Options, get_view
+
+    doc = get_view("cgroups").document(rec.state_at(rec.ts_at(rec.duration_s)), Options())
+    limited = [r for r in doc["rows"] if r["limit_bytes"] is not None]
+    assert any(r["limit_pct"] > 95 and r["reclaim_episodes"] and r["psi_some_total_us"] for r in limited)
+    assert any(r["oom_kills"] for r in limited)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_cgroup_drill_in(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    from memtop.ui.screens.cgroup import CgroupScreen
+    from memtop.views import Options, get_view
+
+    app = make_app(pane="cgroups")
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        rows = get_view("cgroups").document(app.state, Options())["rows"]
+        target = max((r for r in rows if r["limit_pct"] is not None), key=lambda r: r["limit_pct"])["path"]
+        app.push_screen(CgroupScreen(target, app.state))
+        await settle(pilot, "CgroupScreen")
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
