@@ -21,6 +21,7 @@ CASES = [
     "leaks_cost",
     "swapin_overhead",
     "memtop_self",
+    "cgroups_cost",
     "lost_counts",
     "replay_seek",
     "micro",

@@ -19,7 +19,6 @@ import re
 import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 #: v1 limits at or above this mean "no limit" (the kernel reports PAGE_COUNTER_MAX * PAGE_SIZE,
 #: rounded down to a page: 9223372036854771712 on 64-bit)
@@ -163,7 +162,63 @@ def read_text(path: str, limit: int = MAX_FILE) -> str | None:
         os.close(fd)
 
 
-def _int(text: str | None) -> int | None:
+class HeldFiles:
+    """Files read every tick (a cgroup's usage and pressure), kept open and re-read with pread:
+    a tenth of the cost of opening them again (kernfs regenerates the text at offset 0). Opened
+    as read_text opens (no symlink, regular files only); at most ``max_open`` are held (the
+    process's file limit is shared with BPF maps and /proc), the others are opened per read. A
+    file whose cgroup went away reads as None and is closed."""
+
+    def __init__(self, max_open: int = 1024) -> None:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        self.max_open = max(0, min(max_open, soft // 4 if soft > 0 else max_open))
+        self._fds: dict[str, int] = {}
+
+    def read(self, path: str, size: int = 4096) -> str | None:
+        fd = self._fds.get(path)
+        if fd is None:
+            if len(self._fds) >= self.max_open:
+                return read_text(path, size)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                return None
+            try:
+                regular = stat_mod.S_ISREG(os.fstat(fd).st_mode)
+            except OSError:
+                regular = False
+            if not regular:
+                os.close(fd)
+                return None
+            self._fds[path] = fd
+        try:
+            return os.pread(fd, size, 0).decode("utf-8", "replace")
+        except OSError:
+            self.drop(path)
+            return None
+
+    def drop(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def drop_under(self, directory: str) -> None:
+        """Close the files of a cgroup that went away."""
+        for path in [p for p in self._fds if os.path.dirname(p) == directory]:
+            self.drop(path)
+
+    def close(self) -> None:
+        for path in list(self._fds):
+            self.drop(path)
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+
+def parse_int(text: str | None) -> int | None:
+    """A single-number cgroup file's value; None for "max" (no limit) or unreadable."""
     if text is None:
         return None
     t = text.strip()
@@ -248,23 +303,18 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
 }
 
 
-def read_usage(version: int, d: str) -> int | None:
-    """Just the usage (the cheap read done for every cgroup every tick)."""
-    return _int(read_text(os.path.join(d, "memory.current" if version == 2 else "memory.usage_in_bytes")))
-
-
 def read_memory(version: int, d: str) -> Reading:
     """The memory controller's figures of the cgroup at directory ``d``."""
     r = Reading()
     j = os.path.join
     if version == 2:
-        r.usage_bytes = _int(read_text(j(d, "memory.current")))
-        r.limit_bytes = _int(read_text(j(d, "memory.max")))
-        r.high_bytes = _int(read_text(j(d, "memory.high")))
-        r.low_bytes = _int(read_text(j(d, "memory.low")))
-        r.min_bytes = _int(read_text(j(d, "memory.min")))
-        r.swap_bytes = _int(read_text(j(d, "memory.swap.current")))
-        r.swap_limit_bytes = _int(read_text(j(d, "memory.swap.max")))
+        r.usage_bytes = parse_int(read_text(j(d, "memory.current")))
+        r.limit_bytes = parse_int(read_text(j(d, "memory.max")))
+        r.high_bytes = parse_int(read_text(j(d, "memory.high")))
+        r.low_bytes = parse_int(read_text(j(d, "memory.low")))
+        r.min_bytes = parse_int(read_text(j(d, "memory.min")))
+        r.swap_bytes = parse_int(read_text(j(d, "memory.swap.current")))
+        r.swap_limit_bytes = parse_int(read_text(j(d, "memory.swap.max")))
         r.events = _flat_keyed(read_text(j(d, "memory.events")))
         raw = _flat_keyed(read_text(j(d, "memory.stat")))
         r.stat = {name: raw[k2] for name, (k2, _) in STAT_NAMES.items() if k2 and k2 in raw}
@@ -273,16 +323,16 @@ def read_memory(version: int, d: str) -> Reading:
     def unl(v: int | None) -> int | None:
         return None if v is None or v >= V1_UNLIMITED else v
 
-    r.usage_bytes = _int(read_text(j(d, "memory.usage_in_bytes")))
-    r.limit_bytes = unl(_int(read_text(j(d, "memory.limit_in_bytes"))))
-    r.soft_limit_bytes = unl(_int(read_text(j(d, "memory.soft_limit_in_bytes"))))
-    memsw = _int(read_text(j(d, "memory.memsw.usage_in_bytes")))
+    r.usage_bytes = parse_int(read_text(j(d, "memory.usage_in_bytes")))
+    r.limit_bytes = unl(parse_int(read_text(j(d, "memory.limit_in_bytes"))))
+    r.soft_limit_bytes = unl(parse_int(read_text(j(d, "memory.soft_limit_in_bytes"))))
+    memsw = parse_int(read_text(j(d, "memory.memsw.usage_in_bytes")))
     if memsw is not None and r.usage_bytes is not None:
         r.swap_bytes = max(0, memsw - r.usage_bytes)
-    memsw_limit = unl(_int(read_text(j(d, "memory.memsw.limit_in_bytes"))))
+    memsw_limit = unl(parse_int(read_text(j(d, "memory.memsw.limit_in_bytes"))))
     if memsw_limit is not None and r.limit_bytes is not None:
         r.swap_limit_bytes = max(0, memsw_limit - r.limit_bytes)
-    failcnt = _int(read_text(j(d, "memory.failcnt")))
+    failcnt = parse_int(read_text(j(d, "memory.failcnt")))
     oom = _flat_keyed(read_text(j(d, "memory.oom_control")))
     if failcnt is not None:
         r.events["failcnt"] = failcnt
@@ -291,9 +341,7 @@ def read_memory(version: int, d: str) -> Reading:
             r.events[k] = oom[k]
     raw = _flat_keyed(read_text(j(d, "memory.stat")))
     r.stat = {name: raw[k1] for name, (_, k1) in STAT_NAMES.items() if k1 and k1 in raw}
-    if "total_rss_huge" in raw and "anon" in r.stat:
-        pass  # v1 rss already counts transparent huge pages (memcg docs: "includes THP")
-    kmem = _int(read_text(j(d, "memory.kmem.usage_in_bytes")))
+    kmem = parse_int(read_text(j(d, "memory.kmem.usage_in_bytes")))
     if kmem is not None:
         r.stat["kernel"] = kmem
     return r
@@ -521,12 +569,6 @@ class RuntimeNames:
         if not pod and c.pod_uid:
             pod = self.pods().get(c.pod_uid, "")
         return Container(c.runtime, c.id, c.pod_uid, name, pod)
-
-
-def relative(path: Path | str, top: Path | str) -> str:
-    """The cgroup path of directory ``path`` under mount ``top`` ("/" for the mount itself)."""
-    rel = os.path.relpath(str(path), str(top))
-    return "/" if rel == "." else "/" + rel
 
 
 def short_path(path: str | None) -> str:

@@ -1,16 +1,18 @@
 """The cgroups probe: every cgroup's memory figures from cgroupfs (no BPF), over v1, v2 and hybrid
 layouts (memtop.cgroupfs).
 
-Each tick reads, per cgroup, what moves: its usage, its processes and, where PSI is on, its
+Each tick reads, per cgroup, what moves: its usage, its processes (when the usage moved) and, where PSI is on, its
 memory.pressure. The rest (limits, events, memory.stat) is read when the usage or the pressure
 moved (a cgroup pinned at its limit stalls: its PSI moves while its usage may not), when the
-cgroup is new, and every ``full_every`` ticks otherwise (a limit can change with no usage change):
-an idle cgroup costs three small reads. A sample is sent only when something in it changed.
+cgroup is new, and every ``full_every`` ticks otherwise, spread over the ticks (a limit can change
+with no usage change). The files read every tick are held open and re-read with pread. An idle
+cgroup costs two preads a tick. A sample is sent only when something in it changed.
 """
 
 from __future__ import annotations
 
 import os
+import zlib
 
 from memtop import cgroupfs
 from memtop.errors import ProbeError
@@ -27,12 +29,16 @@ class CgroupsProbe(Probe):
         self,
         proc_root: str = "/proc",
         max_cgroups: int = 5000,
-        full_every: int = 10,
+        full_every: int = 30,
+        walk_every: int = 5,
         runtime_root: str = "/",
     ) -> None:
         self.proc_root = proc_root
         self.max_cgroups = max_cgroups
         self.full_every = full_every
+        self.walk_every = walk_every
+        self._mem_dirs: dict[str, str] = {}
+        self._uni_dirs: dict[str, str] = {}
         self.layout: cgroupfs.Layout | None = None
         self._last: dict[str, CgroupSample] = {}
         self._ids: dict[str, int] = {}
@@ -40,6 +46,12 @@ class CgroupsProbe(Probe):
         self._names = cgroupfs.RuntimeNames(runtime_root)
         self._tick = 0
         self._sent_layout = False
+        #: every cgroup's usage and pressure files, held open (memtop.cgroupfs.HeldFiles)
+        self._held = cgroupfs.HeldFiles()
+        #: per cgroup: (memory dir, cgroup2 dir, usage file, pressure file, a spread for full reads)
+        self._files: dict[str, tuple[str | None, str | None, str | None, str | None, int]] = {}
+        #: per cgroup: the usage and pressure text read last tick (unchanged: nothing to parse)
+        self._raw: dict[str, tuple[str | None, str | None]] = {}
 
     @classmethod
     def at_start(cls, proc_root: str | os.PathLike[str]) -> CgroupsProbe:
@@ -52,6 +64,9 @@ class CgroupsProbe(Probe):
                 "no cgroup hierarchy is mounted (/proc/self/mountinfo lists none)",
                 "mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup) or the v1 memory controller",
             )
+
+    def close(self) -> None:
+        self._held.close()
 
     def note(self) -> str:
         return self.layout.mode if self.layout is not None else ""
@@ -82,36 +97,65 @@ class CgroupsProbe(Probe):
             )
             self._sent_layout = True
         self._tick += 1
-        full_tick = self._tick % self.full_every == 0
         mem, uni = lay.memory, lay.unified
-        mem_dirs = dict(cgroupfs.walk(mem.mountpoint, self.max_cgroups)) if mem else {}
-        # the cgroup2 tree, when it is another tree than the memory controller's (hybrid): PSI
-        uni_dirs = dict(cgroupfs.walk(uni.mountpoint, self.max_cgroups)) if uni and uni is not mem else {}
-        if uni is not None and uni is mem:
-            uni_dirs = mem_dirs
+        # the trees are walked every ``walk_every`` ticks (a new cgroup shows within that; listing
+        # every directory of 500 cgroups cost more than reading their usage); a cgroup removed in
+        # between is noticed at once, as its files are gone
+        walk_tick = self._tick == 1 or self._tick % self.walk_every == 0
+        if walk_tick:
+            self._mem_dirs = dict(cgroupfs.walk(mem.mountpoint, self.max_cgroups)) if mem else {}
+            # the cgroup2 tree, when it is another tree than the memory controller's (hybrid): PSI
+            if uni is not None and uni is mem:
+                self._uni_dirs = self._mem_dirs
+            else:
+                self._uni_dirs = dict(cgroupfs.walk(uni.mountpoint, self.max_cgroups)) if uni else {}
+        mem_dirs, uni_dirs = self._mem_dirs, self._uni_dirs
         paths = list(mem_dirs) + [p for p in uni_dirs if p not in mem_dirs]
         last = self._last
         now: dict[str, CgroupSample] = {}
+        files = self._files
+        raw_last, raw_now = self._raw, {}
+        held = self._held
         for path in paths[: self.max_cgroups]:
             mdir, udir = mem_dirs.get(path), uni_dirs.get(path)
             prev = last.get(path)
-            psi = (
-                cgroupfs.parse_pressure(cgroupfs.read_text(os.path.join(udir, "memory.pressure")))
-                if udir and lay.psi
-                else None
-            )
+            f = files.get(path)
+            if f is None or f[0] != mdir or f[1] != udir:
+                usage_file = (
+                    os.path.join(mdir, "memory.current" if mem.version == 2 else "memory.usage_in_bytes")
+                    if mdir is not None and mem is not None
+                    else None
+                )
+                psi_file = os.path.join(udir, "memory.pressure") if udir and lay.psi else None
+                f = files[path] = (mdir, udir, usage_file, psi_file, zlib.crc32(path.encode()))
+            usage_text = held.read(f[2]) if f[2] is not None else None
+            psi_text = held.read(f[3]) if f[3] is not None else None
+            raw = (usage_text, psi_text)
+            raw_now[path] = raw
+            full = (self._tick + f[4]) % self.full_every == 0
+            if (
+                prev is not None
+                and not walk_tick
+                and not full
+                and raw_last.get(path) == raw
+                and raw[0] is not None
+            ):
+                now[path] = prev  # nothing moved since the last tick: the common case, kept cheap
+                continue
+            psi = cgroupfs.parse_pressure(psi_text) if psi_text is not None else None
             if mdir is not None and mem is not None:
                 version = mem.version
-                usage = cgroupfs.read_usage(version, mdir)
-                pids = cgroupfs.read_procs(mdir)
+                usage = cgroupfs.parse_int(usage_text)
+                if usage is None and path != "/" and not os.path.isdir(mdir):
+                    self._held.drop_under(mdir)
+                    continue  # removed since the last walk
+                # who is in it: at each walk, and when its usage moved (new members charge pages)
+                moved = prev is None or usage != prev.usage_bytes
+                pids = (
+                    prev.pids if prev is not None and not (walk_tick or moved) else cgroupfs.read_procs(mdir)
+                )
                 stalled = psi is not None and prev is not None and psi[0] != prev.psi_some_us
-                if (
-                    prev is None
-                    or usage != prev.usage_bytes
-                    or stalled
-                    or full_tick
-                    or prev.version != version
-                ):
+                if prev is None or usage != prev.usage_bytes or stalled or full or prev.version != version:
                     r = cgroupfs.read_memory(version, mdir)
                     r.usage_bytes = usage
                     fig = (
@@ -127,6 +171,10 @@ class CgroupsProbe(Probe):
                         tuple(sorted(r.stat.items())),
                     )
                 else:
+                    same_psi = (prev.psi_some_us, prev.psi_full_us) == (psi if psi else (None, None))
+                    if same_psi and pids is prev.pids and not walk_tick:
+                        now[path] = prev  # nothing moved: the common case, kept cheap
+                        continue
                     fig = (
                         prev.usage_bytes,
                         prev.limit_bytes,
@@ -140,9 +188,15 @@ class CgroupsProbe(Probe):
                         prev.stat,
                     )
             else:
+                if psi is None and udir is not None and not os.path.isdir(udir):
+                    self._held.drop_under(udir)
+                    continue  # removed since the last walk
                 version, pids = 0, ()
                 fig = (None, None, None, None, None, None, None, None, (), ())
-            upids = cgroupfs.read_procs(udir) if udir and udir != mdir else ()
+            if udir is not None and udir != mdir:
+                upids = cgroupfs.read_procs(udir) if walk_tick or prev is None else prev.unified_pids
+            else:
+                upids = ()
             cid = 0
             if udir is not None:
                 cid = self._ids.get(path) or cgroupfs.cgroup_id(udir) or 0
@@ -173,8 +227,16 @@ class CgroupsProbe(Probe):
         for path in last:
             if path not in now:
                 out.append(CgroupGone(path))
+                mem_dirs.pop(path, None)
+                uni_dirs.pop(path, None)
+                for h in (mem, uni):
+                    if h is not None:
+                        self._held.drop_under(h.dir(path))
                 self._ids.pop(path, None)
                 self._containers.pop(path, None)
         self._last = now
+        self._raw = raw_now
+        for path in [p for p in files if p not in now]:
+            del files[path]
         out.append(CgroupPoll(len(now)))
         return out

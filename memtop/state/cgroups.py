@@ -32,7 +32,7 @@ LATENCIES = 2048
 #: history points kept per cgroup (the drill-in's chart)
 HISTORY = 600
 #: reclaim episodes kept for attribution, and for how long (a process read at the next tick)
-PENDING, PENDING_NS = 8192, 5_000_000_000
+PENDING, PENDING_NS = 8192, 10_000_000_000
 #: cgroups whose probe figures outlive the cgroup (a removed container's kills stay in the log)
 MAX_GONE = 1024
 
@@ -242,14 +242,13 @@ class CgroupsState(SubState):
             row.usage_ring.append((ts, float(s.usage_bytes)))
 
     # -- derived ------------------------------------------------------------------------------------
-    def swapin_of(self, path: str) -> tuple[int, int]:
-        """(swap-ins, wait ns) of the processes last seen in ``path`` (its own, not children)."""
-        n = w = 0
+    def swapin_by_path(self) -> dict[str, tuple[int, int]]:
+        """(swap-ins, wait ns) per cgroup path, of the processes last seen in it."""
+        out: dict[str, tuple[int, int]] = {}
         for p, s, wait in self.swapin.values():
-            if p == path:
-                n += s
-                w += wait
-        return n, w
+            n, w = out.get(p, (0, 0))
+            out[p] = (n + s, w + wait)
+        return out
 
     def kernel_reclaim_of(self, cgroup_id: int, kind: str = "memcg") -> tuple[int, int, int, int] | None:
         """The kernel's own (events, total_ns, max_ns, pages) for cgroup2 id ``cgroup_id``."""

@@ -117,9 +117,12 @@ class CgroupsView(View):
             rows[path] = self._row(st, path, r)
         # roll the probes' figures up the tree (a cgroup's usage counts its children's too)
         lat: dict[str, list[int]] = {}
+        swapin = st.swapin_by_path()
         for path in rows:
             p = st.probed.get(path)
-            n, w = st.swapin_of(path)
+            n, w = swapin.get(path, (0, 0))
+            if p is None and not n and not w:
+                continue  # nothing of its own to roll up
             own = (
                 (p.reclaim_events, p.reclaim_ns, p.oom_kills, list(p.latencies), p.reclaim_max_ns)
                 if p is not None

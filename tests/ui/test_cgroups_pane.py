@@ -1,0 +1,88 @@
+"""The cgroups pane as a user drives it, on the cgroups recording: fold and unfold, depth, sort,
+filter, Enter into a cgroup and back; and Processes grouped by cgroup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from memtop.replay import Recording, ReplaySource
+from memtop.ui.app import MemtopApp
+from memtop.ui.screens.cgroup import CgroupScreen
+
+RECORDING = Path(__file__).resolve().parents[1] / "data" / "cgroups.jsonl.gz"
+
+
+def keys(app: MemtopApp, table_id: str = "#cgroups-table") -> list[str]:
+    return [str(r.key.value) for r in app.query_one(table_id, DataTable).ordered_rows]
+
+
+async def test_fold_depth_filter_and_drill_in() -> None:
+    rec = Recording.load(RECORDING)
+    app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="cgroups")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.redraw()
+        await pilot.pause(0.1)
+        rows = keys(app)
+        assert rows[0] == "/" and len(rows) >= 3
+        limited = next(k for k in rows if k.startswith("/memtop-test-"))
+        table = app.query_one("#cgroups-table", DataTable)
+        # fold the root: only it stays; unfold
+        await pilot.press("h")
+        assert keys(app) == ["/"]
+        await pilot.press("l")
+        assert keys(app) == rows
+        # depth: the root's children only, then every level again
+        await pilot.press("D")
+        assert all(k == "/" or k.count("/") == 1 for k in keys(app)) and len(keys(app)) < len(rows)
+        for _ in range(10):
+            await pilot.press("D")
+            if keys(app) == rows:
+                break
+        assert keys(app) == rows
+        # filter: the match and its ancestors
+        await pilot.press("slash", *limited[1:], "enter")
+        await pilot.pause(0.1)
+        assert keys(app) == ["/", limited]
+        await pilot.press("escape")
+        # Enter on the cgroup near its limit: its drill-in, with its workload's processes
+        table.move_cursor(row=keys(app).index(limited))
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, CgroupScreen) and screen.path == limited
+        procs = screen.query_one("#cg-procs", DataTable)
+        assert procs.row_count >= 1
+        comms = {str(procs.get_row_at(i)[1]) for i in range(procs.row_count)}
+        assert "rec_hog" in comms
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, CgroupScreen)
+
+
+async def test_processes_group_by_cgroup() -> None:
+    rec = Recording.load(RECORDING)
+    app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="processes")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.redraw()
+        await pilot.pause(0.1)
+        await pilot.press("C")
+        await pilot.pause(0.1)
+        pane = app.active_pane()
+        assert pane is not None and pane.opts.extra.get("group") == "cgroup"
+        table = app.query_one("#processes-table", DataTable)
+        col = [c.key.value for c in table.ordered_columns].index("cgroup")
+        groups = [str(table.get_row_at(i)[col]) for i in range(table.row_count)]
+        # each cgroup's processes together: a group never comes back after another began
+        seen: list[str] = []
+        for g in groups:
+            if not seen or seen[-1] != g:
+                assert g not in seen, groups
+                seen.append(g)
+        assert len(seen) >= 2
+        await pilot.press("C")
+        assert pane.opts.extra.get("group") == ""
