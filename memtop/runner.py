@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -42,6 +43,9 @@ class Runner:
         self.source = source
         self.interval_s = interval_s
         self.state = State(mode=source.mode)
+        #: held while a batch is applied or the state replaced: a reader in another thread (the
+        #: exporter's scrapes) holds it to see no half-applied batch
+        self.lock = threading.Lock()
         self._subs: list[Subscriber] = []
         source.subscribe(self._on_batch)
         replay = source.replay
@@ -60,8 +64,9 @@ class Runner:
             self._subs.remove(fn)
 
     def _on_batch(self, batch: Batch) -> None:
-        self.state.mode = self.source.mode
-        self.state.apply(batch)
+        with self.lock:
+            self.state.mode = self.source.mode
+            self.state.apply(batch)
         for fn in list(self._subs):
             fn(batch)
 
@@ -105,7 +110,8 @@ class Runner:
     # -- a replay's seeks ---------------------------------------------------------------------------
     def reset_state(self) -> None:
         """A fresh state: a replay going back in time applies the batches again from the start."""
-        self.state = State(mode=self.source.mode)
+        with self.lock:
+            self.state = State(mode=self.source.mode)
 
     def save_state(self) -> bytes:
         from memtop.replay import freeze
@@ -117,4 +123,5 @@ class Runner:
 
         state = thaw(saved)
         assert isinstance(state, State)
-        self.state = state
+        with self.lock:
+            self.state = state
