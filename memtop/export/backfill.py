@@ -1,0 +1,88 @@
+"""`memtop export --replay FILE --openmetrics OUT`: a recording as timestamped OpenMetrics, for
+``promtool tsdb create-blocks-from openmetrics OUT DIR`` (history into Prometheus).
+
+The recording is played through the same Runner and the same metric families as a live scrape,
+one point every ``step_s`` of recorded time, stamped with the recorded wall-clock time. OpenMetrics
+wants each family's samples together and each series' points in time order, a histogram's buckets,
+count and sum of one point side by side: samples are gathered per family and sorted so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from prometheus_client.core import Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.samples import Sample, Timestamp
+
+from memtop import files
+from memtop.errors import MemtopError
+from memtop.export.metrics import Accumulators, Budget, Options, families
+from memtop.runner import Runner
+from memtop.views import wall_ns
+
+
+class _Merged(Collector):
+    def __init__(self, merged: list[Metric]) -> None:
+        self.merged = merged
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.merged
+
+
+def backfill(
+    recording: str | Path, output: str | Path, opts: Options, *, step_s: float = 15.0, force: bool = False
+) -> tuple[int, int]:
+    """Write ``output``; (points, samples) written. MemtopError when the recording has no
+    wall-clock time to stamp the points with (a recording made before memtop recorded it)."""
+    from memtop.replay import Recording, ReplaySource
+
+    files.check_target(output, force)
+    source = ReplaySource(Recording.load(recording), at_s=0)
+    runner = Runner(source, interval_s=step_s, checkpoints=False)
+    acc = Accumulators()
+    merged: dict[str, Metric] = {}
+    order: dict[str, int] = {}
+    points = 0
+    step_ns = int(step_s * 1e9)
+    index = source.recording.index
+    last_ns: int | None = None
+    for ts in index:
+        source.seek_ns(ts)
+        if last_ns is not None and ts - last_ns < step_ns and ts != index[-1]:
+            continue
+        last_ns = ts
+        wall = wall_ns(runner.state, ts)
+        if wall is None:
+            raise MemtopError(
+                f"{recording}: no wall-clock time in the recording to stamp the points with",
+                "record it again with this memtop (its host facts carry the clock)",
+            )
+        stamp = Timestamp(wall // 1_000_000_000, wall % 1_000_000_000)
+        budget = Budget(opts.max_series)
+        for fam in families(runner.state, opts, acc):
+            fam = budget.take(fam)
+            target = merged.get(fam.name)
+            if target is None:
+                target = merged[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+                order[fam.name] = len(order)
+            target.samples.extend(Sample(s.name, s.labels, s.value, stamp, s.exemplar) for s in fam.samples)
+        points += 1
+    source.close()
+    samples = 0
+    for fam in merged.values():
+        # one series' points in time order; within a point, its samples as the family gave them
+        # (a histogram's buckets by le, then count and sum)
+        keyed = [
+            (tuple(sorted((k, v) for k, v in s.labels.items() if k != "le")), s.timestamp, i, s)
+            for i, s in enumerate(fam.samples)
+        ]
+        keyed.sort(key=lambda t: (t[0], float(t[1]) if t[1] is not None else 0.0, t[2]))
+        fam.samples = [t[3] for t in keyed]
+        samples += len(fam.samples)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Merged([merged[name] for name in sorted(order, key=lambda n: order[n])]))
+    encoder, _ = choose_encoder("application/openmetrics-text; version=1.0.0")
+    files.write_atomic(output, encoder(registry), force=force)
+    return points, samples

@@ -1,0 +1,414 @@
+"""memtop's state as Prometheus metric families, read at scrape time.
+
+Names compose with existing dashboards: where node_exporter or cAdvisor already name a figure,
+theirs (``node_pressure_memory_*``, cAdvisor's ``container_memory_*`` with ``id`` = the cgroup
+path); memtop's own figures under ``memtop_``, in base units (bytes, seconds), ``_total`` on
+counters. Kernel log2 histograms become classic histograms with a fixed set of bounds: ``le`` is
+a log2 bucket's upper bound in seconds (2**10 ns to 2**36 ns), counts cumulative.
+
+Cardinality is guarded here: no pid label unless asked; the top K processes by RSS, swap and
+stall, the rest summed as ``comm="other"``; cgroups limited by depth and a regex; a hard budget on
+series, the overflow counted in ``memtop_exporter_series_dropped_total``. Stacks never become
+labels.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from memtop.state import State
+from memtop.state.cgroups import CgroupRow, CgroupsState
+from memtop.state.host import HostState
+from memtop.state.oom import OomState
+from memtop.state.processes import ProcessesState, ProcRow
+from memtop.state.reclaim import ReclaimState
+from memtop.state.swapin import SwapinState
+from memtop.state.vmscan import VmscanState
+from memtop.views import MEASURING
+
+NS = 1e-9
+
+
+@dataclass
+class Options:
+    """The exporter's cardinality guards."""
+
+    topk: int = 10
+    pid_labels: bool = False
+    cgroup_depth: int = 3  # deepest cgroup level exported (the root is 0)
+    cgroup_regex: str = ""  # only cgroups whose path matches (search), "" for all
+    max_series: int = 10000
+
+    def cgroup_filter(self) -> re.Pattern[str] | None:
+        return re.compile(self.cgroup_regex) if self.cgroup_regex else None
+
+
+@dataclass
+class Accumulators:
+    """Sums that must never go down although the rows they come from are bounded: per pid the
+    last cumulative value seen, and the running total of what was added."""
+
+    last: dict[tuple[str, int], int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, key: int, value: int) -> None:
+        prev = self.last.get((name, key), 0)
+        if value > prev:
+            self.total[name] = self.total.get(name, 0) + value - prev
+        self.last[(name, key)] = value
+        if len(self.last) > 65536:  # forget the oldest pids; their sums are already added
+            for k in list(self.last)[:16384]:
+                del self.last[k]
+
+    def get(self, name: str) -> int:
+        return self.total.get(name, 0)
+
+
+#: the exported buckets: log2 bounds from 2**10 ns (~1 µs) to 2**36 ns (~69 s), the same at every
+#: scrape (a bucket set that grew as latencies appeared would make series come and go)
+FIRST_BUCKET, LAST_BUCKET = 9, 35
+
+
+def log2_buckets(counts: Iterable[tuple[int, int]]) -> list[tuple[str, float]]:
+    """(le in seconds, cumulative count) for the kernel's log2 ns buckets given as (index, count):
+    bucket ``i`` holds [2**i, 2**(i+1)) ns, so its bound is ``le`` = 2**(i+1) ns. Buckets below the
+    first exported bound fold into it, above the last into +Inf."""
+    per = dict(counts)
+    out: list[tuple[str, float]] = []
+    running = sum(n for i, n in per.items() if i < FIRST_BUCKET)
+    for i in range(FIRST_BUCKET, LAST_BUCKET + 1):
+        running += per.get(i, 0)
+        out.append((f"{(1 << (i + 1)) * NS:.12g}", float(running)))
+    out.append(("+Inf", float(sum(per.values()))))
+    return out
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+class Budget:
+    """The series budget: families are built in order of importance; once ``max_series`` samples
+    are out, the rest of each family is dropped and counted."""
+
+    def __init__(self, max_series: int) -> None:
+        self.left = max_series
+        self.dropped = 0
+        self.series = 0
+
+    def take(self, family: Metric) -> Metric:
+        n = len(family.samples)
+        if n > self.left:
+            self.dropped += n - self.left
+            family.samples = family.samples[: self.left]
+            n = self.left
+        self.left -= n
+        self.series += n
+        return family
+
+
+def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]:
+    """Every metric family memtop exports, from ``state`` now (the caller holds the state's lock)."""
+    yield from _host(state)
+    yield from _probes(state)
+    yield from _reclaim(state, acc)
+    yield from _vmscan(state)
+    yield from _swapin(state, acc)
+    yield from _oom(state)
+    yield from _cgroups(state, opts)
+    yield from _processes(state, opts)
+
+
+def measuring(state: State, probe: str) -> bool:
+    st = state.statuses.get(probe)
+    return st is not None and st.state in MEASURING
+
+
+def _host(state: State) -> Iterator[Metric]:
+    p = state.get(HostState).pressure
+    if p is not None:
+        # node_exporter's names and units (seconds)
+        c = CounterMetricFamily(
+            "node_pressure_memory_waiting_seconds",
+            "Total time in seconds that processes have waited for memory",
+        )
+        c.add_metric([], p.some_total_us * 1e-6)
+        yield c
+        c = CounterMetricFamily(
+            "node_pressure_memory_stalled_seconds",
+            "Total time in seconds no process could make progress due to memory congestion",
+        )
+        c.add_metric([], p.full_total_us * 1e-6)
+        yield c
+
+
+def _probes(state: State) -> Iterator[Metric]:
+    up = GaugeMetricFamily(
+        "memtop_probe_up",
+        "1 when the probe is measuring (attached), 0 when it failed or is not attached yet; reason says why",
+        labels=["probe", "state", "reason"],
+    )
+    for name, st in sorted(state.statuses.items()):
+        reason = st.message if st.state == "failed" else ""
+        up.add_metric([name, st.state, reason[:200]], 1.0 if st.state in MEASURING else 0.0)
+    yield up
+    lost = CounterMetricFamily(
+        "memtop_lost_events",
+        "Events a probe could not deliver (full ring buffers or maps)",
+        labels=["probe", "what"],
+    )
+    for (probe, what), n in sorted(state.lost.items()):
+        lost.add_metric([probe, what], float(n))
+    yield lost
+
+
+def _reclaim(state: State, acc: Accumulators) -> Iterator[Metric]:
+    if not measuring(state, "vmscan"):
+        return
+    rs = state.get(ReclaimState)
+    cg = state.get(CgroupsState)
+    h = HistogramMetricFamily(
+        "memtop_reclaim_latency_seconds",
+        "Direct and memcg reclaim episode latency (vmscan tracepoints; kernel log2 histogram)",
+        labels=["kind"],
+    )
+    for kind, buckets in sorted(rs.histogram.items()):
+        # the exact sum: the kernel's per-cgroup sums cover every episode (unless its table was full)
+        total_ns = sum(v[1] for (_, k), v in cg.kernel_reclaim.items() if k == kind)
+        h.add_metric([kind], log2_buckets(buckets.items()), total_ns * NS)
+    yield h
+    stall = CounterMetricFamily(
+        "memtop_reclaim_episodes", "Reclaim episodes by kind since memtop started", labels=["kind"]
+    )
+    for kind in sorted(rs.histogram):
+        stall.add_metric([kind], float(rs.histogram_total(kind)))
+    yield stall
+
+
+def _vmscan(state: State) -> Iterator[Metric]:
+    if not measuring(state, "vmscan"):
+        return
+    vs = state.get(VmscanState).totals
+    if vs is None:
+        return
+    scanned = CounterMetricFamily(
+        "memtop_vmscan_pages_scanned", "LRU pages scanned by reclaim origin", labels=["origin"]
+    )
+    reclaimed = CounterMetricFamily(
+        "memtop_vmscan_pages_reclaimed", "LRU pages reclaimed by reclaim origin", labels=["origin"]
+    )
+    for origin, s, r, _ in vs.origins:
+        scanned.add_metric([origin], float(s))
+        reclaimed.add_metric([origin], float(r))
+    yield scanned
+    yield reclaimed
+
+
+def _swapin(state: State, acc: Accumulators) -> Iterator[Metric]:
+    if not measuring(state, "swapin"):
+        return
+    st = state.get(SwapinState)
+    for pid, row in st.rows.items():
+        acc.add("swapin_wait_ns", pid, row.rec.swapin_wait_ns)
+        acc.add("swapins", pid, row.rec.swapins)
+    if st.hist is not None:
+        h = HistogramMetricFamily(
+            "memtop_swapin_wait_seconds", "Time a swap-in kept its task waiting (kernel log2 histogram)"
+        )
+        h.add_metric([], log2_buckets(enumerate(st.hist.swapin_counts)), acc.get("swapin_wait_ns") * NS)
+        yield h
+    c = CounterMetricFamily("memtop_swapins", "Pages read back from swap by faulting tasks")
+    c.add_metric([], float(acc.get("swapins")))
+    yield c
+
+
+def _oom(state: State) -> Iterator[Metric]:
+    if not measuring(state, "oom"):
+        return
+    st = state.get(OomState)
+    cg = state.get(CgroupsState)
+    counts: dict[tuple[str, str, str, str, str], int] = {}
+    for k in st.kills:
+        victim_cg = k.task_memcg or cg.memcg_of(k.victim_pid) or ""
+        row = cg.rows.get(victim_cg)
+        c = row.sample.container if row is not None else None
+        key = (
+            victim_cg,
+            k.memcg,
+            "CONSTRAINT_MEMCG" if k.scope == "memcg" else "CONSTRAINT_NONE",
+            c[3] or c[1][:12] if c else "",
+            c[4] if c else "",
+        )
+        counts[key] = counts.get(key, 0) + 1
+    fam = CounterMetricFamily(
+        "memtop_oom_kills",
+        "OOM kills seen since memtop started (the last 1000 kept), by the victim's cgroup, the cgroup whose limit fired, "
+        "the constraint, container and pod",
+        labels=["cgroup", "oom_cgroup", "constraint", "container", "pod"],
+    )
+    for key, n in sorted(counts.items()):
+        fam.add_metric(list(key), float(n))
+    yield fam
+
+
+def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
+    cg = state.get(CgroupsState)
+    if not cg.rows:
+        return
+    pattern = opts.cgroup_filter()
+    rows = [
+        (path, r)
+        for path, r in sorted(cg.rows.items())
+        if _depth(path) <= opts.cgroup_depth and (pattern is None or pattern.search(path))
+    ]
+
+    def labels(path: str, r: CgroupRow) -> list[str]:
+        c = r.sample.container
+        return [path, (c[3] or c[1]) if c else ""]
+
+    # cAdvisor's names and labels (id = the cgroup path, name = the container's)
+    spec: list[tuple[str, str, Callable[[CgroupRow], int | None]]] = [
+        (
+            "container_memory_usage_bytes",
+            "Current memory usage in bytes, including all memory regardless of when it was accessed",
+            lambda r: r.sample.usage_bytes,
+        ),
+        (
+            "container_memory_working_set_bytes",
+            "Current working set in bytes (usage minus inactive file)",
+            lambda r: _wset(r),
+        ),
+        ("container_memory_swap", "Container swap usage in bytes", lambda r: r.sample.swap_bytes),
+        (
+            "container_spec_memory_limit_bytes",
+            "Memory limit for the container (0: none)",
+            lambda r: r.sample.limit_bytes or 0,
+        ),
+        ("container_memory_cache", "Number of bytes of page cache memory", lambda r: r.stat("file")),
+        ("container_memory_rss", "Size of RSS (anonymous memory) in bytes", lambda r: r.stat("anon")),
+        (
+            "container_memory_kernel_usage",
+            "Size of kernel memory allocated in bytes",
+            lambda r: r.stat("kernel"),
+        ),
+    ]
+    for name, doc, get in spec:
+        g = GaugeMetricFamily(name, doc, labels=["id", "name"])
+        for path, r in rows:
+            v = get(r)
+            if v is not None:
+                g.add_metric(labels(path, r), float(v))
+        yield g
+    fail = CounterMetricFamily(
+        "container_memory_failcnt", "Number of memory usage hits limits", labels=["id", "name"]
+    )
+    ooms = CounterMetricFamily(
+        "container_oom_events",
+        "Count of out of memory events observed for the container",
+        labels=["id", "name"],
+    )
+    for path, r in rows:
+        hits = r.event("max") if r.sample.version == 2 else r.event("failcnt")
+        if hits is not None:
+            fail.add_metric(labels(path, r), float(hits))
+        if r.event("oom_kill") is not None:
+            ooms.add_metric(labels(path, r), float(r.event("oom_kill") or 0))
+    yield fail
+    yield ooms
+    some = CounterMetricFamily(
+        "container_pressure_memory_waiting_seconds",
+        "Total time duration tasks in the container have waited due to memory congestion",
+        labels=["id", "name"],
+    )
+    full = CounterMetricFamily(
+        "container_pressure_memory_stalled_seconds",
+        "Total time duration no tasks in the container could make progress due to memory congestion",
+        labels=["id", "name"],
+    )
+    for path, r in rows:
+        if r.sample.psi_some_us is not None:
+            some.add_metric(labels(path, r), r.sample.psi_some_us * 1e-6)
+            full.add_metric(labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
+    yield some
+    yield full
+    # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
+    if measuring(state, "vmscan"):
+        eps = CounterMetricFamily(
+            "memtop_cgroup_reclaim_episodes",
+            "Memcg reclaim episodes of the cgroup's own processes",
+            labels=["id", "name"],
+        )
+        stall = CounterMetricFamily(
+            "memtop_cgroup_reclaim_stall_seconds",
+            "Time the cgroup's own processes stalled in memcg reclaim",
+            labels=["id", "name"],
+        )
+        for path, r in rows:
+            p = cg.probed.get(path)
+            eps.add_metric(labels(path, r), float(p.reclaim_events if p else 0))
+            stall.add_metric(labels(path, r), (p.reclaim_ns if p else 0) * NS)
+        yield eps
+        yield stall
+    if measuring(state, "swapin"):
+        sw = CounterMetricFamily(
+            "memtop_cgroup_swapin_wait_seconds",
+            "Time the cgroup's own processes waited on swap-ins",
+            labels=["id", "name"],
+        )
+        by_path = cg.swapin_by_path()
+        for path, r in rows:
+            sw.add_metric(labels(path, r), by_path.get(path, (0, 0))[1] * NS)
+        yield sw
+
+
+def _wset(r: CgroupRow) -> int | None:
+    from memtop.cgroupfs import working_set
+
+    return working_set(r.sample.usage_bytes, r.stat("inactive_file"))
+
+
+def _processes(state: State, opts: Options) -> Iterator[Metric]:
+    procs = state.get(ProcessesState)
+    if not procs.rows:
+        return
+    cg = state.get(CgroupsState)
+    stalls = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
+    lab = ["comm", "cgroup"] + (["pid"] if opts.pid_labels else [])
+    rows = list(procs.rows.items())
+    # gauges: a top-K set changes as processes come, go and change rank, so even the cumulative
+    # stall time is a per-process gauge here (a counter summed over "other" would go down)
+    spec: list[tuple[str, str, Callable[[int, ProcRow], float]]] = [
+        (
+            "memtop_process_rss_bytes",
+            "Resident memory of the top processes by RSS (the rest summed as comm=other)",
+            lambda pid, r: float(r.sample.rss_bytes),
+        ),
+        (
+            "memtop_process_swap_bytes",
+            "Swapped-out memory of the top processes by swap (the rest summed as comm=other)",
+            lambda pid, r: float(r.sample.swap_bytes),
+        ),
+        (
+            "memtop_process_reclaim_stall_seconds",
+            "Time the top processes by stall spent in reclaim since memtop started (the rest summed as comm=other)",
+            lambda pid, r: stalls.get(pid, 0) * NS,
+        ),
+    ]
+    for name, doc, get in spec:
+        fam = GaugeMetricFamily(name, doc, labels=lab)
+        ranked = sorted(rows, key=lambda pr: (get(*pr), pr[0]), reverse=True)
+        top, rest = ranked[: opts.topk], ranked[opts.topk :]
+        # processes with the same labels (two bash in one cgroup, without pid labels) are one series
+        series: dict[tuple[str, ...], float] = {}
+        for pid, r in top:
+            key = (r.sample.comm, cg.memcg_of(pid) or "") + ((str(pid),) if opts.pid_labels else ())
+            series[key] = series.get(key, 0.0) + get(pid, r)
+        for key, value in series.items():
+            fam.add_metric(list(key), value)
+        if rest:
+            fam.add_metric(["other", ""] + ([""] if opts.pid_labels else []), sum(get(*pr) for pr in rest))
+        yield fam

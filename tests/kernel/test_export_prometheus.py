@@ -1,0 +1,343 @@
+"""`memtop export` scraped by a real Prometheus (the distribution's server, every second) while a
+300 MiB workload reclaims and swaps in a 100 MiB memcg and another is OOM-killed in a no-swap one;
+then Prometheus's HTTP API is asked what it stored. Also: promtool on the exposition and on the
+shipped alerting rules, a recording backfilled through promtool, and bad clients (concurrent
+scrapes, a client that never sends or never reads, a burst of scrapes) that must not stop it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import compile_c, memcg, memtop_cmd, swapfile
+
+ROOT = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str, accept: str = "", timeout: float = 10) -> tuple[int, str, str]:
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+
+
+def wait_for(what: str, ok: Any, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if ok():
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
+
+
+@contextmanager
+def exporter(*extra: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*memtop_cmd(), "export", "--listen", f"127.0.0.1:{port}", *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        # serving at once; the BPF probes attach within seconds
+        wait_for(
+            "memtop export serving with its probes attached",
+            lambda: 'probe="vmscan",reason="",state="attached"' in get(f"http://127.0.0.1:{port}/metrics")[2],
+        )
+        yield proc, port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def prometheus(target_port: int) -> Iterator[str]:
+    with tempfile.TemporaryDirectory(prefix="memtop-prom-") as tmp:
+        cfg = Path(tmp) / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: memtop\n"
+            f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
+        )
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={tmp}/data",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        api = f"http://127.0.0.1:{port}"
+        try:
+            wait_for("prometheus ready", lambda: get(f"{api}/-/ready")[0] == 200)
+            yield api
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def query(api: str, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+    params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})
+    _, _, body = get(f"{api}/api/v1/query?" + urllib.parse.urlencode(params))
+    doc = json.loads(body)
+    assert doc["status"] == "success", doc
+    result = doc["data"]["result"]
+    assert isinstance(result, list)
+    return result
+
+
+def value(api: str, expr: str, at: float | None = None) -> float:
+    res = query(api, expr, at)
+    assert len(res) == 1, (expr, res)
+    return float(res[0]["value"][1])
+
+
+def scraped_after(api: str, t: float) -> bool:
+    """Prometheus holds a sample of memtop newer than wall-clock ``t``."""
+    res = query(api, "timestamp(memtop_exporter_scrapes_total)")
+    return bool(res) and float(res[0]["value"][1]) > t
+
+
+def majflt(pid: int) -> int:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return int(text[text.rindex(")") + 2 :].split()[9])
+
+
+@pytest.mark.bpf
+def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
+    hog_exe, fill_exe = compile_c("reclaim_hog"), compile_c("swapfill")
+    with exporter() as (proc, port), prometheus(port) as api:
+        wait_for("a first scrape", lambda: scraped_after(api, 0))
+        with swapfile(), memcg(100 * MiB) as cg:
+            path = "/" + cg.name
+            hog = subprocess.Popen(
+                ["sh", "-c", f"echo $$ > {cg.path}/cgroup.procs && exec {hog_exe} 300 2 0 1 0"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert hog.stdout is not None and hog.stdin is not None
+            assert hog.stdout.readline().startswith("ready")
+            wait_for(
+                "memtop to see the cgroup",
+                lambda: f'id="{path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
+            )
+            t0 = time.time()
+            wait_for("a scrape after t0", lambda: scraped_after(api, t0 + 1))
+            t0 = time.time()
+            wait_for("a scrape after t0", lambda: scraped_after(api, t0))
+            f0 = majflt(hog.pid)
+            hog.stdin.write("go\n")
+            hog.stdin.flush()
+            assert hog.stdout.readline().strip() == "done"
+            f1 = majflt(hog.pid)
+            time.sleep(2.5)  # memtop's next tick, then Prometheus's next scrape
+            t1 = time.time()
+            wait_for("a scrape after t1", lambda: scraped_after(api, t1 + 1))
+            t1 = time.time()
+            q = 'memtop_reclaim_latency_seconds_count{kind="memcg"}'
+            episodes = value(api, q, t1) - value(api, q, t0)
+            mine = value(api, f'memtop_cgroup_reclaim_episodes_total{{id="{path}"}}', t1) - value(
+                api, f'memtop_cgroup_reclaim_episodes_total{{id="{path}"}}', t0
+            )
+            inf = 'memtop_reclaim_latency_seconds_bucket{kind="memcg",le="+Inf"}'
+            assert episodes > 100, episodes
+            # the kernel's histogram count and memtop's own per-cgroup count of the same episodes
+            # (only this workload reclaims in a memcg here), as Prometheus stored them
+            assert episodes == mine == value(api, inf, t1) - value(api, inf, t0)
+            # swap-ins: the workload's own major faults (a few other processes may swap in too)
+            swapins = value(api, "memtop_swapins_total", t1) - value(api, "memtop_swapins_total", t0)
+            assert f1 - f0 > 1000 and f1 - f0 <= swapins <= 1.05 * (f1 - f0) + 200, (swapins, f1 - f0)
+            # the cgroup's own figures under cAdvisor's names
+            assert value(api, f'container_spec_memory_limit_bytes{{id="{path}"}}', t1) == 100 * MiB
+            usage = int((cg.path / "memory.usage_in_bytes").read_text())
+            assert (
+                abs(value(api, f'container_memory_usage_bytes{{id="{path}"}}') - usage) <= 0.05 * usage + MiB
+            )
+            hog.kill()
+            hog.wait()
+        with memcg(100 * MiB, swap=False) as oom_cg:
+            w = subprocess.Popen(
+                [str(fill_exe), "300"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+            assert w.stdout is not None and w.stdin is not None
+            assert w.stdout.readline().startswith("ready")
+            oom_cg.add(w.pid)
+            oom_path = "/" + oom_cg.name
+            wait_for(
+                "memtop to see the OOM cgroup",
+                lambda: f'id="{oom_path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
+            )
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            assert w.wait(timeout=60) == -9
+            sel = f'memtop_oom_kills_total{{cgroup="{oom_path}"}}'
+            wait_for("the kill in Prometheus", lambda: bool(query(api, sel)), timeout_s=20)
+            kill = query(api, sel)[0]
+            assert (
+                kill["metric"]["oom_cgroup"] == oom_path
+                and kill["metric"]["constraint"] == "CONSTRAINT_MEMCG"
+            )
+            assert float(kill["value"][1]) == 1
+        # every panel of the shipped dashboard queries something that is there
+        dash = json.loads((ROOT / "contrib" / "grafana" / "memtop-dashboard.json").read_text())
+        for panel in dash["panels"]:
+            for target in panel.get("targets", []):
+                expr = (
+                    target["expr"]
+                    .replace("$__rate_interval", "1m")
+                    .replace("$__range", "1h")
+                    .replace("$instance", ".*")
+                )
+                assert query(api, expr), f"dashboard panel {panel['title']!r}: {expr} has no data"
+        # the exposition passes promtool's lint
+        _, ctype, text = get(f"http://127.0.0.1:{port}/metrics")
+        assert ctype.startswith("text/plain")
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+        _, ctype, om = get(
+            f"http://127.0.0.1:{port}/metrics", accept="application/openmetrics-text; version=1.0.0"
+        )
+        assert ctype.startswith("application/openmetrics-text") and om.rstrip().endswith("# EOF")
+        assert proc.poll() is None
+
+
+@pytest.mark.bpf
+def test_bad_clients_do_not_stop_it() -> None:
+    with exporter() as (proc, port):
+        url = f"http://127.0.0.1:{port}/metrics"
+        rss0 = rss_kib(proc.pid)
+        # clients that connect and send nothing, or send a request and never read the answer
+        idle = []
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", port))
+            idle.append(s)
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            idle.append(s)
+        # concurrent scrapes and a burst: as many as it answers in 5 s from 8 threads
+        codes: dict[int, int] = {}
+        lock = threading.Lock()
+
+        def hammer(deadline: float) -> None:
+            while time.monotonic() < deadline:
+                try:
+                    code = get(url, timeout=15)[0]
+                except urllib.error.HTTPError as exc:
+                    code = exc.code
+                except OSError:
+                    code = 0
+                with lock:
+                    codes[code] = codes.get(code, 0) + 1
+
+        deadline = time.monotonic() + 5
+        threads = [threading.Thread(target=hammer, args=(deadline,)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for s in idle:
+            s.close()
+        assert codes.get(200, 0) > 100, codes  # it kept answering
+        assert set(codes) <= {200, 503}, codes  # too many at once is a 503, never a hang or a reset
+        assert proc.poll() is None
+        assert get(url)[0] == 200
+        # bounded: a few MiB for the scrapes' garbage, not one buffer per request
+        assert rss_kib(proc.pid) - rss0 < 64 * 1024, (rss0, rss_kib(proc.pid))
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_rules_and_backfill_pass_promtool(tmp_path: Path) -> None:
+    rules = ROOT / "contrib" / "prometheus" / "memtop-alerts.yml"
+    check = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    om = tmp_path / "memtop.om"
+    subprocess.run(
+        [
+            *memtop_cmd(),
+            "export",
+            "--replay",
+            str(ROOT / "tests/data/cgroups.jsonl.gz"),
+            "--openmetrics",
+            str(om),
+            "--step",
+            "2",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    assert om.read_text().rstrip().endswith("# EOF")
+    blocks = tmp_path / "blocks"
+    made = subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(blocks)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    # queryable: the memcg's reclaim episodes and its limit, as the recording had them (the dump
+    # opens the directory as a database, which wants a WAL directory beside the blocks)
+    (blocks / "wal").mkdir(exist_ok=True)
+    dump = subprocess.run(
+        [
+            "promtool",
+            "tsdb",
+            "dump",
+            "--match",
+            '{__name__="container_spec_memory_limit_bytes"}',
+            str(blocks),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    limits = {float(line.split()[-2]) for line in dump.splitlines() if 'id="/memtop-test-' in line}
+    assert 100 * MiB in limits, dump
+    dump = subprocess.run(
+        [
+            "promtool",
+            "tsdb",
+            "dump",
+            "--match",
+            '{__name__="memtop_reclaim_latency_seconds_count",kind="memcg"}',
+            str(blocks),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    last = [line for line in dump.splitlines() if line.strip()][-1]
+    assert float(last.split()[-2]) > 1000, last  # the recording's thousands of memcg reclaims

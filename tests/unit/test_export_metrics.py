@@ -1,0 +1,150 @@
+"""The exporter's metric families on recorded state (no BPF, no server): names and types, log2
+buckets as classic histograms, the cardinality guards, the listen address, the textfile."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.core import Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+from support import memtop_cmd
+
+from memtop.errors import MemtopError
+from memtop.export.metrics import Accumulators, Budget, Options, families, log2_buckets
+from memtop.export.server import parse_listen
+from memtop.replay import Recording
+from memtop.state import State
+
+ROOT = Path(__file__).resolve().parents[2]
+CGROUPS = ROOT / "tests" / "data" / "cgroups.jsonl.gz"
+
+
+@functools.cache
+def recording() -> Recording:
+    return Recording.load(CGROUPS)
+
+
+def state_at_end() -> State:
+    rec = recording()
+    state = rec.state_at(rec.ts_at(rec.duration_s))
+    assert isinstance(state, State)
+    return state
+
+
+def by_name(opts: Options | None = None) -> dict[str, Metric]:
+    return {f.name: f for f in families(state_at_end(), opts or Options(), Accumulators())}
+
+
+def test_names_types_and_units() -> None:
+    fams = by_name()
+    kinds = {name: f.type for name, f in fams.items()}
+    assert kinds["memtop_reclaim_latency_seconds"] == "histogram"
+    assert kinds["memtop_swapin_wait_seconds"] == "histogram"
+    assert kinds["memtop_oom_kills"] == "counter" and kinds["memtop_swapins"] == "counter"
+    assert kinds["container_memory_usage_bytes"] == "gauge"
+    assert kinds["node_pressure_memory_waiting_seconds"] == "counter"
+    # cAdvisor's labels on the cgroup families, the memcg at its limit among them
+    usage = fams["container_spec_memory_limit_bytes"]
+    limits = {s.labels["id"]: s.value for s in usage.samples}
+    assert 100 * (1 << 20) in limits.values()
+    # the histogram: cumulative buckets, +Inf equals the count, the sum in seconds
+    h = fams["memtop_reclaim_latency_seconds"]
+    memcg = [s for s in h.samples if s.labels.get("kind") == "memcg"]
+    buckets = [s.value for s in memcg if s.name.endswith("_bucket")]
+    count = next(s.value for s in memcg if s.name.endswith("_count"))
+    total = next(s.value for s in memcg if s.name.endswith("_sum"))
+    assert buckets == sorted(buckets) and buckets[-1] == count > 1000
+    assert 0 < total < count  # seconds: each episode well under a second here
+    text = generate_latest_of(fams.values())
+    assert 'memtop_reclaim_latency_seconds_bucket{kind="memcg",le="+Inf"}' in text
+
+
+class Fixed(Collector):
+    def __init__(self, fams: Iterable[Metric]) -> None:
+        self.fams = list(fams)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.fams
+
+
+def generate_latest_of(fams: Iterable[Metric]) -> str:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(Fixed(fams))
+    return generate_latest(reg).decode()
+
+
+def test_log2_buckets_have_fixed_bounds() -> None:
+    b = log2_buckets([(5, 3), (12, 4), (40, 1)])
+    assert b[0] == ("1.024e-06", 3.0)  # below the first bound: folded into it
+    assert ("8.192e-06", 7.0) in b  # bucket 12 is [4096, 8192) ns
+    assert b[-2] == ("68.719476736", 7.0) and b[-1] == ("+Inf", 8.0)
+    assert [le for le, _ in log2_buckets([])] == [le for le, _ in b]  # the same set every time
+
+
+def test_topk_other_and_no_pid_label() -> None:
+    fams = by_name(Options(topk=3))
+    rss = fams["memtop_process_rss_bytes"]
+    comms = [s.labels["comm"] for s in rss.samples]
+    assert "other" in comms and len(rss.samples) <= 4
+    assert all("pid" not in s.labels for s in rss.samples)
+    total = sum(s.value for s in rss.samples)
+    every = sum(s.value for s in by_name(Options(topk=10_000))["memtop_process_rss_bytes"].samples)
+    assert total == every  # the rest is summed, not dropped
+    labelsets = [
+        tuple(sorted(s.labels.items()))
+        for s in by_name(Options(topk=10_000))["memtop_process_rss_bytes"].samples
+    ]
+    assert len(labelsets) == len(set(labelsets))  # two bash in one cgroup are one series
+    with_pid = by_name(Options(topk=3, pid_labels=True))["memtop_process_rss_bytes"]
+    assert all("pid" in s.labels for s in with_pid.samples)
+
+
+def test_cgroup_depth_regex_and_series_budget() -> None:
+    shallow = by_name(Options(cgroup_depth=0))["container_memory_usage_bytes"]
+    assert {s.labels["id"] for s in shallow.samples} == {"/"}
+    only = by_name(Options(cgroup_regex="memtop-test"))["container_memory_usage_bytes"]
+    assert only.samples and all("memtop-test" in s.labels["id"] for s in only.samples)
+    budget = Budget(50)
+    kept = [budget.take(f) for f in families(state_at_end(), Options(), Accumulators())]
+    assert sum(len(f.samples) for f in kept) == 50 == budget.series
+    assert budget.dropped > 0
+
+
+def test_listen_addresses() -> None:
+    assert parse_listen("127.0.0.1:9479") == ("127.0.0.1", 9479)
+    assert parse_listen("[::1]:9479") == ("::1", 9479)
+    assert parse_listen(":9479") == ("127.0.0.1", 9479)  # loopback unless an address is given
+    for bad in ("9479", "host:99999", "example.com:9479", "1.2.3.4:x"):
+        with pytest.raises(MemtopError):
+            parse_listen(bad)
+
+
+def test_textfile_refuses_a_symlink_and_a_failed_write_exits_2(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("keep\n")
+    link = tmp_path / "memtop.prom"
+    link.symlink_to(target)
+    run = subprocess.run(
+        [*memtop_cmd(), "export", "--no-bpf", "--no-listen", "--textfile", str(link), "--duration", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and target.read_text() == "keep\n", run.stderr
+    ok = tmp_path / "ok.prom"
+    run = subprocess.run(
+        [*memtop_cmd(), "export", "--no-bpf", "--no-listen", "--textfile", str(ok), "--duration", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    text = ok.read_text()
+    assert 'memtop_probe_up{probe="procfs",reason="",state="attached"} 1.0' in text
+    # --no-bpf: the BPF figures are left out (not zeros), the probes say why
+    assert "memtop_reclaim_latency_seconds" not in text and "memtop_swapins_total" not in text
