@@ -59,20 +59,23 @@ class ProcessesView(View):
     title = "Processes"
     order = 10
     probes = ("procfs", "procmem", "vmscan", "swapin")
+    # who (PID and COMMAND, which the pane keeps in place when it scrolls right), how much, then
+    # the trouble (major faults, reclaim stalls, swap waits) before the detail: at 80 columns the
+    # process in trouble is seen without scrolling
     columns = (
         Column("pid", "PID"),
-        Column("user", "USER", numeric=False),
         Column("comm", "COMMAND", numeric=False),
         Column("rss_bytes", "RSS", fmt.bytes_h),
-        Column("anon_bytes", "ANON", fmt.bytes_h),
-        Column("file_bytes", "FILE", fmt.bytes_h),
-        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
         Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
         Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
         # totals since memtop started, beside per-second columns: Σ says which
         Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
         Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
+        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
+        Column("anon_bytes", "ANON", fmt.bytes_h),
+        Column("file_bytes", "FILE", fmt.bytes_h),
+        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
+        Column("user", "USER", numeric=False),
         Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )
 
