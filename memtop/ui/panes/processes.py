@@ -20,6 +20,9 @@ from memtop.ui.table import FastTable
 from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS
 
 SPARK_WIDTH = 12
+#: a sparkline spans at least this share of the process's RSS: a row's own min..max made a few
+#: pages of jitter look like a steady leak
+SPARK_MIN_SPAN = 0.05
 
 
 def exited_rows(height: int) -> int:
@@ -89,7 +92,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
                 vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
             text = sparks.get(vals)
             if text is None:
-                text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH)
+                text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH, SPARK_MIN_SPAN)
             return text
 
         def flat_before(row: dict[str, Any]) -> bool:
