@@ -96,13 +96,16 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
-def sparkline(values: list[int] | list[float], width: int = 12) -> str:
+def sparkline(values: list[int] | list[float], width: int = 12, min_span_frac: float = 0.0) -> str:
+    """Values as bars from their lowest to their highest; ``min_span_frac``: the bars span at least
+    that share of the highest value, so a change smaller than it stays low (a flat 12 MiB daemon
+    with a page of jitter draws flat, not as a leaker's slope)."""
     vals = list(values)[-width:]
     if not vals:
         return ""
     hi = max(vals)
     lo = min(vals)
-    span = hi - lo
+    span = max(hi - lo, abs(hi) * min_span_frac)
     if span <= 0:
         return SPARK[0] * len(vals) if hi == 0 else SPARK[3] * len(vals)
     return "".join(SPARK[min(7, int((v - lo) * 7.999 / span))] for v in vals)

@@ -120,6 +120,8 @@ class ProcRow:
     minflt_per_s: float = 0.0
     majflt_per_s: float = 0.0
     spark: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
+    #: when each spark value was read (the RSS growth is over their window)
+    spark_ts: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
     #: how many of the newest spark values are equal (a sparkline of them need not be redrawn)
     spark_same: int = 0
     history: History = field(default_factory=History)
@@ -174,7 +176,7 @@ class ProcessesState(SubState):
                 # the poller handed back the very sample of last tick (nothing moved) and the
                 # rates already read zero: the same as the full path below, without the work
                 row.ts_ns = ts
-                _spark(row, s.rss_bytes)
+                _spark(row, s.rss_bytes, ts)
                 row.history.hold(ts)
                 continue
             if row is None or (row.sample.start_time_ns and s.start_time_ns != row.sample.start_time_ns):
@@ -191,7 +193,7 @@ class ProcessesState(SubState):
                 row.minflt_per_s = rate(s.minor_faults, row.sample.minor_faults, dt)
                 row.majflt_per_s = rate(s.major_faults, row.sample.major_faults, dt)
                 row.sample, row.ts_ns = s, ts
-            _spark(row, s.rss_bytes)
+            _spark(row, s.rss_bytes, ts)
             row.history.append(
                 HistoryPoint(
                     ts,
@@ -226,10 +228,20 @@ class ProcessesState(SubState):
         self._exit_seen[ev.pid] = entry
 
 
-def _spark(row: ProcRow, value: int) -> None:
+def _spark(row: ProcRow, value: int, ts_ns: int) -> None:
     sp = row.spark
     row.spark_same = row.spark_same + 1 if sp and sp[-1] == value else 1
     sp.append(value)
+    row.spark_ts.append(ts_ns)
+
+
+def rss_growth_per_s(row: ProcRow) -> float:
+    """How fast RSS grew (negative: shrank), bytes per second, over the sparkline's window (the
+    last SPARK_LEN samples): atop's RGROW as a rate; 0 before two samples."""
+    if len(row.spark) < 2 or len(row.spark_ts) != len(row.spark):
+        return 0.0
+    dt_ns = row.spark_ts[-1] - row.spark_ts[0]
+    return (row.spark[-1] - row.spark[0]) * 1e9 / dt_ns if dt_ns > 0 else 0.0
 
 
 def _lifetime(row: ProcRow, ts: int) -> int:

@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.widgets import Static
 
 from memtop import lifecycle, ready, resources, snapshot, startup_gc
@@ -72,6 +73,16 @@ class HelpScreen(ModalScreen[None]):
         yield Static(Text(HELP), id="help-body")
 
 
+class WholeCellScrollBar(ScrollBarRender):
+    """Scrollbars whose thumb is whole cells. Textual draws a thumb's ends with eighth-block
+    glyphs (`▅`, `▊`) for a smoother look; a terminal that shows the glyph rather than the colour
+    (tmux's capture, a poor palette, a screen reader, the SVG's text) shows `▅▅` at the end of
+    a row, read as a stale sparkline. A blank glyph is never taken for data."""
+
+    VERTICAL_BARS: ClassVar[list[str]] = [" "] * len(ScrollBarRender.VERTICAL_BARS)
+    HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * len(ScrollBarRender.HORIZONTAL_BARS)
+
+
 class MemtopApp(RecordReplay):
     # every pane family brings its own styles/<name>.tcss; memtop.tcss first
     CSS_PATH = [
@@ -104,6 +115,7 @@ class MemtopApp(RecordReplay):
         leak_pids: list[int] | None = None,
     ) -> None:
         super().__init__()
+        ScrollBar.renderer = WholeCellScrollBar
         self.source = source
         # a replay's seeks start from checkpoints of the state; a headless snapshot seeks once
         self.runner = Runner(source, interval_s=interval_s, checkpoints=snapshot_request is None)

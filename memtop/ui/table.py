@@ -6,8 +6,10 @@ frame: with a 60-line table that was most of memtop's CPU at idle (bench/memtop_
 ``FastTable`` draws a body line itself from its cells' plain text, one segment per cell, and keeps
 the line keyed by what it shows (text, position, cursor, width, styles), so an unchanged row costs
 a dictionary lookup. Everything else (cursor, scrolling, sorting, events, the header) is
-DataTable's own. Lines it cannot draw this way (styled cells, row labels, fixed columns, multi-line
-rows) fall back to DataTable's renderer, as does everything if Textual's internals change shape.
+DataTable's own. Fixed columns (PID and COMMAND staying put while the rest scrolls right) are
+drawn as DataTable draws them: the fixed cells, then the rest cropped by the horizontal scroll.
+Lines it cannot draw this way (styled cells, row labels, multi-line rows) fall back to DataTable's
+renderer, as does everything if Textual's internals change shape.
 The internals it needs are reached through memtop/ui/textual_compat.py only.
 """
 
@@ -183,17 +185,16 @@ class FastTable(CompatDataTable):
 
         return self._per_frame((row_index % 2, cursor, hover), compute)
 
-    def _view(self) -> tuple[bool, int, int, int, int, int, int, int]:
+    def _view(self) -> tuple[bool, int, int, int, int, int, int, int, int]:
         """(fast path possible, header height, scroll y, scroll x, width, cursor row or -1, cell
-        padding, row under the mouse or -1): reactive attributes."""
+        padding, row under the mouse or -1, fixed columns): reactive attributes."""
 
-        def compute() -> tuple[bool, int, int, int, int, int, int, int]:
+        def compute() -> tuple[bool, int, int, int, int, int, int, int, int]:
             fast = (
                 self._fast_ok
                 and self.show_header
                 and self.cursor_type == "row"
                 and not self.fixed_rows
-                and not self.fixed_columns
                 and not self.renders_row_labels
             )
             hover = self.hover_coordinate.row if self.hover_cursor_shown else -1
@@ -206,6 +207,7 @@ class FastTable(CompatDataTable):
                 self.cursor_row if self.show_cursor else -1,
                 self.cell_padding,
                 hover,
+                int(self.fixed_columns),
             )
 
         return self._per_frame("view", compute)
@@ -227,7 +229,7 @@ class FastTable(CompatDataTable):
         """DataTable's own header line, kept while what it shows is the same: DataTable keys it on
         the table-wide update counter, so every changed cell re-rendered the header through Rich
         (in a fault storm, rows come and go every tick: a tenth of memtop's CPU, py-spy)."""
-        _, _, _, scroll_x, width, _, pad, _ = self._view()
+        _, _, _, scroll_x, width, _, pad, _, _ = self._view()
         columns, widths = self._columns_now()
         labels = tuple(
             (c.key, c.label.plain, c.label.justify, c.label.style, tuple(c.label.spans)) for c in columns
@@ -258,7 +260,7 @@ class FastTable(CompatDataTable):
         return strip
 
     def _fast_line(self, row_index: int) -> Strip | None:
-        _, _, _, scroll_x, width, cursor_row, pad, hover_row = self._view()
+        _, _, _, scroll_x, width, cursor_row, pad, hover_row, fixed = self._view()
         if row_index >= self.row_count:
             return Strip.blank(width, self._styles(0, False)[0])
         row_key = self.row_key_at(row_index)
@@ -293,11 +295,18 @@ class FastTable(CompatDataTable):
             post,
             base,
             pad,
+            fixed,
         )
         strip = self._fast_lines.get(key)
         if strip is not None:
             return strip
         style = row_style + component
+        if fixed:
+            hover = row_index == hover_row
+            fixed_styles = self._per_frame(
+                ("fixed", cursor, hover), lambda: self.fixed_cell_styles(cursor, hover)
+            )
+            fixed_style, fixed_post = fixed_styles[0] + fixed_styles[1], fixed_styles[2]
         segments: list[Segment] = []
         for col, (text, how, w) in enumerate(zip(texts, justify, widths, strict=False)):
             inner = max(0, w - 2 * pad)
@@ -306,11 +315,23 @@ class FastTable(CompatDataTable):
             fill = " " * (inner - cell_len(text))
             body = fill + text if how == "right" else (text + fill)
             meta = Style.from_meta({"row": row_index, "column": col})
-            segments.append(Segment(" " * pad + body + " " * pad, style + post + meta))
+            if col < fixed:  # a fixed column's own colour, as DataTable draws it
+                segments.append(Segment(" " * pad + body + " " * pad, fixed_style + fixed_post + meta))
+            else:
+                segments.append(Segment(" " * pad + body + " " * pad, style + post + meta))
         filler = scroll_x + width - sum(widths)
         if filler > 0:  # the row's colours (zebra, cursor) run to the right edge, as DataTable's do
             segments.append(Segment(" " * filler, style + post))
-        strip = Strip(segments).crop(scroll_x, scroll_x + width).adjust_cell_length(width, base)
+        line = Strip(segments)
+        if fixed:
+            # the fixed cells, then the rest of the line from where the scroll puts it
+            fixed_width = sum(widths[:fixed])
+            line = Strip.join(
+                [line.crop(0, fixed_width), line.crop(scroll_x + fixed_width, scroll_x + width)]
+            )
+        else:
+            line = line.crop(scroll_x, scroll_x + width)
+        strip = line.adjust_cell_length(width, base)
         if len(self._fast_lines) >= CACHE_LINES:
             self._fast_lines.clear()
         self._fast_lines[key] = strip

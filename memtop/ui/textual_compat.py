@@ -109,6 +109,23 @@ class CompatDataTable(DataTable[Any]):
             self.cursor_background_priority == "css",
         )
 
+    def fixed_cell_styles(self, cursor: bool, hover: bool) -> tuple[Style, Style, Style]:
+        """(base, component, post) styles DataTable gives a body cell of a fixed column (its own
+        colour, not the row's) in a row with the cursor and/or the mouse on it."""
+        base = self.get_component_styles("datatable--fixed").rich_style + Style.from_meta({"fixed": True})
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            True,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        return base, component, post
+
     @property
     def hover_cursor_shown(self) -> bool:
         """Whether DataTable draws the mouse's row/cell highlighted now."""
@@ -203,6 +220,7 @@ def problems() -> list[str]:
         "measure_new_rows",
         "row_style",
         "body_cell_styles",
+        "fixed_cell_styles",
         "hover_cursor_shown",
         "renders_row_labels",
     ):

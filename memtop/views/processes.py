@@ -8,7 +8,7 @@ from typing import Any
 from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.state.processes import ProcessesState
+from memtop.state.processes import ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Options, View, measuring, render_table, taken_at
@@ -26,8 +26,17 @@ SORT_KEYS = (
     "major_faults_per_s",
     "reclaim_stall_ns",
     "swapin_wait_ns",
+    "rss_growth_bytes_per_s",
     "cgroup",
 )
+
+
+def growth_h(bytes_per_s: float) -> str:
+    """RSS growth per second, signed: "+1.4M", "-256.0K", "0"."""
+    if not round(bytes_per_s):
+        return "0"
+    return ("+" if bytes_per_s > 0 else "-") + fmt.bytes_h(abs(bytes_per_s))
+
 
 #: the "Recently exited" table, as the pane and the text snapshot both show it
 EXITED_COLUMNS = (
@@ -59,20 +68,25 @@ class ProcessesView(View):
     title = "Processes"
     order = 10
     probes = ("procfs", "procmem", "vmscan", "swapin")
+    # who (PID and COMMAND, which the pane keeps in place when it scrolls right), how much, then
+    # the trouble (major faults, reclaim stalls, swap waits) before the detail: at 80 columns the
+    # process in trouble is seen without scrolling
     columns = (
         Column("pid", "PID"),
-        Column("user", "USER", numeric=False),
         Column("comm", "COMMAND", numeric=False),
         Column("rss_bytes", "RSS", fmt.bytes_h),
-        Column("anon_bytes", "ANON", fmt.bytes_h),
-        Column("file_bytes", "FILE", fmt.bytes_h),
-        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
         Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
         Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
         # totals since memtop started, beside per-second columns: Σ says which
         Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
         Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
+        # RSS change per second over the sparkline's window (atop's RGROW): a leak's slope
+        Column("rss_growth_bytes_per_s", "GROW/s", growth_h),
+        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
+        Column("anon_bytes", "ANON", fmt.bytes_h),
+        Column("file_bytes", "FILE", fmt.bytes_h),
+        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
+        Column("user", "USER", numeric=False),
         Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )
 
@@ -80,7 +94,7 @@ class ProcessesView(View):
         # pid -> (sample, figures from other probes, row): a process whose sample object and
         # figures did not change keeps its row dict, so tables can tell it is unchanged by identity
         self._row_cache: dict[
-            int, tuple[Any, tuple[float, float, int | None, int | None, str | None], dict[str, Any]]
+            int, tuple[Any, tuple[float, float, int | None, int | None, str | None, float], dict[str, Any]]
         ] = {}
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
@@ -95,7 +109,7 @@ class ProcessesView(View):
         swapwait = {pid: r.rec.swapin_wait_ns for pid, r in swapin.rows.items()}
         rows: list[dict[str, Any]] = []
         cache: dict[
-            int, tuple[Any, tuple[float, float, int | None, int | None, str | None], dict[str, Any]]
+            int, tuple[Any, tuple[float, float, int | None, int | None, str | None, float], dict[str, Any]]
         ] = {}
         memcg = state.get(CgroupsState).pid_memcg
         old_cache = self._row_cache
@@ -107,6 +121,7 @@ class ProcessesView(View):
                 stall.get(pid, stall_default),
                 swapwait.get(pid, swap_default),
                 memcg.get(pid),
+                round(rss_growth_per_s(r), 1),
             )
             hit = old_cache.get(pid)
             if hit is not None and hit[0] is s and hit[1] == figures:
@@ -131,6 +146,7 @@ class ProcessesView(View):
                 "reclaim_stall_ns": figures[2],
                 "swapin_wait_ns": figures[3],
                 "cgroup": figures[4],
+                "rss_growth_bytes_per_s": figures[5],
             }
             cache[pid] = (s, figures, row)
             if matches(row, opts.filter):

@@ -18,25 +18,27 @@ from memtop.ui.table import FastTable
 class TableApp(App[None]):
     """One table of class ``table_cls``; the rows it highlighted, in order."""
 
-    def __init__(self, table_cls: type[DataTable[Any]]) -> None:
+    def __init__(self, table_cls: type[DataTable[Any]], fixed: int = 0) -> None:
         super().__init__()
         self.table_cls = table_cls
+        self.fixed = fixed
         self.highlighted: list[int] = []
 
     def compose(self) -> ComposeResult:
-        yield self.table_cls(id="t", cursor_type="row", zebra_stripes=True)
+        yield self.table_cls(id="t", cursor_type="row", zebra_stripes=True, fixed_columns=self.fixed)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.highlighted.append(event.cursor_row)
 
 
-def _app(cls: type[DataTable[Any]]) -> TableApp:
-    return TableApp(cls)
+def _app(cls: type[DataTable[Any]], fixed: int = 0) -> TableApp:
+    return TableApp(cls, fixed)
 
 
-async def _screens(cls: type[DataTable[Any]], bulk: bool = False) -> list[str]:
-    """Screens of a table as memtop uses one; ``bulk``: rows added with FastTable.add_keyed_rows."""
-    app = _app(cls)
+async def _screens(cls: type[DataTable[Any]], bulk: bool = False, fixed: int = 0) -> list[str]:
+    """Screens of a table as memtop uses one; ``bulk``: rows added with FastTable.add_keyed_rows;
+    ``fixed``: that many columns stay put when it scrolls right."""
+    app = _app(cls, fixed)
     shots: list[str] = []
     highlighted = app.highlighted
 
@@ -123,6 +125,15 @@ def test_fast_table_draws_what_data_table_draws() -> None:
 
     for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
         assert norm(a) == norm(b), f"screen {i} differs from DataTable's"
+
+
+def test_fast_table_with_fixed_columns_draws_what_data_table_draws() -> None:
+    """PID and COMMAND stay put while the rest scrolls right: drawn as DataTable draws them."""
+    fast = asyncio.run(_screens(FastTable, fixed=2))
+    plain = asyncio.run(_screens(DataTable, fixed=2))
+    assert "proc-" in fast[2] and fast[2] != fast[1]  # scrolled right, the first column still shows
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
 
 
 def test_fast_table_rows_added_at_once_end_where_one_by_one_ends() -> None:

@@ -20,7 +20,7 @@ from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.procmem import ProcmemProbe
 from memtop.ui.app import MemtopApp
-from memtop.ui.panes.processes import SPARK_WIDTH
+from memtop.ui.panes.processes import SPARK_MIN_SPAN, SPARK_WIDTH
 from memtop.views import Options, get_view
 
 
@@ -213,7 +213,7 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
             await pilot.pause(0.05)
         text = "\n".join(screen_lines(app))
         assert "idle199" in text and "idle000" not in text  # RSS descending, 200 rows > screen
-        flat = fmt.sparkline([309 * 1024] * SPARK_WIDTH, SPARK_WIDTH)
+        flat = fmt.sparkline([309 * 1024] * SPARK_WIDTH, SPARK_WIDTH, SPARK_MIN_SPAN)
         assert flat in next(x for x in screen_lines(app) if "idle199" in x)
         # a visible row changes one cell (RSS), in place
         add_proc(root, 1199, "idle199", (555_555, 10, 0), 0, 5, 0)
@@ -222,7 +222,10 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
         line = next(x for x in screen_lines(app) if "idle199" in x)
         assert f" {fmt.bytes_h((555_555 + 10) * 1024)} " in line, line
         # its sparkline, a flat line until now, shows the jump
-        assert fmt.sparkline([309 * 1024] * (SPARK_WIDTH - 1) + [555_565 * 1024], SPARK_WIDTH) in line, line
+        assert (
+            fmt.sparkline([309 * 1024] * (SPARK_WIDTH - 1) + [555_565 * 1024], SPARK_WIDTH, SPARK_MIN_SPAN)
+            in line
+        ), line
         # ... and again at the same width and place: only that row is repainted
         add_proc(root, 1199, "idle199", (444_444, 10, 0), 0, 5, 0)
         force_tick(app)

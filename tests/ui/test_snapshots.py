@@ -1,6 +1,7 @@
 """How memtop looks: every pane and the drill-in screen, drawn by the real app replaying
 tests/data/pressure.jsonl.gz (made under real memory pressure: reclaim, swap-ins, an OOM kill, a
-leaking process), compared with the SVGs in __snapshots__/ at 80×24, 120×40 and 200×50.
+leaking process), compared with the SVGs in __snapshots__/ at 80×24, 100×30 and 160×45 (every pane and every
+section of the drill-in).
 
 The position is fixed and paused (``--at`` AT_S), so nothing on screen depends on the clock. After
 a change that is meant to alter the look, review the new pictures and accept them with
@@ -22,6 +23,7 @@ from textual.pilot import Pilot
 from memtop.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes import pane_names
+from memtop.views.process import SECTIONS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PRESSURE = DATA / "pressure.jsonl.gz"
@@ -29,7 +31,7 @@ PRESSURE = DATA / "pressure.jsonl.gz"
 AT_S = 30.0
 #: the workload the recording's header names (the process with the most swap), for the drill-in
 HOG_PID = 3620
-SIZES = [(80, 24), (120, 40), (200, 50)]
+SIZES = [(80, 24), (100, 30), (160, 45)]
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 
 SnapCompare = Callable[..., bool]
@@ -117,9 +119,16 @@ def test_pane(snap_compare: SnapCompare, pane: str, size: tuple[int, int]) -> No
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-def test_drill_in(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+@pytest.mark.parametrize("section", SECTIONS)
+def test_drill_in(snap_compare: SnapCompare, section: str, size: tuple[int, int]) -> None:
     app = make_app(pid=HOG_PID)
-    assert snap_compare(app, terminal_size=size, run_before=run_before("ProcessScreen"))
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await settle(pilot, "ProcessScreen")
+        await pilot.press(str(SECTIONS.index(section) + 1))
+        await settle(pilot, "ProcessScreen")
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
 
 
 def test_the_cgroups_recording_holds_what_its_pictures_show() -> None:

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.events import Resize
 from textual.widgets import DataTable, Static
 
 from memtop import fmt
@@ -19,6 +20,15 @@ from memtop.ui.table import FastTable
 from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS
 
 SPARK_WIDTH = 12
+#: a sparkline spans at least this share of the process's RSS: a row's own min..max made a few
+#: pages of jitter look like a steady leak
+SPARK_MIN_SPAN = 0.05
+
+
+def exited_rows(height: int) -> int:
+    """How many "Recently exited" rows a terminal ``height`` lines high shows: the block gives way
+    to the live processes first (3 rows at 24 lines, 5 at 30, 8 from 39 on)."""
+    return max(1, min(8, (height - 15) // 3))
 
 
 class ProcessesPane(FilterablePane, SortableTablePane):
@@ -43,9 +53,16 @@ class ProcessesPane(FilterablePane, SortableTablePane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="processes-status", classes="pane-status")
-        yield FastTable(id="processes-table", cursor_type="row", zebra_stripes=True)
-        yield Static(Text("Recently exited", style="bold"), classes="subtitle")
-        yield FastTable(id="processes-exited", cursor_type="row", zebra_stripes=True)
+        # PID and COMMAND stay put when the table scrolls right
+        yield FastTable(id="processes-table", cursor_type="row", zebra_stripes=True, fixed_columns=2)
+        yield Static(Text("Recently exited", style="bold"), classes="subtitle", id="processes-exited-title")
+        yield FastTable(id="processes-exited", cursor_type="row", zebra_stripes=True, fixed_columns=2)
+
+    def on_resize(self, event: Resize) -> None:
+        height = self.app.size.height
+        self.query_one("#processes-exited", DataTable).styles.height = exited_rows(height) + 1
+        # a small terminal gives the blank line above "Recently exited" to the processes
+        self.query_one("#processes-exited-title", Static).set_class(height < 30, "tight")
 
     def refresh_from(self, state: State) -> None:
         self._state = state
@@ -75,7 +92,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
                 vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
             text = sparks.get(vals)
             if text is None:
-                text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH)
+                text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH, SPARK_MIN_SPAN)
             return text
 
         def flat_before(row: dict[str, Any]) -> bool:

@@ -8,17 +8,24 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.widgets import DataTable, Static
 
 from memtop import fmt
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
+from memtop.ui import hist
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
-from memtop.views.vmscan import render_hist
 
 KIND_CYCLE = ("",) + RECLAIM_KINDS
+
+
+def hist_lines(height: int) -> int:
+    """Lines of each latency histogram in a terminal ``height`` lines high: one summary line
+    below 30 lines (the stalled processes come first), up to 12 buckets from 44 lines."""
+    return 1 if height < 30 else min(12, (height - 20) // 2)
 
 
 class ReclaimPane(SortableTablePane):
@@ -43,9 +50,12 @@ class ReclaimPane(SortableTablePane):
         yield Static(
             Text("Processes (totals since start; Enter drills in)", style="bold"), classes="subtitle"
         )
-        yield DataTable(id="reclaim-procs", cursor_type="row", zebra_stripes=True)
+        yield DataTable(id="reclaim-procs", cursor_type="row", zebra_stripes=True, fixed_columns=2)
         yield Static(Text("Recent episodes (newest first)", style="bold"), classes="subtitle")
         yield DataTable(id="reclaim-events", cursor_type="row", zebra_stripes=True)
+
+    def on_resize(self, event: Resize) -> None:
+        self._redraw()
 
     def refresh_from(self, state: State) -> None:
         self._state = state
@@ -64,16 +74,22 @@ class ReclaimPane(SortableTablePane):
         status.append(f" · kind {self.opts.section or 'all'}")
         show_text(self.query_one("#reclaim-status", StatusLine), status)
 
+        # the histograms share the width side by side and shrink with the height (merged
+        # buckets, then one summary line): they never wrap and never push the processes away
+        kinds = [k for k in RECLAIM_KINDS if not self.opts.section or self.opts.section == k]
+        width = max(20, self.app.size.width // max(1, len(kinds)) - 4)
+        lines = hist_lines(self.app.size.height)
         for kind in RECLAIM_KINDS:
             box = self.query_one(f"#reclaim-hist-{kind}", Static)
-            buckets = [b for b in doc["histogram"] if b["kind"] == kind]
-            shown = not self.opts.section or self.opts.section == kind
-            box.display = shown
-            t = Text()
+            box.display = kind in kinds
+            buckets = hist.from_log2(
+                [(b["le_ns"], b["count"]) for b in doc["histogram"] if b["kind"] == kind]
+            )
+            t = Text(no_wrap=True, overflow="ellipsis")
             rate = doc["events_per_s"].get(kind, 0.0)
-            t.append(f"{kind} reclaim latency", style="bold")
-            t.append(f"  {fmt.count(doc['events_total'].get(kind, 0))} episodes, {rate:g}/s\n")
-            t.append(render_hist(buckets, width=24))
+            t.append(f"{kind} reclaim", style="bold")
+            t.append(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {fmt.count_h(rate)}/s\n")
+            t.append_text(hist.render(buckets, box.content_size.width or width, lines))
             show_text(box, t)
 
         fill_table(self.query_one("#reclaim-procs", DataTable), self.view.columns, doc["rows"], "pid")

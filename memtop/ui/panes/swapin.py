@@ -8,15 +8,43 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.widgets import DataTable, Static
 
 from memtop import fmt
 from memtop.state import State
 from memtop.state.swapin import SwapinState
+from memtop.ui import hist
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.views import measuring
-from memtop.views.swapin import SORT_KEYS, bar, hist_lines, system_text
+from memtop.views.swapin import SORT_KEYS, system_text
+
+#: narrower than this, the histogram goes below the table (the table keeps every column)
+SIDE_BY_SIDE_WIDTH = 140
+
+
+def hist_buckets(histogram: list[dict[str, int]]) -> list[hist.Bucket]:
+    """The wait histogram's buckets as the pane shows them: bucket 0 as "no wait" (faults that
+    never blocked), then from the first non-empty bucket on."""
+    out = [hist.Bucket(0, 0, histogram[0]["count"])] if histogram and histogram[0]["count"] else []
+    first = next((i for i, h in enumerate(histogram) if i and h["count"]), len(histogram))
+    for i in range(first, len(histogram)):
+        out.append(hist.Bucket(histogram[i - 1]["le_ns"] + 1, histogram[i]["le_ns"], histogram[i]["count"]))
+    return out
+
+
+def fit_lines(lines: list[str], width: int) -> Text:
+    """The system lines in ``width`` columns: a line too long breaks before its PSI part; what
+    is still too long is cut, never wrapped."""
+    out: list[str] = []
+    for line in lines:
+        head, sep, psi = line.partition("  PSI ")
+        if len(line) > width and sep:
+            out += [head, "PSI " + psi]
+        else:
+            out.append(line)
+    return Text("\n".join(out), no_wrap=True, overflow="ellipsis")
 
 
 class SwapinPane(SortableTablePane):
@@ -35,8 +63,11 @@ class SwapinPane(SortableTablePane):
         yield StatusLine(id="swapin-status", classes="pane-status")
         yield Static(id="swapin-system")
         with Horizontal(id="swapin-body"):
-            yield DataTable(id="swapin-table", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="swapin-table", cursor_type="row", zebra_stripes=True, fixed_columns=2)
             yield Static(id="swapin-hist")
+
+    def on_resize(self, event: Resize) -> None:
+        self._redraw()
 
     def refresh_from(self, state: State) -> None:
         self._state = state
@@ -52,18 +83,36 @@ class SwapinPane(SortableTablePane):
             )
         status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
         show_text(self.query_one("#swapin-status", StatusLine), status)
-        show_text(self.query_one("#swapin-system", Static), Text("\n".join(system_text(doc["system"]))))
-        fill_table(self.query_one("#swapin-table", DataTable), self.view.columns, doc["rows"], "pid")
-        hist = Text()
-        hist.append("Swap-in wait per fault\n", style="bold")
-        lines = hist_lines(doc["histogram"])
-        most = max((c for _, c in lines), default=0)
-        for label, count in lines:
-            hist.append(f"{label:>17} {count:>7} ")
-            hist.append(bar(count, most, 20) + "\n", style="cyan")
-        if not doc["histogram"]:
-            hist.append("no swap-in yet", style="dim")
-        show_text(self.query_one("#swapin-hist", Static), hist)
+        width, height = self.app.size
+        system = fit_lines(system_text(doc["system"]), width - 2)
+        show_text(self.query_one("#swapin-system", Static), system)
+        table = self.query_one("#swapin-table", DataTable)
+        fill_table(table, self.view.columns, doc["rows"], "pid")
+        # the histogram goes beside the table when both fit, else below it, where the table's rows
+        # come first and the histogram takes what is left: its buckets merge as it shrinks, down
+        # to one summary line; it never wraps
+        stacked = width < SIDE_BY_SIDE_WIDTH
+        self.query_one("#swapin-body", Horizontal).set_class(stacked, "stacked")
+        body = (self.size.height or height - 4) - 1 - min(6, len(system.plain.splitlines()))
+        if stacked:
+            want = len(doc["rows"]) + 2  # header and horizontal scrollbar
+            table_h = want if body - want >= 4 else max(3, body - 2)
+            hist_width, lines = width - 4, max(1, body - table_h - 1)
+        else:
+            table_h, hist_width, lines = 0, width * 2 // 5 - 4, max(1, body - 1)
+        box = self.query_one("#swapin-hist", Static)
+        hist_width = box.content_size.width or hist_width  # laid out: its own width
+        new_h = str(table_h) if table_h else "1fr"
+        if str(table.styles.height) != new_h:
+            table.styles.height = table_h or "1fr"
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("Swap-in wait per fault", style="bold")
+        if doc["histogram"]:
+            t.append("\n")
+            t.append_text(hist.render(hist_buckets(doc["histogram"]), hist_width, lines))
+        else:
+            t.append("  no swap-in yet", style="dim")
+        show_text(box, t)
 
     @on(DataTable.RowSelected, "#swapin-table")
     def _row(self, event: DataTable.RowSelected) -> None:

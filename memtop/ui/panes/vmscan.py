@@ -44,16 +44,37 @@ def plot_rates(plot: Any, title: str, rings: dict[str, Ring], now_ns: int) -> No
     plot.refresh()
 
 
+def pack_parts(parts: list[tuple[str, str]], width: int) -> Text:
+    """(bold label, text) parts on as few lines of ``width`` cells as they fit, never split in
+    the middle (a part wider than a line is cut, not wrapped)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    used = 0
+    for label, body in parts:
+        n = len(label) + len(body)
+        if used and used + 3 + n > width:
+            out.append("\n")
+            used = 0
+        elif used:
+            out.append("   ")
+            used += 3
+        out.append(label, style="bold")
+        out.append(body)
+        used += n
+    return out
+
+
 class VmscanPane(Pane):
     view_name = "vmscan"
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="vmscan-status", classes="pane-status")
+        # who reclaims (every origin's row) and the kernel's own figures first: in a small
+        # terminal the charts and the slab/compaction boxes give way, not these
+        yield DataTable(id="vmscan-origins", cursor_type="row", zebra_stripes=True)
+        yield Static(id="vmscan-kernel")
         # the charts are built when the pane is first drawn (``_charts``): importing plotext at
         # start delayed every first frame for a pane that may never be opened
         yield Horizontal(id="vmscan-charts")
-        yield Static(id="vmscan-kernel")
-        yield DataTable(id="vmscan-origins", cursor_type="row", zebra_stripes=True)
         with Horizontal(id="vmscan-bottom"):
             with Vertical(id="vmscan-slab-box"):
                 yield Static(Text("Slab shrinkers (by time spent)", style="bold"), classes="subtitle")
@@ -74,30 +95,32 @@ class VmscanPane(Pane):
         plot_rates(reclaim_chart, "pages reclaimed/s", vs.reclaimed_rate, now)
 
         k, r = doc["kernel"], doc["kernel"]["rates"]
-        line = Text()
-        line.append("kernel/s ", style="bold")
-        line.append(
-            f"pgscank {fmt.count_h(r['pgscan_kswapd_per_s'])}  pgscand {fmt.count_h(r['pgscan_direct_per_s'])}  "
-            f"pgsteal {fmt.count_h(r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s'])}  "
-            f"%vmeff {fmt.pct(k['vmeff_pct'])}   "
-        )
-        line.append("all reclaimers ", style="bold")
-        line.append(
-            f"scan {fmt.count_h(r['pgscan_anon_per_s'] + r['pgscan_file_per_s'])}  "
-            f"steal {fmt.count_h(r['pgsteal_anon_per_s'] + r['pgsteal_file_per_s'])}  "
-            f"eff {fmt.pct(k['vmeff_all_pct'])}\n"
-        )
-        line.append("thrashing ", style="bold")
-        line.append(
-            f"refault/s anon {fmt.count_h(r['workingset_refault_anon_per_s'])} "
-            f"file {fmt.count_h(r['workingset_refault_file_per_s'])}  "
-            f"pswpin/s {fmt.count_h(r['pswpin_per_s'])}  pswpout/s {fmt.count_h(r['pswpout_per_s'])}   "
-        )
-        line.append("kswapd ", style="bold")
-        line.append(
-            f"wakes {fmt.count(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
-            f"sleeps {fmt.count(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)"
-        )
+        parts = [
+            (
+                "kernel/s ",
+                f"pgscank {fmt.count_h(r['pgscan_kswapd_per_s'])}  pgscand {fmt.count_h(r['pgscan_direct_per_s'])}  "
+                f"pgsteal {fmt.count_h(r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s'])}  "
+                f"%vmeff {fmt.pct(k['vmeff_pct'])}",
+            ),
+            (
+                "all reclaimers ",
+                f"scan {fmt.count_h(r['pgscan_anon_per_s'] + r['pgscan_file_per_s'])}  "
+                f"steal {fmt.count_h(r['pgsteal_anon_per_s'] + r['pgsteal_file_per_s'])}  "
+                f"eff {fmt.pct(k['vmeff_all_pct'])}",
+            ),
+            (
+                "thrashing ",
+                f"refault/s anon {fmt.count_h(r['workingset_refault_anon_per_s'])} "
+                f"file {fmt.count_h(r['workingset_refault_file_per_s'])}  "
+                f"pswpin/s {fmt.count_h(r['pswpin_per_s'])}  pswpout/s {fmt.count_h(r['pswpout_per_s'])}",
+            ),
+            (
+                "kswapd ",
+                f"wakes {fmt.count(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
+                f"sleeps {fmt.count(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)",
+            ),
+        ]
+        line = pack_parts(parts, max(20, self.app.size.width - 2))
         show_text(self.query_one("#vmscan-kernel", Static), line)
 
         fill_table(self.query_one("#vmscan-origins", DataTable), self.view.columns, doc["rows"], "origin")
