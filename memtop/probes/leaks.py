@@ -18,14 +18,14 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memtop import bcc_compat
 from memtop.errors import PidNotFound, ProbeError
-from memtop.probes import symbols
+from memtop.probes import allocators, symbols
 from memtop.probes.base import BpfProbe
 from memtop.probes.layout import Packed
 from memtop.records import Lost, Record
@@ -66,6 +66,53 @@ SPECS_EXACT: tuple[tuple[str, str | None, str | None], ...] = tuple(
     for s, e, r in SPECS_HEADER
 )
 REQUIRED = ("malloc", "free")
+MMAP_SYMBOLS = ("mmap", "munmap")
+#: an allocator library's own C++ operators (jemalloc 5 inlines its fast path into operator new,
+#: so it never reaches malloc) and extended API; attached where the library defines them. A
+#: delete that forwards to free is seen twice: the second finds nothing to free.
+CXX_AND_EXTRAS: tuple[tuple[str, str | None, str | None], ...] = (
+    *(
+        (s, "enter_free", None)
+        for s in (
+            "_ZdlPv",
+            "_ZdaPv",
+            "_ZdlPvm",
+            "_ZdaPvm",
+            "_ZdlPvSt11align_val_t",
+            "_ZdaPvSt11align_val_t",
+            "_ZdlPvmSt11align_val_t",
+            "_ZdaPvmSt11align_val_t",
+            "dallocx",
+            "sdallocx",
+        )
+    ),
+    ("rallocx", "enter_realloc", "ret_realloc"),
+    *(
+        (s, "enter_size1", "ret_sized")
+        for s in (
+            "_Znwm",
+            "_Znam",
+            "_ZnwmRKSt9nothrow_t",
+            "_ZnamRKSt9nothrow_t",
+            "_ZnwmSt11align_val_t",
+            "_ZnamSt11align_val_t",
+            "mallocx",
+        )
+    ),
+)
+
+
+def lane_specs(alloc: allocators.Allocator, exact: bool) -> list[tuple[str, str | None, str | None]]:
+    """The symbols to probe in the allocator's object for its lane (mmap/munmap apart)."""
+    base = SPECS_EXACT if exact else SPECS_HEADER
+    specs = [
+        (alloc.prefix + s if s not in MMAP_SYMBOLS else s, e, r) for s, e, r in base if s not in MMAP_SYMBOLS
+    ]
+    if alloc.lane in ("jemalloc", "tcmalloc", "mimalloc", "other"):
+        specs = specs + list(CXX_AND_EXTRAS)  # after the C names: an alias is listed as "new=malloc"
+    # free-like first: no block is recorded whose release could not be seen
+    return sorted(specs, key=lambda sp: sp[2] is not None)
+
 
 #: the program's map keys and values as read here (bpf/leaks.bpf.c; checked by a kernel test)
 ALLOC_KEY = Packed("struct alloc_key_t", "<I", ("pid",), whole=False)  # then pad, addr: not read
@@ -205,6 +252,7 @@ class _Target:
     failed: list[str] = field(default_factory=list)
     exited_ts_ns: int = 0
     symbolizer: Any = None
+    allocator: str = ""
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -251,6 +299,7 @@ class LeaksProbe(BpfProbe):
         self._how: dict[str, str] = {}
         self._pending: list[int] = []
         self._pending_lock = threading.Lock()
+        self._allocators: dict[int, allocators.Allocator] = {}
 
     def cflags(self) -> list[str]:
         exact = self._exact_mode()
@@ -266,20 +315,21 @@ class LeaksProbe(BpfProbe):
     def _exact_mode(self) -> bool:
         if self.exact_sizes is not None:
             return self.exact_sizes
-        # chunk headers are glibc's layout; any other libc (or one that cannot be told) keeps
-        # requested sizes at entry
+        # chunk headers are glibc's layout; any other allocator (or one that cannot be told)
+        # keeps requested sizes at entry
         for pid in self.pids:
-            libc = find_libc(pid, self.proc_root)
-            if libc is not None:
-                try:
-                    found = symbols.resolve_functions(pid, libc[0], ["gnu_get_libc_version"])
-                except symbols.SymbolError:
-                    found = {}
-                if not isinstance(found.get("gnu_get_libc_version"), tuple):
-                    self.exact_sizes = True
-                    return True
+            alloc = self._allocator(pid)
+            if alloc.traceable and not alloc.header_sizes:
+                self.exact_sizes = True
+                return True
         self.exact_sizes = False
         return False
+
+    def _allocator(self, pid: int) -> allocators.Allocator:
+        alloc = self._allocators.get(pid)
+        if alloc is None:
+            alloc = self._allocators[pid] = allocators.find_allocator(pid, self.proc_root)
+        return alloc
 
     def load(self) -> None:
         alive = [p for p in self.pids if _start_time(p, self.proc_root) is not None]
@@ -292,79 +342,93 @@ class LeaksProbe(BpfProbe):
 
     # -- attach / detach ------------------------------------------------------------------------
     def after_load(self) -> None:
-        specs = SPECS_EXACT if self.exact_sizes else SPECS_HEADER
         for pid in self.pids:
             t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
             self.targets[pid] = t
-            self._attach_pid(t, specs)
+            self._attach_pid(t)
         if not any(t.state == "tracing" for t in self.targets.values()):
             reasons = "; ".join(f"pid {t.pid}: {t.message}" for t in self.targets.values())
             self.close()
             raise ProbeError(
                 f"leaks could not attach to any pid ({reasons})",
-                "check the pids are alive and use a dynamically linked libc",
+                "check the pids are alive; the pane's target line says why each one failed",
             )
 
-    def _attach_pid(self, t: _Target, specs: Iterable[tuple[str, str | None, str | None]]) -> None:
+    def _attach_pid(self, t: _Target) -> None:
         if t.start_time is None:
             t.state, t.message = "failed", "process not found"
             return
-        libc = find_libc(t.pid, self.proc_root)
-        if libc is None:
-            t.state, t.message = "failed", "no libc mapped (static binary?)"
+        alloc = self._allocator(t.pid)
+        t.allocator = alloc.lane
+        if not alloc.traceable:
+            t.state, t.message = "failed", f"{alloc.lane}: {alloc.why}"
             return
-        path, lo, hi = libc
         table = self.bpf["libc_text"]
-        table[table.Key(t.pid)] = table.Leaf(lo, hi)
-        specs = list(specs)
-        try:
-            # the allocator's entries, from the file the process maps (by the symbol helper,
-            # bounded in time: a target's files cannot hold the attach up)
-            found = symbols.resolve_functions(t.pid, path, [sym for sym, _e, _r in specs])
-        except symbols.SymbolError as exc:
-            t.state, t.message = "failed", f"cannot read the symbols of {clean(path, 200)}: {exc}"
-            return
+        if not alloc.static:  # mmap calls from inside the allocator are its own
+            table[table.Key(t.pid)] = table.Leaf(alloc.lo, alloc.hi)
+        plan: list[tuple[str, list[tuple[str, str | None, str | None]]]] = [
+            (alloc.path, lane_specs(alloc, bool(self.exact_sizes)))
+        ]
+        libc = find_libc(t.pid, self.proc_root)
+        if not alloc.static and libc is not None:
+            # the program's own mmap/munmap go through libc's wrappers, whatever its malloc
+            plan.insert(0, (libc[0], [(s, e, r) for s, e, r in SPECS_HEADER if s in MMAP_SYMBOLS]))
         t.symbolizer = symbols.Symbolizer(t.pid, self.proc_root)
-        t.symbolizer.frames([lo])  # load libc's symbols while the process is alive
-        seen: dict[int, str] = {}
-        for sym, enter_fn, ret_fn in specs:
-            where = found.get(sym, "not looked up")
-            if isinstance(where, str):  # one symbol failing is reported, not fatal
-                t.failed.append(f"{sym}: {clean(where, 200)}")
-                continue
-            mod_path, off, code, base = where
-            if off in seen:  # an alias (memalign = aligned_alloc): one probe serves both
-                t.symbols.append(f"{sym}={seen[off]}")
-                continue
-            seen[off] = sym
-            # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
-            # still finds the return address at rsp
-            delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
+        t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
+        seen: dict[tuple[str, int], str] = {}
+        for path, specs in plan:
             try:
-                if enter_fn is not None:
-                    t.events.append(
-                        bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False)
-                    )
-                if ret_fn is not None:
-                    t.events.append(
-                        bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True)
-                    )
-            except Exception as exc:  # noqa: BLE001
-                t.failed.append(f"{sym}: {clean(str(exc), 200)}")
+                # the entries, from the file the process maps (by the symbol helper, bounded in
+                # time: a target's files cannot hold the attach up)
+                found = symbols.resolve_functions(t.pid, path, [sym for sym, _e, _r in specs])
+            except symbols.SymbolError as exc:
+                t.failed.append(f"{clean(os.path.basename(path), 80)}: {exc}")
                 continue
-            t.symbols.append(sym)
-            self._how[sym] = how
-        missing = [s for s in REQUIRED if s not in t.symbols]
+            for sym, enter_fn, ret_fn in specs:
+                where = found.get(sym, "not looked up")
+                if isinstance(where, str):  # one symbol failing is reported, not fatal
+                    if not where.startswith("no function"):  # one the object lacks is no failure
+                        t.failed.append(f"{sym}: {clean(where, 200)}")
+                    continue
+                mod_path, off, code, base = where
+                if (mod_path, off) in seen:  # an alias (memalign = aligned_alloc): one probe serves both
+                    t.symbols.append(f"{sym}={seen[(mod_path, off)]}")
+                    continue
+                seen[(mod_path, off)] = sym
+                # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
+                # still finds the return address at rsp
+                delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
+                try:
+                    if enter_fn is not None:
+                        t.events.append(
+                            bcc_compat.attach_uprobe_at(
+                                self.bpf, enter_fn, mod_path, off + delta, t.pid, False
+                            )
+                        )
+                    if ret_fn is not None:
+                        t.events.append(
+                            bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True)
+                        )
+                except Exception as exc:  # noqa: BLE001
+                    t.failed.append(f"{sym}: {clean(str(exc), 200)}")
+                    continue
+                t.symbols.append(sym)
+                self._how[sym.removeprefix(alloc.prefix)] = how
+        attached = {s.split("=", 1)[0] for s in t.symbols}
+        missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
         if missing:
             self._detach_pid(t)
-            t.state, t.message = "failed", f"could not attach {', '.join(missing)}"
+            t.state, t.message = "failed", f"{alloc.describe()}: could not attach {', '.join(missing)}"
             return
         if _start_time(t.pid, self.proc_root) != t.start_time:
             self._detach_pid(t)
             t.state, t.message = "exited", "exited while attaching"
             return
         t.state = "tracing"
-        t.message = f"{len(t.symbols)} symbols in {os.path.basename(path)}"
+        probed = len([s for s in t.symbols if "=" not in s])
+        t.message = f"{alloc.lane}: {probed} symbols in {os.path.basename(alloc.path)}"
+        if alloc.static:
+            t.message += " (static: its own mmap calls are not traced)"
 
     def add_pids(self, pids: Sequence[int]) -> None:
         """Trace more pids with the running program (attached at the next poll, in the probe's
@@ -377,14 +441,28 @@ class LeaksProbe(BpfProbe):
     def _attach_pending(self) -> None:
         with self._pending_lock:
             pending, self._pending = self._pending, []
-        specs = SPECS_EXACT if self.exact_sizes else SPECS_HEADER
         for pid in pending:
             if pid in self.targets and self.targets[pid].state == "tracing":
                 continue
             self.pids.append(pid)
             t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
             self.targets[pid] = t
-            self._attach_pid(t, specs)
+            if (
+                not self.exact_sizes
+                and self._allocator(pid).traceable
+                and not self._allocator(pid).header_sizes
+            ):
+                # this program reads glibc's chunk headers for sizes: another allocator's blocks
+                # would be mis-sized, so this pid is refused rather than misread
+                a = self._allocator(pid)
+                t.allocator = a.lane
+                t.state = "failed"
+                t.message = (
+                    f"{a.lane}: traced with requested sizes, but the probe already runs in glibc's "
+                    "chunk-header mode; trace it alone (memtop --leaks PID)"
+                )
+                continue
+            self._attach_pid(t)
 
     def _detach_pid(self, t: _Target) -> None:
         if self.bpf is None:
@@ -534,6 +612,7 @@ class LeaksProbe(BpfProbe):
                     failed_symbols=tuple(t.failed),
                     tracked_allocs=tracked.get(t.pid, 0),
                     exited_ts_ns=t.exited_ts_ns,
+                    allocator=t.allocator,
                 )
             )
         c = self._counters()

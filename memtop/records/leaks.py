@@ -53,3 +53,5 @@ class LeakTarget(Record):
     failed_symbols: tuple[str, ...] = ()
     tracked_allocs: int = 0
     exited_ts_ns: int = 0
+    #: the allocator lane it is traced with (memtop.probes.allocators), "" when not known
+    allocator: str = ""

@@ -111,6 +111,20 @@ class LeaksView(View):
             "taken_at": taken_at(state),
             "probes": self.statuses(state),
             "pids": sorted(leaks.targets),
+            # every pid asked for, traced or not, and why not: a static binary or a Go program is
+            # named with its reason, never an empty list
+            "targets": [
+                {
+                    "pid": t.pid,
+                    "comm": t.comm,
+                    "state": t.state,
+                    "message": t.message,
+                    "allocator": t.allocator or None,
+                    "symbols": list(t.symbols),
+                    "failed_symbols": list(t.failed_symbols),
+                }
+                for _, t in sorted(leaks.targets.items())
+            ],
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
         }
 
