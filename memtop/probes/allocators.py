@@ -50,6 +50,8 @@ class Allocator:
     why: str = ""
     #: with a prefix (jemalloc built with --with-jemalloc-prefix=je_): "je_"
     prefix: str = ""
+    #: what the figures mean for this program, when it is not plain malloc (CPython's pymalloc)
+    note: str = ""
 
     @property
     def static(self) -> bool:
@@ -111,6 +113,16 @@ def _exe_path(pid: int, proc_root: str) -> str:
         return ""
 
 
+def _runtime_note(maps: list[Mapped]) -> str:
+    """What a language runtime does with malloc, when the process is one memtop knows."""
+    if any(re.match(r"^(libpython3|python3)", os.path.basename(m.path)) for m in maps):
+        return (
+            "CPython: objects up to 512 B come from pymalloc's 256 KiB arenas (seen as the mmap "
+            "that made each arena), larger ones from malloc"
+        )
+    return ""
+
+
 def find_allocator(pid: int, proc_root: str = "/proc") -> Allocator:
     maps = executable_mappings(pid, proc_root)
     if not maps:
@@ -156,7 +168,7 @@ def find_allocator(pid: int, proc_root: str = "/proc") -> Allocator:
                 lane = "glibc" if any(has(g) for g in GLIBC_MARKS) else "musl"
             else:
                 lane = "other"
-            return Allocator(lane, m.path, m.lo, m.hi)
+            return Allocator(lane, m.path, m.lo, m.hi, note=_runtime_note(maps))
         if family and has("je_malloc") and has("je_free"):
             return Allocator(family, m.path, m.lo, m.hi, prefix="je_")
         if family:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat
+from memtop import bcc_compat, fmt
 from memtop.errors import PidNotFound, ProbeError
 from memtop.probes import allocators, symbols
 from memtop.probes.base import BpfProbe
@@ -214,6 +214,16 @@ def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
     except OSError:
         return None
     return int(text[text.rindex(")") + 2 :].split()[19])
+
+
+def _rss_anon_bytes(pid: int, proc_root: str = "/proc") -> int | None:
+    try:
+        for line in Path(proc_root, str(pid), "status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _comm(pid: int, proc_root: str = "/proc") -> str:
@@ -429,6 +439,13 @@ class LeaksProbe(BpfProbe):
         t.message = f"{alloc.lane}: {probed} symbols in {os.path.basename(alloc.path)}"
         if alloc.static:
             t.message += " (static: its own mmap calls are not traced)"
+        # what it held before: allocations made before attach are not seen (nor their frees)
+        anon = _rss_anon_bytes(t.pid, self.proc_root)
+        t.message += f"; counting since {time.strftime('%H:%M:%S')}"
+        if anon is not None:
+            t.message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
+        if alloc.note:
+            t.message += f"; {alloc.note}"
 
     def add_pids(self, pids: Sequence[int]) -> None:
         """Trace more pids with the running program (attached at the next poll, in the probe's

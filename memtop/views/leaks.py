@@ -125,6 +125,8 @@ class LeaksView(View):
                 }
                 for _, t in sorted(leaks.targets.items())
             ],
+            # what the figures leave out: allocations not counted (full maps, failed stack walks)
+            "lost": {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks"},
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
         }
 
@@ -133,6 +135,7 @@ class LeaksView(View):
         text = status_notes(self.statuses(state)) if leaks_asked(state) else ""
         text += render_table(self.title, self.columns, rows)
         text += "\n" + self.targets_text(state)
+        text += "".join(f"lost: {n} {what}: not counted\n" for what, n in self.losses(state).items())
         for row in rows[:10]:
             if not row["outstanding_bytes"]:
                 continue
@@ -164,10 +167,15 @@ class LeaksView(View):
             lines.append(line)
         return "\n".join(lines) + "\n"
 
+    @staticmethod
+    def losses(state: State) -> dict[str, int]:
+        return {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks" and n}
+
     def export(self, state: State, opts: Options, fmt_name: str) -> str:
         if fmt_name != "folded":
             raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
-        lines = []
+        # what was not counted, as lines flamegraph.pl and inferno skip (no trailing count)
+        lines = [f"# memtop: {n} {what} lost, not counted" for what, n in self.losses(state).items()]
         for row in self.rows(state, opts):
             if row["outstanding_bytes"] <= 0:
                 continue

@@ -92,6 +92,8 @@ def rows_with(rows: list[dict[str, Any]], func: str) -> list[dict[str, Any]]:
 def folded_lines(text: str) -> list[tuple[list[str], int]]:
     out = []
     for line in text.splitlines():
+        if line.startswith("# memtop: "):  # what was not counted: flame graph tools skip it
+            continue
         m = re.fullmatch(r"(.+) (\d+)", line)
         assert m, f"not a folded line: {line!r}"
         frames = m.group(1).split(";")
