@@ -15,6 +15,8 @@ alternation and the medians keep it from favouring either tracer.
 Writes bench/results/leaks_cost.json (bench/report.py puts it in bench/RESULTS.md).
 
 usage: sudo .venv/bin/python bench/leaks_cost.py [--rounds 3] [--phase 6] [--variants]
+       --sampling adds memtop with byte sampling (512 KiB) and the trap floor (the same probe
+       points with programs that return at once);
        --variants adds memtop with probes at function entry (as bcc places them) and with
        requested sizes kept by entry probes (the non-glibc mode), to show what each choice buys.
 """
@@ -113,9 +115,21 @@ def phase_bcc(w: Workload, measure_s: float) -> float:
 
 
 def phase_memtop(
-    w: Workload, measure_s: float, *, place_probes: bool = True, exact_sizes: bool | None = None
+    w: Workload,
+    measure_s: float,
+    *,
+    place_probes: bool = True,
+    exact_sizes: bool | None = None,
+    sample_bytes: int = 0,
+    trap_floor: bool = False,
 ) -> float:
-    probe = LeaksProbe([w.proc.pid], place_probes=place_probes, exact_sizes=exact_sizes)
+    probe = LeaksProbe(
+        [w.proc.pid],
+        place_probes=place_probes,
+        exact_sizes=exact_sizes,
+        sample_bytes=sample_bytes,
+        trap_floor=trap_floor,
+    )
     probe.load()
     stop = threading.Event()
 
@@ -140,6 +154,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--phase", type=float, default=5.0, help="seconds measured per phase")
     ap.add_argument("--variants", action="store_true")
+    ap.add_argument("--sampling", action="store_true", help="add byte sampling and the trap floor")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (BPF)", file=sys.stderr)
@@ -153,6 +168,10 @@ def main() -> int:
     if args.variants:
         configs["memtop, probes at entry"] = lambda w, s: phase_memtop(w, s, place_probes=False)
         configs["memtop, requested sizes"] = lambda w, s: phase_memtop(w, s, exact_sizes=True)
+    if args.sampling:
+        # issue 25: byte sampling against the traps' own cost on the same probe points
+        configs["memtop, byte sampling 512 KiB"] = lambda w, s: phase_memtop(w, s, sample_bytes=524288)
+        configs["memtop, trap floor (empty programs)"] = lambda w, s: phase_memtop(w, s, trap_floor=True)
     order = [c for c in configs if c != "bare"]
     w = Workload(seconds=3600)
     results: dict[str, list[float]] = {c: [] for c in configs}

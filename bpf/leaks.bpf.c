@@ -62,6 +62,7 @@
 #define C_NEST_FULL 4     // allocator nesting deeper than MAX_NEST: arguments not kept
 #define C_FAILED 5        // failed allocations seen (not leaks)
 #define C_INTERNAL 6      // mmap/munmap from inside libc, skipped
+#define C_CALLS 7         // allocation calls seen (sampled or not): the target's allocation rate
 #define N_COUNTERS 8
 
 struct alloc_key_t {
@@ -119,6 +120,30 @@ BPF_TABLE("lru_hash", u32, struct nest_t, nest, MAX_TIDS);
 BPF_HASH(libc_text, u32, struct range_t, MAX_PIDS);
 BPF_PERCPU_ARRAY(counters, u64, N_COUNTERS);
 
+// TRAP_FLOOR=1 (bench/leaks_cost.py only): every program returns at once, so what remains is the
+// cost of the traps themselves on the same probe points
+#ifndef TRAP_FLOOR
+#define TRAP_FLOOR 0
+#endif
+#define FLOOR_RETURN \
+    if (TRAP_FLOOR)  \
+        return 0
+
+#ifndef SAMPLE_BYTES
+#define SAMPLE_BYTES 0
+#endif
+#if SAMPLE_BYTES
+// Byte sampling (tcmalloc's and jemalloc's scheme): each thread counts down an exponentially
+// distributed number of bytes (mean SAMPLE_BYTES); the allocation that crosses zero is sampled, so
+// one of size s is sampled with probability 1 - exp(-s/T) and stands for s / that probability
+// bytes (an unbiased estimate). Unsampled allocations take no stack and no map entry.
+BPF_TABLE("lru_hash", u32, s64, sample_left, MAX_TIDS);
+// filled by user space: -ln(u) * 1024 for u = (k + 0.5) / 256; g(x) * 1024 for g(x) = x / (1 -
+// e^-x), x = i / 8
+BPF_ARRAY(exp_tab, u32, 256);
+BPF_ARRAY(weight_tab, u32, 66);
+#endif
+
 #define FN_REALLOC 1
 #define FN_MEMALIGN 2
 #define FN_MMAP 3
@@ -168,15 +193,68 @@ static __always_inline void on_free(u32 pid, u64 addr) {
     stat_sub(pid, old.stack_id, old.size);
 }
 
+#if SAMPLE_BYTES
+static __always_inline s64 next_interval(void) {
+    u32 k = bpf_get_prandom_u32() & 255;
+    u32 *e = exp_tab.lookup(&k);
+    return e ? (s64)(((u64)SAMPLE_BYTES * *e) >> 10) + 1 : SAMPLE_BYTES;
+}
+
+// the bytes a sampled allocation of ``size`` stands for: T * g(size / T), interpolated
+static __always_inline u64 sample_weight(u64 size) {
+    u64 x1024 = (size << 13) / SAMPLE_BYTES;  // x in 1/1024ths of an eighth
+    u64 i = x1024 >> 10;
+    if (i >= 64)
+        return size;  // g(x) = x within e^-8
+    u32 lo_i = (u32)i, hi_i = (u32)i + 1;
+    u32 *lo = weight_tab.lookup(&lo_i);
+    u32 *hi = weight_tab.lookup(&hi_i);
+    if (!lo || !hi)
+        return size;
+    u64 frac = x1024 & 1023;
+    u64 g = ((u64)*lo * (1024 - frac) + (u64)*hi * frac) >> 10;
+    return ((u64)SAMPLE_BYTES * g) >> 10;
+}
+
+// true when this allocation is sampled (then ``*size`` becomes the bytes it stands for)
+static __always_inline int sampled(u64 *size) {
+    u32 tid = (u32)bpf_get_current_pid_tgid();
+    s64 *left = sample_left.lookup(&tid);
+    if (!left) {
+        s64 first = next_interval();
+        sample_left.update(&tid, &first);
+        left = sample_left.lookup(&tid);
+        if (!left)
+            return 0;
+    }
+    if ((s64)*size < *left) {
+        *left -= (s64)*size;
+        return 0;
+    }
+    *left = next_interval();
+    *size = sample_weight(*size);
+    return 1;
+}
+#endif
+
 // ctx is the return probe's: ip is the caller's return address, so the stack starts at the caller
 static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64 size) {
+    count(C_CALLS);
     struct alloc_key_t k = {.pid = pid, .addr = addr};
     struct alloc_val_t *prev = allocs.lookup(&k);
     if (prev) {
         // handed out again: the previous block here was freed behind our back
         struct alloc_val_t old = *prev;
         stat_sub(pid, old.stack_id, old.size);
+#if SAMPLE_BYTES
+        allocs.delete(&k);  // an unsampled block may take its place: nothing stale stays
+        prev = 0;
+#endif
     }
+#if SAMPLE_BYTES
+    if (!sampled(&size))
+        return;
+#endif
     struct alloc_val_t v = {};
     v.size = size;
     v.ts_ns = bpf_ktime_get_ns();
@@ -282,6 +360,7 @@ static __always_inline int pop_slot(struct pt_regs *ctx, u64 fn, struct slot_t *
 
 // malloc, calloc, memalign/aligned_alloc, valloc, pvalloc: return probe only (SIZE_FROM_HEADER)
 int ret_hdr(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     u64 addr = PT_REGS_RC(ctx);
     if (addr == 0) {
         count(C_FAILED);
@@ -293,21 +372,25 @@ int ret_hdr(struct pt_regs *ctx) {
 
 // exact requested sizes (non-glibc libc, or SIZE_FROM_HEADER=0): entry keeps the size
 int enter_size1(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     push_slot(ctx, FN_SIZED, PT_REGS_PARM1(ctx), 0);
     return 0;
 }
 
 int enter_calloc(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     push_slot(ctx, FN_SIZED, PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx), 0);
     return 0;
 }
 
 int enter_size2(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     push_slot(ctx, FN_SIZED, PT_REGS_PARM2(ctx), 0);
     return 0;
 }
 
 int ret_sized(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     struct slot_t s = {};
     if (pop_slot(ctx, FN_SIZED, &s) != 0)
         return 0;
@@ -321,16 +404,19 @@ int ret_sized(struct pt_regs *ctx) {
 }
 
 int enter_free(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     on_free(bpf_get_current_pid_tgid() >> 32, PT_REGS_PARM1(ctx));
     return 0;
 }
 
 int enter_realloc(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     push_slot(ctx, FN_REALLOC, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
     return 0;
 }
 
 int ret_realloc(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     struct slot_t s = {};
     if (pop_slot(ctx, FN_REALLOC, &s) != 0)
         return 0;
@@ -353,11 +439,13 @@ int ret_realloc(struct pt_regs *ctx) {
 }
 
 int enter_posix_memalign(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     push_slot(ctx, FN_MEMALIGN, PT_REGS_PARM1(ctx), PT_REGS_PARM3(ctx));
     return 0;
 }
 
 int ret_posix_memalign(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     struct slot_t s = {};
     if (pop_slot(ctx, FN_MEMALIGN, &s) != 0)
         return 0;
@@ -377,11 +465,13 @@ int ret_posix_memalign(struct pt_regs *ctx) {
 }
 
 int enter_mmap(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     push_slot(ctx, FN_MMAP, PT_REGS_PARM2(ctx), 0);
     return 0;
 }
 
 int ret_mmap(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     struct slot_t s = {};
     if (pop_slot(ctx, FN_MMAP, &s) != 0)
         return 0;
@@ -400,6 +490,7 @@ int ret_mmap(struct pt_regs *ctx) {
 }
 
 int enter_munmap(struct pt_regs *ctx) {
+    FLOOR_RETURN;
     u32 pid = bpf_get_current_pid_tgid() >> 32;
     u64 ret = 0;
     bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));

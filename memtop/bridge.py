@@ -147,6 +147,8 @@ class Bridge:
         whether intents may attach BPF probes (default: unless every probe given is a /proc
         reader, i.e. `--no-bpf`)."""
         self.probes: list[Probe] = list(probes)
+        #: byte sampling for the leaks probe (`--sample-bytes`; 0: exact)
+        self.leaks_sample_bytes = 0
         self.allow_bpf = (
             allow_bpf if allow_bpf is not None else (not self.probes or any(p.needs_bpf for p in self.probes))
         )
@@ -401,7 +403,7 @@ class Bridge:
             return True
         if queued:
             return False  # still attaching: the pids it was asked for are on their way
-        return self.add_probe(LeaksProbe(list(pids)))
+        return self.add_probe(LeaksProbe(list(pids), sample_bytes=self.leaks_sample_bytes))
 
     # -- polling ------------------------------------------------------------------------------
     def poll_sync(self, force: bool = False) -> Batch:

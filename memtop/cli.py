@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pid", type=pid_arg, help="open the drill-in screen for PID at start")
     p.add_argument("--pane", help="pane to show at start")
     p.add_argument("--leaks", type=pid_list, help="trace allocations of (leaks pane) PID[,PID…] at start")
+    add_sample_bytes(p)
     p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
     p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
@@ -140,9 +141,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pid", type=pid_arg)
     s.add_argument("--section", default="")
     s.add_argument("--leaks", type=pid_list, help="pids for --pane leaks")
+    add_sample_bytes(s)
     add_record_replay_args(p, sub, s)
     add_export_args(sub)
     return p
+
+
+def add_sample_bytes(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sample-bytes",
+        type=nonneg_int,
+        default=0,
+        metavar="N",
+        help="leaks: record a stack only for allocations sampled every ~N bytes (e.g. 524288); bytes "
+        "become estimates (default 0: every allocation, exact)",
+    )
 
 
 def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
@@ -152,6 +165,7 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
     from memtop.probes.registry import default_probes
 
     bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf), defer_bpf=defer_bpf)
+    bridge.leaks_sample_bytes = getattr(args, "sample_bytes", 0) or 0
     atexit.register(bridge.close)
     return bridge
 
@@ -449,6 +463,7 @@ def add_record_replay_args(
     r.add_argument(
         "--leaks", type=pid_list, default=None, help="also trace allocations of (leaks pane) PID[,PID…]"
     )
+    add_sample_bytes(r)
     rp = sub.add_parser("replay", help="open the TUI on a recording")
     rp.add_argument("file", metavar="FILE")
     rp.add_argument("--speed", type=speed_arg, default=1.0, help="playback speed (default 1)")

@@ -13,6 +13,7 @@ single-step trap that dominates bcc memleak's cost on x86.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import struct
@@ -29,7 +30,7 @@ from memtop.probes import allocators, symbols
 from memtop.probes.base import BpfProbe
 from memtop.probes.layout import Packed
 from memtop.records import Lost, Record
-from memtop.records.leaks import AGE_BUCKETS_S, LeakStack, LeakTarget
+from memtop.records.leaks import AGE_BUCKETS_S, LeakCalls, LeakStack, LeakTarget
 from memtop.text import clean
 
 #: (symbol, entry program, return program) with sizes read from glibc's chunk headers.
@@ -121,7 +122,7 @@ STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
 STACK_VAL = Packed("struct stack_val_t", "<QQQQ", ("alloc_bytes", "alloc_count", "free_bytes", "free_count"))
 
 COUNTERS = {0: "allocations (address map full)", 1: "stacks (no stack id)", 2: "allocations (stack map full)"}
-C_BAD_SIZE, C_NEST_FULL, C_FAILED, C_INTERNAL = 3, 4, 5, 6
+C_BAD_SIZE, C_NEST_FULL, C_FAILED, C_INTERNAL, C_CALLS = 3, 4, 5, 6, 7
 NO_STACK = "[stack unavailable]"
 
 _LIBC = re.compile(r"^libc(\.so(\.\d+)*|-[\d.]+\.so|\.musl-[^/]*\.so(\.\d+)*)$")
@@ -289,6 +290,8 @@ class LeaksProbe(BpfProbe):
         exact_sizes: bool | None = None,
         place_probes: bool = True,
         proc_root: str = "/proc",
+        sample_bytes: int = 0,
+        trap_floor: bool = False,
     ) -> None:
         super().__init__()
         self.pids = list(dict.fromkeys(int(p) for p in pids))
@@ -299,6 +302,10 @@ class LeaksProbe(BpfProbe):
         #: move entry probes onto emulated instructions (False: function entry, as bcc does)
         self.place_probes = place_probes
         self.proc_root = proc_root
+        #: byte sampling: mean bytes between samples (0: every allocation, exact)
+        self.sample_bytes = max(0, int(sample_bytes))
+        #: bench/leaks_cost.py: programs that return at once (the traps' own cost)
+        self.trap_floor = trap_floor
         self.targets: dict[int, _Target] = {}
         self._frames: dict[tuple[int, int], tuple[str, ...]] = {}
         self._last_emitted: dict[tuple[int, int], tuple[int, int, int, int]] = {}
@@ -320,6 +327,8 @@ class LeaksProbe(BpfProbe):
             f"-DSTACK_DEPTH={self.stack_depth}",
             f"-DMAX_PIDS={max(8, len(self.pids))}",
             f"-DSIZE_FROM_HEADER={0 if exact else 1}",
+            f"-DSAMPLE_BYTES={self.sample_bytes}",
+            f"-DTRAP_FLOOR={int(self.trap_floor)}",
         ]
 
     def _exact_mode(self) -> bool:
@@ -352,6 +361,8 @@ class LeaksProbe(BpfProbe):
 
     # -- attach / detach ------------------------------------------------------------------------
     def after_load(self) -> None:
+        if self.sample_bytes:
+            self._fill_sampling_tables()
         for pid in self.pids:
             t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
             self.targets[pid] = t
@@ -363,6 +374,17 @@ class LeaksProbe(BpfProbe):
                 f"leaks could not attach to any pid ({reasons})",
                 "check the pids are alive; the pane's target line says why each one failed",
             )
+
+    def _fill_sampling_tables(self) -> None:
+        """The tables the program draws sampling intervals and weights from (no floating point in
+        BPF): -ln(u) for 256 quantiles of u, and g(x) = x / (1 - e^-x) every eighth of x."""
+        exp_tab, weight_tab = self.bpf["exp_tab"], self.bpf["weight_tab"]
+        for k in range(256):
+            exp_tab[exp_tab.Key(k)] = exp_tab.Leaf(round(-math.log((k + 0.5) / 256) * 1024))
+        for i in range(66):
+            x = i / 8
+            g = 1.0 if x == 0 else x / (1 - math.exp(-x))
+            weight_tab[weight_tab.Key(i)] = weight_tab.Leaf(round(g * 1024))
 
     def _attach_pid(self, t: _Target) -> None:
         if t.start_time is None:
@@ -441,6 +463,8 @@ class LeaksProbe(BpfProbe):
             t.message += " (static: its own mmap calls are not traced)"
         # what it held before: allocations made before attach are not seen (nor their frees)
         anon = _rss_anon_bytes(t.pid, self.proc_root)
+        if self.sample_bytes:
+            t.message += f"; byte sampling every ~{fmt.bytes_h(self.sample_bytes)}: bytes are estimates"
         t.message += f"; counting since {time.strftime('%H:%M:%S')}"
         if anon is not None:
             t.message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
@@ -635,6 +659,7 @@ class LeaksProbe(BpfProbe):
         c = self._counters()
         for i, what in COUNTERS.items():
             out.append(Lost(probe=self.name, what=what, count=c[i]))
+        out.append(LeakCalls(calls=c[C_CALLS], sample_bytes=self.sample_bytes))
         return out
 
     def counters(self) -> dict[str, int]:
@@ -647,6 +672,7 @@ class LeaksProbe(BpfProbe):
                 C_NEST_FULL: "nesting too deep",
                 C_FAILED: "failed allocations",
                 C_INTERNAL: "libc-internal mmap/munmap",
+                C_CALLS: "allocation calls",
             }
         )
         return {names[i]: c[i] for i in names}

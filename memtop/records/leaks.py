@@ -55,3 +55,14 @@ class LeakTarget(Record):
     exited_ts_ns: int = 0
     #: the allocator lane it is traced with (memtop.probes.allocators), "" when not known
     allocator: str = ""
+
+
+@record("leak_calls")
+@dataclass(frozen=True, slots=True)
+class LeakCalls(Record):
+    """Allocation calls the leaks probe has seen since it attached (all its pids, sampled or not):
+    the traced programs' allocation rate. ``sample_bytes``: byte sampling's mean interval (0:
+    every allocation is recorded, exact)."""
+
+    calls: int
+    sample_bytes: int = 0

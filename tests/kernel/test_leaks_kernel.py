@@ -164,7 +164,9 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
                 "allocations",
                 "oldest_age_s",
                 "growth_bytes_per_s",
+                "estimate_error_pct",
             }
+            assert row["estimate_error_pct"] is None  # exact: no estimate
     finally:
         probe.close()
 
