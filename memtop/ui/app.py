@@ -27,6 +27,7 @@ from memtop.snapshot import SnapshotRequest
 from memtop.source import Source
 from memtop.state import State
 from memtop.ui import term_compat
+from memtop.ui.levels import mono
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import DrillIn, Pane, TraceAllocations
@@ -372,10 +373,10 @@ class MemtopApp(RecordReplay):
         head = header_line(self.state, paused=self.paused, interval_s=self.interval_s)
         t = Text()
         for seg in head.lead:
-            t.append(seg.text, style=seg.style)
+            t.append(seg.text, style=mono(seg.style))
         t.append_text(self.recording_text())  # replay position / recording: first, never cut off
         for seg in head.rest:
-            t.append(seg.text, style=seg.style)
+            t.append(seg.text, style=mono(seg.style))
         show_text(self.main_screen.query_one("#header", Static), t)
         banner = self.main_screen.query_one("#banner", Static)
         if head.banner:

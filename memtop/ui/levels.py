@@ -14,3 +14,10 @@ MONO: dict[Level, str] = {"": "", "warn": "", "bad": "bold"}
 def style(level: Level) -> str:
     """A Rich style string for a cell at ``level``."""
     return (MONO if os.environ.get("NO_COLOR") else COLOUR)[level]
+
+
+def mono(style_name: str) -> str:
+    """A Rich style string as NO_COLOR wants it: only its weight (bold) kept."""
+    if not os.environ.get("NO_COLOR") or not style_name:
+        return style_name
+    return "bold" if "bold" in style_name.split() else ""

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from memtop import fmt
 from memtop.errors import MemtopError
 from memtop.state import State
+from memtop.views.levels import Level, level
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,21 @@ class Column:
     fmt: Callable[[Any], str] = str
     numeric: bool = True
     width: int = 0
+    #: a metric of memtop.views.levels whose thresholds colour this cell, read from ``level_key``
+    #: (default: this column's own value)
+    level: str = ""
+    level_key: str = ""
 
     def cell(self, row: dict[str, Any]) -> str:
         value = row.get(self.key)
         return "-" if value is None else self.fmt(value)
+
+    def level_of(self, row: dict[str, Any]) -> Level:
+        """The cell's level ("", "warn", "bad") when the column has thresholds."""
+        if not self.level:
+            return ""
+        value = row.get(self.level_key or self.key)
+        return level(self.level, value if isinstance(value, int | float) else None)
 
 
 @dataclass

@@ -87,8 +87,8 @@ class CgroupsView(View):
     columns = (
         Column("tree", "CGROUP", numeric=False),
         Column("usage_bytes", "USAGE", fmt.bytes_h),
-        Column("limit_bar", "OF LIMIT", numeric=False),
-        Column("psi_some_pct", "PSI", _pct),
+        Column("limit_bar", "OF LIMIT", numeric=False, level="limit_used_pct", level_key="limit_pct"),
+        Column("psi_some_pct", "PSI", _pct, level="psi_some_avg10"),
         Column("limit_hits_per_s", "HITS/s", fmt.count_h),
         Column("reclaim_episodes", "RECLAIMS", fmt.count_h),
         Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total),

@@ -13,6 +13,11 @@ from memtop import fmt
 from memtop.records.host import HostFacts
 from memtop.state import State
 from memtop.state.host import HostState
+from memtop.views.levels import level
+
+#: the style names of levels in the header (Rich style strings, as the other segments'); the UI
+#: shows them by weight only under NO_COLOR
+LEVEL_STYLES = {"": "", "warn": "yellow", "bad": "bold red"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,12 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
         rest.append(Segment(f"  Swap {fmt.bytes_h(swap_used)}/{fmt.bytes_h(m.swap_total_bytes)}"))
     p = host.pressure
     if p is not None:
-        rest.append(Segment(f"  PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}"))
+        # coloured past the thresholds users read as pressure (memtop/views/levels.py)
+        some, full = level("psi_some_avg10", p.some_avg10), level("psi_full_avg10", p.full_avg10)
+        rest.append(Segment("  PSI some "))
+        rest.append(Segment(f"{p.some_avg10:.2f}", LEVEL_STYLES[some]))
+        rest.append(Segment(" full "))
+        rest.append(Segment(f"{p.full_avg10:.2f}", LEVEL_STYLES[full]))
     n = probe_count(state)
     rest.append(Segment(f"  probes {n.attached}/{n.total}"))
     if n.loading:

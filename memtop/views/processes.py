@@ -76,12 +76,12 @@ class ProcessesView(View):
         Column("comm", "COMMAND", numeric=False),
         Column("rss_bytes", "RSS", fmt.bytes_h),
         Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h),
+        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h, level="major_faults_per_s"),
         # totals since memtop started, beside per-second columns: Σ says which
         Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
         Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
         # RSS change per second over the sparkline's window (atop's RGROW): a leak's slope
-        Column("rss_growth_bytes_per_s", "GROW/s", growth_h),
+        Column("rss_growth_bytes_per_s", "GROW/s", growth_h, level="rss_growth_bytes_per_s"),
         Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
         Column("anon_bytes", "ANON", fmt.bytes_h),
         Column("file_bytes", "FILE", fmt.bytes_h),

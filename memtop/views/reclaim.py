@@ -38,7 +38,7 @@ class ReclaimView(View):
         Column("comm", "COMMAND", numeric=False),
         Column("events", "STALLS", fmt.count_h),
         Column("total_ns", "TOTAL", fmt.ns_h),
-        Column("max_ns", "MAX", fmt.ns_h),
+        Column("max_ns", "MAX", fmt.ns_h, level="reclaim_latency_ns"),
         Column("avg_ns", "AVG", fmt.ns_h),
         Column("direct_events", "DIRECT", fmt.count_h),
         Column("memcg_events", "MEMCG", fmt.count_h),
@@ -50,7 +50,7 @@ class ReclaimView(View):
         Column("pid", "PID"),
         Column("comm", "COMMAND", numeric=False),
         Column("kind", "KIND", numeric=False),
-        Column("latency_ns", "LATENCY", fmt.ns_h),
+        Column("latency_ns", "LATENCY", fmt.ns_h, level="reclaim_latency_ns"),
         Column("pages_reclaimed", "PAGES", fmt.count_h),
         Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
     )

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import ColumnKey
 
 from memtop.state import State
+from memtop.ui.levels import style as level_style
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, View, get_view
 
@@ -133,6 +134,7 @@ def fill_table(
     key: str,
     extra: dict[str, Any] | None = None,
     extra_same: Callable[[dict[str, Any]], bool] | None = None,
+    sort: tuple[str, bool] | None = None,
 ) -> None:
     """Update ``table`` in place by stable row key (``row[key]``): cells change where values
     changed; rows are rebuilt only when the set or order of keys changed. The cursor stays on the
@@ -147,6 +149,9 @@ def fill_table(
 
     justify: list[JustifyMethod] = ["right" if c.numeric else "left" for c in columns]
     justify += ["left"] * len(extra or {})
+    if sort is not None:
+        mark_sort(table, columns, *sort)
+    graded = [i for i, c in enumerate(columns) if c.level]
 
     # what each row shows now, as plain strings: cells that did not change are not touched (with
     # 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row dict that
@@ -167,7 +172,12 @@ def fill_table(
         shown_rows[k] = row
         return [c.cell(row) for c in columns] + ex
 
-    def as_text(i: int, value: str) -> Text:
+    def as_text(i: int, value: str, row: dict[str, Any] | None = None) -> Text:
+        if row is not None and i in graded:
+            # a figure past its threshold (memtop/views/levels.py) is coloured
+            lvl = columns[i].level_of(row)
+            if lvl:
+                return Text(value, justify=justify[i], style=level_style(lvl))
         return Text(value, justify=justify[i])
 
     new_keys: list[str] = []
@@ -205,7 +215,7 @@ def fill_table(
             if old == plain:
                 continue
             if old is None:
-                table.add_row(*[as_text(i, v) for i, v in enumerate(plain)], key=k)
+                table.add_row(*[as_text(i, v, r) for i, v in enumerate(plain)], key=k)
             else:
                 for i, ck in enumerate(col_keys):
                     if old[i] != plain[i]:
@@ -213,7 +223,7 @@ def fill_table(
                         # re-measures the whole column when a value gets narrower)
                         col = table.columns.get(ColumnKey(ck))
                         grow = col is not None and cell_len(plain[i]) > col.content_width
-                        table.update_cell(k, ck, as_text(i, plain[i]), update_width=grow)
+                        table.update_cell(k, ck, as_text(i, plain[i], r), update_width=grow)
             shown[k] = plain
         # removed rows left a gap, added rows went to the end: re-sort only if that is not the order
         now = [k for k in old_keys if k in new_set] + added if gone or added else old_keys
@@ -226,7 +236,7 @@ def fill_table(
         items = []
         for r, k in zip(rows, new_keys, strict=True):
             plain = cells_for(r, k)
-            items.append((k, [as_text(i, v) for i, v in enumerate(plain)]))
+            items.append((k, [as_text(i, v, r) for i, v in enumerate(plain)]))
             shown[k] = plain
         if isinstance(table, FastTable):  # all at once
             table.add_keyed_rows(items)
@@ -238,6 +248,24 @@ def fill_table(
         index = new_keys.index(selected)
         if index != table.cursor_row:
             table.move_cursor(row=index, animate=False)
+
+
+def mark_sort(table: DataTable[Any], columns: tuple[Column, ...], key: str, reverse: bool) -> None:
+    """Mark the sort column in the header, as htop does: its label underlined, with ▼ (largest
+    first) or ▲ when the column is wide enough for it (a column is never widened for the mark)."""
+    for c in columns:
+        col = table.columns.get(ColumnKey(c.key))
+        if col is None:
+            continue
+        want = Text(c.label, justify="right" if c.numeric else "left")
+        if c.key == key:
+            arrow = " ▼" if reverse else " ▲"
+            if col.content_width >= cell_len(c.label + arrow):
+                want = Text(c.label + arrow, justify=want.justify)
+            want.stylize("underline")
+        if col.label.plain != want.plain or col.label.spans != want.spans:
+            col.label = want
+            table.refresh()
 
 
 def _reorder(table: DataTable[Any], keys: list[str]) -> None:

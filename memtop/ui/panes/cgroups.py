@@ -71,7 +71,14 @@ class CgroupsPane(FilterablePane, SortableTablePane):
         show_text(self.query_one("#cgroups-status", StatusLine), status)
         self._rows = {r["path"]: r for r in doc["rows"]}
         table = self.query_one("#cgroups-table", DataTable)
-        fill_table(table, self.view.columns, doc["rows"], "path")
+        # siblings are sorted (the tree keeps parents above children): the marker says by what
+        fill_table(
+            table,
+            self.view.columns,
+            doc["rows"],
+            "path",
+            sort=(self.opts.sort or self.default_sort, self.opts.reverse),
+        )
         self._detail()
 
     def selected(self) -> dict[str, Any] | None:

@@ -107,6 +107,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             "pid",
             extra={"RSS HISTORY": spark},
             extra_same=flat_before,
+            sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")

@@ -92,7 +92,13 @@ class ReclaimPane(SortableTablePane):
             t.append_text(hist.render(buckets, box.content_size.width or width, lines))
             show_text(box, t)
 
-        fill_table(self.query_one("#reclaim-procs", DataTable), self.view.columns, doc["rows"], "pid")
+        fill_table(
+            self.query_one("#reclaim-procs", DataTable),
+            self.view.columns,
+            doc["rows"],
+            "pid",
+            sort=(self.opts.sort or self.default_sort, self.opts.reverse),
+        )
         assert isinstance(self.view, ReclaimView)
         events = [dict(e, key=f"{e['ts_ns']}-{e['pid']}") for e in doc["events"][:EVENTS_SHOWN]]
         fill_table(self.query_one("#reclaim-events", DataTable), self.view.event_columns, events, "key")

@@ -87,7 +87,13 @@ class SwapinPane(SortableTablePane):
         system = fit_lines(system_text(doc["system"]), width - 2)
         show_text(self.query_one("#swapin-system", Static), system)
         table = self.query_one("#swapin-table", DataTable)
-        fill_table(table, self.view.columns, doc["rows"], "pid")
+        fill_table(
+            table,
+            self.view.columns,
+            doc["rows"],
+            "pid",
+            sort=(self.opts.sort or self.default_sort, self.opts.reverse),
+        )
         # the histogram goes beside the table when both fit, else below it, where the table's rows
         # come first and the histogram takes what is left: its buckets merge as it shrinks, down
         # to one summary line; it never wraps
