@@ -3,6 +3,7 @@ slab shrinkers and compaction."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.text import Text
@@ -15,33 +16,25 @@ from memtop.records.vmscan import ORIGINS
 from memtop.state import State
 from memtop.state.base import Ring
 from memtop.state.vmscan import VmscanState
+from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import Pane, StatusLine, fill_table
 from memtop.views.vmscan import VmscanView, render_hist
 
 CHART_POINTS = 120
-ORIGIN_COLORS = {"kswapd": "cyan", "direct": "red", "memcg": "orange"}
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def plot_rates(plot: Any, title: str, rings: dict[str, Ring], now_ns: int) -> None:
-    """Redraw one chart: pages/s per origin over the last CHART_POINTS ticks, x in seconds ago."""
-    plt = plot.plt
-    plt.clear_data()
-    plt.clear_figure()
-    plt.title(title)
-    plt.xlabel("seconds ago")
-    drawn = False
+def plot_rates(plot: Any, legend: Any, title: str, rings: dict[str, Ring], now_ns: int) -> None:
+    """Redraw one chart: bytes/s per origin over the last CHART_POINTS ticks (the rings hold
+    pages/s), x in seconds ago."""
+    series: list[charts.Series] = []
     for origin in ORIGINS:
         points = list(rings.get(origin, ()))[-CHART_POINTS:]
-        if not points:
-            continue
-        xs = [(ts - now_ns) / 1e9 for ts, _ in points]
-        ys = [v for _, v in points]
-        plt.plot(xs, ys, label=origin, color=ORIGIN_COLORS.get(origin, "white"), marker="braille")
-        drawn = True
-    if not drawn:
-        plt.plot([0.0], [0.0])
-    plot.refresh()
+        series.append((origin, [(ts - now_ns) / 1e9 for ts, _ in points], [v * PAGE for _, v in points]))
+    charts.draw(
+        plot, legend, title, series, lambda v: f"{fmt.bytes_h(v)}/s", xlabel="seconds ago", binary=True
+    )
 
 
 def pack_parts(parts: list[tuple[str, str]], width: int) -> Text:
@@ -65,6 +58,10 @@ def pack_parts(parts: list[tuple[str, str]], width: int) -> Text:
 
 class VmscanPane(Pane):
     view_name = "vmscan"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._chart_pairs: tuple[tuple[Any, Any], tuple[Any, Any]] | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="vmscan-status", classes="pane-status")
@@ -90,9 +87,9 @@ class VmscanPane(Pane):
         show_text(self.query_one("#vmscan-status", StatusLine), status)
 
         now = vs.ts_ns or state.ts_ns
-        scan_chart, reclaim_chart = self._charts()
-        plot_rates(scan_chart, "pages scanned/s", vs.scanned_rate, now)
-        plot_rates(reclaim_chart, "pages reclaimed/s", vs.reclaimed_rate, now)
+        (scan_chart, scan_legend), (reclaim_chart, reclaim_legend) = self._charts()
+        plot_rates(scan_chart, scan_legend, "scanned", vs.scanned_rate, now)
+        plot_rates(reclaim_chart, reclaim_legend, "reclaimed", vs.reclaimed_rate, now)
 
         k, r = doc["kernel"], doc["kernel"]["rates"]
         parts = [
@@ -144,14 +141,19 @@ class VmscanPane(Pane):
     def focus_default(self) -> None:
         self.query_one("#vmscan-slab", DataTable).focus()
 
-    def _charts(self) -> tuple[Any, Any]:
-        """The scan and reclaim charts, mounted the first time they are asked for."""
-        box = self.query_one("#vmscan-charts", Horizontal)
-        if not box.children:
+    def _charts(self) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+        """(chart, legend) for scanning and reclaiming, mounted the first time they are asked for
+        (kept here: a container's children are mounted a moment after it)."""
+        if self._chart_pairs is None:
             from textual_plotext import PlotextPlot
 
-            box.mount(PlotextPlot(id="vmscan-scan-chart"), PlotextPlot(id="vmscan-reclaim-chart"))
-        return box.children[0], box.children[1]
+            scan = (PlotextPlot(id="vmscan-scan-chart"), Static(classes="chart-legend"))
+            reclaim = (PlotextPlot(id="vmscan-reclaim-chart"), Static(classes="chart-legend"))
+            self.query_one("#vmscan-charts", Horizontal).mount(
+                Vertical(scan[1], scan[0]), Vertical(reclaim[1], reclaim[0])
+            )
+            self._chart_pairs = (scan, reclaim)
+        return self._chart_pairs
 
     def chart_data(self, state: State) -> dict[str, Any]:
         """What the charts plot (for tests): origin -> [(ts_ns, pages/s)]."""

@@ -15,12 +15,11 @@ from textual_plotext import PlotextPlot
 
 from memtop import fmt
 from memtop.state import State
+from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, fill_table
 from memtop.ui.screens import DrillScreen
 from memtop.views import Column, Options, get_view
-
-MIB = 1 << 20
 
 PROC_COLUMNS = (
     Column("pid", "PID"),
@@ -56,6 +55,7 @@ class CgroupScreen(DrillScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="cg-header")
+        yield Static(id="cg-legend", classes="chart-legend")
         yield PlotextPlot(id="cg-chart")
         with Horizontal():
             with Vertical():
@@ -110,31 +110,32 @@ class CgroupScreen(DrillScreen):
         fill_table(self.query_one("#cg-kills", DataTable), KILL_COLUMNS, detail["oom_kills"], "ts_ns")
 
     def _chart(self, detail: dict[str, Any]) -> None:
-        chart = self.query_one("#cg-chart", PlotextPlot)
-        plt = chart.plt
-        plt.clear_data()
-        plt.clear_figure()
-        plt.title("memory (MiB) since memtop started")
         hist = detail["history"]
-        if hist:
-            t0 = hist[0]["ts_ns"]
-            xs = [(h["ts_ns"] - t0) / 1e9 for h in hist]
-            for key, label in (
-                ("usage_bytes", "usage"),
-                ("anon_bytes", "anon"),
-                ("file_bytes", "file"),
-                ("kernel_bytes", "kernel"),
-                ("swap_bytes", "swap"),
-            ):
-                ys = [h[key] for h in hist]
-                if any(y is not None for y in ys):
-                    plt.plot(xs, [(y or 0) / MIB for y in ys], label=label)
-            if detail["limit_bytes"] is not None:
-                plt.hline(detail["limit_bytes"] / MIB)
-                plt.plot(xs[:1], [detail["limit_bytes"] / MIB], label="limit")
-            plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
-        plt.xlabel("seconds")
-        chart.refresh()
+        t0 = hist[0]["ts_ns"] if hist else 0
+        xs = [(h["ts_ns"] - t0) / 1e9 for h in hist]
+        series: list[charts.Series] = []
+        for key, label in (
+            ("usage_bytes", "usage"),
+            ("anon_bytes", "anon"),
+            ("file_bytes", "file"),
+            ("kernel_bytes", "kernel"),
+            ("swap_bytes", "swap"),
+        ):
+            ys = [h[key] for h in hist]
+            if any(y is not None for y in ys):
+                series.append((label, xs, [float(y or 0) for y in ys]))
+        limit = detail["limit_bytes"]
+        if limit is not None and xs:
+            series.append(("limit", [xs[0], xs[-1]], [float(limit), float(limit)]))
+        charts.draw(
+            self.query_one("#cg-chart", PlotextPlot),
+            self.query_one("#cg-legend", Static),
+            "memory since memtop started",
+            series,
+            fmt.bytes_h,
+            xlim=(xs[0], max(xs[-1], xs[0] + 1)) if xs else None,
+            binary=True,
+        )
 
     def action_back(self) -> None:
         self.app.pop_screen()

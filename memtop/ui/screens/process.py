@@ -31,6 +31,7 @@ from memtop import fmt
 from memtop.source import Source
 from memtop.state import State
 from memtop.state.process import ProcessState
+from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import TraceAllocations, fill_table
 from memtop.ui.screens import DrillScreen
@@ -111,6 +112,15 @@ class StackTree(Tree[int]):
             self.move_cursor(self._stack_nodes[cursor])
 
 
+#: the history chart's series: (history row key, legend label), bytes first as users read RSS
+HISTORY_SERIES = (
+    ("anon_bytes", "anon"),
+    ("file_bytes", "file"),
+    ("shmem_bytes", "shmem"),
+    ("swap_bytes", "swap"),
+)
+
+
 class ProcessScreen(DrillScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
@@ -145,7 +155,9 @@ class ProcessScreen(DrillScreen):
 
     def _compose_section(self, sec: str) -> ComposeResult:
         if sec == "history":
+            yield Static(id="proc-rss-legend", classes="chart-legend")
             yield PlotextPlot(id="proc-rss-chart", classes="proc-chart")
+            yield Static(id="proc-fault-legend", classes="chart-legend")
             yield PlotextPlot(id="proc-fault-chart", classes="proc-chart")
         elif sec in ("fault_stacks", "growth"):
             yield Static(
@@ -276,33 +288,27 @@ class ProcessScreen(DrillScreen):
     def _draw_history(self, state: State) -> None:
         rows = history_rows(state, self.pid)
         xs = [r["t_s"] for r in rows]
-        rss = self.query_one("#proc-rss-chart", PlotextPlot)
-        plt = rss.plt
-        plt.clear_data()
-        plt.clear_figure()
-        plt.title("RSS (MiB) since memtop started")
-        if rows:
-            for key, label in (
-                ("anon_bytes", "anon"),
-                ("file_bytes", "file"),
-                ("shmem_bytes", "shmem"),
-                ("swap_bytes", "swap"),
-            ):
-                plt.plot(xs, [r[key] / MIB for r in rows], label=label)
-            plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
-        plt.xlabel("seconds")
-        rss.refresh()
-        flt = self.query_one("#proc-fault-chart", PlotextPlot)
-        plt = flt.plt
-        plt.clear_data()
-        plt.clear_figure()
-        plt.title("page faults per second")
-        if rows:
-            plt.plot(xs, [r["minor_faults_per_s"] for r in rows], label="minor")
-            plt.plot(xs, [r["major_faults_per_s"] for r in rows], label="major")
-            plt.xlim(xs[0], max(xs[-1], xs[0] + 1))
-        plt.xlabel("seconds")
-        flt.refresh()
+        xlim = (xs[0], max(xs[-1], xs[0] + 1)) if rows else None
+        charts.draw(
+            self.query_one("#proc-rss-chart", PlotextPlot),
+            self.query_one("#proc-rss-legend", Static),
+            "resident memory since memtop started",
+            [(label, xs, [float(r[key]) for r in rows]) for key, label in HISTORY_SERIES],
+            fmt.bytes_h,
+            xlim=xlim,
+            binary=True,
+        )
+        charts.draw(
+            self.query_one("#proc-fault-chart", PlotextPlot),
+            self.query_one("#proc-fault-legend", Static),
+            "page faults per second",
+            [
+                ("minor", xs, [r["minor_faults_per_s"] for r in rows]),
+                ("major", xs, [r["major_faults_per_s"] for r in rows]),
+            ],
+            fmt.count_h,
+            xlim=xlim,
+        )
 
     def _coverage_note(self, state: State) -> str:
         """ "" when every thread is traced; else how many are not, and why."""

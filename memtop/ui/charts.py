@@ -1,0 +1,80 @@
+"""Line charts that read at a glance (issue 22, item 2): the legend outside the plot (a line of
+coloured names above it, so no legend box covers the data), y ticks in units (145k, 1.2G: SI, or
+bytes), and colours chosen here so the legend and the lines agree."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.text import Text
+
+#: (plotext colour, Rich colour) per series, in order: the same hue in the plot and its legend
+PALETTE = (
+    ("cyan", "cyan"),
+    ("red", "red"),
+    ("orange", "dark_orange"),
+    ("green", "green"),
+    ("magenta", "magenta"),
+    ("blue", "blue"),
+)
+
+Series = tuple[str, Sequence[float], Sequence[float]]
+
+
+def nice_ticks(hi: float, n: int = 4, binary: bool = False) -> list[float]:
+    """About ``n`` round tick values from 0 to at least ``hi``: 1, 2 or 5 times a power of ten,
+    of the binary unit (KiB, MiB, GiB…) the values are in when ``binary`` (so 100M, not 95.4M)."""
+    if hi <= 0 or not math.isfinite(hi):
+        return [0.0, 1.0]
+    if binary:
+        scale = 1024 ** max(0, int(math.log(hi, 1024)))
+        return [t * scale for t in nice_ticks(hi / scale, n)]
+    raw = hi / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(int(math.ceil(hi / step)) + 1)]
+
+
+def draw(
+    plot: Any,
+    legend: Any,
+    title: str,
+    series: Sequence[Series],
+    unit: Callable[[float], str],
+    *,
+    xlabel: str = "seconds",
+    xlim: tuple[float, float] | None = None,
+    binary: bool = False,
+) -> None:
+    """Redraw ``plot`` (a PlotextPlot) with ``series`` (label, xs, ys) and write ``title`` and the
+    coloured names into ``legend`` (a Static above it). ``binary``: the values are bytes."""
+    from memtop.ui.lines import show_text
+
+    plt = plot.plt
+    plt.clear_data()
+    plt.clear_figure()
+    text = Text(title, style="bold", no_wrap=True, overflow="ellipsis")
+    top = 0.0
+    drawn = 0
+    for i, (label, xs, ys) in enumerate(series):
+        if not xs:
+            continue
+        pcolour, rcolour = PALETTE[i % len(PALETTE)]
+        plt.plot(list(xs), list(ys), color=pcolour, marker="braille")
+        top = max(top, max(ys, default=0.0))
+        text.append("  ")
+        text.append("━", style=rcolour)
+        text.append(label)
+        drawn += 1
+    if not drawn:
+        plt.plot([0.0], [0.0])
+    ticks = nice_ticks(top, binary=binary)
+    plt.yticks(ticks, [unit(t) for t in ticks])
+    plt.ylim(0, ticks[-1])
+    if xlim is not None:
+        plt.xlim(*xlim)
+    plt.xlabel(xlabel)
+    plot.refresh()
+    show_text(legend, text)

@@ -1,0 +1,21 @@
+"""Charts read at a glance (issue 22, item 2): round ticks in units, bytes in binary units."""
+
+from __future__ import annotations
+
+from memtop import fmt
+from memtop.ui.charts import nice_ticks
+
+
+def test_ticks_are_round_in_their_unit() -> None:
+    assert [fmt.count_h(t) for t in nice_ticks(38_000)] == ["0", "10k", "20k", "30k", "40k"]
+    assert [fmt.bytes_h(t) for t in nice_ticks(300e6, binary=True)] == ["0B", "100.0M", "200.0M", "300.0M"]
+    ticks = nice_ticks(145_445.5)
+    assert ticks[0] == 0 and ticks[-1] >= 145_445.5 and all(t == round(t) for t in ticks)
+    assert nice_ticks(0) == [0.0, 1.0]  # nothing yet: an axis still
+
+
+def test_the_top_tick_covers_the_data_with_few_ticks() -> None:
+    for hi in (1, 7, 99.9, 1234, 5e6, 3.3e9):
+        for binary in (False, True):
+            t = nice_ticks(hi, binary=binary)
+            assert t[-1] >= hi and 2 <= len(t) <= 7, (hi, binary, t)
