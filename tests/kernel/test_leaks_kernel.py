@@ -184,7 +184,14 @@ def test_two_pids_at_once_cli(leakies: list[Leaky]) -> None:
     for r in (here[0], there[0]):
         assert r["outstanding_bytes"] >= 4096 * 50 and r["growth_bytes_per_s"] > 0
     for r in doc["rows"]:
-        assert set(r) == {"frames", "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s"}
+        assert set(r) == {
+            "frames",
+            "outstanding_bytes",
+            "allocations",
+            "oldest_age_s",
+            "growth_bytes_per_s",
+            "estimate_error_pct",
+        }
 
 
 def our_uprobes() -> list[dict[str, Any]]:
