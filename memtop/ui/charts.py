@@ -52,6 +52,12 @@ def draw(
     coloured names into ``legend`` (a Static above it). ``binary``: the values are bytes."""
     from memtop.ui.lines import show_text
 
+    # a chart redraws only when what it shows changed (plotext re-renders the whole canvas)
+    size = tuple(getattr(plot, "size", (0, 0)))
+    key = (title, xlim, binary, size, tuple((label, tuple(xs), tuple(ys)) for label, xs, ys in series))
+    if getattr(plot, "_memtop_drawn", None) == key:
+        return
+    plot._memtop_drawn = key
     plt = plot.plt
     plt.clear_data()
     plt.clear_figure()
@@ -70,7 +76,9 @@ def draw(
         drawn += 1
     if not drawn:
         plt.plot([0.0], [0.0])
-    ticks = nice_ticks(top, binary=binary)
+    # the bottom and a round top only: plotext drops labels that do not fit the plot's rows, and
+    # which ones it drops is not stable from one render to the next (two rows at 80x24)
+    ticks = nice_ticks(top, n=1, binary=binary)
     plt.yticks(ticks, [unit(t) for t in ticks])
     plt.ylim(0, ticks[-1])
     if xlim is not None:

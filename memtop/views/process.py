@@ -13,8 +13,10 @@ from typing import Any, ClassVar
 
 from memtop import fmt
 from memtop.errors import MemtopError
+from memtop.records.oom import OomKill
 from memtop.records.process import MappingRow
 from memtop.state import State
+from memtop.state.oom import OomState
 from memtop.state.process import ProcessState, Target
 from memtop.state.processes import ProcessesState
 from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes, taken_at
@@ -307,6 +309,11 @@ def coverage_text(cov: dict[str, Any] | None) -> str:
     )
 
 
+def oom_kill_of(state: State, pid: int) -> OomKill | None:
+    """The OOM kill whose victim ``pid`` was (the newest), or None."""
+    return next((k for k in state.get(OomState).kills if k.victim_pid == pid), None)
+
+
 class ProcessView(View):
     name = "process"
     title = "Process"
@@ -345,18 +352,36 @@ class ProcessView(View):
         pid = opts.pid
         pstate = state.get(ProcessState)
         row = _row(state, pid)
+        kill = oom_kill_of(state, pid)
         probe = self.section_probes[section]
         measured = measuring(state, probe)
         doc: dict[str, Any] = {
             "pane": self.name,
             "pid": pid,
             "section": section,
-            "comm": row.sample.comm if row is not None else "",
+            "comm": row.sample.comm if row is not None else (kill.victim_comm if kill is not None else ""),
             "source": state.mode,
             "taken_at_ns": state.ts_ns,
             "taken_at": taken_at(state),
             "exited_ns": pstate.exited_ns(pid, state) or None,
             "probes": {probe: probe_status(state, probe)},
+            # an OOM victim: what the kill's record says of it (all there is for one that lived
+            # less than a tick)
+            "oom_kill": (
+                {
+                    "ts_ns": kill.ts_ns,
+                    "anon_rss_bytes": kill.anon_rss_bytes,
+                    "file_rss_bytes": kill.file_rss_bytes,
+                    "shmem_rss_bytes": kill.shmem_rss_bytes,
+                    "total_vm_bytes": kill.total_vm_bytes,
+                    "trigger_pid": kill.trigger_pid,
+                    "trigger_comm": kill.trigger_comm,
+                    "scope": kill.scope,
+                    "memcg": kill.memcg or None,
+                }
+                if kill is not None
+                else None
+            ),
         }
         if section == "history":
             rows = history_rows(state, pid)

@@ -337,7 +337,10 @@ async def test_tab_line_marks_the_shown_pane(fake_proc: Path, no_bpf: None) -> N
 
         plain = label_color(4)
         assert await pilot.hover("#tabline", offset=(tabs.spans()[4][0] + 2, 0))
-        await pilot.pause(0.1)
+        for _ in range(40):  # the mouse-move event is handled on a later turn of the loop
+            if tabs.hovered == tabs.spans()[4][2]:
+                break
+            await pilot.pause(0.05)
         assert tabs.hovered == tabs.spans()[4][2]
         assert label_color(4) == tabs.get_component_rich_style("tabline--hover").color != plain
         assert await pilot.hover("#header")

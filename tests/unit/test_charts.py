@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memtop import fmt
 from memtop.ui.charts import nice_ticks
 
@@ -19,3 +21,37 @@ def test_the_top_tick_covers_the_data_with_few_ticks() -> None:
         for binary in (False, True):
             t = nice_ticks(hi, binary=binary)
             assert t[-1] >= hi and 2 <= len(t) <= 7, (hi, binary, t)
+
+
+class FakePlt:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> object:
+        def record(*_a: object, **_k: object) -> None:
+            if name == "clear_figure":
+                self.calls += 1
+
+        return record
+
+
+class FakePlot:
+    def __init__(self) -> None:
+        self.plt = FakePlt()
+
+    def refresh(self) -> None:
+        pass
+
+
+def test_a_chart_redraws_only_when_its_data_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtop.ui import charts
+
+    shown: list[str] = []
+    monkeypatch.setattr("memtop.ui.lines.show_text", lambda _w, t: shown.append(t.plain))
+    plot = FakePlot()
+    series: list[charts.Series] = [("anon", [0.0, 1.0], [5.0, 6.0])]
+    charts.draw(plot, None, "rss", series, str)
+    charts.draw(plot, None, "rss", series, str)
+    assert plot.plt.calls == 1
+    charts.draw(plot, None, "rss", [("anon", [0.0, 1.0], [5.0, 7.0])], str)
+    assert plot.plt.calls == 2 and "anon" in shown[-1]

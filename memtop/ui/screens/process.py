@@ -50,6 +50,7 @@ from memtop.views.process import (
     history_rows,
     mapping_dict,
     mapping_totals,
+    oom_kill_of,
     shown_mappings,
     sorted_mappings,
     totals_text,
@@ -253,8 +254,21 @@ class ProcessScreen(DrillScreen):
                 f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
                 f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}"
             )
+        kill = oom_kill_of(state, self.pid)
+        if row is None and kill is not None:
+            # it lived less than a tick: what the kernel said of it at the kill is all there is
+            h.append(" ")
+            h.append(kill.victim_comm, style="bold")
+            h.append(
+                f"  at the kill: anon {fmt.bytes_h(kill.anon_rss_bytes)} file {fmt.bytes_h(kill.file_rss_bytes)}"
+                f" shmem {fmt.bytes_h(kill.shmem_rss_bytes)}  total_vm {fmt.bytes_h(kill.total_vm_bytes)}"
+                f"  triggered by {kill.trigger_comm} [{kill.trigger_pid}]"
+                + (f"  limit of {kill.memcg} fired" if kill.memcg else "")
+            )
+        if kill is not None:
+            h.append(f"   OOM-KILLED at {wall_clock(kill.ts_ns)} ", style="bold reverse red")
         exited = pstate.exited_ns(self.pid, state)
-        if exited:
+        if exited and kill is None:
             ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
             h.append(
                 f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
