@@ -86,3 +86,26 @@ async def test_processes_group_by_cgroup() -> None:
         assert len(seen) >= 2
         await pilot.press("C")
         assert pane.opts.extra.get("group") == ""
+
+
+async def test_enter_in_the_filter_gives_the_rows_back_and_selects_the_first_match() -> None:
+    """Issue 22, item 11: after Enter the filter box hides (the status line shows the filter) and
+    the cursor is on the first match."""
+    from textual.widgets import Input
+
+    rec = Recording.load(RECORDING)
+    app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="processes")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+        table = app.query_one("#processes-table", DataTable)
+        table.move_cursor(row=min(3, table.row_count - 1))
+        await pilot.press("slash", *"rec_", "enter")
+        await pilot.pause(0.2)
+        box = app.query_one("#processes-filter", Input)
+        assert not box.display or box.has_class("hidden")
+        assert table.cursor_row == 0 and table.row_count >= 1
+        first = str(table.get_row_at(0)[1])
+        assert "rec_" in first, first
+        await pilot.press("slash")  # opens again with the filter in it
+        await pilot.pause(0.1)
+        assert box.value == "rec_" and not box.has_class("hidden")

@@ -327,10 +327,15 @@ class FilterablePane(Pane):
         if event.input.id != self.filter_id:
             return
         self.opts.filter = event.value.strip()
-        if not self.opts.filter:
-            event.input.add_class("hidden")
+        # the box gives its rows back (the status line shows the filter; `/` opens it again)
+        event.input.add_class("hidden")
         self.focus_default()
         self._redraw()
+        # the first match takes the cursor
+        for table in self.query(DataTable):
+            if table.row_count:
+                table.move_cursor(row=0, animate=False)
+            break
 
     @on(Input.Changed)
     def _filter_live(self, event: Input.Changed) -> None:
