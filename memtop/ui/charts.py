@@ -5,6 +5,7 @@ bytes), and colours chosen here so the legend and the lines agree."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +22,19 @@ PALETTE = (
 )
 
 Series = tuple[str, Sequence[float], Sequence[float]]
+
+#: how often a chart whose line only grew longer (same values) is redrawn, in seconds
+STEADY_REDRAW_S = 5.0
+
+
+def _shape(label: str, xs: Sequence[float], ys: Sequence[float]) -> tuple[Any, ...]:
+    """What a series looks like beyond its length: its range, its newest value and where its
+    peak is (a peak sliding left in a "seconds ago" chart is a change; a flat line is not)."""
+    if not ys:
+        return (label,)
+    lo, hi = min(ys), max(ys)
+    peak = round(xs[max(range(len(ys)), key=ys.__getitem__)], 1) if hi > lo else None
+    return (label, lo, hi, ys[-1], peak)
 
 
 def nice_ticks(hi: float, n: int = 4, binary: bool = False) -> list[float]:
@@ -54,9 +68,25 @@ def draw(
 
     # a chart redraws only when what it shows changed (plotext re-renders the whole canvas)
     size = tuple(getattr(plot, "size", (0, 0)))
-    key = (title, xlim, binary, size, tuple((label, tuple(xs), tuple(ys)) for label, xs, ys in series))
+    # x rounded to 0.1 s: "seconds ago" on a steady tick is the same list every tick, so an idle
+    # chart (all ys unchanged) is not redrawn just because time moved on
+    key = (
+        title,
+        xlim,
+        binary,
+        size,
+        tuple((label, tuple(round(x, 1) for x in xs), tuple(ys)) for label, xs, ys in series),
+    )
     if getattr(plot, "_memtop_drawn", None) == key:
         return
+    # only time moved on (a steady process's history, an idle machine's rates): what the chart
+    # shows is the same line a little longer; redraw it every STEADY_REDRAW_S, not every tick
+    shape = (title, binary, size, tuple(_shape(label, xs, ys) for label, xs, ys in series))
+    now = time.monotonic()
+    drawn = getattr(plot, "_memtop_shape", None)
+    if drawn is not None and drawn[0] == shape and now - drawn[1] < STEADY_REDRAW_S:
+        return
+    plot._memtop_shape = (shape, now)
     plot._memtop_drawn = key
     plt = plot.plt
     plt.clear_data()
@@ -84,5 +114,7 @@ def draw(
     if xlim is not None:
         plt.xlim(*xlim)
     plt.xlabel(xlabel)
+    # a memtop.ui.plot.Chart keeps its built canvas until this changes
+    plot.generation = getattr(plot, "generation", 0) + 1
     plot.refresh()
     show_text(legend, text)

@@ -67,7 +67,7 @@ def foreign_cells(app: MemtopApp) -> list[str]:
     base = app.screen_stack[-2] if isinstance(app.screen, ModalScreen) else app.screen
     covered = [w.region for w in app.screen.query("*") if w.region.area] if base is not app.screen else []
     # an input's tall border is drawn with eighths, a chart with half blocks
-    edges = [w.region for w in base.query("*") if type(w).__name__ in ("Input", "PlotextPlot")]
+    edges = [w.region for w in base.query("*") if type(w).__name__ in ("Input", "PlotextPlot", "Chart")]
     for table in base.query(DataTable):
         if not table.display or not table.region.height:
             continue

@@ -145,10 +145,10 @@ class VmscanPane(Pane):
         """(chart, legend) for scanning and reclaiming, mounted the first time they are asked for
         (kept here: a container's children are mounted a moment after it)."""
         if self._chart_pairs is None:
-            from textual_plotext import PlotextPlot
+            from memtop.ui.plot import Chart
 
-            scan = (PlotextPlot(id="vmscan-scan-chart"), Static(classes="chart-legend"))
-            reclaim = (PlotextPlot(id="vmscan-reclaim-chart"), Static(classes="chart-legend"))
+            scan = (Chart(id="vmscan-scan-chart"), Static(classes="chart-legend"))
+            reclaim = (Chart(id="vmscan-reclaim-chart"), Static(classes="chart-legend"))
             self.query_one("#vmscan-charts", Horizontal).mount(
                 Vertical(scan[1], scan[0]), Vertical(reclaim[1], reclaim[0])
             )

@@ -11,13 +11,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
-from textual_plotext import PlotextPlot
 
 from memtop import fmt
 from memtop.state import State
 from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, fill_table
+from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.views import Column, Options, get_view
 
@@ -45,7 +45,7 @@ KILL_COLUMNS = (
 
 
 class CgroupScreen(DrillScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back", tooltip="back to the pane")]
 
     def __init__(self, path: str, state: State) -> None:
         super().__init__()
@@ -56,7 +56,7 @@ class CgroupScreen(DrillScreen):
     def compose(self) -> ComposeResult:
         yield Static(id="cg-header")
         yield Static(id="cg-legend", classes="chart-legend")
-        yield PlotextPlot(id="cg-chart")
+        yield Chart(id="cg-chart")
         with Horizontal():
             with Vertical():
                 yield Static(Text("Processes (Enter: drill in)", style="bold"), classes="cg-title")
@@ -128,7 +128,7 @@ class CgroupScreen(DrillScreen):
         if limit is not None and xs:
             series.append(("limit", [xs[0], xs[-1]], [float(limit), float(limit)]))
         charts.draw(
-            self.query_one("#cg-chart", PlotextPlot),
+            self.query_one("#cg-chart", Chart),
             self.query_one("#cg-legend", Static),
             "memory since memtop started",
             series,

@@ -1,0 +1,29 @@
+"""The chart widget: textual-plotext's plot, built only when what it shows changed.
+
+``PlotextPlot.render`` rebuilds the whole plotext canvas (and re-parses its ANSI text) whenever
+Textual asks for the widget's content, and Textual asks on every layout pass of the screen, not
+only when the chart's data changed: on an idle drill-in that was most of memtop's CPU
+(bench/pane_cost.py). ``charts.draw`` bumps ``generation`` when the data changes; the built text
+is kept until then or until the size or theme changes. Imported only where a chart is shown
+(plotext is slow to import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import RenderResult
+from textual_plotext import PlotextPlot
+
+
+class Chart(PlotextPlot):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: bumped by charts.draw each time the plotted data changes
+        self.generation = 0
+        self._built: tuple[tuple[int, int, str, int], RenderResult] | None = None
+
+    def render(self) -> RenderResult:
+        key = (self.size.width, self.size.height, self.app.theme, self.generation)
+        if self._built is None or self._built[0] != key:
+            self._built = (key, super().render())
+        return self._built[1]
