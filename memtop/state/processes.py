@@ -147,6 +147,10 @@ class ProcessesState(SubState):
         self.rows: dict[int, ProcRow] = {}
         self.gone: dict[int, ProcRow] = {}
         self.exited: deque[ExitedRow] = deque(maxlen=EXITED_LEN)
+        #: processes that exited between two polls (never read from /proc: a shell's
+        #: millisecond children), kept apart so they do not push the others out of ``exited``
+        self.exited_between: deque[ExitedRow] = deque(maxlen=EXITED_LEN)
+        self.exited_between_total = 0
         self._exit_seen: dict[int, ExitedRow] = {}
         self.samples_ts_ns = 0
         #: how long a gone process's row (history, for an open drill-in) is kept
@@ -220,10 +224,21 @@ class ProcessesState(SubState):
 
     def _on_exit(self, ev: ProcEvent) -> None:
         row = self.rows.get(ev.pid)
+        gone = self.gone.get(ev.pid)
+        if row is None and gone is not None:
+            # a poll saw it gone first and listed it: the event only knows its lifetime better
+            for e in self.exited:
+                if e.pid == ev.pid and e.exited_ns == gone.exited_ns:
+                    e.lifetime_ns = ev.lifetime_ns or e.lifetime_ns
+                    return
         lifetime = ev.lifetime_ns
         if not lifetime and row is not None:  # started before memtop: its start time from /proc
             lifetime = _lifetime(row, ev.ts_ns)
         entry = ExitedRow(ev.pid, ev.comm, ev.ts_ns, lifetime, row.sample if row else None)
+        if row is None:  # born and gone between two polls
+            self.exited_between.appendleft(entry)
+            self.exited_between_total += 1
+            return
         self.exited.appendleft(entry)
         self._exit_seen[ev.pid] = entry
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import deque
 from operator import itemgetter
 from typing import Any
 
 from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.state.processes import ProcessesState, rss_growth_per_s
+from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Options, View, measuring, render_table, taken_at
@@ -48,6 +49,17 @@ EXITED_COLUMNS = (
     Column("minor_faults", "MINFLT", fmt.count_h),
     Column("major_faults", "MAJFLT", fmt.count_h),
 )
+
+
+def exited_title(doc: dict[str, Any]) -> str:
+    """The "Recently exited" title, with how many processes came and went between two polls
+    (a shell's millisecond children: never read from /proc, listed only on request)."""
+    n = doc["exited_between"]
+    if not n:
+        return "Recently exited"
+    if doc["exited_between_shown"]:
+        return f"Recently exited (with {fmt.count(n)} born and gone between polls; E hides them)"
+    return f"Recently exited ({fmt.count(n)} born and gone between polls not listed; E lists them)"
 
 
 def matches(row: dict[str, Any], needle: str) -> bool:
@@ -164,6 +176,10 @@ class ProcessesView(View):
         if opts.extra.get("group") == "cgroup" and key != "cgroup":
             # grouped: each cgroup's processes together (cgroups by path), sorted within it
             rows.sort(key=lambda r: r["cgroup"] or "")
+        between = list(procs.exited_between)
+        listed: list[ExitedRow] | deque[ExitedRow] = procs.exited
+        if opts.extra.get("exited") == "all":
+            listed = sorted([*procs.exited, *between], key=lambda e: e.exited_ns, reverse=True)
         exited = [
             {
                 "pid": e.pid,
@@ -175,7 +191,7 @@ class ProcessesView(View):
                 "minor_faults": e.last.minor_faults if e.last else None,
                 "major_faults": e.last.major_faults if e.last else None,
             }
-            for e in procs.exited
+            for e in listed
             if matches(
                 {
                     "comm": e.comm,
@@ -194,7 +210,9 @@ class ProcessesView(View):
             "probes": self.statuses(state),
             "rows": rows,
             "exited": exited,
+            "exited_between": procs.exited_between_total,
+            "exited_between_shown": opts.extra.get("exited") == "all",
         }
 
     def text_extra(self, doc: dict[str, Any]) -> str:
-        return "\n" + render_table("Recently exited", EXITED_COLUMNS, doc["exited"][:20])
+        return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, doc["exited"][:20])

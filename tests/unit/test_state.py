@@ -131,7 +131,7 @@ def test_recently_exited_follow_the_filter_and_know_an_old_process_lifetime() ->
     state.apply(Batch(6 * 10**9, (ProcEvent(6 * 10**9, "exit", 7, "olddaemon", 0),)))
     state.apply(Batch(6 * 10**9 + 1, (ProcEvent(6 * 10**9, "exit", 8, "unseen", 0),)))
     view = get_view("processes")
-    exited = {e["pid"]: e for e in view.document(state, Options())["exited"]}
+    exited = {e["pid"]: e for e in view.document(state, Options(extra={"exited": "all"}))["exited"]}
     assert exited[7]["lifetime_ns"] == 5 * 10**9
     assert exited[8]["lifetime_ns"] is None  # not measured: not 0
     assert [e["pid"] for e in view.document(state, Options(filter="olddae"))["exited"]] == [7]
@@ -157,3 +157,32 @@ def test_swapin_rows_with_something_to_show_and_exited_marked() -> None:
     assert rows[8]["command"] == "gone †" and rows[8]["exited"]
     one = get_view("swapin").document(state, Options(pid=9))["rows"]
     assert [r["pid"] for r in one] == [9]  # asked for by pid: shown whatever it holds
+
+
+def test_processes_born_and_gone_between_polls_are_counted_not_listed() -> None:
+    """Issue 22, item 7: a shell's millisecond children filled "Recently exited" and pushed out the
+    processes that mattered. Those never read from /proc are counted and listed only on request;
+    a process a poll saw gone before its exit event is listed once, with the event's lifetime."""
+    from memtop.records import Batch
+    from memtop.records.processes import ProcEvent, ProcSample
+    from memtop.state import State
+    from memtop.views import Options, get_view
+
+    state = State()
+    hog = ProcSample(7, "hog", "root", 0, 4096, 0, 0, 0, 10, 0)
+    late = ProcSample(9, "late", "root", 0, 4096, 0, 0, 0, 10, 0)
+    state.apply(Batch(10**9, (hog, late)))
+    state.apply(Batch(2 * 10**9, (ProcEvent(2 * 10**9, "exit", 7, "hog", 3 * 10**9),)))
+    for i in range(300):  # 300 shells of 2 ms each
+        state.apply(Batch(2 * 10**9 + i + 1, (ProcEvent(2 * 10**9 + i, "exit", 1000 + i, "sh", 2 * 10**6),)))
+    state.apply(Batch(3 * 10**9, ()))  # the poll: 7 and 9 gone
+    state.apply(Batch(3 * 10**9 + 1, (ProcEvent(3 * 10**9, "exit", 9, "late", 4 * 10**9),)))
+    view = get_view("processes")
+    doc = view.document(state, Options())
+    assert [e["pid"] for e in doc["exited"]] == [9, 7]
+    assert doc["exited"][0]["lifetime_ns"] == 4 * 10**9  # the late event's lifetime, one row
+    assert doc["exited_between"] == 300 and not doc["exited_between_shown"]
+    assert "300 born and gone between polls" in view.text_extra(doc)
+    every = view.document(state, Options(extra={"exited": "all"}))
+    assert len(every["exited"]) == 202  # 200 kept of the shells, newest first, and the two
+    assert every["exited"][0]["pid"] == 9 and every["exited"][1]["comm"] == "sh"

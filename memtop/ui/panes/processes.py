@@ -17,7 +17,7 @@ from memtop.state.processes import ProcessesState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS
+from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS, exited_title
 
 SPARK_WIDTH = 12
 #: a sparkline spans at least this share of the process's RSS: a row's own min..max made a few
@@ -33,17 +33,33 @@ def exited_rows(height: int) -> int:
 
 class ProcessesPane(FilterablePane, SortableTablePane):
     view_name = "processes"
+    enter_help = "drill into the process"
     table_id = "processes-table"
     sort_keys = SORT_KEYS
     default_sort = "rss_bytes"
     filter_hint = "filter by name, pid, user or command line (Enter applies, Esc clears)"
 
     BINDINGS = [
-        Binding("M", "sort_by('rss_bytes')", "Sort RSS", show=False),
-        Binding("P", "sort_by('pid')", "Sort PID", show=False),
-        Binding("F", "sort_by('minor_faults_per_s')", "Sort faults", show=False),
-        Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False),
-        Binding("C", "group_cgroup", "Group by cgroup", show=False),
+        Binding("M", "sort_by('rss_bytes')", "Sort RSS", show=False, tooltip="sort by RSS (again: reverse)"),
+        Binding("P", "sort_by('pid')", "Sort PID", show=False, tooltip="sort by PID"),
+        Binding(
+            "F", "sort_by('minor_faults_per_s')", "Sort faults", show=False, tooltip="sort by minor faults/s"
+        ),
+        Binding("S", "sort_by('swap_bytes')", "Sort swap", show=False, tooltip="sort by swap"),
+        Binding(
+            "C",
+            "group_cgroup",
+            "Group by cgroup",
+            show=False,
+            tooltip="group by memory cgroup (again: ungroup)",
+        ),
+        Binding(
+            "E",
+            "all_exited",
+            "Exited: all",
+            show=False,
+            tooltip="list processes born and gone between polls too",
+        ),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -109,6 +125,8 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             extra_same=flat_before,
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
+        title = self.query_one("#processes-exited-title", Static)
+        show_text(title, Text(exited_title(doc), style="bold", no_wrap=True, overflow="ellipsis"))
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
 
@@ -117,6 +135,11 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         """Group processes by memory cgroup (again: ungroup)."""
         grouped = self.opts.extra.get("group") == "cgroup"
         self.opts.extra["group"] = "" if grouped else "cgroup"
+        self._redraw()
+
+    def action_all_exited(self) -> None:
+        """List the processes born and gone between two polls among the exited (again: hide)."""
+        self.opts.extra["exited"] = "" if self.opts.extra.get("exited") == "all" else "all"
         self._redraw()
 
     @on(DataTable.RowSelected, "#processes-table")
