@@ -14,7 +14,7 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Container
+from textual.containers import Container, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import ModalScreen, Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
@@ -26,7 +26,7 @@ from memtop.runner import Runner
 from memtop.snapshot import SnapshotRequest
 from memtop.source import Source
 from memtop.state import State
-from memtop.ui import term_compat
+from memtop.ui import help, term_compat
 from memtop.ui.levels import mono
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
@@ -46,32 +46,41 @@ DETACH_WAIT_S = 1.8
 MIN_SIZE = (60, 15)
 
 
-HELP = """\
-memtop — live Linux memory behaviour
-
-  1-9        show pane (tabs above)         Tab/Shift-Tab  move focus
-  ↑ ↓ j k    move                           Enter          drill into the process
-  < >        sort by previous/next column   r              reverse sort
-  M P F S    sort by RSS / PID / faults / swap (again: reverse)
-  /          filter (name, pid, user, cmd)  Esc            clear filter / back
-  Space      pause display (data keeps coming in; nothing is lost)
-  + -        refresh interval               s              snapshot the pane to a file
-  ?          this help                      q              quit
-  R          start / stop recording to memtop-YYYYmmdd-HHMMSS.jsonl.gz (in --snapshot-dir)
-
-Replay (memtop replay FILE): Space pause/play   ← → step one interval   [ ] jump 1 minute
-                             G go to a time (SS, MM:SS or H:MM:SS)
-
-Snapshot format and directory: --snapshot-format svg|txt|json, --snapshot-dir DIR.
-Headless: memtop snapshot --pane NAME --format json --output FILE --after SECONDS
-"""
+#: what the help says below the keys
+HELP_NOTES = (
+    "Replay: memtop replay FILE (Space plays and pauses).",
+    "Snapshots: --snapshot-format svg|txt|json, --snapshot-dir DIR;"
+    " headless: memtop snapshot --pane NAME --format json --output FILE --after SECONDS.",
+)
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+    """The keys of what was shown (a pane or a drill-in) first, then the keys that work everywhere
+    (memtop/ui/help.py), in columns to the terminal's width; it scrolls when taller."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", tooltip="close the help")]
+
+    def __init__(self, sections: list[help.Section] | None = None, notes: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.sections = sections or []
+        self.notes = notes
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(HELP), id="help-body")
+        with VerticalScroll(id="help-scroll"):
+            yield Static(id="help-body")
+
+    def on_mount(self) -> None:
+        self._lay_out()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        # the border and padding take 6 cells; the screen keeps 2 around the box
+        width = max(20, min(150, self.app.size.width - 8))
+        body = self.query_one("#help-body", Static)
+        body.styles.width = width + 6
+        show_text(body, help.layout(self.sections, width, self.notes))
 
 
 class WholeCellScrollBar(ScrollBarRender):
@@ -91,15 +100,15 @@ class MemtopApp(RecordReplay):
     ]
     TITLE = "memtop"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("question_mark", "help", "Help"),
-        Binding("f1", "help", "Help", show=False),  # htop's keys
-        Binding("f10", "quit", "Quit", show=False),
-        Binding("s", "snapshot", "Snapshot"),
-        Binding("space", "pause", "Pause"),
-        Binding("plus", "interval(0.5)", "Slower", show=False),
-        Binding("minus", "interval(-0.5)", "Faster", show=False),
+        Binding("q", "quit", "Quit", tooltip="quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="quit"),
+        Binding("question_mark", "help", "Help", tooltip="this help"),
+        Binding("f1", "help", "Help", show=False, tooltip="this help"),  # htop's keys
+        Binding("f10", "quit", "Quit", show=False, tooltip="quit"),
+        Binding("s", "snapshot", "Snapshot", tooltip="snapshot the pane to a file"),
+        Binding("space", "pause", "Pause", tooltip="pause the display (nothing is lost)"),
+        Binding("plus", "interval(0.5)", "Slower", show=False, tooltip="refresh less often"),
+        Binding("minus", "interval(-0.5)", "Faster", show=False, tooltip="refresh more often"),
     ]
     BINDINGS += [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
 
@@ -418,7 +427,36 @@ class MemtopApp(RecordReplay):
 
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.help_sections(), self.help_notes()))
+
+    def help_sections(self) -> list[help.Section]:
+        """What `?` lists: the keys of the drill-in or pane shown, then the keys of everywhere."""
+        first: help.Section
+        screen = self.screen
+        if isinstance(screen, DrillScreen):
+            first = (
+                f"{screen.title or 'Drill-in'}",
+                help.merge([*help.entries(help.class_bindings(type(screen))), *screen.help_entries()]),
+            )
+        else:
+            pane = self.active_pane()
+            keys = [*help.entries(help.class_bindings(type(pane))), *pane.help_entries()] if pane else []
+            first = (f"{get_view(self.active_name).title} pane", help.merge(keys))
+        everywhere = [
+            ("1-9", "show pane (tabs above)"),
+            ("Tab Shift-Tab", "move the focus"),
+            *help.entries(help.class_bindings(type(self))),
+        ]
+        return [first, ("Everywhere", everywhere)]
+
+    def help_notes(self) -> tuple[str, ...]:
+        from memtop.state.host import HostState
+        from memtop.views.header import headers_text
+
+        headers = headers_text(self.state.get(HostState).facts)
+        if headers:  # not in the header line: it crowded it (a stand-in works: tracepoints only)
+            headers = f"Kernel {headers} (the running kernel's are not installed; memtop reads only tracepoint fields)."
+        return (*HELP_NOTES, *((headers,) if headers else ()))
 
     def action_pause(self) -> None:
         if self.replay_toggle():  # Space plays/pauses a replay itself

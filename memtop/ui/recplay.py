@@ -81,12 +81,35 @@ class RecordReplay(App[int]):
     # priority: the focused table would otherwise take ← → (check_action lets them through when the
     # source is live or a text field has the keyboard)
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("R", "record", "Record", priority=True),
-        Binding("left", "replay_step(-1)", "−1 step", priority=True, show=False),
-        Binding("right", "replay_step(1)", "+1 step", priority=True, show=False),
-        Binding("left_square_bracket", "replay_jump(-60)", "−1 min", priority=True, show=False),
-        Binding("right_square_bracket", "replay_jump(60)", "+1 min", priority=True, show=False),
-        Binding("G", "replay_goto", "Go to time", priority=True),
+        Binding("R", "record", "Record", priority=True, tooltip="start / stop recording (to --snapshot-dir)"),
+        Binding(
+            "left",
+            "replay_step(-1)",
+            "−1 step",
+            priority=True,
+            show=False,
+            tooltip="replay: one interval back",
+        ),
+        Binding(
+            "right", "replay_step(1)", "+1 step", priority=True, show=False, tooltip="replay: one interval on"
+        ),
+        Binding(
+            "left_square_bracket",
+            "replay_jump(-60)",
+            "−1 min",
+            priority=True,
+            show=False,
+            tooltip="replay: a minute back",
+        ),
+        Binding(
+            "right_square_bracket",
+            "replay_jump(60)",
+            "+1 min",
+            priority=True,
+            show=False,
+            tooltip="replay: a minute on",
+        ),
+        Binding("G", "replay_goto", "Go to time", priority=True, tooltip="replay: go to a time"),
     ]
 
     runner: Runner

@@ -138,9 +138,8 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
         rest.append(Segment(f" (attaching {n.loading}…)", "yellow"))
     if n.failed:
         rest.append(Segment(f" {len(n.failed)} failed", "red"))
-    headers = headers_text(host.facts)
-    if headers:
-        rest.append(Segment(f"  {headers}", "dim"))
+    # stand-in kernel headers are said in the help and by doctor: in the header they crowded
+    # out what a user reads it for (memory, swap, pressure)
     rest.append(Segment(f"  every {interval_s:g}s", "dim"))
     # live it is this machine: last, where a narrow terminal cuts first
     if where and mode != "replay":

@@ -65,7 +65,7 @@ def test_replay_shows_the_recorded_machine(tmp_path: Path) -> None:
     head = header_line(state)
     text = line_text(head)
     assert "host recorded-host (5.10.0-recorded)" in text
-    assert "headers: stand-in 5.10.0-99-amd64" in text
+    assert "stand-in" not in text  # the help names them (the header was crowded)
     assert socket.gethostname() not in text.replace("recorded-host", "")
     assert os.uname().release not in text
     banner = text_of(head.banner)

@@ -17,8 +17,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Tree
 
+from memtop.ui import help as help_text
 from memtop.ui import recplay
-from memtop.ui.app import HELP, HelpScreen, MemtopApp
+from memtop.ui.app import HelpScreen, MemtopApp
 from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import FilterablePane, Pane, SortableTablePane
 from memtop.ui.screens.cgroup import CgroupScreen
@@ -36,6 +37,8 @@ KEY_NAMES = {
     "←": "left",
     "→": "right",
     "Enter": "enter",
+    "PgUp": "pageup",
+    "PgDn": "pagedown",
     "Esc": "escape",
     "Space": "space",
     "Tab": "tab",
@@ -126,20 +129,16 @@ def keys_table() -> list[tuple[set[str], list[str], str]]:
 
 
 def help_keys() -> set[str]:
-    """The keys the help screen (`?`, memtop.ui.app.HELP) names: the key columns of its two-column
-    lines, and the keys that open each entry of its replay lines."""
+    """The keys the help screen (`?`) names on any pane or drill-in: the key column of its entries
+    (memtop/ui/help.py, from the bindings and the panes' own entries)."""
+    classes: list[type] = [*PANE.values(), ProcessScreen, CgroupScreen, MemtopApp, HelpScreen]
+    entries = [e for cls in classes for e in help_text.entries(help_text.class_bindings(cls))]
+    entries += [("1-9", ""), ("Tab Shift-Tab", ""), ("Enter", "")]  # the app's own entries
+    entries += [e for name in PANE for e in PANE[name].help_entries(PANE[name].__new__(PANE[name]))]
+    entries += ProcessScreen.help_entries(ProcessScreen.__new__(ProcessScreen))
     keys: set[str] = set()
-    for line in HELP.splitlines():
-        if line.startswith("Replay") or line.startswith(" " * 10):  # "Space pause/play   ← → step …"
-            entries = re.split(r"\s{3,}", line.split(":", 1)[1] if line.startswith("Replay") else line)
-            for entry in filter(None, (e.strip() for e in entries)):
-                words = entry.split()
-                first_word = next(i for i, w in enumerate(words) if len(w) > 1 and w.islower())
-                keys |= {key_name(w) for w in words[:first_word]}
-        elif line.startswith("  "):  # "  KEYS   what they do   KEYS   what they do"
-            cells = re.split(r"\s{2,}", line.strip())
-            for cell in cells[0::2]:
-                keys |= help_cell(cell)
+    for cell, _ in entries:
+        keys |= help_cell(cell)
     return keys
 
 
@@ -147,7 +146,7 @@ def help_cell(cell: str) -> set[str]:
     span = re.fullmatch(r"(\d)-(\d)", cell)
     if span:
         return {str(i) for i in range(int(span[1]), int(span[2]) + 1)}
-    tokens = cell.split("/") if "/" in cell and cell != "/" else cell.split()
+    tokens = cell.split()
     return {key_name(t) for t in tokens}
 
 

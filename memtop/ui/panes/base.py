@@ -46,6 +46,15 @@ class Pane(Vertical):
     #: its probes run only when asked (the leaks pane says how to ask): not running is no news
     quiet_when_absent: ClassVar[bool] = False
     registry: ClassVar[list[type[Pane]]] = []
+    #: what Enter does on a row, for the help ("" when nothing)
+    enter_help: ClassVar[str] = ""
+
+    def help_entries(self) -> list[tuple[str, str]]:
+        """The help's entries for keys the pane's widgets handle (not in its bindings)."""
+        out = [("↑ ↓ PgUp PgDn", "move")]
+        if self.enter_help:
+            out.append(("Enter", self.enter_help))
+        return out
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -291,9 +300,11 @@ class FilterablePane(Pane):
 
     filter_hint: ClassVar[str] = ""
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "Filter"),
-        Binding("f3", "filter", "Filter", show=False),  # htop's search key
-        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("slash", "filter", "Filter", tooltip="filter the rows (Enter keeps it)"),
+        Binding(
+            "f3", "filter", "Filter", show=False, tooltip="filter the rows (Enter keeps it)"
+        ),  # htop's search key
+        Binding("escape", "clear_filter", "Clear filter", show=False, tooltip="clear the filter"),
     ]
 
     @property
@@ -358,16 +369,16 @@ class SortableTablePane(Pane):
     ascending: ClassVar[tuple[str, ...]] = ("pid", "user", "comm")
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
-        Binding("greater_than_sign", "sort(1)", "Sort →"),
-        Binding("r", "reverse", "Reverse"),
-        Binding("j", "cursor(1)", "Down", show=False),
-        Binding("k", "cursor(-1)", "Up", show=False),
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False, tooltip="sort by the previous column"),
+        Binding("greater_than_sign", "sort(1)", "Sort →", tooltip="sort by the next column"),
+        Binding("r", "reverse", "Reverse", tooltip="reverse the sort"),
+        Binding("j", "cursor(1)", "Down", show=False, tooltip="move"),
+        Binding("k", "cursor(-1)", "Up", show=False, tooltip="move"),
         # htop's habits: I inverts the sort, F6 moves it, Home / End go to the first / last row
-        Binding("I", "reverse", "Reverse", show=False),
-        Binding("f6", "sort(1)", "Sort →", show=False),
-        Binding("home", "cursor_end(0)", "First", show=False, priority=True),
-        Binding("end", "cursor_end(1)", "Last", show=False, priority=True),
+        Binding("I", "reverse", "Reverse", show=False, tooltip="reverse the sort"),
+        Binding("f6", "sort(1)", "Sort →", show=False, tooltip="sort by the next column"),
+        Binding("home", "cursor_end(0)", "First", show=False, priority=True, tooltip="first row"),
+        Binding("end", "cursor_end(1)", "Last", show=False, priority=True, tooltip="last row"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:

@@ -20,6 +20,7 @@ from memtop.views.cgroups import SORT_KEYS
 
 class CgroupsPane(FilterablePane, SortableTablePane):
     view_name = "cgroups"
+    enter_help = "open the cgroup"
     table_id = "cgroups-table"
     sort_keys = SORT_KEYS
     default_sort = "usage_bytes"
@@ -27,15 +28,17 @@ class CgroupsPane(FilterablePane, SortableTablePane):
     filter_hint = "filter by cgroup path, unit or container (Enter applies, Esc clears)"
 
     BINDINGS = [
-        Binding("M", "sort_by('usage_bytes')", "Sort usage", show=False),
-        Binding("L", "sort_by('limit_pct')", "Sort % of limit", show=False),
-        Binding("P", "sort_by('psi_some_pct')", "Sort PSI", show=False),
-        Binding("R", "sort_by('reclaim_stall_ns')", "Sort stall", show=False),
+        Binding("M", "sort_by('usage_bytes')", "Sort usage", show=False, tooltip="sort by usage"),
+        Binding("L", "sort_by('limit_pct')", "Sort % of limit", show=False, tooltip="sort by % of limit"),
+        Binding("P", "sort_by('psi_some_pct')", "Sort PSI", show=False, tooltip="sort by memory pressure"),
+        Binding(
+            "R", "sort_by('reclaim_stall_ns')", "Sort stall", show=False, tooltip="sort by reclaim stall"
+        ),
         # ← → and [ ] step and jump in a replay: folding takes vim's h / l, the depth D
-        Binding("h", "collapse(1)", "Fold", show=False),
-        Binding("l", "collapse(0)", "Unfold", show=False),
-        Binding("c", "fold", "Fold"),
-        Binding("D", "depth", "Depth"),
+        Binding("h", "collapse(1)", "Fold", show=False, tooltip="fold the cgroup"),
+        Binding("l", "collapse(0)", "Unfold", show=False, tooltip="unfold the cgroup"),
+        Binding("c", "fold", "Fold", tooltip="fold or unfold the cgroup"),
+        Binding("D", "depth", "Depth", tooltip="next depth of the tree shown"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:

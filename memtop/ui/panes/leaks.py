@@ -98,7 +98,7 @@ class LeaksTree(Tree[tuple[str, ...]]):
     """The stack tree. Space pauses (or plays a replay) as on every other pane; Tree binds it to
     open a node, which Enter already does, and a focused widget's binding would win."""
 
-    BINDINGS = [Binding("space", "app.pause", "Pause", show=False)]
+    BINDINGS = [Binding("space", "app.pause", "Pause", show=False, tooltip="pause the display")]
 
 
 class LeaksPane(FilterablePane):
@@ -107,13 +107,13 @@ class LeaksPane(FilterablePane):
     filter_hint = "show stacks with a frame containing… (function or module; Enter applies, Esc clears)"
 
     BINDINGS = [
-        Binding("b", "sort_by('outstanding_bytes')", "Bytes"),
-        Binding("c", "sort_by('allocations')", "Count"),
-        Binding("g", "sort_by('growth_bytes_per_s')", "Growth"),
-        Binding("a", "min_age", "Min age"),
-        Binding("z", "min_size", "Min size"),
-        Binding("i", "invert", "Invert"),
-        Binding("x", "expand_top", "Expand top", show=False),
+        Binding("b", "sort_by('outstanding_bytes')", "Bytes", tooltip="sort by outstanding bytes"),
+        Binding("c", "sort_by('allocations')", "Count", tooltip="sort by outstanding allocations"),
+        Binding("g", "sort_by('growth_bytes_per_s')", "Growth", tooltip="sort by growth per second"),
+        Binding("a", "min_age", "Min age", tooltip="next minimum age of allocations shown"),
+        Binding("z", "min_size", "Min size", tooltip="next minimum outstanding bytes shown"),
+        Binding("i", "invert", "Invert", tooltip="invert the tree: allocating function first"),
+        Binding("x", "expand_top", "Expand top", show=False, tooltip="expand the largest stack"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:

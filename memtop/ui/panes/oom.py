@@ -19,6 +19,7 @@ from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
 
 class OomPane(Pane):
     view_name = "oom"
+    enter_help = "drill into the killed process"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -30,16 +30,17 @@ def hist_lines(height: int) -> int:
 
 class ReclaimPane(SortableTablePane):
     view_name = "reclaim"
+    enter_help = "drill into the process"
     table_id = "reclaim-procs"
     sort_keys = SORT_KEYS
     default_sort = "total_ns"
 
     BINDINGS = [
-        Binding("K", "kind", "Kind"),
-        Binding("T", "sort_by('total_ns')", "Sort total", show=False),
-        Binding("X", "sort_by('max_ns')", "Sort max", show=False),
-        Binding("E", "sort_by('events')", "Sort count", show=False),
-        Binding("P", "sort_by('pid')", "Sort PID", show=False),
+        Binding("K", "kind", "Kind", tooltip="next kind shown: all, direct, memcg"),
+        Binding("T", "sort_by('total_ns')", "Sort total", show=False, tooltip="sort by total stall"),
+        Binding("X", "sort_by('max_ns')", "Sort max", show=False, tooltip="sort by longest stall"),
+        Binding("E", "sort_by('events')", "Sort count", show=False, tooltip="sort by episodes"),
+        Binding("P", "sort_by('pid')", "Sort PID", show=False, tooltip="sort by PID"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -49,14 +49,15 @@ def fit_lines(lines: list[str], width: int) -> Text:
 
 class SwapinPane(SortableTablePane):
     view_name = "swapin"
+    enter_help = "drill into the process"
     table_id = "swapin-table"
     sort_keys = SORT_KEYS
     default_sort = "wait_ns_total"
 
     BINDINGS = [
-        Binding("P", "sort_by('pid')", "Sort PID", show=False),
-        Binding("W", "sort_by('wait_ns_total')", "Sort waited", show=False),
-        Binding("S", "sort_by('swapins')", "Sort swap-ins", show=False),
+        Binding("P", "sort_by('pid')", "Sort PID", show=False, tooltip="sort by PID"),
+        Binding("W", "sort_by('wait_ns_total')", "Sort waited", show=False, tooltip="sort by time waited"),
+        Binding("S", "sort_by('swapins')", "Sort swap-ins", show=False, tooltip="sort by swap-ins"),
     ]
 
     def compose(self) -> ComposeResult:

@@ -15,6 +15,10 @@ from memtop.views import Options, View
 class DrillScreen(Screen[None]):
     view: View
 
+    def help_entries(self) -> list[tuple[str, str]]:
+        """The help's entries for keys the screen's widgets handle (not in its bindings)."""
+        return [("↑ ↓ PgUp PgDn", "move")]
+
     def options(self) -> Options:
         """What the screen shows now (its snapshot is taken with these)."""
         raise NotImplementedError

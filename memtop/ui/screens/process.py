@@ -25,7 +25,6 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tree
 from textual.widgets.tree import TreeNode
-from textual_plotext import PlotextPlot
 
 from memtop import fmt
 from memtop.source import Source
@@ -34,6 +33,7 @@ from memtop.state.process import ProcessState
 from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import TraceAllocations, fill_table
+from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
 from memtop.views import Options, measuring
@@ -124,13 +124,16 @@ HISTORY_SERIES = (
 
 class ProcessScreen(DrillScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back"),
-        Binding("m", "leaks", "Leaks"),
-        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False),
-        Binding("greater_than_sign", "sort(1)", "Sort →", show=False),
-        Binding("r", "reverse", "Reverse", show=False),
+        Binding("escape", "back", "Back", tooltip="back to the pane"),
+        Binding("m", "leaks", "Leaks", tooltip="trace its allocations (Leaks pane)"),
+        Binding("less_than_sign", "sort(-1)", "Sort ←", show=False, tooltip="sort by the previous column"),
+        Binding("greater_than_sign", "sort(1)", "Sort →", show=False, tooltip="sort by the next column"),
+        Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the sort"),
     ]
     BINDINGS += [Binding(str(i), f"section({i})", show=False) for i in range(1, len(SECTIONS) + 1)]
+
+    def help_entries(self) -> list[tuple[str, str]]:
+        return [*((str(i), SECTION_TITLES[s]) for i, s in enumerate(SECTIONS, 1)), *super().help_entries()]
 
     def __init__(self, pid: int, source: Source, state: State, section: str = "") -> None:
         super().__init__()
@@ -157,9 +160,9 @@ class ProcessScreen(DrillScreen):
     def _compose_section(self, sec: str) -> ComposeResult:
         if sec == "history":
             yield Static(id="proc-rss-legend", classes="chart-legend")
-            yield PlotextPlot(id="proc-rss-chart", classes="proc-chart")
+            yield Chart(id="proc-rss-chart", classes="proc-chart")
             yield Static(id="proc-fault-legend", classes="chart-legend")
-            yield PlotextPlot(id="proc-fault-chart", classes="proc-chart")
+            yield Chart(id="proc-fault-chart", classes="proc-chart")
         elif sec in ("fault_stacks", "growth"):
             yield Static(
                 Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title"
@@ -304,7 +307,7 @@ class ProcessScreen(DrillScreen):
         xs = [r["t_s"] for r in rows]
         xlim = (xs[0], max(xs[-1], xs[0] + 1)) if rows else None
         charts.draw(
-            self.query_one("#proc-rss-chart", PlotextPlot),
+            self.query_one("#proc-rss-chart", Chart),
             self.query_one("#proc-rss-legend", Static),
             "resident memory since memtop started",
             [(label, xs, [float(r[key]) for r in rows]) for key, label in HISTORY_SERIES],
@@ -313,7 +316,7 @@ class ProcessScreen(DrillScreen):
             binary=True,
         )
         charts.draw(
-            self.query_one("#proc-fault-chart", PlotextPlot),
+            self.query_one("#proc-fault-chart", Chart),
             self.query_one("#proc-fault-legend", Static),
             "page faults per second",
             [
