@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.containers import Container, VerticalScroll
 from textual.css.query import NoMatches
@@ -297,12 +298,24 @@ class MemtopApp(RecordReplay):
             # a fallback: on_ready marks the first frame sooner when that frame showed the data
             self.call_after_refresh(self._first_frame)
         self._draw_header()
+        # a drill-in covers the pane: the pane is drawn again when the drill-in is left (in a swap
+        # storm, refreshing the unseen processes table was a tenth of memtop's CPU)
         pane = self.active_pane()
-        if pane is not None:
+        if pane is not None and not any(isinstance(s, DrillScreen) for s in self.screen_stack):
             pane.refresh_from(self.state)
         screen = self.screen
         if isinstance(screen, DrillScreen):
             screen.refresh_from(self.state)
+
+    def pop_screen(self) -> AwaitComplete:
+        done = super().pop_screen()
+        if (
+            self.screen_stack
+            and not isinstance(self.screen, DrillScreen)
+            and self._first_redraw_at is not None
+        ):
+            self._redraw()  # the pane a drill-in covered is drawn as it is now
+        return done
 
     def on_resize(self, event: events.Resize) -> None:
         """Below MIN_SIZE the panes cannot show their tables: say so instead of drawing garbage."""
