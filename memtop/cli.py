@@ -179,10 +179,12 @@ def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
         raise PidNotFound(f"no process with pid {pid}", "pick a running pid (see `ps` or the processes pane)")
     try:
         with open(os.path.join(proc_root, str(pid), "status")) as f:
-            if "RssAnon" not in f.read():
-                raise PidNotFound(
-                    f"pid {pid} is a kernel thread (it has no user memory)", "pick a user process"
-                )
+            status = f.read()
+        if "RssAnon" not in status:
+            # a zombie has no memory either: it exited, its parent has not reaped it yet
+            if "\nState:\tZ" in status:
+                raise PidNotFound(f"pid {pid} has exited (a zombie, not yet reaped)", "pick a running pid")
+            raise PidNotFound(f"pid {pid} is a kernel thread (it has no user memory)", "pick a user process")
     except OSError as exc:
         raise PidNotFound(f"pid {pid} vanished", "pick a running pid") from exc
 

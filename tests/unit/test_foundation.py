@@ -126,3 +126,23 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(args: list[str], needle: str
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_pid_of_a_zombie_says_it_exited_not_kernel_thread() -> None:
+    """A zombie has no memory fields in its status, as a kernel thread has: it exited."""
+    import time
+
+    child = subprocess.Popen(["true"])  # not waited for: a zombie once it exits
+    try:
+        status = Path(f"/proc/{child.pid}/status")
+        for _ in range(100):
+            if "\nState:\tZ" in status.read_text():
+                break
+            time.sleep(0.02)
+        proc = subprocess.run(
+            memtop_cmd() + ["--pid", str(child.pid)], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert f"pid {child.pid} has exited" in proc.stderr and "kernel thread" not in proc.stderr
+    finally:
+        child.wait()
