@@ -67,6 +67,9 @@ TARGETS: dict[str, Target] = {
     "cgroups_cpu_pct": Target("≤ 2 % of a core", 2.0),
     # issue 24: a scrape with 1,000 processes and 500 cgroups; the exporter at a 15 s interval
     "scrape_p99_ms": Target("≤ 50 ms at p99", 50.0),
+    # issue 22: any pane or drill-in section, idle, 160x45 at 1 s refresh
+    "pane_cpu_pct": Target("≤ 2 % of a core", 2.0),
+    "pane_storm_cpu_pct": Target("≤ 4 % of a core", 4.0),
     "export_cpu_pct": Target("≤ 1 % of a core", 1.0),
 }
 
@@ -170,6 +173,29 @@ def cgroups_cost(r: dict[str, Any]) -> Iterator[Row]:
         f"{tick['poll_ms']:.1f} ms, state {tick['apply_ms']:.1f} ms, view {tick['document_ms']:.1f} ms",
         t.text,
         t.met(shown),
+    )
+
+
+def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
+    t = TARGETS["pane_cpu_pct"]
+    cpu = r["cpu_pct"]
+    worst = max(cpu, key=lambda c: cpu[c])
+    yield Row(
+        "TUI at 160x45, 1 s refresh, idle machine: memtop's CPU per pane",
+        f"`{PY} bench/pane_cost.py {r['rounds']}`",
+        ", ".join(f"{c} {v:.1f} %" for c, v in cpu.items()) + f" (worst: {worst})",
+        t.text,
+        t.met(*cpu.values()),
+    )
+    storm = r["storm_cpu_pct"]
+    t = TARGETS["pane_storm_cpu_pct"]
+    worst = max(storm, key=lambda c: storm[c])
+    yield Row(
+        "the same in a memcg swap storm (drill-in on the storming process)",
+        f"`{PY} bench/pane_cost.py {r['rounds']}`",
+        ", ".join(f"{c} {v:.1f} %" for c, v in storm.items()) + f" (worst: {worst})",
+        t.text,
+        t.met(*storm.values()),
     )
 
 
@@ -403,6 +429,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("memtop_self", memtop_self),
     ("cgroups_cost", cgroups_cost),
     ("export_cost", export_cost),
+    ("pane_cost", pane_cost),
     ("lost_counts", lost_counts),
     ("soak", soak),
     ("swapin_overhead", swapin_overhead),

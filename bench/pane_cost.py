@@ -1,0 +1,98 @@
+"""Case: memtop's own CPU per pane (issue 22, item 12): the TUI on a real pseudo-terminal of
+160x45 at 1 s refresh showing one pane (and the drill-in's History on an idle process), on an
+idle machine; CPU % of a core over a window once steady (15 s after its probes attached), medians
+of alternating rounds. Target: any pane or drill-in section <= 2 % of a core idle, and <= 4 % in
+a swap storm (a 300 MiB workload reading its memory over and over in a 100 MiB memory cgroup with
+swap: thousands of swap-ins and reclaims a second), where the drill-in is on the storming process.
+
+usage: sudo .venv/bin/python bench/pane_cost.py [ROUNDS]"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from harness import machine, save  # noqa: E402
+from memtop_self import cpu_s  # noqa: E402
+from support import PtyMemtop, compile_c, memcg, swapfile  # noqa: E402
+
+PANES = ("processes", "vmscan", "reclaim", "swapin", "oom", "leaks", "cgroups")
+
+
+def measure(args: list[str], window_s: float) -> float:
+    m = PtyMemtop(args, size=(45, 160))
+    try:
+        m.wait_ready()
+        time.sleep(15)
+        c0, t0 = cpu_s(m.pid), time.monotonic()
+        time.sleep(window_s)
+        return 100 * (cpu_s(m.pid) - c0) / (time.monotonic() - t0)
+    finally:
+        m.kill()
+
+
+def storm_cases() -> list[str]:
+    return ["vmscan", "processes", "swapin"]
+
+
+def main(rounds: int = 3, window_s: float = 10.0) -> dict[str, Any]:
+    import subprocess
+
+    # the drill-in on an idle process (its on-demand probes trace the target: not memtop itself)
+    target = subprocess.Popen(["sleep", "3600"])
+    cases = {p: ["--pane", p] for p in PANES}
+    cases["drill-in history"] = ["--pid", str(target.pid)]
+    samples: dict[str, list[float]] = {c: [] for c in cases}
+    storm: dict[str, list[float]] = {}
+    try:
+        for _ in range(rounds):
+            for case, args in cases.items():
+                samples[case].append(measure(args, window_s))
+                print(f"{case:18} {samples[case][-1]:.2f} % of a core", flush=True)
+        with swapfile(), memcg(100 << 20) as cg:
+            hog = subprocess.Popen(
+                [str(compile_c("swapfill")), "300", "1000000"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert hog.stdin is not None and hog.stdout is not None
+            hog.stdout.readline()
+            cg.add(hog.pid)
+            hog.stdin.write("go\n")
+            hog.stdin.flush()
+            time.sleep(5)  # filled: from here on every pass is swap-ins
+            storm_args = {p: ["--pane", p] for p in storm_cases()}
+            storm_args["drill-in history"] = ["--pid", str(hog.pid)]
+            storm = {c: [] for c in storm_args}
+            for _ in range(rounds):
+                for case, args in storm_args.items():
+                    storm[case].append(measure(args, window_s))
+                    print(f"storm {case:12} {storm[case][-1]:.2f} % of a core", flush=True)
+            hog.kill()
+            hog.wait()
+    finally:
+        target.kill()
+        target.wait()
+    result: dict[str, Any] = {
+        "machine": machine(),
+        "rounds": rounds,
+        "window_s": window_s,
+        "cpu_pct": {c: statistics.median(v) for c, v in samples.items()},
+        "samples": samples,
+        "storm_cpu_pct": {c: statistics.median(v) for c, v in storm.items()},
+        "storm_samples": storm,
+    }
+    save("pane_cost", result)
+    return result
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)["cpu_pct"], indent=1))
