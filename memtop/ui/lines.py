@@ -118,6 +118,34 @@ class KeyLine(Static):
             self.app.simulate_key(key)
 
 
+def tab_labels(labels: list[str], active: int, width: int) -> tuple[list[str], int]:
+    """The tab labels ("1 Processes") as drawn in ``width`` cells, and the gap between them: padded
+    (" 1 Processes ", one cell apart) when they fit, else unpadded two cells apart, then one; then
+    the tabs not shown lose letters ("2 vms…") until the line fits; the active tab and every
+    number always show. ``width`` 0: no limit."""
+
+    def total(ls: list[str], gap: int) -> int:
+        return sum(Text(label).cell_len for label in ls) + gap * (len(ls) - 1)
+
+    padded = [f" {label} " for label in labels]
+    if not width or total(padded, 1) <= width:
+        return padded, 1
+    for gap in (2, 1):
+        if total(labels, gap) <= width:
+            return labels, gap
+    numbers = [label.split(" ", 1)[0] for label in labels]
+    titles = [label.split(" ", 1)[1] if " " in label else "" for label in labels]
+    longest = max((len(t) for i, t in enumerate(titles) if i != active), default=0)
+    for keep in range(longest - 1, 0, -1):
+        cut = [
+            label if i == active or len(t) <= keep else f"{n} {t[:keep]}…"
+            for i, (label, n, t) in enumerate(zip(labels, numbers, titles, strict=True))
+        ]
+        if total(cut, 1) <= width:
+            return cut, 1
+    return [label if i == active else n for i, (label, n) in enumerate(zip(labels, numbers, strict=True))], 1
+
+
 class TabLine(Widget):
     """The panes' tabs: a label per pane and, under it, a bar marking the pane shown. One widget
     instead of Textual's TabbedContent (a tab, a tab pane and their containers per pane: most of
@@ -173,17 +201,29 @@ class TabLine(Widget):
         super().__init__(**kwargs)
         self.tabs = list(tabs)
         self.set_reactive(TabLine.active, active)
-        #: (first cell, end cell, name) of each label, one cell apart
+        #: (first cell, end cell, name) of each label as last laid out
         self._spans: list[tuple[int, int, str]] = []
-        start = 0
-        for name, label in self.tabs:
-            end = start + Text(f" {label} ").cell_len
-            self._spans.append((start, end, name))
-            start = end + 1
+        self._lay_out(0)
 
     def spans(self) -> list[tuple[int, int, str]]:
         """(first cell, end cell, name) of each label."""
         return list(self._spans)
+
+    def _lay_out(self, width: int) -> list[str]:
+        """The labels as drawn in ``width`` cells (0: no limit) and their spans (``tab_labels``)."""
+        labels, gap = tab_labels(
+            [label for _, label in self.tabs],
+            [n for n, _ in self.tabs].index(self.active) if self.active in [n for n, _ in self.tabs] else -1,
+            width,
+        )
+        self._spans = []
+        start = 0
+        for (name, _), label in zip(self.tabs, labels, strict=True):
+            end = start + Text(label).cell_len
+            self._spans.append((start, end, name))
+            start = end + gap
+        self._gap = gap
+        return labels
 
     def render(self) -> Text:
         styles = {
@@ -192,10 +232,10 @@ class TabLine(Widget):
             "active": self.get_component_rich_style("tabline--active"),
         }
         labels = Text(no_wrap=True, overflow="ellipsis", end="")
-        for name, label in self.tabs:
+        for (name, _), label in zip(self.tabs, self._lay_out(self.size.width), strict=True):
             kind = "active" if name == self.active else "hover" if name == self.hovered else "tab"
-            labels.append(f" {label} ", styles[kind])
-            labels.append(" ")
+            labels.append(label, styles[kind])
+            labels.append(" " * self._gap)
         bar = Text(
             "━" * max(self.size.width, labels.cell_len),
             self.get_component_rich_style("tabline--bar"),
