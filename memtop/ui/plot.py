@@ -9,6 +9,7 @@ is kept until then or until the size or theme changes. Imported only where a cha
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from textual.app import RenderResult
@@ -21,9 +22,13 @@ class Chart(PlotextPlot):
         #: bumped by charts.draw each time the plotted data changes
         self.generation = 0
         self._built: tuple[tuple[int, int, str, int], RenderResult] | None = None
+        #: seconds of CPU the last build took (charts.draw spaces the redraws of costly charts)
+        self.build_s = 0.0
 
     def render(self) -> RenderResult:
         key = (self.size.width, self.size.height, self.app.theme, self.generation)
         if self._built is None or self._built[0] != key:
+            t0 = time.thread_time()
             self._built = (key, super().render())
+            self.build_s = time.thread_time() - t0
         return self._built[1]

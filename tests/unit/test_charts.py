@@ -55,3 +55,39 @@ def test_a_chart_redraws_only_when_its_data_changed(monkeypatch: pytest.MonkeyPa
     assert plot.plt.calls == 1
     charts.draw(plot, None, "rss", [("anon", [0.0, 1.0], [5.0, 7.0])], str)
     assert plot.plt.calls == 2 and "anon" in shown[-1]
+
+
+def test_a_steady_line_redraws_every_few_seconds_a_costly_chart_within_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22, item 12: a line only one point longer (a steady process's history) is not a
+    change worth a redraw every tick; a chart whose build takes long (a swap storm at 160x45)
+    redraws no more often than CHART_CPU_BUDGET allows, and what it missed is drawn then."""
+    from memtop.ui import charts
+
+    clock = [100.0]
+    monkeypatch.setattr("memtop.ui.charts.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("memtop.ui.lines.show_text", lambda _w, _t: None)
+    plot = FakePlot()
+
+    def flat(n: int) -> list[charts.Series]:
+        return [("anon", [float(i) for i in range(n)], [5.0] * n)]
+
+    charts.draw(plot, None, "rss", flat(3), str)
+    for n in range(4, 8):  # one point longer a second, same values: not redrawn...
+        clock[0] += 1
+        charts.draw(plot, None, "rss", flat(n), str)
+    assert plot.plt.calls == 1
+    clock[0] += 1  # ...until STEADY_REDRAW_S passed
+    charts.draw(plot, None, "rss", flat(9), str)
+    assert plot.plt.calls == 2
+    charts.draw(plot, None, "rss", [("anon", [0.0, 1.0], [5.0, 9.0])], str)  # a change: at once
+    assert plot.plt.calls == 3
+
+    costly = FakePlot()
+    costly.build_s = 0.012  # type: ignore[attr-defined]
+    gap = costly.build_s / charts.CHART_CPU_BUDGET  # type: ignore[attr-defined]
+    for i in range(10):
+        clock[0] += 1
+        charts.draw(costly, None, "rate", [("scan", [0.0, 1.0], [float(i), 1.0])], str)
+    assert costly.plt.calls == len([t for t in range(10) if t % int(gap + 1) == 0]) < 10
