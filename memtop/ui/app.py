@@ -452,8 +452,9 @@ class MemtopApp(RecordReplay):
                 help.merge([*help.entries(help.class_bindings(type(screen))), *screen.help_entries()]),
             )
         else:
-            pane = self.active_pane()
-            keys = [*help.entries(help.class_bindings(type(pane))), *pane.help_entries()] if pane else []
+            # the class: a pane asked for a moment ago may still be being built
+            pane = pane_class(self.active_name)
+            keys = [*help.entries(help.class_bindings(pane)), *pane.help_entries()]
             first = (f"{get_view(self.active_name).title} pane", help.merge(keys))
         everywhere = [
             ("1-9", "show pane (tabs above)"),

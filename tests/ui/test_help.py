@@ -77,3 +77,16 @@ async def test_help_on_the_drill_in_lists_its_sections(tmp_path: Path, no_bpf: N
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert isinstance(app.screen, ProcessScreen)
+
+
+async def test_help_at_once_after_switching_pane_shows_the_new_panes_keys(
+    tmp_path: Path, no_bpf: None
+) -> None:
+    """`3` then `?` at once: the Reclaim pane is still being built; its keys are in the help."""
+    app = MemtopApp(Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("3", "question_mark")
+        await pilot.pause(0.2)
+        lines = help_lines(app)
+        assert lines[0] == "Reclaim pane" and lines[1].startswith("K ")

@@ -134,7 +134,7 @@ def help_keys() -> set[str]:
     classes: list[type] = [*PANE.values(), ProcessScreen, CgroupScreen, MemtopApp, HelpScreen]
     entries = [e for cls in classes for e in help_text.entries(help_text.class_bindings(cls))]
     entries += [("1-9", ""), ("Tab Shift-Tab", ""), ("Enter", "")]  # the app's own entries
-    entries += [e for name in PANE for e in PANE[name].help_entries(PANE[name].__new__(PANE[name]))]
+    entries += [e for name in PANE for e in PANE[name].help_entries()]
     entries += ProcessScreen.help_entries(ProcessScreen.__new__(ProcessScreen))
     keys: set[str] = set()
     for cell, _ in entries:

@@ -49,11 +49,12 @@ class Pane(Vertical):
     #: what Enter does on a row, for the help ("" when nothing)
     enter_help: ClassVar[str] = ""
 
-    def help_entries(self) -> list[tuple[str, str]]:
+    @classmethod
+    def help_entries(cls) -> list[tuple[str, str]]:
         """The help's entries for keys the pane's widgets handle (not in its bindings)."""
         out = [("↑ ↓ PgUp PgDn", "move")]
-        if self.enter_help:
-            out.append(("Enter", self.enter_help))
+        if cls.enter_help:
+            out.append(("Enter", cls.enter_help))
         return out
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
