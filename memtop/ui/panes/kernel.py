@@ -146,19 +146,16 @@ class KernelPane(FilterablePane, SortableTablePane):
             status.append(self.opts.filter, style="bold")
         show_text(self.query_one("#kernel-status", StatusLine), status)
         self._breakdown(doc)
+        # unreadable slabinfo: no rows (not zeros), and the lines below say why
         table = self.query_one("#kernel-table", DataTable)
-        if slab["readable"] is False:
-            table.display = False
-        else:
-            table.display = True
-            self._rows = {r["name"]: r for r in doc["rows"]}
-            fill_table(
-                table,
-                self.view.columns,
-                doc["rows"],
-                "name",
-                sort=(self.opts.sort or self.default_sort, self.opts.reverse),
-            )
+        self._rows = {r["name"]: r for r in doc["rows"]}
+        fill_table(
+            table,
+            self.view.columns,
+            doc["rows"],
+            "name",
+            sort=(self.opts.sort or self.default_sort, self.opts.reverse),
+        )
         self._detail(doc, state)
 
     def _breakdown(self, doc: dict[str, Any]) -> None:
@@ -186,7 +183,7 @@ class KernelPane(FilterablePane, SortableTablePane):
 
     def selected(self) -> dict[str, Any] | None:
         table = self.table()
-        if not table.row_count or not table.display:
+        if not table.row_count:
             return None
         try:
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
