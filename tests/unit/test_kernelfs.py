@@ -247,3 +247,26 @@ def test_unreadable_slabinfo_says_why(tmp_path: Path) -> None:
     assert doc["slab"]["readable"] is False and doc["rows"] == [] and doc["slab"]["total_bytes"] is None
     assert "does not exist" in doc["slab"]["message"]
     assert "slab caches:" in view.text(state, view.default_options())
+
+
+def test_exporter_gauges_from_the_kernel_pane(tmp_path: Path) -> None:
+    from memtop.export.metrics import Accumulators, families
+    from memtop.export.metrics import Options as ExportOptions
+
+    root = _proc(tmp_path, None, None)
+    probe = KernelProbe(str(root))
+    probe.load()
+    state = State("procfs")
+    state.apply(Batch(1, tuple(probe.poll())))
+    fams = {f.name: f for f in families(state, ExportOptions(topk=3), Accumulators())}
+    lines = {s.labels["line"]: s.value for s in fams["memtop_kernel_memory_bytes"].samples}
+    m = kernelfs.parse_meminfo((DATA / "meminfo-6.18.txt").read_text())
+    assert sum(lines.values()) == m["MemTotal"]
+    assert lines["slab_unreclaimable"] == m["SUnreclaim"] and "unexplained" in lines
+    caches = kernelfs.parse_slabinfo((DATA / "slabinfo-2.1.txt").read_text())
+    sizes = {s.labels["cache"]: s.value for s in fams["memtop_slab_cache_bytes"].samples}
+    top = sorted(caches.values(), key=lambda c: (-c.total_bytes, c.name))[:3]
+    assert set(sizes) == {c.name for c in top} | {"other"}
+    assert sum(sizes.values()) == sum(c.total_bytes for c in caches.values())
+    objs = {s.labels["cache"]: s.value for s in fams["memtop_slab_cache_objects"].samples}
+    assert objs[top[0].name] == top[0].active_objs
