@@ -68,6 +68,9 @@ TARGETS: dict[str, Target] = {
     # issue 24: a scrape with 1,000 processes and 500 cgroups; the exporter at a 15 s interval
     "scrape_p99_ms": Target("≤ 50 ms at p99", 50.0),
     "export_cpu_pct": Target("≤ 1 % of a core", 1.0),
+    # issue 26: the Kernel pane shown, no tracing; on-demand slab tracing with sampling
+    "kernel_cpu_pct": Target("≤ 2 % of a core", 2.0),
+    "slabtrace_ratio": Target("≤ 1.10× bare", 1.10),
 }
 
 NONE = "—"
@@ -171,6 +174,31 @@ def cgroups_cost(r: dict[str, Any]) -> Iterator[Row]:
         t.text,
         t.met(shown),
     )
+
+
+def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/kernel_cost.py {r['rounds']}`"
+    tick = r["pane_tick"]
+    t = TARGETS["kernel_cpu_pct"]
+    yield Row(
+        "kernel · pane shown, no tracing, 1 s refresh",
+        cmd,
+        f"{r['pane_cpu_pct']:.2f} % of a core (a tick: poll {tick['poll_ms']:.1f} ms, state "
+        f"{tick['apply_ms']:.2f} ms, view {tick['document_ms']:.1f} ms)",
+        t.text,
+        t.met(r["pane_cpu_pct"]),
+    )
+    t = TARGETS["slabtrace_ratio"]
+    for key, what in (("ns_per_op", "pipe() + 2 close()"), ("ns_per_stat", "stat() of missing names")):
+        s = r[key]
+        yield Row(
+            f"kernel · slab tracing (1 in {r['sample']}), {what}",
+            cmd,
+            f"{x(s['sampled']['ratio'])} bare; the four tracepoints with empty programs alone "
+            f"{x(s['floor']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])} (n={s['sampled']['n']})",
+            t.text,
+            t.met(s["sampled"]["ratio"]),
+        )
 
 
 def export_cost(r: dict[str, Any]) -> Iterator[Row]:
@@ -403,6 +431,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("memtop_self", memtop_self),
     ("cgroups_cost", cgroups_cost),
     ("export_cost", export_cost),
+    ("kernel_cost", kernel_cost),
     ("lost_counts", lost_counts),
     ("soak", soak),
     ("swapin_overhead", swapin_overhead),

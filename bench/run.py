@@ -23,6 +23,7 @@ CASES = [
     "memtop_self",
     "cgroups_cost",
     "export_cost",
+    "kernel_cost",
     "lost_counts",
     "replay_seek",
     "micro",

@@ -1,7 +1,9 @@
-"""The run time the kernel measures for BPF programs (BPF_ENABLE_STATS, Linux 5.8+): held while an
-on-demand tracer runs, so the pane shows what the tracer costs as the kernel counted it (run_time_ns
-and run_cnt of each program, bpf_prog_info). Stats cost two clock reads per program run, for every
-BPF program on the machine, only while held; closing the fd turns them off again."""
+"""The run time the kernel measures for BPF programs (BPF_ENABLE_STATS, Linux 5.8+), so the pane shows
+what an on-demand tracer costs as the kernel counted it (run_time_ns and run_cnt of each program,
+bpf_prog_info). Stats cost two clock reads per program run, for every BPF program on the machine,
+while held: on a hot path that is a fifth of the tracer's cost (bench/kernel_cost.py), so
+:class:`Windows` holds them one poll in ``every`` only; the counters only grow while held, and
+their ratio is the programs' ns per run."""
 
 from __future__ import annotations
 
@@ -70,3 +72,24 @@ def program_stats(bpf: Any, owner: str) -> tuple[int, int]:
             if st is not None:
                 ns, runs = ns + st[0], runs + st[1]
     return ns, runs
+
+
+class Windows:
+    """BPF stats held during one poll interval in ``every``: :meth:`tick` once per poll."""
+
+    def __init__(self, every: int = 10) -> None:
+        self.every = every
+        self._n = 0
+        self._fd: int | None = None
+
+    def tick(self) -> None:
+        self._n += 1
+        if self._fd is not None:
+            disable(self._fd)
+            self._fd = None
+        elif self._n % self.every == 1 or self.every <= 1:
+            self._fd = enable()
+
+    def close(self) -> None:
+        disable(self._fd)
+        self._fd = None

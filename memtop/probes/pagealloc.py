@@ -23,10 +23,10 @@ class PageAllocProbe(BpfProbe):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
-        self._stats_fd: int | None = None
+        self._stats = bpfstats.Windows()
 
     def after_load(self) -> None:
-        self._stats_fd = bpfstats.enable()
+        self._stats.tick()
 
     def poll(self) -> list[Record]:
         with self._lock:
@@ -35,12 +35,12 @@ class PageAllocProbe(BpfProbe):
             t = self.bpf["page_orders"]
             orders = tuple(int(t.sum(t.Key(i)).value) for i in range(ORDERS))
             ns, runs = bpfstats.program_stats(self.bpf, self.name)
+            self._stats.tick()
             while len(orders) > 1 and not orders[-1]:
                 orders = orders[:-1]
             return [PageAlloc(orders=orders, run_ns=ns, runs=runs)]
 
     def close(self) -> None:
         with self._lock:
-            bpfstats.disable(self._stats_fd)
-            self._stats_fd = None
+            self._stats.close()
             super().close()

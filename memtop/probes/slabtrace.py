@@ -4,7 +4,7 @@ bpf/slabtrace.bpf.c runs on kmem:kmem_cache_alloc, kmem:kmalloc, kmem:kfree and
 kmem:kmem_cache_free: every allocation is counted per CPU, one in ``sample`` is recorded under
 (cache, call site) with its pointer, and a free of a recorded pointer is charged back to it
 (frees of objects not sampled are counted, not attributed). Call sites are resolved through
-/proc/kallsyms to functions. While attached, BPF run-time stats are held on
+/proc/kallsyms to functions. While attached, BPF run-time stats are held on one second in ten
 (memtop.probes.bpfstats) so the pane shows the programs' own cost.
 
 kmalloc's tracepoint names no cache: its size class (bytes_alloc) and gfp flags name it as the
@@ -50,7 +50,7 @@ class SlabTraceProbe(BpfProbe):
         self.sample = max(1, int(sample))
         self.proc_root = proc_root
         self._syms: KernelSymbols | None = None
-        self._stats_fd: int | None = None
+        self._stats = bpfstats.Windows()
 
     def cflags(self) -> list[str]:
         return [f"-DSAMPLE={self.sample}", f"-DMAX_SITES={MAX_SITES}", f"-DMAX_LIVE={MAX_LIVE}"]
@@ -60,7 +60,7 @@ class SlabTraceProbe(BpfProbe):
 
     def after_load(self) -> None:
         self._syms = KernelSymbols(self.proc_root)
-        self._stats_fd = bpfstats.enable()
+        self._stats.tick()
 
     def _run_stats(self) -> tuple[int, int]:
         return bpfstats.program_stats(self.bpf, self.name)
@@ -85,6 +85,7 @@ class SlabTraceProbe(BpfProbe):
         counters = self.bpf["slab_counters"]
         c = [int(counters.sum(counters.Key(i)).value) for i in range(5)]
         ns, runs = self._run_stats()
+        self._stats.tick()
         return [
             SlabTrace(
                 sites=tuple((cache, site, a, b, f) for (cache, site), (a, b, f) in sorted(by.items())),
@@ -101,6 +102,5 @@ class SlabTraceProbe(BpfProbe):
 
     def close(self) -> None:
         with self._lock:
-            bpfstats.disable(self._stats_fd)
-            self._stats_fd = None
+            self._stats.close()
             super().close()

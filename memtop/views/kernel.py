@@ -56,21 +56,22 @@ def _rates(t: Traced | None) -> tuple[float, Traced | None]:
 
 
 def _cost(t: Traced) -> dict[str, Any]:
-    """A tracer's cost between its last two reads: events/s and the share of one CPU its
-    programs ran (as the kernel measured it), None before two reads or without run stats."""
+    """A tracer's cost: events/s between its last two reads, its programs' ns per event as the
+    kernel measured them (BPF stats, held one second in ten) and the two multiplied, as a share
+    of one CPU; None before two reads or without run stats."""
     dt = (t.ts_ns - t.prev_ts_ns) / 1e9 if t.prev is not None else 0.0
     cur, prev = t.cur, t.prev
     out: dict[str, Any] = {"events_per_s": None, "cpu_pct": None, "ns_per_event": None}
+    if cur.runs:
+        out["ns_per_event"] = round(cur.run_ns / cur.runs, 1)
     if dt <= 0 or prev is None:
         return out
     if isinstance(cur, SlabTrace) and isinstance(prev, SlabTrace):
         out["events_per_s"] = round(max(0, cur.events - prev.events) / dt, 1)
     elif isinstance(cur, PageAlloc) and isinstance(prev, PageAlloc):
         out["events_per_s"] = round(max(0, sum(cur.orders) - sum(prev.orders)) / dt, 1)
-    if cur.runs and cur.runs >= prev.runs:
-        dns, druns = cur.run_ns - prev.run_ns, cur.runs - prev.runs
-        out["cpu_pct"] = round(dns / (dt * 1e9) * 100, 3)
-        out["ns_per_event"] = round(dns / druns, 1) if druns else None
+    if out["ns_per_event"] is not None and out["events_per_s"] is not None:
+        out["cpu_pct"] = round(out["events_per_s"] * out["ns_per_event"] / 1e7, 3)
     return out
 
 
