@@ -24,9 +24,12 @@ class KernelProbe(Probe):
     name = "kernel"
     needs_bpf = False
 
-    def __init__(self, proc_root: str = "/proc", slow_every: int = 5) -> None:
+    def __init__(self, proc_root: str = "/proc", slow_every: int = 5, full_every: int = 30) -> None:
         self.proc_root = proc_root
         self.slow_every = slow_every
+        #: every cache (and buddyinfo) is resent this often: a recording started mid-session (R)
+        #: has them all within that many ticks
+        self.full_every = full_every
         self._tick = 0
         self._slabs: dict[str, tuple[str, int, int, int, int, int, int]] = {}
         self._slab_error: tuple[str, str] | None = None
@@ -63,7 +66,7 @@ class KernelProbe(Probe):
         )
         out.append(self._slabinfo())
         buddy = tuple(kernelfs.parse_buddyinfo(read_text(self._path("buddyinfo"), 65536) or ""))
-        if buddy != self._buddy:
+        if buddy != self._buddy or self._tick % self.full_every == 0:
             self._buddy = buddy
             out.append(BuddyInfo(buddy))
         if self._tick == 1 or self._tick % self.slow_every == 0:
@@ -84,7 +87,7 @@ class KernelProbe(Probe):
             self._slab_error = err
             self._slabs = {}
             return SlabCaches(full=first, readable=False, message=err[0], hint=err[1])
-        full = self._slab_error is not None or not self._slabs
+        full = self._slab_error is not None or not self._slabs or self._tick % self.full_every == 0
         self._slab_error = None
         now = {name: s.as_tuple() for name, s in kernelfs.parse_slabinfo(text).items()}
         old = self._slabs

@@ -135,6 +135,9 @@ class KernelState(SubState):
             row.slab, row.ts_ns = s, ts
         for name in rec.gone:
             self.slabs.pop(name, None)
+        if rec.full:  # every cache is in it: one not there is gone
+            for name in [n for n in self.slabs if n not in sent]:
+                del self.slabs[name]
         for name, row in self.slabs.items():
             if name not in sent:
                 row.bytes_per_s = row.objs_per_s = 0.0

@@ -164,7 +164,7 @@ class KernelPane(FilterablePane, SortableTablePane):
         if b is None:
             show_text(box, Text("Where memory went: waiting for /proc/meminfo", style="dim"))
             return
-        width = max(10, (self.size.width or 80) - 2)
+        width = max(10, (box.size.width or self.app.size.width or 80) - 2)
         t = stacked_bar(b["lines"], width)
         t.append("\n")
         shown = sorted(
@@ -194,7 +194,8 @@ class KernelPane(FilterablePane, SortableTablePane):
     def _detail(self, doc: dict[str, Any], state: State) -> None:
         box = self.query_one("#kernel-detail", Static)
         slab = doc["slab"]
-        t = Text()
+        # one line per figure, cut at the edge (wrapped lines took the rows of a small terminal)
+        t = Text(no_wrap=True, overflow="ellipsis")
         if slab["readable"] is False:
             t.append(f"Slab caches: {slab['message']}", style="yellow")
             if slab["hint"]:
@@ -314,7 +315,7 @@ class KernelPane(FilterablePane, SortableTablePane):
             t.append("█", style=COLOURS.get(ln["key"], "white"))
             t.append(f"{ln['label']} {fmt.bytes_h(ln['bytes'])}  ")
         t.append("\n")
-        width = max(10, (self.size.width or 80) - 10)
+        width = max(10, (self.app.size.width or 80) - 12)
         t.append_text(stacked_chart(list(state.get(KernelState).history), width, 4))
 
     # -- intents ----------------------------------------------------------------------------------
