@@ -107,7 +107,14 @@ class KernelState(SubState):
         if old is None or type(old.cur) is not type(rec):
             return Traced(rec, ts)
         # a counter that went back is a new attachment: no rate across it
-        back = isinstance(rec, SlabTrace) and isinstance(old.cur, SlabTrace) and rec.events < old.cur.events
+        if isinstance(rec, SlabTrace) and isinstance(old.cur, SlabTrace):
+            back = rec.events < old.cur.events
+        else:
+            back = (
+                isinstance(rec, PageAlloc)
+                and isinstance(old.cur, PageAlloc)
+                and sum(rec.orders) < sum(old.cur.orders)
+            )
         return Traced(rec, ts) if back else Traced(rec, ts, old.cur, old.ts_ns)
 
     def _on_slabs(self, rec: SlabCaches, ts: int) -> None:

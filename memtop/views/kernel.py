@@ -16,7 +16,7 @@ from memtop import fmt, kernelfs
 from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState, Traced
-from memtop.views import Column, Options, View, measuring, taken_at
+from memtop.views import Column, Options, View, taken_at
 
 SORT_KEYS = (
     "name",
@@ -46,6 +46,13 @@ def _delta(v: int | None) -> str:
     if v is None:
         return "-"
     return ("+" if v > 0 else "") + fmt.bytes_h(v)
+
+
+def attached(state: State, probe: str) -> bool:
+    """The tracer runs now (a detached one measured until it detached: its figures stay, marked
+    stopped)."""
+    st = state.statuses.get(probe)
+    return st is not None and st.state == "attached"
 
 
 def _rates(t: Traced | None) -> tuple[float, Traced | None]:
@@ -130,7 +137,7 @@ class KernelView(View):
         st = state.get(KernelState)
         dt, t = _rates(st.slabtrace)
         doc: dict[str, Any] = {
-            "tracing": measuring(state, "slabtrace"),
+            "tracing": attached(state, "slabtrace"),
             "cache": cache,
             "sample": None,
             "rows": [],
@@ -190,7 +197,7 @@ class KernelView(View):
                 }
             )
         dt, t = _rates(st.pagealloc)
-        alloc: dict[str, Any] = {"tracing": measuring(state, "pagealloc"), "orders": None}
+        alloc: dict[str, Any] = {"tracing": attached(state, "pagealloc"), "orders": None}
         if t is not None and isinstance(t.cur, PageAlloc):
             cur = t.cur.orders
             prev = t.prev.orders if isinstance(t.prev, PageAlloc) else ()

@@ -93,6 +93,10 @@ async def test_trace_keys_call_sites_and_leaving(tmp_path: Path) -> None:
         assert "vmalloc by caller" in text_of(app, "#kernel-detail")
         await pilot.press("v")
         assert "Allocation profiling" in text_of(app, "#kernel-detail")
+        # the breakdown's every line, and used memory over time stacked
+        await pilot.press("v")
+        detail = text_of(app, "#kernel-detail")
+        assert "unexplained" in detail and "kernel stacks" in detail and "█" in detail
         # leaving the pane detaches both tracers
         await pilot.press("1")
         await pilot.pause(0.2)

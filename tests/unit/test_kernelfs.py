@@ -14,7 +14,7 @@ from memtop import kernelfs
 from memtop.doctor import kernel_checks
 from memtop.probes.kernel import KernelProbe
 from memtop.records import Batch, from_json, to_json
-from memtop.records.kernel import AllocProfile, SlabCaches, SlabTrace
+from memtop.records.kernel import AllocProfile, PageAlloc, SlabCaches, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState
 from memtop.views import Options, get_view
@@ -230,7 +230,15 @@ def test_slab_growth_and_traced_sites_in_state() -> None:
     doc = view.document(state, Options(extra={"cache": "dentry"}))
     site = doc["sites"]["rows"][0]
     assert site["site"] == "__d_alloc" and site["allocs_per_s"] == 20 * 64 and site["net_objs"] == 28 * 64
-    assert doc["sites"]["tracing"] is False  # no probe status: not presented as measuring now
+    assert doc["sites"]["tracing"] is False  # no probe status: not presented as tracing now
+    # page allocations: a counter that went back (detached, attached again) gives no rate across
+    state.apply(Batch(6_000_000_000, (PageAlloc(orders=(100, 10)),)))
+    state.apply(Batch(7_000_000_000, (PageAlloc(orders=(300, 10)),)))
+    orders = view.document(state, Options())["pages"]["page_alloc"]["orders"]
+    assert [o["per_s"] for o in orders] == [200.0, 0.0]
+    state.apply(Batch(8_000_000_000, (PageAlloc(orders=(5, 1)),)))
+    orders = view.document(state, Options())["pages"]["page_alloc"]["orders"]
+    assert [o["per_s"] for o in orders] == [None, None] and orders[0]["allocs"] == 5
     whole = view.document(state, Options(sort="allocs_per_s"))
     assert whole["rows"][0]["top_site"] == "__d_alloc" and whole["rows"][0]["allocs_per_s"] == 1280
 
