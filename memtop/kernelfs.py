@@ -245,7 +245,9 @@ def parse_vmallocinfo(text: str) -> dict[tuple[str, str], tuple[int, int]]:
         except ValueError:
             continue
         caller = ""
-        if len(parts) > 2 and "=" not in parts[2] and parts[2] not in kinds:
+        if len(parts) > 2 and parts[2] == "unpurged":
+            caller = "(unpurged: freed, not yet flushed)"  # lazily freed areas, still mapped
+        elif len(parts) > 2 and "=" not in parts[2] and parts[2] not in kinds:
             caller = parts[2].split("+", 1)[0]
         kind = next((p for p in parts[2:] if p in kinds and p != "vpages"), "")
         key = (clean(caller, 128) or "(unknown)", kind)

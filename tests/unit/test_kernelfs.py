@@ -114,6 +114,7 @@ def test_vmallocinfo_by_caller() -> None:
     assert by[("kernel_clone", "vmalloc")] == (2, 32768)
     assert by[("acpi_os_map_iomem", "ioremap")] == (1, 8192)
     assert sum(n for n, _ in by.values()) == 4
+    assert by[("(unpurged: freed, not yet flushed)", "")] == (1, 8192)
     assert kernelfs.parse_vmallocinfo((DATA / "vmallocinfo.txt").read_text())
 
 
