@@ -71,6 +71,9 @@ TARGETS: dict[str, Target] = {
     "pane_cpu_pct": Target("≤ 2 % of a core", 2.0),
     "pane_storm_cpu_pct": Target("≤ 4 % of a core", 4.0),
     "export_cpu_pct": Target("≤ 1 % of a core", 1.0),
+    # issue 26: the Kernel pane shown, no tracing; on-demand slab tracing with sampling
+    "kernel_cpu_pct": Target("≤ 2 % of a core", 2.0),
+    "slabtrace_ratio": Target("≤ 1.10× bare", 1.10),
 }
 
 NONE = "—"
@@ -197,6 +200,31 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
         t.text,
         t.met(*storm.values()),
     )
+
+
+def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/kernel_cost.py {r['rounds']}`"
+    tick = r["pane_tick"]
+    t = TARGETS["kernel_cpu_pct"]
+    yield Row(
+        "kernel · pane shown, no tracing, 1 s refresh",
+        cmd,
+        f"{r['pane_cpu_pct']:.2f} % of a core (a tick: poll {tick['poll_ms']:.1f} ms, state "
+        f"{tick['apply_ms']:.2f} ms, view {tick['document_ms']:.1f} ms)",
+        t.text,
+        t.met(r["pane_cpu_pct"]),
+    )
+    t = TARGETS["slabtrace_ratio"]
+    for key, what in (("ns_per_op", "pipe() + 2 close()"), ("ns_per_stat", "stat() of missing names")):
+        s = r[key]
+        yield Row(
+            f"kernel · slab tracing (1 in {r['sample']}), {what}",
+            cmd,
+            f"{x(s['sampled']['ratio'])} bare; the four tracepoints with empty programs alone "
+            f"{x(s['floor']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])} (n={s['sampled']['n']})",
+            t.text,
+            t.met(s["sampled"]["ratio"]),
+        )
 
 
 def export_cost(r: dict[str, Any]) -> Iterator[Row]:
@@ -430,6 +458,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("cgroups_cost", cgroups_cost),
     ("export_cost", export_cost),
     ("pane_cost", pane_cost),
+    ("kernel_cost", kernel_cost),
     ("lost_counts", lost_counts),
     ("soak", soak),
     ("swapin_overhead", swapin_overhead),

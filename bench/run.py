@@ -24,6 +24,7 @@ CASES = [
     "cgroups_cost",
     "export_cost",
     "pane_cost",
+    "kernel_cost",
     "lost_counts",
     "replay_seek",
     "micro",

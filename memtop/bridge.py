@@ -405,6 +405,27 @@ class Bridge:
             return False  # still attaching: the pids it was asked for are on their way
         return self.add_probe(LeaksProbe(list(pids), sample_bytes=self.leaks_sample_bytes))
 
+    def trace_kernel(self, tracer: str, on: bool) -> bool:
+        from memtop.probes.pagealloc import PageAllocProbe
+        from memtop.probes.slabtrace import SlabTraceProbe
+
+        make: dict[str, type[SlabTraceProbe] | type[PageAllocProbe]] = {
+            "slabtrace": SlabTraceProbe,
+            "pagealloc": PageAllocProbe,
+        }
+        if tracer not in make:
+            return False
+        if not on:
+            with self._lock:
+                running = any(p.name == tracer for p in self._attached + self._queue)
+            if running:
+                self.remove_probe(tracer)
+            return running
+        if not self.allow_bpf:
+            self._set_status(ProbeStatus(tracer, "failed", NO_BPF, NO_BPF_HINT))
+            return False
+        return self.add_probe(make[tracer]())
+
     # -- polling ------------------------------------------------------------------------------
     def poll_sync(self, force: bool = False) -> Batch:
         """Poll every due attached probe (worker thread)."""

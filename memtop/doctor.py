@@ -227,7 +227,34 @@ def run_checks() -> list[Check]:
             required=False,
         )
     )
+    checks += kernel_checks()
     return checks
+
+
+def kernel_checks(proc: str = "/proc") -> list[Check]:
+    """The Kernel pane's files: /proc/slabinfo (root only) and allocation profiling's state
+    (not built, never, off, on: memtop.kernelfs.profiling_state)."""
+    from memtop import kernelfs
+    from memtop.cgroupfs import read_text
+
+    slab = read_text(os.path.join(proc, "slabinfo"), 256) is not None
+    state, hint = kernelfs.profiling_state(proc)
+    return [
+        Check(
+            "slabinfo",
+            slab,
+            f"{proc}/slabinfo" if slab else "unreadable",
+            "" if slab else "run memtop as root: the Kernel pane lists slab caches from /proc/slabinfo",
+            required=False,
+        ),
+        Check(
+            "allocation profiling",
+            state == "on",
+            state + (f" ({proc}/allocinfo)" if state == "on" else ""),
+            hint,
+            required=False,
+        ),
+    ]
 
 
 def probe_checks(

@@ -780,6 +780,9 @@ class ReplaySource:
     def trace_allocations(self, pids: Sequence[int]) -> bool:
         return False  # nothing can attach to the past
 
+    def trace_kernel(self, tracer: str, on: bool) -> bool:
+        return False  # the recording holds what was traced, if anything
+
     def _publish(self, *records: Record) -> None:
         """``records`` to the subscribers now, at the replay's position (a paused replay too)."""
         batch = Batch(ts_ns=self.pos_ns, records=records)

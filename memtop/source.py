@@ -98,6 +98,12 @@ class Source(Protocol):
         when that cannot start now (a replay; the tracer still attaching)."""
         ...
 
+    def trace_kernel(self, tracer: str, on: bool) -> bool:
+        """Attach (``on``) or detach an on-demand kernel tracer of the Kernel pane: "slabtrace"
+        (slab allocations by cache and call site, sampled) or "pagealloc" (page allocations by
+        order). False when that cannot be done now (a replay; no BPF; already in that state)."""
+        ...
+
     # -- the end ------------------------------------------------------------------------------------
     def stop_attaching(self) -> None:
         """Attach nothing new from now on: the process is exiting."""

@@ -9,6 +9,9 @@
 * ``--cgroups``: ``cgroups.jsonl.gz``, the same workloads for 20 s, what the cgroups pane's
   snapshots and screenshot render (the workload's memcg also has a cgroup2 twin on a hybrid
   machine, so its PSI shows).
+* ``--kernel``: ``kernel.jsonl.gz``, 20 s of the default probes with slab tracing and page
+  allocation counting on, while a workload stats missing names (negative dentries: the dentry
+  cache grows) and makes and holds pipes, what the Kernel pane's snapshots render.
 * ``--compat``: ``recording-1.0.jsonl.gz``, a short recording kept forever to prove that every
   later memtop still loads schema 1.0 (do not regenerate it once released).
 
@@ -22,6 +25,7 @@ import argparse
 import asyncio
 import importlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -121,10 +125,76 @@ async def session(
     print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
 
 
+KERNEL_WORKLOAD = """
+import os, sys, tempfile, time
+d = tempfile.mkdtemp(prefix="memtop-rec-")
+pipes = []
+print("ready", d, flush=True)
+i = 0
+t0 = time.monotonic()
+while time.monotonic() - t0 < float(sys.argv[1]):
+    for _ in range(2000):
+        try:
+            os.stat(os.path.join(d, f"missing-{i}"))
+        except FileNotFoundError:
+            pass
+        i += 1
+    if len(pipes) < 2000:
+        pipes += [os.pipe() for _ in range(100)]
+    time.sleep(0.05)
+os.rmdir(d)
+"""
+
+
+async def kernel_session(out: Path, duration_s: float, interval_s: float) -> None:
+    """The Kernel pane's recording: default probes, slab tracing and page allocations by order on,
+    and a workload growing the dentry cache and holding pipes."""
+    extra = [
+        optional_probe("memtop.probes.slabtrace", "SlabTraceProbe"),
+        optional_probe("memtop.probes.pagealloc", "PageAllocProbe"),
+    ]
+    bridge = Bridge(default_probes() + [p for p in extra if p is not None])
+    await bridge.start()
+    await bridge.wait_settled(300)
+    statuses = list(bridge.statuses().values())
+    work = subprocess.Popen(
+        [sys.executable, "-c", KERNEL_WORKLOAD, str(duration_s + 5)], stdout=subprocess.PIPE, text=True
+    )
+    assert work.stdout is not None
+    ready = work.stdout.readline().split()
+    assert ready[0] == "ready"
+    scratch = Path(ready[1])
+    rec = open_recorder(
+        out,
+        statuses,
+        force=True,
+        interval_s=interval_s,
+        mode=bridge.mode,
+        prelude=statuses,
+        extra={"workloads": {"kernel": work.pid}},
+    )
+    bridge.subscribe(rec)
+    try:
+        t0 = time.monotonic()
+        ticks = 0
+        while time.monotonic() - t0 < duration_s:
+            await bridge.poll()
+            ticks += 1
+            await asyncio.sleep(max(0.0, t0 + ticks * interval_s - time.monotonic()))
+    finally:
+        rec.close("done")
+        await bridge.stop()
+        work.kill()
+        work.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compat", action="store_true", help="make tests/data/recording-1.0.jsonl.gz")
     ap.add_argument("--cgroups", action="store_true", help="make tests/data/cgroups.jsonl.gz")
+    ap.add_argument("--kernel", action="store_true", help="make tests/data/kernel.jsonl.gz")
     ap.add_argument("--output")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--interval", type=float, default=1.0)
@@ -143,8 +213,13 @@ def main() -> int:
             else "pressure.jsonl.gz"
         )
     )
-    duration = args.duration or (6.0 if args.compat else 20.0 if args.cgroups else 40.0)
+    duration = args.duration or (6.0 if args.compat else 20.0 if args.cgroups or args.kernel else 40.0)
     interval = args.interval if not args.compat else 0.5
+    if args.kernel:
+        asyncio.run(
+            kernel_session(Path(args.output or ROOT / "tests/data/kernel.jsonl.gz"), duration, interval)
+        )
+        return 0
     hog_exe, leak_exe = compile_c("rec_hog"), compile_c("rec_leak")
     with swapfile(), memcg(100 * MiB, swap=True) as cg, memcg(64 * MiB, swap=False) as oom_cg:
         hog = start([str(hog_exe), "300"], cg)

@@ -666,6 +666,7 @@ class FakeSource:
         self.subs: list[Callable[[Batch], None]] = []
         self.focused: list[int] = []
         self.traced: list[list[int]] = []
+        self.kernel_traced: list[tuple[str, bool]] = []
         self.closed = False
 
     @property
@@ -711,6 +712,10 @@ class FakeSource:
 
     def trace_allocations(self, pids: Sequence[int]) -> bool:
         self.traced.append(list(pids))
+        return False
+
+    def trace_kernel(self, tracer: str, on: bool) -> bool:
+        self.kernel_traced.append((tracer, on))
         return False
 
     def stop_attaching(self) -> None:

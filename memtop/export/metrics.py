@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
+from memtop.state.kernel import KernelState
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState, ProcRow
 from memtop.state.reclaim import ReclaimState
@@ -121,6 +122,7 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     yield from _oom(state)
     yield from _cgroups(state, opts)
     yield from _processes(state, opts)
+    yield from _kernel(state, opts)
 
 
 def measuring(state: State, probe: str) -> bool:
@@ -412,3 +414,44 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
         if rest:
             fam.add_metric(["other", ""] + ([""] if opts.pid_labels else []), sum(get(*pr) for pr in rest))
         yield fam
+
+
+def _kernel(state: State, opts: Options) -> Iterator[Metric]:
+    """The Kernel pane: where MemTotal went (one series per breakdown line, adding up to
+    MemTotal, "unexplained" among them) and the slab caches: the top K by size, the rest summed
+    as ``cache="other"``."""
+    from memtop import kernelfs
+
+    st = state.get(KernelState)
+    b = st.breakdown()
+    if b:
+        g = GaugeMetricFamily(
+            "memtop_kernel_memory_bytes",
+            "Where MemTotal went, from /proc/meminfo: the lines add up to MemTotal (unexplained is the rest)",
+            labels=["line"],
+        )
+        for key, _label in kernelfs.BREAKDOWN:
+            g.add_metric([key], float(b[key]))
+        yield g
+    if st.slab_readable and st.slabs:
+        ranked = sorted(st.slabs.values(), key=lambda r: (-r.slab.total_bytes, r.slab.name))
+        g = GaugeMetricFamily(
+            "memtop_slab_cache_bytes",
+            "Memory a slab cache holds (/proc/slabinfo: slabs x pages per slab x page size), the top K; "
+            'the rest as cache="other"',
+            labels=["cache"],
+        )
+        o = GaugeMetricFamily(
+            "memtop_slab_cache_objects",
+            "Objects in use in a slab cache (/proc/slabinfo active_objs), the same caches",
+            labels=["cache"],
+        )
+        for r in ranked[: opts.topk]:
+            g.add_metric([r.slab.name], float(r.slab.total_bytes))
+            o.add_metric([r.slab.name], float(r.slab.active_objs))
+        rest = ranked[opts.topk :]
+        if rest:
+            g.add_metric(["other"], float(sum(r.slab.total_bytes for r in rest)))
+            o.add_metric(["other"], float(sum(r.slab.active_objs for r in rest)))
+        yield g
+        yield o

@@ -159,3 +159,17 @@ def test_cgroup_drill_in(snap_compare: SnapCompare, size: tuple[int, int]) -> No
         await settle(pilot, "CgroupScreen")
 
     assert snap_compare(app, terminal_size=size, run_before=before)
+
+
+def test_the_kernel_recording_holds_what_its_pictures_show() -> None:
+    """The dentry cache growing, traced: its call site, and page allocations by order."""
+    path = own_recording("kernel")
+    assert path is not None
+    rec = recording(path)
+    from memtop.views import Options, get_view
+
+    doc = get_view("kernel").document(rec.state_at(rec.ts_at(rec.duration_s)), Options())
+    dentry = next(r for r in doc["rows"] if r["name"] == "dentry")
+    assert dentry["delta_bytes"] > 0 and dentry["top_site"]
+    assert doc["breakdown"]["sum_bytes"] == doc["breakdown"]["total_bytes"]
+    assert doc["pages"]["page_alloc"]["orders"]

@@ -74,6 +74,7 @@ WHERE: dict[str, list[type]] = {
     "swap-in": [PANE["swapin"]],
     "leaks": [PANE["leaks"]],
     "cgroups": [PANE["cgroups"]],
+    "kernel": [PANE["kernel"]],
     "drill-in": [ProcessScreen],
     "live": [MemtopApp],
     "replay": [MemtopApp],

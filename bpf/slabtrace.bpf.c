@@ -1,0 +1,132 @@
+// slabtrace: who allocates slab objects, sampled, from the kmem tracepoints (no kprobes).
+//
+// kmem:kmem_cache_alloc (named caches: the tracepoint carries the cache's name) and kmem:kmalloc
+// (the kmalloc-N caches: named in user space from bytes_alloc and the gfp flags) are counted per
+// CPU; one allocation in SAMPLE (per CPU) is recorded under (cache, call site): allocations and
+// bytes, and its pointer kept in a bounded LRU map. kmem:kfree and kmem:kmem_cache_free look the
+// freed pointer up there: a free of a sampled object is charged back to its (cache, site), the
+// others are only counted (frees of objects not sampled cannot be attributed). Everything read
+// once per tick; every failed insert counted.
+//
+// Configured with -DSAMPLE=<n> -DMAX_SITES=<n> -DMAX_LIVE=<n>; -DFLOOR (bench/kernel_cost.py) makes
+// every program return at once, to measure what the tracepoints cost by themselves.
+
+#ifndef SAMPLE
+#define SAMPLE 64
+#endif
+#ifndef MAX_SITES
+#define MAX_SITES 8192
+#endif
+#ifndef MAX_LIVE
+#define MAX_LIVE 65536
+#endif
+
+#define CACHE_NAME 32
+#define GFP_RECLAIMABLE (1UL << 4)
+#define GFP_ACCOUNT (1UL << 22)
+
+struct site_t {
+    u64 site;         // call_site: the kernel text address of the caller
+    u32 size;         // kmalloc: bytes_alloc (the size class); 0 for a named cache
+    u32 flags;        // kmalloc: 1 accounted (kmalloc-cg-N), 2 reclaimable (kmalloc-rcl-N)
+    char name[CACHE_NAME];  // kmem_cache_alloc: the cache's name
+};
+
+struct stat_t {
+    u64 allocs;
+    u64 bytes;
+    u64 frees;
+};
+
+BPF_HASH(sites, struct site_t, struct stat_t, MAX_SITES);
+BPF_TABLE("lru_hash", u64, struct site_t, live, MAX_LIVE);
+// [0] allocations seen, [1] sampled, [2] frees seen, [3] frees matched to a sampled allocation,
+// [4] samples dropped (sites map full), [5] the per-CPU sampling counter
+BPF_PERCPU_ARRAY(slab_counters, u64, 6);
+
+static __always_inline int sampled(void) {
+#ifdef FLOOR
+    return 0;  // the bench's floor: the tracepoints' own cost, programs that do nothing
+#endif
+    int i = 5;
+    u64 *c = slab_counters.lookup(&i);
+    if (!c)
+        return 0;
+    *c += 1;
+    int seen = 0;
+    u64 *s = slab_counters.lookup(&seen);
+    if (s)
+        *s += 1;
+    return (*c % SAMPLE) == 0;
+}
+
+static __always_inline void bump(int i) {
+    u64 *c = slab_counters.lookup(&i);
+    if (c)
+        *c += 1;
+}
+
+static __always_inline void record(struct site_t *k, u64 ptr, u64 bytes) {
+    struct stat_t zero = {}, *st;
+    st = sites.lookup(k);
+    if (!st) {
+        if (sites.insert(k, &zero) != 0) {
+            bump(4);
+            return;
+        }
+        st = sites.lookup(k);
+        if (!st)
+            return;
+    }
+    __sync_fetch_and_add(&st->allocs, 1);
+    __sync_fetch_and_add(&st->bytes, bytes);
+    bump(1);
+    live.update(&ptr, k);
+}
+
+static __always_inline void freed(u64 ptr) {
+#ifdef FLOOR
+    return;
+#endif
+    bump(2);
+    struct site_t *k = live.lookup(&ptr);
+    if (!k)
+        return;
+    struct stat_t *st = sites.lookup(k);
+    if (st)
+        __sync_fetch_and_add(&st->frees, 1);
+    live.delete(&ptr);
+    bump(3);
+}
+
+TRACEPOINT_PROBE(kmem, kmem_cache_alloc) {
+    if (!sampled())
+        return 0;
+    struct site_t k = {};
+    k.site = args->call_site;
+    TP_DATA_LOC_READ_CONST(k.name, name, CACHE_NAME);
+    record(&k, (u64)args->ptr, args->bytes_alloc);
+    return 0;
+}
+
+TRACEPOINT_PROBE(kmem, kmalloc) {
+    if (!sampled())
+        return 0;
+    struct site_t k = {};
+    k.site = args->call_site;
+    k.size = args->bytes_alloc;
+    unsigned long gfp = args->gfp_flags;
+    k.flags = (gfp & GFP_ACCOUNT) ? 1 : ((gfp & GFP_RECLAIMABLE) ? 2 : 0);
+    record(&k, (u64)args->ptr, args->bytes_alloc);
+    return 0;
+}
+
+TRACEPOINT_PROBE(kmem, kfree) {
+    freed((u64)args->ptr);
+    return 0;
+}
+
+TRACEPOINT_PROBE(kmem, kmem_cache_free) {
+    freed((u64)args->ptr);
+    return 0;
+}

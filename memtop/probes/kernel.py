@@ -1,0 +1,133 @@
+"""The kernel probe: the kernel's own memory accounting (no BPF). Each tick: /proc/meminfo,
+vmstat's nr_zspages, /proc/slabinfo (root only: the caches that changed are sent) and
+/proc/buddyinfo; every ``slow_every`` ticks /proc/vmallocinfo (its read takes the kernel's vmap
+lock: not every second) and /proc/allocinfo where the kernel has allocation profiling.
+"""
+
+from __future__ import annotations
+
+import os
+
+from memtop import kernelfs
+from memtop.cgroupfs import read_text
+from memtop.errors import ProbeError
+from memtop.probes.base import Probe
+from memtop.records import Record
+from memtop.records.kernel import AllocProfile, BuddyInfo, KernelMem, SlabCaches, VmallocCallers
+
+#: vmalloc callers and allocinfo call sites sent (the largest by bytes)
+MAX_CALLERS = 200
+MAX_SITES = 500
+
+
+class KernelProbe(Probe):
+    name = "kernel"
+    needs_bpf = False
+
+    def __init__(self, proc_root: str = "/proc", slow_every: int = 5, full_every: int = 30) -> None:
+        self.proc_root = proc_root
+        self.slow_every = slow_every
+        #: every cache (and buddyinfo) is resent this often: a recording started mid-session (R)
+        #: has them all within that many ticks
+        self.full_every = full_every
+        self._tick = 0
+        self._slabs: dict[str, tuple[str, int, int, int, int, int, int]] = {}
+        self._slab_error: tuple[str, str] | None = None
+        self._vmap_stack: bool | None = None
+        self._buddy: tuple[tuple[int, str, tuple[int, ...]], ...] | None = None
+
+    @classmethod
+    def at_start(cls, proc_root: str | os.PathLike[str]) -> KernelProbe:
+        return cls(str(proc_root))
+
+    def _path(self, *parts: str) -> str:
+        return os.path.join(self.proc_root, *parts)
+
+    def load(self) -> None:
+        if read_text(self._path("meminfo"), 65536) is None:
+            raise ProbeError(f"cannot read {self._path('meminfo')}", "is /proc mounted?")
+        self._vmap_stack = kernelfs.vmap_stack(self.proc_root)
+
+    def note(self) -> str:
+        return "slabinfo unreadable" if self._slab_error else ""
+
+    def poll(self) -> list[Record]:
+        self._tick += 1
+        out: list[Record] = []
+        mem = kernelfs.parse_meminfo(read_text(self._path("meminfo"), 65536) or "")
+        vm = kernelfs.parse_vmstat(read_text(self._path("vmstat"), 65536) or "")
+        zs = vm.get("nr_zspages")
+        out.append(
+            KernelMem(
+                meminfo=tuple(mem.items()),
+                zspages_bytes=None if zs is None else zs * kernelfs.PAGE,
+                vmap_stack=self._vmap_stack,
+            )
+        )
+        out.append(self._slabinfo())
+        buddy = tuple(kernelfs.parse_buddyinfo(read_text(self._path("buddyinfo"), 65536) or ""))
+        if buddy != self._buddy or self._tick % self.full_every == 0:
+            self._buddy = buddy
+            out.append(BuddyInfo(buddy))
+        if self._tick == 1 or self._tick % self.slow_every == 0:
+            out.append(self._vmalloc())
+            out.append(self._allocinfo())
+        return out
+
+    def _slabinfo(self) -> SlabCaches:
+        path = self._path("slabinfo")
+        text = read_text(path, kernelfs.MAX_PROC_FILE)
+        if text is None:
+            first = self._slab_error is None
+            try:
+                os.stat(path)
+                err = (f"{path} is not readable by this user", "run memtop as root to see slab caches")
+            except OSError:
+                err = (f"{path} does not exist (a kernel without CONFIG_SLUB_DEBUG/SLAB?)", "")
+            self._slab_error = err
+            self._slabs = {}
+            return SlabCaches(full=first, readable=False, message=err[0], hint=err[1])
+        full = self._slab_error is not None or not self._slabs or self._tick % self.full_every == 0
+        self._slab_error = None
+        now = {name: s.as_tuple() for name, s in kernelfs.parse_slabinfo(text).items()}
+        old = self._slabs
+        self._slabs = now
+        if full:
+            return SlabCaches(caches=tuple(now.values()), full=True)
+        changed = tuple(v for k, v in now.items() if old.get(k) != v)
+        gone = tuple(k for k in old if k not in now)
+        return SlabCaches(caches=changed, gone=gone)
+
+    def _vmalloc(self) -> VmallocCallers:
+        text = read_text(self._path("vmallocinfo"), kernelfs.MAX_PROC_FILE)
+        if text is None:
+            return VmallocCallers(
+                readable=False, message=f"cannot read {self._path('vmallocinfo')} (root only)"
+            )
+        by = kernelfs.parse_vmallocinfo(text)
+        top = sorted(by.items(), key=lambda kv: (-kv[1][1], kv[0]))[:MAX_CALLERS]
+        return VmallocCallers(
+            callers=tuple((c, k, n, b) for (c, k), (n, b) in top),
+            ncallers=len(by),
+            areas=sum(n for n, _ in by.values()),
+            total_bytes=sum(b for _, b in by.values()),
+        )
+
+    def _allocinfo(self) -> AllocProfile:
+        state, hint = kernelfs.profiling_state(self.proc_root)
+        if state != "on":
+            return AllocProfile(state=state, hint=hint)
+        text = read_text(self._path("allocinfo"), kernelfs.MAX_ALLOCINFO)
+        if text is None:
+            return AllocProfile(state=state, hint="/proc/allocinfo is not readable: run memtop as root")
+        version, sites = kernelfs.parse_allocinfo(text)
+        top = sorted(sites, key=lambda s: (-s.bytes, s.key))[:MAX_SITES]
+        return AllocProfile(
+            state=state,
+            version=version,
+            sites=tuple((s.bytes, s.calls, s.file, s.line, s.module, s.function, s.accurate) for s in top),
+            nsites=len(sites),
+            total_bytes=sum(s.bytes for s in sites),
+            total_calls=sum(s.calls for s in sites),
+            inaccurate=sum(1 for s in sites if not s.accurate),
+        )

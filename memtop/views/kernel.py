@@ -1,0 +1,449 @@
+"""The Kernel pane: where MemTotal went (a breakdown that adds up, "unexplained" its own line), the
+slab caches of /proc/slabinfo with their growth, and on demand who allocates them (the slabtrace
+probe, sampled, by cache and call site) and page allocations by order (pagealloc); fragmentation
+from /proc/buddyinfo, vmalloc by caller, kernel allocation profiling (/proc/allocinfo).
+
+Options: ``sort`` (a column key of the slab table), ``filter`` (part of a cache name),
+``extra["cache"]`` (a cache: the document's ``sites`` are that cache's call sites; all caches'
+otherwise). ``section``: "" (everything), or one of :data:`SECTIONS` for `snapshot --section`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt, kernelfs
+from memtop.records.kernel import PageAlloc, SlabTrace
+from memtop.state import State
+from memtop.state.kernel import KernelState, Traced
+from memtop.views import Column, Options, View, taken_at
+
+SORT_KEYS = (
+    "name",
+    "active_objs",
+    "num_objs",
+    "objsize",
+    "total_bytes",
+    "bytes_per_s",
+    "delta_bytes",
+    "allocs_per_s",
+)
+SECTIONS = ("breakdown", "slabs", "sites", "pages", "vmalloc", "allocinfo")
+#: rows of call sites, vmalloc callers and allocinfo sites a document carries
+MAX_SITES = 100
+#: the order whose fragmentation the buddy table shows (a THP is order 9; 3 is what the kernel's
+#: costly-order threshold, PAGE_ALLOC_COSTLY_ORDER, calls costly)
+FRAG_ORDERS = (3, 9)
+
+
+def _rate(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return ("+" if v > 0 else "") + fmt.bytes_h(v) + "/s" if v else "0"
+
+
+def _delta(v: int | None) -> str:
+    if v is None:
+        return "-"
+    return ("+" if v > 0 else "") + fmt.bytes_h(v)
+
+
+def attached(state: State, probe: str) -> bool:
+    """The tracer runs now (a detached one measured until it detached: its figures stay, marked
+    stopped)."""
+    st = state.statuses.get(probe)
+    return st is not None and st.state == "attached"
+
+
+def _rates(t: Traced | None) -> tuple[float, Traced | None]:
+    """(seconds between the tracer's last two reads, the tracer) or (0, ...) before two reads."""
+    if t is None or t.prev is None:
+        return 0.0, t
+    return (t.ts_ns - t.prev_ts_ns) / 1e9, t
+
+
+def _cost(t: Traced) -> dict[str, Any]:
+    """A tracer's cost: events/s between its last two reads, its programs' ns per event as the
+    kernel measured them (BPF stats, held one second in ten) and the two multiplied, as a share
+    of one CPU; None before two reads or without run stats."""
+    dt = (t.ts_ns - t.prev_ts_ns) / 1e9 if t.prev is not None else 0.0
+    cur, prev = t.cur, t.prev
+    out: dict[str, Any] = {"events_per_s": None, "cpu_pct": None, "ns_per_event": None}
+    if cur.runs:
+        out["ns_per_event"] = round(cur.run_ns / cur.runs, 1)
+    if dt <= 0 or prev is None:
+        return out
+    if isinstance(cur, SlabTrace) and isinstance(prev, SlabTrace):
+        out["events_per_s"] = round(max(0, cur.events - prev.events) / dt, 1)
+    elif isinstance(cur, PageAlloc) and isinstance(prev, PageAlloc):
+        out["events_per_s"] = round(max(0, sum(cur.orders) - sum(prev.orders)) / dt, 1)
+    if out["ns_per_event"] is not None and out["events_per_s"] is not None:
+        out["cpu_pct"] = round(out["events_per_s"] * out["ns_per_event"] / 1e7, 3)
+    return out
+
+
+class KernelView(View):
+    name = "kernel"
+    title = "Kernel memory"
+    tab_title = "Kernel"
+    order = 80
+    probes = ("kernel", "slabtrace", "pagealloc")
+    sections = SECTIONS
+    columns = (
+        Column("name", "CACHE", numeric=False),
+        Column("total_bytes", "SIZE", fmt.bytes_h),
+        Column("bytes_per_s", "GROW/s", _rate),
+        Column("delta_bytes", "Δ START", _delta),
+        Column("active_objs", "ACTIVE", fmt.count_h),
+        Column("num_objs", "OBJS", fmt.count_h),
+        Column("objsize", "OBJSZ", fmt.bytes_h),
+        Column("allocs_per_s", "ALLOC/s", fmt.count_h),
+        Column("top_site", "TOP CALLER", numeric=False),
+    )
+
+    def default_options(self) -> Options:
+        return Options(sort="total_bytes", reverse=True)
+
+    def ready(self, state: State, opts: Options) -> bool:
+        st = state.get(KernelState)
+        return bool(st.meminfo) and st.slab_readable is not None
+
+    # -- parts ------------------------------------------------------------------------------------
+    def breakdown(self, st: KernelState) -> dict[str, Any] | None:
+        b = st.breakdown()
+        if not b:
+            return None
+        total = st.meminfo.get("MemTotal", 0)
+        lines = [
+            {
+                "key": key,
+                "label": label,
+                "bytes": b[key],
+                "pct": round(b[key] * 100 / total, 2) if total else None,
+            }
+            for key, label in kernelfs.BREAKDOWN
+        ]
+        return {
+            "total_bytes": total,
+            "sum_bytes": sum(b.values()),
+            "lines": lines,
+            "unexplained_bytes": b["unexplained"],
+            "vmap_stack": st.vmap_stack,
+        }
+
+    def sites(self, state: State, cache: str | None) -> dict[str, Any]:
+        """The slabtrace probe's call sites (of ``cache``, or all), estimated rates (sampled
+        counts times the sampling period) and its cost."""
+        st = state.get(KernelState)
+        dt, t = _rates(st.slabtrace)
+        doc: dict[str, Any] = {
+            "tracing": attached(state, "slabtrace"),
+            "cache": cache,
+            "sample": None,
+            "rows": [],
+        }
+        if t is None or not isinstance(t.cur, SlabTrace):
+            return doc
+        cur = t.cur
+        prev = {(c, s): (a, b, f) for c, s, a, b, f in t.prev.sites} if isinstance(t.prev, SlabTrace) else {}
+        n = cur.sample
+        rows: list[dict[str, Any]] = []
+        for c, s, a, b, f in cur.sites:
+            if cache is not None and c != cache:
+                continue
+            pa, pb, pf = prev.get((c, s), (0, 0, 0))
+            rows.append(
+                {
+                    "cache": c,
+                    "site": s,
+                    "allocs": a * n,
+                    "bytes": b * n,
+                    "frees": f * n,
+                    "net_objs": (a - f) * n,
+                    "allocs_per_s": round((a - pa) * n / dt, 1) if dt > 0 else None,
+                    "bytes_per_s": round((b - pb) * n / dt, 1) if dt > 0 else None,
+                    "net_per_s": round(((a - pa) - (f - pf)) * n / dt, 1) if dt > 0 else None,
+                }
+            )
+        rows.sort(key=lambda r: (-(r["allocs_per_s"] or 0), -r["allocs"], r["cache"], r["site"]))
+        doc.update(
+            {
+                "sample": n,
+                "rows": rows[:MAX_SITES],
+                "nsites": len(rows),
+                "allocs_seen": cur.allocs,
+                "frees_seen": cur.frees,
+                "frees_unattributed": cur.frees_unmatched,
+                "dropped": cur.dropped,
+                "cost": _cost(t),
+            }
+        )
+        return doc
+
+    def pages(self, state: State) -> dict[str, Any]:
+        st = state.get(KernelState)
+        zones = []
+        for node, zone, free in st.buddy:
+            zones.append(
+                {
+                    "node": node,
+                    "zone": zone,
+                    "free_blocks": list(free),
+                    "free_bytes": sum(n << o for o, n in enumerate(free)) * kernelfs.PAGE,
+                    "unusable": {
+                        str(o): (None if (u := kernelfs.fragmentation(free, o)) is None else round(u, 4))
+                        for o in FRAG_ORDERS
+                    },
+                }
+            )
+        dt, t = _rates(st.pagealloc)
+        alloc: dict[str, Any] = {"tracing": attached(state, "pagealloc"), "orders": None}
+        if t is not None and isinstance(t.cur, PageAlloc):
+            cur = t.cur.orders
+            prev = t.prev.orders if isinstance(t.prev, PageAlloc) else ()
+            alloc["orders"] = [
+                {
+                    "order": o,
+                    "allocs": n,
+                    "per_s": (
+                        round((n - (prev[o] if o < len(prev) else 0)) / dt, 1) if dt > 0 and t.prev else None
+                    ),
+                }
+                for o, n in enumerate(cur)
+            ]
+            alloc["cost"] = _cost(t)
+        return {"zones": zones, "page_alloc": alloc}
+
+    def vmalloc(self, st: KernelState) -> dict[str, Any] | None:
+        v = st.vmalloc
+        if v is None:
+            return None
+        if not v.readable:
+            return {
+                "readable": False,
+                "message": v.message,
+                "areas": None,
+                "total_bytes": None,
+                "ncallers": None,
+                "rows": [],
+            }
+        return {
+            "readable": True,
+            "message": None,
+            "areas": v.areas,
+            "total_bytes": v.total_bytes,
+            "ncallers": v.ncallers,
+            "rows": [
+                {"caller": c, "kind": k or None, "areas": n, "bytes": b}
+                for c, k, n, b in v.callers[:MAX_SITES]
+            ],
+        }
+
+    def allocinfo(self, st: KernelState) -> dict[str, Any] | None:
+        p = st.profile
+        if p is None:
+            return None
+        doc: dict[str, Any] = {"state": p.state, "hint": p.hint or None}
+        if p.state != "on" or not p.sites:
+            return doc
+        prev: dict[tuple[str, int, str], int] = {}
+        window_s = None
+        if st.profile_prev is not None and st.profile_prev.sites:
+            prev = {(s[2], s[3], s[5]): s[0] for s in st.profile_prev.sites}
+            window_s = round((st.profile_ts_ns - st.profile_prev_ts_ns) / 1e9, 3)
+        rows: list[dict[str, Any]] = [
+            {
+                "bytes": b,
+                "calls": n,
+                "where": f"{f}:{ln}",
+                "module": m or None,
+                "function": fn,
+                "accurate": acc,
+                "growth_bytes": (b - prev[(f, ln, fn)]) if (f, ln, fn) in prev else None,
+            }
+            for b, n, f, ln, m, fn, acc in p.sites
+        ]
+        tree: dict[str, list[int]] = {}
+        for b, n, f, _ln, _m, _fn, _acc in p.sites:
+            parts = f.split("/")[:-1]
+            for depth in range(1, min(len(parts), 3) + 1):
+                d = "/".join(parts[:depth]) + "/"
+                acc_ = tree.setdefault(d, [0, 0])
+                acc_[0] += b
+                acc_[1] += n
+        doc.update(
+            {
+                "version": p.version,
+                "nsites": p.nsites,
+                "total_bytes": p.total_bytes,
+                "total_calls": p.total_calls,
+                "inaccurate": p.inaccurate,
+                "window_s": window_s,
+                "by_bytes": rows[:MAX_SITES],
+                "by_calls": sorted(rows, key=lambda r: (-r["calls"], r["where"]))[:MAX_SITES],
+                "tree": [
+                    {"dir": d, "bytes": v[0], "calls": v[1]}
+                    for d, v in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SITES]
+                ],
+            }
+        )
+        return doc
+
+    # -- the document --------------------------------------------------------------------------
+    def slab_rows(self, state: State, opts: Options, sites: dict[str, Any]) -> list[dict[str, Any]]:
+        st = state.get(KernelState)
+        per_cache: dict[str, tuple[float, str]] = {}
+        if sites["rows"] and sites["cache"] is None:
+            for r in sites["rows"]:
+                rate, top = per_cache.get(r["cache"], (0.0, ""))
+                per_cache[r["cache"]] = (rate + (r["allocs_per_s"] or 0), top or r["site"])
+        tracing = bool(sites["sample"])
+        rows: list[dict[str, Any]] = []
+        needle = opts.filter.lower()
+        for name, r in st.slabs.items():
+            if needle and needle not in name.lower():
+                continue
+            s = r.slab
+            rate, top = per_cache.get(name, (0.0, ""))
+            rows.append(
+                {
+                    "name": name,
+                    "active_objs": s.active_objs,
+                    "num_objs": s.num_objs,
+                    "objsize": s.objsize,
+                    "total_bytes": s.total_bytes,
+                    "active_bytes": s.active_objs * s.objsize,
+                    "bytes_per_s": round(r.bytes_per_s, 1),
+                    "objs_per_s": round(r.objs_per_s, 1),
+                    "delta_bytes": s.total_bytes - r.first.total_bytes,
+                    "delta_objs": s.active_objs - r.first.active_objs,
+                    "allocs_per_s": round(rate, 1) if tracing else None,
+                    "top_site": top or None,
+                }
+            )
+        key = opts.sort if opts.sort in SORT_KEYS else "total_bytes"
+        rows.sort(key=lambda r: r["name"], reverse=False)
+        rows.sort(
+            key=lambda r: (r[key] is not None, r[key] if r[key] is not None else 0), reverse=opts.reverse
+        )
+        if key == "name":
+            rows.sort(key=lambda r: r["name"], reverse=opts.reverse)
+        return rows
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        st = state.get(KernelState)
+        cache = opts.extra.get("cache")
+        sites = self.sites(state, cache if isinstance(cache, str) and cache else None)
+        total, n = st.slab_totals()
+        doc: dict[str, Any] = {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
+            "probes": self.statuses(state),
+            "breakdown": self.breakdown(st),
+            "slab": {
+                "readable": st.slab_readable,
+                "message": st.slab_message or None,
+                "hint": st.slab_hint or None,
+                "caches": n if st.slab_readable else None,
+                "total_bytes": total if st.slab_readable else None,
+            },
+            "rows": self.slab_rows(state, opts, sites) if st.slab_readable else [],
+            "sites": sites,
+            "pages": self.pages(state),
+            "vmalloc": self.vmalloc(st),
+            "allocinfo": self.allocinfo(st),
+        }
+        if opts.section in SECTIONS:
+            keep = {"breakdown": "breakdown", "slabs": "rows", "sites": "sites", "pages": "pages"}
+            part = keep.get(opts.section, opts.section)
+            for k in ("breakdown", "rows", "sites", "pages", "vmalloc", "allocinfo"):
+                if k != part and k != "rows":
+                    doc.pop(k, None)
+            if part != "rows":
+                doc["rows"] = []
+        return doc
+
+    def history(self, state: State) -> list[tuple[int, dict[str, int]]]:
+        return list(state.get(KernelState).history)
+
+    # -- text -------------------------------------------------------------------------------------
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        lines = [""]
+        slab = doc.get("slab") or {}
+        if slab.get("readable") is False:
+            lines.append(
+                f"slab caches: {slab['message']}" + (f" ({slab['hint']})" if slab.get("hint") else "")
+            )
+        b = doc.get("breakdown")
+        if b:
+            lines.append(f"Where MemTotal {fmt.bytes_h(b['total_bytes'])} went (from /proc/meminfo):")
+            for line in b["lines"]:
+                lines.append(f"  {line['label']:<24} {fmt.bytes_h(line['bytes']):>8}  {line['pct']:6.2f}%")
+        s = doc.get("sites")
+        if s is not None:
+            lines.append("")
+            if not s["sample"]:
+                lines.append("slab call sites: not traced (press t in the pane, or Enter on a cache)")
+            else:
+                c = s["cost"]
+                lines.append(
+                    f"slab call sites{' of ' + s['cache'] if s['cache'] else ''} (1 in {s['sample']} sampled; "
+                    f"{fmt.count_h(c['events_per_s'])} events/s, {fmt.pct(c['cpu_pct'])} of a CPU; "
+                    f"frees not attributed {s['frees_unattributed']}; dropped {s['dropped']}):"
+                )
+                for r in s["rows"][:20]:
+                    lines.append(
+                        f"  {r['cache']:<24} {r['site']:<32} {fmt.count_h(r['allocs_per_s']):>7}/s "
+                        f"net {fmt.count_h(r['net_objs'])}"
+                    )
+        p = doc.get("pages")
+        if p is not None:
+            lines.append("")
+            lines.append("free blocks by order (/proc/buddyinfo):")
+            for z in p["zones"]:
+                frag = " ".join(
+                    f"unusable@{o} {fmt.pct(None if v is None else v * 100)}"
+                    for o, v in z["unusable"].items()
+                )
+                lines.append(
+                    f"  node {z['node']} {z['zone']:<8} {' '.join(str(x) for x in z['free_blocks'])}  {frag}"
+                )
+            pa = p["page_alloc"]
+            if pa["orders"]:
+                lines.append(
+                    "page allocations/s by order: "
+                    + " ".join(f"{o['order']}:{fmt.count_h(o['per_s'])}" for o in pa["orders"])
+                )
+        v = doc.get("vmalloc")
+        if v is not None:
+            lines.append("")
+            if not v["readable"]:
+                lines.append(f"vmalloc: {v['message']}")
+            else:
+                lines.append(
+                    f"vmalloc by caller ({v['areas']} areas, {fmt.bytes_h(v['total_bytes'])}; /proc/vmallocinfo):"
+                )
+                for r in v["rows"][:10]:
+                    lines.append(
+                        f"  {r['caller']:<36} {r['kind'] or '-':<8} {r['areas']:>5} {fmt.bytes_h(r['bytes']):>8}"
+                    )
+        a = doc.get("allocinfo")
+        if a is not None:
+            lines.append("")
+            if a["state"] != "on":
+                lines.append(
+                    f"allocation profiling: {a['state']}" + (f" — {a['hint']}" if a.get("hint") else "")
+                )
+            elif "by_bytes" in a:
+                lines.append(
+                    f"allocation profiling (/proc/allocinfo {a['version']}): {a['nsites']} call sites, "
+                    f"{fmt.bytes_h(a['total_bytes'])}; {a['inaccurate']} not accurate"
+                )
+                for r in a["by_bytes"][:10]:
+                    mod = f" [{r['module']}]" if r["module"] else ""
+                    lines.append(
+                        f"  {fmt.bytes_h(r['bytes']):>8} {r['calls']:>8} {r['where']}{mod} {r['function']}"
+                    )
+        return "\n".join(lines) + "\n"

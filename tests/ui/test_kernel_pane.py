@@ -1,0 +1,121 @@
+"""The Kernel pane as a user drives it, on fixture /proc files fed through a fake source: the
+breakdown bar and the slab table, `t` and Enter asking the source to trace (and the call sites
+then shown), `p` for page allocations, `v` cycling what is under the table, leaving the pane
+detaching the tracers; and, without /proc/slabinfo, the pane saying why instead of an empty
+table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import FakeSource
+from textual.widgets import DataTable, Static
+
+from memtop.probes.kernel import KernelProbe
+from memtop.records import Batch, ProbeStatus
+from memtop.records.kernel import SlabTrace
+from memtop.ui.app import MemtopApp
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "kernel"
+
+
+class TracingSource(FakeSource):
+    """Says yes to the Kernel pane's tracing intents (and notes them)."""
+
+    def trace_kernel(self, tracer: str, on: bool) -> bool:
+        self.kernel_traced.append((tracer, on))
+        return True
+
+
+def proc_root(tmp_path: Path, slabinfo: bool = True) -> Path:
+    root = tmp_path / "proc"
+    root.mkdir()
+    (root / "meminfo").write_text((DATA / "meminfo-6.18.txt").read_text())
+    (root / "buddyinfo").write_text((DATA / "buddyinfo.txt").read_text())
+    (root / "vmallocinfo").write_text((DATA / "vmallocinfo.txt").read_text())
+    if slabinfo:
+        (root / "slabinfo").write_text((DATA / "slabinfo-2.1.txt").read_text())
+    return root
+
+
+def batches(root: Path) -> list[Batch]:
+    probe = KernelProbe(str(root))
+    probe.load()
+    status = ProbeStatus("kernel", "attached", "test")
+    out = [Batch(1_000_000_000 * (i + 1), (status, *probe.poll())) for i in range(2)]
+    traced = ProbeStatus("slabtrace", "attached", "test")
+    for i, n in enumerate((10, 30)):
+        rec = SlabTrace(
+            sites=(("dentry", "__d_alloc", n, n * 192, 1), ("filp", "alloc_empty_file", 2, 384, 0)),
+            sample=64,
+            events=1000 * (i + 1),
+        )
+        out.append(Batch(1_000_000_000 * (i + 3), (traced, rec)))
+    return out
+
+
+def text_of(app: MemtopApp, selector: str) -> str:
+    return str(app.query_one(selector, Static).render())
+
+
+async def test_trace_keys_call_sites_and_leaving(tmp_path: Path) -> None:
+    src = TracingSource(batches(proc_root(tmp_path)))
+    app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(4):
+            await app.runner.tick()
+        app.redraw()
+        await pilot.pause(0.1)
+        assert "free" in text_of(app, "#kernel-breakdown")
+        table = app.query_one("#kernel-table", DataTable)
+        names = [str(r.key.value) for r in table.ordered_rows]
+        assert "dentry" in names and table.row_count == len(names)
+        # the traced figures are in the table and under it
+        assert "__d_alloc" in text_of(app, "#kernel-detail")
+        # t asks for slab tracing; again stops it
+        table.focus()
+        await pilot.press("t")
+        assert src.kernel_traced[-1] == ("slabtrace", True)
+        await pilot.press("t")
+        assert src.kernel_traced[-1] == ("slabtrace", False)
+        # Enter on a cache: tracing on, that cache's call sites only
+        table.move_cursor(row=names.index("filp"))
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert src.kernel_traced[-1] == ("slabtrace", True)
+        detail = text_of(app, "#kernel-detail")
+        assert "alloc_empty_file" in detail and "__d_alloc" not in detail
+        # p counts page allocations; v cycles what is under the table
+        await pilot.press("p")
+        assert src.kernel_traced[-1] == ("pagealloc", True)
+        assert "Free blocks by order" in text_of(app, "#kernel-detail")
+        await pilot.press("v")
+        assert "vmalloc by caller" in text_of(app, "#kernel-detail")
+        await pilot.press("v")
+        assert "Allocation profiling" in text_of(app, "#kernel-detail")
+        # the breakdown's every line, and used memory over time stacked
+        await pilot.press("v")
+        detail = text_of(app, "#kernel-detail")
+        assert "unexplained" in detail and "kernel stacks" in detail and "█" in detail
+        # leaving the pane detaches both tracers
+        await pilot.press("1")
+        await pilot.pause(0.2)
+        assert ("slabtrace", False) in src.kernel_traced[-2:] and ("pagealloc", False) in src.kernel_traced[
+            -2:
+        ]
+
+
+async def test_without_slabinfo_the_pane_says_why(tmp_path: Path) -> None:
+    src = FakeSource(batches(proc_root(tmp_path, slabinfo=False))[:2])
+    app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(100, 30)) as pilot:
+        for _ in range(2):
+            await app.runner.tick()
+        app.redraw()
+        await pilot.pause(0.1)
+        assert app.query_one("#kernel-table", DataTable).row_count == 0
+        detail = text_of(app, "#kernel-detail")
+        assert "slabinfo does not exist" in detail
+        # tracing cannot start (the fake source says no): the pane does not pretend it did
+        await pilot.press("t")
+        assert src.kernel_traced == [("slabtrace", True)]
