@@ -26,6 +26,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "swapinfo": ("memtop.probes.swapin:SwapinfoProbe", AT_START),
     "oom": ("memtop.probes.oom:OomProbe", AT_START),
     "leaks": ("memtop.probes.leaks:LeaksProbe", ON_DEMAND),
+    "sharedinfo": ("memtop.probes.shared:SharedinfoProbe", AT_START),
+    "shared": ("memtop.probes.shared:SharedProbe", AT_START),
 }
 
 
