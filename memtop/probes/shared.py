@@ -322,6 +322,7 @@ class SharedinfoProbe(Probe):
         smaps_top: int = 32,
         max_files: int = 2000,
         top_files: int = 50,
+        mounts: tuple[str, ...] | None = None,
     ) -> None:
         self.proc = proc_root
         self.sys = sys_root
@@ -331,6 +332,8 @@ class SharedinfoProbe(Probe):
         self.smaps_top = smaps_top
         self.max_files = max_files
         self.top_files = top_files
+        #: the tmpfs mounts to read (None: every one)
+        self.mounts = mounts
         self._tick = 0
         self._segments: dict[int, ShmSegment] = {}
         self._mapped: dict[int, tuple[int, ...]] = {}
@@ -570,6 +573,8 @@ class SharedinfoProbe(Probe):
     def _scan_tmpfs(self) -> list[TmpfsMount]:
         out = []
         for mp in tmpfs_mounts(self._read(self.proc, "self", "mountinfo") or ""):
+            if self.mounts is not None and mp not in self.mounts:
+                continue
             try:
                 vfs = os.statvfs(mp)
                 dev = os.lstat(mp).st_dev

@@ -94,6 +94,10 @@ class SharedView(View):
                 "ctime_s": seg.ctime_s,
                 "ctime_age_s": max(0, now_s - seg.ctime_s) if now_s and seg.ctime_s else None,
                 "mapped_by": list(seg.mapped_by),
+                "mappers": [
+                    {"pid": pid, "comm": st.procs[pid].comm if pid in st.procs else ""}
+                    for pid in seg.mapped_by
+                ],
             }
             if opts.filter and not _matches(opts.filter, row, ("creator", "last")):
                 continue
@@ -220,7 +224,6 @@ def _posix(st: SharedState) -> dict[str, Any]:
             )
     files.sort(key=lambda f: -f["alloc_bytes"])
     memfds: list[dict[str, Any]] = []
-    seen: set[int] = set()
     for p in st.procs.values():
         for ino, name, size, alloc, mapped in p.memfds:
             memfds.append(
@@ -233,10 +236,8 @@ def _posix(st: SharedState) -> dict[str, Any]:
                     "size_bytes": size,
                     "alloc_bytes": alloc,
                     "mapped": bool(mapped),
-                    "shared_with_earlier": ino in seen,
                 }
             )
-            seen.add(ino)
     memfds.sort(key=lambda m: (-m["alloc_bytes"], m["pid"]))
     return {
         "scanned": st.scan is not None,
@@ -394,6 +395,94 @@ def _migrate(st: SharedState, host: HostState, traced: bool) -> dict[str, Any]:
     }
 
 
+#: the tables of the pane's other sections (the System V one is the view's own ``columns``)
+POSIX_COLUMNS = (
+    Column("kind", "KIND", numeric=False),
+    Column("pid", "PID"),
+    Column("owner", "OWNER", numeric=False),
+    Column("alloc_bytes", "ALLOC", fmt.bytes_h),
+    Column("size_bytes", "SIZE", fmt.bytes_h),
+    Column("mapped", "MAPPED", lambda v: "yes" if v else "no", numeric=False),
+    Column("name", "NAME", numeric=False),
+)
+HUGE_COLUMNS = (
+    Column("pid", "PID"),
+    Column("comm", "COMMAND", numeric=False),
+    Column("hugetlb_bytes", "HUGETLB", fmt.bytes_h),
+    Column("anon_huge_bytes", "ANON THP", fmt.bytes_h),
+    Column("madvise_calls", "MADVISE", fmt.count_h),
+    Column("advice", "ASKED", numeric=False),
+    Column("advised_bytes", "ADVISED", fmt.bytes_h),
+)
+MIGRATE_COLUMNS = (
+    Column("reason", "REASON", numeric=False),
+    Column("succeeded_per_s", "PAGES/s", fmt.count_h),
+    Column("failed_per_s", "FAILED/s", fmt.count_h),
+    Column("succeeded", "MIGRATED", fmt.count_h),
+    Column("failed", "FAILED", fmt.count_h),
+    Column("thp_succeeded", "THP", fmt.count_h),
+    Column("thp_split", "THP SPLIT", fmt.count_h),
+    Column("calls", "CALLS", fmt.count_h),
+)
+
+
+def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...], list[dict[str, Any]], str]:
+    """(columns, rows, row key) of the pane's table for ``section`` (one of PANE_SECTIONS)."""
+    if section == "posix":
+        rows: list[dict[str, Any]] = []
+        for m in doc["posix"]["memfds"]:
+            rows.append(
+                {
+                    "key": f"memfd:{m['pid']}:{m['inode']}",
+                    "kind": "memfd",
+                    "pid": m["pid"],
+                    "owner": m["comm"],
+                    "alloc_bytes": m["alloc_bytes"],
+                    "size_bytes": m["size_bytes"],
+                    "mapped": m["mapped"],
+                    "name": f"memfd:{m['name']}",
+                }
+            )
+        for f in doc["posix"]["files"]:
+            rows.append(
+                {
+                    "key": f"file:{f['mount']}/{f['path']}",
+                    "kind": "tmpfs",
+                    "pid": None,
+                    "owner": f"uid {f['uid']}",
+                    "alloc_bytes": f["alloc_bytes"],
+                    "size_bytes": f["size_bytes"],
+                    "mapped": None,
+                    "name": f"{f['mount'].rstrip('/')}/{f['path']}",
+                }
+            )
+        rows.sort(key=lambda r: (-r["alloc_bytes"], r["key"]))
+        return POSIX_COLUMNS, rows, "key"
+    if section == "huge":
+        hu = doc["huge"]
+        by_pid: dict[int, dict[str, Any]] = {}
+        for q in hu["processes"]:
+            by_pid[q["pid"]] = dict(q, madvise_calls=None, advice="", advised_bytes=None)
+        for m in hu["madvise"] or []:
+            row = by_pid.setdefault(
+                m["pid"], {"pid": m["pid"], "comm": m["comm"], "hugetlb_bytes": None, "anon_huge_bytes": None}
+            )
+            row["madvise_calls"] = m["calls"]
+            row["advice"] = " ".join(f"{k}:{v}" for k, v in sorted(m["advice"].items()))
+            row["advised_bytes"] = m["advised_bytes"]
+        rows = sorted(
+            by_pid.values(),
+            key=lambda r: (
+                -((r["hugetlb_bytes"] or 0) + (r["anon_huge_bytes"] or 0)),
+                -(r["advised_bytes"] or 0),
+            ),
+        )
+        return HUGE_COLUMNS, rows, "pid"
+    if section == "migrate":
+        return MIGRATE_COLUMNS, list(doc["migrate"]["reasons"] or []), "reason"
+    return SharedView.columns, doc["rows"], "shmid"
+
+
 def text_sections(doc: dict[str, Any]) -> list[str]:
     """The sections after the segments' table, as text lines (text snapshot, batch)."""
     out = [""]
@@ -509,4 +598,4 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["SharedView", "render_table", "describe", "text_sections", "PANE_SECTIONS"]
+__all__ = ["SharedView", "render_table", "describe", "text_sections", "section_table", "PANE_SECTIONS"]

@@ -71,6 +71,7 @@ WHERE: dict[str, list[type]] = {
     "swap-in": [PANE["swapin"]],
     "leaks": [PANE["leaks"]],
     "cgroups": [PANE["cgroups"]],
+    "shared": [PANE["shared"]],
     "drill-in": [ProcessScreen],
     "live": [MemtopApp],
     "replay": [MemtopApp],
