@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import math
 import os
 import re
 import stat as stat_mod
+import time
 from pathlib import Path
 from typing import Any, Self
 
@@ -56,6 +58,8 @@ MIGRATE_REASONS = (
 REASON_SLOTS = 16
 STATUS_SLOTS = 64
 COLLAPSE_SUCCEEDED = 1
+#: the share of a core (at one tick a second) the scans of processes and mounts may take
+SCAN_BUDGET = 0.005
 
 
 class _Event(ctypes.Structure):
@@ -320,6 +324,8 @@ class SharedinfoProbe(Probe):
         max_procs: int = 4096,
         max_fds: int = 4096,
         smaps_top: int = 32,
+        rollup_every: int = 60,
+        scan_budget: float = SCAN_BUDGET,
         max_files: int = 2000,
         top_files: int = 50,
         mounts: tuple[str, ...] | None = None,
@@ -330,6 +336,16 @@ class SharedinfoProbe(Probe):
         self.max_procs = max_procs
         self.max_fds = max_fds
         self.smaps_top = smaps_top
+        #: a process's smaps_rollup is read again after this many ticks, or sooner when its
+        #: anonymous memory moved by a huge page or more (a read walks its page tables: 5-8 ms
+        #: for a large process here)
+        self.rollup_every = rollup_every
+        self.scan_budget = scan_budget
+        #: pid -> (RssAnon when read, tick when read, AnonHugePages)
+        self._rollup: dict[int, tuple[int, int, int]] = {}
+        self._next_scan = 0
+        #: seconds the last scan of the processes and mounts took
+        self.last_scan_s = 0.0
         self.max_files = max_files
         self.top_files = top_files
         #: the tmpfs mounts to read (None: every one)
@@ -355,13 +371,20 @@ class SharedinfoProbe(Probe):
     def poll(self) -> list[Record]:
         self._tick += 1
         out: list[Record] = []
-        scan = self._tick == 1 or self._tick % self.scan_every == 0
+        scan = self._tick == 1 or self._tick >= self._next_scan
         procs: list[SharedProc] = []
         mounts: list[TmpfsMount] = []
         processes = smaps_read = 0
         if scan:
+            t0 = time.monotonic()
             procs, processes, smaps_read = self._scan_procs()
             mounts = self._scan_tmpfs()
+            # a scan costs ~0.15 ms a process here: on a machine with thousands of them the scans
+            # space out so that they take at most SCAN_BUDGET of a core (every scan_every ticks
+            # at best)
+            took_s = time.monotonic() - t0
+            self.last_scan_s = took_s
+            self._next_scan = self._tick + max(self.scan_every, math.ceil(took_s / self.scan_budget))
             mapped: dict[int, list[int]] = {}
             for p in procs:
                 for shmid in p.sysv:
@@ -536,18 +559,42 @@ class SharedinfoProbe(Probe):
                     if parts:
                         st[k] = int(parts[0]) * (1 if k == "Uid" else 1024)
             memfds = self._memfds(pid)
-            sysv, mapped_memfd = self._maps(pid)
+            # maps where shared memory is: resident shared pages or a memfd open (the others are
+            # read below only when an attached segment's mappers are not all found)
+            if st.get("RssShmem") or memfds:
+                sysv, mapped_memfd = self._maps(pid)
+            else:
+                sysv, mapped_memfd = set(), set()
             found.append((int(pid), comm, st.get("Uid", 0), st, memfds, sysv, mapped_memfd))
+        attaches = sum(seg.nattch for seg in self._segments.values())
+        if attaches > sum(len(f[5]) for f in found):
+            # a segment attached but not touched is not in RssShmem: read every maps
+            for i, f in enumerate(found):
+                if not (f[3].get("RssShmem") or f[4]):
+                    sysv, mapped_memfd = self._maps(str(f[0]))
+                    found[i] = (*f[:5], sysv, mapped_memfd)
         # smaps_rollup (a walk of the page tables) only for those with the most anonymous memory:
         # AnonHugePages <= RssAnon, and a huge page is 2 MiB
         anon = sorted(
             (f for f in found if f[3].get("RssAnon", 0) >= 2 << 20), key=lambda f: -f[3].get("RssAnon", 0)
         )
         rollup: dict[int, int] = {}
+        reads = 0
+        cache, now = self._rollup, self._tick
         for f in anon[: self.smaps_top]:
-            text = self._read(self.proc, str(f[0]), "smaps_rollup")
+            pid_i, rss_anon = f[0], f[3].get("RssAnon", 0)
+            seen = cache.get(pid_i)
+            if seen is not None and abs(rss_anon - seen[0]) < (2 << 20) and now - seen[1] < self.rollup_every:
+                rollup[pid_i] = seen[2]
+                continue
+            text = self._read(self.proc, str(pid_i), "smaps_rollup")
+            reads += 1
             if text:
-                rollup[f[0]] = _kb_fields(text, {"AnonHugePages"}).get("AnonHugePages", 0)
+                rollup[pid_i] = _kb_fields(text, {"AnonHugePages"}).get("AnonHugePages", 0)
+                cache[pid_i] = (rss_anon, now, rollup[pid_i])
+        alive = {f[0] for f in found}
+        for gone in [p for p in cache if p not in alive]:
+            del cache[gone]
         out = []
         for pid_i, comm, uid, st, memfds, sysv, mapped_memfd in found:
             ahp = rollup.get(pid_i)
@@ -568,7 +615,7 @@ class SharedinfoProbe(Probe):
                     sysv=tuple(sorted(sysv)),
                 )
             )
-        return out, n, len(rollup)
+        return out, n, reads
 
     def _scan_tmpfs(self) -> list[TmpfsMount]:
         out = []

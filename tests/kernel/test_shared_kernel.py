@@ -79,7 +79,7 @@ class Driven:
     """The probes polled synchronously into one State (the bridge's order: /proc first)."""
 
     def __init__(self) -> None:
-        self.info = SharedinfoProbe(scan_every=1)
+        self.info = SharedinfoProbe(scan_every=1, scan_budget=1.0)
         self.trace = SharedProbe()
         self.procfs = ProcfsProbe()
         self.probes = [self.procfs, self.info, self.trace]

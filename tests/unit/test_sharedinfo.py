@@ -71,7 +71,7 @@ def test_segments_pools_and_orphans_from_a_tree(tmp_path: Path) -> None:
     proc = fake_proc(
         tmp_path, HEADER + row(99, 3, 2 << 20, 4242, 0, 2 << 20) + row(98, 4, 1 << 20, 4243, 1, 0)
     )
-    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)), scan_every=1)
+    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)), scan_every=1, scan_budget=1.0)
     probe.load()
     state = State(mode="procfs")
     state.apply(Batch(1, tuple(probe.poll())))
@@ -116,7 +116,7 @@ def test_a_fifo_or_symlink_where_a_file_is_expected_is_not_read(tmp_path: Path) 
     secret.write_text("7f0000000000-7f0000100000 rw-s 00000000 00:01 77     /SYSV00000063 (deleted)\n")
     (pid / "maps").symlink_to(secret)
     (pid / "fd").mkdir()
-    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)), scan_every=1)
+    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)), scan_every=1, scan_budget=1.0)
     done: list[object] = []
     t = threading.Thread(target=lambda: done.append(probe.poll()), daemon=True)
     t.start()
@@ -176,3 +176,19 @@ def test_callers_are_bounded_and_shmem_breakdown_never_negative() -> None:
     state.apply(Batch(2, (seg, ShmTable((1,)), pools, SharedScan((), ()))))
     shmem = get_view("shared").document(state, Options())["shmem"]
     assert shmem["sysv_bytes"] == 1 << 30 and shmem["other_bytes"] == 0
+
+
+def test_scans_space_out_to_stay_within_their_budget(tmp_path: Path) -> None:
+    """A scan that took longer than the budget allows puts the next one that many ticks later
+    (here: any scan at all, against a budget of nothing), while the segments and pools are
+    still read every tick."""
+    proc = fake_proc(tmp_path, HEADER + row(99, 3, 4096, 1, 0, 0))
+    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)), scan_every=1, scan_budget=1e-12)
+    first = probe.poll()
+    assert any(isinstance(r, SharedScan) for r in first)
+    second = probe.poll()
+    assert not any(isinstance(r, SharedScan) for r in second)
+    assert any(isinstance(r, ShmTable) for r in second)
+    probe.scan_budget = 1.0
+    probe._next_scan = 0  # the budget raised: the next tick scans again
+    assert any(isinstance(r, SharedScan) for r in probe.poll())
