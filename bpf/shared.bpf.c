@@ -53,6 +53,7 @@ struct shared_pending_t {
     u64 arg1;
     u32 call;
     s32 flags;
+    s32 nr;  // the syscall entered: an exit of another (a thread died in its syscall, its tid reused) pairs with nothing
     char name[32];
 };
 
@@ -72,9 +73,10 @@ BPF_ARRAY(shared_migrate, struct shared_migrate_t, SHARED_REASONS);
 BPF_ARRAY(shared_collapse, u64, SHARED_STATUSES);
 BPF_PERCPU_ARRAY(shared_scan_pmd, u64, 1);
 
-static __always_inline void shared_enter(u32 call, u64 arg0, u64 arg1, s32 flags) {
+static __always_inline void shared_enter(s32 nr, u32 call, u64 arg0, u64 arg1, s32 flags) {
     u32 tid = bpf_get_current_pid_tgid();
     struct shared_pending_t p = {};
+    p.nr = nr;
     p.arg0 = arg0;
     p.arg1 = arg1;
     p.call = call;
@@ -82,12 +84,16 @@ static __always_inline void shared_enter(u32 call, u64 arg0, u64 arg1, s32 flags
     shared_pending.update(&tid, &p);
 }
 
-static __always_inline void shared_exit(s64 ret) {
+static __always_inline void shared_exit(s32 nr, s64 ret) {
     u64 id = bpf_get_current_pid_tgid();
     u32 tid = (u32)id;
     struct shared_pending_t *p = shared_pending.lookup(&tid);
     if (!p)
         return;
+    if (p->nr != nr) {
+        shared_pending.delete(&tid);
+        return;
+    }
     struct shared_event_t *e = shared_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         int zero = 0;
@@ -113,42 +119,42 @@ static __always_inline void shared_exit(s64 ret) {
 }
 
 TRACEPOINT_PROBE(syscalls, sys_enter_shmget) {
-    shared_enter(SHARED_SHMGET, (u64)args->key, args->size, (s32)args->shmflg);
+    shared_enter(args->__syscall_nr, SHARED_SHMGET, (u64)args->key, args->size, (s32)args->shmflg);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_shmget) {
-    shared_exit(args->ret);
+    shared_exit(args->__syscall_nr, args->ret);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_enter_shmat) {
-    shared_enter(SHARED_SHMAT, (u64)args->shmid, (u64)args->shmaddr, (s32)args->shmflg);
+    shared_enter(args->__syscall_nr, SHARED_SHMAT, (u64)args->shmid, (u64)args->shmaddr, (s32)args->shmflg);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_shmat) {
-    shared_exit(args->ret);
+    shared_exit(args->__syscall_nr, args->ret);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_enter_shmdt) {
-    shared_enter(SHARED_SHMDT, (u64)args->shmaddr, 0, 0);
+    shared_enter(args->__syscall_nr, SHARED_SHMDT, (u64)args->shmaddr, 0, 0);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_shmdt) {
-    shared_exit(args->ret);
+    shared_exit(args->__syscall_nr, args->ret);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_enter_shmctl) {
-    shared_enter(SHARED_SHMCTL, (u64)args->shmid, (u64)args->buf, (s32)args->cmd);
+    shared_enter(args->__syscall_nr, SHARED_SHMCTL, (u64)args->shmid, (u64)args->buf, (s32)args->cmd);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_shmctl) {
-    shared_exit(args->ret);
+    shared_exit(args->__syscall_nr, args->ret);
     return 0;
 }
 
@@ -157,12 +163,12 @@ TRACEPOINT_PROBE(syscalls, sys_enter_madvise) {
     // the in-kernel filter: every other madvise stops here
     if (behavior != 14 && behavior != 15 && behavior != 25)
         return 0;
-    shared_enter(SHARED_MADVISE, args->start, args->len_in, behavior);
+    shared_enter(args->__syscall_nr, SHARED_MADVISE, args->start, args->len_in, behavior);
     return 0;
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_madvise) {
-    shared_exit(args->ret);
+    shared_exit(args->__syscall_nr, args->ret);
     return 0;
 }
 
@@ -170,6 +176,7 @@ TRACEPOINT_PROBE(syscalls, sys_exit_madvise) {
 TRACEPOINT_PROBE(syscalls, sys_enter_memfd_create) {
     u32 tid = bpf_get_current_pid_tgid();
     struct shared_pending_t p = {};
+    p.nr = args->__syscall_nr;
     p.call = SHARED_MEMFD;
     p.flags = (s32)args->flags;
     bpf_probe_read_user_str(p.name, sizeof(p.name), args->uname);
@@ -178,7 +185,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_memfd_create) {
 }
 
 TRACEPOINT_PROBE(syscalls, sys_exit_memfd_create) {
-    shared_exit(args->ret);
+    shared_exit(args->__syscall_nr, args->ret);
     return 0;
 }
 #endif

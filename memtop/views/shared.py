@@ -496,7 +496,7 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
             f"{fmt.bytes_h(sv['orphan_rss_bytes'])} + {fmt.bytes_h(sv['orphan_swap_bytes'])} swapped"
         )
     out.append("")
-    out.append("shm calls (newest first)")
+    out.append("traced calls, newest first (shm*, madvise for huge pages, memfd_create)")
     if sv["events"] is None:
         out.append("  not traced (the shared probe is not running)")
     else:
