@@ -65,6 +65,10 @@ TARGETS: dict[str, Target] = {
     "maps_key_ms": Target("at once (median ≤ 100 ms)", 100.0),
     # issue 23: 500 cgroups at 1 s refresh with the pane shown
     "cgroups_cpu_pct": Target("≤ 2 % of a core", 2.0),
+    # issue 27: the Shared pane shown; nothing on a fault-heavy workload
+    "shared_cpu_pct": Target("≤ 2 % of a core", 2.0),
+    # issue 27: no cost on a fault-heavy workload (within the noise of fault_ratio)
+    "shared_fault_ratio": Target("≤ 1.03× bare", 1.03),
     # issue 24: a scrape with 1,000 processes and 500 cgroups; the exporter at a 15 s interval
     "scrape_p99_ms": Target("≤ 50 ms at p99", 50.0),
     # issue 22: any pane or drill-in section, idle, 160x45 at 1 s refresh
@@ -225,6 +229,38 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
             t.text,
             t.met(s["sampled"]["ratio"]),
         )
+
+
+def shared_cost(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/shared_cost.py {r['rounds']}`"
+    tick = r["pane_tick"]
+    t = TARGETS["shared_cpu_pct"]
+    yield Row(
+        f"shared · pane shown, {r['processes_added']} processes and {r['segments_added']} segments added",
+        cmd,
+        f"{r['pane_cpu_pct']:.2f} % of a core (a tick {tick['tick_ms_mean']:.1f} ms on average; a scan of "
+        f"processes and mounts {tick['scan_tick_ms']:.0f} ms, spaced to ≤ 0.5 % of a core)",
+        t.text,
+        t.met(r["pane_cpu_pct"]),
+    )
+    n, h, o = r["madvise_normal"], r["madvise_hugepage"], r["other_syscall"]
+    yield Row(
+        "shared · syscall tracepoints: madvise loop, any syscall",
+        cmd,
+        f"madvise(MADV_NORMAL), filtered in kernel: {x(n['shared probe']['ratio'])} bare "
+        f"({n['bare']['median']:.0f} → {n['shared probe']['median']:.0f} ns); MADV_HUGEPAGE, traced: "
+        f"{x(h['shared probe']['ratio'])}; getppid: {x(o['shared probe']['ratio'])} "
+        f"({o['bare']['median']:.0f} → {o['shared probe']['median']:.0f} ns)",
+    )
+    f = r["fault_heavy"]
+    t = TARGETS["shared_fault_ratio"]
+    yield Row(
+        "shared · fault-heavy workload, shared probe attached",
+        cmd,
+        f"{x(f['shared probe']['ratio'])} bare ({f['bare']['median']:.0f} → {f['shared probe']['median']:.0f} ns/fault)",
+        t.text,
+        t.met(f["shared probe"]["ratio"]),
+    )
 
 
 def export_cost(r: dict[str, Any]) -> Iterator[Row]:
@@ -456,6 +492,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("leaks_cost", leaks_cost),
     ("memtop_self", memtop_self),
     ("cgroups_cost", cgroups_cost),
+    ("shared_cost", shared_cost),
     ("export_cost", export_cost),
     ("pane_cost", pane_cost),
     ("kernel_cost", kernel_cost),

@@ -22,6 +22,7 @@ CASES = [
     "swapin_overhead",
     "memtop_self",
     "cgroups_cost",
+    "shared_cost",
     "export_cost",
     "pane_cost",
     "kernel_cost",

@@ -12,6 +12,9 @@
 * ``--kernel``: ``kernel.jsonl.gz``, 20 s of the default probes with slab tracing and page
   allocation counting on, while a workload stats missing names (negative dentries: the dentry
   cache grows) and makes and holds pipes, what the Kernel pane's snapshots render.
+* ``--shared``: ``shared.jsonl.gz``, what the Shared pane's snapshots render: System V segments
+  (one orphaned), a /dev/shm file, memfds, a small hugetlb pool in use, a madvised THP region and
+  a compaction run (tests/workloads/shmwork.c), for 15 s; everything is removed after.
 * ``--compat``: ``recording-1.0.jsonl.gz``, a short recording kept forever to prove that every
   later memtop still loads schema 1.0 (do not regenerate it once released).
 
@@ -195,12 +198,17 @@ def main() -> int:
     ap.add_argument("--compat", action="store_true", help="make tests/data/recording-1.0.jsonl.gz")
     ap.add_argument("--cgroups", action="store_true", help="make tests/data/cgroups.jsonl.gz")
     ap.add_argument("--kernel", action="store_true", help="make tests/data/kernel.jsonl.gz")
+    ap.add_argument("--shared", action="store_true", help="make tests/data/shared.jsonl.gz")
     ap.add_argument("--output")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--interval", type=float, default=1.0)
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("make_recording.py needs root (BPF, cgroups)")
+    if args.shared:
+        return shared_recording(
+            Path(args.output or ROOT / "tests/data/shared.jsonl.gz"), args.duration or 15.0
+        )
     out = Path(
         args.output
         or ROOT
@@ -252,6 +260,92 @@ def main() -> int:
                     except OSError:
                         time.sleep(0.1)
     return 0
+
+
+def shared_recording(out: Path, duration_s: float) -> int:
+    """The Shared pane's recording: the default probes while shmwork creates, attaches, detaches
+    and removes segments (one left orphaned), memfds, a /dev/shm file, hugetlb pages and a THP
+    region, and the machine compacts memory. The pool, THP mode and files are restored after."""
+    import ctypes
+
+    work = subprocess.Popen(
+        [str(compile_c("shmwork"))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert work.stdin is not None and work.stdout is not None
+    assert work.stdout.readline().startswith("ready")
+
+    def do(cmd: str) -> list[str]:
+        assert work.stdin is not None and work.stdout is not None
+        work.stdin.write(cmd + "\n")
+        work.stdin.flush()
+        answer = work.stdout.readline().split()
+        if not answer or answer[0] != "ok":
+            raise SystemExit(f"shmwork {cmd!r}: {answer}")
+        return answer[1:]
+
+    nr = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    nr_before, thp_before = nr.read_text().strip(), thp.read_text()
+    shm_file = Path("/dev/shm/memtop-recording")
+    segments: list[int] = []
+    steps = [
+        lambda: segments.append(int(do("get 0x6d656d01 8388608")[0])),
+        lambda: segments.append(int(do("get 0x6d656d02 4194304")[0])),
+        lambda: segments.append(int(do("get 0x6d656d03 2097152")[0])),
+        lambda: [do(f"at {s}") for s in segments],
+        lambda: do(f"dt {segments[1]}"),
+        lambda: (do(f"dt {segments[2]}"), do(f"rm {segments[2]}")),
+        lambda: (do("memfd wayland-buffer 6291456 1"), do("memfd jit-code 1048576 0")),
+        lambda: shm_file.write_bytes(b"\x01" * (3 * MiB)),
+        lambda: os.chown(shm_file, 65534, 65534),
+        lambda: (nr.write_text(str(int(nr_before) + 4)), do("huge 2")),
+        lambda: "[never]" in thp_before and thp.write_text("madvise"),
+        lambda: do("thp 8"),
+        lambda: do("frag 64"),
+        lambda: Path("/proc/sys/vm/compact_memory").write_text("1"),
+    ]
+    try:
+        asyncio.run(shared_session(out, duration_s, steps))
+    finally:
+        work.kill()
+        work.wait()
+        libc = ctypes.CDLL(None, use_errno=True)
+        for s in segments:
+            libc.shmctl(s, 0, None)  # IPC_RMID
+        shm_file.unlink(missing_ok=True)
+        nr.write_text(nr_before)
+        if "[never]" in thp_before:
+            thp.write_text("never")
+    return 0
+
+
+async def shared_session(out: Path, duration_s: float, steps: list[Any]) -> None:
+    probes = default_probes()
+    for p in probes:
+        if p.name == "sharedinfo":
+            # /dev/shm only: the machine's other tmpfs mounts are its own business, not a fixture's
+            p.mounts = ("/dev/shm",)  # type: ignore[attr-defined]
+    bridge = Bridge(probes)
+    await bridge.start()
+    await bridge.wait_settled(300)
+    statuses = list(bridge.statuses().values())
+    for st in statuses:
+        print(f"  {st.probe}: {st.state} {st.message}", file=sys.stderr)
+    rec = open_recorder(out, statuses, force=True, interval_s=1.0, mode=bridge.mode, prelude=statuses)
+    bridge.subscribe(rec)
+    try:
+        t0 = time.monotonic()
+        ticks = 0
+        while time.monotonic() - t0 < duration_s:
+            if ticks < len(steps):
+                steps[ticks]()
+            await bridge.poll()
+            ticks += 1
+            await asyncio.sleep(max(0.0, t0 + ticks - time.monotonic()))
+    finally:
+        rec.close("done")
+        await bridge.stop()
+    print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
 
 
 def unified_twin(name: str) -> Path | None:

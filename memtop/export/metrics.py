@@ -27,6 +27,7 @@ from memtop.state.kernel import KernelState
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState, ProcRow
 from memtop.state.reclaim import ReclaimState
+from memtop.state.shared import SharedState
 from memtop.state.swapin import SwapinState
 from memtop.state.vmscan import VmscanState
 from memtop.views import MEASURING
@@ -123,6 +124,7 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     yield from _cgroups(state, opts)
     yield from _processes(state, opts)
     yield from _kernel(state, opts)
+    yield from _shared(state)
 
 
 def measuring(state: State, probe: str) -> bool:
@@ -455,3 +457,47 @@ def _kernel(state: State, opts: Options) -> Iterator[Metric]:
             o.add_metric(["other"], float(sum(r.slab.active_objs for r in rest)))
         yield g
         yield o
+
+
+def _shared(state: State) -> Iterator[Metric]:
+    """The Shared pane's figures an alert wants: hugetlb pools (an exhausted pool makes a service
+    fall back to 4 KiB pages, or fail) and System V segments no process has attached (memory held
+    by nobody)."""
+    if not measuring(state, "sharedinfo"):
+        return
+    st = state.get(SharedState)
+    if st.pools is not None:
+        pools = GaugeMetricFamily(
+            "memtop_hugetlb_pool_pages",
+            "hugetlb pool per page size: total, free, reserved (promised, not faulted) and surplus pages",
+            labels=["page_size_bytes", "state"],
+        )
+        for size, total, free, resv, surp in st.pools.pools:
+            for name, v in (("total", total), ("free", free), ("reserved", resv), ("surplus", surp)):
+                pools.add_metric([str(size), name], float(v))
+        yield pools
+    if st.sysv_readable:
+        segs = GaugeMetricFamily(
+            "memtop_sysv_shm_segments",
+            "System V shared memory segments; orphan=true: no process attached (nattch 0)",
+            labels=["orphan"],
+        )
+        rss = GaugeMetricFamily(
+            "memtop_sysv_shm_resident_bytes",
+            "Resident memory of System V segments; orphan=true: held by segments no process attached",
+            labels=["orphan"],
+        )
+        swap = GaugeMetricFamily(
+            "memtop_sysv_shm_swap_bytes",
+            "Swapped-out memory of System V segments",
+            labels=["orphan"],
+        )
+        for orphan in (False, True):
+            chosen = [g for g in st.segments.values() if (g.nattch == 0) == orphan]
+            label = ["true" if orphan else "false"]
+            segs.add_metric(label, float(len(chosen)))
+            rss.add_metric(label, float(sum(g.rss_bytes for g in chosen)))
+            swap.add_metric(label, float(sum(g.swap_bytes for g in chosen)))
+        yield segs
+        yield rss
+        yield swap

@@ -56,6 +56,9 @@ VMSTAT_PREFIXES = (
     "pgpgout",
     "pgfree",
     "drop_",
+    "thp_",
+    "pgmigrate_",
+    "numa_",
 )
 
 #: vmstat counters whose movement means the kernel took pages from processes this tick

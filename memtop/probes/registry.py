@@ -29,6 +29,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "kernel": ("memtop.probes.kernel:KernelProbe", AT_START),
     "slabtrace": ("memtop.probes.slabtrace:SlabTraceProbe", ON_DEMAND),
     "pagealloc": ("memtop.probes.pagealloc:PageAllocProbe", ON_DEMAND),
+    "sharedinfo": ("memtop.probes.shared:SharedinfoProbe", AT_START),
+    "shared": ("memtop.probes.shared:SharedProbe", AT_START),
 }
 
 

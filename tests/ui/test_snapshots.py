@@ -173,3 +173,18 @@ def test_the_kernel_recording_holds_what_its_pictures_show() -> None:
     assert dentry["delta_bytes"] > 0 and dentry["top_site"]
     assert doc["breakdown"]["sum_bytes"] == doc["breakdown"]["total_bytes"]
     assert doc["pages"]["page_alloc"]["orders"]
+
+
+def test_the_shared_recording_holds_what_its_pictures_show() -> None:
+    """A segment attached and one orphaned, memfds and a /dev/shm file, hugetlb and THP pages, a
+    madvise for huge pages and a compaction's migrations."""
+    path = own_recording("shared")
+    assert path is not None
+    rec = recording(path)
+    from memtop.views import Options, get_view
+
+    doc = get_view("shared").document(rec.state_at(rec.ts_at(rec.duration_s)), Options())
+    assert sorted(r["orphan"] for r in doc["rows"]) == [False, True]
+    assert doc["posix"]["memfds"] and doc["posix"]["files"]
+    assert any(p["hugetlb_bytes"] and p["anon_huge_bytes"] for p in doc["huge"]["processes"])
+    assert doc["huge"]["madvise"] and doc["migrate"]["reasons"]

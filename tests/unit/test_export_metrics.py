@@ -148,3 +148,42 @@ def test_textfile_refuses_a_symlink_and_a_failed_write_exits_2(tmp_path: Path) -
     assert 'memtop_probe_up{probe="procfs",reason="",state="attached"} 1.0' in text
     # --no-bpf: the BPF figures are left out (not zeros), the probes say why
     assert "memtop_reclaim_latency_seconds" not in text and "memtop_swapins_total" not in text
+
+
+def test_shared_pools_and_orphaned_segments() -> None:
+    """From the shared recording: the 2 MiB pool as /sys gave it, and the orphaned segment."""
+    rec = Recording.load(ROOT / "tests" / "data" / "shared.jsonl.gz")
+    state = rec.state_at(rec.ts_at(rec.duration_s))
+    assert isinstance(state, State)
+    fams = {f.name: f for f in families(state, Options(), Accumulators())}
+    from memtop.state.shared import SharedState
+
+    st = state.get(SharedState)
+    assert st.pools is not None
+    pools = {
+        (s.labels["page_size_bytes"], s.labels["state"]): s.value
+        for s in fams["memtop_hugetlb_pool_pages"].samples
+    }
+    for size, total, free, resv, surp in st.pools.pools:
+        assert [pools[(str(size), k)] for k in ("total", "free", "reserved", "surplus")] == [
+            total,
+            free,
+            resv,
+            surp,
+        ]
+    assert pools[(str(2 << 20), "total")] - pools[(str(2 << 20), "free")] == 2  # the recording's two pages
+    segs = {s.labels["orphan"]: s.value for s in fams["memtop_sysv_shm_segments"].samples}
+    rss = {s.labels["orphan"]: s.value for s in fams["memtop_sysv_shm_resident_bytes"].samples}
+    orphans = [g for g in st.segments.values() if g.nattch == 0]
+    assert segs == {"true": 1.0, "false": float(len(st.segments) - 1)} and len(orphans) == 1
+    assert rss["true"] == orphans[0].rss_bytes == 4 << 20
+    assert fams["memtop_hugetlb_pool_pages"].type == "gauge"
+    # the exposition renders them
+    text = generate_latest_of(fams.values())
+    assert 'memtop_sysv_shm_segments{orphan="true"} 1.0' in text
+
+
+def test_shared_families_absent_without_the_probe() -> None:
+    """No sharedinfo in a recording: no pool or segment series (absent, not zeros)."""
+    fams = by_name()
+    assert "memtop_hugetlb_pool_pages" not in fams and "memtop_sysv_shm_segments" not in fams

@@ -75,6 +75,7 @@ WHERE: dict[str, list[type]] = {
     "leaks": [PANE["leaks"]],
     "cgroups": [PANE["cgroups"]],
     "kernel": [PANE["kernel"]],
+    "shared": [PANE["shared"]],
     "drill-in": [ProcessScreen],
     "live": [MemtopApp],
     "replay": [MemtopApp],

@@ -1,0 +1,601 @@
+"""The Shared pane: System V segments (orphans marked) and the calls on them, tmpfs files and
+memfds, the header's Shmem broken down, hugetlb pools and huge page use per process, THP rates,
+madvise calls for huge pages, page migrations by reason and khugepaged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtop import fmt
+from memtop.state import State
+from memtop.state.host import HostState
+from memtop.state.shared import SharedState
+from memtop.views import Column, Options, View, measuring, render_table, taken_at
+
+SORT_KEYS = ("shmid", "key", "size_bytes", "rss_bytes", "swap_bytes", "nattch", "cpid", "lpid", "uid")
+#: the sections the pane shows, one at a time (`s` cycles)
+PANE_SECTIONS = ("sysv", "posix", "huge", "migrate")
+THP_COUNTERS = (
+    ("thp_fault_alloc", "fault alloc"),
+    ("thp_fault_fallback", "fault fallback"),
+    ("thp_collapse_alloc", "collapse"),
+    ("thp_collapse_alloc_failed", "collapse failed"),
+    ("thp_split_page", "split"),
+    ("thp_deferred_split_page", "deferred split"),
+)
+NUMA_COUNTERS = (
+    ("numa_hint_faults", "hint faults"),
+    ("numa_pages_migrated", "pages migrated"),
+    ("numa_pte_updates", "pte updates"),
+    ("pgmigrate_success", "pgmigrate ok"),
+    ("pgmigrate_fail", "pgmigrate fail"),
+)
+
+
+def key_hex(key: int) -> str:
+    return f"0x{key & 0xFFFFFFFF:08x}"
+
+
+def _orphan(v: Any) -> str:
+    return "ORPHAN" if v else ""
+
+
+class SharedView(View):
+    name = "shared"
+    title = "Shared memory and huge pages"
+    tab_title = "Shared"
+    order = 90
+    probes = ("sharedinfo", "shared")
+    vmstat_fallback = (
+        "shared",
+        (("pgmigrate_success", "pages migrated", "rate"), ("thp_fault_alloc", "THP faults", "rate")),
+    )
+    columns = (
+        Column("shmid", "SHMID"),
+        Column("key", "KEY", key_hex, numeric=False),
+        Column("size_bytes", "SIZE", fmt.bytes_h),
+        Column("rss_bytes", "RSS", fmt.bytes_h),
+        Column("swap_bytes", "SWAP", fmt.bytes_h),
+        Column("nattch", "ATT"),
+        Column("orphan", "", _orphan, numeric=False),
+        Column("uid", "UID"),
+        Column("perms", "PERM", lambda p: f"{p:o}"),
+        Column("creator", "CREATOR", numeric=False),
+        Column("last", "LAST", numeric=False),
+        Column("ctime_age_s", "CREATED", fmt.age_h),
+    )
+
+    def document(self, state: State, opts: Options) -> dict[str, Any]:
+        st = state.get(SharedState)
+        host = state.get(HostState)
+        now_s = _now_s(state)
+        segments = []
+        for seg in st.segments.values():
+            row = {
+                "shmid": seg.shmid,
+                "key": seg.key,
+                "perms": seg.perms,
+                "size_bytes": seg.size_bytes,
+                "rss_bytes": seg.rss_bytes,
+                "swap_bytes": seg.swap_bytes,
+                "nattch": seg.nattch,
+                "orphan": seg.nattch == 0,
+                "uid": seg.uid,
+                "gid": seg.gid,
+                "cuid": seg.cuid,
+                "cpid": seg.cpid,
+                "lpid": seg.lpid,
+                "creator_comm": seg.creator_comm,
+                "last_comm": seg.last_comm,
+                "creator": f"{seg.cpid} {seg.creator_comm or '(gone)'}",
+                "last": f"{seg.lpid} {seg.last_comm or '(gone)'}" if seg.lpid else "-",
+                "atime_s": seg.atime_s,
+                "dtime_s": seg.dtime_s,
+                "ctime_s": seg.ctime_s,
+                "ctime_age_s": max(0, now_s - seg.ctime_s) if now_s and seg.ctime_s else None,
+                "mapped_by": list(seg.mapped_by),
+                "mappers": [
+                    {"pid": pid, "comm": st.procs[pid].comm if pid in st.procs else ""}
+                    for pid in seg.mapped_by
+                ],
+            }
+            if opts.filter and not _matches(opts.filter, row, ("creator", "last")):
+                continue
+            segments.append(row)
+        key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"
+        segments.sort(key=lambda r: (r[key], r["shmid"]), reverse=opts.reverse)
+        traced = measuring(state, "shared")
+        events = [_event(e, state.ts_ns) for e in st.events if opts.pid is None or e.pid == opts.pid]
+        callers: list[dict[str, Any]] = [
+            {
+                "pid": c.pid,
+                "comm": c.comm,
+                "calls": dict(c.calls),
+                "errors": c.errors,
+                "advice": dict(c.advice),
+                "advised_bytes": c.advised_bytes,
+            }
+            for c in reversed(st.callers.values())
+            if opts.pid is None or c.pid == opts.pid
+        ]
+        orphans = [s for s in segments if s["orphan"]]
+        return {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
+            "probes": self.statuses(state),
+            "rows": segments,
+            "sysv": {
+                "readable": st.sysv_readable,
+                "why": st.sysv_why,
+                "segments": len(segments),
+                "orphans": len(orphans),
+                "orphan_rss_bytes": sum(s["rss_bytes"] for s in orphans),
+                "orphan_swap_bytes": sum(s["swap_bytes"] for s in orphans),
+                "rss_bytes": sum(s["rss_bytes"] for s in segments),
+                "events": events if traced or events else None,
+                "calls_total": st.calls_total if traced else None,
+                "callers": [c for c in callers if set(c["calls"]) - {"madvise", "memfd_create"}],
+            },
+            "posix": _posix(st),
+            "shmem": _shmem(st, segments),
+            "huge": _huge(st, host, callers, traced),
+            "migrate": _migrate(st, host, traced),
+        }
+
+    def text_extra(self, doc: dict[str, Any]) -> str:
+        return "\n".join(text_sections(doc)) + "\n"
+
+
+def _now_s(state: State) -> int:
+    from memtop.views import wall_ns
+
+    ns = wall_ns(state)
+    return ns // 1_000_000_000 if ns else 0
+
+
+def _matches(needle: str, row: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    n = needle.lower()
+    return any(n in str(row.get(k, "")).lower() for k in keys) or n in (
+        str(row.get("shmid")),
+        key_hex(row["key"]),
+    )
+
+
+def _event(e: Any, ts_ns: int) -> dict[str, Any]:
+    return {
+        "ts_ns": e.ts_ns,
+        "age_ns": max(0, ts_ns - e.ts_ns),
+        "pid": e.pid,
+        "tid": e.tid,
+        "comm": e.comm,
+        "call": e.call,
+        "result": e.result,
+        "error": e.error,
+        "key": e.key,
+        "shmid": e.shmid,
+        "size_bytes": e.size_bytes,
+        "addr": e.addr,
+        "flags": e.flags,
+        "cmd": e.cmd,
+        "advice": e.advice,
+        "name": e.name,
+        "what": describe(e),
+    }
+
+
+def describe(e: Any) -> str:
+    """One line for a traced call, as shmsnoop would print it."""
+    res = e.error or str(e.result)
+    if e.call == "shmget":
+        return f"shmget(key {key_hex(e.key or 0)}, {fmt.bytes_h(e.size_bytes)}, flags {e.flags:#o}) = {res}"
+    if e.call == "shmat":
+        got = e.error or (f"{e.addr:#x}" if e.addr is not None else res)
+        return f"shmat(shmid {e.shmid}, flags {e.flags:#o}) = {got}"
+    if e.call == "shmdt":
+        return f"shmdt({(e.addr or 0):#x}) = {res}"
+    if e.call == "shmctl":
+        return f"shmctl(shmid {e.shmid}, {e.cmd}) = {res}"
+    if e.call == "madvise":
+        end = (e.addr or 0) + (e.size_bytes or 0)
+        return f"madvise({(e.addr or 0):#x}-{end:#x} {fmt.bytes_h(e.size_bytes)}, {e.advice.upper()}) = {res}"
+    if e.call == "memfd_create":
+        return f"memfd_create({e.name!r}, flags {e.flags:#x}) = {res}"
+    return f"{e.call} = {res}"
+
+
+def _posix(st: SharedState) -> dict[str, Any]:
+    mounts: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    for m in st.mounts.values():
+        mounts.append(
+            {
+                "mount": m.mount,
+                "size_bytes": m.size_bytes,
+                "used_bytes": m.used_bytes,
+                "files_seen": m.files_seen,
+                "truncated": m.truncated,
+            }
+        )
+        for path, uid, size, alloc in m.files:
+            files.append(
+                {"mount": m.mount, "path": path, "uid": uid, "size_bytes": size, "alloc_bytes": alloc}
+            )
+    files.sort(key=lambda f: -f["alloc_bytes"])
+    memfds: list[dict[str, Any]] = []
+    for p in st.procs.values():
+        for ino, name, size, alloc, mapped in p.memfds:
+            memfds.append(
+                {
+                    "pid": p.pid,
+                    "comm": p.comm,
+                    "uid": p.uid,
+                    "inode": ino,
+                    "name": name,
+                    "size_bytes": size,
+                    "alloc_bytes": alloc,
+                    "mapped": bool(mapped),
+                }
+            )
+    memfds.sort(key=lambda m: (-m["alloc_bytes"], m["pid"]))
+    return {
+        "scanned": st.scan is not None,
+        "mounts": mounts,
+        "files": files,
+        "memfds": memfds,
+        "processes": [
+            {"pid": p.pid, "comm": p.comm, "uid": p.uid, "rss_shmem_bytes": p.rss_shmem_bytes}
+            for p in sorted(st.procs.values(), key=lambda p: -p.rss_shmem_bytes)
+            if p.rss_shmem_bytes
+        ],
+    }
+
+
+def _shmem(st: SharedState, segments: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """/proc/meminfo's Shmem broken down: System V segments' resident pages, tmpfs mounts' used
+    blocks, memfds (each inode once), the rest (shared anonymous mappings, GPU buffers...)."""
+    if st.pools is None:
+        return None
+    total = st.pools.shmem_bytes
+    sysv = sum(s["rss_bytes"] for s in segments)
+    tmpfs = sum(m.used_bytes for m in st.mounts.values())
+    inodes: dict[int, int] = {}
+    for p in st.procs.values():
+        for ino, _name, _size, alloc, _mapped in p.memfds:
+            inodes[ino] = alloc
+    memfd = sum(inodes.values())
+    return {
+        "shmem_bytes": total,
+        "sysv_bytes": sysv,
+        "tmpfs_bytes": tmpfs,
+        "memfd_bytes": memfd,
+        "other_bytes": max(0, total - sysv - tmpfs - memfd),
+    }
+
+
+def _huge(st: SharedState, host: HostState, callers: list[dict[str, Any]], traced: bool) -> dict[str, Any]:
+    p = st.pools
+    pools = [
+        {
+            "page_size_bytes": size,
+            "total": total,
+            "free": free,
+            "reserved": resv,
+            "surplus": surp,
+            "used": total - free,
+            "used_bytes": (total - free) * size,
+            "total_bytes": total * size,
+        }
+        for size, total, free, resv, surp in (p.pools if p else ())
+    ]
+    procs = [
+        {
+            "pid": q.pid,
+            "comm": q.comm,
+            "hugetlb_bytes": q.hugetlb_bytes,
+            "anon_huge_bytes": q.anon_huge_bytes,
+        }
+        for q in sorted(st.procs.values(), key=lambda q: -(q.hugetlb_bytes + (q.anon_huge_bytes or 0)))
+        if q.hugetlb_bytes or q.anon_huge_bytes
+    ]
+    have_vmstat = bool(host.vmstat) and any(k.startswith("thp_") for k in host.vmstat)
+    thp_rates = (
+        {k: round(host.vmstat_rate(k), 3) for k, _ in THP_COUNTERS if k in host.vmstat}
+        if have_vmstat
+        else None
+    )
+    thp_totals = (
+        {k: host.vmstat_since_start(k) for k, _ in THP_COUNTERS if k in host.vmstat} if have_vmstat else None
+    )
+    kh = st.khuge
+    khuge = None
+    if kh is not None:
+        dt = st.khuge_ts_ns - st.khuge_prev_ts_ns
+        prev = st.khuge_prev
+        scans_rate = None
+        if kh.scans is not None and prev is not None and prev.scans is not None and dt > 0:
+            scans_rate = round((kh.scans - prev.scans) * 1e9 / dt, 3)
+        khuge = {
+            "pmds_scanned": kh.scans,
+            "pmds_scanned_per_s": scans_rate,
+            "collapses": dict(kh.collapses),
+        }
+    madvise = []
+    for pid in [c["pid"] for c in callers if "madvise" in c["calls"]]:
+        c = st.callers[pid]
+        madvise.append(
+            {
+                "pid": pid,
+                "comm": c.comm,
+                "calls": c.calls["madvise"],
+                "advice": dict(c.advice),
+                "advised_bytes": c.advised_bytes,
+                "ranges": [
+                    {
+                        "start": r.addr,
+                        "length_bytes": r.size_bytes,
+                        "advice": r.advice,
+                        "result": r.result,
+                        "error": r.error,
+                    }
+                    for r in c.ranges
+                ],
+            }
+        )
+    return {
+        "pools": pools,
+        "hugetlb_bytes": p.hugetlb_bytes if p else None,
+        "anon_huge_bytes": p.anon_huge_bytes if p else None,
+        "shmem_huge_bytes": p.shmem_huge_bytes if p else None,
+        "file_huge_bytes": p.file_huge_bytes if p else None,
+        "thp_enabled": p.thp_enabled if p else "",
+        "thp_defrag": p.thp_defrag if p else "",
+        "thp_shmem_enabled": p.thp_shmem_enabled if p else "",
+        "thp_per_s": thp_rates,
+        "thp_since_start": thp_totals,
+        "khugepaged": khuge,
+        "processes": procs,
+        "smaps_read": st.scan.smaps_read if st.scan else None,
+        "madvise": madvise if traced or madvise else None,
+    }
+
+
+def _migrate(st: SharedState, host: HostState, traced: bool) -> dict[str, Any]:
+    rates = st.migrate_rates()
+    reasons = []
+    for r in st.migrate.reasons if st.migrate else ():
+        ok, bad = rates.get(r[0], (0.0, 0.0))
+        reasons.append(
+            {
+                "reason": r[0],
+                "calls": r[1],
+                "succeeded": r[2],
+                "failed": r[3],
+                "thp_succeeded": r[4],
+                "thp_failed": r[5],
+                "thp_split": r[6],
+                "succeeded_per_s": round(ok, 3),
+                "failed_per_s": round(bad, 3),
+            }
+        )
+    numa = (
+        {
+            k: {"per_s": round(host.vmstat_rate(k), 3), "since_start": host.vmstat_since_start(k)}
+            for k, _ in NUMA_COUNTERS
+            if k in host.vmstat
+        }
+        if host.vmstat
+        else None
+    )
+    return {
+        "reasons": reasons if traced or reasons else None,
+        "vmstat": numa,
+        "compact_stall_per_s": round(host.vmstat_rate("compact_stall"), 3) if host.vmstat else None,
+    }
+
+
+#: the tables of the pane's other sections (the System V one is the view's own ``columns``)
+POSIX_COLUMNS = (
+    Column("kind", "KIND", numeric=False),
+    Column("pid", "PID"),
+    Column("owner", "OWNER", numeric=False),
+    Column("alloc_bytes", "ALLOC", fmt.bytes_h),
+    Column("size_bytes", "SIZE", fmt.bytes_h),
+    Column("mapped", "MAPPED", lambda v: "yes" if v else "no", numeric=False),
+    Column("name", "NAME", numeric=False),
+)
+HUGE_COLUMNS = (
+    Column("pid", "PID"),
+    Column("comm", "COMMAND", numeric=False),
+    Column("hugetlb_bytes", "HUGETLB", fmt.bytes_h),
+    Column("anon_huge_bytes", "ANON THP", fmt.bytes_h),
+    Column("madvise_calls", "MADVISE", fmt.count_h),
+    Column("advice", "ASKED", numeric=False),
+    Column("advised_bytes", "ADVISED", fmt.bytes_h),
+)
+MIGRATE_COLUMNS = (
+    Column("reason", "REASON", numeric=False),
+    Column("succeeded_per_s", "PAGES/s", fmt.count_h),
+    Column("failed_per_s", "FAILED/s", fmt.count_h),
+    Column("succeeded", "MIGRATED", fmt.count_h),
+    Column("failed", "FAILED", fmt.count_h),
+    Column("thp_succeeded", "THP", fmt.count_h),
+    Column("thp_split", "THP SPLIT", fmt.count_h),
+    Column("calls", "CALLS", fmt.count_h),
+)
+
+
+def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...], list[dict[str, Any]], str]:
+    """(columns, rows, row key) of the pane's table for ``section`` (one of PANE_SECTIONS)."""
+    if section == "posix":
+        rows: list[dict[str, Any]] = []
+        for m in doc["posix"]["memfds"]:
+            rows.append(
+                {
+                    "key": f"memfd:{m['pid']}:{m['inode']}",
+                    "kind": "memfd",
+                    "pid": m["pid"],
+                    "owner": m["comm"],
+                    "alloc_bytes": m["alloc_bytes"],
+                    "size_bytes": m["size_bytes"],
+                    "mapped": m["mapped"],
+                    "name": f"memfd:{m['name']}",
+                }
+            )
+        for f in doc["posix"]["files"]:
+            rows.append(
+                {
+                    "key": f"file:{f['mount']}/{f['path']}",
+                    "kind": "tmpfs",
+                    "pid": None,
+                    "owner": f"uid {f['uid']}",
+                    "alloc_bytes": f["alloc_bytes"],
+                    "size_bytes": f["size_bytes"],
+                    "mapped": None,
+                    "name": f"{f['mount'].rstrip('/')}/{f['path']}",
+                }
+            )
+        rows.sort(key=lambda r: (-r["alloc_bytes"], r["key"]))
+        return POSIX_COLUMNS, rows, "key"
+    if section == "huge":
+        hu = doc["huge"]
+        by_pid: dict[int, dict[str, Any]] = {}
+        for q in hu["processes"]:
+            by_pid[q["pid"]] = dict(q, madvise_calls=None, advice="", advised_bytes=None)
+        for m in hu["madvise"] or []:
+            row = by_pid.setdefault(
+                m["pid"], {"pid": m["pid"], "comm": m["comm"], "hugetlb_bytes": None, "anon_huge_bytes": None}
+            )
+            row["madvise_calls"] = m["calls"]
+            row["advice"] = " ".join(f"{k}:{v}" for k, v in sorted(m["advice"].items()))
+            row["advised_bytes"] = m["advised_bytes"]
+        rows = sorted(
+            by_pid.values(),
+            key=lambda r: (
+                -((r["hugetlb_bytes"] or 0) + (r["anon_huge_bytes"] or 0)),
+                -(r["advised_bytes"] or 0),
+            ),
+        )
+        return HUGE_COLUMNS, rows, "pid"
+    if section == "migrate":
+        return MIGRATE_COLUMNS, list(doc["migrate"]["reasons"] or []), "reason"
+    return SharedView.columns, doc["rows"], "shmid"
+
+
+def text_sections(doc: dict[str, Any]) -> list[str]:
+    """The sections after the segments' table, as text lines (text snapshot, batch)."""
+    out = [""]
+    sv = doc["sysv"]
+    if sv["readable"] is False:
+        out.append(f"System V segments not read: {sv['why']}")
+    else:
+        out.append(
+            f"System V: {fmt.plural(sv['segments'], 'segment')}, {fmt.bytes_h(sv['rss_bytes'])} resident; "
+            f"{fmt.plural(sv['orphans'], 'orphan')} (no process attached) holding "
+            f"{fmt.bytes_h(sv['orphan_rss_bytes'])} + {fmt.bytes_h(sv['orphan_swap_bytes'])} swapped"
+        )
+    out.append("")
+    out.append("traced calls, newest first (shm*, madvise for huge pages, memfd_create)")
+    if sv["events"] is None:
+        out.append("  not traced (the shared probe is not running)")
+    else:
+        for e in sv["events"][:50]:
+            out.append(f"  {e['pid']:>7} {e['comm']:<16} {e['what']}")
+        if not sv["events"]:
+            out.append("  none since memtop started")
+    if sv["callers"]:
+        out.append("calls per process")
+        for c in sv["callers"][:20]:
+            counts = " ".join(f"{k} {v}" for k, v in sorted(c["calls"].items()))
+            out.append(f"  {c['pid']:>7} {c['comm']:<16} {counts}  errors {c['errors']}")
+    po = doc["posix"]
+    out += ["", "tmpfs mounts"]
+    for m in po["mounts"]:
+        more = " (walk truncated)" if m["truncated"] else ""
+        out.append(
+            f"  {m['mount']}  {fmt.bytes_h(m['used_bytes'])} used of {fmt.bytes_h(m['size_bytes'])}{more}"
+        )
+    for f in po["files"][:20]:
+        out.append(
+            f"    {fmt.bytes_h(f['alloc_bytes']):>8}  uid {f['uid']:<6} {f['mount'].rstrip('/')}/{f['path']}"
+        )
+    out.append("memfds")
+    for m in po["memfds"][:30]:
+        mapped = "mapped" if m["mapped"] else "not mapped"
+        out.append(
+            f"  {m['pid']:>7} {m['comm']:<16} memfd:{m['name']}  size {fmt.bytes_h(m['size_bytes'])}"
+            f"  allocated {fmt.bytes_h(m['alloc_bytes'])}  {mapped}"
+        )
+    if not po["memfds"]:
+        out.append("  none" if po["scanned"] else "  not scanned yet")
+    sh = doc["shmem"]
+    if sh is not None:
+        out.append(
+            f"Shmem {fmt.bytes_h(sh['shmem_bytes'])} = System V {fmt.bytes_h(sh['sysv_bytes'])}"
+            f" + tmpfs {fmt.bytes_h(sh['tmpfs_bytes'])} + memfd {fmt.bytes_h(sh['memfd_bytes'])}"
+            f" + other {fmt.bytes_h(sh['other_bytes'])} (shared anonymous mappings, drivers)"
+        )
+    hu = doc["huge"]
+    out += ["", "hugetlb pools"]
+    for p in hu["pools"]:
+        out.append(
+            f"  {fmt.bytes_h(p['page_size_bytes']):>6} pages: total {p['total']} free {p['free']}"
+            f" reserved {p['reserved']} surplus {p['surplus']}"
+        )
+    out.append(
+        f"THP enabled [{hu['thp_enabled']}] defrag [{hu['thp_defrag']}] shmem [{hu['thp_shmem_enabled']}]"
+        f"  AnonHugePages {fmt.bytes_h(hu['anon_huge_bytes'])}  Hugetlb {fmt.bytes_h(hu['hugetlb_bytes'])}"
+    )
+    if hu["thp_per_s"] is not None:
+        out.append(
+            "THP/s: "
+            + ", ".join(f"{label} {fmt.count_h(hu['thp_per_s'].get(k, 0))}" for k, label in THP_COUNTERS)
+        )
+    kh = hu["khugepaged"]
+    if kh is not None:
+        coll = ", ".join(f"{k} {v}" for k, v in sorted(kh["collapses"].items())) or "none"
+        out.append(f"khugepaged: {fmt.count_h(kh['pmds_scanned'])} PMDs scanned; collapses: {coll}")
+    out.append("huge pages per process")
+    for q in hu["processes"][:20]:
+        out.append(
+            f"  {q['pid']:>7} {q['comm']:<16} hugetlb {fmt.bytes_h(q['hugetlb_bytes'])}"
+            f"  AnonHugePages {fmt.bytes_h(q['anon_huge_bytes'])}"
+        )
+    out.append("madvise for huge pages")
+    if hu["madvise"] is None:
+        out.append("  not traced (the shared probe is not running)")
+    else:
+        for m in hu["madvise"][:20]:
+            adv = " ".join(f"{k} {v}" for k, v in sorted(m["advice"].items()))
+            out.append(f"  {m['pid']:>7} {m['comm']:<16} {adv}  {fmt.bytes_h(m['advised_bytes'])} advised")
+            for r in m["ranges"][:4]:
+                out.append(
+                    f"           {(r['start'] or 0):#x} +{fmt.bytes_h(r['length_bytes'])} {r['advice']}"
+                    f" {r['error'] or 'ok'}"
+                )
+    mi = doc["migrate"]
+    out += ["", "page migration by reason"]
+    if mi["reasons"] is None:
+        out.append("  not traced (the shared probe is not running)")
+    else:
+        for r in mi["reasons"]:
+            out.append(
+                f"  {r['reason']:<18} {fmt.count_h(r['succeeded_per_s'])}/s ok {fmt.count_h(r['failed_per_s'])}/s"
+                f" failed  (total {r['succeeded']} ok, {r['failed']} failed in {r['calls']} calls)"
+            )
+        if not mi["reasons"]:
+            out.append("  none since memtop started")
+    if mi["vmstat"]:
+        out.append(
+            "vmstat: "
+            + ", ".join(
+                f"{label} {fmt.count_h(mi['vmstat'][k]['per_s'])}/s"
+                for k, label in NUMA_COUNTERS
+                if k in mi["vmstat"]
+            )
+        )
+    return out
+
+
+__all__ = ["SharedView", "render_table", "describe", "text_sections", "section_table", "PANE_SECTIONS"]
