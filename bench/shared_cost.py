@@ -25,14 +25,14 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from harness import alternate, build, machine, nothing, parse_kv, save, summary
 
-from memtop.probes.shared import SharedinfoProbe, SharedProbe
+from memtop.probes.shared import SharedinfoProbe, SharedProbe, ShmSnoopProbe
 from memtop.records import Batch
 from memtop.records.shared import SharedScan
 from memtop.state import State
@@ -45,15 +45,22 @@ MADV_HUGEPAGE = 14
 
 
 @contextmanager
-def shared_probe() -> Iterator[SharedProbe]:
-    """The shared BPF program attached (and drained) for the duration."""
-    probe = SharedProbe()
+def shared_probe(cls: type[SharedProbe] = SharedProbe) -> Iterator[SharedProbe]:
+    """The shared BPF program (at start: migrations, khugepaged) attached (and drained) for the
+    duration; ``cls`` ShmSnoopProbe: the syscall tracepoints, attached while the pane is shown."""
+    probe = cls()
     probe.load()
     try:
         yield probe
     finally:
         probe.poll()
         probe.close()
+
+
+@contextmanager
+def snoop_probe() -> Iterator[SharedProbe]:
+    with shared_probe(ShmSnoopProbe) as probe:
+        yield probe
 
 
 @contextmanager
@@ -100,14 +107,14 @@ def tick_ms(ticks: int = 30) -> dict[str, float]:
     state = State(mode="bpf")
     view = get_view("shared")
     opts = view.default_options()
-    with shared_probe() as trace:
+    with shared_probe() as trace, snoop_probe() as snoop:
         per: dict[str, list[float]] = {"info": [], "trace": [], "apply": [], "document": [], "scan": []}
         ts = time.monotonic_ns()
         for i in range(ticks):
             t0 = time.perf_counter()
             recs = info.poll()
             t1 = time.perf_counter()
-            recs += trace.poll()
+            recs += trace.poll() + snoop.poll()
             t2 = time.perf_counter()
             state.apply(Batch(ts + i * 1_000_000_000, tuple(recs)))
             t3 = time.perf_counter()
@@ -153,11 +160,16 @@ def main(rounds: int = 5) -> dict[str, Any]:
         out = subprocess.run([str(refault), "64", "32"], capture_output=True, text=True, check=True).stdout
         return parse_kv(out)
 
-    variants = {"bare": nothing, "shared probe": shared_probe}
+    # at start: the shared probe; while the pane is shown: shmsnoop's syscall tracepoints too
+    variants: dict[str, Callable[[], AbstractContextManager[object]]] = {
+        "bare": nothing,
+        "shared probe": shared_probe,
+        "shmsnoop": snoop_probe,
+    }
     normal = alternate(variants, madvise_normal, "ns_per_call", rounds=rounds)
     huge = alternate(variants, madvise_huge, "ns_per_call", rounds=rounds)
     other = alternate(variants, getppid, "ns_per_call", rounds=rounds)
-    fault = alternate(variants, faults, "ns_per_fault", rounds=rounds)
+    fault = alternate({"bare": nothing, "shared probe": shared_probe}, faults, "ns_per_fault", rounds=rounds)
     ticks = []
     with busy_machine():
         for _ in range(max(1, rounds // 2)):

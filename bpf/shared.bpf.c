@@ -1,7 +1,11 @@
 // shared: System V shared memory calls (shmsnoop without kprobes), madvise calls that ask for
 // or refuse huge pages, memfd_create, page migrations by reason and khugepaged's collapses.
 //
-// All on slow paths or filtered in kernel, so they stay attached:
+// Two probes compile this file. -DSYSCALLS (the on-demand "shmsnoop" probe, attached while the
+// Shared pane is shown): the syscall tracepoints. Enabling any syscall tracepoint sends every
+// syscall of every task through the kernel's tracing path (about 40 ns each here, getppid 1.31x:
+// bench/shared_cost.py), so they are not attached at start. Without it (the "shared" probe, at
+// start): migrations and khugepaged, on slow paths.
 // - syscalls:sys_{enter,exit}_shm{get,at,dt,ctl} and memfd_create: the enter's arguments wait in
 //   an LRU hash by tid for the exit, which sends one ring-buffer event with the result.
 // - syscalls:sys_enter_madvise: only behaviours MADV_HUGEPAGE (14), MADV_NOHUGEPAGE (15) and
@@ -12,7 +16,7 @@
 //   mm_khugepaged_scan_pmd (per PMD khugepaged scans; its scan rate is bounded by its own
 //   settings) counted.
 //
-// Configured with -DMAX_TIDS=<n>, -DRINGBUF_PAGES=<n>, -DHAVE_MEMFD, -DHAVE_MIGRATE,
+// Configured with -DSYSCALLS, -DMAX_TIDS=<n>, -DRINGBUF_PAGES=<n>, -DHAVE_MEMFD, -DHAVE_MIGRATE,
 // -DHAVE_COLLAPSE, -DHAVE_SCAN_PMD (the optional tracepoints this kernel has).
 
 // BCC declares mm_migrate_pages' argument struct with a field of this enum's type
@@ -118,6 +122,7 @@ static __always_inline void shared_exit(s32 nr, s64 ret) {
     shared_pending.delete(&tid);
 }
 
+#ifdef SYSCALLS
 TRACEPOINT_PROBE(syscalls, sys_enter_shmget) {
     shared_enter(args->__syscall_nr, SHARED_SHMGET, (u64)args->key, args->size, (s32)args->shmflg);
     return 0;
@@ -189,6 +194,7 @@ TRACEPOINT_PROBE(syscalls, sys_exit_memfd_create) {
     return 0;
 }
 #endif
+#endif  // SYSCALLS
 
 #ifdef HAVE_MIGRATE
 TRACEPOINT_PROBE(migrate, mm_migrate_pages) {

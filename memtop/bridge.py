@@ -407,11 +407,13 @@ class Bridge:
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         from memtop.probes.pagealloc import PageAllocProbe
+        from memtop.probes.shared import ShmSnoopProbe
         from memtop.probes.slabtrace import SlabTraceProbe
 
-        make: dict[str, type[SlabTraceProbe] | type[PageAllocProbe]] = {
+        make: dict[str, type[SlabTraceProbe] | type[PageAllocProbe] | type[ShmSnoopProbe]] = {
             "slabtrace": SlabTraceProbe,
             "pagealloc": PageAllocProbe,
+            "shmsnoop": ShmSnoopProbe,
         }
         if tracer not in make:
             return False

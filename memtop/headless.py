@@ -66,13 +66,22 @@ def _stop_on_signals(
     return undo
 
 
-async def _begin(runner: Runner, stop: asyncio.Event, focus: int | None, leak_pids: Sequence[int]) -> None:
-    """Start the source, state the intents, wait until every probe attached or failed."""
+async def _begin(
+    runner: Runner,
+    stop: asyncio.Event,
+    focus: int | None,
+    leak_pids: Sequence[int],
+    tracers: Sequence[str] = (),
+) -> None:
+    """Start the source, state the intents, wait until every probe attached or failed.
+    ``tracers``: the pane's while-shown tracers (a snapshot or --batch of it shows the pane)."""
     await runner.start()
     if focus is not None:
         runner.source.focus(focus)
     if leak_pids:
         runner.source.trace_allocations(leak_pids)
+    for tracer in tracers:
+        runner.source.trace_kernel(tracer, True)
     await runner.settle(stop)
     ready.announce(runner.source.statuses())
 
@@ -142,7 +151,7 @@ async def snapshot(
     undo = _stop_on_signals(stop)
     runner = Runner(source, interval_s=interval_s, checkpoints=False)
     try:
-        await _begin(runner, stop, req.pid if view.sections else None, leak_pids)
+        await _begin(runner, stop, req.pid if view.sections else None, leak_pids, view.while_shown)
         await runner.tick()
         deadline = time.monotonic() + req.after_s
         while not stop.is_set() and time.monotonic() < deadline:
@@ -222,7 +231,7 @@ async def batch_live(
     runner = Runner(source, interval_s=interval_s)
     printed = 0
     try:
-        await _begin(runner, stop, None, leak_pids)
+        await _begin(runner, stop, None, leak_pids, view.while_shown)
         async for n in runner.ticks(stop):
             if n == 0:
                 continue  # the first sample: rates need a second one

@@ -99,9 +99,10 @@ class Source(Protocol):
         ...
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
-        """Attach (``on``) or detach an on-demand kernel tracer of the Kernel pane: "slabtrace"
+        """Attach (``on``) or detach an on-demand kernel tracer: the Kernel pane's "slabtrace"
         (slab allocations by cache and call site, sampled) or "pagealloc" (page allocations by
-        order). False when that cannot be done now (a replay; no BPF; already in that state)."""
+        order), the Shared pane's "shmsnoop" (shm, madvise and memfd_create calls). False when
+        that cannot be done now (a replay; no BPF; already in that state)."""
         ...
 
     # -- the end ------------------------------------------------------------------------------------

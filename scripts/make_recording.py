@@ -327,6 +327,7 @@ async def shared_session(out: Path, duration_s: float, steps: list[Any]) -> None
             p.mounts = ("/dev/shm",)  # type: ignore[attr-defined]
     bridge = Bridge(probes)
     await bridge.start()
+    bridge.trace_kernel("shmsnoop", True)  # as the pane shown does: its calls are in the pictures
     await bridge.wait_settled(300)
     statuses = list(bridge.statuses().values())
     for st in statuses:

@@ -31,6 +31,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "pagealloc": ("memtop.probes.pagealloc:PageAllocProbe", ON_DEMAND),
     "sharedinfo": ("memtop.probes.shared:SharedinfoProbe", AT_START),
     "shared": ("memtop.probes.shared:SharedProbe", AT_START),
+    "shmsnoop": ("memtop.probes.shared:ShmSnoopProbe", ON_DEMAND),
 }
 
 

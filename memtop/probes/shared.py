@@ -19,7 +19,7 @@ import re
 import stat as stat_mod
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from memtop import tracefs
 from memtop.cgroupfs import read_text
@@ -101,23 +101,16 @@ def _signed32(v: int) -> int:
 
 
 class SharedProbe(BpfProbe):
+    """Page migrations by reason and khugepaged's work (slow-path tracepoints, at start). The shm,
+    madvise and memfd_create calls are :class:`ShmSnoopProbe`'s, on demand."""
+
     name = "shared"
     program = "shared"
     shares_unit = True
-    tracepoints = (
-        "syscalls:sys_enter_shmget",
-        "syscalls:sys_exit_shmget",
-        "syscalls:sys_enter_shmat",
-        "syscalls:sys_exit_shmat",
-        "syscalls:sys_enter_shmdt",
-        "syscalls:sys_exit_shmdt",
-        "syscalls:sys_enter_shmctl",
-        "syscalls:sys_exit_shmctl",
-        "syscalls:sys_enter_madvise",
-        "syscalls:sys_exit_madvise",
-    )
-    optional_tracepoints = (
-        "syscalls:sys_enter_memfd_create",
+    #: -DSYSCALLS: the syscall tracepoints (ShmSnoopProbe only)
+    syscalls: ClassVar[bool] = False
+    tracepoints: ClassVar[tuple[str, ...]] = ()
+    optional_tracepoints: ClassVar[tuple[str, ...]] = (
         "migrate:mm_migrate_pages",
         "huge_memory:mm_collapse_huge_page",
         "huge_memory:mm_khugepaged_scan_pmd",
@@ -134,12 +127,9 @@ class SharedProbe(BpfProbe):
 
     def cflags(self) -> list[str]:
         flags = [f"-DMAX_TIDS={self.max_tids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
-        for tp, flag in (
-            ("syscalls:sys_enter_memfd_create", "HAVE_MEMFD"),
-            ("migrate:mm_migrate_pages", "HAVE_MIGRATE"),
-            ("huge_memory:mm_collapse_huge_page", "HAVE_COLLAPSE"),
-            ("huge_memory:mm_khugepaged_scan_pmd", "HAVE_SCAN_PMD"),
-        ):
+        if self.syscalls:
+            flags.append("-DSYSCALLS")
+        for tp, flag in self._optional_flags():
             if tracefs.tracepoint_exists(tp) and (
                 tp != "syscalls:sys_enter_memfd_create"
                 or (tracefs.tracepoint_exists("syscalls:sys_exit_memfd_create"))
@@ -148,11 +138,20 @@ class SharedProbe(BpfProbe):
                 self.has.add(flag)
         return flags
 
+    def _optional_flags(self) -> tuple[tuple[str, str], ...]:
+        return (
+            ("migrate:mm_migrate_pages", "HAVE_MIGRATE"),
+            ("huge_memory:mm_collapse_huge_page", "HAVE_COLLAPSE"),
+            ("huge_memory:mm_khugepaged_scan_pmd", "HAVE_SCAN_PMD"),
+        )
+
     def after_load(self) -> None:
         self.bpf["shared_events"].open_ring_buffer(self._on_event)
         self._statuses = collapse_statuses()
 
     def note(self) -> str:
+        if self.syscalls:
+            return "" if "HAVE_MEMFD" in self.has else "no memfd_create"
         missing = [
             w for f, w in (("HAVE_MIGRATE", "migrate"), ("HAVE_COLLAPSE", "khugepaged")) if f not in self.has
         ]
@@ -233,6 +232,33 @@ class SharedProbe(BpfProbe):
             out.append(KhugepagedTotals(scans=scans, collapses=tuple(coll)))
         out.append(self.lost_record("shared_lost"))
         return out
+
+
+class ShmSnoopProbe(SharedProbe):
+    """shmsnoop without kprobes: shmget/shmat/shmdt/shmctl, madvise asking for or refusing huge
+    pages (filtered in kernel) and memfd_create, from their syscall tracepoints. On demand (while
+    the Shared pane is shown, or a snapshot or --batch of it): an enabled syscall tracepoint makes
+    every syscall of every task take the kernel's tracing path."""
+
+    name = "shmsnoop"
+    shares_unit = False
+    syscalls = True
+    tracepoints = (
+        "syscalls:sys_enter_shmget",
+        "syscalls:sys_exit_shmget",
+        "syscalls:sys_enter_shmat",
+        "syscalls:sys_exit_shmat",
+        "syscalls:sys_enter_shmdt",
+        "syscalls:sys_exit_shmdt",
+        "syscalls:sys_enter_shmctl",
+        "syscalls:sys_exit_shmctl",
+        "syscalls:sys_enter_madvise",
+        "syscalls:sys_exit_madvise",
+    )
+    optional_tracepoints = ("syscalls:sys_enter_memfd_create",)
+
+    def _optional_flags(self) -> tuple[tuple[str, str], ...]:
+        return (("syscalls:sys_enter_memfd_create", "HAVE_MEMFD"),)
 
 
 # -- sharedinfo: /proc and /sys ----------------------------------------------------------------

@@ -121,6 +121,9 @@ class View:
     title: ClassVar[str] = ""
     #: the tab's label when the title is long (every tab fits on one line of 80 columns)
     tab_title: ClassVar[str] = ""
+    #: on-demand tracers (``Source.trace_kernel``) attached while the pane is shown, or while a
+    #: snapshot or --batch of it runs: they cost too much to run unseen
+    while_shown: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int] = 100
     columns: ClassVar[tuple[Column, ...]] = ()
     #: the probes whose data this view shows, declared once here: documents carry their statuses

@@ -40,12 +40,20 @@ def _orphan(v: Any) -> str:
     return "ORPHAN" if v else ""
 
 
+#: why the calls are not traced, what to do
+NOT_SNOOPING = (
+    "the shmsnoop probe runs while this pane is shown, or a snapshot or --batch of it"
+    " (syscall tracepoints slow every syscall, so not unseen)"
+)
+
+
 class SharedView(View):
     name = "shared"
     title = "Shared memory and huge pages"
     tab_title = "Shared"
     order = 90
-    probes = ("sharedinfo", "shared")
+    probes = ("sharedinfo", "shared", "shmsnoop")
+    while_shown = ("shmsnoop",)
     vmstat_fallback = (
         "shared",
         (("pgmigrate_success", "pages migrated", "rate"), ("thp_fault_alloc", "THP faults", "rate")),
@@ -104,7 +112,7 @@ class SharedView(View):
             segments.append(row)
         key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"
         segments.sort(key=lambda r: (r[key], r["shmid"]), reverse=opts.reverse)
-        traced = measuring(state, "shared")
+        traced = measuring(state, "shmsnoop")
         events = [_event(e, state.ts_ns) for e in st.events if opts.pid is None or e.pid == opts.pid]
         callers: list[dict[str, Any]] = [
             {
@@ -141,7 +149,7 @@ class SharedView(View):
             "posix": _posix(st),
             "shmem": _shmem(st, segments),
             "huge": _huge(st, host, callers, traced),
-            "migrate": _migrate(st, host, traced),
+            "migrate": _migrate(st, host, measuring(state, "shared")),
         }
 
     def text_extra(self, doc: dict[str, Any]) -> str:
@@ -498,7 +506,7 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
     out.append("")
     out.append("traced calls, newest first (shm*, madvise for huge pages, memfd_create)")
     if sv["events"] is None:
-        out.append("  not traced (the shared probe is not running)")
+        out.append(f"  not traced: {NOT_SNOOPING}")
     else:
         for e in sv["events"][:50]:
             out.append(f"  {e['pid']:>7} {e['comm']:<16} {e['what']}")
@@ -564,7 +572,7 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
         )
     out.append("madvise for huge pages")
     if hu["madvise"] is None:
-        out.append("  not traced (the shared probe is not running)")
+        out.append(f"  not traced: {NOT_SNOOPING}")
     else:
         for m in hu["madvise"][:20]:
             adv = " ".join(f"{k} {v}" for k, v in sorted(m["advice"].items()))

@@ -26,7 +26,7 @@ from support import compile_c
 
 from memtop.bridge import now_ns
 from memtop.probes.procfs import ProcfsProbe
-from memtop.probes.shared import SharedinfoProbe, SharedProbe
+from memtop.probes.shared import SharedinfoProbe, SharedProbe, ShmSnoopProbe
 from memtop.records import Batch, Lost, Record
 from memtop.state import State
 from memtop.views import Options, get_view
@@ -81,8 +81,10 @@ class Driven:
     def __init__(self) -> None:
         self.info = SharedinfoProbe(scan_every=1, scan_budget=1.0)
         self.trace = SharedProbe()
+        # the syscall tracepoints: attached while the pane is shown
+        self.snoop = ShmSnoopProbe()
         self.procfs = ProcfsProbe()
-        self.probes = [self.procfs, self.info, self.trace]
+        self.probes = [self.procfs, self.info, self.trace, self.snoop]
         self.state = State(mode="bpf")
         for p in self.probes:
             p.load()
@@ -95,7 +97,9 @@ class Driven:
         recs: list[Record] = []
         for p in self.probes:
             recs += p.poll()
-        self.lost = max([self.lost] + [r.count for r in recs if isinstance(r, Lost) and r.probe == "shared"])
+        self.lost = max(
+            [self.lost] + [r.count for r in recs if isinstance(r, Lost) and r.probe in ("shared", "shmsnoop")]
+        )
         self.state.apply(Batch(now_ns(), tuple(recs)))
 
     def doc(self) -> dict[str, Any]:

@@ -157,3 +157,32 @@ async def test_traced_text_is_not_markup() -> None:
         await pilot.press("enter")
         await pilot.pause(0.1)
         assert "created by 4242 [red]x[/red], last used by 4242 [bold]y" in shown(app, "#shared-detail")
+
+
+async def test_shm_calls_are_traced_only_while_the_pane_is_shown() -> None:
+    """Enabling a syscall tracepoint slows every syscall of every task (bench/shared_cost.py): the
+    shm/madvise/memfd tracer (shmsnoop) attaches when the pane shows and detaches when it hides;
+    nothing the probes attach at start is on a syscall tracepoint."""
+    from support import FakeSource
+
+    from memtop.probes.registry import PROBES, on_demand, probe_class
+    from memtop.probes.shared import ShmSnoopProbe
+
+    at_start = [probe_class(n) for n in PROBES if not on_demand(n)]
+    hooks = [tp for cls in at_start for tp in (*cls.tracepoints, *getattr(cls, "optional_tracepoints", ()))]
+    assert hooks and not [tp for tp in hooks if tp.startswith("syscalls:")]
+    assert on_demand("shmsnoop") and any(
+        tp.startswith("syscalls:sys_enter_shm") for tp in ShmSnoopProbe.tracepoints
+    )
+
+    src = FakeSource()
+    app = MemtopApp(src, interval_s=1.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        assert src.kernel_traced == []
+        await pilot.press("9")
+        await pilot.pause(0.5)
+        assert src.kernel_traced == [("shmsnoop", True)]
+        await pilot.press("1")
+        await pilot.pause(0.3)
+        assert src.kernel_traced == [("shmsnoop", True), ("shmsnoop", False)]

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from rich.cells import cell_len
 from rich.console import JustifyMethod
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
@@ -76,6 +76,21 @@ class Pane(Vertical):
         """The probes that feed this pane (declared once, on its view); their status shows in the
         pane's status line."""
         return self.view.probes
+
+    def on_show(self, _event: events.Show) -> None:
+        self._while_shown(True)
+
+    def on_hide(self, _event: events.Hide) -> None:
+        self._while_shown(False)
+
+    def _while_shown(self, on: bool) -> None:
+        """The view's while-shown tracers attach when the pane shows and detach when it hides (a
+        live source: a replay holds what was traced when it was recorded)."""
+        src = getattr(self.app, "source", None)
+        if src is None or getattr(src, "replay", None) is not None:
+            return
+        for tracer in self.view.while_shown:
+            src.trace_kernel(tracer, on)
 
     def refresh_from(self, state: State) -> None:
         """Redraw from state; called on the app's timer when this pane is visible."""

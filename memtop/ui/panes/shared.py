@@ -18,7 +18,14 @@ from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, StatusLine, fill_table
-from memtop.views.shared import NUMA_COUNTERS, PANE_SECTIONS, THP_COUNTERS, key_hex, section_table
+from memtop.views.shared import (
+    NOT_SNOOPING,
+    NUMA_COUNTERS,
+    PANE_SECTIONS,
+    THP_COUNTERS,
+    key_hex,
+    section_table,
+)
 
 SECTION_TITLES = {"sysv": "SysV", "posix": "POSIX/memfd", "huge": "Huge pages", "migrate": "Migration"}
 #: log lines the detail box shows under the System V table
@@ -204,7 +211,7 @@ def detail(doc: dict[str, Any], section: str, row: dict[str, Any] | None, open_s
             return t
         events = sv["events"]
         if events is None:
-            t.append("shm calls not traced: the shared probe is not running", style="yellow")
+            t.append(f"shm calls not traced: {NOT_SNOOPING}", style="yellow")
             return t
         if row is not None:
             events = [e for e in events if e["shmid"] == row["shmid"]] or events
