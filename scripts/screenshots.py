@@ -183,7 +183,7 @@ def main() -> int:
     outdir.mkdir(parents=True, exist_ok=True)
     at = rec.duration_s if args.at is None else args.at
     written = asyncio.run(shoot(rec, outdir, at))
-    if args.recording == str(ROOT / "tests/data/pressure.jsonl.gz"):
+    if Path(args.recording).resolve() == (ROOT / "tests/data/pressure.jsonl.gz").resolve():
         for pane in sorted(
             p.name.removesuffix(".jsonl.gz") for p in (ROOT / "tests/data").glob("*.jsonl.gz")
         ):

@@ -60,7 +60,7 @@ def hist_lines(hist: list[dict[str, int]]) -> list[tuple[str, int]]:
 class SwapinView(View):
     name = "swapin"
     title = "Swap-in waiters"
-    tab_title = "Swap-in"
+    tab_title = "Swap"  # nine tabs fit 80 columns unshortened (the pane is titled "Swap-in waiters")
     order = 40
     probes = ("swapin", "swapinfo")
     vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))

@@ -132,7 +132,7 @@ def test_cli_pid_of_a_zombie_says_it_exited_not_kernel_thread() -> None:
     """A zombie has no memory fields in its status, as a kernel thread has: it exited."""
     import time
 
-    child = subprocess.Popen(["true"])  # not waited for: a zombie once it exits
+    child = subprocess.Popen([sys.executable, "-c", ""])  # not waited for: a zombie once it exits
     try:
         status = Path(f"/proc/{child.pid}/status")
         for _ in range(100):
