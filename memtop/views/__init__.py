@@ -124,6 +124,8 @@ class View:
     #: on-demand tracers (``Source.trace_kernel``) attached while the pane is shown, or while a
     #: snapshot or --batch of it runs: they cost too much to run unseen
     while_shown: ClassVar[tuple[str, ...]] = ()
+    #: on-demand probes that run only when the user asks (a key): not running is their normal
+    on_request: ClassVar[tuple[str, ...]] = ()
     order: ClassVar[int] = 100
     columns: ClassVar[tuple[Column, ...]] = ()
     #: the probes whose data this view shows, declared once here: documents carry their statuses

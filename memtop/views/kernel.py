@@ -88,6 +88,7 @@ class KernelView(View):
     tab_title = "Kernel"
     order = 80
     probes = ("kernel", "slabtrace", "pagealloc")
+    on_request = ("slabtrace", "pagealloc")
     sections = SECTIONS
     columns = (
         Column("name", "CACHE", numeric=False),

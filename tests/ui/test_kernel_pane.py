@@ -119,3 +119,17 @@ async def test_without_slabinfo_the_pane_says_why(tmp_path: Path) -> None:
         # tracing cannot start (the fake source says no): the pane does not pretend it did
         await pilot.press("t")
         assert src.kernel_traced == [("slabtrace", True)]
+
+
+async def test_tracers_not_asked_for_are_off_not_missing(tmp_path: Path) -> None:
+    """slabtrace and pagealloc run when asked (t, p): before that the status line says "off",
+    not the yellow "not running in this session" of a probe that should be there."""
+    app = MemtopApp(TracingSource(batches(proc_root(tmp_path))[:2]), interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(2):
+            await app.runner.tick()
+        app.redraw()
+        await pilot.pause(0.1)
+        status = text_of(app, "#kernel-status")
+        assert "slabtrace: off" in status and "pagealloc: off" in status
+        assert "not running" not in status

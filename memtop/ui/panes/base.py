@@ -115,6 +115,9 @@ class Pane(Vertical):
             if st is None:
                 if self.quiet_when_absent:
                     continue
+                if name in self.view.on_request:  # it runs when asked (the pane's keys say how)
+                    parts.append(("  " if parts else "") + f"{name}: off", style="dim")
+                    continue
                 # not loaded at all (--no-bpf, or a recording made without it): its figures are
                 # not measurements, whatever the table shows
                 where = "in this recording" if state.mode == "replay" else "in this session"
