@@ -271,6 +271,17 @@ def shared_cost(r: dict[str, Any]) -> Iterator[Row]:
     )
 
 
+def drill_fault_cost(r: dict[str, Any]) -> Iterator[Row]:
+    s = r["summary"]
+    yield Row(
+        "drill-in · the process drilled into, fault-heavy: per-pid fault events (fault stacks, faults by mapping, huge page faults)",
+        f"`{PY} bench/drill_fault_cost.py {r['rounds']}`",
+        f"{x(s['drill-in']['ratio'])} bare ({s['bare']['median']:.0f} → {s['drill-in']['median']:.0f} ns/fault, n={s['drill-in']['n']})",
+        NONE,
+        NONE,
+    )
+
+
 def export_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/export_cost.py {r['rounds']}`"
     t = TARGETS["scrape_p99_ms"]
@@ -503,6 +514,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("shared_cost", shared_cost),
     ("export_cost", export_cost),
     ("pane_cost", pane_cost),
+    ("drill_fault_cost", drill_fault_cost),
     ("kernel_cost", kernel_cost),
     ("lost_counts", lost_counts),
     ("soak", soak),

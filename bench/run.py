@@ -25,6 +25,7 @@ CASES = [
     "shared_cost",
     "export_cost",
     "pane_cost",
+    "drill_fault_cost",
     "kernel_cost",
     "lost_counts",
     "replay_seek",

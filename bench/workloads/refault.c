@@ -1,6 +1,8 @@
 // refault: fault-heavy workload with stable timings on a VM. Re-faults one region with
 // MADV_DONTNEED between rounds, so the host does not have to hand out fresh memory each time.
 // usage: refault [MIB=64] [ROUNDS=32] [HOLD_S=0] [write|read]; prints "faults=N ns_per_fault=X elapsed_ns=Y"
+// REFAULT_WAIT=1 in the environment: print "ready PID" and wait for a line on stdin before the first
+// fault (an observer attaches to the pid first: bench/drill_fault_cost.py).
 // "read" reads each page instead of writing it: the fault maps the shared zero page (no allocation,
 // no zeroing), ~0.7 us per fault here, so two of them make > 2 M faults/s on 2 vCPUs.
 #include <stdio.h>
@@ -24,6 +26,13 @@ int main(int argc, char **argv) {
     volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) { perror("mmap"); return 1; }
     madvise((void *)p, len, MADV_NOHUGEPAGE);
+    const char *wait = getenv("REFAULT_WAIT");
+    if (wait && wait[0] == '1') {
+        char line[16];
+        printf("ready %d\n", (int)getpid());
+        fflush(stdout);
+        if (!fgets(line, sizeof line, stdin)) return 1;
+    }
     long long faults = 0, t0 = now_ns();
     long sum = 0;
     for (long r = 0; r < rounds; r++) {

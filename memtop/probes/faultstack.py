@@ -27,7 +27,7 @@ from memtop.probes.base import BpfProbe
 from memtop.probes.procmaps import AddressMap, MapEntry, is_alive, read_maps
 from memtop.probes.symbols import Symbolizer
 from memtop.records import Lost, Record
-from memtop.records.process import FaultCoverage, FaultFile, FaultStack, TargetGone
+from memtop.records.process import HUGETLB_LABEL, FaultCoverage, FaultFile, FaultStack, TargetGone
 
 MAX_STACKS = 4096
 MAX_RANGES = 16384  # power of two; mappings beyond it fall back to user-space resolution
@@ -38,6 +38,7 @@ MAX_COARSE = 4096
 RECENT = 32  # power of two: the last mmap() results checked first on a fault
 MAX_RECENT_COUNTS = 4096
 MAP_ANONYMOUS = 0x20
+MAP_HUGETLB = 0x40000
 COARSE_SHIFT = 21
 FDS_PER_THREAD = 2  # PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ
 #: descriptors left free for everything else memtop opens (BPF maps, /proc reads, other probes)
@@ -300,7 +301,7 @@ class FaultStackProbe(BpfProbe):
         if flags < 0:
             return "[mapping made while attached]"
         if flags & MAP_ANONYMOUS:
-            return "[anon]"
+            return HUGETLB_LABEL if flags & MAP_HUGETLB else "[anon]"
         m = self._amap.find(start) if self._amap is not None else None
         if m is not None and m.path.startswith("/") and m.start <= start and end <= m.end:
             return m.path

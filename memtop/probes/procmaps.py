@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memtop.records.process import MappingRow
+from memtop.records.process import HUGETLB_LABEL, MappingRow
 from memtop.text import clean
 
 #: mappings of a file whose pages live in shmem (tmpfs, memfd, SysV segments): their pages go to
@@ -31,12 +31,14 @@ class MapEntry:
     @property
     def label(self) -> str:
         """How faults in this mapping are grouped: the file, the special name, or [anon]."""
+        if self.path.startswith("/anon_hugepage"):
+            return HUGETLB_LABEL
         return self.path or "[anon]"
 
     @property
     def file_backed(self) -> bool:
         """Whether the pages come from a file's page cache (not anonymous memory, not shmem)."""
-        return self.inode != 0 and not self.path.startswith(SHMEM_PATHS)
+        return self.inode != 0 and not self.path.startswith((*SHMEM_PATHS, "/anon_hugepage"))
 
 
 def parse_maps(text: str) -> list[MapEntry]:

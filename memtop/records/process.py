@@ -25,6 +25,11 @@ class FaultStack(Record):
     major_faults: int
 
 
+#: how faults in anonymous hugetlb memory (MAP_HUGETLB; maps names it /anon_hugepage) are grouped:
+#: each is a huge page fault (hfaults without kprobes, on the drill-in's per-pid fault events)
+HUGETLB_LABEL = "[anon hugetlb]"
+
+
 @record("fault_file")
 @dataclass(frozen=True, slots=True)
 class FaultFile(Record):

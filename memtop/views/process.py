@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from memtop import fmt
 from memtop.errors import MemtopError
 from memtop.records.oom import OomKill
-from memtop.records.process import MappingRow
+from memtop.records.process import HUGETLB_LABEL, MappingRow
 from memtop.state import State
 from memtop.state.oom import OomState
 from memtop.state.process import ProcessState, Target
@@ -22,6 +22,10 @@ from memtop.state.processes import ProcessesState
 from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes, taken_at
 
 SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings")
+#: what the drill-in's per-pid fault events cost the process drilled into, per fault, as measured
+#: (bench/drill_fault_cost.py: a fault-heavy workload, medians of alternating runs); the fault
+#: sections say so, since the events run only while the drill-in is open
+FAULT_EVENTS_SLOWDOWN = "≈1.6× (a fault-heavy loop: 2.0 → 3.3 µs a fault)"
 SECTION_TITLES = {
     "history": "RSS and faults over time",
     "fault_stacks": "Page faults by user stack",
@@ -156,7 +160,9 @@ def fault_file_rows(state: State, pid: int) -> list[dict[str, Any]]:
             "count": f.minor_faults + f.major_faults,
             "minor_faults": f.minor_faults,
             "major_faults": f.major_faults,
-            "file_backed": f.path.startswith("/"),
+            "file_backed": f.path.startswith("/") and not f.path.startswith("/anon_hugepage"),
+            # each fault here is a huge page fault (a hugetlb page, 2 MiB or 1 GiB)
+            "hugetlb": f.path == HUGETLB_LABEL,
         }
         for f in t.fault_files.values()
     ]
@@ -393,6 +399,9 @@ class ProcessView(View):
             # read as "no faults" (counts it did take before stand)
             measured = bool(rows) or (measured and (cov is None or cov["threads_traced"] > 0))
             doc["total_faults"] = sum(r["count"] for r in rows) if measured else None
+            if section == "fault_files":
+                # hfaults without kprobes: huge page faults of this process, in hugetlb mappings
+                doc["hugetlb_faults"] = sum(r["count"] for r in rows if r["hugetlb"]) if measured else None
         elif section == "growth":
             rows = growth_rows(state, pid)
             measured = measured or bool(rows)

@@ -421,3 +421,29 @@ def test_compaction_migrations_equal_pgmigrate_success(work: Work, driven: Drive
         assert [(e["advice"], e["size_bytes"]) for e in mad] == [("nohugepage", 256 * MiB)]
     finally:
         work.do("unmap")
+
+
+@pytest.mark.bpf
+def test_huge_page_faults_per_process_by_mapping(work: Work, hugetlb_pool: int) -> None:
+    """hfaults without kprobes (issue 27): the drill-in's per-pid fault events, grouped by mapping,
+    count a hugetlb mapping's faults apart, one per huge page: equal to the huge pages the kernel
+    says the process holds (smaps_rollup's *_Hugetlb), and none of them is called file-backed."""
+    from memtop.probes.faultstack import FaultStackProbe
+
+    probe = FaultStackProbe(work.pid)  # what the drill-in attaches on the process, on demand
+    probe.load()
+    try:
+        state = State("bpf")
+        state.apply(Batch(now_ns(), tuple(probe.poll())))
+        work.do("huge 2")
+        held = rollup(work.pid, "Private_Hugetlb") + rollup(work.pid, "Shared_Hugetlb")
+        state.apply(Batch(now_ns(), tuple(probe.poll())))
+        doc = get_view("process").document(state, Options(pid=work.pid, section="fault_files"))
+        assert held == 2 * 2 * MiB
+        assert doc["hugetlb_faults"] == held // (2 * MiB), doc["rows"]
+        row = next(r for r in doc["rows"] if r["hugetlb"])
+        assert row["path"] == "[anon hugetlb]" and not row["file_backed"]
+        assert row["count"] == doc["hugetlb_faults"]
+    finally:
+        work.do("unmap")
+        probe.close()

@@ -24,3 +24,12 @@ def test_a_path_that_is_not_utf8_neither_hides_the_process_nor_reaches_the_termi
     assert maps[0].path == "/opt/\ufffd\\x1b[2Jx" and maps[0].offset == 0x1000
     assert maps[1].label == "[anon]"
     assert read_maps(43, tmp_path) is None
+
+
+def test_a_hugetlb_mapping_groups_its_faults_as_huge_page_faults() -> None:
+    """maps names anonymous hugetlb memory /anon_hugepage (a hugetlbfs inode): its faults are huge
+    page faults, not a file's."""
+    from memtop.probes.procmaps import parse_maps
+
+    (m,) = parse_maps("7f0000000000-7f0000400000 rw-p 00000000 00:0f 12345 /anon_hugepage (deleted)\n")
+    assert m.label == "[anon hugetlb]" and not m.file_backed

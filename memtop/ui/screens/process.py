@@ -38,6 +38,7 @@ from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
 from memtop.views import Options, measuring
 from memtop.views.process import (
+    FAULT_EVENTS_SLOWDOWN,
     MAPPING_SORT_KEYS,
     SECTION_COLUMNS,
     SECTION_TITLES,
@@ -405,8 +406,13 @@ class ProcessScreen(DrillScreen):
             rows = []
             self._title("fault_files", "not measured (see the status line)" + self._coverage_note(state))
         else:
+            huge = sum(r["count"] for r in rows if r["hugetlb"])
             self._title(
-                "fault_files", f"{len(rows)} mappings with faults since attach" + self._coverage_note(state)
+                "fault_files",
+                f"{len(rows)} mappings with faults since attach"
+                + (f" · {huge:,} huge page faults (hugetlb)" if huge else "")
+                + self._coverage_note(state)
+                + f" · while open, each fault of this process costs {FAULT_EVENTS_SLOWDOWN}",
             )
         fill_table(
             self.query_one("#proc-fault_files-table", DataTable), SECTION_COLUMNS["fault_files"], rows, "path"
