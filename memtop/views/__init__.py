@@ -170,6 +170,17 @@ class View:
         """The statuses of this view's probes, for its document."""
         return {name: probe_status(state, name) for name in self.probes}
 
+    def head(self, state: State) -> dict[str, Any]:
+        """The fields every pane's document begins with: which pane, from what source, when, and
+        the statuses of its probes."""
+        return {
+            "pane": self.name,
+            "source": state.mode,
+            "taken_at_ns": state.ts_ns,
+            "taken_at": taken_at(state),
+            "probes": self.statuses(state),
+        }
+
     #: what /proc/vmstat tells of this pane's subject while its probe cannot see:
     #: (probe, [(vmstat counter, label, "rate" or "total")])
     vmstat_fallback: ClassVar[tuple[str, tuple[tuple[str, str, str], ...]]] = ("", ())

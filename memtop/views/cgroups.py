@@ -19,7 +19,7 @@ from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring, taken_at
+from memtop.views import Column, Options, View, measuring
 
 SORT_KEYS = (
     "path",
@@ -256,11 +256,7 @@ class CgroupsView(View):
             visit(root)
         lay = st.layout
         doc: dict[str, Any] = {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "layout": (
                 {
                     "mode": lay.mode,

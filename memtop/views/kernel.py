@@ -16,7 +16,7 @@ from memtop import fmt, kernelfs
 from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState, Traced
-from memtop.views import Column, Options, View, taken_at
+from memtop.views import Column, Options, View
 
 SORT_KEYS = (
     "name",
@@ -337,11 +337,7 @@ class KernelView(View):
         sites = self.sites(state, cache if isinstance(cache, str) and cache else None)
         total, n = st.slab_totals()
         doc: dict[str, Any] = {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "breakdown": self.breakdown(st),
             "slab": {
                 "readable": st.slab_readable,

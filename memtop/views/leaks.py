@@ -14,7 +14,7 @@ from memtop.errors import MemtopError
 from memtop.records.leaks import AGE_BUCKETS_S
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Column, Options, View, render_table, status_notes, taken_at
+from memtop.views import Column, Options, View, render_table, status_notes
 
 SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
 ROW_KEYS = (
@@ -124,11 +124,7 @@ class LeaksView(View):
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         leaks = state.get(LeaksState)
         return {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "pids": sorted(leaks.targets),
             # every pid asked for, traced or not, and why not: a static binary or a Go program is
             # named with its reason, never an empty list

@@ -8,7 +8,7 @@ from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import OomState
-from memtop.views import Column, Options, View, measuring, taken_at
+from memtop.views import Column, Options, View, measuring
 
 ADJ_UNKNOWN = -10000
 
@@ -76,11 +76,7 @@ class OomView(View):
                 }
             )
         return {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "events": events,
             # kills seen; None when the probe is not watching (no kill seen would not mean none)
             "total": st.total if measuring(state, "oom") or st.kills else None,

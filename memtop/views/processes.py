@@ -12,7 +12,7 @@ from memtop.state.cgroups import CgroupsState
 from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
-from memtop.views import Column, Options, View, measuring, render_table, taken_at
+from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = (
     "pid",
@@ -203,11 +203,7 @@ class ProcessesView(View):
             )
         ]
         return {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "rows": rows,
             "exited": exited,
             "exited_between": procs.exited_between_total,

@@ -14,7 +14,7 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring, render_table, taken_at, wall_ns
+from memtop.views import Column, Options, View, measuring, render_table, wall_ns
 from memtop.views.vmscan import render_hist
 
 SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
@@ -98,11 +98,7 @@ class ReclaimView(View):
         key = opts.sort if opts.sort in SORT_KEYS else "total_ns"
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         doc: dict[str, Any] = {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "histogram": histogram,
             "events": events,
             "rows": rows,

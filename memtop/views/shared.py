@@ -10,7 +10,7 @@ from memtop import fmt
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.state.shared import SharedState
-from memtop.views import Column, Options, View, measuring, render_table, taken_at
+from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = ("shmid", "key", "size_bytes", "rss_bytes", "swap_bytes", "nattch", "cpid", "lpid", "uid")
 #: the sections the pane shows, one at a time (`s` cycles)
@@ -128,11 +128,7 @@ class SharedView(View):
         ]
         orphans = [s for s in segments if s["orphan"]]
         return {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "rows": segments,
             "sysv": {
                 "readable": st.sysv_readable,

@@ -12,7 +12,7 @@ from memtop.state.cgroups import CgroupsState
 from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
-from memtop.views import Column, Options, View, measuring, render_table, taken_at
+from memtop.views import Column, Options, View, measuring, render_table
 
 SORT_KEYS = (
     "pid",
@@ -118,11 +118,7 @@ class SwapinView(View):
             file_counts = dense(row_rec.file_hist if row_rec else ())
         measured = measuring(state, "swapin") or bool(st.rows)  # no wait seen is not "no wait"
         return {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "rows": rows if measured else [],
             "histogram": histogram(swap_counts) if measured else [],
             "file_histogram": histogram(file_counts) if measured else [],

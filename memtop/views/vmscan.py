@@ -11,7 +11,7 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.host import HostState
 from memtop.state.vmscan import VmscanState
-from memtop.views import Column, Options, View, measuring, render_table, taken_at
+from memtop.views import Column, Options, View, measuring, render_table
 
 #: /proc/vmstat counters whose per-second rates the pane shows (sar -B and thrashing)
 KERNEL_RATES = (
@@ -117,11 +117,7 @@ class VmscanView(View):
         ]
         hist = [{"le_ns": log2_le(i), "count": n} for i, n in (t.compaction_hist if t is not None else ())]
         doc: dict[str, Any] = {
-            "pane": self.name,
-            "source": state.mode,
-            "taken_at_ns": state.ts_ns,
-            "taken_at": taken_at(state),
-            "probes": self.statuses(state),
+            **self.head(state),
             "rows": rows,
             "kswapd_wakes": t.kswapd_wakes if t else 0,
             "kswapd_sleeps": t.kswapd_sleeps if t else 0,
