@@ -155,6 +155,16 @@ class TableMemo:
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
 
 
+def cursor_key(table: DataTable[Any]) -> str | None:
+    """The key of the row under the table's cursor (None for an empty table or no row there)."""
+    if not table.row_count or table.cursor_row >= table.row_count:
+        return None
+    try:
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+    except Exception:  # noqa: BLE001 - no row under the cursor
+        return None
+
+
 def fill_table(
     table: DataTable[Any],
     columns: tuple[Column, ...],
@@ -221,12 +231,7 @@ def fill_table(
     if len(old_keys) != table.row_count:
         old_keys = [str(r.key.value) for r in table.ordered_rows]
     col_keys = [c.key for c in columns] + list(extra or {})
-    selected: str | None = None
-    if table.row_count and table.cursor_row < table.row_count:
-        try:
-            selected = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
-        except Exception:  # noqa: BLE001
-            selected = None
+    selected = cursor_key(table)
     new_set, old_set = set(new_keys), set(old_keys)
     gone = [k for k in old_keys if k not in new_set]
     added = [k for k in new_keys if k not in old_set]

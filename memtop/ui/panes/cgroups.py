@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, fill_table
+from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.views.cgroups import SORT_KEYS
 
 
@@ -86,13 +86,8 @@ class CgroupsPane(FilterablePane, SortableTablePane):
 
     def selected(self) -> dict[str, Any] | None:
         table = self.table()
-        if not table.row_count:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor
-            return None
-        return self._rows.get(str(key))
+        key = cursor_key(table)
+        return None if key is None else self._rows.get(key)
 
     def _detail(self) -> None:
         box = self.query_one("#cgroups-detail", Static)

@@ -21,7 +21,7 @@ from memtop.source import Source
 from memtop.state import State
 from memtop.state.kernel import KernelState
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, fill_table
+from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.views.kernel import SORT_KEYS
 
 #: the lines below the table, in the order `v` cycles them
@@ -183,13 +183,8 @@ class KernelPane(FilterablePane, SortableTablePane):
 
     def selected(self) -> dict[str, Any] | None:
         table = self.table()
-        if not table.row_count:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor
-            return None
-        return self._rows.get(str(key))
+        key = cursor_key(table)
+        return None if key is None else self._rows.get(key)
 
     def _detail(self, doc: dict[str, Any], state: State) -> None:
         box = self.query_one("#kernel-detail", Static)

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import DrillIn, Pane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table
 
 
 class OomPane(Pane):
@@ -49,13 +49,8 @@ class OomPane(Pane):
 
     def _detail(self, table: DataTable[Any]) -> None:
         box = self.query_one("#oom-detail", Static)
-        e = None
-        if table.row_count:
-            try:
-                key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-                e = self._events.get(str(key))
-            except Exception:  # noqa: BLE001
-                e = None
+        key = cursor_key(table)
+        e = None if key is None else self._events.get(key)
         if e is None:
             show_text(box, Text("No OOM kill since memtop started.", style="dim"))
             return

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Static
 from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import DrillIn, FilterablePane, StatusLine, fill_table
+from memtop.ui.panes.base import DrillIn, FilterablePane, StatusLine, cursor_key, fill_table
 from memtop.views.shared import (
     NOT_SNOOPING,
     NUMA_COUNTERS,
@@ -94,13 +94,8 @@ class SharedPane(FilterablePane):
         self._detail(table)
 
     def _selected(self, table: DataTable[Any]) -> dict[str, Any] | None:
-        if not table.row_count:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # noqa: BLE001 - no row under the cursor
-            return None
-        return self._rows.get(str(key))
+        key = cursor_key(table)
+        return None if key is None else self._rows.get(key)
 
     def _detail(self, table: DataTable[Any]) -> None:
         doc = self._doc
