@@ -22,15 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import QUIET_S, machine, memtop_ready, save
+from harness import QUIET_S, machine, memtop_ready, pane_tick_ms, save
 from memtop_self import cpu_s
 
 from memtop import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
-from memtop.records import Batch
-from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.views import get_view
 
 N = 500
 
@@ -90,30 +87,8 @@ def memtop_cpu(seconds: float) -> float:
 def tick_ms(ticks: int = 30) -> dict[str, float]:
     probe = CgroupsProbe()
     probe.load()
-    state = State(mode="bpf")
-    view = get_view("cgroups")
-    opts = view.default_options()
-    poll, apply, doc = [], [], []
-    ts = time.monotonic_ns()
-    for i in range(ticks):
-        t0 = time.perf_counter()
-        recs = probe.poll()
-        t1 = time.perf_counter()
-        state.apply(Batch(ts + i * 1_000_000_000, tuple(recs)))
-        t2 = time.perf_counter()
-        view.document(state, opts)
-        t3 = time.perf_counter()
-        if i:  # the first read of every cgroup is a one-off
-            poll.append((t1 - t0) * 1e3)
-            apply.append((t2 - t1) * 1e3)
-            doc.append((t3 - t2) * 1e3)
-    return {
-        "poll_ms": statistics.median(poll),
-        "apply_ms": statistics.median(apply),
-        "document_ms": statistics.median(doc),
-        "tick_ms": statistics.median(p + a + d for p, a, d in zip(poll, apply, doc, strict=True)),
-        "cgroups": float(len(state.get(CgroupsState).rows)),
-    }
+    tick, state = pane_tick_ms(probe, "cgroups", ticks)
+    return {**tick, "cgroups": float(len(state.get(CgroupsState).rows))}
 
 
 def main(rounds: int = 3, seconds: float = 10) -> dict[str, Any]:

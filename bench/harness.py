@@ -248,3 +248,40 @@ def save(name: str, result: dict[str, object]) -> None:
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def pane_tick_ms(
+    probe: Any, view_name: str, ticks: int = 30, pause_s: float = 0.0
+) -> tuple[dict[str, float], Any]:
+    """One pane's work per tick in this process, ``probe`` already loaded: its poll, the state's
+    apply and the view's document, in ms (medians; the first tick, which reads everything for the
+    first time, left out), and the state they built."""
+    from memtop.records import Batch
+    from memtop.state import State
+    from memtop.views import get_view
+
+    state = State(mode="bpf")
+    view = get_view(view_name)
+    opts = view.default_options()
+    poll, apply, doc = [], [], []
+    ts = time.monotonic_ns()
+    for i in range(ticks):
+        t0 = time.perf_counter()
+        recs = probe.poll()
+        t1 = time.perf_counter()
+        state.apply(Batch(ts + i * 1_000_000_000, tuple(recs)))
+        t2 = time.perf_counter()
+        view.document(state, opts)
+        t3 = time.perf_counter()
+        if i:
+            poll.append((t1 - t0) * 1e3)
+            apply.append((t2 - t1) * 1e3)
+            doc.append((t3 - t2) * 1e3)
+        if pause_s:
+            time.sleep(pause_s)
+    return {
+        "poll_ms": statistics.median(poll),
+        "apply_ms": statistics.median(apply),
+        "document_ms": statistics.median(doc),
+        "tick_ms": statistics.median(p + a + d for p, a, d in zip(poll, apply, doc, strict=True)),
+    }, state

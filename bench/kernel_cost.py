@@ -28,14 +28,11 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import QUIET_S, build, machine, parse_kv, save, summary
+from harness import QUIET_S, build, machine, pane_tick_ms, parse_kv, save, summary
 
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.slabtrace import SlabTraceProbe
-from memtop.records import Batch
 from memtop.records.kernel import SlabTrace
-from memtop.state import State
-from memtop.views import get_view
 
 OPS = 200_000
 
@@ -43,31 +40,10 @@ OPS = 200_000
 def tick_ms(ticks: int = 30) -> dict[str, float]:
     probe = KernelProbe()
     probe.load()
-    state = State(mode="bpf")
-    view = get_view("kernel")
-    opts = view.default_options()
-    poll, apply, doc = [], [], []
-    ts = time.monotonic_ns()
-    for i in range(ticks):
-        t0 = time.perf_counter()
-        recs = probe.poll()
-        t1 = time.perf_counter()
-        state.apply(Batch(ts + i * 1_000_000_000, tuple(recs)))
-        t2 = time.perf_counter()
-        view.document(state, opts)
-        t3 = time.perf_counter()
-        if i:  # the first read of every cache is a one-off
-            poll.append((t1 - t0) * 1e3)
-            apply.append((t2 - t1) * 1e3)
-            doc.append((t3 - t2) * 1e3)
-        time.sleep(0.05)
-    probe.close()
-    return {
-        "poll_ms": statistics.median(poll),
-        "apply_ms": statistics.median(apply),
-        "document_ms": statistics.median(doc),
-        "tick_ms": statistics.median(p + a + d for p, a, d in zip(poll, apply, doc, strict=True)),
-    }
+    try:
+        return pane_tick_ms(probe, "kernel", ticks, pause_s=0.05)[0]
+    finally:
+        probe.close()
 
 
 class Floor(SlabTraceProbe):
