@@ -26,6 +26,7 @@ import resource
 from pathlib import Path
 from typing import Self
 
+from memtop.kernelfs import parse_meminfo
 from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.host import MemInfo, Pressure, VmStat
@@ -330,12 +331,7 @@ class ProcfsProbe(Probe):
         text = self._read(self.root / "meminfo")
         if text is None:
             return None
-        vals: dict[str, int] = {}
-        for line in text.splitlines():
-            k, _, v = line.partition(":")
-            parts = v.split()
-            if parts:
-                vals[k] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
+        vals = parse_meminfo(text)
         return MemInfo(
             total_bytes=vals.get("MemTotal", 0),
             free_bytes=vals.get("MemFree", 0),

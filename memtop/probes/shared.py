@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Self
 
 from memtop import tracefs
 from memtop.cgroupfs import read_text
+from memtop.kernelfs import parse_meminfo
 from memtop.probes.base import BpfProbe, Probe
 from memtop.records import Record
 from memtop.records.shared import (
@@ -283,20 +284,6 @@ def parse_sysvipc_shm(text: str) -> list[dict[str, int]]:
     return rows
 
 
-def _kb_fields(text: str, names: set[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        if k in names:
-            parts = v.split()
-            if parts:
-                try:
-                    out[k] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
-                except ValueError:
-                    pass
-    return out
-
-
 def _bracketed(text: str | None) -> str:
     if not text:
         return ""
@@ -318,17 +305,6 @@ def tmpfs_mounts(mountinfo: str) -> list[str]:
             seen.pop(mp, None)
             seen[mp] = None
     return list(seen)
-
-
-MEMINFO_NAMES = {
-    "Hugetlb",
-    "AnonHugePages",
-    "Shmem",
-    "ShmemHugePages",
-    "ShmemPmdMapped",
-    "FileHugePages",
-    "HugePages_Total",
-}
 
 
 class SharedinfoProbe(Probe):
@@ -497,7 +473,7 @@ class SharedinfoProbe(Probe):
                 except ValueError:
                     vals.append(0)
             pools.append((size, vals[0], vals[1], vals[2], vals[3]))
-        mi = _kb_fields(self._read(self.proc, "meminfo") or "", MEMINFO_NAMES)
+        mi = parse_meminfo(self._read(self.proc, "meminfo") or "")
         thp = os.path.join(self.sys, "kernel", "mm", "transparent_hugepage")
         return HugePools(
             pools=tuple(pools),
@@ -616,7 +592,7 @@ class SharedinfoProbe(Probe):
             text = self._read(self.proc, str(pid_i), "smaps_rollup")
             reads += 1
             if text:
-                rollup[pid_i] = _kb_fields(text, {"AnonHugePages"}).get("AnonHugePages", 0)
+                rollup[pid_i] = parse_meminfo(text).get("AnonHugePages", 0)
                 cache[pid_i] = (rss_anon, now, rollup[pid_i])
         alive = {f[0] for f in found}
         for gone in [p for p in cache if p not in alive]:
