@@ -57,28 +57,22 @@ def class_bindings(cls: type) -> list[Binding]:
 def entries(bindings: Iterable[BindingType]) -> list[Entry]:
     """One entry per thing done (its keys together: ``> F6``), in the bindings' order; bindings
     without a description (the number keys) are the caller's to describe."""
-    by_text: dict[str, tuple[list[str], str]] = {}
-    for b in Binding.make_bindings(bindings):
-        text = b.tooltip or b.description
-        if not text:
-            continue
-        keys, _ = by_text.setdefault(text, ([], text))
-        name = KEY_NAMES.get(b.key, b.key)
-        if name not in keys:
-            keys.append(name)
-    return [(" ".join(keys), text) for keys, text in by_text.values()]
+    return merge(
+        (KEY_NAMES.get(b.key, b.key), b.tooltip or b.description)
+        for b in Binding.make_bindings(bindings)
+        if b.tooltip or b.description
+    )
 
 
 def merge(entries: Iterable[Entry]) -> list[Entry]:
-    """Entries that do the same thing as one (``↑ ↓ PgUp PgDn j k  move``), first place kept."""
+    """Entries that do the same thing as one (``↑ ↓ j k PgUp PgDn  move``), first place kept; the
+    keys the widgets handle (arrows) first, then single keys, then named ones."""
     by_text: dict[str, list[str]] = {}
     for keys, text in entries:
         have = by_text.setdefault(text, [])
         have += [k for k in keys.split(" ") if k not in have]
-    # keys the widgets handle (arrows) read best first
-    order = {True: 0, False: 1}
     return [
-        (" ".join(sorted(keys, key=lambda k: (order[not k.isascii()], len(k) > 1))), text)
+        (" ".join(sorted(keys, key=lambda k: (k.isascii(), len(k) > 1))), text)
         for text, keys in by_text.items()
     ]
 
