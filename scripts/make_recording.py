@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,39 @@ os.rmdir(d)
 """
 
 
+async def record_ticks(
+    bridge: Bridge,
+    out: Path,
+    duration_s: float,
+    interval_s: float,
+    *,
+    extra: dict[str, Any] | None = None,
+    steps: Sequence[Callable[[], None]] = (),
+) -> None:
+    """Record ``bridge`` (started and settled) into ``out`` for ``duration_s``, a poll every
+    ``interval_s``; ``steps[k]`` runs before the k-th poll. The bridge is stopped after."""
+    statuses = list(bridge.statuses().values())
+    for st in statuses:
+        print(f"  {st.probe}: {st.state} {st.message}", file=sys.stderr)
+    rec = open_recorder(
+        out, statuses, force=True, interval_s=interval_s, mode=bridge.mode, prelude=statuses, extra=extra
+    )
+    bridge.subscribe(rec)
+    try:
+        t0 = time.monotonic()
+        ticks = 0
+        while time.monotonic() - t0 < duration_s:
+            if ticks < len(steps):
+                steps[ticks]()
+            await bridge.poll()
+            ticks += 1
+            await asyncio.sleep(max(0.0, t0 + ticks * interval_s - time.monotonic()))
+    finally:
+        rec.close("done")
+        await bridge.stop()
+    print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
+
+
 async def kernel_session(out: Path, duration_s: float, interval_s: float) -> None:
     """The Kernel pane's recording: default probes, slab tracing and page allocations by order on,
     and a workload growing the dentry cache and holding pipes."""
@@ -159,7 +193,6 @@ async def kernel_session(out: Path, duration_s: float, interval_s: float) -> Non
     bridge = Bridge(default_probes() + [p for p in extra if p is not None])
     await bridge.start()
     await bridge.wait_settled(300)
-    statuses = list(bridge.statuses().values())
     work = subprocess.Popen(
         [sys.executable, "-c", KERNEL_WORKLOAD, str(duration_s + 5)], stdout=subprocess.PIPE, text=True
     )
@@ -167,30 +200,12 @@ async def kernel_session(out: Path, duration_s: float, interval_s: float) -> Non
     ready = work.stdout.readline().split()
     assert ready[0] == "ready"
     scratch = Path(ready[1])
-    rec = open_recorder(
-        out,
-        statuses,
-        force=True,
-        interval_s=interval_s,
-        mode=bridge.mode,
-        prelude=statuses,
-        extra={"workloads": {"kernel": work.pid}},
-    )
-    bridge.subscribe(rec)
     try:
-        t0 = time.monotonic()
-        ticks = 0
-        while time.monotonic() - t0 < duration_s:
-            await bridge.poll()
-            ticks += 1
-            await asyncio.sleep(max(0.0, t0 + ticks * interval_s - time.monotonic()))
+        await record_ticks(bridge, out, duration_s, interval_s, extra={"workloads": {"kernel": work.pid}})
     finally:
-        rec.close("done")
-        await bridge.stop()
         work.kill()
         work.wait()
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
 
 
 def main() -> int:
@@ -329,24 +344,7 @@ async def shared_session(out: Path, duration_s: float, steps: list[Any]) -> None
     await bridge.start()
     bridge.trace_kernel("shmsnoop", True)  # as the pane shown does: its calls are in the pictures
     await bridge.wait_settled(300)
-    statuses = list(bridge.statuses().values())
-    for st in statuses:
-        print(f"  {st.probe}: {st.state} {st.message}", file=sys.stderr)
-    rec = open_recorder(out, statuses, force=True, interval_s=1.0, mode=bridge.mode, prelude=statuses)
-    bridge.subscribe(rec)
-    try:
-        t0 = time.monotonic()
-        ticks = 0
-        while time.monotonic() - t0 < duration_s:
-            if ticks < len(steps):
-                steps[ticks]()
-            await bridge.poll()
-            ticks += 1
-            await asyncio.sleep(max(0.0, t0 + ticks - time.monotonic()))
-    finally:
-        rec.close("done")
-        await bridge.stop()
-    print(f"{out}: {rec.batches} batches, {rec.records} records, {out.stat().st_size} bytes", file=sys.stderr)
+    await record_ticks(bridge, out, duration_s, 1.0, steps=steps)
 
 
 def unified_twin(name: str) -> Path | None:
