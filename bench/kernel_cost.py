@@ -10,8 +10,10 @@
   op) timed bare
   and with the slabtrace probe attached (1 in 64 sampled; and exact, 1 in 1, for comparison),
   alternated over rounds, medians, ratios; and the floor: the same four tracepoints with programs
-  that return at once (what the kernel's perf tracepoint path costs before any program work: no
-  sampling can go below it). The tracer's own cost as the kernel measured it
+  that return at once (what the hook costs before any program work: no sampling can go below it).
+  The tracer runs on raw tracepoints where the kernel's BTF allows (here it does); the same
+  program on the regular tracepoints (the perf tracepoint path: a record built per event) and its
+  floor are timed in the same rounds, for comparison. The tracer's own cost as the kernel measured it
   (BPF_ENABLE_STATS: ns per event, share of a CPU) is what the pane shows; it is recorded here.
 
 usage: sudo .venv/bin/python bench/kernel_cost.py [ROUNDS]"""
@@ -56,16 +58,18 @@ class Floor(SlabTraceProbe):
 class Traced:
     """The slab tracer attached for a phase; its own measured cost read at the end."""
 
-    def __init__(self, sample: int, floor: bool = False) -> None:
+    def __init__(self, sample: int, floor: bool = False, raw: bool = True) -> None:
         self.sample = sample
         self.floor = floor
+        self.raw = raw
         self.costs: list[dict[str, float]] = []
         self.ns: list[float] = []
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
-        probe = (Floor if self.floor else SlabTraceProbe)(sample=self.sample)
+        probe = (Floor if self.floor else SlabTraceProbe)(sample=self.sample, raw=self.raw)
         probe.load()
+        assert probe.raw == self.raw, probe.note()
         first = probe.poll()[0]
         t0 = time.monotonic()
         try:
@@ -95,11 +99,14 @@ def main(rounds: int = 5) -> dict[str, Any]:
         return {"pipe": parse_kv(a)["ns_per_op"], "stat": parse_kv(b.stdout)["ns_per_op"]}
 
     sampled, exact, floor = Traced(64), Traced(1), Traced(64, floor=True)
+    sampled_tp, floor_tp = Traced(64, raw=False), Traced(64, floor=True, raw=False)
     variants: dict[str, Callable[[], AbstractContextManager[None]]] = {
         "bare": bare,
         "floor": floor,
         "sampled": sampled,
         "exact": exact,
+        "floor_tracepoints": floor_tp,
+        "sampled_tracepoints": sampled_tp,
     }
     samples: dict[str, list[float]] = {k: [] for k in variants}
     stat_samples: dict[str, list[float]] = {k: [] for k in variants}
@@ -147,6 +154,9 @@ def main(rounds: int = 5) -> dict[str, Any]:
         "tracer_cost": {"sampled": med(sampled), "exact": med(exact)},
         "floor_ratio": statistics.median(samples["floor"]) / statistics.median(samples["bare"]),
         "sampled_vs_floor": statistics.median(samples["sampled"]) / statistics.median(samples["floor"]),
+        "floor_ratio_tracepoints": statistics.median(samples["floor_tracepoints"])
+        / statistics.median(samples["bare"]),
+        "hook": "raw tracepoints (regular tracepoints: the *_tracepoints variants)",
         "sample": 64,
         "rounds": rounds,
     }

@@ -221,11 +221,19 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
     t = TARGETS["slabtrace_ratio"]
     for key, what in (("ns_per_op", "pipe() + 2 close()"), ("ns_per_stat", "stat() of missing names")):
         s = r[key]
+        regular = ""
+        if "sampled_tracepoints" in s:  # raw tracepoints, with the regular ones timed beside them
+            regular = (
+                f"; on regular tracepoints {x(s['sampled_tracepoints']['ratio'])} "
+                f"(empty programs {x(s['floor_tracepoints']['ratio'])})"
+            )
+        hook = "raw tracepoints" if regular else "tracepoints"
         yield Row(
             f"kernel · slab tracing (1 in {r['sample']}), {what}",
             cmd,
-            f"{x(s['sampled']['ratio'])} bare; the four tracepoints with empty programs alone "
-            f"{x(s['floor']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])} (n={s['sampled']['n']})",
+            f"{x(s['sampled']['ratio'])} bare; the four {hook} with empty programs alone "
+            f"{x(s['floor']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])}{regular} "
+            f"(n={s['sampled']['n']})",
             t.text,
             t.met(s["sampled"]["ratio"]),
         )

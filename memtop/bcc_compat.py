@@ -216,6 +216,18 @@ def attach_tracepoint_fd(bpf: Any, fn_name: str, tp: str) -> int:
     return fd
 
 
+def attach_raw_tracepoint_fd(bpf: Any, fn_name: str, event: str) -> int:
+    """Load ``fn_name`` as a raw tracepoint program and attach it to ``event``; return the fd that
+    holds the attachment (closing it detaches)."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        fn = bpf.load_func(fn_name.encode(), bcc.BPF.RAW_TRACEPOINT)
+        fd = int(bcc.libbcc.lib.bpf_attach_raw_tracepoint(fn.fd, event.encode()))
+    if fd < 0:
+        raise OSError(-fd if fd < -1 else 0, f"cannot attach {fn_name} to raw tracepoint {event}")
+    return fd
+
+
 def online_cpus() -> list[int]:
     bcc = bcc_module()
     return [int(c) for c in bcc.utils.get_online_cpus()]

@@ -62,12 +62,13 @@ def run_stats(prog_fd: int) -> tuple[int, int] | None:
 
 def program_stats(bpf: Any, owner: str) -> tuple[int, int]:
     """Summed (run_time_ns, run_cnt) of the tracepoint functions probe ``owner`` loaded (memtop's
-    compiled units name them ``<owner>__tp__<category>__<event>``); (0, 0) when unknown."""
+    compiled units name them ``<owner>__tp__<category>__<event>`` and ``<owner>__raw__<event>``);
+    (0, 0) when unknown."""
     ns = runs = 0
     funcs: dict[Any, Any] = getattr(bpf, "funcs", None) or {}
     for key, fn in funcs.items():
         name = key.decode() if isinstance(key, bytes) else str(key)
-        if name.startswith(f"{owner}__tp__"):
+        if name.startswith((f"{owner}__tp__", f"{owner}__raw__")):
             st = run_stats(int(fn.fd))
             if st is not None:
                 ns, runs = ns + st[0], runs + st[1]

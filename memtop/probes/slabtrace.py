@@ -7,6 +7,11 @@ kmem:kmem_cache_free: every allocation is counted per CPU, one in ``sample`` is 
 /proc/kallsyms to functions. While attached, BPF run-time stats are held on one second in ten
 (memtop.probes.bpfstats) so the pane shows the programs' own cost.
 
+Where the kernel's BTF describes the four raw tracepoints with the prototypes the program reads
+(and gives ``struct kmem_cache``'s ``name`` and ``size`` offsets), the program runs on raw
+tracepoints: no perf tracepoint record is built per event, which alone cost a slab-heavy loop
+~1.5x (docs/performance.md). Otherwise it runs on the regular tracepoints, and ``note`` says why.
+
 kmalloc's tracepoint names no cache: its size class (bytes_alloc) and gfp flags name it as the
 kernel does (kmalloc-N, kmalloc-cg-N when accounted, kmalloc-rcl-N when reclaimable; above 8 KiB
 kmalloc takes pages: "kmalloc-large").
@@ -15,7 +20,10 @@ kmalloc takes pages: "kmalloc-large").
 from __future__ import annotations
 
 import threading
+from functools import cached_property
+from pathlib import Path
 
+from memtop import btf
 from memtop.ksyms import KernelSymbols
 from memtop.probes import bpfstats
 from memtop.probes.base import BpfProbe
@@ -28,6 +36,33 @@ MAX_SITES = 8192
 MAX_LIVE = 65536
 #: kmalloc's largest slab size class (KMALLOC_MAX_CACHE_SIZE with SLUB: two pages)
 KMALLOC_SLAB_MAX = 8192
+
+
+#: the raw tracepoints' arguments (after the context) as the program reads them
+RAW_PROTOTYPES = {
+    "kmem_cache_alloc": ["long unsigned int", "const void *", "struct kmem_cache *", "gfp_t", "int"],
+    "kmalloc": ["long unsigned int", "const void *", "size_t", "size_t", "gfp_t", "int"],
+    "kfree": ["long unsigned int", "const void *"],
+    "kmem_cache_free": ["long unsigned int", "const void *", "const struct kmem_cache *"],
+}
+
+
+def raw_config(path: Path = btf.VMLINUX) -> tuple[list[str], str]:
+    """(-D flags for the raw tracepoint program, "") where this kernel's BTF allows it, else
+    ([], why not)."""
+    try:
+        types = btf.Btf.vmlinux(path)
+    except btf.BtfError as exc:
+        return [], f"no kernel BTF ({exc})"
+    for event, want in RAW_PROTOTYPES.items():
+        got = types.raw_tracepoint_args(event)
+        if got != want:
+            return [], f"raw tracepoint {event} is {got or 'not described'}, not {want}"
+    name = types.member_offset("kmem_cache", "name")
+    size = types.member_offset("kmem_cache", "size")
+    if name is None or size is None:
+        return [], "the kernel's BTF has no struct kmem_cache name/size"
+    return ["-DRAW", f"-DKC_NAME_OFF={name}", f"-DKC_SIZE_OFF={size}"], ""
 
 
 def kmalloc_cache(size: int, flags: int) -> str:
@@ -44,8 +79,9 @@ class SlabTraceProbe(BpfProbe):
     tracepoints = ("kmem:kmem_cache_alloc", "kmem:kmalloc", "kmem:kfree", "kmem:kmem_cache_free")
     cadence_s = 1.0
 
-    def __init__(self, sample: int = SAMPLE, proc_root: str = "/proc") -> None:
+    def __init__(self, sample: int = SAMPLE, proc_root: str = "/proc", raw: bool = True) -> None:
         super().__init__()
+        self._want_raw = raw
         self._lock = threading.Lock()
         self.sample = max(1, int(sample))
         self.proc_root = proc_root
@@ -53,10 +89,22 @@ class SlabTraceProbe(BpfProbe):
         self._stats = bpfstats.Windows()
 
     def cflags(self) -> list[str]:
-        return [f"-DSAMPLE={self.sample}", f"-DMAX_SITES={MAX_SITES}", f"-DMAX_LIVE={MAX_LIVE}"]
+        flags = [f"-DSAMPLE={self.sample}", f"-DMAX_SITES={MAX_SITES}", f"-DMAX_LIVE={MAX_LIVE}"]
+        return flags + self._raw_config[0]
+
+    @cached_property
+    def _raw_config(self) -> tuple[list[str], str]:
+        """-D flags of the raw tracepoint program, or [] and why not."""
+        return raw_config() if self._want_raw else ([], "regular tracepoints asked for")
+
+    @property
+    def raw(self) -> bool:
+        return bool(self._raw_config[0])
 
     def note(self) -> str:
-        return f"1 in {self.sample} sampled"
+        flags, why_not = self._raw_config
+        how = "raw tracepoints" if flags else f"tracepoints ({why_not})"
+        return f"1 in {self.sample} sampled, {how}"
 
     def after_load(self) -> None:
         self._syms = KernelSymbols(self.proc_root)

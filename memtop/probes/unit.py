@@ -51,6 +51,7 @@ from memtop.errors import ProbeError
 
 _DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)", re.M)
 _TRACEPOINT = re.compile(r"\bTRACEPOINT_PROBE\(\s*(\w+)\s*,\s*(\w+)\s*\)")
+_RAW_TRACEPOINT = re.compile(r"\bRAW_TRACEPOINT_PROBE\(\s*(\w+)\s*\)")
 _MAP = re.compile(r'^\s*BPF_\w+\(\s*(?:"[^"]*"\s*,\s*[^,]+,\s*[^,]+,\s*)?(\w+)', re.M)
 _STRUCT = re.compile(r"^\s*(?:struct|union|enum)\s+(\w+)\s*\{", re.M)
 # a function definition from the start of a line: [static] [inline] type name(args) {, the name
@@ -95,10 +96,16 @@ class Section:
         """(category, event) of every TRACEPOINT_PROBE in the text (compiled in or not)."""
         return _TRACEPOINT.findall(self.text)
 
+    def raw_tracepoints(self) -> list[str]:
+        """The event of every RAW_TRACEPOINT_PROBE in the text (compiled in or not)."""
+        return _RAW_TRACEPOINT.findall(self.text)
+
     def globals(self) -> set[str]:
         """Names the text declares at file scope: maps, struct/union/enum tags, functions."""
         names = set(_MAP.findall(self.text)) | set(_STRUCT.findall(self.text))
-        names |= {n for n in _FUNCTION.findall(self.text) if n != "TRACEPOINT_PROBE"}
+        names |= {
+            n for n in _FUNCTION.findall(self.text) if n not in ("TRACEPOINT_PROBE", "RAW_TRACEPOINT_PROBE")
+        }
         return names
 
 
@@ -154,12 +161,18 @@ def tp_function(owner: str, category: str, event: str) -> str:
     return f"{owner}__tp__{category}__{event}"
 
 
+def raw_tp_function(owner: str, event: str) -> str:
+    return f"{owner}__raw__{event}"
+
+
 @dataclass(frozen=True)
 class Built:
     text: str
     cflags: list[str]
     #: owner -> [(function name, "category:event")]
     tracepoints: dict[str, list[tuple[str, str]]]
+    #: owner -> [(function name, "event")] of its raw tracepoints
+    raw_tracepoints: dict[str, list[tuple[str, str]]]
 
 
 def build(sections: Sequence[Section]) -> Built:
@@ -182,13 +195,18 @@ def build(sections: Sequence[Section]) -> Built:
         "#undef TRACEPOINT_PROBE",
         # pasted, never expanded: a category or event that happens to be a macro stays a name
         "#define TRACEPOINT_PROBE(c, e) int MEMTOP_TP_FN(c##__##e)(MEMTOP_TP_ARG_##c##__##e *args)",
+        "#undef RAW_TRACEPOINT_PROBE",
+        "#define RAW_TRACEPOINT_PROBE(e) int MEMTOP_RAW_FN(e)(struct bpf_raw_tracepoint_args *ctx)",
     ]
     hooked: set[tuple[str, str]] = set()
     tracepoints: dict[str, list[tuple[str, str]]] = {}
+    raw: dict[str, list[tuple[str, str]]] = {}
     flags: list[str] = []
     for s in sections:
         defines = s.defines()
         defines.append(("MEMTOP_TP_FN(tp)", f"{s.owner}__tp__##tp"))
+        defines.append(("MEMTOP_RAW_FN(e)", f"{s.owner}__raw__##e"))
+        raw[s.owner] = [(raw_tp_function(s.owner, ev), ev) for ev in dict.fromkeys(s.raw_tracepoints())]
         tps = []
         for cat, ev in dict.fromkeys(s.tracepoints()):
             arg = f"MEMTOP_TP_ARG_{cat}__{ev}"
@@ -206,7 +224,7 @@ def build(sections: Sequence[Section]) -> Built:
         undefine = dict.fromkeys([*(n.partition("(")[0] for n, _ in defines), *_DEFINE.findall(s.text)])
         lines += [f"#undef {n}" for n in undefine]
         flags += [f for f in s.other_flags() if f not in flags]
-    return Built("\n".join(lines) + "\n", flags, tracepoints)
+    return Built("\n".join(lines) + "\n", flags, tracepoints, raw)
 
 
 class Unit:
@@ -243,6 +261,7 @@ class ProgramView:
         self.unit = unit
         self.owner = owner
         self._fds: list[int] = []
+        self._raw_fds: list[int] = []
         self._released = False
 
     def __getitem__(self, table: str) -> Any:
@@ -256,10 +275,14 @@ class ProgramView:
         return [o for o in self.unit.built.tracepoints if o != self.owner]
 
     def attach_tracepoints(self) -> None:
-        """Attach the program's TRACEPOINT_PROBEs that were compiled in (#ifdef'd out: skipped)."""
+        """Attach the program's TRACEPOINT_PROBEs and RAW_TRACEPOINT_PROBEs that were compiled in
+        (#ifdef'd out: skipped)."""
         for fn, tp in self.unit.built.tracepoints.get(self.owner, []):
             if fn in self.unit.functions:
                 self._fds.append(bcc_compat.attach_tracepoint_fd(self.unit.bpf, fn, tp))
+        for fn, event in self.unit.built.raw_tracepoints.get(self.owner, []):
+            if fn in self.unit.functions:
+                self._raw_fds.append(bcc_compat.attach_raw_tracepoint_fd(self.unit.bpf, fn, event))
 
     def attach_perf_event_system(self, ev_type: int, ev_config: int, fn: str, sample_period: int = 1) -> None:
         """``fn`` on a perf event on every online CPU, for all tasks."""
@@ -280,6 +303,12 @@ class ProgramView:
             try:
                 bcc_compat.close_perf_event_fd(fd)
             except Exception:  # noqa: BLE001 - every exit path
+                pass
+        raw, self._raw_fds = self._raw_fds, []
+        for fd in raw:  # a raw tracepoint's link is its fd: closing it detaches
+            try:
+                os.close(fd)
+            except OSError:
                 pass
 
     def release(self) -> None:

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -37,6 +38,7 @@ from memtop.state import State
 from memtop.state.kernel import KernelState
 from memtop.views import Options, get_view
 
+P = TypeVar("P", bound=Probe)
 NEGATIVE = 300_000
 PIPES = 10_000
 HOLDERS = 2
@@ -72,7 +74,7 @@ def poll(state: State, *probes: Probe) -> None:
 
 
 @contextmanager
-def attached(probe: Probe) -> Iterator[Probe]:
+def attached(probe: P) -> Iterator[P]:
     probe.load()
     try:
         yield probe
@@ -136,10 +138,14 @@ def test_negative_dentries_grow_the_dentry_cache_as_slabinfo_says(tmp_path: Path
     assert state.get(KernelState).slabs["dentry"].objs_per_s > 0
 
 
-def test_slab_tracing_names_the_function_that_allocates_dentries(tmp_path: Path) -> None:
+@pytest.mark.parametrize("raw", [True, False], ids=["raw-tracepoints", "tracepoints"])
+def test_slab_tracing_names_the_function_that_allocates_dentries(tmp_path: Path, raw: bool) -> None:
+    """Both ways in: raw tracepoints (the cache's name read through BTF offsets; what this
+    kernel gets) and the regular tracepoints (the fallback)."""
     state = State("bpf")
     n = 100_000
-    with attached(KernelProbe()) as kprobe, attached(SlabTraceProbe()) as tracer:
+    with attached(KernelProbe()) as kprobe, attached(SlabTraceProbe(raw=raw)) as tracer:
+        assert tracer.raw == raw, tracer.note()
         poll(state, kprobe, tracer)
         before = slabinfo()["dentry"]
         with dentry_alloc_trace() as inst:
