@@ -13,7 +13,8 @@
   that return at once (what the hook costs before any program work: no sampling can go below it).
   The tracer runs on raw tracepoints where the kernel's BTF allows (here it does); the same
   program on the regular tracepoints (the perf tracepoint path: a record built per event) and its
-  floor are timed in the same rounds, for comparison. The tracer's own cost as the kernel measured it
+  floor are timed in the same rounds, for comparison; and the tracer with kernel stacks (`k`,
+  the slabstacks probe: a stack walk per sampled allocation). The tracer's own cost as the kernel measured it
   (BPF_ENABLE_STATS: ns per event, share of a CPU) is what the pane shows; it is recorded here.
 
 usage: sudo .venv/bin/python bench/kernel_cost.py [ROUNDS]"""
@@ -33,7 +34,7 @@ from typing import Any
 from harness import QUIET_S, build, machine, pane_tick_ms, parse_kv, save, summary
 
 from memtop.probes.kernel import KernelProbe
-from memtop.probes.slabtrace import SlabTraceProbe
+from memtop.probes.slabtrace import SlabStacksProbe, SlabTraceProbe
 from memtop.records.kernel import SlabTrace
 
 OPS = 200_000
@@ -58,16 +59,18 @@ class Floor(SlabTraceProbe):
 class Traced:
     """The slab tracer attached for a phase; its own measured cost read at the end."""
 
-    def __init__(self, sample: int, floor: bool = False, raw: bool = True) -> None:
+    def __init__(self, sample: int, floor: bool = False, raw: bool = True, stacks: bool = False) -> None:
         self.sample = sample
         self.floor = floor
         self.raw = raw
+        self.stacks = stacks
         self.costs: list[dict[str, float]] = []
         self.ns: list[float] = []
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
-        probe = (Floor if self.floor else SlabTraceProbe)(sample=self.sample, raw=self.raw)
+        cls = Floor if self.floor else SlabStacksProbe if self.stacks else SlabTraceProbe
+        probe = cls(sample=self.sample, raw=self.raw)
         probe.load()
         assert probe.raw == self.raw, probe.note()
         first = probe.poll()[0]
@@ -105,6 +108,7 @@ def main(rounds: int = 5) -> dict[str, Any]:
         "floor": floor,
         "sampled": sampled,
         "exact": exact,
+        "stacks": Traced(64, stacks=True),
         "floor_tracepoints": floor_tp,
         "sampled_tracepoints": sampled_tp,
     }

@@ -232,7 +232,9 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
             f"kernel · slab tracing (1 in {r['sample']}), {what}",
             cmd,
             f"{x(s['sampled']['ratio'])} bare; the four {hook} with empty programs alone "
-            f"{x(s['floor']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])}{regular} "
+            f"{x(s['floor']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])}"
+            + (f", with kernel stacks {x(s['stacks']['ratio'])}" if "stacks" in s else "")
+            + f"{regular} "
             f"(n={s['sampled']['n']})",
             t.text,
             t.met(s["sampled"]["ratio"]),

@@ -34,6 +34,7 @@
 
 struct site_t {
     u64 site;         // call_site: the kernel text address of the caller
+    s64 stack;        // -DSTACKS: the kernel stack's id in slab_stacks (<0: none); else -1
     u32 size;         // kmalloc: bytes_alloc (the size class); 0 for a named cache
     u32 flags;        // kmalloc: 1 accounted (kmalloc-cg-N), 2 reclaimable (kmalloc-rcl-N)
     char name[CACHE_NAME];  // kmem_cache_alloc: the cache's name
@@ -46,6 +47,17 @@ struct stat_t {
 };
 
 BPF_HASH(sites, struct site_t, struct stat_t, MAX_SITES);
+#ifdef STACKS
+BPF_STACK_TRACE(slab_stacks, MAX_SITES);
+#endif
+
+static __always_inline s64 stack_of(void *ctx) {
+#ifdef STACKS
+    return slab_stacks.get_stackid(ctx, 0);
+#else
+    return -1;
+#endif
+}
 BPF_TABLE("lru_hash", u64, struct site_t, live, MAX_LIVE);
 // [0] allocations seen, [1] sampled, [2] frees seen, [3] frees matched to a sampled allocation,
 // [4] samples dropped (sites map full), [5] the per-CPU sampling counter
@@ -116,6 +128,7 @@ RAW_TRACEPOINT_PROBE(kmem_cache_alloc) {
         return 0;
     struct site_t k = {};
     k.site = ctx->args[0];
+    k.stack = stack_of(ctx);
     u64 s = ctx->args[2];
     u64 name = 0;
     u32 size = 0;
@@ -131,6 +144,7 @@ RAW_TRACEPOINT_PROBE(kmalloc) {
         return 0;
     struct site_t k = {};
     k.site = ctx->args[0];
+    k.stack = stack_of(ctx);
     k.size = ctx->args[3];
     unsigned long gfp = ctx->args[4];
     k.flags = (gfp & GFP_ACCOUNT) ? 1 : ((gfp & GFP_RECLAIMABLE) ? 2 : 0);
@@ -153,6 +167,7 @@ TRACEPOINT_PROBE(kmem, kmem_cache_alloc) {
         return 0;
     struct site_t k = {};
     k.site = args->call_site;
+    k.stack = stack_of(args);
     TP_DATA_LOC_READ_CONST(k.name, name, CACHE_NAME);
     record(&k, (u64)args->ptr, args->bytes_alloc);
     return 0;
@@ -163,6 +178,7 @@ TRACEPOINT_PROBE(kmem, kmalloc) {
         return 0;
     struct site_t k = {};
     k.site = args->call_site;
+    k.stack = stack_of(args);
     k.size = args->bytes_alloc;
     unsigned long gfp = args->gfp_flags;
     k.flags = (gfp & GFP_ACCOUNT) ? 1 : ((gfp & GFP_RECLAIMABLE) ? 2 : 0);

@@ -28,6 +28,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "leaks": ("memtop.probes.leaks:LeaksProbe", ON_DEMAND),
     "kernel": ("memtop.probes.kernel:KernelProbe", AT_START),
     "slabtrace": ("memtop.probes.slabtrace:SlabTraceProbe", ON_DEMAND),
+    "slabstacks": ("memtop.probes.slabtrace:SlabStacksProbe", ON_DEMAND),
     "pagealloc": ("memtop.probes.pagealloc:PageAllocProbe", ON_DEMAND),
     "sharedinfo": ("memtop.probes.shared:SharedinfoProbe", AT_START),
     "shared": ("memtop.probes.shared:SharedProbe", AT_START),

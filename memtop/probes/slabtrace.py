@@ -32,6 +32,9 @@ from memtop.records.kernel import SlabTrace
 from memtop.text import clean
 
 SAMPLE = 64
+#: kernel stacks kept per (cache, call site), and frames per stack, in a record
+STACKS_PER_SITE = 3
+STACK_FRAMES = 12
 MAX_SITES = 8192
 MAX_LIVE = 65536
 #: kmalloc's largest slab size class (KMALLOC_MAX_CACHE_SIZE with SLUB: two pages)
@@ -79,8 +82,12 @@ class SlabTraceProbe(BpfProbe):
     tracepoints = ("kmem:kmem_cache_alloc", "kmem:kmalloc", "kmem:kfree", "kmem:kmem_cache_free")
     cadence_s = 1.0
 
+    #: collect the kernel stack of each sampled allocation (the slabstacks probe)
+    stacks = False
+
     def __init__(self, sample: int = SAMPLE, proc_root: str = "/proc", raw: bool = True) -> None:
         super().__init__()
+        self._frames: dict[int, tuple[str, ...]] = {}
         self._want_raw = raw
         self._lock = threading.Lock()
         self.sample = max(1, int(sample))
@@ -90,7 +97,7 @@ class SlabTraceProbe(BpfProbe):
 
     def cflags(self) -> list[str]:
         flags = [f"-DSAMPLE={self.sample}", f"-DMAX_SITES={MAX_SITES}", f"-DMAX_LIVE={MAX_LIVE}"]
-        return flags + self._raw_config[0]
+        return flags + self._raw_config[0] + (["-DSTACKS"] if self.stacks else [])
 
     @cached_property
     def _raw_config(self) -> tuple[list[str], str]:
@@ -104,7 +111,7 @@ class SlabTraceProbe(BpfProbe):
     def note(self) -> str:
         flags, why_not = self._raw_config
         how = "raw tracepoints" if flags else f"tracepoints ({why_not})"
-        return f"1 in {self.sample} sampled, {how}"
+        return f"1 in {self.sample} sampled, {how}" + (", kernel stacks" if self.stacks else "")
 
     def after_load(self) -> None:
         self._syms = KernelSymbols(self.proc_root)
@@ -120,6 +127,7 @@ class SlabTraceProbe(BpfProbe):
     def _poll(self) -> list[Record]:
         syms = self._syms
         by: dict[tuple[str, str], list[int]] = {}
+        stacks: dict[tuple[str, str, tuple[str, ...]], int] = {}
         for k, v in self.bpf["sites"].items():
             if int(k.size):
                 cache = kmalloc_cache(int(k.size), int(k.flags))
@@ -130,6 +138,9 @@ class SlabTraceProbe(BpfProbe):
             acc[0] += int(v.allocs)
             acc[1] += int(v.bytes)
             acc[2] += int(v.frees)
+            if self.stacks and int(k.stack) >= 0:
+                frames = self._stack(int(k.stack), site)
+                stacks[(cache, site, frames)] = stacks.get((cache, site, frames), 0) + int(v.allocs)
         counters = self.bpf["slab_counters"]
         c = [int(counters.sum(counters.Key(i)).value) for i in range(5)]
         ns, runs = self._run_stats()
@@ -145,10 +156,50 @@ class SlabTraceProbe(BpfProbe):
                 dropped=c[4],
                 run_ns=ns,
                 runs=runs,
+                stacks=self._top_stacks(stacks),
             )
         ]
+
+    def _stack(self, stack_id: int, site: str) -> tuple[str, ...]:
+        """Stack ``stack_id``'s functions from the call site outward (the tracepoint's and the
+        allocator's own frames above it dropped), resolved once per id (ids are not reused)."""
+        frames = self._frames.get(stack_id)
+        if frames is None:
+            syms = self._syms
+            try:
+                addrs = list(self.bpf["slab_stacks"].walk(stack_id))
+            except KeyError:
+                addrs = []
+            names = [syms.function(a) if syms is not None else f"0x{a:x}" for a in addrs]
+            if site in names:
+                names = names[names.index(site) :]
+            frames = self._frames[stack_id] = tuple(clean(n, 96) for n in names[:STACK_FRAMES])
+        return frames
+
+    @staticmethod
+    def _top_stacks(
+        stacks: dict[tuple[str, str, tuple[str, ...]], int],
+    ) -> tuple[tuple[str, str, tuple[str, ...], int], ...]:
+        """The heaviest STACKS_PER_SITE stacks of every (cache, site)."""
+        per: dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]] = {}
+        for (cache, site, frames), n in stacks.items():
+            per.setdefault((cache, site), []).append((n, frames))
+        out = []
+        for (cache, site), got in sorted(per.items()):
+            got.sort(key=lambda x: (-x[0], x[1]))
+            out += [(cache, site, frames, n) for n, frames in got[:STACKS_PER_SITE]]
+        return tuple(out)
 
     def close(self) -> None:
         with self._lock:
             self._stats.close()
             super().close()
+
+
+class SlabStacksProbe(SlabTraceProbe):
+    """The slab tracer with the kernel stack of every sampled allocation (``k`` in the Kernel
+    pane): who called the call site. A stack walk per sampled allocation costs more than the
+    sampling itself (docs/panes/kernel.md, Cost), so it is its own on-demand probe."""
+
+    name = "slabstacks"
+    stacks = True

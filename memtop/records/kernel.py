@@ -84,7 +84,9 @@ class SlabTrace(Record):
     allocs)``; ``sample``: 1 in how many allocations was recorded (per CPU); ``events``: every
     tracepoint hit (sampled or not); ``frees_unmatched``: frees of objects not sampled (not
     attributed); ``dropped``: samples lost to a full map; ``run_ns``/``runs``: the programs'
-    own run time as the kernel measured it (BPF_ENABLE_STATS), 0 when it could not."""
+    own run time as the kernel measured it (BPF_ENABLE_STATS), 0 when it could not. ``stacks``
+    (the slabstacks probe only): per (cache, call site) its kernel stacks, ``(cache, site, frames
+    from the call site outward, sampled allocs)``, at most a few per site."""
 
     sites: tuple[tuple[str, str, int, int, int], ...] = ()
     sample: int = 1
@@ -95,6 +97,7 @@ class SlabTrace(Record):
     dropped: int = 0
     run_ns: int = 0
     runs: int = 0
+    stacks: tuple[tuple[str, str, tuple[str, ...], int], ...] = ()
 
 
 @record("page_alloc")

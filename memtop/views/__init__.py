@@ -126,6 +126,9 @@ class View:
     while_shown: ClassVar[tuple[str, ...]] = ()
     #: on-demand probes that run only when the user asks (a key): not running is their normal
     on_request: ClassVar[tuple[str, ...]] = ()
+    #: groups of on-request probes of which one runs at a time (the same tracer with and without
+    #: kernel stacks): the status line names the one running, or the first as off
+    alternatives: ClassVar[tuple[tuple[str, ...], ...]] = ()
     order: ClassVar[int] = 100
     columns: ClassVar[tuple[Column, ...]] = ()
     #: the probes whose data this view shows, declared once here: documents carry their statuses

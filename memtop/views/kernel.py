@@ -87,8 +87,9 @@ class KernelView(View):
     title = "Kernel memory"
     tab_title = "Kernel"
     order = 80
-    probes = ("kernel", "slabtrace", "pagealloc")
-    on_request = ("slabtrace", "pagealloc")
+    probes = ("kernel", "slabtrace", "slabstacks", "pagealloc")
+    on_request = ("slabtrace", "slabstacks", "pagealloc")
+    alternatives = (("slabtrace", "slabstacks"),)
     sections = SECTIONS
     columns = (
         Column("name", "CACHE", numeric=False),
@@ -138,9 +139,10 @@ class KernelView(View):
         st = state.get(KernelState)
         dt, t = _rates(st.slabtrace)
         doc: dict[str, Any] = {
-            "tracing": attached(state, "slabtrace"),
+            "tracing": attached(state, "slabtrace") or attached(state, "slabstacks"),
             "cache": cache,
             "sample": None,
+            "stacks": False,
             "rows": [],
         }
         if t is None or not isinstance(t.cur, SlabTrace):
@@ -148,6 +150,9 @@ class KernelView(View):
         cur = t.cur
         prev = {(c, s): (a, b, f) for c, s, a, b, f in t.prev.sites} if isinstance(t.prev, SlabTrace) else {}
         n = cur.sample
+        stacks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for c, s, frames, a in cur.stacks:
+            stacks.setdefault((c, s), []).append({"frames": list(frames), "allocs": a * n})
         rows: list[dict[str, Any]] = []
         for c, s, a, b, f in cur.sites:
             if cache is not None and c != cache:
@@ -164,12 +169,14 @@ class KernelView(View):
                     "allocs_per_s": round((a - pa) * n / dt, 1) if dt > 0 else None,
                     "bytes_per_s": round((b - pb) * n / dt, 1) if dt > 0 else None,
                     "net_per_s": round(((a - pa) - (f - pf)) * n / dt, 1) if dt > 0 else None,
+                    "stacks": stacks.get((c, s), []),
                 }
             )
         rows.sort(key=lambda r: (-(r["allocs_per_s"] or 0), -r["allocs"], r["cache"], r["site"]))
         doc.update(
             {
                 "sample": n,
+                "stacks": attached(state, "slabstacks") or bool(cur.stacks),
                 "rows": rows[:MAX_SITES],
                 "nsites": len(rows),
                 "allocs_seen": cur.allocs,
@@ -395,6 +402,8 @@ class KernelView(View):
                         f"  {r['cache']:<24} {r['site']:<32} {fmt.count_h(r['allocs_per_s']):>7}/s "
                         f"net {fmt.count_h(r['net_objs'])}"
                     )
+                    for st in r["stacks"]:
+                        lines.append(f"      {fmt.count_h(st['allocs']):>6}  " + " ← ".join(st["frames"]))
         p = doc.get("pages")
         if p is not None:
             lines.append("")

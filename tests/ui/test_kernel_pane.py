@@ -131,5 +131,45 @@ async def test_tracers_not_asked_for_are_off_not_missing(tmp_path: Path) -> None
         app.redraw()
         await pilot.pause(0.1)
         status = text_of(app, "#kernel-status")
-        assert "slabtrace: off" in status and "pagealloc: off" in status
+        assert "slabtrace: off" in status and "pagealloc: off" in status and "slabstacks" not in status
         assert "not running" not in status
+
+
+async def test_k_traces_with_kernel_stacks_and_shows_the_callers(tmp_path: Path) -> None:
+    """k swaps the slab tracer for the one collecting kernel stacks (and back); under each call
+    site its heaviest stack's callers."""
+    stacked = []
+    for i, n in enumerate((10, 30)):
+        frames = ("__d_alloc", "d_alloc_parallel", "__lookup_slow", "walk_component")
+        rec = SlabTrace(
+            sites=(("dentry", "__d_alloc", n, n * 192, 1),),
+            sample=64,
+            events=1000 * (i + 1),
+            stacks=(("dentry", "__d_alloc", frames, n - 1), ("dentry", "__d_alloc", frames[:2], 1)),
+        )
+        stacked.append(Batch(1_000_000_000 * (i + 3), (ProbeStatus("slabstacks", "attached", "test"), rec)))
+    src = TracingSource(batches(proc_root(tmp_path))[:2] + stacked)
+    app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.query_one("#kernel-table", DataTable).focus()
+        await pilot.press("k")
+        assert src.kernel_traced == [("slabstacks", True)]
+        for _ in range(4):
+            await app.runner.tick()
+        app.redraw()
+        await pilot.pause(0.1)
+        detail = text_of(app, "#kernel-detail")
+        assert "↳ d_alloc_parallel ← __lookup_slow ← walk_component" in detail
+        # one of the two slab tracers on the status line: the one running
+        status = text_of(app, "#kernel-status")
+        assert "slabstacks: attached" in status and "slabtrace" not in status
+        # k again: back to call sites alone; t stops whichever runs
+        await pilot.press("k")
+        assert src.kernel_traced[-2:] == [("slabstacks", False), ("slabtrace", True)]
+        await pilot.press("t")
+        assert src.kernel_traced[-1] == ("slabtrace", False)
+        # Enter while nothing traces starts the plain tracer; k from there swaps it
+        await pilot.press("enter")
+        assert src.kernel_traced[-1] == ("slabtrace", True)
+        await pilot.press("k")
+        assert src.kernel_traced[-2:] == [("slabtrace", False), ("slabstacks", True)]

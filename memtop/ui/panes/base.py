@@ -107,13 +107,25 @@ class Pane(Vertical):
     def options(self) -> Options:
         return self.opts
 
+    def _alternative_shown(self, state: State, name: str) -> bool:
+        """``name`` is one of a group of alternatives (View.alternatives) another of which the
+        status line shows: the one running (or on its way, or failed), else the first with a
+        state, else the group's first."""
+        rank = {"attached": 0, "attaching": 0, "pending": 0, "failed": 1}
+        for group in self.view.alternatives:
+            if name in group:
+                states = {n: st.state for n in group if (st := state.probe_state(n)) is not None}
+                shown = min(states, key=lambda n: rank.get(states[n], 2)) if states else group[0]
+                return name != shown
+        return False
+
     def status_text(self, state: State) -> Text:
         """One line: what feeds this pane and whether it is attached, failed (why, what to do)."""
         parts = Text()
         for name in self.probes:
             st = state.probe_state(name)
             if st is None:
-                if self.quiet_when_absent:
+                if self.quiet_when_absent or self._alternative_shown(state, name):
                     continue
                 if name in self.view.on_request:  # it runs when asked (the pane's keys say how)
                     parts.append(("  " if parts else "") + f"{name}: off", style="dim")

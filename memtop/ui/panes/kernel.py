@@ -25,6 +25,8 @@ from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, 
 from memtop.views.kernel import SORT_KEYS
 
 #: the lines below the table, in the order `v` cycles them
+#: the slab tracers, one attached at a time: sampled call sites; the same with kernel stacks
+SLAB_TRACERS = ("slabtrace", "slabstacks")
 MODES = ("sites", "pages", "vmalloc", "allocinfo", "breakdown")
 #: one colour per breakdown line (stacking order of memtop.kernelfs.BREAKDOWN); free is blank
 COLOURS = {
@@ -111,6 +113,9 @@ class KernelPane(FilterablePane, SortableTablePane):
         Binding("G", "sort_by('bytes_per_s')", "Sort growth", show=False),
         Binding("D", "sort_by('delta_bytes')", "Sort Δ", show=False),
         Binding("t", "trace", "Trace slabs"),
+        Binding(
+            "k", "stacks", "Kernel stacks", show=False, tooltip="slab tracing with kernel stacks (on/off)"
+        ),
         Binding("a", "all_caches", "All caches", show=False),
         Binding("p", "pages", "Page allocs"),
         Binding("v", "mode", "Below"),
@@ -226,7 +231,7 @@ class KernelPane(FilterablePane, SortableTablePane):
             + ("" if s["tracing"] else " · stopped"),
             style="dim",
         )
-        for r in s["rows"][:4]:
+        for r in s["rows"][: 2 if s["stacks"] else 4]:
             t.append("\n")
             t.append(f"{r['cache'][:22]:<22} ", style="cyan")
             t.append(f"{r['site'][:34]:<34}")
@@ -234,6 +239,10 @@ class KernelPane(FilterablePane, SortableTablePane):
                 f" {fmt.count_h(r['allocs_per_s']):>6}/s  {fmt.bytes_h(r['bytes_per_s'])}/s"
                 f"  net {fmt.count_h(r['net_per_s'])}/s  Σnet {fmt.count_h(r['net_objs'])}"
             )
+            if s["stacks"]:  # its heaviest kernel stack: who called the call site
+                t.append("\n")
+                callers = r["stacks"][0]["frames"][1:] if r["stacks"] else []
+                t.append("  ↳ " + (" ← ".join(callers) if callers else "no stack yet"), style="dim")
 
     def _pages(self, doc: dict[str, Any], t: Text) -> None:
         p = doc["pages"]
@@ -338,13 +347,28 @@ class KernelPane(FilterablePane, SortableTablePane):
             self._tracing.discard(tracer)
             src.trace_kernel(tracer, False)
 
+    def _slab_tracer(self) -> str | None:
+        """The slab tracer attached by this pane: slabtrace, slabstacks (with kernel stacks)."""
+        return next((t for t in SLAB_TRACERS if t in self._tracing), None)
+
     def action_trace(self) -> None:
         self.mode = "sites"
-        if "slabtrace" in self._tracing:
-            self._trace("slabtrace", False)
+        tracer = self._slab_tracer()
+        if tracer is not None:
+            self._trace(tracer, False)
         else:
             self.opts.extra["cache"] = None
             self._trace("slabtrace", True)
+        self._redraw()
+
+    def action_stacks(self) -> None:
+        """Switch slab tracing to (or from) the tracer that also collects kernel stacks."""
+        self.mode = "sites"
+        stacks = self._slab_tracer() != "slabstacks"
+        tracer = self._slab_tracer()
+        if tracer is not None:
+            self._trace(tracer, False)
+        self._trace("slabstacks" if stacks else "slabtrace", True)
         self._redraw()
 
     def action_all_caches(self) -> None:
@@ -381,5 +405,6 @@ class KernelPane(FilterablePane, SortableTablePane):
             return
         self.opts.extra["cache"] = str(name)
         self.mode = "sites"
-        self._trace("slabtrace", True)
+        if self._slab_tracer() is None:
+            self._trace("slabtrace", True)
         self._redraw()
