@@ -236,15 +236,26 @@ def kernel_checks(proc: str = "/proc") -> list[Check]:
     (not built, never, off, on: memtop.kernelfs.profiling_state)."""
     from memtop import kernelfs
     from memtop.cgroupfs import read_text
+    from memtop.probes.slabtrace import raw_config
 
     slab = read_text(os.path.join(proc, "slabinfo"), 256) is not None
     state, hint = kernelfs.profiling_state(proc)
+    _flags, why_not_raw = raw_config()
     return [
         Check(
             "slabinfo",
             slab,
             f"{proc}/slabinfo" if slab else "unreadable",
             "" if slab else "run memtop as root: the Kernel pane lists slab caches from /proc/slabinfo",
+            required=False,
+        ),
+        Check(
+            "slab tracing hook",
+            not why_not_raw,
+            "raw tracepoints (the kernel's BTF describes them)" if not why_not_raw else "regular tracepoints",
+            ""
+            if not why_not_raw
+            else f"{why_not_raw}: slab tracing (Kernel pane, t) costs more per event on regular tracepoints",
             required=False,
         ),
         Check(

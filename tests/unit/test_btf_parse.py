@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
+
 from memtop import btf
 from memtop.probes.slabtrace import SlabTraceProbe, raw_config
 
@@ -99,3 +101,18 @@ def test_no_or_broken_btf_falls_back_with_the_reason(tmp_path: Path) -> None:
 def test_the_probe_says_which_hook_it_uses() -> None:
     assert SlabTraceProbe(raw=False).note() == "1 in 64 sampled, tracepoints (regular tracepoints asked for)"
     assert "-DRAW" not in SlabTraceProbe(raw=False).cflags()
+
+
+def test_doctor_says_which_hook_slab_tracing_gets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memtop import doctor
+    from memtop.probes import slabtrace
+
+    path = tmp_path / "vmlinux"
+    path.write_bytes(kernel_like(kfree_params=1).bytes())
+    monkeypatch.setattr(slabtrace, "raw_config", lambda: raw_config(path))
+    check = {c.name: c for c in doctor.kernel_checks(str(tmp_path))}["slab tracing hook"]
+    assert not check.ok and check.detail == "regular tracepoints"
+    assert "raw tracepoint kfree is" in check.hint and "costs more" in check.hint
+    path.write_bytes(kernel_like().bytes())
+    check = {c.name: c for c in doctor.kernel_checks(str(tmp_path))}["slab tracing hook"]
+    assert check.ok and check.detail.startswith("raw tracepoints")
