@@ -53,7 +53,16 @@ def test_default_probes_in_load_order(tmp_path: Path) -> None:
     )
     assert not any(on_demand(p.name) for p in probes)
     asked = {name for name in PROBES if on_demand(name)}
-    assert asked == {"faultstack", "growth", "smaps", "leaks", "slabtrace", "pagealloc", "shmsnoop"}
+    assert asked == {
+        "faultstack",
+        "growth",
+        "smaps",
+        "leaks",
+        "leakrate",
+        "slabtrace",
+        "pagealloc",
+        "shmsnoop",
+    }
     assert asked | {p.name for p in probes} == set(PROBES)
     # the /proc readers read the root they are given
     procfs, cgroups, swapinfo = probes[0], probes[1], probes[2]
