@@ -31,7 +31,7 @@ from memtop.ui import help, term_compat
 from memtop.ui.levels import mono
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
-from memtop.ui.panes.base import DrillIn, Pane, TraceAllocations
+from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
 from memtop.views import get_view
@@ -255,8 +255,8 @@ class MemtopApp(RecordReplay):
         if pane is not None:
             pane.focus_default()
         await self.runner.start()  # /proc data is in state now; BPF probes attach in the background
-        if self.leak_pids:  # `memtop --leaks PID[,PID…]`
-            self.source.trace_allocations(self.leak_pids)
+        if self.leak_pids:  # `memtop --leaks PID[,PID…]`: counted first, the leaks pane asks
+            self.source.measure_allocations(self.leak_pids)
         self.redraw()
         self._timer = self.set_interval(self.interval_s, self._tick)
         if self.snapshot_request is not None:
@@ -428,8 +428,10 @@ class MemtopApp(RecordReplay):
         pid = event.pid
         if pid not in self.leak_pids:
             self.leak_pids.append(pid)
-        if self.source.trace_allocations([pid]):
-            self.notify(f"tracing allocations of pid {pid}", timeout=3)
+        if self.source.measure_allocations([pid]):
+            self.notify(
+                f"pid {pid}: its allocation calls are counted first (1 s); see the Leaks pane", timeout=3
+            )
         elif self.source.replay is not None:
             self.notify("a replay shows the allocations that were traced when it was recorded", timeout=4)
         else:  # attaching still, or no BPF: the leaks pane's status line says which
@@ -437,6 +439,23 @@ class MemtopApp(RecordReplay):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.show_pane("leaks")
+
+    @on(ChooseTracing)
+    def _choose_tracing(self, event: ChooseTracing) -> None:
+        """The answer to the leaks preflight: trace as chosen, or not at all."""
+        pids = ", ".join(map(str, event.pids))
+        if event.sample_bytes is None:
+            self.source.decline_allocations(event.pids)
+            self.notify(f"not tracing pid {pids}", timeout=3)
+        elif self.source.trace_allocations(event.pids, sample_bytes=event.sample_bytes):
+            how = (
+                f"byte sampling every ~{event.sample_bytes} bytes"
+                if event.sample_bytes
+                else "every allocation"
+            )
+            self.notify(f"tracing allocations of pid {pids}: {how}", timeout=3)
+        else:
+            self.notify(f"cannot trace pid {pids} now: see the leaks pane's status", severity="warning")
 
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:
