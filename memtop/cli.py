@@ -307,6 +307,8 @@ def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] |
         initial_pid=args.pid,
         initial_pane=args.pane,
         leak_pids=leak_pids,
+        # `--sample-bytes N` (0 too) is the answer to the preflight's question, given up front
+        ask_before_tracing=getattr(args, "sample_bytes", None) is None,
     )
     return run_app(app)
 

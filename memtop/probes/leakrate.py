@@ -53,6 +53,19 @@ def _stime_ticks(pid: int, proc_root: str) -> int | None:
         return None
 
 
+def _gone(pid: int, start: int | None, proc_root: str) -> bool:
+    """Whether ``pid`` (started at ``start``) has exited: gone, replaced, or a zombie its parent
+    has not reaped yet."""
+    if start is None:
+        return False
+    try:
+        text = Path(proc_root, str(pid), "stat").read_text()
+        state = text[text.rindex(")") + 2 :].split()[0]
+    except (OSError, ValueError, IndexError):
+        return True
+    return state in ("Z", "X") or _start_time(pid, proc_root) != start
+
+
 class LeakRateProbe(BpfProbe):
     name = "leakrate"
     program = "leakrate"
@@ -84,6 +97,8 @@ class LeakRateProbe(BpfProbe):
         self._idle = threading.Event()
         self._lock = threading.Lock()
         self.result: LeakPreflight | None = None
+        #: CLOCK_MONOTONIC ns the count began and ended at
+        self.window = (0, 0)
         self._handed = False
 
     # -- the run ----------------------------------------------------------------------------------
@@ -188,17 +203,14 @@ class LeakRateProbe(BpfProbe):
         finally:
             bpfstats.disable(stats_fd)
         window_ns = s1[0] - s0[0]
+        self.window = (s0[0], s1[0])
         names = sorted(self._slots, key=lambda n: self._slots[n][0])
         calls = [c1[self._slots[n][0]] - c0[self._slots[n][0]] for n in names]
         alloc_calls = sum(c for n, c in zip(names, calls, strict=True) if self._slots[n][1])
         free_calls = sum(c for n, c in zip(names, calls, strict=True) if not self._slots[n][1])
         runs = p1[1] - p0[1]
         program_ns = (p1[0] - p0[0]) / runs if stats_fd is not None and runs > 0 else 0.0
-        exited = [
-            p
-            for p in self.pids
-            if self._start.get(p) is not None and _start_time(p, self.proc_root) != self._start[p]
-        ]
+        exited = [p for p in self.pids if _gone(p, self._start.get(p), self.proc_root)]
         trap_ns = 0.0 if exited else self._trap_ns(base, s0, s1, alloc_calls + free_calls)
         lane = ", ".join(dict.fromkeys(self._lanes))
         took = window_ns / 1e9

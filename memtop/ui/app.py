@@ -124,7 +124,11 @@ class MemtopApp(RecordReplay):
         initial_pid: int | None = None,
         initial_pane: str | None = None,
         leak_pids: list[int] | None = None,
+        ask_before_tracing: bool = True,
     ) -> None:
+        """``ask_before_tracing``: after the leaks preflight the Leaks pane asks how to trace
+        (False: `--sample-bytes` was given, or no one is there to ask, as in a headless
+        snapshot: the source follows `--sample-bytes`, else the proposal)."""
         super().__init__()
         ScrollBar.renderer = WholeCellScrollBar
         self.source = source
@@ -139,6 +143,7 @@ class MemtopApp(RecordReplay):
         self.initial_pane = initial_pane or ("leaks" if leak_pids else None)
         #: pids to trace the allocations of (`memtop --leaks PID[,PID…]`, the drill-in's `m`)
         self.leak_pids = list(leak_pids or [])
+        self.ask_before_tracing = ask_before_tracing and snapshot_request is None
         self.paused = False
         #: the panes' view names, in tab order
         self.pane_names = pane_names()
@@ -256,7 +261,7 @@ class MemtopApp(RecordReplay):
             pane.focus_default()
         await self.runner.start()  # /proc data is in state now; BPF probes attach in the background
         if self.leak_pids:  # `memtop --leaks PID[,PID…]`: counted first, the leaks pane asks
-            self.source.measure_allocations(self.leak_pids)
+            self._ask_to_trace(self.leak_pids)
         self.redraw()
         self._timer = self.set_interval(self.interval_s, self._tick)
         if self.snapshot_request is not None:
@@ -428,7 +433,7 @@ class MemtopApp(RecordReplay):
         pid = event.pid
         if pid not in self.leak_pids:
             self.leak_pids.append(pid)
-        if self.source.measure_allocations([pid]):
+        if self._ask_to_trace([pid]):
             self.notify(
                 f"pid {pid}: its allocation calls are counted first (1 s); see the Leaks pane", timeout=3
             )
@@ -439,6 +444,12 @@ class MemtopApp(RecordReplay):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.show_pane("leaks")
+
+    def _ask_to_trace(self, pids: list[int]) -> bool:
+        """The preflight first; then the Leaks pane asks, or the source decides unasked."""
+        if self.ask_before_tracing:
+            return self.source.measure_allocations(pids)
+        return self.source.trace_allocations(pids)
 
     @on(ChooseTracing)
     def _choose_tracing(self, event: ChooseTracing) -> None:

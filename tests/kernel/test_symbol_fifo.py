@@ -92,7 +92,7 @@ def test_sigterm_ends_it_with_everything_detached(trap: tuple[int, list[Path]]) 
     pid, fifos = trap
     malloc = function_address(pid, "libc.so", "malloc")
     int3_is_ours = code_byte(pid, malloc) != 0xCC
-    m = PtyMemtop(["--leaks", str(pid)])
+    m = PtyMemtop(["--leaks", str(pid), "--sample-bytes", "0"])  # traced without asking
     try:
         doc = m.wait_ready()
         assert doc["probes"].get("leaks") == "attached", doc
