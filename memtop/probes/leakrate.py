@@ -9,11 +9,12 @@ All of it happens in :meth:`load` (compile, attach, count, detach), so nothing i
 once it returns; ``poll`` hands out the one result. Its own cost is bounded: ``window_s`` of one
 trap per call.
 
-On the spot it also measures what one trap costs this target: the system time the target spends
-while counted, beyond what it spent just before (while the program compiled), divided by the
-calls counted (the kernel accounts time in ticks: where that is too few ticks to say, the bench's
-figure is used, and the record says 0). BPF run-time stats, held during the count only, give the
-count program's own ns per call as the kernel measured it.
+On the spot it also measures what one trap costs this target: the time the target spends while
+counted beyond what it spent just before (while the program compiled), divided by the calls
+counted: its time on CPU (schedstat, ns) when that grew, as it does for a target with idle time;
+else its system time (ticks), where a busy target spends the traps instead of its own work. Where
+that is too little to tell, the bench's figure is used and the record says 0. BPF run-time stats,
+held during the count only, give the count program's own ns per call as the kernel measured it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ N_FNS = 40
 #: fewer extra system-time ticks than this over the window: the trap is not measured (each tick
 #: is 1/CLK_TCK s of the target's time, sampled)
 MIN_TICKS = 10
+#: less extra time on CPU than this share of the window: not measured from CPU time
+MIN_CPU_SHARE = 0.02
+MAX_TASKS = 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -51,6 +55,25 @@ def _stime_ticks(pid: int, proc_root: str) -> int | None:
         return int(text[text.rindex(")") + 2 :].split()[12])
     except (ValueError, IndexError):
         return None
+
+
+def _cpu_ns(pid: int, proc_root: str) -> int | None:
+    """The process's time on CPU so far, in ns (its threads' schedstat; the first MAX_TASKS)."""
+    total = 0
+    try:
+        tasks = sorted(os.listdir(Path(proc_root, str(pid), "task")))[:MAX_TASKS]
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            total += int(Path(proc_root, str(pid), "task", tid, "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+#: (CLOCK_MONOTONIC ns, {pid: (ns on CPU, system time in ticks)})
+Times = tuple[int, dict[int, tuple[int | None, int | None]]]
 
 
 def _gone(pid: int, start: int | None, proc_root: str) -> bool:
@@ -176,8 +199,10 @@ class LeakRateProbe(BpfProbe):
         if missing:
             self._failed.append(f"pid {pid}: {alloc.describe()}: could not attach {', '.join(missing)}")
 
-    def _stimes(self) -> tuple[int, dict[int, int | None]]:
-        return time.monotonic_ns(), {p: _stime_ticks(p, self.proc_root) for p in self.pids}
+    def _stimes(self) -> Times:
+        return time.monotonic_ns(), {
+            p: (_cpu_ns(p, self.proc_root), _stime_ticks(p, self.proc_root)) for p in self.pids
+        }
 
     def _counts(self) -> list[int]:
         t = self.bpf["calls"]
@@ -194,7 +219,7 @@ class LeakRateProbe(BpfProbe):
                     ns, runs = ns + st[0], runs + st[1]
         return ns, runs
 
-    def _count(self, base: tuple[int, dict[int, int | None]]) -> None:
+    def _count(self, base: Times) -> None:
         stats_fd = bpfstats.enable()
         try:
             c0, p0, s0 = self._counts(), self._program_stats(), self._stimes()
@@ -239,27 +264,33 @@ class LeakRateProbe(BpfProbe):
             sample_bytes=self.sample_bytes,
         )
 
-    def _trap_ns(
-        self,
-        base: tuple[int, dict[int, int | None]],
-        s0: tuple[int, dict[int, int | None]],
-        s1: tuple[int, dict[int, int | None]],
-        calls: int,
-    ) -> float:
-        """One trap's cost from the targets' extra system time while counted (0: not measurable)."""
+    def _trap_ns(self, base: Times, s0: Times, s1: Times, calls: int) -> float:
+        """One trap's cost (with the count program) from what the targets spent while counted
+        beyond what they spent just before, per call; 0 when too little to tell.
+
+        A target with idle time spends the traps as extra time on CPU (schedstat, in ns); a busy
+        one cannot, and spends them instead of its own work, as system time (in ticks, sampled).
+        The CPU time is taken when it grew by a measurable share of the window, else the system
+        time."""
         if calls <= 0:
             return 0.0
-        extra = 0.0
-        for p in self.pids:
-            a, b, c = base[1].get(p), s0[1].get(p), s1[1].get(p)
-            if a is None or b is None or c is None:
-                return 0.0
-            before_s = (s0[0] - base[0]) / 1e9
-            rate = (b - a) / before_s if before_s > 0.2 else 0.0  # ticks/s before the count
-            extra += (c - b) - rate * (s1[0] - s0[0]) / 1e9
-        if extra < MIN_TICKS:
+        before_s, window_s = (s0[0] - base[0]) / 1e9, (s1[0] - s0[0]) / 1e9
+        if before_s < 0.2 or window_s <= 0:
             return 0.0
-        return extra / CLK_TCK * 1e9 / calls
+        extra_cpu_ns = extra_ticks = 0.0
+        for p in self.pids:
+            (a_cpu, a_sys), (b_cpu, b_sys), (c_cpu, c_sys) = base[1][p], s0[1][p], s1[1][p]
+            if None in (a_cpu, a_sys, b_cpu, b_sys, c_cpu, c_sys):
+                return 0.0
+            assert a_cpu is not None and b_cpu is not None and c_cpu is not None
+            assert a_sys is not None and b_sys is not None and c_sys is not None
+            extra_cpu_ns += (c_cpu - b_cpu) - (b_cpu - a_cpu) / before_s * window_s
+            extra_ticks += (c_sys - b_sys) - (b_sys - a_sys) / before_s * window_s
+        if extra_cpu_ns >= MIN_CPU_SHARE * window_s * 1e9:
+            return extra_cpu_ns / calls
+        if extra_ticks >= MIN_TICKS:
+            return extra_ticks / CLK_TCK * 1e9 / calls
+        return 0.0
 
     # -- the rest ---------------------------------------------------------------------------------
     def cancel(self, wait_s: float = 0.0) -> None:

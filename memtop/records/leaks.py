@@ -77,7 +77,7 @@ class LeakPreflight(Record):
     ``state``: measuring | measured | exited (a target ended during the count) | failed.
     ``functions``/``calls``: each probed function and its calls in the window; ``alloc_calls``
     and ``free_calls`` sum the allocating and the freeing ones. ``trap_ns``: one trap's cost
-    measured on the spot from the targets' system time (0: too little to measure).
+    measured on the spot from the targets' extra CPU or system time (0: too little to measure).
     ``program_ns``: the count program's own run time per call as the kernel measured it (BPF
     stats; 0 when unavailable). ``sample_bytes``: what byte sampling would use. ``decision``: ""
     (waiting for the user) | exact | sampled | cancelled; ``decided_by``: user | --sample-bytes |
