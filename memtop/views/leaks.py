@@ -85,8 +85,10 @@ def preflight_text(pf: dict[str, Any]) -> str:
         line = f"preflight: {who}: {pf['state']} — {pf['message']}"
     else:
         sample = pf["sample_bytes"] or leakcost.PROPOSED_SAMPLE_BYTES
-        trap = f"{pf['trap_ns']:.0f} ns a trap, " + (
-            "measured here" if pf["trap_measured"] else "the bench's"
+        trap = (
+            f"a counted call cost {pf['trap_ns']:.0f} ns, measured here"
+            if pf["trap_measured"]
+            else f"{pf['trap_ns']:.0f} ns a trap, the bench's"
         )
         line = (
             f"preflight: {who}: allocations {fmt.count_h(pf['allocation_calls_per_s'])}/s, frees "
