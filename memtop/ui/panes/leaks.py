@@ -204,7 +204,7 @@ class LeaksPane(FilterablePane):
     def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
         leaks = state.get(LeaksState)
         status = self.status_text(state)
-        if not leaks.targets and state.probe_state("leaks") is None:
+        if not leaks.targets and state.probe_state("leaks") is None and leaks.preflight is None:
             status.append(
                 "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
             )
