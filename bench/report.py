@@ -165,6 +165,21 @@ def leaks_cost(r: dict[str, Any]) -> Iterator[Row]:
         )
 
 
+def leaks_preflight(r: dict[str, Any]) -> Iterator[Row]:
+    for rate in r["rates"]:
+        p, m = rate["predicted_cpu"], rate["measured_added_cpu"]
+        yield Row(
+            f"3 · leaks preflight at {rate['rate_pairs_per_s']:,} malloc+free/s: the cost it expects "
+            "(CPU s/s) against the cost measured once traced (the target's added CPU time)",
+            f"`{PY} bench/leaks_preflight.py --rounds {r['rounds']}`",
+            f"exact {p['exact']:.3f} expected, {m['exact']:.3f} measured ({p['exact'] / m['exact']:.2f}×); "
+            f"sampled {p['sampled']:.3f} vs {m['sampled']:.3f} ({p['sampled'] / m['sampled']:.2f}×); the 1 s "
+            f"count itself {p['preflight']:.3f} vs {m['preflight']:.3f} (a counted call {rate['trap_ns']:.0f} ns)",
+            NONE,
+            NONE,
+        )
+
+
 def cgroups_cost(r: dict[str, Any]) -> Iterator[Row]:
     n, rounds = r["cgroups_added"], r["rounds"]
     cmd = f"`{PY} bench/cgroups_cost.py {rounds}`"
@@ -519,6 +534,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("fault_overhead", fault_overhead),
     ("reclaim_overhead", reclaim_overhead),
     ("leaks_cost", leaks_cost),
+    ("leaks_preflight", leaks_preflight),
     ("memtop_self", memtop_self),
     ("cgroups_cost", cgroups_cost),
     ("shared_cost", shared_cost),

@@ -19,6 +19,7 @@ CASES = [
     "fault_overhead",
     "reclaim_overhead",
     "leaks_cost",
+    "leaks_preflight",
     "swapin_overhead",
     "memtop_self",
     "cgroups_cost",
@@ -34,7 +35,7 @@ CASES = [
 #: startup_ab and large_maps are not here: they compare with a revision given on their command line
 #: (bench/startup_ab.py REV, bench/large_maps.py REV), so they run alone
 #: cases with their own command line, run as a process (the arguments before ROUNDS)
-SCRIPTS = {"leaks_cost": ["--rounds"], "replay_seek": ["--seeks"]}
+SCRIPTS = {"leaks_cost": ["--rounds"], "leaks_preflight": ["--rounds"], "replay_seek": ["--seeks"]}
 
 
 def run_micro() -> bool:

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memtop import bcc_compat
@@ -26,10 +27,12 @@ from memtop.probes.base import BpfProbe, Probe, load_together
 from memtop.probes.host import collect_host_facts
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.host import HostFacts
+from memtop.records.leaks import LeakPreflight
 from memtop.records.process import Focus
 from memtop.source import ReplayControls, Source, Subscriber
 
 if TYPE_CHECKING:
+    from memtop.probes.leakrate import LeakRateProbe
     from memtop.probes.procfs import ProcfsProbe
 
 __all__ = ["Bridge", "Source", "Subscriber", "now_ns"]
@@ -38,8 +41,9 @@ __all__ = ["Bridge", "Source", "Subscriber", "now_ns"]
 #: stacks and heap growth (BPF, per-pid perf events and tracepoints)
 FOCUS_PROBES = ("smaps", "faultstack", "growth")
 FOCUS_BPF = ("faultstack", "growth")
-#: the allocation tracer the leaks pane shows
+#: the allocation tracer the leaks pane shows, and its preflight (the calls counted first)
 LEAKS_PROBE = "leaks"
+PREFLIGHT_PROBE = "leakrate"
 NO_BPF = "needs BPF (memtop runs with --no-bpf)"
 NO_BPF_HINT = "run memtop without --no-bpf"
 
@@ -147,8 +151,13 @@ class Bridge:
         whether intents may attach BPF probes (default: unless every probe given is a /proc
         reader, i.e. `--no-bpf`)."""
         self.probes: list[Probe] = list(probes)
-        #: byte sampling for the leaks probe (`--sample-bytes`; 0: exact)
-        self.leaks_sample_bytes = 0
+        #: byte sampling for the leaks probe as `--sample-bytes` said (0: exact; None: not said,
+        #: so a non-interactive trace takes the preflight's proposal)
+        self.leaks_sample_bytes: int | None = None
+        #: the last leaks preflight's record, and whether its decision is taken without asking
+        self._preflight: LeakPreflight | None = None
+        self._preflight_auto = False
+        self._preflight_probe: LeakRateProbe | None = None
         self.allow_bpf = (
             allow_bpf if allow_bpf is not None else (not self.probes or any(p.needs_bpf for p in self.probes))
         )
@@ -285,6 +294,9 @@ class Bridge:
 
     def _load_group(self, group: list[Probe]) -> None:
         probes = [p for p in group if self._may_load(p)]
+        for p in group:
+            if p.name == PREFLIGHT_PROBE and p not in probes:  # no BPF: its record says why
+                self._preflight_done(p, self.bpf_error)
         for p in probes:
             self._set_status(ProbeStatus(p.name, "attaching", "attaching…"))
         t0 = time.monotonic()
@@ -313,6 +325,9 @@ class Bridge:
         return True
 
     def _loaded(self, probe: Probe, exc: Exception | None, took: float) -> None:
+        if probe.name == PREFLIGHT_PROBE:
+            self._preflight_done(probe, exc)
+            return
         if exc is not None:
             probe.close()
             if isinstance(exc, MemtopError):
@@ -389,7 +404,9 @@ class Bridge:
             self.remove_probe(name)
         self._publish_now(Focus(pid, False))
 
-    def trace_allocations(self, pids: Sequence[int]) -> bool:
+    def _leaks_busy(self, pids: Sequence[int]) -> bool | None:
+        """True/False when the leaks probe (or its preflight) is already there and has taken
+        ``pids`` (running: they join it in its mode) or cannot now; None when it is not there."""
         from memtop.probes.leaks import LeaksProbe
 
         if not self.allow_bpf:
@@ -397,13 +414,108 @@ class Bridge:
             return False
         with self._lock:
             running = next((p for p in self._attached if p.name == LEAKS_PROBE), None)
-            queued = any(p.name == LEAKS_PROBE for p in self._queue)
+            queued = any(p.name in (LEAKS_PROBE, PREFLIGHT_PROBE) for p in self._queue)
         if isinstance(running, LeaksProbe):
             running.add_pids(list(pids))
             return True
-        if queued:
-            return False  # still attaching: the pids it was asked for are on their way
-        return self.add_probe(LeaksProbe(list(pids), sample_bytes=self.leaks_sample_bytes))
+        if queued or self._preflight_probe is not None:
+            return False  # still attaching or measuring: the pids it was asked for are on their way
+        return None
+
+    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
+        """``sample_bytes`` None: count the calls first (the preflight), then trace as
+        `--sample-bytes` says, else as the preflight proposes (non-interactive front ends). An
+        int: the user's choice (0: exact), traced at once."""
+        from memtop.probes.leaks import LeaksProbe
+
+        busy = self._leaks_busy(pids)
+        if busy is not None:
+            return busy
+        if sample_bytes is None:
+            return self._start_preflight(pids, auto=True)
+        pre = self._preflight
+        if pre is not None and not pre.decision and set(pids) <= set(pre.pids):
+            how = "sampled" if sample_bytes else "exact"
+            self._preflight = replace(
+                pre, decision=how, decided_by="user", sample_bytes=sample_bytes or pre.sample_bytes
+            )
+            self._publish_now(self._preflight)
+        return self.add_probe(LeaksProbe(list(pids), sample_bytes=sample_bytes))
+
+    def measure_allocations(self, pids: Sequence[int]) -> bool:
+        busy = self._leaks_busy(pids)
+        if busy is not None:
+            return busy
+        return self._start_preflight(pids, auto=False)
+
+    def decline_allocations(self, pids: Sequence[int]) -> None:
+        pre = self._preflight
+        if pre is not None and not pre.decision:
+            self._preflight = replace(pre, decision="cancelled", decided_by="user")
+            self._publish_now(self._preflight)
+
+    def _start_preflight(self, pids: Sequence[int], auto: bool) -> bool:
+        from memtop.leakcost import PROPOSED_SAMPLE_BYTES
+        from memtop.probes.leakrate import LeakRateProbe
+
+        probe = LeakRateProbe(list(pids), sample_bytes=self.leaks_sample_bytes or PROPOSED_SAMPLE_BYTES)
+        if not self.add_probe(probe):
+            return False
+        self._preflight_probe, self._preflight_auto = probe, auto
+        self._preflight = LeakPreflight(
+            tuple(probe.pids),
+            "measuring",
+            f"counting allocator calls for {probe.window_s:g} s before tracing",
+            sample_bytes=probe.sample_bytes,
+        )
+        self._publish_now(self._preflight)
+        return True
+
+    def _preflight_done(self, probe: Probe, exc: Exception | None) -> None:
+        """The preflight counted (or failed): its record, and in a non-interactive session the
+        decision and the leaks probe queued (the loader picks it up next, in this thread)."""
+        from memtop.leakcost import estimate
+        from memtop.probes.leakrate import LeakRateProbe
+        from memtop.probes.leaks import LeaksProbe
+
+        probe.close()  # load() detached its uprobes already; this frees the program
+        with self._lock:
+            self.probes = [p for p in self.probes if p is not probe]
+        self._preflight_probe = None
+        pids = tuple(probe.pids) if isinstance(probe, LeakRateProbe) else ()
+        rec = probe.result if isinstance(probe, LeakRateProbe) else None
+        if rec is None:
+            why = exc.message if isinstance(exc, MemtopError) else f"{type(exc).__name__}: {exc}"
+            rec = LeakPreflight(pids, "failed", why, sample_bytes=self.leaks_sample_bytes or 0)
+            self._set_status(ProbeStatus(PREFLIGHT_PROBE, "failed", why, getattr(exc, "hint", "")))
+        else:
+            self._set_status(ProbeStatus(PREFLIGHT_PROBE, "detached", probe.note()))
+        if self._stopped:
+            return
+        if self._preflight_auto:
+            given = self.leaks_sample_bytes
+            if rec.state == "exited":
+                rec = replace(rec, decision="cancelled", decided_by="exited")
+            elif given is not None:
+                rec = replace(rec, decision="sampled" if given else "exact", decided_by="--sample-bytes")
+            elif rec.state != "measured":  # nothing measured to propose from: exact, as before
+                rec = replace(rec, decision="exact", decided_by="no measurement")
+            else:
+                est = estimate(rec.allocs_per_s, rec.frees_per_s, rec.trap_ns)
+                rec = replace(
+                    rec, decision="sampled" if est.propose_sampling else "exact", decided_by="proposal"
+                )
+            if rec.decision != "cancelled":
+                leaks = LeaksProbe(
+                    list(pids), sample_bytes=rec.sample_bytes if rec.decision == "sampled" else 0
+                )
+                with self._lock:
+                    self.probes.append(leaks)
+                    self._queue.append(leaks)  # the loader's loop takes it next
+                self._set_status(ProbeStatus(LEAKS_PROBE, "pending", "waiting to attach"))
+        self._preflight = rec
+        with self._lock:
+            self._pending_status.append(rec)
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         from memtop.probes.pagealloc import PageAllocProbe
@@ -498,6 +610,7 @@ class Bridge:
         from memtop.probes import symbols
 
         symbols.shutdown()  # a poll waiting on a symbol lookup returns now
+        self._cancel_preflight()
         with self._lock:
             probes, self._attached = list(self._attached), []
             self._queue.clear()
@@ -511,6 +624,13 @@ class Bridge:
             if acquired:
                 self._poll_lock.release()
 
+    def _cancel_preflight(self, wait_s: float = 1.0) -> None:
+        """End a preflight's count now and wait (briefly) for it to detach its uprobes: one left
+        to the kernel at exit stays in the target (memtop.bcc_compat.stop_attaching_uprobes)."""
+        probe = self._preflight_probe
+        if probe is not None:
+            probe.cancel(wait_s)
+
     def stop_attaching(self) -> None:
         """Attach no new uprobe from now on: memtop is exiting (see
         memtop.bcc_compat.stop_attaching_uprobes)."""
@@ -523,6 +643,7 @@ class Bridge:
         from memtop.probes import symbols
 
         symbols.shutdown()
+        self._cancel_preflight()  # its count ends now: it detaches while the loader is waited for
         if self._loader is not None and not self._loader.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._loader), timeout=STOP_WAIT_LOADER_S)

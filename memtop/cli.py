@@ -151,10 +151,12 @@ def add_sample_bytes(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sample-bytes",
         type=nonneg_int,
-        default=0,
+        default=None,
         metavar="N",
         help="leaks: record a stack only for allocations sampled every ~N bytes (e.g. 524288); bytes "
-        "become estimates (default 0: every allocation, exact)",
+        "become estimates (0: every allocation, exact; not given: memtop counts the target's "
+        "allocation calls for 1 s first and proposes sampling when exact tracing would cost more "
+        "than a tenth of a core; without a terminal the proposal is taken)",
     )
 
 
@@ -165,7 +167,7 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
     from memtop.probes.registry import default_probes
 
     bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf), defer_bpf=defer_bpf)
-    bridge.leaks_sample_bytes = getattr(args, "sample_bytes", 0) or 0
+    bridge.leaks_sample_bytes = getattr(args, "sample_bytes", None)
     atexit.register(bridge.close)
     return bridge
 
@@ -305,6 +307,8 @@ def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] |
         initial_pid=args.pid,
         initial_pane=args.pane,
         leak_pids=leak_pids,
+        # `--sample-bytes N` (0 too) is the answer to the preflight's question, given up front
+        ask_before_tracing=getattr(args, "sample_bytes", None) is None,
     )
     return run_app(app)
 

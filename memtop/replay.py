@@ -777,8 +777,14 @@ class ReplaySource:
             self._focused.remove(pid)
             self._publish(Focus(pid, False))
 
-    def trace_allocations(self, pids: Sequence[int]) -> bool:
+    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
         return False  # nothing can attach to the past
+
+    def measure_allocations(self, pids: Sequence[int]) -> bool:
+        return False
+
+    def decline_allocations(self, pids: Sequence[int]) -> None:
+        return None
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         return False  # the recording holds what was traced, if anything

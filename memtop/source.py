@@ -93,9 +93,21 @@ class Source(Protocol):
 
     def unfocus(self, pid: int) -> None: ...
 
-    def trace_allocations(self, pids: Sequence[int]) -> bool:
+    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
         """Trace the allocations of ``pids`` (the leaks pane), added to any traced already. False
-        when that cannot start now (a replay; the tracer still attaching)."""
+        when that cannot start now (a replay; the tracer still attaching). ``sample_bytes``: the
+        user's choice (0: every allocation; N: byte sampling every ~N bytes), at once; None: count
+        the calls first (the preflight), then follow `--sample-bytes` or the proposal, unasked."""
+        ...
+
+    def measure_allocations(self, pids: Sequence[int]) -> bool:
+        """Count the allocator calls of ``pids`` for about a second (the leaks preflight) and wait:
+        the rate and the expected cost reach the state, the user chooses (``trace_allocations``
+        with ``sample_bytes``, or ``decline_allocations``). False when that cannot start now."""
+        ...
+
+    def decline_allocations(self, pids: Sequence[int]) -> None:
+        """The user declined to trace after the preflight (recorded as its decision)."""
         ...
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:

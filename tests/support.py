@@ -666,6 +666,9 @@ class FakeSource:
         self.subs: list[Callable[[Batch], None]] = []
         self.focused: list[int] = []
         self.traced: list[list[int]] = []
+        self.measured: list[list[int]] = []
+        self.declined: list[list[int]] = []
+        self.trace_choices: list[int | None] = []
         self.kernel_traced: list[tuple[str, bool]] = []
         self.closed = False
 
@@ -710,9 +713,17 @@ class FakeSource:
         if pid in self.focused:
             self.focused.remove(pid)
 
-    def trace_allocations(self, pids: Sequence[int]) -> bool:
+    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
         self.traced.append(list(pids))
+        self.trace_choices.append(sample_bytes)
         return False
+
+    def measure_allocations(self, pids: Sequence[int]) -> bool:
+        self.measured.append(list(pids))
+        return False
+
+    def decline_allocations(self, pids: Sequence[int]) -> None:
+        self.declined.append(list(pids))
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         self.kernel_traced.append((tracer, on))

@@ -115,6 +115,19 @@ def lane_specs(alloc: allocators.Allocator, exact: bool) -> list[tuple[str, str 
     return sorted(specs, key=lambda sp: sp[2] is not None)
 
 
+Plan = list[tuple[str, list[tuple[str, str | None, str | None]]]]
+
+
+def probe_plan(pid: int, alloc: allocators.Allocator, exact: bool, proc_root: str = "/proc") -> Plan:
+    """(object path, its specs) for each object to probe in ``pid``: libc's mmap/munmap wrappers
+    first (the program's own mmap calls go through them, whatever its malloc), then the lane's."""
+    plan: Plan = [(alloc.path, lane_specs(alloc, exact))]
+    libc = find_libc(pid, proc_root)
+    if not alloc.static and libc is not None:
+        plan.insert(0, (libc[0], [(s, e, r) for s, e, r in SPECS_HEADER if s in MMAP_SYMBOLS]))
+    return plan
+
+
 #: the program's map keys and values as read here (bpf/leaks.bpf.c; checked by a kernel test)
 ALLOC_KEY = Packed("struct alloc_key_t", "<I", ("pid",), whole=False)  # then pad, addr: not read
 ALLOC_VAL = Packed("struct alloc_val_t", "<QQq", ("size", "ts_ns", "stack_id"))
@@ -398,13 +411,7 @@ class LeaksProbe(BpfProbe):
         table = self.bpf["libc_text"]
         if not alloc.static:  # mmap calls from inside the allocator are its own
             table[table.Key(t.pid)] = table.Leaf(alloc.lo, alloc.hi)
-        plan: list[tuple[str, list[tuple[str, str | None, str | None]]]] = [
-            (alloc.path, lane_specs(alloc, bool(self.exact_sizes)))
-        ]
-        libc = find_libc(t.pid, self.proc_root)
-        if not alloc.static and libc is not None:
-            # the program's own mmap/munmap go through libc's wrappers, whatever its malloc
-            plan.insert(0, (libc[0], [(s, e, r) for s, e, r in SPECS_HEADER if s in MMAP_SYMBOLS]))
+        plan = probe_plan(t.pid, alloc, bool(self.exact_sizes), self.proc_root)
         t.symbolizer = symbols.Symbolizer(t.pid, self.proc_root)
         t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
         seen: dict[tuple[str, int], str] = {}

@@ -26,6 +26,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "swapinfo": ("memtop.probes.swapin:SwapinfoProbe", AT_START),
     "oom": ("memtop.probes.oom:OomProbe", AT_START),
     "leaks": ("memtop.probes.leaks:LeaksProbe", ON_DEMAND),
+    "leakrate": ("memtop.probes.leakrate:LeakRateProbe", ON_DEMAND),
     "kernel": ("memtop.probes.kernel:KernelProbe", AT_START),
     "slabtrace": ("memtop.probes.slabtrace:SlabTraceProbe", ON_DEMAND),
     "slabstacks": ("memtop.probes.slabtrace:SlabStacksProbe", ON_DEMAND),

@@ -66,3 +66,42 @@ class LeakCalls(Record):
 
     calls: int
     sample_bytes: int = 0
+
+
+@record("leak_preflight")
+@dataclass(frozen=True, slots=True)
+class LeakPreflight(Record):
+    """The leaks preflight: calls to the allocator functions the leaks probe would trace, counted
+    for ``window_ns`` by entry probes alone (memtop.probes.leakrate), before it attaches.
+
+    ``state``: measuring | measured | exited (a target ended during the count) | failed.
+    ``functions``/``calls``: each probed function and its calls in the window; ``alloc_calls``
+    and ``free_calls`` sum the allocating and the freeing ones. ``trap_ns``: one trap's cost
+    measured on the spot from the targets' extra CPU or system time (0: too little to measure).
+    ``program_ns``: the count program's own run time per call as the kernel measured it (BPF
+    stats; 0 when unavailable). ``sample_bytes``: what byte sampling would use. ``decision``: ""
+    (waiting for the user) | exact | sampled | cancelled; ``decided_by``: user | --sample-bytes |
+    proposal | exited."""
+
+    pids: tuple[int, ...]
+    state: str
+    message: str = ""
+    allocator: str = ""
+    window_ns: int = 0
+    functions: tuple[str, ...] = ()
+    calls: tuple[int, ...] = ()
+    alloc_calls: int = 0
+    free_calls: int = 0
+    trap_ns: float = 0.0
+    program_ns: float = 0.0
+    sample_bytes: int = 0
+    decision: str = ""
+    decided_by: str = ""
+
+    @property
+    def allocs_per_s(self) -> float:
+        return self.alloc_calls * 1e9 / self.window_ns if self.window_ns else 0.0
+
+    @property
+    def frees_per_s(self) -> float:
+        return self.free_calls * 1e9 / self.window_ns if self.window_ns else 0.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
-from memtop.records.leaks import LeakCalls, LeakStack, LeakTarget
+from memtop.records.leaks import LeakCalls, LeakPreflight, LeakStack, LeakTarget
 from memtop.state.base import SubState
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ class LeaksState(SubState):
         self.calls_ts_ns = 0
         #: allocation calls per second over the last interval (None before two readings)
         self.calls_per_s: float | None = None
+        #: the last preflight (the calls counted before tracing) and its decision
+        self.preflight: LeakPreflight | None = None
 
     def apply(self, batch: Batch, state: State) -> None:
         ts = batch.ts_ns
@@ -62,6 +64,8 @@ class LeaksState(SubState):
             elif isinstance(rec, LeakTarget):
                 seen = True
                 self.targets[rec.pid] = rec
+            elif isinstance(rec, LeakPreflight):
+                self.preflight = rec
             elif isinstance(rec, LeakCalls):
                 if self.calls is not None and ts > self.calls_ts_ns and rec.calls >= self.calls.calls:
                     self.calls_per_s = (rec.calls - self.calls.calls) * 1e9 / (ts - self.calls_ts_ns)

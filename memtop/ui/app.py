@@ -31,7 +31,7 @@ from memtop.ui import help, term_compat
 from memtop.ui.levels import mono
 from memtop.ui.lines import KeyLine, TabLine, show_text
 from memtop.ui.panes import pane_class, pane_names
-from memtop.ui.panes.base import DrillIn, Pane, TraceAllocations
+from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
 from memtop.views import get_view
@@ -124,7 +124,11 @@ class MemtopApp(RecordReplay):
         initial_pid: int | None = None,
         initial_pane: str | None = None,
         leak_pids: list[int] | None = None,
+        ask_before_tracing: bool = True,
     ) -> None:
+        """``ask_before_tracing``: after the leaks preflight the Leaks pane asks how to trace
+        (False: `--sample-bytes` was given, or no one is there to ask, as in a headless
+        snapshot: the source follows `--sample-bytes`, else the proposal)."""
         super().__init__()
         ScrollBar.renderer = WholeCellScrollBar
         self.source = source
@@ -139,6 +143,7 @@ class MemtopApp(RecordReplay):
         self.initial_pane = initial_pane or ("leaks" if leak_pids else None)
         #: pids to trace the allocations of (`memtop --leaks PID[,PID…]`, the drill-in's `m`)
         self.leak_pids = list(leak_pids or [])
+        self.ask_before_tracing = ask_before_tracing and snapshot_request is None
         self.paused = False
         #: the panes' view names, in tab order
         self.pane_names = pane_names()
@@ -255,8 +260,8 @@ class MemtopApp(RecordReplay):
         if pane is not None:
             pane.focus_default()
         await self.runner.start()  # /proc data is in state now; BPF probes attach in the background
-        if self.leak_pids:  # `memtop --leaks PID[,PID…]`
-            self.source.trace_allocations(self.leak_pids)
+        if self.leak_pids:  # `memtop --leaks PID[,PID…]`: counted first, the leaks pane asks
+            self._ask_to_trace(self.leak_pids)
         self.redraw()
         self._timer = self.set_interval(self.interval_s, self._tick)
         if self.snapshot_request is not None:
@@ -428,8 +433,10 @@ class MemtopApp(RecordReplay):
         pid = event.pid
         if pid not in self.leak_pids:
             self.leak_pids.append(pid)
-        if self.source.trace_allocations([pid]):
-            self.notify(f"tracing allocations of pid {pid}", timeout=3)
+        if self._ask_to_trace([pid]):
+            self.notify(
+                f"pid {pid}: its allocation calls are counted first (1 s); see the Leaks pane", timeout=3
+            )
         elif self.source.replay is not None:
             self.notify("a replay shows the allocations that were traced when it was recorded", timeout=4)
         else:  # attaching still, or no BPF: the leaks pane's status line says which
@@ -437,6 +444,29 @@ class MemtopApp(RecordReplay):
         while len(self.screen_stack) > 1:
             self.pop_screen()
         self.show_pane("leaks")
+
+    def _ask_to_trace(self, pids: list[int]) -> bool:
+        """The preflight first; then the Leaks pane asks, or the source decides unasked."""
+        if self.ask_before_tracing:
+            return self.source.measure_allocations(pids)
+        return self.source.trace_allocations(pids)
+
+    @on(ChooseTracing)
+    def _choose_tracing(self, event: ChooseTracing) -> None:
+        """The answer to the leaks preflight: trace as chosen, or not at all."""
+        pids = ", ".join(map(str, event.pids))
+        if event.sample_bytes is None:
+            self.source.decline_allocations(event.pids)
+            self.notify(f"not tracing pid {pids}", timeout=3)
+        elif self.source.trace_allocations(event.pids, sample_bytes=event.sample_bytes):
+            how = (
+                f"byte sampling every ~{event.sample_bytes} bytes"
+                if event.sample_bytes
+                else "every allocation"
+            )
+            self.notify(f"tracing allocations of pid {pids}: {how}", timeout=3)
+        else:
+            self.notify(f"cannot trace pid {pids} now: see the leaks pane's status", severity="warning")
 
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from memtop import fmt
+from memtop import fmt, leakcost
 from memtop.errors import MemtopError
-from memtop.records.leaks import AGE_BUCKETS_S
+from memtop.records.leaks import AGE_BUCKETS_S, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.views import Column, Options, View, render_table, status_notes
@@ -28,9 +28,86 @@ ROW_KEYS = (
 #: what tracing costs per allocation call, measured (bench/leaks_cost.py: memtop adds 3.1 µs per
 #: malloc+free pair here; byte sampling saves the stack walk, not the trap)
 NS_PER_CALL = 1550
-#: above this many allocations a second, byte sampling is proposed (≈15 % of a core exact)
-PROPOSE_SAMPLING_AT = 100_000
-PROPOSED_SAMPLE = 524288
+
+
+def preflight_doc(pf: LeakPreflight | None) -> dict[str, Any] | None:
+    """The preflight as the document shows it: the rates counted, what tracing would cost at
+    them (memtop.leakcost), the proposal and the decision; None when there was none."""
+    if pf is None:
+        return None
+    measured = pf.state in ("measured", "exited") and pf.window_ns > 0
+    est = leakcost.estimate(pf.allocs_per_s, pf.frees_per_s, pf.trap_ns) if measured else None
+    window_s = pf.window_ns / 1e9
+    return {
+        "pids": list(pf.pids),
+        "state": pf.state,
+        "message": pf.message,
+        "allocator": pf.allocator or None,
+        "window_s": round(window_s, 3) if measured else None,
+        "allocation_calls_per_s": round(pf.allocs_per_s, 1) if measured else None,
+        "free_calls_per_s": round(pf.frees_per_s, 1) if measured else None,
+        "calls_per_s": (
+            {f: round(n / window_s, 1) for f, n in zip(pf.functions, pf.calls, strict=False) if n}
+            if measured
+            else None
+        ),
+        "trap_ns": est.trap_ns if est else None,
+        "trap_measured": est.trap_measured if est else None,
+        "program_ns": pf.program_ns or None,
+        # a trap measured on the spot includes the count program's run; the bench's does not
+        "own_cost_cpu_s": (
+            round(
+                (pf.alloc_calls + pf.free_calls)
+                * (est.trap_ns + (0 if est.trap_measured else pf.program_ns))
+                / 1e9,
+                3,
+            )
+            if est
+            else None
+        ),
+        "exact_cost_cpu": round(est.exact_cpu, 3) if est else None,
+        "sampled_cost_cpu": round(est.sampled_cpu, 3) if est else None,
+        "sample_bytes": pf.sample_bytes or None,
+        "proposal": ("sampled" if est.propose_sampling else "exact") if est else None,
+        "decision": pf.decision or None,
+        "decided_by": pf.decided_by or None,
+    }
+
+
+def preflight_text(pf: dict[str, Any]) -> str:
+    """The preflight in words: "pid 42 (glibc): malloc+free 1.2M/s counted for 1.00 s; exact
+    tracing would cost ~3.4 CPU s/s; byte sampling (--sample-bytes 524288) ~0.9 CPU s/s …"."""
+    pids = ", ".join(map(str, pf["pids"]))
+    who = f"pid {pids}" + (f" ({pf['allocator']})" if pf["allocator"] else "")
+    if pf["state"] == "measuring":
+        return f"preflight: {who}: {pf['message']}…"
+    if pf["exact_cost_cpu"] is None:
+        line = f"preflight: {who}: {pf['state']} — {pf['message']}"
+    else:
+        sample = pf["sample_bytes"] or leakcost.PROPOSED_SAMPLE_BYTES
+        trap = (
+            f"a counted call cost {pf['trap_ns']:.0f} ns, measured here"
+            if pf["trap_measured"]
+            else f"{pf['trap_ns']:.0f} ns a trap, the bench's"
+        )
+        line = (
+            f"preflight: {who}: allocations {fmt.count_h(pf['allocation_calls_per_s'])}/s, frees "
+            f"{fmt.count_h(pf['free_calls_per_s'])}/s, counted for {pf['window_s']:.2f} s "
+            f"(costing the target ~{pf['own_cost_cpu_s']:.2f} CPU s, then detached). Exact tracing "
+            f"would cost ~{pf['exact_cost_cpu']:.2f} CPU s/s; byte sampling (--sample-bytes {sample}) "
+            f"~{pf['sampled_cost_cpu']:.2f} CPU s/s ({trap})."
+        )
+        if pf["proposal"] == "sampled":
+            line += (
+                f" Proposed: byte sampling (exact would take over {leakcost.PROPOSE_AT_CPU:.0%} of a core)."
+            )
+        else:
+            line += " Proposed: exact."
+        if pf["state"] == "exited":
+            line += f" {pf['message']}."
+    if pf["decision"]:
+        line += f" Decided: {pf['decision']} ({pf['decided_by']})."
+    return line
 
 
 def root_frame(comm: str, pid: int) -> str:
@@ -68,7 +145,7 @@ class LeaksView(View):
     name = "leaks"
     title = "Leaks"
     order = 60
-    probes = ("leaks",)
+    probes = ("leaks", "leakrate")
     extra_formats = ("folded",)
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
@@ -141,6 +218,8 @@ class LeaksView(View):
                 for _, t in sorted(leaks.targets.items())
             ],
             **self.rate(state),
+            # the calls counted before tracing, the expected cost, and what was decided
+            "preflight": preflight_doc(leaks.preflight),
             # what the figures leave out: allocations not counted (full maps, failed stack walks)
             "lost": {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks"},
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
@@ -150,6 +229,9 @@ class LeaksView(View):
         rows = self.rows(state, opts)
         text = status_notes(self.statuses(state)) if leaks_asked(state) else ""
         text += render_table(self.title, self.columns, rows)
+        pf = preflight_doc(state.get(LeaksState).preflight)
+        if pf is not None:
+            text += "\n" + preflight_text(pf) + "\n"
         text += "\n" + self.targets_text(state)
         text += "".join(f"lost: {n} {what}: not counted\n" for what, n in self.losses(state).items())
         r = self.rate(state)
@@ -197,16 +279,18 @@ class LeaksView(View):
     @staticmethod
     def rate(state: State) -> dict[str, Any]:
         """The traced programs' allocation rate, what tracing them costs at that rate (the measured
-        cost per call, bench/leaks_cost.py), and byte sampling proposed above PROPOSE_SAMPLING_AT."""
+        cost per call, bench/leaks_cost.py), and byte sampling proposed past a tenth of a core
+        (memtop.leakcost.PROPOSE_AT_CPU), as the preflight proposes it."""
         leaks = state.get(LeaksState)
         sample = leaks.calls.sample_bytes if leaks.calls is not None else 0
         per_s = leaks.calls_per_s
         cost = None if per_s is None else round(per_s * NS_PER_CALL / 1e7, 2)
         proposal = None
-        if per_s is not None and not sample and per_s > PROPOSE_SAMPLING_AT:
+        if per_s is not None and not sample and per_s * NS_PER_CALL / 1e9 > leakcost.PROPOSE_AT_CPU:
             proposal = (
-                f"{fmt.count_h(per_s)} allocations/s: byte sampling (--sample-bytes {PROPOSED_SAMPLE}) keeps a "
-                "stack only for sampled allocations, with estimated bytes"
+                f"{fmt.count_h(per_s)} allocations/s: byte sampling (--sample-bytes "
+                f"{leakcost.PROPOSED_SAMPLE_BYTES}) keeps a stack only for sampled allocations, with "
+                "estimated bytes"
             )
         return {
             "sample_bytes": sample or None,

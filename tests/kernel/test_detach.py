@@ -84,7 +84,8 @@ STATES: dict[str, tuple[list[str], bytes, str]] = {
     # name: (arguments, keys pressed once ready, what the screen then shows)
     "main": ([], b"", ""),
     "drill-in": (["--pid", "{target}"], b"", "{target}"),
-    "leaks": (["--leaks", "{target}"], b"", ""),  # shown by the int3 on its malloc
+    # shown by the int3 on its malloc; --sample-bytes answers the preflight's question up front
+    "leaks": (["--leaks", "{target}", "--sample-bytes", "0"], b"", ""),
     "help": ([], b"?", "this help"),
     "filter": ([], b"/", "user or command line"),
     "recording": (["--snapshot-dir", "{tmp}"], b"R", "REC"),

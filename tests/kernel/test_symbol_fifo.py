@@ -53,7 +53,9 @@ def trap(tmp_path: Path) -> Iterator[tuple[int, list[Path]]]:
     (tmp_path / "leaky.debug").unlink()
     (tmp_path / ".debug").mkdir()
     fifos = [tmp_path / "leaky.debug", tmp_path / ".debug" / "leaky.debug"]
-    proc = subprocess.Popen([str(exe), "a", "1", "600"], stdout=subprocess.DEVNULL)
+    # leaking starts at the first breakpoint in malloc: the leaks preflight's count, a second and a
+    # compilation before the leaks probe attaches, so it leaks long enough to be seen by that one
+    proc = subprocess.Popen([str(exe), "a", "10", "600"], stdout=subprocess.DEVNULL)
     for _ in range(500):  # the dynamic loader maps libc a moment after the fork returns
         if "libc.so" in Path(f"/proc/{proc.pid}/maps").read_text():
             break
@@ -92,7 +94,7 @@ def test_sigterm_ends_it_with_everything_detached(trap: tuple[int, list[Path]]) 
     pid, fifos = trap
     malloc = function_address(pid, "libc.so", "malloc")
     int3_is_ours = code_byte(pid, malloc) != 0xCC
-    m = PtyMemtop(["--leaks", str(pid)])
+    m = PtyMemtop(["--leaks", str(pid), "--sample-bytes", "0"])  # traced without asking
     try:
         doc = m.wait_ready()
         assert doc["probes"].get("leaks") == "attached", doc

@@ -1,5 +1,6 @@
-"""`memtop --leaks PID` opens on the Leaks pane and asks the source to trace PID (issue 22, item 10);
-an explicit --pane still wins."""
+"""`memtop --leaks PID` opens on the Leaks pane and asks the source to count PID's allocation calls
+first (issue 22, item 10; issue 25, item 3: nothing is traced before the user answers the
+preflight); an explicit --pane still wins."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ async def test_leaks_opens_on_the_leaks_pane() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.2)
         assert app.active_name == "leaks" and app.active_pane() is not None
-        assert source.traced == [[4242]]
+        assert source.measured == [[4242]] and source.traced == []
 
 
 async def test_an_explicit_pane_wins() -> None:

@@ -141,9 +141,9 @@ class TracingBridge(Bridge):
         super().__init__(*args, **kwargs)
         self.traced: list[list[int]] = []
 
-    def trace_allocations(self, pids: Sequence[int]) -> bool:
+    def measure_allocations(self, pids: Sequence[int]) -> bool:
         self.traced.append(list(pids))
-        return super().trace_allocations(pids)
+        return super().measure_allocations(pids)
 
 
 async def test_m_traces_this_pid_and_shows_the_leaks_pane(tmp_path: Path, no_bpf: None) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from memtop.records import Batch, from_json
+from memtop.records.leaks import LeakPreflight
 from memtop.records.process import FaultCoverage, GrowthStack
 from memtop.replay import Recording
 from memtop.state import State
@@ -172,6 +173,29 @@ def pressure_state() -> State:
     return state
 
 
+def preflight_state(decision: str) -> State:
+    """A live session's state after the leaks preflight counted (and the user chose, or not)."""
+    state = State(mode="bpf")
+    rec = LeakPreflight(
+        pids=(42,),
+        state="measured",
+        message="10 entry probes counted calls for 1.00 s, then detached",
+        allocator="glibc",
+        window_ns=10**9,
+        functions=("free", "malloc", "calloc"),
+        calls=(200_000, 190_000, 10_000),
+        alloc_calls=200_000,
+        free_calls=200_000,
+        trap_ns=512.0,
+        program_ns=40.0,
+        sample_bytes=524288,
+        decision=decision,
+        decided_by="user" if decision else "",
+    )
+    state.apply(Batch(ts_ns=1, records=(rec,)))
+    return state
+
+
 def documents(name: str, section: str) -> list[dict[str, Any]]:
     """The view's documents of the recording, and of a session where no probe ran (nothing
     measured: its figures are null)."""
@@ -182,6 +206,8 @@ def documents(name: str, section: str) -> list[dict[str, Any]]:
             docs.append(view.document(state, Options(pid=HOG_PID, section=section)))
             continue
         docs.append(view.document(state, Options()))
+        if name == "leaks":  # before tracing: the preflight's count, waiting for an answer or answered
+            docs += [view.document(preflight_state(d), Options()) for d in ("", "sampled")]
         if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
             docs.append(view.document(state, Options(pid=HOG_PID)))
         if name == "cgroups":  # a cgroup's drill-in adds its detail

@@ -58,6 +58,7 @@ def test_default_probes_in_load_order(tmp_path: Path) -> None:
         "growth",
         "smaps",
         "leaks",
+        "leakrate",
         "slabtrace",
         "slabstacks",
         "pagealloc",

@@ -39,6 +39,16 @@ class TraceAllocations(Message):
         self.pid = pid
 
 
+class ChooseTracing(Message):
+    """The user's answer to the leaks preflight (the leaks pane's `e`, `S`, `n`): trace ``pids``
+    with ``sample_bytes`` (0: every allocation), or not at all (``sample_bytes`` None)."""
+
+    def __init__(self, pids: tuple[int, ...], sample_bytes: int | None) -> None:
+        super().__init__()
+        self.pids = pids
+        self.sample_bytes = sample_bytes
+
+
 class Pane(Vertical):
     """Subclasses set ``view_name``; the view's ``order`` places the pane's tab (and number key)."""
 

@@ -7,7 +7,10 @@ churn (young, flat) and from a long-lived cache (old, flat). The detail line und
 the selected node's age histogram.
 
 Allocations are traced on demand: ``memtop --leaks PID[,PID…]`` asks the source for it at start,
-the drill-in screen's `m` for its pid (memtop.ui.panes.base.TraceAllocations).
+the drill-in screen's `m` for its pid (memtop.ui.panes.base.TraceAllocations). Either way the
+source first counts the target's allocator calls for a second (the preflight); the pane shows the
+rate and what tracing would cost, and `e` (exact), `S` (byte sampling) or `n` (neither) answers it
+(memtop.ui.panes.base.ChooseTracing).
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
 from memtop import fmt
+from memtop.records.leaks import LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.ui.lines import show_text
-from memtop.ui.panes.base import FilterablePane, StatusLine
-from memtop.views.leaks import LeaksView, age_label, growth_h
+from memtop.ui.panes.base import ChooseTracing, FilterablePane, StatusLine
+from memtop.views.leaks import LeaksView, age_label, growth_h, preflight_doc, preflight_text
 
 MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 MIN_SIZES = (1, 4096, 65536, 1 << 20, 16 << 20, 0)
@@ -114,6 +118,10 @@ class LeaksPane(FilterablePane):
         Binding("z", "min_size", "Min size", tooltip="next minimum outstanding bytes shown"),
         Binding("i", "invert", "Invert", tooltip="invert the tree: allocating function first"),
         Binding("x", "expand_top", "Expand top", show=False, tooltip="expand the largest stack"),
+        # the preflight's answers, while it waits for one
+        Binding("e", "choose('exact')", "Exact", tooltip="trace every allocation (the preflight's cost)"),
+        Binding("S", "choose('sampled')", "Sampled", tooltip="trace with byte sampling"),
+        Binding("n", "choose('cancel')", "Cancel", tooltip="do not trace"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -125,9 +133,11 @@ class LeaksPane(FilterablePane):
         self._lk_aggs: dict[tuple[str, ...], Agg] = {}
         self._lk_expanded: set[tuple[str, ...]] = set()
         self._lk_built = False
+        self._lk_asking = False
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="leaks-status", classes="pane-status")
+        yield Static(id="leaks-preflight", classes="hidden")
         yield Static(Text(HEADER, style="bold", no_wrap=True, overflow="ellipsis"), id="leaks-header")
         tree = LeaksTree("stacks", id="leaks-tree")
         tree.show_root = False
@@ -144,14 +154,57 @@ class LeaksPane(FilterablePane):
         assert isinstance(self.view, LeaksView)
         rows = self.view.rows(state, self.opts)
         show_text(self.query_one("#leaks-status", StatusLine), self._status(state, rows))
+        self._show_preflight(state)
         root = build_tree(rows, self.inverted)
         self._update_tree(root)
         self._show_detail()
 
+    def _waiting(self) -> LeakPreflight | None:
+        """The preflight waiting for the user's answer, if one is."""
+        pf = self._lk_state.get(LeaksState).preflight if self._lk_state is not None else None
+        if pf is None or pf.decision or pf.state == "measuring" or self._lk_state is None:
+            return None
+        return pf if self._lk_state.mode != "replay" else None
+
+    def _show_preflight(self, state: State) -> None:
+        box = self.query_one("#leaks-preflight", Static)
+        doc = preflight_doc(state.get(LeaksState).preflight)
+        box.set_class(doc is None, "hidden")
+        if doc is None:
+            return
+        waiting = self._waiting()
+        t = Text(preflight_text(doc), style="bold" if waiting else "")  # plain text, never markup
+        if waiting is not None:
+            t.append("\n")
+            proposal = doc["proposal"]
+            for key, what, choice in (
+                ("e", "trace every allocation", "exact"),
+                ("S", "byte sampling", "sampled"),
+                ("n", "do not trace", ""),
+            ):
+                t.append(f" {key} ", style="reverse bold")
+                t.append(f" {what}{' (proposed)' if choice and choice == proposal else ''}  ")
+        show_text(box, t)
+        if (waiting is not None) != self._lk_asking:
+            self._lk_asking = waiting is not None
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose":
+            return self._waiting() is not None
+        return super().check_action(action, parameters)
+
+    def action_choose(self, choice: str) -> None:
+        pf = self._waiting()
+        if pf is None:
+            return
+        sample = None if choice == "cancel" else (pf.sample_bytes if choice == "sampled" else 0)
+        self.post_message(ChooseTracing(pf.pids, sample))
+
     def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
         leaks = state.get(LeaksState)
         status = self.status_text(state)
-        if not leaks.targets and state.probe_state("leaks") is None:
+        if not leaks.targets and state.probe_state("leaks") is None and leaks.preflight is None:
             status.append(
                 "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
             )

@@ -1,0 +1,84 @@
+"""The leaks preflight in the TUI (issue 25, item 3): once the calls are counted the Leaks pane shows
+the rate and what tracing would cost, marks the proposal (byte sampling past a tenth of a core,
+exact below), and `e`, `S`, `n` answer it through the source; the keys do nothing before the count
+is in or once it is answered."""
+
+from __future__ import annotations
+
+import pytest
+from support import FakeSource
+from textual.widgets import Static
+
+from memtop.records import Batch
+from memtop.records.leaks import LeakPreflight
+from memtop.ui.app import MemtopApp
+from memtop.ui.lines import shown_text
+
+
+def counted(allocs_per_s: int, decision: str = "", state: str = "measured") -> LeakPreflight:
+    return LeakPreflight(
+        pids=(4242,),
+        state=state,
+        message="11 entry probes counted calls for 1.00 s, then detached",
+        allocator="glibc",
+        window_ns=10**9,
+        functions=("free", "malloc"),
+        calls=(allocs_per_s, allocs_per_s),
+        alloc_calls=allocs_per_s,
+        free_calls=allocs_per_s,
+        sample_bytes=524288,
+        decision=decision,
+        decided_by="user" if decision else "",
+    )
+
+
+async def shown(app: MemtopApp, source: FakeSource, rec: LeakPreflight) -> str:
+    source.batches.append(Batch(ts_ns=10**9, records=(rec,)))
+    await app.runner.tick()
+    app.redraw()
+    await app.workers.wait_for_complete()
+    text = shown_text(app.query_one("#leaks-preflight", Static))
+    return text.plain if text is not None else ""
+
+
+@pytest.mark.parametrize(
+    ("rate", "key", "choice"),
+    [(1_000_000, "S", 524288), (1_000_000, "e", 0), (2_000, "e", 0), (2_000, "S", 524288)],
+)
+async def test_the_pane_shows_the_cost_and_the_keys_answer(rate: int, key: str, choice: int) -> None:
+    source = FakeSource()
+    app = MemtopApp(source, leak_pids=[4242])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.1)
+        text = await shown(app, source, counted(rate))
+        assert "Exact tracing would cost" in text and "byte sampling (--sample-bytes 524288)" in text
+        if rate > 100_000:  # 1M/s: seconds of CPU per second exact, byte sampling proposed
+            assert "Proposed: byte sampling" in text and "byte sampling (proposed)" in text
+        else:  # 2k/s: a fraction of a percent of a core, exact proposed
+            assert "Proposed: exact." in text and "trace every allocation (proposed)" in text
+        await pilot.press(key)
+        await pilot.pause(0.1)
+        assert source.traced == [[4242]] and source.trace_choices == [choice]
+        assert source.declined == []
+
+
+async def test_n_declines_and_the_keys_wait_for_the_count() -> None:
+    source = FakeSource()
+    app = MemtopApp(source, leak_pids=[4242])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.1)
+        text = await shown(app, source, counted(0, state="measuring"))
+        assert "preflight" in text and "Exact tracing" not in text
+        await pilot.press("e", "S", "n")  # still counting: nothing to answer yet
+        await pilot.pause(0.1)
+        assert source.traced == [] and source.declined == []
+        await shown(app, source, counted(5_000))
+        await pilot.press("n")
+        await pilot.pause(0.1)
+        assert source.declined == [[4242]] and source.traced == []
+        # answered (the source records the decision): the keys are spent
+        text = await shown(app, source, counted(5_000, decision="cancelled"))
+        assert "Decided: cancelled (user)." in text
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        assert source.traced == []
