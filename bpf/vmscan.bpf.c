@@ -194,8 +194,9 @@ static __always_inline u32 log2_slot(u64 v) {
     return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
 }
 
-// Whether this episode goes into the log: a token bucket per CPU (per-CPU data, so no atomics;
-// the reclaim tracepoints do not nest on one CPU).
+// Whether this episode goes into the log: a token bucket per CPU (per-CPU data, no atomics: a task
+// preempted here by another ending reclaim on the same CPU may make the bucket a token off, never
+// an episode both listed and counted as not listed, nor neither).
 static __always_inline int log_allowed(u64 now) {
 #if LOG_PER_S == 0
     return 1;
