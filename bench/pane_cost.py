@@ -5,11 +5,12 @@ of alternating rounds. Target: any pane or drill-in section <= 2 % of a core idl
 a swap storm (a 300 MiB workload reading its memory over and over in a 100 MiB memory cgroup with
 swap: thousands of swap-ins and reclaims a second), where the drill-in is on the storming process.
 
-usage: sudo .venv/bin/python bench/pane_cost.py [ROUNDS] [--storm-only] [--against MEMTOP]
+usage: sudo .venv/bin/python bench/pane_cost.py [ROUNDS] [--storm-only] [--against MEMTOP [--label NAME]]
 
 --storm-only: measure only the storm (the idle figures of the last result are kept);
 --against MEMTOP: in the storm, alternate with another memtop executable (e.g. main's venv) in
-the same rounds, so a change is compared with what it changes under the same storm."""
+the same rounds, so a change is compared with what it changes under the same storm (``--label``:
+what to call it in the report, e.g. "main at fab2e52")."""
 
 from __future__ import annotations
 
@@ -54,7 +55,11 @@ def storm_cases() -> list[str]:
 
 
 def main(
-    rounds: int = 3, window_s: float = 10.0, storm_only: bool = False, against: str | None = None
+    rounds: int = 3,
+    window_s: float = 10.0,
+    storm_only: bool = False,
+    against: str | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]:
     import subprocess
 
@@ -118,6 +123,7 @@ def main(
     if against:
         result["storm_against"] = {
             "memtop": against,
+            "label": label or against,
             "cpu_pct": {c: statistics.median(v) for c, v in other.items()},
             "samples": other,
         }
@@ -130,6 +136,7 @@ if __name__ == "__main__":
     ap.add_argument("rounds", nargs="?", type=int, default=3)
     ap.add_argument("--storm-only", action="store_true")
     ap.add_argument("--against", metavar="MEMTOP")
+    ap.add_argument("--label", metavar="NAME")
     a = ap.parse_args()
-    r = main(a.rounds, storm_only=a.storm_only, against=a.against)
+    r = main(a.rounds, storm_only=a.storm_only, against=a.against, label=a.label)
     print(json.dumps({k: r[k] for k in ("cpu_pct", "storm_cpu_pct")}, indent=1))
