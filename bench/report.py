@@ -212,10 +212,22 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
     storm = r["storm_cpu_pct"]
     t = TARGETS["pane_storm_cpu_pct"]
     worst = max(storm, key=lambda c: storm[c])
+    against = r.get("storm_against")
+    figures = ", ".join(f"{c} {v:.1f} %" for c, v in storm.items()) + f" (worst: {worst})"
+    cmd = f"`{PY} bench/pane_cost.py {r['rounds']}`"
+    if against:
+        other = against["cpu_pct"]
+        name = against.get("label", against["memtop"])
+        figures += f"; in the same storm, alternating, {name}: " + ", ".join(
+            f"{c} {other[c]:.1f} %" for c in storm if c in other
+        )
+        cmd = f"`{PY} bench/pane_cost.py {r['rounds']} --against {against['memtop']}`"
+        if against.get("label") and against["label"] != against["memtop"]:
+            cmd = cmd[:-1] + f" --label '{against['label']}'`"
     yield Row(
         "the same in a memcg swap storm (drill-in on the storming process)",
-        f"`{PY} bench/pane_cost.py {r['rounds']}`",
-        ", ".join(f"{c} {v:.1f} %" for c, v in storm.items()) + f" (worst: {worst})",
+        cmd,
+        figures,
         t.text,
         t.met(*storm.values()),
     )

@@ -7,6 +7,13 @@
 // so a burst that overflows the ring loses events but never histogram counts; every ring drop is
 // counted in `lost`.
 //
+// The ring is a log of episodes, not the source of any figure: totals, per-process and per-cgroup
+// figures and latency histograms (also per process, for per-cgroup percentiles) are all in maps.
+// So the log is rate-limited here, by a per-CPU token bucket (LOG_PER_S episodes a second, bursts
+// of LOG_BURST): a memcg storm ends thousands of episodes a second, and each one the ring carries
+// costs user space far more than it costs the kernel. Episodes left out by the bucket are counted
+// in C_UNLISTED, apart from ring drops (`lost`): not listed is a choice, lost is an overflow.
+//
 // Tracepoint fields and helpers only: the headers BCC compiles against may be a stand-in of
 // another kernel version, so no kernel struct is ever dereferenced.
 //
@@ -16,7 +23,7 @@
 // hybrid machine the memory cgroup is another hierarchy: user space attributes by the task's memcg.
 //
 // Configured with -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_SHRINKERS=<n> -DRINGBUF_PAGES=<n>
-// -DMAX_CGROUPS=<n>
+// -DMAX_CGROUPS=<n> -DLOG_PER_S=<n> (0: log every episode) -DLOG_BURST=<n>
 // (RINGBUF_PAGES is a power of two; tests shrink it to force overflow).
 
 // compaction:mm_compaction_kcompactd_wake has an `enum zone_type` field; BCC builds the args
@@ -38,6 +45,13 @@ enum zone_type { MEMTOP_ZONE_ANY };
 #endif
 #ifndef RINGBUF_PAGES
 #define RINGBUF_PAGES 256
+#endif
+
+#ifndef LOG_PER_S
+#define LOG_PER_S 64
+#endif
+#ifndef LOG_BURST
+#define LOG_BURST 64
 #endif
 
 #define HIST_SLOTS 64
@@ -62,7 +76,8 @@ enum zone_type { MEMTOP_ZONE_ANY };
 #define C_SLAB_DROPPED 5    // shrinker calls not counted: shrinker table full
 #define C_PAIRS_DROPPED 6   // reclaim ends whose begin was not seen (evicted or before attach)
 #define C_CGROUPS_DROPPED 7 // episodes not counted per cgroup: cgroup table full
-#define NR_COUNTERS 8
+#define C_UNLISTED 8        // episodes the log left out (the token bucket was empty)
+#define NR_COUNTERS 9
 
 struct begin_t {
     u64 ts_ns;
@@ -87,6 +102,7 @@ struct pid_stat_t {
     u64 max_ns;
     u64 reclaimed;
     char comm[16];
+    u64 cgroup_id;  // the cgroup2 id of its latest episode's task
 };
 
 struct cg_key_t {
@@ -100,6 +116,17 @@ struct cg_stat_t {
     u64 total_ns;
     u64 max_ns;
     u64 reclaimed;
+};
+
+struct reclaim_hist_key_t {
+    u32 pid;
+    u32 slot;  // kind * HIST_SLOTS + log2(latency ns)
+};
+
+// a CPU's log budget: nanoseconds of credit, one episode per 1e9 / LOG_PER_S of it
+struct log_bucket_t {
+    u64 last_ns;
+    u64 credit_ns;
 };
 
 struct slab_begin_t {
@@ -139,6 +166,10 @@ BPF_PERCPU_ARRAY(reclaim_hist, u64, NR_KINDS * HIST_SLOTS);
 BPF_PERCPU_ARRAY(compact_hist, u64, HIST_SLOTS);
 // (tgid, kind) -> totals; LRU: the table stays bounded however many processes stall
 BPF_TABLE("lru_hash", struct pid_key_t, struct pid_stat_t, pid_stats, MAX_PIDS);
+// (tgid, kind, bucket) -> episodes: each process's latency histogram (sparse: a process's episodes
+// rarely span more than a handful of buckets); user space sums them per memory cgroup
+BPF_TABLE("lru_hash", struct reclaim_hist_key_t, u64, reclaim_pid_hist, MAX_PIDS * 8);
+BPF_PERCPU_ARRAY(log_bucket, struct log_bucket_t, 1);
 BPF_HASH(slab_stats, u64, struct slab_stat_t, MAX_SHRINKERS);
 // (cgroup2 id, kind) -> totals; a plain hash, bounded: episodes of a cgroup that finds it full are
 // counted in C_CGROUPS_DROPPED (a removed cgroup's entry stays: its totals are history)
@@ -161,6 +192,32 @@ static __always_inline u32 log2_slot(u64 v) {
         }
     }
     return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
+}
+
+// Whether this episode goes into the log: a token bucket per CPU (per-CPU data, no atomics: a task
+// preempted here by another ending reclaim on the same CPU may make the bucket a token off, never
+// an episode both listed and counted as not listed, nor neither).
+static __always_inline int log_allowed(u64 now) {
+#if LOG_PER_S == 0
+    return 1;
+#else
+    u32 zero = 0;
+    struct log_bucket_t *b = log_bucket.lookup(&zero);
+    if (!b)
+        return 1;
+    u64 per = 1000000000ULL / LOG_PER_S;
+    u64 cap = per * LOG_BURST;
+    u64 credit = b->credit_ns + (now - b->last_ns);
+    if (!b->last_ns || credit > cap)
+        credit = cap;  // first episode on this CPU, or idle long enough: a full bucket
+    b->last_ns = now;
+    if (credit < per) {
+        b->credit_ns = credit;
+        return 0;
+    }
+    b->credit_ns = credit - per;
+    return 1;
+#endif
 }
 
 static __always_inline int is_kswapd(void) {
@@ -192,6 +249,11 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     u64 *h = reclaim_hist.lookup(&slot);
     if (h)
         (*h)++;
+    struct reclaim_hist_key_t hk = {.pid = tgid, .slot = slot};
+    u64 zero64 = 0;
+    u64 *ph = reclaim_pid_hist.lookup_or_try_init(&hk, &zero64);
+    if (ph)
+        __sync_fetch_and_add(ph, 1);
 
     struct pid_key_t key = {.pid = tgid, .kind = kind};
     struct pid_stat_t *ps = pid_stats.lookup(&key);
@@ -211,6 +273,8 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     }
 
     u64 cgid = bpf_get_current_cgroup_id();
+    if (ps)
+        ps->cgroup_id = cgid;
     struct cg_key_t ck = {.cgroup_id = cgid, .kind = kind};
     struct cg_stat_t *cs = cg_stats.lookup(&ck);
     if (!cs) {
@@ -228,6 +292,10 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
         count(C_CGROUPS_DROPPED, 1);
     }
 
+    if (!log_allowed(now)) {
+        count(C_UNLISTED, 1);
+        return;
+    }
     struct reclaim_event_t *e = vmscan_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         u32 zero = 0;

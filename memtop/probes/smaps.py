@@ -1,7 +1,9 @@
 """smaps: the mappings of one process (pmap -x) from /proc/PID/smaps (on demand, drill-in).
 
 No BPF. The totals come first and cheaply, from one read of /proc/PID/smaps_rollup (the kernel's
-own sum over every mapping, a few hundred bytes) on every poll. The table comes from
+own sum over every mapping, a few hundred bytes) on every poll, or less often for a target whose
+rollup is slow to read (the kernel walks its page tables for it: a large target in a swap storm
+takes milliseconds), so that reading it takes at most ROLLUP_DUTY of a core. The table comes from
 /proc/PID/smaps, read by a thread of its own and parsed as it is read (SmapsParser keeps only the
 unfinished last entry, never the text: a process with 60,000 mappings has 43 MB of it), so a big
 target never holds up the other probes' polls. The first read reaches state in parts, as far as
@@ -28,6 +30,7 @@ from memtop.records.process import MappingRow, Mappings, MappingTotals, TargetGo
 READ_BYTES = 1 << 20  # parsed a megabyte at a time (the kernel hands out ~4 KiB a read() call)
 RESCAN_MIN_S = 2.0
 RESCAN_DUTY = 0.1
+ROLLUP_DUTY = 0.0025
 JOIN_TIMEOUT_S = 2.0
 FIRST_WAIT_S = 0.2  # load() waits this long for the first read to finish
 
@@ -89,6 +92,9 @@ class SmapsProbe(Probe):
         self._last_hash: int | None = None
         self._next_scan = 0.0
         self._last_totals: MappingTotals | None = None
+        #: the share of a core reading smaps_rollup may take (the next read waits for it)
+        self.rollup_duty = ROLLUP_DUTY
+        self._next_rollup = 0.0
 
     def load(self) -> None:
         if not self._path.exists():
@@ -107,7 +113,12 @@ class SmapsProbe(Probe):
         if not is_alive(self.pid, self.proc_root):
             return self._gone_now()
         # None on a kernel before 4.14 (no smaps_rollup): the totals are then the table's sums
-        rollup = read_rollup(self.pid, self.proc_root)
+        rollup = None
+        now = time.monotonic()
+        if now >= self._next_rollup:
+            rollup = read_rollup(self.pid, self.proc_root)
+            took = time.monotonic() - now
+            self._next_rollup = now + took / self.rollup_duty
         if rollup is not None:
             totals = MappingTotals(
                 self.pid, rollup.rss_bytes, rollup.pss_bytes, rollup.dirty_bytes, rollup.swap_bytes

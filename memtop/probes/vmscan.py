@@ -3,7 +3,9 @@
 A default probe: every hook is on a slow path (reclaim runs when memory is short). Totals come
 from kernel maps read once per tick; reclaim episodes arrive through a ring buffer, and their
 latencies are also histogrammed in the kernel, so a burst beyond the ring's capacity loses events
-(counted) but no histogram counts.
+(counted) but no histogram counts. The ring is only the episode log: every figure comes from the
+maps (per-process histograms included), so the kernel rate-limits the log (``log_per_s``
+episodes a second per CPU) and counts the episodes it left out.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from memtop.text import clean
 HIST_SLOTS = 64
 # slots of the program's `counters` array (bpf/vmscan.bpf.c)
 C_KSWAPD_WAKE, C_KSWAPD_SLEEP, C_KCOMPACTD_WAKE, C_COMPACT_COUNT, C_COMPACT_NS = 0, 1, 2, 3, 4
-C_SLAB_DROPPED, C_PAIRS_DROPPED, C_CGROUPS_DROPPED = 5, 6, 7
-NR_COUNTERS = 8
+C_SLAB_DROPPED, C_PAIRS_DROPPED, C_CGROUPS_DROPPED, C_UNLISTED = 5, 6, 7, 8
+NR_COUNTERS = 9
+#: episodes logged through the ring per second per CPU, and the burst the log takes at once: a
+#: memcg swap storm ends thousands of episodes a second, each logged one costs memtop Python time,
+#: and no figure needs them (docs/performance.md)
+LOG_PER_S = LOG_BURST = 64
 
 
 class _Event(ctypes.Structure):
@@ -105,6 +111,8 @@ class VmscanProbe(BpfProbe):
         max_tids: int = 8192,
         max_pids: int = 8192,
         max_shrinkers: int = 1024,
+        log_per_s: int = LOG_PER_S,
+        log_burst: int = LOG_BURST,
     ) -> None:
         super().__init__()
         if ringbuf_pages < 1 or ringbuf_pages & (ringbuf_pages - 1):
@@ -113,6 +121,10 @@ class VmscanProbe(BpfProbe):
         self.max_tids = max_tids
         self.max_pids = max_pids
         self.max_shrinkers = max_shrinkers
+        if log_per_s < 0 or log_burst < 1:
+            raise ValueError("log_per_s must be >= 0 (0: log every episode), log_burst >= 1")
+        self.log_per_s = log_per_s
+        self.log_burst = log_burst
         self.symbols = KernelSymbols()
         self._pending: list[Record] = []
         #: events delivered through the ring since load (the state counts them too)
@@ -124,10 +136,13 @@ class VmscanProbe(BpfProbe):
             f"-DMAX_TIDS={self.max_tids}",
             f"-DMAX_PIDS={self.max_pids}",
             f"-DMAX_SHRINKERS={self.max_shrinkers}",
+            f"-DLOG_PER_S={self.log_per_s}",
+            f"-DLOG_BURST={self.log_burst}",
         ]
 
     def note(self) -> str:
-        return f"ring {self.ringbuf_pages * os.sysconf('SC_PAGE_SIZE') // 1024} KiB"
+        ring = f"ring {self.ringbuf_pages * os.sysconf('SC_PAGE_SIZE') // 1024} KiB"
+        return ring + (f", log {self.log_per_s}/s per CPU" if self.log_per_s else "")
 
     def after_load(self) -> None:
         self.bpf["vmscan_events"].open_ring_buffer(self._on_event)
@@ -179,10 +194,16 @@ class VmscanProbe(BpfProbe):
             m[2] += int(v.freed)
         return tuple((name, c, ns, freed) for name, (c, ns, freed) in sorted(merged.items()))
 
-    def _pid_stats(self) -> tuple[tuple[int, str, str, int, int, int, int], ...]:
+    def _pid_stats(
+        self,
+    ) -> tuple[tuple[tuple[int, str, str, int, int, int, int], ...], tuple[tuple[int, int], ...]]:
+        """Per (process, kind) totals, and each process's latest cgroup2 id."""
         out = []
+        cgroups: dict[int, int] = {}
         for k, v in self.bpf["pid_stats"].items():
             kind = int(k.kind)
+            if v.cgroup_id:
+                cgroups[int(k.pid)] = int(v.cgroup_id)
             out.append(
                 (
                     int(k.pid),
@@ -194,6 +215,15 @@ class VmscanProbe(BpfProbe):
                     int(v.reclaimed),
                 )
             )
+        out.sort()
+        return tuple(out), tuple(sorted(cgroups.items()))
+
+    def _pid_hist(self) -> tuple[tuple[int, str, int, int], ...]:
+        out = []
+        for k, v in self.bpf["reclaim_pid_hist"].items():
+            kind, bucket = divmod(int(k.slot), HIST_SLOTS)
+            if kind < len(RECLAIM_KINDS):
+                out.append((int(k.pid), RECLAIM_KINDS[kind], bucket, int(v.value)))
         out.sort()
         return tuple(out)
 
@@ -236,12 +266,16 @@ class VmscanProbe(BpfProbe):
             for i in range(HIST_SLOTS)
             if rhist[k * HIST_SLOTS + i]
         )
+        pids, pid_cgroups = self._pid_stats()
         rc = ReclaimTotals(
             histogram=hist,
-            pids=self._pid_stats(),
+            pids=pids,
             unpaired=c[C_PAIRS_DROPPED],
             cgroups=self._cg_stats(),
             cgroups_dropped=c[C_CGROUPS_DROPPED],
+            unlisted=c[C_UNLISTED],
+            pid_hist=self._pid_hist(),
+            pid_cgroups=pid_cgroups,
         )
         return vm, rc
 

@@ -30,13 +30,24 @@ class ReclaimTotals(Record):
     cgroups: tuple[tuple[int, str, int, int, int, int], ...] = ()
     #: episodes not counted per cgroup (the kernel's cgroup table was full)
     cgroups_dropped: int = 0
+    #: episodes the kernel left out of the event log (its rate limit), apart from ring drops:
+    #: every figure above counts them
+    unlisted: int = 0
+    #: (pid, kind, log2 bucket index, count): each process's latency histogram, so per-cgroup
+    #: percentiles need no events; None in recordings made before it existed (their per-cgroup
+    #: figures come from the events, which were all logged then)
+    pid_hist: tuple[tuple[int, str, int, int], ...] | None = None
+    #: (pid, cgroup2 id of its latest episode's task): where a v2 process's reclaim goes when no
+    #: read of cgroup.procs listed it
+    pid_cgroups: tuple[tuple[int, int], ...] = ()
 
 
 @record("reclaim_event")
 @dataclass(frozen=True, slots=True)
 class ReclaimEvent(Record):
     """One direct or memcg reclaim episode, like a drsnoop line. ``ts_ns`` is its end
-    (CLOCK_MONOTONIC)."""
+    (CLOCK_MONOTONIC). A log: the kernel rate-limits it (``ReclaimTotals.unlisted``), and no
+    figure is computed from it."""
 
     ts_ns: int
     pid: int

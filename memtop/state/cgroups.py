@@ -4,9 +4,12 @@ kills).
 
 Attribution: a process belongs to the memory cgroup whose cgroup.procs listed it last (the memcg
 that charges its pages); on a hybrid machine its cgroup2 directory (where PSI is measured) may be
-another path, kept beside it. A reclaim episode goes to its task's memcg by pid, else (v2) by the
-cgroup2 id the kernel stamped on it. Maps of pids are bounded; a pid not seen in any cgroup is
-counted as unattributed, never guessed.
+another path, kept beside it. Memcg reclaim goes to its task's memcg by pid: each tick, what a
+process's in-kernel totals and latency histogram grew by since the last (the event log is
+rate-limited and counts for nothing here). Recordings made before those histograms existed
+attribute each logged episode instead, by pid, else (v2) by the cgroup2 id the kernel stamped on
+it. Maps of pids are bounded; a pid not seen in any cgroup is counted as unattributed, never
+guessed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
 #: processes whose last cgroup is remembered after they left every cgroup.procs (exited)
 MAX_PIDS = 65536
-#: latencies kept per cgroup for its p99 (the most recent episodes)
+#: latencies kept per cgroup for its p99 (the most recent episodes; recordings without histograms)
 LATENCIES = 2048
 #: history points kept per cgroup (the drill-in's chart)
 HISTORY = 600
@@ -35,6 +38,8 @@ HISTORY = 600
 PENDING, PENDING_NS = 8192, 10_000_000_000
 #: cgroups whose probe figures outlive the cgroup (a removed container's kills stay in the log)
 MAX_GONE = 1024
+
+_Grown = tuple[int, int, int, int, int, int, dict[int, int]]
 
 
 @dataclass(slots=True)
@@ -44,6 +49,9 @@ class Probed:
     reclaim_events: int = 0
     reclaim_ns: int = 0
     reclaim_max_ns: int = 0
+    #: log2 latency bucket -> episodes (from the kernel's per-process histograms)
+    hist: dict[int, int] = field(default_factory=dict)
+    #: the latest episodes' latencies (recordings made before the histograms: from the events)
     latencies: deque[int] = field(default_factory=lambda: deque(maxlen=LATENCIES))
     oom_kills: int = 0  # victims whose memcg this is
     oom_limit_kills: int = 0  # kills whose limit was this memcg's
@@ -105,6 +113,14 @@ class CgroupsState(SubState):
         self.kernel_dropped = 0
         #: memcg reclaim episodes waiting for their process to show up in a cgroup.procs
         self._pending: deque[ReclaimEvent] = deque(maxlen=PENDING)
+        #: per pid, its memcg reclaim totals as last seen: (events, total_ns, max_ns, histogram)
+        self._reclaim_seen: dict[int, tuple[int, int, int, dict[int, int]]] = {}
+        #: memcg reclaim a process's totals grew by, waiting for the process to show up in a
+        #: cgroup.procs: (ts_ns, pid, cgroup2 id, events, total_ns, new max_ns or 0, histogram)
+        self._grown: deque[_Grown] = deque(maxlen=PENDING)
+        #: whether the reclaim totals carry per-process histograms (else: a recording made before
+        #: them, whose per-cgroup figures come from its events)
+        self._from_totals = False
         #: per pid: (memcg path, swap-ins, swap-in wait ns), cumulative as the swapin probe sent
         self.swapin: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
 
@@ -131,16 +147,20 @@ class CgroupsState(SubState):
                     del self.probed[old]
         return p
 
-    def _event_path(self, ev: ReclaimEvent) -> str | None:
-        path = self.pid_memcg.get(ev.pid)
-        if path is None and self.layout is not None and self.layout.memory_version == 2 and ev.cgroup_id:
-            path = self.id_path.get(ev.cgroup_id)
+    def _path_of(self, pid: int, cgroup_id: int) -> str | None:
+        path = self.pid_memcg.get(pid)
+        if path is None and self.layout is not None and self.layout.memory_version == 2 and cgroup_id:
+            path = self.id_path.get(cgroup_id)
         return path
 
     # -- apply --------------------------------------------------------------------------------------
     def apply(self, batch: Batch, state: State) -> None:
         ts = batch.ts_ns
         sent: set[str] = set()
+        if not self._from_totals:
+            self._from_totals = any(
+                isinstance(r, ReclaimTotals) and r.pid_hist is not None for r in batch.records
+            )
         for rec in batch.records:
             if isinstance(rec, CgroupSample):
                 self._on_sample(rec, ts)
@@ -158,7 +178,7 @@ class CgroupsState(SubState):
             elif isinstance(rec, CgroupLayout):
                 self.layout = rec
             elif isinstance(rec, ReclaimEvent):
-                if rec.kind != "memcg":
+                if rec.kind != "memcg" or self._from_totals:
                     continue  # direct reclaim is the machine's, not a cgroup limit's
                 # its process may be one the cgroups probe has not read yet (it started and
                 # stalled within a tick): kept for the next reads of cgroup.procs
@@ -168,6 +188,8 @@ class CgroupsState(SubState):
                     (cid, kind): (n, tot, mx, pg) for cid, kind, n, tot, mx, pg in rec.cgroups
                 }
                 self.kernel_dropped = rec.cgroups_dropped
+                if self._from_totals:
+                    self._on_reclaim_totals(rec, ts)
             elif isinstance(rec, SwapinProc):
                 sw_path = self.pid_memcg.get(rec.pid)
                 if sw_path is not None:
@@ -183,13 +205,69 @@ class CgroupsState(SubState):
                     self._probed(rec.memcg).oom_limit_kills += 1
         if self._pending:
             self._attribute(ts)
+        if self._grown:
+            self._attribute_grown(ts)
+
+    def _on_reclaim_totals(self, rec: ReclaimTotals, ts: int) -> None:
+        """What each process's memcg reclaim grew by since the last totals, queued for its cgroup.
+        A process whose totals shrank was evicted from the kernel's LRU map and began again."""
+        hists: dict[int, dict[int, int]] = {}
+        for pid, kind, bucket, n in rec.pid_hist or ():
+            if kind == "memcg":
+                hists.setdefault(pid, {})[bucket] = n
+        cgroup_ids = dict(rec.pid_cgroups)
+        seen: dict[int, tuple[int, int, int, dict[int, int]]] = {}
+        for pid, _comm, kind, events, total_ns, max_ns, _pages in rec.pids:
+            if kind != "memcg":
+                continue
+            hist = hists.get(pid, {})
+            seen[pid] = (events, total_ns, max_ns, hist)
+            old = self._reclaim_seen.get(pid)
+            if old is None or events < old[0]:
+                old = (0, 0, 0, {})
+            if events == old[0] and hist == old[3]:
+                continue
+            grown = {b: n - old[3].get(b, 0) if n >= old[3].get(b, 0) else n for b, n in hist.items()}
+            # a max that rose is an episode of this interval; one that did not was seen already
+            new_max = max_ns if max_ns > old[2] else 0
+            self._grown.append(
+                (
+                    ts,
+                    pid,
+                    cgroup_ids.get(pid, 0),
+                    events - old[0],
+                    max(0, total_ns - old[1]),
+                    new_max,
+                    {b: n for b, n in grown.items() if n},
+                )
+            )
+        self._reclaim_seen = seen
+
+    def _attribute_grown(self, ts: int) -> None:
+        keep: deque[_Grown] = deque(maxlen=PENDING)
+        for g in self._grown:
+            t0, pid, cgroup_id, events, total_ns, new_max, hist = g
+            path = self._path_of(pid, cgroup_id)
+            if path is None:
+                if ts - t0 < PENDING_NS:
+                    keep.append(g)
+                else:
+                    self.unattributed += events
+                continue
+            p = self._probed(path)
+            p.reclaim_events += events
+            p.reclaim_ns += total_ns
+            p.reclaim_max_ns = max(p.reclaim_max_ns, new_max)
+            for b, n in hist.items():
+                p.hist[b] = p.hist.get(b, 0) + n
+        self._grown = keep
 
     def _attribute(self, ts: int) -> None:
         """Give pending reclaim episodes to their process's cgroup; those whose process no read
         of cgroup.procs listed within PENDING_NS are counted as unattributed."""
         keep: deque[ReclaimEvent] = deque(maxlen=PENDING)
         for ev in self._pending:
-            path = self._event_path(ev)
+            path = self._path_of(ev.pid, ev.cgroup_id)
             if path is None:
                 if ts - ev.ts_ns < PENDING_NS:
                     keep.append(ev)

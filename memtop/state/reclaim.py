@@ -45,6 +45,8 @@ class ReclaimState(SubState):
         #: events that reached user space (all of them, not only the ones still in ``events``)
         self.events_received = 0
         self.lost_events = 0
+        #: episodes the kernel did not log (its rate limit): counted by every figure, not listed
+        self.unlisted_events = 0
         self.unpaired = 0
         #: episodes per second, per kind
         self.events_per_s: dict[str, float] = {}
@@ -82,6 +84,7 @@ class ReclaimState(SubState):
             row.by_kind[kind] = row.by_kind.get(kind, 0) + events
         self.pids = pids
         self.unpaired = rec.unpaired
+        self.unlisted_events = rec.unlisted
         self.totals, self.ts_ns = rec, ts
 
     def histogram_total(self, kind: str | None = None) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,9 +26,14 @@ Series = tuple[str, Sequence[float], Sequence[float]]
 
 #: how often a chart whose line only grew longer (same values) is redrawn, in seconds
 STEADY_REDRAW_S = 5.0
-#: the share of a core one chart's redraws may take: a chart that takes 12 ms to build (160x45, a
-#: swap storm changing it every tick) is redrawn every 3rd tick at a 1 s interval
+#: the share of a core the redraws of the charts on screen may take together: one chart that
+#: takes 12 ms to build (160x45, a swap storm changing it every tick) is redrawn every 3rd tick at
+#: a 1 s interval; two such charts side by side (vmscan) each every 5th
 CHART_CPU_BUDGET = 0.005
+#: a chart asked to draw within this many seconds is on screen (shares the budget)
+SHOWN_S = 3.0
+#: chart -> when it was last asked to draw
+_asked: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
 def _shape(label: str, xs: Sequence[float], ys: Sequence[float]) -> tuple[Any, ...]:
@@ -83,10 +89,13 @@ def draw(
     if getattr(plot, "_memtop_drawn", None) == key:
         return
     now = time.monotonic()
+    _asked[plot] = now
     # a chart whose every redraw is costly (a large one, its data changing every tick in a swap
-    # storm) is redrawn no more often than its budget allows; what it missed is drawn next time
+    # storm) is redrawn no more often than its share of the budget allows; what it missed is
+    # drawn next time
+    shown = sum(1 for t in list(_asked.values()) if now - t < SHOWN_S)
     last = getattr(plot, "_memtop_drawn_at", None)
-    if last is not None and now - last < getattr(plot, "build_s", 0.0) / CHART_CPU_BUDGET:
+    if last is not None and now - last < getattr(plot, "build_s", 0.0) * shown / CHART_CPU_BUDGET:
         return
     # only time moved on (a steady process's history, an idle machine's rates): what the chart
     # shows is the same line a little longer; redraw it every STEADY_REDRAW_S, not every tick

@@ -15,6 +15,7 @@ from typing import Any
 
 from memtop import cgroupfs, fmt
 from memtop.state import State
+from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
@@ -55,6 +56,20 @@ def p99(values: list[int]) -> int | None:
         return None
     s = sorted(values)
     return s[min(len(s) - 1, int(len(s) * 0.99))]
+
+
+def hist_p99(hist: dict[int, int], max_ns: int) -> int | None:
+    """The 99th percentile of a log2 latency histogram: the upper bound of its bucket, or the
+    longest episode when that is shorter (the bound of the top bucket can be twice it)."""
+    total = sum(hist.values())
+    if not total:
+        return None
+    rank, seen = total - total // 100, 0  # the episode at 99 % of them, counted from 1
+    for bucket in sorted(hist):
+        seen += hist[bucket]
+        if seen >= rank:
+            return min(log2_le(bucket), max_ns) if max_ns else log2_le(bucket)
+    return None
 
 
 #: the longest name a tree row shows (a 64-hex container id is cut in the middle)
@@ -117,6 +132,7 @@ class CgroupsView(View):
             rows[path] = self._row(st, path, r)
         # roll the probes' figures up the tree (a cgroup's usage counts its children's too)
         lat: dict[str, list[int]] = {}
+        hists: dict[str, dict[int, int]] = {}
         swapin = st.swapin_by_path()
         for path in rows:
             p = st.probed.get(path)
@@ -139,11 +155,18 @@ class CgroupsView(View):
                     row["swapins"] += n
                     row["swapin_wait_ns"] += w
                     lat.setdefault(anc, []).extend(own[3])
+                    if p is not None and p.hist:
+                        h = hists.setdefault(anc, {})
+                        for b, c in p.hist.items():
+                            h[b] = h.get(b, 0) + c
                 if anc == "/":
                     break
                 anc = anc.rsplit("/", 1)[0] or "/"
         for path, row in rows.items():
-            row["reclaim_p99_ns"] = p99(lat.get(path, []))
+            if path in hists:
+                row["reclaim_p99_ns"] = hist_p99(hists[path], row["reclaim_max_ns"])
+            else:  # a recording made before the kernel's per-process histograms
+                row["reclaim_p99_ns"] = p99(lat.get(path, []))
             if not reclaim_on:
                 row["reclaim_episodes"] = row["reclaim_stall_ns"] = row["reclaim_p99_ns"] = None
                 row["reclaim_max_ns"] = None

@@ -1,8 +1,8 @@
 """The reclaim pane: direct and memcg reclaim stalls (a drsnoop that also sees memcg-limit
 reclaim): log2 latency histograms per kind, recent episodes, per-process totals. The histograms and
 per-process totals are aggregated in the kernel, so they count every episode even when the event
-ring overflowed; the events list shows what reached user space, and the lost count says how much
-did not."""
+ring overflowed; the events list is a log of what reached user space: the kernel rate-limits it
+(the episodes it left out are "not listed"), and the lost count says what overflowed the ring."""
 
 from __future__ import annotations
 
@@ -105,12 +105,13 @@ class ReclaimView(View):
             "events_total": {k: rs.histogram_total(k) for k in RECLAIM_KINDS},
             "events_received": rs.events_received,
             "lost_events": rs.lost_events,
+            "unlisted_events": rs.unlisted_events,
             "unpaired": rs.unpaired,
             "events_per_s": {k: round(v, 2) for k, v in rs.events_per_s.items()},
         }
         if not measuring(state, "vmscan") and rs.totals is None:  # no stall seen is not "no stall"
             doc.update(histogram=[], events=[], rows=[], events_per_s={})
-            doc.update(events_received=None, lost_events=None, unpaired=None)
+            doc.update(events_received=None, lost_events=None, unlisted_events=None, unpaired=None)
             doc["events_total"] = {k: None for k in RECLAIM_KINDS}
         return doc
 
@@ -122,7 +123,10 @@ class ReclaimView(View):
             out += f"\n{kind} reclaim latency ({total} episodes)\n" + render_hist(buckets)
         out += (
             f"\nevents received {fmt.count(doc['events_received'])}, lost {fmt.count(doc['lost_events'])}"
-            " (histograms and totals count lost ones too)\n\n"
+            " (histograms and totals count lost ones too)"
         )
+        if doc["unlisted_events"]:
+            out += f"; {fmt.count(doc['unlisted_events'])} episodes not listed (the log's rate limit)"
+        out += "\n\n"
         out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])
         return out

@@ -204,6 +204,7 @@ def test_mappings_totals_equal_smaps_under_pressure(workload: Workload) -> None:
         cg.add(workload.pid)
         workload.do("hold 48")  # twice the limit: part of it goes to swap
         probe = SmapsProbe(workload.pid)
+        probe.rollup_duty = 1.0  # the rollup read at every poll: the bracket needs this poll's
         probe.load()
         state = State("procfs")
         try:

@@ -134,7 +134,8 @@ class Live:
             self.tick()
             doc = self.reclaim()
             total = sum(doc["events_total"].values())
-            if total == doc["events_received"] + doc["lost_events"] == sum(r["events"] for r in doc["rows"]):
+            logged = doc["events_received"] + doc["lost_events"] + doc["unlisted_events"]
+            if total == logged == sum(r["events"] for r in doc["rows"]):
                 break
             time.sleep(0.02)
         return doc
@@ -243,14 +244,16 @@ def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
     assert ev and all(e["latency_ns"] > 0 and e["kind"] == "memcg" for e in ev)
     assert mine["max_ns"] >= max(e["latency_ns"] for e in ev) > 0
     assert mine["total_ns"] >= mine["events"] > 0
-    # every episode is in the histogram: received + lost == histogram count == per-pid totals
+    # every episode is in the histogram: received + lost + not listed == histogram count ==
+    # per-pid totals
     hist_total = sum(settled["events_total"].values())
     assert sum(b["count"] for b in settled["histogram"]) == hist_total
-    assert hist_total == settled["events_received"] + settled["lost_events"], settled["events_total"]
+    logged = settled["events_received"] + settled["lost_events"] + settled["unlisted_events"]
+    assert hist_total == logged, settled["events_total"]
     assert hist_total == sum(r["events"] for r in settled["rows"])
     # every one of the workload's episodes reached user space (the ring did not overflow here)
     mine_now = {r["pid"]: r for r in settled["rows"]}[hog.pid]
-    if settled["lost_events"] == 0:
+    if settled["lost_events"] == settled["unlisted_events"] == 0:
         assert live.received[hog.pid] == mine_now["events"]
     else:
         assert live.received[hog.pid] <= mine_now["events"]
@@ -274,7 +277,7 @@ def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
 
 @pytest.mark.bpf
 def test_ring_overflow_counts_lost_events_but_histogram_counts_all() -> None:
-    lv = Live(ringbuf_pages=1)  # one page: room for ~70 events
+    lv = Live(ringbuf_pages=1, log_per_s=0)  # one page: room for ~70 events; log every episode
     try:
         with hog_in_memcg(32, 128, passes=2) as hog:
             lv.tick()
@@ -299,9 +302,39 @@ def test_ring_overflow_counts_lost_events_but_histogram_counts_all() -> None:
     )
     assert doc["lost_events"] > 0, "a one-page ring under a reclaim flood should overflow"
     assert doc["events_received"] > 0
+    assert doc["unlisted_events"] == 0
     assert hist_total == doc["events_received"] + doc["lost_events"]
     assert hist_total == sum(r["events"] for r in doc["rows"])
     assert mine["events"] > received_mine, "the flood's own events should have been among the lost"
+
+
+@pytest.mark.bpf
+def test_log_rate_limit_counts_unlisted_apart_from_lost() -> None:
+    """The kernel logs at most LOG_BURST + LOG_PER_S * seconds episodes per CPU; the others are
+    counted as not listed, never as lost, and every figure still counts them all."""
+    lv = Live(log_per_s=2, log_burst=4)
+    try:
+        with hog_in_memcg(32, 128, passes=2) as hog:
+            lv.tick()
+            t0 = time.monotonic()
+            hog.go()
+            hog.wait_done(lv.tick)
+            doc = lv.settle()
+            elapsed = time.monotonic() - t0
+            mine = {r["pid"]: r for r in doc["rows"]}[hog.pid]
+    finally:
+        lv.close()
+    hist_total = sum(doc["events_total"].values())
+    report = {k: doc[k] for k in ("events_total", "events_received", "lost_events", "unlisted_events")}
+    print(json.dumps(report | {"elapsed_s": elapsed, "pid_events": mine["events"]}))
+    assert doc["lost_events"] == 0, "a rate-limited log should not overflow a 1 MiB ring"
+    assert doc["unlisted_events"] > 0, report
+    assert hist_total == doc["events_received"] + doc["unlisted_events"], report
+    assert hist_total == sum(r["events"] for r in doc["rows"]) >= mine["events"] > doc["events_received"]
+    # the bucket: a burst of 4 per CPU, then 2 a second (others' reclaim counts in it too)
+    cpus = os.cpu_count() or 1
+    assert doc["events_received"] <= cpus * (4 + 2 * (elapsed + 1)), report
+    assert lv.received[hog.pid] >= 1
 
 
 @pytest.mark.bpf
@@ -359,14 +392,14 @@ def test_reclaim_pane_through_memtop_snapshot() -> None:
     assert mine["comm"] == "reclaim_hog" and mine["memcg_events"] == mine["events"] > 0
     ev = [e for e in doc["events"] if e["pid"] == hog.pid]
     assert all(e["kind"] == "memcg" and e["latency_ns"] > 0 for e in ev)
-    if len(doc["events"]) < 1000 and doc["lost_events"] == 0:
+    if len(doc["events"]) < 1000 and doc["lost_events"] == doc["unlisted_events"] == 0:
         assert len(ev) == mine["events"]
     assert sum(e["pages_reclaimed"] for e in ev) <= mine["pages_reclaimed"]
     memcg_hist = sum(b["count"] for b in doc["histogram"] if b["kind"] == "memcg")
     assert memcg_hist == doc["events_total"]["memcg"] >= mine["memcg_events"]
     # others may be reclaiming as the snapshot is read: allow only episodes in flight
     total = sum(doc["events_total"].values())
-    accounted = doc["events_received"] + doc["lost_events"]
+    accounted = doc["events_received"] + doc["lost_events"] + doc["unlisted_events"]
     assert 0 <= total - accounted <= max(5, total // 100), (total, accounted)
     shutil_rmtree(tmp)
 

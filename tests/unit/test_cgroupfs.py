@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from memtop import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.records import Batch
 from memtop.records.cgroups import CgroupGone, CgroupPoll, CgroupSample
-from memtop.records.reclaim import ReclaimEvent
+from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.views import Options, get_view
@@ -448,3 +449,45 @@ def test_an_episode_before_its_process_was_read_is_attributed_at_the_next_read()
     assert st.probed["/box"].reclaim_events == 1 and st.unattributed == 0
     state.apply(Batch(12_000_000_000, (CgroupPoll(1),)))  # 888 never showed up: given up after 10 s
     assert st.unattributed == 1 and sum(p.reclaim_events for p in st.probed.values()) == 1
+
+
+def _totals(*pids: tuple[int, int, int, int], hist: tuple[tuple[int, int, int], ...] = ()) -> ReclaimTotals:
+    """ReclaimTotals of memcg reclaim: (pid, events, total_ns, max_ns) and (pid, bucket, count)."""
+    return ReclaimTotals(
+        histogram=(),
+        pids=tuple((pid, "hog", "memcg", n, tot, mx, n) for pid, n, tot, mx in pids),
+        pid_hist=tuple((pid, "memcg", b, c) for pid, b, c in hist),
+    )
+
+
+def test_cgroup_reclaim_from_what_each_process_totals_grew_by() -> None:
+    """The event log is rate-limited: a cgroup's episodes, stall, max and p99 come from its
+    processes' in-kernel totals and histograms, whatever the log carried (never twice)."""
+    from memtop.records import ProbeStatus
+
+    state = State(mode="bpf")
+    box = CgroupSample("/box", 1, usage_bytes=1, pids=(7,))
+    state.apply(Batch(1_000_000_000, (box, CgroupPoll(1), ProbeStatus("vmscan", "attached"))))
+
+    def row() -> dict[str, Any]:
+        return next(r for r in get_view("cgroups").document(state, Options())["rows"] if r["path"] == "/box")
+
+    logged = ReclaimEvent(1_500_000_000, 7, 7, "hog", "memcg", 300, 1)  # one of the ten, logged
+    state.apply(Batch(2_000_000_000, (logged, _totals((7, 10, 1000, 300), hist=((7, 6, 8), (7, 8, 2))))))
+    r = row()
+    assert (r["reclaim_episodes"], r["reclaim_stall_ns"], r["reclaim_max_ns"]) == (10, 1000, 300)
+    assert r["reclaim_p99_ns"] == 300  # bucket 8 (256..511 ns), at most the longest episode
+    # a tick later: five more, all short; the max stays the one seen
+    state.apply(Batch(3_000_000_000, (_totals((7, 15, 1100, 300), hist=((7, 6, 13), (7, 8, 2))),)))
+    r = row()
+    assert (r["reclaim_episodes"], r["reclaim_stall_ns"], r["reclaim_max_ns"]) == (15, 1100, 300)
+    assert r["reclaim_p99_ns"] == 300  # 2 of 15 above bucket 6: the 99th percentile is in bucket 8
+    # evicted from the kernel's LRU map, counting again from zero: all three are new
+    state.apply(Batch(4_000_000_000, (_totals((7, 3, 60, 20), hist=((7, 4, 3),)),)))
+    assert row()["reclaim_episodes"] == 18 and row()["reclaim_stall_ns"] == 1160
+    # a process not (yet) in any cgroup: waits, then is counted unattributed, never guessed
+    state.apply(Batch(5_000_000_000, (_totals((7, 3, 60, 20), (9, 4, 40, 10), hist=((7, 4, 3),)),)))
+    st = state.get(CgroupsState)
+    assert st.unattributed == 0 and row()["reclaim_episodes"] == 18
+    state.apply(Batch(16_000_000_000, (CgroupPoll(1),)))
+    assert st.unattributed == 4 and row()["reclaim_episodes"] == 18

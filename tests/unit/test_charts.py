@@ -84,6 +84,7 @@ def test_a_steady_line_redraws_every_few_seconds_a_costly_chart_within_its_budge
     charts.draw(plot, None, "rss", [("anon", [0.0, 1.0], [5.0, 9.0])], str)  # a change: at once
     assert plot.plt.calls == 3
 
+    clock[0] += charts.SHOWN_S  # the first chart is no longer shown
     costly = FakePlot()
     costly.build_s = 0.012  # type: ignore[attr-defined]
     gap = costly.build_s / charts.CHART_CPU_BUDGET  # type: ignore[attr-defined]
@@ -91,3 +92,14 @@ def test_a_steady_line_redraws_every_few_seconds_a_costly_chart_within_its_budge
         clock[0] += 1
         charts.draw(costly, None, "rate", [("scan", [0.0, 1.0], [float(i), 1.0])], str)
     assert costly.plt.calls == len([t for t in range(10) if t % int(gap + 1) == 0]) < 10
+
+    # two such charts on screen together (vmscan's) share the budget: each redraws half as often
+    clock[0] += charts.SHOWN_S
+    pair = [FakePlot(), FakePlot()]
+    for p in pair:
+        p.build_s = 0.012  # type: ignore[attr-defined]
+    for i in range(20):
+        clock[0] += 1
+        for p in pair:
+            charts.draw(p, None, "rate", [("scan", [0.0, 1.0], [float(i), 1.0])], str)
+    assert [p.plt.calls for p in pair] == [len([t for t in range(20) if t % int(2 * gap + 1) == 0])] * 2

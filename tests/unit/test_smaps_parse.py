@@ -174,3 +174,38 @@ def test_sorting_and_the_first_n() -> None:
     assert sorted_mappings(rows, "", True) == list(rows)  # no order asked: address order
     assert sorted_mappings(rows, "start", True, 3) == list(reversed(rows))[:3]
     assert shown_mappings(None) == ((), False)
+
+
+def test_a_slow_rollup_is_read_less_often(tmp_path: Path, monkeypatch: Any) -> None:
+    """smaps_rollup walks the target's page tables: a read that takes long (a large target in a
+    swap storm) is not repeated before reading has taken at most rollup_duty of the time."""
+    import time
+
+    from memtop.probes import smaps
+    from memtop.probes.procmaps import Rollup
+
+    pid_dir = tmp_path / "9"
+    pid_dir.mkdir()
+    (pid_dir / "stat").write_text("9 (t) S 1 1 1 0 -1 0\n")
+    (pid_dir / "smaps").write_text("")
+    reads: list[float] = []
+
+    def slow_rollup(pid: int, proc_root: str | Path = "/proc") -> Rollup:
+        reads.append(time.monotonic())
+        time.sleep(0.01)
+        return Rollup(1 << 20, 1 << 20, 0, 0)
+
+    monkeypatch.setattr(smaps, "read_rollup", slow_rollup)
+    for duty, want in ((smaps.ROLLUP_DUTY, 1), (1.0, 4)):
+        reads.clear()
+        probe = smaps.SmapsProbe(9, str(tmp_path))
+        probe.rollup_duty = duty
+        probe.load()
+        try:
+            assert any(isinstance(r, MappingTotals) for r in probe.poll())
+            for _ in range(3):
+                probe.poll()
+        finally:
+            probe.close()
+        # 10 ms at 0.25 % of a core: the next read is 4 s away; at a whole core, at once
+        assert len(reads) == want, duty

@@ -9,6 +9,7 @@ from support import vmscan_batches
 
 from memtop.records import from_json, to_json
 from memtop.state import State
+from memtop.state.reclaim import ReclaimState
 from memtop.views import Options, get_view
 
 
@@ -59,3 +60,18 @@ def test_state_and_views_from_records() -> None:
     }
     text = get_view("reclaim").text(state, Options()) + get_view("vmscan").text(state, Options())
     assert "memcg reclaim latency" in text and "super_cache_scan" in text and "%vmeff" in text
+
+
+def test_episodes_the_log_left_out_are_not_listed_not_lost() -> None:
+    from memtop.records import Batch
+    from memtop.records.reclaim import ReclaimTotals
+
+    state = State(mode="replay")
+    for b in vmscan_batches():
+        state.apply(b)
+    last = state.get(ReclaimState).totals
+    assert last is not None
+    state.apply(Batch(10**12, (ReclaimTotals(last.histogram, last.pids, unlisted=1234),)))
+    rc = get_view("reclaim").document(state, Options())
+    assert rc["unlisted_events"] == 1234 and rc["lost_events"] == 0
+    assert "1234 episodes not listed" in get_view("reclaim").text(state, Options())

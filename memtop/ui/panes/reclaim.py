@@ -68,6 +68,8 @@ class ReclaimPane(SortableTablePane):
             f"   {fmt.count(total)} episodes · received {fmt.count(doc['events_received'])}",
             style="default",
         )
+        if doc["unlisted_events"]:
+            status.append(f" · {fmt.count(doc['unlisted_events'])} episodes not listed", style="default")
         if doc["lost_events"]:  # the count itself is in the probe's part of the line
             status.append(" (lost to the ring; histograms and totals count them)", style="red")
         label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))
