@@ -93,7 +93,7 @@ def draw(
     # a chart whose every redraw is costly (a large one, its data changing every tick in a swap
     # storm) is redrawn no more often than its share of the budget allows; what it missed is
     # drawn next time
-    shown = sum(1 for t in list(_asked.values()) if now - t < SHOWN_S)
+    shown = sum(1 for t in list(_asked.values()) if 0 <= now - t < SHOWN_S)
     last = getattr(plot, "_memtop_drawn_at", None)
     if last is not None and now - last < getattr(plot, "build_s", 0.0) * shown / CHART_CPU_BUDGET:
         return
