@@ -29,7 +29,7 @@ from harness import BENCH, machine, save  # noqa: E402
 from memtop_self import cpu_s  # noqa: E402
 from support import PtyMemtop, compile_c, memcg, swapfile  # noqa: E402
 
-PANES = ("processes", "vmscan", "reclaim", "swapin", "oom", "leaks", "cgroups")
+PANES = ("processes", "vmscan", "reclaim", "swapin", "oom", "leaks", "cgroups", "kernel", "shared")
 
 
 def measure(args: list[str], window_s: float, exe: str | None = None) -> float:
@@ -51,7 +51,8 @@ def measure(args: list[str], window_s: float, exe: str | None = None) -> float:
 
 
 def storm_cases() -> list[str]:
-    return ["vmscan", "processes", "swapin"]
+    """Every pane: the target is any pane in a swap storm."""
+    return list(PANES)
 
 
 def main(
