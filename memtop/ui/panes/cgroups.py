@@ -15,6 +15,7 @@ from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
+from memtop.ui.table import FastTable
 from memtop.views.cgroups import SORT_KEYS
 
 
@@ -49,7 +50,7 @@ class CgroupsPane(FilterablePane, SortableTablePane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="cgroups-status", classes="pane-status")
-        yield DataTable(id="cgroups-table", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="cgroups-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="cgroups-detail")
 
     def refresh_from(self, state: State) -> None:

@@ -22,6 +22,7 @@ from memtop.state import State
 from memtop.state.kernel import KernelState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
+from memtop.ui.table import FastTable
 from memtop.views.kernel import SORT_KEYS
 
 #: the lines below the table, in the order `v` cycles them
@@ -132,7 +133,7 @@ class KernelPane(FilterablePane, SortableTablePane):
     def compose(self) -> ComposeResult:
         yield StatusLine(id="kernel-status", classes="pane-status")
         yield Static(id="kernel-breakdown")
-        yield DataTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="kernel-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="kernel-detail")
 
     # -- drawing ----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table
+from memtop.ui.table import FastTable
 
 
 class OomPane(Pane):
@@ -29,7 +30,7 @@ class OomPane(Pane):
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="oom-status", classes="pane-status")
-        yield DataTable(id="oom-table", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="oom-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="oom-detail")
 
     def refresh_from(self, state: State) -> None:

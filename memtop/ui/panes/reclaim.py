@@ -17,6 +17,7 @@ from memtop.state import State
 from memtop.ui import hist
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
+from memtop.ui.table import FastTable
 from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
 
 KIND_CYCLE = ("",) + RECLAIM_KINDS
@@ -51,9 +52,9 @@ class ReclaimPane(SortableTablePane):
         yield Static(
             Text("Processes (totals since start; Enter drills in)", style="bold"), classes="subtitle"
         )
-        yield DataTable(id="reclaim-procs", cursor_type="row", zebra_stripes=True, fixed_columns=2)
+        yield FastTable(id="reclaim-procs", cursor_type="row", zebra_stripes=True, fixed_columns=2)
         yield Static(Text("Recent episodes (newest first)", style="bold"), classes="subtitle")
-        yield DataTable(id="reclaim-events", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="reclaim-events", cursor_type="row", zebra_stripes=True)
 
     def on_resize(self, event: Resize) -> None:
         self._redraw()

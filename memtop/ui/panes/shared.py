@@ -18,6 +18,7 @@ from memtop import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, StatusLine, cursor_key, fill_table
+from memtop.ui.table import FastTable
 from memtop.views.shared import (
     NOT_SNOOPING,
     NUMA_COUNTERS,
@@ -54,7 +55,7 @@ class SharedPane(FilterablePane):
     def compose(self) -> ComposeResult:
         yield StatusLine(id="shared-status", classes="pane-status")
         yield Static(id="shared-summary")
-        yield DataTable(id="shared-table", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="shared-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="shared-detail")
 
     def focus_default(self) -> None:

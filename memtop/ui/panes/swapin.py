@@ -17,6 +17,7 @@ from memtop.state.swapin import SwapinState
 from memtop.ui import hist
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
+from memtop.ui.table import FastTable
 from memtop.views import measuring
 from memtop.views.swapin import SORT_KEYS, system_text
 
@@ -64,7 +65,7 @@ class SwapinPane(SortableTablePane):
         yield StatusLine(id="swapin-status", classes="pane-status")
         yield Static(id="swapin-system")
         with Horizontal(id="swapin-body"):
-            yield DataTable(id="swapin-table", cursor_type="row", zebra_stripes=True, fixed_columns=2)
+            yield FastTable(id="swapin-table", cursor_type="row", zebra_stripes=True, fixed_columns=2)
             yield Static(id="swapin-hist")
 
     def on_resize(self, event: Resize) -> None:

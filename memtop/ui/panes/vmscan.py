@@ -19,6 +19,7 @@ from memtop.state.vmscan import VmscanState
 from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import Pane, StatusLine, fill_table
+from memtop.ui.table import FastTable
 from memtop.views.vmscan import VmscanView, render_hist
 
 CHART_POINTS = 120
@@ -67,7 +68,7 @@ class VmscanPane(Pane):
         yield StatusLine(id="vmscan-status", classes="pane-status")
         # who reclaims (every origin's row) and the kernel's own figures first: in a small
         # terminal the charts and the slab/compaction boxes give way, not these
-        yield DataTable(id="vmscan-origins", cursor_type="row", zebra_stripes=True)
+        yield FastTable(id="vmscan-origins", cursor_type="row", zebra_stripes=True)
         yield Static(id="vmscan-kernel")
         # the charts are built when the pane is first drawn (``_charts``): importing plotext at
         # start delayed every first frame for a pane that may never be opened
@@ -75,7 +76,7 @@ class VmscanPane(Pane):
         with Horizontal(id="vmscan-bottom"):
             with Vertical(id="vmscan-slab-box"):
                 yield Static(Text("Slab shrinkers (by time spent)", style="bold"), classes="subtitle")
-                yield DataTable(id="vmscan-slab", cursor_type="row", zebra_stripes=True)
+                yield FastTable(id="vmscan-slab", cursor_type="row", zebra_stripes=True)
             yield Static(id="vmscan-compaction")
 
     def refresh_from(self, state: State) -> None:

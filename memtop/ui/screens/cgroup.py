@@ -19,6 +19,7 @@ from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, fill_table
 from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
+from memtop.ui.table import FastTable
 from memtop.views import Column, Options, get_view
 
 PROC_COLUMNS = (
@@ -60,12 +61,12 @@ class CgroupScreen(DrillScreen):
         with Horizontal():
             with Vertical():
                 yield Static(Text("Processes (Enter: drill in)", style="bold"), classes="cg-title")
-                yield DataTable(id="cg-procs", cursor_type="row", zebra_stripes=True, classes="cg-table")
+                yield FastTable(id="cg-procs", cursor_type="row", zebra_stripes=True, classes="cg-table")
             with Vertical():
                 yield Static(Text("Memcg reclaim episodes", style="bold"), classes="cg-title")
-                yield DataTable(id="cg-episodes", cursor_type="row", zebra_stripes=True, classes="cg-table")
+                yield FastTable(id="cg-episodes", cursor_type="row", zebra_stripes=True, classes="cg-table")
                 yield Static(Text("OOM kills", style="bold"), classes="cg-title")
-                yield DataTable(id="cg-kills", cursor_type="row", zebra_stripes=True, classes="cg-table")
+                yield FastTable(id="cg-kills", cursor_type="row", zebra_stripes=True, classes="cg-table")
         yield Footer()
 
     def on_mount(self) -> None:
