@@ -305,6 +305,7 @@ class LeaksProbe(BpfProbe):
         proc_root: str = "/proc",
         sample_bytes: int = 0,
         trap_floor: bool = False,
+        kernel_stacks: bool = False,
     ) -> None:
         super().__init__()
         self.pids = list(dict.fromkeys(int(p) for p in pids))
@@ -319,6 +320,8 @@ class LeaksProbe(BpfProbe):
         self.sample_bytes = max(0, int(sample_bytes))
         #: bench/leaks_cost.py: programs that return at once (the traps' own cost)
         self.trap_floor = trap_floor
+        #: bench/leaks_cost.py: stacks walked by bpf_get_stackid() instead of the program's own walk
+        self.kernel_stacks = kernel_stacks
         self.targets: dict[int, _Target] = {}
         self._frames: dict[tuple[int, int], tuple[str, ...]] = {}
         self._last_emitted: dict[tuple[int, int], tuple[int, int, int, int]] = {}
@@ -342,6 +345,7 @@ class LeaksProbe(BpfProbe):
             f"-DSIZE_FROM_HEADER={0 if exact else 1}",
             f"-DSAMPLE_BYTES={self.sample_bytes}",
             f"-DTRAP_FLOOR={int(self.trap_floor)}",
+            f"-DKERNEL_STACKS={int(self.kernel_stacks)}",
         ]
 
     def _exact_mode(self) -> bool:
