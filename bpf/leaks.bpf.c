@@ -263,7 +263,8 @@ static __always_inline int sampled(u64 *size) {
 #if !KERNEL_STACKS
 // The user stack's id (>= 0) as bpf_get_stackid(ctx, BPF_F_USER_STACK) would walk it: the
 // interrupted ip, then the return address of each frame of the frame-pointer chain from rbp,
-// until a frame cannot be read, a null return address or STACK_DEPTH entries. -1: no stack (map
+// until a frame cannot be read, a null return address, a frame pointer that does not go up the
+// stack, or STACK_DEPTH entries. -1: no stack (map
 // full); -EEXIST: another stack holds its id.
 static __always_inline int user_stack_id(struct pt_regs *ctx) {
     u32 zero = 0;
@@ -299,6 +300,11 @@ static __always_inline int user_stack_id(struct pt_regs *ctx) {
         ips->ip[i] = ret;
         n = i + 1;
         h = (h ^ ret) * 0x100000001B3ULL;
+        // a caller's frame is above its callee's: a frame pointer at or below this one is not a
+        // frame (code built without frame pointers left it in rbp), and following it, the
+        // kernel's walker takes a page fault (~0.6 us here) to learn so
+        if (next <= fp)
+            break;
         fp = next;
     }
     for (int i = 1; i < STACK_DEPTH; i++) {
