@@ -15,14 +15,16 @@
 //    emulates (no single-step trap) when the function begins with a flags-only test.
 //  * per-stack counters are updated with atomic adds on an existing entry (two threads on one
 //    stack must not lose updates, bcc#4970).
-//  * the user stack is walked here, not by bpf_get_stackid(): one bulk read of the stack's top
+//  * KERNEL_STACKS=0: the user stack is walked here, not by bpf_get_stackid(): one bulk read of the stack's top
 //    WALK_BYTES, then the frame-pointer chain followed inside that copy (a frame beyond it is read
 //    on its own). The kernel's walker reads each frame with two user copies, and on a CPU where
 //    every kernel `ret` is costly (AMD SRSO "safe RET") that was ~1 us of a 12-frame stack, more
 //    than all three traps of a malloc+free. Same frames, same order (the frame-pointer chain from
 //    the return probe's registers); the id is a hash of them, and a different stack already under
-//    that id is a collision, counted as the kernel's stack map counts one. KERNEL_STACKS=1 keeps
-//    bpf_get_stackid() (bench/leaks_cost.py compares the two).
+//    that id is a collision, counted as the kernel's stack map counts one. BPF run-time stats
+//    favour it (730 vs 1,731 ns a malloc return), yet bench/leaks_cost.py --stacks measured it
+//    dearer end to end in the same run (4.44 vs 3.92 us per malloc+free), unexplained so far:
+//    KERNEL_STACKS=1, bpf_get_stackid(), is the default.
 // Correctness choices:
 //  * failed allocations (NULL, MAP_FAILED, posix_memalign error) are not recorded (bcc#3085);
 //  * an address handed out again replaces what was recorded there (the old block must have been
@@ -61,7 +63,7 @@
 #define SIZE_FROM_HEADER 1
 #endif
 #ifndef KERNEL_STACKS
-#define KERNEL_STACKS 0
+#define KERNEL_STACKS 1
 #endif
 // bytes of user stack copied at once for the walk (a power of two)
 #define WALK_BYTES 2048

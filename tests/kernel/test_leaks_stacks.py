@@ -1,4 +1,4 @@
-"""The leaks program walks user stacks itself (one bulk copy of the stack's top, the frame-pointer
+"""The leaks program can walk user stacks itself (kernel_stacks=False (one bulk copy of the stack's top, the frame-pointer
 chain followed inside it): each allocation must land on the same frames as the kernel's own walker
 (bpf_get_stackid) gives, with the same bytes, whether the frames sit inside the copy, beyond it
 (big locals), on a thread's stack, or on a stack whose top is too close for the copy at all."""
@@ -27,7 +27,7 @@ def test_own_stack_walk_matches_the_kernels() -> None:
         [str(compile_c("stackwalk", ["-pthread"]))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdin is not None and proc.stdout is not None
-    probes = {"own": LeaksProbe([proc.pid]), "kernel": LeaksProbe([proc.pid], kernel_stacks=True)}
+    probes = {"own": LeaksProbe([proc.pid], kernel_stacks=False), "kernel": LeaksProbe([proc.pid])}
     states = {k: State(mode="bpf") for k in probes}
     try:
         assert proc.stdout.readline().startswith("ready")
