@@ -14,9 +14,10 @@ alternation and the medians keep it from favouring either tracer.
 
 Writes bench/results/leaks_cost.json (bench/report.py puts it in bench/RESULTS.md).
 
-usage: sudo .venv/bin/python bench/leaks_cost.py [--rounds 3] [--phase 6] [--variants]
+usage: sudo .venv/bin/python bench/leaks_cost.py [--rounds 3] [--phase 6] [--variants] [--stacks]
        --sampling adds memtop with byte sampling (512 KiB) and the trap floor (the same probe
        points with programs that return at once);
+       --stacks adds memtop with the program's own stack walk instead of bpf_get_stackid's;
        --variants adds memtop with probes at function entry (as bcc places them) and with
        requested sizes kept by entry probes (the non-glibc mode), to show what each choice buys.
 """
@@ -122,6 +123,7 @@ def phase_memtop(
     exact_sizes: bool | None = None,
     sample_bytes: int = 0,
     trap_floor: bool = False,
+    kernel_stacks: bool = True,
 ) -> float:
     probe = LeaksProbe(
         [w.proc.pid],
@@ -129,6 +131,7 @@ def phase_memtop(
         exact_sizes=exact_sizes,
         sample_bytes=sample_bytes,
         trap_floor=trap_floor,
+        kernel_stacks=kernel_stacks,
     )
     probe.load()
     stop = threading.Event()
@@ -155,6 +158,7 @@ def main() -> int:
     ap.add_argument("--phase", type=float, default=5.0, help="seconds measured per phase")
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--sampling", action="store_true", help="add byte sampling and the trap floor")
+    ap.add_argument("--stacks", action="store_true", help="add the program's own stack walk")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (BPF)", file=sys.stderr)
@@ -172,6 +176,8 @@ def main() -> int:
         # issue 25: byte sampling against the traps' own cost on the same probe points
         configs["memtop, byte sampling 512 KiB"] = lambda w, s: phase_memtop(w, s, sample_bytes=524288)
         configs["memtop, trap floor (empty programs)"] = lambda w, s: phase_memtop(w, s, trap_floor=True)
+    if args.stacks:
+        configs["memtop, own stack walk"] = lambda w, s: phase_memtop(w, s, kernel_stacks=False)
     order = [c for c in configs if c != "bare"]
     w = Workload(seconds=3600)
     results: dict[str, list[float]] = {c: [] for c in configs}

@@ -5,7 +5,7 @@
 // reads three maps once per tick:
 //   stats   (pid, stack id) -> cumulative bytes/count allocated and freed (outstanding = alloc - free)
 //   allocs  (pid, address)  -> size, birth time, stack id   (bounded; a full map is counted)
-//   stacks  user stacks (BPF_STACK_TRACE, STACK_DEPTH frames)
+//   stacks  user stacks (stack id -> STACK_DEPTH return addresses, 0-terminated)
 //
 // Cost choices (see bench/leaks_cost.py):
 //  * SIZE_FROM_HEADER=1 (glibc): malloc/calloc/memalign/valloc/pvalloc get only a return probe;
@@ -15,6 +15,16 @@
 //    emulates (no single-step trap) when the function begins with a flags-only test.
 //  * per-stack counters are updated with atomic adds on an existing entry (two threads on one
 //    stack must not lose updates, bcc#4970).
+//  * KERNEL_STACKS=0: the user stack is walked here, not by bpf_get_stackid(): one bulk read of the stack's top
+//    WALK_BYTES, then the frame-pointer chain followed inside that copy (a frame beyond it is read
+//    on its own). The kernel's walker reads each frame with two user copies, and on a CPU where
+//    every kernel `ret` is costly (AMD SRSO "safe RET") that was ~1 us of a 12-frame stack, more
+//    than all three traps of a malloc+free. Same frames, same order (the frame-pointer chain from
+//    the return probe's registers); the id is a hash of them, and a different stack already under
+//    that id is a collision, counted as the kernel's stack map counts one. BPF run-time stats
+//    favour it (730 vs 1,731 ns a malloc return), yet bench/leaks_cost.py --stacks measured it
+//    dearer end to end in the same run (4.44 vs 3.92 us per malloc+free), unexplained so far:
+//    KERNEL_STACKS=1, bpf_get_stackid(), is the default.
 // Correctness choices:
 //  * failed allocations (NULL, MAP_FAILED, posix_memalign error) are not recorded (bcc#3085);
 //  * an address handed out again replaces what was recorded there (the old block must have been
@@ -27,7 +37,7 @@
 // Helpers only: no kernel struct is dereferenced.
 //
 // Configured with -DMAX_ALLOCS -DMAX_STACKS -DSTACK_DEPTH -DMAX_STACK_TRACES -DMAX_TIDS
-// -DSIZE_FROM_HEADER -DMAX_PIDS.
+// -DSIZE_FROM_HEADER -DMAX_PIDS -DKERNEL_STACKS.
 
 #include <uapi/linux/ptrace.h>
 
@@ -52,6 +62,11 @@
 #ifndef SIZE_FROM_HEADER
 #define SIZE_FROM_HEADER 1
 #endif
+#ifndef KERNEL_STACKS
+#define KERNEL_STACKS 1
+#endif
+// bytes of user stack copied at once for the walk (a power of two)
+#define WALK_BYTES 2048
 #define MAX_NEST 4
 
 // counters (per-CPU array slots)
@@ -113,7 +128,17 @@ struct stack_ips_t {
 
 BPF_HASH(allocs, struct alloc_key_t, struct alloc_val_t, MAX_ALLOCS);
 BPF_HASH(stats, struct stack_key_t, struct stack_val_t, MAX_STACKS);
+#if KERNEL_STACKS
 BPF_TABLE("stacktrace", int, struct stack_ips_t, stacks, MAX_STACK_TRACES);
+#else
+BPF_HASH(stacks, int, struct stack_ips_t, MAX_STACK_TRACES);
+struct walk_t {
+    u64 w[WALK_BYTES / 8];
+};
+// per-CPU scratch: the copied stack top and the stack being built (too big for the BPF stack)
+BPF_PERCPU_ARRAY(walk_buf, struct walk_t, 1);
+BPF_PERCPU_ARRAY(ips_buf, struct stack_ips_t, 1);
+#endif
 BPF_TABLE("lru_hash", u32, struct nest_t, nest, MAX_TIDS);
 // libc's executable mapping per traced pid (filled by user space): mmap/munmap callers inside it
 // are malloc's own
@@ -237,6 +262,71 @@ static __always_inline int sampled(u64 *size) {
 }
 #endif
 
+#if !KERNEL_STACKS
+// The user stack's id (>= 0) as bpf_get_stackid(ctx, BPF_F_USER_STACK) would walk it: the
+// interrupted ip, then the return address of each frame of the frame-pointer chain from rbp,
+// until a frame cannot be read, a null return address, a frame pointer that does not go up the
+// stack, or STACK_DEPTH entries. -1: no stack (map
+// full); -EEXIST: another stack holds its id.
+static __always_inline int user_stack_id(struct pt_regs *ctx) {
+    u32 zero = 0;
+    struct walk_t *b = walk_buf.lookup(&zero);
+    struct stack_ips_t *ips = ips_buf.lookup(&zero);
+    if (!b || !ips)
+        return -1;
+    u64 sp = PT_REGS_SP(ctx);
+    // all or nothing: near the top of the stack's mapping the copy fails, and every frame is
+    // then read on its own
+    int bulk = bpf_probe_read_user(b->w, sizeof(b->w), (void *)sp) == 0;
+    u64 fp = PT_REGS_FP(ctx);
+    u64 ip = PT_REGS_IP(ctx);
+    ips->ip[0] = ip;
+    u64 h = ip * 0x9E3779B97F4A7C15ULL;
+    int n = 1;
+    for (int i = 1; i < STACK_DEPTH; i++) {
+        u64 next, ret;
+        u64 off = fp - sp;
+        if (bulk && fp >= sp && (fp & 7) == 0 && off <= WALK_BYTES - 16) {
+            u32 k = (u32)(off >> 3) & (WALK_BYTES / 8 - 1);
+            next = b->w[k];
+            ret = b->w[(k + 1) & (WALK_BYTES / 8 - 1)];
+        } else {
+            u64 frame[2];
+            if (fp == 0 || bpf_probe_read_user(frame, sizeof(frame), (void *)fp) != 0)
+                break;
+            next = frame[0];
+            ret = frame[1];
+        }
+        if (ret == 0)
+            break;
+        ips->ip[i] = ret;
+        n = i + 1;
+        h = (h ^ ret) * 0x100000001B3ULL;
+        // a caller's frame is above its callee's: a frame pointer at or below this one is not a
+        // frame (code built without frame pointers left it in rbp), and following it, the
+        // kernel's walker takes a page fault (~0.6 us here) to learn so
+        if (next <= fp)
+            break;
+        fp = next;
+    }
+    for (int i = 1; i < STACK_DEPTH; i++) {
+        if (i >= n)
+            ips->ip[i] = 0;
+    }
+    int id = (int)((h ^ (h >> 31)) & 0x7fffffff);
+    if (stacks.insert(&id, ips) == 0)
+        return id;
+    struct stack_ips_t *have = stacks.lookup(&id);
+    if (!have)
+        return -1;  // map full
+    for (int i = 0; i < STACK_DEPTH; i++) {
+        if (have->ip[i] != ips->ip[i])
+            return -17;  // -EEXIST, as a stack map's bucket collision
+    }
+    return id;
+}
+#endif
+
 // ctx is the return probe's: ip is the caller's return address, so the stack starts at the caller
 static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64 size) {
     count(C_CALLS);
@@ -258,7 +348,11 @@ static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64
     struct alloc_val_t v = {};
     v.size = size;
     v.ts_ns = bpf_ktime_get_ns();
+#if KERNEL_STACKS
     int sid = stacks.get_stackid(ctx, BPF_F_USER_STACK);
+#else
+    int sid = user_stack_id(ctx);
+#endif
     if (sid < 0) {
         count(C_STACK_ERR);
         sid = -1;

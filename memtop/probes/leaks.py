@@ -305,6 +305,7 @@ class LeaksProbe(BpfProbe):
         proc_root: str = "/proc",
         sample_bytes: int = 0,
         trap_floor: bool = False,
+        kernel_stacks: bool = True,
     ) -> None:
         super().__init__()
         self.pids = list(dict.fromkeys(int(p) for p in pids))
@@ -319,6 +320,9 @@ class LeaksProbe(BpfProbe):
         self.sample_bytes = max(0, int(sample_bytes))
         #: bench/leaks_cost.py: programs that return at once (the traps' own cost)
         self.trap_floor = trap_floor
+        #: stacks walked by bpf_get_stackid() (False: the program's own walk, bench/leaks_cost.py
+        #: --stacks; cheaper in BPF run-time stats, dearer end to end in that bench's same run)
+        self.kernel_stacks = kernel_stacks
         self.targets: dict[int, _Target] = {}
         self._frames: dict[tuple[int, int], tuple[str, ...]] = {}
         self._last_emitted: dict[tuple[int, int], tuple[int, int, int, int]] = {}
@@ -342,6 +346,7 @@ class LeaksProbe(BpfProbe):
             f"-DSIZE_FROM_HEADER={0 if exact else 1}",
             f"-DSAMPLE_BYTES={self.sample_bytes}",
             f"-DTRAP_FLOOR={int(self.trap_floor)}",
+            f"-DKERNEL_STACKS={int(self.kernel_stacks)}",
         ]
 
     def _exact_mode(self) -> bool:

@@ -1,0 +1,69 @@
+"""The leaks program can walk user stacks itself (kernel_stacks=False (one bulk copy of the stack's top, the frame-pointer
+chain followed inside it): each allocation must land on the same frames as the kernel's own walker
+(bpf_get_stackid) gives, with the same bytes, whether the frames sit inside the copy, beyond it
+(big locals), on a thread's stack, or on a stack whose top is too close for the copy at all."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from support import compile_c
+
+from memtop.bridge import now_ns
+from memtop.records import Batch
+from memtop.state import State
+from memtop.views import Options
+from memtop.views.leaks import LeaksView
+
+CASES = ("sw_shallow", "sw_deep_leak", "sw_thread_leak", "sw_edge_leak")
+
+
+@pytest.mark.bpf
+def test_own_stack_walk_matches_the_kernels() -> None:
+    from memtop.probes.leaks import LeaksProbe
+
+    proc = subprocess.Popen(
+        [str(compile_c("stackwalk", ["-pthread"]))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    probes = {"own": LeaksProbe([proc.pid], kernel_stacks=False), "kernel": LeaksProbe([proc.pid])}
+    states = {k: State(mode="bpf") for k in probes}
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        for p in probes.values():
+            p.load()
+            assert p.targets[proc.pid].state == "tracing", p.targets[proc.pid]
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        cases: dict[str, tuple[int, int]] = {}
+        for line in proc.stdout:
+            if line.startswith("done"):
+                break
+            _, name, n, b = line.split()
+            cases[name] = (int(n), int(b))
+        assert set(cases) == set(CASES)
+        for k, p in probes.items():
+            states[k].apply(Batch(now_ns(), tuple(p.poll())))
+        counters = {k: p.counters() for k, p in probes.items()}
+    finally:
+        for p in probes.values():
+            p.close()
+        proc.kill()
+        proc.wait()
+    rows = {k: LeaksView().rows(s, Options()) for k, s in states.items()}
+    for name, (count, requested) in cases.items():
+        got = {}
+        for k in probes:
+            mine = [r for r in rows[k] if r["frames"][0].startswith(name + "+")]
+            assert len(mine) == 1, (k, name, mine)
+            got[k] = mine[0]
+        own, kern = got["own"], got["kernel"]
+        print(name, own["frames"])
+        assert own["frames"] == kern["frames"], (name, own["frames"], kern["frames"])
+        assert own["allocations"] == kern["allocations"] == count, (name, own, kern)
+        assert own["outstanding_bytes"] == kern["outstanding_bytes"] >= requested, (name, own, kern)
+    # the deep case's frames are all there: four sw_deep frames between the leak and main
+    deep = next(r for r in rows["own"] if r["frames"][0].startswith("sw_deep_leak+"))
+    assert [f.split("+")[0] for f in deep["frames"][1:7]] == ["sw_deep"] * 5 + ["main"], deep["frames"]
+    assert counters["own"].get("stacks (no stack id)", 0) == 0, counters
