@@ -171,6 +171,31 @@ def background(cmd: list[str], settle_s: float = 3.0) -> Iterator[subprocess.Pop
 
 
 @contextmanager
+def polled(probe: Any) -> Iterator[None]:
+    """``probe`` loaded and polled once a second on a thread, as the bridge does; the body runs
+    after a second attached. Closed after, and half a second left for the target to settle."""
+    import threading
+
+    probe.load()
+    stop = threading.Event()
+
+    def poller() -> None:
+        while not stop.wait(1.0):
+            probe.poll()
+
+    t = threading.Thread(target=poller, daemon=True)
+    t.start()
+    try:
+        time.sleep(1.0)
+        yield
+    finally:
+        stop.set()
+        t.join()
+        probe.close()
+        time.sleep(0.5)
+
+
+@contextmanager
 def nothing() -> Iterator[None]:
     yield None
 

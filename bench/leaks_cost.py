@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import machine, save, summary  # noqa: E402
+from harness import machine, polled, save, summary  # noqa: E402
 
 from memtop import bcc_compat  # noqa: E402
 from memtop.probes.leaks import LeaksProbe  # noqa: E402
@@ -133,23 +133,8 @@ def phase_memtop(
         trap_floor=trap_floor,
         kernel_stacks=kernel_stacks,
     )
-    probe.load()
-    stop = threading.Event()
-
-    def poller() -> None:  # as the bridge does: one poll per second
-        while not stop.wait(1.0):
-            probe.poll()
-
-    t = threading.Thread(target=poller, daemon=True)
-    t.start()
-    try:
-        time.sleep(1.0)
+    with polled(probe):
         return w.ns_per_op(measure_s)
-    finally:
-        stop.set()
-        t.join()
-        probe.close()
-        time.sleep(0.5)
 
 
 def main() -> int:

@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import machine, save  # noqa: E402
+from harness import machine, polled, save  # noqa: E402
 
 from memtop import bcc_compat  # noqa: E402
 from memtop.probes.leakrate import LeakRateProbe  # noqa: E402
@@ -105,24 +105,8 @@ class Paced:
 
 
 def traced(w: Paced, sample_bytes: int) -> tuple[float, float]:
-    probe = LeaksProbe([w.proc.pid], sample_bytes=sample_bytes)
-    probe.load()
-    stop = threading.Event()
-
-    def poller() -> None:  # as the bridge does: one poll per second
-        while not stop.wait(1.0):
-            probe.poll()
-
-    t = threading.Thread(target=poller, daemon=True)
-    t.start()
-    try:
-        time.sleep(1.0)
+    with polled(LeaksProbe([w.proc.pid], sample_bytes=sample_bytes)):
         return w.window(PHASE_S)
-    finally:
-        stop.set()
-        t.join()
-        probe.close()
-        time.sleep(0.5)
 
 
 def preflight(w: Paced) -> tuple[dict[str, Any], float, float]:

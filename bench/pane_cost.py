@@ -96,13 +96,14 @@ def main(
             for i in range(rounds):
                 for case, args in storm_args.items():
                     # alternate which goes first: the storm drifts over a round
-                    for exe in (None, against) if i % 2 == 0 else (against, None):
+                    exes: list[str | None] = [None, against] if against else [None]
+                    for exe in exes if i % 2 == 0 else exes[::-1]:
                         if exe is None:
                             storm[case].append(measure(args, window_s))
                             print(f"storm {case:12} {storm[case][-1]:.2f} % of a core", flush=True)
-                        elif against:
-                            other[case].append(measure(args, window_s, against))
-                            print(f"storm {case:12} {other[case][-1]:.2f} % ({against})", flush=True)
+                        else:
+                            other[case].append(measure(args, window_s, exe))
+                            print(f"storm {case:12} {other[case][-1]:.2f} % ({exe})", flush=True)
             hog.kill()
             hog.wait()
     finally:
