@@ -249,6 +249,8 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
         cmd = f"`{PY} bench/pane_cost.py {r['rounds']} --against {against['memtop']}`"
         if against.get("label") and against["label"] != against["memtop"]:
             cmd = cmd[:-1] + f" --label '{against['label']}'`"
+    if r.get("note"):
+        figures += f" — {r['note']}"
     yield Row(
         "the same in a memcg swap storm (drill-in on the storming process)",
         cmd,
