@@ -113,7 +113,7 @@ def main(
         "machine": machine(),
         "rounds": rounds,
         "window_s": window_s,
-        "cpu_pct": {c: statistics.median(v) for c, v in samples.items()},
+        "cpu_pct": {c: statistics.median(v) for c, v in samples.items() if v},
         "samples": samples,
         "storm_cpu_pct": {c: statistics.median(v) for c, v in storm.items()},
         "storm_samples": storm,
