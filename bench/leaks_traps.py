@@ -180,7 +180,7 @@ def main() -> int:
         print("needs root (BPF)", file=sys.stderr)
         return 2
     bcc_compat.ensure_headers()
-    bpf = bcc_compat.bcc_module().BPF(text=PROGRAM)
+    bpf = bcc_compat.compile_text(PROGRAM)
     w = Workload(seconds=3600)
     try:
         p = Points(w.proc.pid)
