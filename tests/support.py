@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -225,6 +225,18 @@ def run_snapshot(pane: str, after_s: float, *extra: str, fmt: str = "json", time
         return json.loads(text) if fmt == "json" else text
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def case_lines(lines: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """A leaker workload's report (allocfamily, stackwalk): one "<tag> NAME COUNT BYTES" line a
+    case up to "done"; NAME -> (COUNT, BYTES)."""
+    cases: dict[str, tuple[int, int]] = {}
+    for line in lines:
+        if line.startswith("done"):
+            break
+        _, name, n, b = line.split()
+        cases[name] = (int(n), int(b))
+    return cases
 
 
 def proc_status(pid: int) -> dict[str, str]:

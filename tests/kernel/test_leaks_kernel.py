@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import compile_c, run_snapshot
+from support import case_lines, compile_c, run_snapshot
 
 from memtop.bridge import now_ns
 from memtop.probes.base import Probe
@@ -255,12 +255,7 @@ def test_allocator_family_nested_and_failed(exact: bool) -> None:
         state = State(mode="bpf")
         try:
             probe.load()
-            cases: dict[str, tuple[int, int]] = {}
-            for line in proc.stdout:
-                if line.startswith("done"):
-                    break
-                _, name, n, b = line.split()
-                cases[name] = (int(n), int(b))
+            cases = case_lines(proc.stdout)
             tick(probe, state)
             counters = probe.counters()
         finally:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from support import compile_c
+from support import case_lines, compile_c
 
 from memtop.bridge import now_ns
 from memtop.records import Batch
@@ -36,12 +36,7 @@ def test_own_stack_walk_matches_the_kernels() -> None:
             assert p.targets[proc.pid].state == "tracing", p.targets[proc.pid]
         proc.stdin.write("go\n")
         proc.stdin.flush()
-        cases: dict[str, tuple[int, int]] = {}
-        for line in proc.stdout:
-            if line.startswith("done"):
-                break
-            _, name, n, b = line.split()
-            cases[name] = (int(n), int(b))
+        cases = case_lines(proc.stdout)
         assert set(cases) == set(CASES)
         for k, p in probes.items():
             states[k].apply(Batch(now_ns(), tuple(p.poll())))
