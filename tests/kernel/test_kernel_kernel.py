@@ -20,7 +20,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -83,27 +83,46 @@ def attached(probe: P) -> Iterator[P]:
 
 
 @contextmanager
-def dentry_alloc_trace(stacks: bool = False) -> Iterator[Path]:
-    """A tracefs instance of its own tracing kmem:kmem_cache_alloc of the dentry cache: the
-    kernel's own account of who allocates dentries (call_site printed with %pS; with ``stacks``,
-    each event's kernel stack after it)."""
+def event_trace(
+    event: str, filter: str | None = None, stacks: bool = False, kb: int = 256
+) -> Iterator[Path]:
+    """A tracefs instance of its own tracing kmem:``event`` (with ``filter``; with ``stacks``, each
+    event's kernel stack after it): the kernel's own account of the same tracepoint."""
     root = tracefs.root()
     assert root is not None
     inst = root / "instances" / f"memtop-test-{os.getpid()}"
     inst.mkdir()
+    ev = inst / "events" / "kmem" / event
     try:
-        ev = inst / "events" / "kmem" / "kmem_cache_alloc"
-        (inst / "buffer_size_kb").write_text("256")
-        (ev / "filter").write_text('name == "dentry"')
+        (inst / "buffer_size_kb").write_text(str(kb))
+        if filter:
+            (ev / "filter").write_text(filter)
         if stacks:
             (inst / "options" / "stacktrace").write_text("1")
         (ev / "enable").write_text("1")
         yield inst
     finally:
         try:
-            (inst / "events" / "kmem" / "kmem_cache_alloc" / "enable").write_text("0")
+            (ev / "enable").write_text("0")
         finally:
             inst.rmdir()
+
+
+def dentry_alloc_trace(stacks: bool = False) -> AbstractContextManager[Path]:
+    """kmem:kmem_cache_alloc of the dentry cache: who allocates dentries (call_site printed with
+    %pS)."""
+    return event_trace("kmem_cache_alloc", 'name == "dentry"', stacks)
+
+
+def overruns(inst: Path) -> int:
+    """Events the instance's ring buffers lost (overwritten or dropped)."""
+    lost = 0
+    for stats in (inst / "per_cpu").glob("cpu*/stats"):
+        for line in stats.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("overrun", "dropped events"):
+                lost += int(value.split()[0])
+    return lost
 
 
 @pytest.fixture
@@ -211,7 +230,11 @@ def test_kernel_stacks_are_the_ones_the_kernel_prints(tmp_path: Path) -> None:
 
 def test_ten_thousand_pipes_grow_the_right_caches(holders: list[subprocess.Popen[str]]) -> None:
     state = State("bpf")
-    with attached(KernelProbe()) as kprobe, attached(PageAllocProbe()) as pages:
+    with (
+        attached(KernelProbe()) as kprobe,
+        attached(PageAllocProbe()) as pages,
+        event_trace("mm_page_alloc", kb=8192) as inst,
+    ):
         poll(state, kprobe, pages)
         vm0 = kernelfs.parse_vmstat(Path("/proc/vmstat").read_text())
         first = pages.poll()[0]
@@ -228,6 +251,9 @@ def test_ten_thousand_pipes_grow_the_right_caches(holders: list[subprocess.Popen
         after = slabinfo()
         last = pages.poll()[0]
         vm1 = kernelfs.parse_vmstat(Path("/proc/vmstat").read_text())
+        (inst / "tracing_on").write_text("0")
+        trace = (inst / "trace").read_text()
+        assert overruns(inst) == 0
         poll(state, kprobe, pages)
     grown = {
         name: s.active_objs - before[name].active_objs
@@ -240,14 +266,22 @@ def test_ten_thousand_pipes_grow_the_right_caches(holders: list[subprocess.Popen
     rows = {r["name"]: r for r in get_view("kernel").document(state, Options())["rows"]}
     for name, delta in grown.items():
         assert rows[name]["delta_objs"] == pytest.approx(delta, rel=0.05), name
-    # page allocations by order, counted in kernel, against vmstat's pgalloc_* (pages)
+    # page allocations by order, counted in kernel, against the kernel's own trace of the same
+    # tracepoint (enabled a little before the first read and stopped a little after the last)
     assert isinstance(first, PageAlloc) and isinstance(last, PageAlloc)
-    ours = sum(
-        (n - (first.orders[o] if o < len(first.orders) else 0)) << o for o, n in enumerate(last.orders)
+    ours = Counter(
+        {o: n - (first.orders[o] if o < len(first.orders) else 0) for o, n in enumerate(last.orders)}
     )
-    theirs = sum(v - vm0.get(k, 0) for k, v in vm1.items() if k.startswith("pgalloc_"))
-    assert theirs > 1000
-    assert ours == pytest.approx(theirs, rel=0.05)
+    theirs = Counter(int(m.group(1)) for m in re.finditer(r" order=(\d+) ", trace))
+    assert theirs.total() > 1000
+    for order in sorted(theirs | ours):
+        if theirs[order] >= 100:
+            assert ours[order] == pytest.approx(theirs[order], rel=0.05), order
+    # and against vmstat's pgalloc_* (pages): the bulk allocator (vmalloc's pages, network page
+    # pools) adds to pgalloc but passes no tracepoint, so the traced pages are at most the count
+    pages_ours = sum(n << o for o, n in ours.items())
+    pages_theirs = sum(v - vm0.get(k, 0) for k, v in vm1.items() if k.startswith("pgalloc_"))
+    assert 0 < pages_ours <= pages_theirs
     doc = get_view("kernel").document(state, Options())["pages"]
     assert doc["page_alloc"]["tracing"] and doc["page_alloc"]["orders"][0]["allocs"] > 0
     assert doc["zones"] and all(z["free_bytes"] >= 0 for z in doc["zones"])
