@@ -109,11 +109,12 @@ def main(rounds: int = 5) -> dict[str, Any]:
         return {"pipe": parse_kv(a)["ns_per_op"], "stat": parse_kv(b.stdout)["ns_per_op"]}
 
     sampled, exact, frees = Traced(SlabTraceProbe), Traced(SlabTraceProbe, 1), Traced(SlabFreesProbe)
+    floor_allocs, floor = Traced(Floor), Traced(FloorFrees)
     variants: dict[str, Callable[[], AbstractContextManager[None]]] = {
         "bare": bare,
-        "floor_allocs": Traced(Floor),
+        "floor_allocs": floor_allocs,
         "sampled": sampled,
-        "floor": Traced(FloorFrees),
+        "floor": floor,
         "frees": frees,
         "exact": exact,
         "stacks": Traced(SlabStacksProbe),
@@ -134,8 +135,9 @@ def main(rounds: int = 5) -> dict[str, Any]:
     finally:
         tmp.rmdir()
     # what the pane shows as the tracer's cost: BPF stats held while the workload runs once (the
-    # timed phases above ran without them: they poll at once, which closes the first window)
-    for tr in (sampled, exact, frees):
+    # timed phases above ran without them: they poll at once, which closes the first window); the
+    # empty programs' figure is what the stats' own clock reads add to every program's
+    for tr in (sampled, exact, frees, floor_allocs, floor):
         for _ in range(3):
             probe = tr.cls(sample=tr.sample)
             probe.load()
@@ -163,7 +165,13 @@ def main(rounds: int = 5) -> dict[str, Any]:
         "ns_per_op": summary(samples, "bare"),
         "workload_stat": "stat_missing: stat() of 1000 missing names, over and over",
         "ns_per_stat": summary(stat_samples, "bare"),
-        "tracer_cost": {"sampled": med(sampled), "exact": med(exact), "frees": med(frees)},
+        "tracer_cost": {
+            "sampled": med(sampled),
+            "exact": med(exact),
+            "frees": med(frees),
+            "floor_allocs": med(floor_allocs),
+            "floor": med(floor),
+        },
         "floor_ratio": statistics.median(samples["floor"]) / statistics.median(samples["bare"]),
         "floor_allocs_ratio": statistics.median(samples["floor_allocs"]) / statistics.median(samples["bare"]),
         "sampled_vs_floor": statistics.median(samples["sampled"])
