@@ -299,6 +299,17 @@ def test_without_the_free_hooks_net_growth_is_null_not_zero() -> None:
     assert "allocations and frees" in view.text(state, Options())
 
 
+def test_a_recording_says_whether_the_frees_were_traced() -> None:
+    """A slab trace record keeps which tracer made it through a recording; one recorded before
+    the default stopped hooking the frees (no such field) traced them, and says so."""
+    rec = SlabTrace(sites=(("dentry", "__d_alloc", 3, 576, 0),), sample=64, events=3, frees_traced=False)
+    assert from_json(to_json(rec)) == rec
+    old = to_json(rec)
+    del old["frees_traced"]
+    before = from_json(old)
+    assert isinstance(before, SlabTrace) and before.frees_traced is True
+
+
 def test_unreadable_slabinfo_says_why(tmp_path: Path) -> None:
     root = _proc(tmp_path, None, None)
     (root / "slabinfo").unlink()
