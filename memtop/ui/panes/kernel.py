@@ -392,7 +392,7 @@ class KernelPane(FilterablePane, SortableTablePane):
 
     def action_frees(self) -> None:
         """Switch slab tracing to (or from) the tracer that hooks the frees too (net growth per
-        call site; it costs about twice as much on a slab-heavy workload)."""
+        call site; it runs a program on every free, sampled object or not)."""
         self._swap_slab_tracer("slabfrees")
 
     def action_all_caches(self) -> None:
