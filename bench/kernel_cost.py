@@ -7,7 +7,9 @@
 * **on-demand slab tracing** (target ≤ 10 % slower with sampling): two slab-heavy workloads
   (bench/workloads/pipe_churn.c: pipe() + close() x2 per op, ~9 allocations and as many frees;
   bench/workloads/stat_missing.c: stat() of missing names, a names_cache allocation and free per
-  op) timed bare and with each slab tracer attached, alternated over rounds, medians, ratios:
+  op) timed bare and with each slab tracer attached, alternated over rounds, medians, ratios (by
+  wall clock, and by the workloads' own CPU time, which leaves out the time other load on a
+  shared machine preempted them):
   the default (`sampled`: the slabtrace probe, the two allocation hooks, 1 in 64 sampled; and
   `exact`, 1 in 1, for comparison), `frees` (the slabfrees probe, `f`: the free hooks too, for
   per call site net growth) and `stacks` (slabstacks, `k`: a stack walk per sampled allocation);
@@ -106,7 +108,13 @@ def main(rounds: int = 5) -> dict[str, Any]:
     def run_once() -> dict[str, float]:
         a = subprocess.run([str(pipes), str(OPS)], check=True, capture_output=True, text=True).stdout
         b = subprocess.run([str(stats), str(OPS * 5), str(tmp)], check=True, capture_output=True, text=True)
-        return {"pipe": parse_kv(a)["ns_per_op"], "stat": parse_kv(b.stdout)["ns_per_op"]}
+        pipe, stat = parse_kv(a), parse_kv(b.stdout)
+        return {
+            "pipe": pipe["ns_per_op"],
+            "stat": stat["ns_per_op"],
+            "pipe_cpu": pipe["cpu_ns_per_op"],
+            "stat_cpu": stat["cpu_ns_per_op"],
+        }
 
     sampled, exact, frees = Traced(SlabTraceProbe), Traced(SlabTraceProbe, 1), Traced(SlabFreesProbe)
     floor_allocs, floor = Traced(Floor), Traced(FloorFrees)
@@ -123,6 +131,10 @@ def main(rounds: int = 5) -> dict[str, Any]:
     }
     samples: dict[str, list[float]] = {k: [] for k in variants}
     stat_samples: dict[str, list[float]] = {k: [] for k in variants}
+    # the workloads' own CPU time: what the hooks add to them, without the time other load on this
+    # shared machine preempted them (the wall-clock figures' main noise)
+    cpu_samples: dict[str, list[float]] = {k: [] for k in variants}
+    cpu_stat_samples: dict[str, list[float]] = {k: [] for k in variants}
     time.sleep(QUIET_S)
     try:
         for _ in range(rounds):
@@ -132,6 +144,8 @@ def main(rounds: int = 5) -> dict[str, Any]:
                         got = run_once()
                         samples[name].append(got["pipe"])
                         stat_samples[name].append(got["stat"])
+                        cpu_samples[name].append(got["pipe_cpu"])
+                        cpu_stat_samples[name].append(got["stat_cpu"])
     finally:
         tmp.rmdir()
     # what the pane shows as the tracer's cost: BPF stats held while the workload runs once (the
@@ -165,6 +179,8 @@ def main(rounds: int = 5) -> dict[str, Any]:
         "ns_per_op": summary(samples, "bare"),
         "workload_stat": "stat_missing: stat() of 1000 missing names, over and over",
         "ns_per_stat": summary(stat_samples, "bare"),
+        "cpu_ns_per_op": summary(cpu_samples, "bare"),
+        "cpu_ns_per_stat": summary(cpu_stat_samples, "bare"),
         "tracer_cost": {
             "sampled": med(sampled),
             "exact": med(exact),
