@@ -273,6 +273,13 @@ def slab_ns(r: dict[str, Any], tracer: str) -> str:
     )
 
 
+def by_cpu(cpu: dict[str, Any] | None, variant: str, empty: str) -> str:
+    """A slab tracer's ratio by the workload's own CPU time, and its empty programs'."""
+    if not cpu:
+        return ""
+    return f"; by its CPU time {x(cpu[variant]['ratio'])} (empty programs {x(cpu[empty]['ratio'])})"
+
+
 def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/kernel_cost.py {r['rounds']}`"
     tick = r["pane_tick"]
@@ -308,21 +315,27 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
                 t.met(s["sampled"]["ratio"]),
             )
             continue
+        # the workload's own CPU time (where the hooks run, without the time other load
+        # preempted it); the target is met when both it and the wall clock are within it
+        cpu = r.get(f"cpu_{key}")
+        ratios = [s["sampled"]["ratio"]] + ([cpu["sampled"]["ratio"]] if cpu else [])
+
         yield Row(
             f"kernel · slab tracing, the default: allocations only (1 in {r['sample']}), {what}",
             cmd,
             f"{x(s['sampled']['ratio'])} bare; its two {hook} with empty programs alone "
-            f"{x(s['floor_allocs']['ratio'])}, exact (1 in 1) {x(s['exact']['ratio'])}, "
-            f"with kernel stacks (`k`) {x(s['stacks']['ratio'])}{regular}{slab_ns(r, 'sampled')} "
-            f"(n={s['sampled']['n']})",
-            t.text,
-            t.met(s["sampled"]["ratio"]),
+            f"{x(s['floor_allocs']['ratio'])}{by_cpu(cpu, 'sampled', 'floor_allocs')}; exact (1 in 1) "
+            f"{x(s['exact']['ratio'])}, with kernel stacks (`k`) {x(s['stacks']['ratio'])}{regular}"
+            f"{slab_ns(r, 'sampled')} (n={s['sampled']['n']})",
+            t.text + (" (wall clock and CPU time)" if cpu else ""),
+            t.met(*ratios),
         )
         yield Row(
             f"kernel · slab tracing with the frees (`f`: net growth per call site), {what}",
             cmd,
             f"{x(s['frees']['ratio'])} bare; the four {hook} with empty programs alone "
-            f"{x(s['floor']['ratio'])}{slab_ns(r, 'frees')} (n={s['frees']['n']})",
+            f"{x(s['floor']['ratio'])}{by_cpu(cpu, 'frees', 'floor')}{slab_ns(r, 'frees')} "
+            f"(n={s['frees']['n']})",
             "on request; its cost shown in the pane",
         )
 
