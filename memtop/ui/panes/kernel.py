@@ -230,16 +230,15 @@ class KernelPane(FilterablePane, SortableTablePane):
             return
         c = s["cost"]
         t.append(f"Call sites of {s['cache'] or 'every cache'}", style="bold")
-        # the cost line: what was hooked, and what those programs cost as the kernel measured it
+        # the cost line: what was hooked (and, before it is cut at 80 columns, why there is no net
+        # growth), then what those programs cost as the kernel measured it
         t.append(
-            f"  {mode_label(s)} · 1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s"
+            f"  {mode_label(s)}"
+            + ("" if s["frees_traced"] else f" · {s['frees_note']}")
+            + f" · 1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s"
             f" · {cpu(c)} of a CPU"
             + (f" ({c['ns_per_event']:.0f} ns/event)" if c["ns_per_event"] else "")
-            + (
-                f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}"
-                if s["frees_traced"]
-                else f" · {s['frees_note']}"
-            )
+            + (f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}" if s["frees_traced"] else "")
             + (f" · dropped {s['dropped']}" if s["dropped"] else "")
             + ("" if s["tracing"] else " · stopped"),
             style="dim",
