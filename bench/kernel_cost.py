@@ -7,15 +7,19 @@
 * **on-demand slab tracing** (target ≤ 10 % slower with sampling): two slab-heavy workloads
   (bench/workloads/pipe_churn.c: pipe() + close() x2 per op, ~9 allocations and as many frees;
   bench/workloads/stat_missing.c: stat() of missing names, a names_cache allocation and free per
-  op) timed bare
-  and with the slabtrace probe attached (1 in 64 sampled; and exact, 1 in 1, for comparison),
-  alternated over rounds, medians, ratios; and the floor: the same four tracepoints with programs
-  that return at once (what the hook costs before any program work: no sampling can go below it).
-  The tracer runs on raw tracepoints where the kernel's BTF allows (here it does); the same
-  program on the regular tracepoints (the perf tracepoint path: a record built per event) and its
-  floor are timed in the same rounds, for comparison; and the tracer with kernel stacks (`k`,
-  the slabstacks probe: a stack walk per sampled allocation). The tracer's own cost as the kernel measured it
-  (BPF_ENABLE_STATS: ns per event, share of a CPU) is what the pane shows; it is recorded here.
+  op) timed bare and with each slab tracer attached, alternated over rounds, medians, ratios (by
+  wall clock, and by the workloads' own CPU time, which leaves out the time other load on a
+  shared machine preempted them):
+  the default (`sampled`: the slabtrace probe, the two allocation hooks, 1 in 64 sampled; and
+  `exact`, 1 in 1, for comparison), `frees` (the slabfrees probe, `f`: the free hooks too, for
+  per call site net growth) and `stacks` (slabstacks, `k`: a stack walk per sampled allocation);
+  and the floors: the same hooks with programs that return at once (what the hooks cost before
+  any program work: no sampling can go below it), `floor_allocs` the two allocation hooks,
+  `floor` all four. The tracers run on raw tracepoints where the kernel's BTF allows (here it
+  does); the default on the regular tracepoints (the perf tracepoint path: a record built per
+  event, the fallback without BTF) and its floor are timed in the same rounds, for comparison.
+  The tracers' own cost as the kernel measured it (BPF_ENABLE_STATS: ns per event, share of a
+  CPU) is what the pane shows; it is recorded here, per tracer.
 
 usage: sudo .venv/bin/python bench/kernel_cost.py [ROUNDS]"""
 
@@ -34,7 +38,7 @@ from typing import Any
 from harness import QUIET_S, build, machine, pane_tick_ms, parse_kv, save, summary
 
 from memtop.probes.kernel import KernelProbe
-from memtop.probes.slabtrace import SlabStacksProbe, SlabTraceProbe
+from memtop.probes.slabtrace import SlabFreesProbe, SlabStacksProbe, SlabTraceProbe
 from memtop.records.kernel import SlabTrace
 
 OPS = 200_000
@@ -50,27 +54,32 @@ def tick_ms(ticks: int = 30) -> dict[str, float]:
 
 
 class Floor(SlabTraceProbe):
-    """The same four tracepoints with programs that return at once: what attaching costs."""
+    """The two allocation hooks with programs that return at once: what attaching costs."""
+
+    def cflags(self) -> list[str]:
+        return [*super().cflags(), "-DFLOOR"]
+
+
+class FloorFrees(SlabFreesProbe):
+    """The four hooks (allocations and frees) with programs that return at once."""
 
     def cflags(self) -> list[str]:
         return [*super().cflags(), "-DFLOOR"]
 
 
 class Traced:
-    """The slab tracer attached for a phase; its own measured cost read at the end."""
+    """A slab tracer (``cls``) attached for a phase; its own measured cost read at the end."""
 
-    def __init__(self, sample: int, floor: bool = False, raw: bool = True, stacks: bool = False) -> None:
+    def __init__(self, cls: type[SlabTraceProbe], sample: int = 64, raw: bool = True) -> None:
+        self.cls = cls
         self.sample = sample
-        self.floor = floor
         self.raw = raw
-        self.stacks = stacks
         self.costs: list[dict[str, float]] = []
         self.ns: list[float] = []
 
     @contextmanager
     def __call__(self) -> Iterator[None]:
-        cls = Floor if self.floor else SlabStacksProbe if self.stacks else SlabTraceProbe
-        probe = cls(sample=self.sample, raw=self.raw)
+        probe = self.cls(sample=self.sample, raw=self.raw)
         probe.load()
         assert probe.raw == self.raw, probe.note()
         first = probe.poll()[0]
@@ -99,21 +108,33 @@ def main(rounds: int = 5) -> dict[str, Any]:
     def run_once() -> dict[str, float]:
         a = subprocess.run([str(pipes), str(OPS)], check=True, capture_output=True, text=True).stdout
         b = subprocess.run([str(stats), str(OPS * 5), str(tmp)], check=True, capture_output=True, text=True)
-        return {"pipe": parse_kv(a)["ns_per_op"], "stat": parse_kv(b.stdout)["ns_per_op"]}
+        pipe, stat = parse_kv(a), parse_kv(b.stdout)
+        return {
+            "pipe": pipe["ns_per_op"],
+            "stat": stat["ns_per_op"],
+            "pipe_cpu": pipe["cpu_ns_per_op"],
+            "stat_cpu": stat["cpu_ns_per_op"],
+        }
 
-    sampled, exact, floor = Traced(64), Traced(1), Traced(64, floor=True)
-    sampled_tp, floor_tp = Traced(64, raw=False), Traced(64, floor=True, raw=False)
+    sampled, exact, frees = Traced(SlabTraceProbe), Traced(SlabTraceProbe, 1), Traced(SlabFreesProbe)
+    floor_allocs, floor = Traced(Floor), Traced(FloorFrees)
     variants: dict[str, Callable[[], AbstractContextManager[None]]] = {
         "bare": bare,
-        "floor": floor,
+        "floor_allocs": floor_allocs,
         "sampled": sampled,
+        "floor": floor,
+        "frees": frees,
         "exact": exact,
-        "stacks": Traced(64, stacks=True),
-        "floor_tracepoints": floor_tp,
-        "sampled_tracepoints": sampled_tp,
+        "stacks": Traced(SlabStacksProbe),
+        "floor_tracepoints": Traced(Floor, raw=False),
+        "sampled_tracepoints": Traced(SlabTraceProbe, raw=False),
     }
     samples: dict[str, list[float]] = {k: [] for k in variants}
     stat_samples: dict[str, list[float]] = {k: [] for k in variants}
+    # the workloads' own CPU time: what the hooks add to them, without the time other load on this
+    # shared machine preempted them (the wall-clock figures' main noise)
+    cpu_samples: dict[str, list[float]] = {k: [] for k in variants}
+    cpu_stat_samples: dict[str, list[float]] = {k: [] for k in variants}
     time.sleep(QUIET_S)
     try:
         for _ in range(rounds):
@@ -123,13 +144,16 @@ def main(rounds: int = 5) -> dict[str, Any]:
                         got = run_once()
                         samples[name].append(got["pipe"])
                         stat_samples[name].append(got["stat"])
+                        cpu_samples[name].append(got["pipe_cpu"])
+                        cpu_stat_samples[name].append(got["stat_cpu"])
     finally:
         tmp.rmdir()
     # what the pane shows as the tracer's cost: BPF stats held while the workload runs once (the
-    # timed phases above ran without them: they poll at once, which closes the first window)
-    for tr in (sampled, exact):
+    # timed phases above ran without them: they poll at once, which closes the first window); the
+    # empty programs' figure is what the stats' own clock reads add to every program's
+    for tr in (sampled, exact, frees, floor_allocs, floor):
         for _ in range(3):
-            probe = SlabTraceProbe(sample=tr.sample)
+            probe = tr.cls(sample=tr.sample)
             probe.load()
             try:
                 run_once()
@@ -155,12 +179,31 @@ def main(rounds: int = 5) -> dict[str, Any]:
         "ns_per_op": summary(samples, "bare"),
         "workload_stat": "stat_missing: stat() of 1000 missing names, over and over",
         "ns_per_stat": summary(stat_samples, "bare"),
-        "tracer_cost": {"sampled": med(sampled), "exact": med(exact)},
+        "cpu_ns_per_op": summary(cpu_samples, "bare"),
+        "cpu_ns_per_stat": summary(cpu_stat_samples, "bare"),
+        "tracer_cost": {
+            "sampled": med(sampled),
+            "exact": med(exact),
+            "frees": med(frees),
+            "floor_allocs": med(floor_allocs),
+            "floor": med(floor),
+        },
         "floor_ratio": statistics.median(samples["floor"]) / statistics.median(samples["bare"]),
-        "sampled_vs_floor": statistics.median(samples["sampled"]) / statistics.median(samples["floor"]),
+        "floor_allocs_ratio": statistics.median(samples["floor_allocs"]) / statistics.median(samples["bare"]),
+        "sampled_vs_floor": statistics.median(samples["sampled"])
+        / statistics.median(samples["floor_allocs"]),
+        "frees_vs_floor": statistics.median(samples["frees"]) / statistics.median(samples["floor"]),
         "floor_ratio_tracepoints": statistics.median(samples["floor_tracepoints"])
         / statistics.median(samples["bare"]),
         "hook": "raw tracepoints (regular tracepoints: the *_tracepoints variants)",
+        "modes": {
+            "sampled": "the default (slabtrace): the two allocation hooks, 1 in 64 sampled",
+            "exact": "the default, 1 in 1",
+            "frees": "slabfrees (f): the four hooks, allocations 1 in 64 sampled, every free looked up",
+            "stacks": "slabstacks (k): the allocation hooks, a kernel stack per sampled allocation",
+            "floor_allocs": "the two allocation hooks, programs that return at once",
+            "floor": "the four hooks, programs that return at once",
+        },
         "sample": 64,
         "rounds": rounds,
     }

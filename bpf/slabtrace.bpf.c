@@ -3,10 +3,14 @@
 // kmem:kmem_cache_alloc (named caches: the tracepoint carries the cache's name) and kmem:kmalloc
 // (the kmalloc-N caches: named in user space from bytes_alloc and the gfp flags) are counted per
 // CPU; one allocation in SAMPLE (per CPU) is recorded under (cache, call site): allocations and
-// bytes, and its pointer kept in a bounded LRU map. kmem:kfree and kmem:kmem_cache_free look the
-// freed pointer up there: a free of a sampled object is charged back to its (cache, site), the
-// others are only counted (frees of objects not sampled cannot be attributed). Everything read
-// once per tick; every failed insert counted.
+// bytes. Everything read once per tick; every failed insert counted.
+//
+// With -DFREES (the slabfrees probe: per call site net growth) a sampled allocation's pointer is
+// also kept in a bounded LRU map, and kmem:kfree and kmem:kmem_cache_free look every freed
+// pointer up there: a free of a sampled object is charged back to its (cache, site), the others
+// are only counted (frees of objects not sampled cannot be attributed). Every free must be looked
+// at, so sampling cannot make the free hooks cheaper: without -DFREES they are not compiled in,
+// and only the two allocation hooks attach (half the hooked events of a slab-heavy workload).
 //
 // Two ways in, the same maps. With -DRAW (what memtop uses where the kernel's BTF describes these
 // raw tracepoints as expected: memtop/probes/slabtrace.py checks), raw tracepoints: the program is
@@ -15,8 +19,9 @@
 // its name and size are read, for sampled allocations only, at the offsets the running kernel's BTF
 // gives (-DKC_NAME_OFF, -DKC_SIZE_OFF). Without -DRAW, the regular tracepoints (named fields).
 //
-// Configured with -DSAMPLE=<n> -DMAX_SITES=<n> -DMAX_LIVE=<n>; -DFLOOR (bench/kernel_cost.py) makes
-// every program return at once, to measure what the tracepoints cost by themselves.
+// Configured with -DSAMPLE=<n> -DMAX_SITES=<n> -DMAX_LIVE=<n>; -DFREES, -DSTACKS as above;
+// -DFLOOR (bench/kernel_cost.py) makes every program return at once, to measure what the hooks
+// cost by themselves.
 
 #ifndef SAMPLE
 #define SAMPLE 64
@@ -58,24 +63,22 @@ static __always_inline s64 stack_of(void *ctx) {
     return -1;
 #endif
 }
+#ifdef FREES
 BPF_TABLE("lru_hash", u64, struct site_t, live, MAX_LIVE);
-// [0] allocations seen, [1] sampled, [2] frees seen, [3] frees matched to a sampled allocation,
-// [4] samples dropped (sites map full), [5] the per-CPU sampling counter
-BPF_PERCPU_ARRAY(slab_counters, u64, 6);
+#endif
+// [0] allocations seen (also the per-CPU sampling counter), [1] sampled, [2] frees seen,
+// [3] frees matched to a sampled allocation, [4] samples dropped (sites map full)
+BPF_PERCPU_ARRAY(slab_counters, u64, 5);
 
 static __always_inline int sampled(void) {
 #ifdef FLOOR
     return 0;  // the bench's floor: the tracepoints' own cost, programs that do nothing
 #endif
-    int i = 5;
+    int i = 0;
     u64 *c = slab_counters.lookup(&i);
     if (!c)
         return 0;
     *c += 1;
-    int seen = 0;
-    u64 *s = slab_counters.lookup(&seen);
-    if (s)
-        *s += 1;
     return (*c % SAMPLE) == 0;
 }
 
@@ -100,9 +103,12 @@ static __always_inline void record(struct site_t *k, u64 ptr, u64 bytes) {
     __sync_fetch_and_add(&st->allocs, 1);
     __sync_fetch_and_add(&st->bytes, bytes);
     bump(1);
+#ifdef FREES
     live.update(&ptr, k);
+#endif
 }
 
+#ifdef FREES
 static __always_inline void freed(u64 ptr) {
 #ifdef FLOOR
     return;
@@ -117,6 +123,7 @@ static __always_inline void freed(u64 ptr) {
     live.delete(&ptr);
     bump(3);
 }
+#endif
 
 #ifdef RAW
 // prototypes (include/trace/events/kmem.h, checked against the kernel's btf_trace_* typedefs):
@@ -152,6 +159,7 @@ RAW_TRACEPOINT_PROBE(kmalloc) {
     return 0;
 }
 
+#ifdef FREES
 RAW_TRACEPOINT_PROBE(kfree) {
     freed(ctx->args[1]);
     return 0;
@@ -161,6 +169,7 @@ RAW_TRACEPOINT_PROBE(kmem_cache_free) {
     freed(ctx->args[1]);
     return 0;
 }
+#endif
 #else
 TRACEPOINT_PROBE(kmem, kmem_cache_alloc) {
     if (!sampled())
@@ -186,6 +195,7 @@ TRACEPOINT_PROBE(kmem, kmalloc) {
     return 0;
 }
 
+#ifdef FREES
 TRACEPOINT_PROBE(kmem, kfree) {
     freed((u64)args->ptr);
     return 0;
@@ -195,4 +205,5 @@ TRACEPOINT_PROBE(kmem, kmem_cache_free) {
     freed((u64)args->ptr);
     return 0;
 }
+#endif
 #endif

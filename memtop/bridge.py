@@ -520,10 +520,11 @@ class Bridge:
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         from memtop.probes.pagealloc import PageAllocProbe
         from memtop.probes.shared import ShmSnoopProbe
-        from memtop.probes.slabtrace import SlabStacksProbe, SlabTraceProbe
+        from memtop.probes.slabtrace import SlabFreesProbe, SlabStacksProbe, SlabTraceProbe
 
         make: dict[str, type[SlabTraceProbe] | type[PageAllocProbe] | type[ShmSnoopProbe]] = {
             "slabtrace": SlabTraceProbe,
+            "slabfrees": SlabFreesProbe,
             "slabstacks": SlabStacksProbe,
             "pagealloc": PageAllocProbe,
             "shmsnoop": ShmSnoopProbe,

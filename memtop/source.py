@@ -112,8 +112,9 @@ class Source(Protocol):
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         """Attach (``on``) or detach an on-demand kernel tracer: the Kernel pane's "slabtrace"
-        (slab allocations by cache and call site, sampled), "slabstacks" (the same with kernel
-        stacks) or "pagealloc" (page allocations by
+        (slab allocations by cache and call site, sampled), "slabfrees" (the same with the frees
+        hooked: net growth per call site), "slabstacks" (with kernel stacks) or "pagealloc"
+        (page allocations by
         order), the Shared pane's "shmsnoop" (shm, madvise and memfd_create calls). False when
         that cannot be done now (a replay; no BPF; already in that state)."""
         ...

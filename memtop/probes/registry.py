@@ -29,6 +29,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "leakrate": ("memtop.probes.leakrate:LeakRateProbe", ON_DEMAND),
     "kernel": ("memtop.probes.kernel:KernelProbe", AT_START),
     "slabtrace": ("memtop.probes.slabtrace:SlabTraceProbe", ON_DEMAND),
+    "slabfrees": ("memtop.probes.slabtrace:SlabFreesProbe", ON_DEMAND),
     "slabstacks": ("memtop.probes.slabtrace:SlabStacksProbe", ON_DEMAND),
     "pagealloc": ("memtop.probes.pagealloc:PageAllocProbe", ON_DEMAND),
     "sharedinfo": ("memtop.probes.shared:SharedinfoProbe", AT_START),

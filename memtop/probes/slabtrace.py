@@ -1,14 +1,18 @@
 """slabtrace: slab allocations by cache and call site, sampled in kernel (on demand, Kernel pane).
 
-bpf/slabtrace.bpf.c runs on kmem:kmem_cache_alloc, kmem:kmalloc, kmem:kfree and
-kmem:kmem_cache_free: every allocation is counted per CPU, one in ``sample`` is recorded under
-(cache, call site) with its pointer, and a free of a recorded pointer is charged back to it
-(frees of objects not sampled are counted, not attributed). Call sites are resolved through
-/proc/kallsyms to functions. While attached, BPF run-time stats are held on one second in ten
-(memtop.probes.bpfstats) so the pane shows the programs' own cost.
+bpf/slabtrace.bpf.c runs on kmem:kmem_cache_alloc and kmem:kmalloc: every allocation is counted
+per CPU and one in ``sample`` is recorded under (cache, call site). That is the ``slabtrace``
+probe (`t`): who allocates, how fast. Frees are not hooked: a free hook runs on every free (it
+must look the pointer up to know whether it frees a sampled object), which doubles what tracing
+costs a slab-heavy workload, so per call site net growth is its own tracer, ``slabfrees`` (`f`,
+the program built with -DFREES): sampled pointers kept, kmem:kfree and kmem:kmem_cache_free
+charge a free of one back to its (cache, site) (frees of objects not sampled are counted, not
+attributed). ``slabstacks`` (`k`, -DSTACKS) adds each sampled allocation's kernel stack. Call
+sites are resolved through /proc/kallsyms to functions. While attached, BPF run-time stats are
+held on one second in ten (memtop.probes.bpfstats) so the pane shows the programs' own cost.
 
-Where the kernel's BTF describes the four raw tracepoints with the prototypes the program reads
-(and gives ``struct kmem_cache``'s ``name`` and ``size`` offsets), the program runs on raw
+Where the kernel's BTF describes the raw tracepoints it hooks with the prototypes the program
+reads (and gives ``struct kmem_cache``'s ``name`` and ``size`` offsets), the program runs on raw
 tracepoints: no perf tracepoint record is built per event, which alone cost a slab-heavy loop
 ~1.5x (docs/performance.md). Otherwise it runs on the regular tracepoints, and ``note`` says why.
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 from pathlib import Path
+from typing import ClassVar
 
 from memtop import btf
 from memtop.ksyms import KernelSymbols
@@ -50,14 +55,22 @@ RAW_PROTOTYPES = {
 }
 
 
-def raw_config(path: Path = btf.VMLINUX) -> tuple[list[str], str]:
-    """(-D flags for the raw tracepoint program, "") where this kernel's BTF allows it, else
-    ([], why not)."""
+#: the allocation hooks every slab tracer attaches; the free hooks only the slabfrees probe's
+ALLOC_EVENTS = ("kmem_cache_alloc", "kmalloc")
+FREE_EVENTS = ("kfree", "kmem_cache_free")
+
+
+def raw_config(
+    path: Path = btf.VMLINUX, events: tuple[str, ...] = (*ALLOC_EVENTS, *FREE_EVENTS)
+) -> tuple[list[str], str]:
+    """(-D flags for the raw tracepoint program hooking ``events``, "") where this kernel's BTF
+    allows it, else ([], why not)."""
     try:
         types = btf.Btf.vmlinux(path)
     except btf.BtfError as exc:
         return [], f"no kernel BTF ({exc})"
-    for event, want in RAW_PROTOTYPES.items():
+    for event in events:
+        want = RAW_PROTOTYPES[event]
         got = types.raw_tracepoint_args(event)
         if got != want:
             return [], f"raw tracepoint {event} is {got or 'not described'}, not {want}"
@@ -77,13 +90,17 @@ def kmalloc_cache(size: int, flags: int) -> str:
 
 
 class SlabTraceProbe(BpfProbe):
+    """Allocations only: who allocates from which cache, how fast (`t`, Enter)."""
+
     name = "slabtrace"
     program = "slabtrace"
-    tracepoints = ("kmem:kmem_cache_alloc", "kmem:kmalloc", "kmem:kfree", "kmem:kmem_cache_free")
+    tracepoints = tuple(f"kmem:{e}" for e in ALLOC_EVENTS)
     cadence_s = 1.0
 
     #: collect the kernel stack of each sampled allocation (the slabstacks probe)
-    stacks = False
+    stacks: ClassVar[bool] = False
+    #: hook the frees too: per call site net growth (the slabfrees probe)
+    frees: ClassVar[bool] = False
 
     def __init__(self, sample: int = SAMPLE, proc_root: str = "/proc", raw: bool = True) -> None:
         super().__init__()
@@ -97,12 +114,15 @@ class SlabTraceProbe(BpfProbe):
 
     def cflags(self) -> list[str]:
         flags = [f"-DSAMPLE={self.sample}", f"-DMAX_SITES={MAX_SITES}", f"-DMAX_LIVE={MAX_LIVE}"]
-        return flags + self._raw_config[0] + (["-DSTACKS"] if self.stacks else [])
+        flags += ["-DSTACKS"] if self.stacks else []
+        return flags + (["-DFREES"] if self.frees else []) + self._raw_config[0]
 
     @cached_property
     def _raw_config(self) -> tuple[list[str], str]:
         """-D flags of the raw tracepoint program, or [] and why not."""
-        return raw_config() if self._want_raw else ([], "regular tracepoints asked for")
+        if not self._want_raw:
+            return [], "regular tracepoints asked for"
+        return raw_config(events=tuple(tp.partition(":")[2] for tp in self.tracepoints))
 
     @property
     def raw(self) -> bool:
@@ -111,7 +131,8 @@ class SlabTraceProbe(BpfProbe):
     def note(self) -> str:
         flags, why_not = self._raw_config
         how = "raw tracepoints" if flags else f"tracepoints ({why_not})"
-        return f"1 in {self.sample} sampled, {how}" + (", kernel stacks" if self.stacks else "")
+        what = "allocations and frees" if self.frees else "allocations"
+        return f"{what}, 1 in {self.sample} sampled, {how}" + (", kernel stacks" if self.stacks else "")
 
     def after_load(self) -> None:
         self._syms = KernelSymbols(self.proc_root)
@@ -151,6 +172,7 @@ class SlabTraceProbe(BpfProbe):
                 sample=self.sample,
                 events=c[0] + c[2],
                 allocs=c[0],
+                frees_traced=self.frees,
                 frees=c[2],
                 frees_unmatched=c[2] - c[3],
                 dropped=c[4],
@@ -203,3 +225,14 @@ class SlabStacksProbe(SlabTraceProbe):
 
     name = "slabstacks"
     stacks = True
+
+
+class SlabFreesProbe(SlabTraceProbe):
+    """The slab tracer with the frees hooked too (``f`` in the Kernel pane): per call site net
+    growth (sampled allocations less their frees). Every free runs a program whether or not it
+    frees a sampled object, which costs as much again as the allocations (docs/panes/kernel.md,
+    Cost), so it is its own on-demand probe."""
+
+    name = "slabfrees"
+    frees = True
+    tracepoints = tuple(f"kmem:{e}" for e in (*ALLOC_EVENTS, *FREE_EVENTS))

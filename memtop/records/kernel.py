@@ -79,11 +79,13 @@ class AllocProfile(Record):
 @record("slab_trace")
 @dataclass(frozen=True, slots=True)
 class SlabTrace(Record):
-    """The slabtrace probe's in-kernel aggregation, cumulative since it attached: per (cache,
-    call site) ``(cache, site, sampled allocs, sampled bytes, sampled frees matched to those
-    allocs)``; ``sample``: 1 in how many allocations was recorded (per CPU); ``events``: every
-    tracepoint hit (sampled or not); ``frees_unmatched``: frees of objects not sampled (not
-    attributed); ``dropped``: samples lost to a full map; ``run_ns``/``runs``: the programs'
+    """A slab tracer's in-kernel aggregation (the slabtrace, slabfrees and slabstacks probes),
+    cumulative since it attached: per (cache, call site) ``(cache, site, sampled allocs, sampled
+    bytes, sampled frees matched to those allocs)``; ``sample``: 1 in how many allocations was
+    recorded (per CPU); ``events``: every tracepoint hit (sampled or not); ``frees_traced``: the
+    free hooks ran (the slabfrees probe; recordings made before there was a choice always
+    traced them); when False the frees figures are 0 and mean nothing; ``frees_unmatched``: frees
+    of objects not sampled (not attributed); ``dropped``: samples lost to a full map; ``run_ns``/``runs``: the programs'
     own run time as the kernel measured it (BPF_ENABLE_STATS), 0 when it could not. ``stacks``
     (the slabstacks probe only): per (cache, call site) its kernel stacks, ``(cache, site, frames
     from the call site outward, sampled allocs)``, at most a few per site."""
@@ -92,6 +94,7 @@ class SlabTrace(Record):
     sample: int = 1
     events: int = 0
     allocs: int = 0
+    frees_traced: bool = True
     frees: int = 0
     frees_unmatched: int = 0
     dropped: int = 0

@@ -108,7 +108,8 @@ class KernelState(SubState):
             return Traced(rec, ts)
         # a counter that went back is a new attachment: no rate across it
         if isinstance(rec, SlabTrace) and isinstance(old.cur, SlabTrace):
-            back = rec.events < old.cur.events
+            # another slab tracer (frees traced or not) counts other events: no rate across it
+            back = rec.events < old.cur.events or rec.frees_traced != old.cur.frees_traced
         else:
             back = (
                 isinstance(rec, PageAlloc)

@@ -31,6 +31,11 @@ SORT_KEYS = (
 SECTIONS = ("breakdown", "slabs", "sites", "pages", "vmalloc", "allocinfo")
 #: rows of call sites, vmalloc callers and allocinfo sites a document carries
 MAX_SITES = 100
+#: the slab tracers, one attached at a time: allocations (the default), allocations and frees (per
+#: call site net growth), allocations with kernel stacks
+SLAB_TRACERS = ("slabtrace", "slabfrees", "slabstacks")
+#: why per call site frees and net growth are null: the tracer that ran did not hook the frees
+FREES_NOT_TRACED = "frees not traced: f to trace"
 #: the order whose fragmentation the buddy table shows (a THP is order 9; 3 is what the kernel's
 #: costly-order threshold, PAGE_ALLOC_COSTLY_ORDER, calls costly)
 FRAG_ORDERS = (3, 9)
@@ -46,6 +51,15 @@ def _delta(v: int | None) -> str:
     if v is None:
         return "-"
     return ("+" if v > 0 else "") + fmt.bytes_h(v)
+
+
+def mode_label(sites: dict[str, Any]) -> str:
+    """What the slab tracer that ran hooked, in words ("" before it ran)."""
+    mode = sites.get("mode")
+    if mode is None:
+        return ""
+    label = "allocations and frees" if mode == "allocs+frees" else "allocations only"
+    return label + (", kernel stacks" if sites.get("stacks") else "")
 
 
 def attached(state: State, probe: str) -> bool:
@@ -87,9 +101,9 @@ class KernelView(View):
     title = "Kernel memory"
     tab_title = "Kernel"
     order = 80
-    probes = ("kernel", "slabtrace", "slabstacks", "pagealloc")
-    on_request = ("slabtrace", "slabstacks", "pagealloc")
-    alternatives = (("slabtrace", "slabstacks"),)
+    probes = ("kernel", *SLAB_TRACERS, "pagealloc")
+    on_request = (*SLAB_TRACERS, "pagealloc")
+    alternatives = (SLAB_TRACERS,)
     sections = SECTIONS
     columns = (
         Column("name", "CACHE", numeric=False),
@@ -134,20 +148,25 @@ class KernelView(View):
         }
 
     def sites(self, state: State, cache: str | None) -> dict[str, Any]:
-        """The slabtrace probe's call sites (of ``cache``, or all), estimated rates (sampled
-        counts times the sampling period) and its cost."""
+        """The slab tracer's call sites (of ``cache``, or all), estimated rates (sampled counts
+        times the sampling period) and its cost. Frees and net growth per call site are null
+        (with the reason) when the tracer that ran did not hook the frees."""
         st = state.get(KernelState)
         dt, t = _rates(st.slabtrace)
         doc: dict[str, Any] = {
-            "tracing": attached(state, "slabtrace") or attached(state, "slabstacks"),
+            "tracing": any(attached(state, p) for p in SLAB_TRACERS),
             "cache": cache,
             "sample": None,
+            "mode": None,
+            "frees_traced": None,
+            "frees_note": None,
             "stacks": False,
             "rows": [],
         }
         if t is None or not isinstance(t.cur, SlabTrace):
             return doc
         cur = t.cur
+        frees = cur.frees_traced
         prev = {(c, s): (a, b, f) for c, s, a, b, f in t.prev.sites} if isinstance(t.prev, SlabTrace) else {}
         n = cur.sample
         stacks: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -164,11 +183,11 @@ class KernelView(View):
                     "site": s,
                     "allocs": a * n,
                     "bytes": b * n,
-                    "frees": f * n,
-                    "net_objs": (a - f) * n,
+                    "frees": f * n if frees else None,
+                    "net_objs": (a - f) * n if frees else None,
                     "allocs_per_s": round((a - pa) * n / dt, 1) if dt > 0 else None,
                     "bytes_per_s": round((b - pb) * n / dt, 1) if dt > 0 else None,
-                    "net_per_s": round(((a - pa) - (f - pf)) * n / dt, 1) if dt > 0 else None,
+                    "net_per_s": round(((a - pa) - (f - pf)) * n / dt, 1) if dt > 0 and frees else None,
                     "stacks": stacks.get((c, s), []),
                 }
             )
@@ -176,12 +195,15 @@ class KernelView(View):
         doc.update(
             {
                 "sample": n,
+                "mode": "allocs+frees" if frees else "allocs",
+                "frees_traced": frees,
+                "frees_note": None if frees else FREES_NOT_TRACED,
                 "stacks": attached(state, "slabstacks") or bool(cur.stacks),
                 "rows": rows[:MAX_SITES],
                 "nsites": len(rows),
                 "allocs_seen": cur.allocs,
-                "frees_seen": cur.frees,
-                "frees_unattributed": cur.frees_unmatched,
+                "frees_seen": cur.frees if frees else None,
+                "frees_unattributed": cur.frees_unmatched if frees else None,
                 "dropped": cur.dropped,
                 "cost": _cost(t),
             }
@@ -392,15 +414,21 @@ class KernelView(View):
                 lines.append("slab call sites: not traced (press t in the pane, or Enter on a cache)")
             else:
                 c = s["cost"]
+                frees = (
+                    f"frees not attributed {s['frees_unattributed']}"
+                    if s["frees_traced"]
+                    else s["frees_note"]
+                )
                 lines.append(
-                    f"slab call sites{' of ' + s['cache'] if s['cache'] else ''} (1 in {s['sample']} sampled; "
+                    f"slab call sites{' of ' + s['cache'] if s['cache'] else ''} ({mode_label(s)}, "
+                    f"1 in {s['sample']} sampled; "
                     f"{fmt.count_h(c['events_per_s'])} events/s, {fmt.pct(c['cpu_pct'])} of a CPU; "
-                    f"frees not attributed {s['frees_unattributed']}; dropped {s['dropped']}):"
+                    f"{frees}; dropped {s['dropped']}):"
                 )
                 for r in s["rows"][:20]:
+                    net = fmt.count_h(r["net_objs"]) if r["net_objs"] is not None else "—"
                     lines.append(
-                        f"  {r['cache']:<24} {r['site']:<32} {fmt.count_h(r['allocs_per_s']):>7}/s "
-                        f"net {fmt.count_h(r['net_objs'])}"
+                        f"  {r['cache']:<24} {r['site']:<32} {fmt.count_h(r['allocs_per_s']):>7}/s net {net}"
                     )
                     for st in r["stacks"]:
                         lines.append(f"      {fmt.count_h(st['allocs']):>6}  " + " ← ".join(st["frames"]))

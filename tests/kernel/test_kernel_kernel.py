@@ -3,8 +3,12 @@ and the kmem tracepoints' own output (a tracefs instance) for call sites.
 
 - 300 000 negative dentries (stat of missing names): memtop's dentry delta within 5 % of
   /proc/slabinfo's over the same interval;
-- with slab tracing on, the dentry cache's call site is the function the kernel's own trace
-  output names for kmem_cache_alloc of "dentry", and the sampled estimate near slabinfo's growth;
+- with slab tracing on (allocations only, the default; and with the frees, slabfrees), the dentry
+  cache's call site is the function the kernel's own trace output names for kmem_cache_alloc of
+  "dentry", and the sampled estimate near slabinfo's growth; net growth per call site is null
+  without the frees, and near slabinfo's growth with them;
+- net growth per call site (slabfrees) follows 10 000 pipes opened and then closed as slabinfo
+  does: up by two files a pipe while they are held, back down when they are closed;
 - 10 000 pipes held open (two processes, the file limit here is 20 000): every cache that grows
   by thousands in slabinfo grows as much in memtop (filp, dentry, inode_cache, the pipes' buffers
   in kmalloc-cg-1k, pipe_inode_info in kmalloc-cg-192), and page allocations by order add up to
@@ -18,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -31,9 +36,9 @@ from memtop.bridge import now_ns
 from memtop.probes.base import Probe
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.pagealloc import PageAllocProbe
-from memtop.probes.slabtrace import SlabStacksProbe, SlabTraceProbe
+from memtop.probes.slabtrace import SlabFreesProbe, SlabStacksProbe, SlabTraceProbe
 from memtop.records import Batch, ProbeStatus
-from memtop.records.kernel import PageAlloc
+from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState
 from memtop.views import Options, get_view
@@ -158,14 +163,57 @@ def test_negative_dentries_grow_the_dentry_cache_as_slabinfo_says(tmp_path: Path
     assert state.get(KernelState).slabs["dentry"].objs_per_s > 0
 
 
+def hold_pipes(holders: list[subprocess.Popen[str]]) -> None:
+    """PIPES pipes made and held open by HOLDERS children (the file limit here is 20 000)."""
+    for _ in range(HOLDERS):
+        p = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(PIPES // HOLDERS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        holders.append(p)
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+
+
+def release_pipes(holders: list[subprocess.Popen[str]]) -> None:
+    """The holders exit: their pipes are closed."""
+    for p in holders:
+        assert p.stdin is not None
+        p.stdin.close()
+    for p in holders:
+        assert p.wait(timeout=30) == 0
+
+
+def settle(cache: str = "dentry", timeout_s: float = 10.0) -> None:
+    """Wait until ``cache``'s objects freed after an RCU grace period are gone (closed pipes'
+    dentries), so they do not shrink the cache under the next test's measurement."""
+    last = None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        n = slabinfo()[cache].active_objs
+        if last is not None and abs(n - last) < 100:
+            return
+        last = n
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("frees", [False, True], ids=["allocations", "with-frees"])
 @pytest.mark.parametrize("raw", [True, False], ids=["raw-tracepoints", "tracepoints"])
-def test_slab_tracing_names_the_function_that_allocates_dentries(tmp_path: Path, raw: bool) -> None:
+def test_slab_tracing_names_the_function_that_allocates_dentries(
+    tmp_path: Path, raw: bool, frees: bool
+) -> None:
     """Both ways in: raw tracepoints (the cache's name read through BTF offsets; what this
-    kernel gets) and the regular tracepoints (the fallback)."""
+    kernel gets) and the regular tracepoints (the fallback); both tracers: allocations only
+    (the default: no net growth per call site, null not 0) and with the frees (slabfrees)."""
     state = State("bpf")
     n = 100_000
-    with attached(KernelProbe()) as kprobe, attached(SlabTraceProbe(raw=raw)) as tracer:
+    cls = SlabFreesProbe if frees else SlabTraceProbe
+    with attached(KernelProbe()) as kprobe, attached(cls(raw=raw)) as tracer:
         assert tracer.raw == raw, tracer.note()
+        # the hooks attached: the free hooks only when the frees are traced
+        hooks = tracer.bpf._raw_fds if raw else tracer.bpf._fds
+        assert len(hooks) == (4 if frees else 2)
         poll(state, kprobe, tracer)
         before = slabinfo()["dentry"]
         with dentry_alloc_trace() as inst:
@@ -187,7 +235,16 @@ def test_slab_tracing_names_the_function_that_allocates_dentries(tmp_path: Path,
     grew = after.active_objs - before.active_objs
     assert grew > n * 0.8
     assert ours["allocs"] == pytest.approx(grew, rel=0.15)
-    assert ours["net_objs"] == pytest.approx(grew, rel=0.15)
+    assert sites["mode"] == ("allocs+frees" if frees else "allocs")
+    if frees:
+        assert ours["net_objs"] == pytest.approx(grew, rel=0.15)
+        assert sites["frees_seen"] > 0 and sites["frees_note"] is None
+    else:  # not measured: null with the reason, never 0
+        assert ours["net_objs"] is None and ours["frees"] is None and ours["net_per_s"] is None
+        assert sites["frees_seen"] is None and sites["frees_note"] == "frees not traced: f to trace"
+        last = state.get(KernelState).slabtrace
+        assert last is not None and isinstance(last.cur, SlabTrace)
+        assert last.cur.frees == 0 and not last.cur.frees_traced  # no free program ran
     assert doc["sites"]["dropped"] == 0
     # its cost, as the kernel measured it
     t = state.get(KernelState).slabtrace
@@ -197,6 +254,38 @@ def test_slab_tracing_names_the_function_that_allocates_dentries(tmp_path: Path,
     whole = get_view("kernel").document(state, Options())
     dentry = next(r for r in whole["rows"] if r["name"] == "dentry")
     assert dentry["top_site"] == kernel_site and dentry["allocs_per_s"] > 0
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["raw-tracepoints", "tracepoints"])
+def test_net_growth_per_call_site_follows_pipes_opened_then_closed(
+    holders: list[subprocess.Popen[str]], raw: bool
+) -> None:
+    """slabfrees (f): two files a pipe, allocated in alloc_empty_file; their net count per call
+    site grows while 10 000 pipes are held and falls back when they are closed, as the filp
+    cache's active objects do in /proc/slabinfo."""
+    state = State("bpf")
+    view = get_view("kernel")
+    with attached(SlabFreesProbe(raw=raw)) as tracer:
+        poll(state, tracer)
+        before = slabinfo()["filp"]
+        hold_pipes(holders)
+        held = slabinfo()["filp"]
+        poll(state, tracer)
+        opened = view.document(state, Options(extra={"cache": "filp"}))["sites"]
+        release_pipes(holders)
+        holders.clear()
+        after = slabinfo()["filp"]
+        poll(state, tracer)
+        closed = view.document(state, Options(extra={"cache": "filp"}))["sites"]
+    settle()
+    up, down = held.active_objs - before.active_objs, after.active_objs - held.active_objs
+    assert up >= 2 * PIPES * 0.9 and down <= -2 * PIPES * 0.9, (up, down)
+    assert opened["frees_traced"] is True
+    site = {r["site"]: r for r in opened["rows"]}["alloc_empty_file"]
+    assert site["net_objs"] == pytest.approx(up, rel=0.15)
+    site_after = {r["site"]: r for r in closed["rows"]}["alloc_empty_file"]
+    assert site_after["net_objs"] - site["net_objs"] == pytest.approx(down, rel=0.15)
+    assert site_after["frees"] - site["frees"] >= 2 * PIPES * 0.8
 
 
 def test_kernel_stacks_are_the_ones_the_kernel_prints(tmp_path: Path) -> None:
@@ -217,6 +306,8 @@ def test_kernel_stacks_are_the_ones_the_kernel_prints(tmp_path: Path) -> None:
     assert theirs, "the kernel printed no stacks of dentry allocations"
     doc = get_view("kernel").document(state, Options(extra={"cache": "dentry"}))
     assert doc["sites"]["stacks"] is True
+    # kernel stacks ride on the allocations-only tracer: no net growth per call site
+    assert doc["sites"]["mode"] == "allocs" and doc["sites"]["rows"][0]["net_objs"] is None
     row = doc["sites"]["rows"][0]
     assert row["site"] == "__d_alloc" and row["stacks"]
     ours = row["stacks"][0]
@@ -237,15 +328,7 @@ def test_ten_thousand_pipes_grow_the_right_caches(holders: list[subprocess.Popen
         vm0 = kernelfs.parse_vmstat(Path("/proc/vmstat").read_text())
         first = pages.poll()[0]
         before = slabinfo()
-        for _ in range(HOLDERS):
-            p = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(PIPES // HOLDERS)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            holders.append(p)
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        hold_pipes(holders)
         after = slabinfo()
         last = pages.poll()[0]
         vm1 = kernelfs.parse_vmstat(Path("/proc/vmstat").read_text())

@@ -38,17 +38,21 @@ def proc_root(tmp_path: Path, slabinfo: bool = True) -> Path:
     return root
 
 
-def batches(root: Path) -> list[Batch]:
+def batches(root: Path, frees: bool = False) -> list[Batch]:
+    """Two reads of the fixture /proc files, then two of a slab tracer: the default one
+    (allocations only), or with ``frees`` the slabfrees tracer."""
     probe = KernelProbe(str(root))
     probe.load()
     status = ProbeStatus("kernel", "attached", "test")
     out = [Batch(1_000_000_000 * (i + 1), (status, *probe.poll())) for i in range(2)]
-    traced = ProbeStatus("slabtrace", "attached", "test")
+    traced = ProbeStatus("slabfrees" if frees else "slabtrace", "attached", "test")
     for i, n in enumerate((10, 30)):
+        f = 1 if frees else 0
         rec = SlabTrace(
-            sites=(("dentry", "__d_alloc", n, n * 192, 1), ("filp", "alloc_empty_file", 2, 384, 0)),
+            sites=(("dentry", "__d_alloc", n, n * 192, f), ("filp", "alloc_empty_file", 2, 384, 0)),
             sample=64,
             events=1000 * (i + 1),
+            frees_traced=frees,
         )
         out.append(Batch(1_000_000_000 * (i + 3), (traced, rec)))
     return out
@@ -131,7 +135,8 @@ async def test_tracers_not_asked_for_are_off_not_missing(tmp_path: Path) -> None
         app.redraw()
         await pilot.pause(0.1)
         status = text_of(app, "#kernel-status")
-        assert "slabtrace: off" in status and "pagealloc: off" in status and "slabstacks" not in status
+        assert "slabtrace: off" in status and "pagealloc: off" in status
+        assert "slabstacks" not in status and "slabfrees" not in status  # one of the slab tracers
         assert "not running" not in status
 
 
@@ -173,3 +178,47 @@ async def test_k_traces_with_kernel_stacks_and_shows_the_callers(tmp_path: Path)
         assert src.kernel_traced[-1] == ("slabtrace", True)
         await pilot.press("k")
         assert src.kernel_traced[-2:] == [("slabtrace", False), ("slabstacks", True)]
+
+
+async def test_the_tracer_line_says_what_was_hooked_and_f_traces_the_frees(tmp_path: Path) -> None:
+    """By default the frees are not hooked: the cost line says "allocations only" and why there
+    is no net growth, each call site's net is a dash, never 0. f swaps in the slabfrees tracer
+    (and back); with it the net growth per call site shows."""
+    root = proc_root(tmp_path)
+    src = TracingSource(batches(root))
+    app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(4):
+            await app.runner.tick()
+        app.redraw()
+        await pilot.pause(0.1)
+        detail = text_of(app, "#kernel-detail")
+        # the reason comes right after the mode: it stays on screen at 80 columns
+        assert detail.startswith(
+            "Call sites of every cache  allocations only · frees not traced: f to trace · "
+        )
+        assert "net —" in detail and "Σnet" not in detail and "net 0" not in detail
+        table = app.query_one("#kernel-table", DataTable)
+        table.focus()
+        await pilot.press("f")
+        assert src.kernel_traced == [("slabfrees", True)]
+        await pilot.press("f")
+        assert src.kernel_traced[-2:] == [("slabfrees", False), ("slabtrace", True)]
+        # from kernel stacks, f goes to the frees (one slab tracer at a time)
+        await pilot.press("k")
+        await pilot.press("f")
+        assert src.kernel_traced[-2:] == [("slabstacks", False), ("slabfrees", True)]
+
+    src = TracingSource(batches(root, frees=True))
+    app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(4):
+            await app.runner.tick()
+        app.redraw()
+        await pilot.pause(0.1)
+        detail = text_of(app, "#kernel-detail")
+        assert "allocations and frees · 1 in 64 sampled" in detail
+        assert "frees not traced" not in detail and "net —" not in detail
+        assert "Σnet 1856" in detail  # (30 sampled - 1 freed) x 64 dentries
+        status = text_of(app, "#kernel-status")
+        assert "slabfrees: attached" in status and "slabtrace" not in status

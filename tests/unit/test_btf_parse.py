@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memtop import btf
-from memtop.probes.slabtrace import SlabTraceProbe, raw_config
+from memtop.probes.slabtrace import ALLOC_EVENTS, SlabFreesProbe, SlabTraceProbe, raw_config
 
 
 class Blob:
@@ -80,6 +80,8 @@ def test_a_different_prototype_falls_back_to_tracepoints(tmp_path: Path) -> None
     assert btf.Btf.vmlinux(path).raw_tracepoint_args("kfree") == ["long unsigned int"]
     flags, why = raw_config(path)
     assert flags == [] and "raw tracepoint kfree is ['long unsigned int']" in why
+    # the allocations-only tracer hooks no free: a free hook it does not attach cannot stop it
+    assert raw_config(path, ALLOC_EVENTS)[0][0] == "-DRAW"
 
 
 def test_no_or_broken_btf_falls_back_with_the_reason(tmp_path: Path) -> None:
@@ -99,8 +101,21 @@ def test_no_or_broken_btf_falls_back_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_the_probe_says_which_hook_it_uses() -> None:
-    assert SlabTraceProbe(raw=False).note() == "1 in 64 sampled, tracepoints (regular tracepoints asked for)"
+    assert (
+        SlabTraceProbe(raw=False).note()
+        == "allocations, 1 in 64 sampled, tracepoints (regular tracepoints asked for)"
+    )
     assert "-DRAW" not in SlabTraceProbe(raw=False).cflags()
+
+
+def test_only_the_slabfrees_probe_hooks_the_frees() -> None:
+    """The default slab tracer is the program without -DFREES on the two allocation hooks; the
+    slabfrees probe builds it with -DFREES and needs the four."""
+    plain, frees = SlabTraceProbe(raw=False), SlabFreesProbe(raw=False)
+    assert "-DFREES" not in plain.cflags() and "-DFREES" in frees.cflags()
+    assert plain.tracepoints == ("kmem:kmem_cache_alloc", "kmem:kmalloc")
+    assert set(frees.tracepoints) == {*plain.tracepoints, "kmem:kfree", "kmem:kmem_cache_free"}
+    assert frees.note().startswith("allocations and frees, 1 in 64 sampled")
 
 
 def test_doctor_says_which_hook_slab_tracing_gets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ import pytest
 from memtop import kernelfs
 from memtop.doctor import kernel_checks
 from memtop.probes.kernel import KernelProbe
-from memtop.records import Batch, from_json, to_json
+from memtop.records import Batch, ProbeStatus, from_json, to_json
 from memtop.records.kernel import AllocProfile, PageAlloc, SlabCaches, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState
@@ -242,6 +242,72 @@ def test_slab_growth_and_traced_sites_in_state() -> None:
     assert [o["per_s"] for o in orders] == [None, None] and orders[0]["allocs"] == 5
     whole = view.document(state, Options(sort="allocs_per_s"))
     assert whole["rows"][0]["top_site"] == "__d_alloc" and whole["rows"][0]["allocs_per_s"] == 1280
+
+
+def test_without_the_free_hooks_net_growth_is_null_not_zero() -> None:
+    """The default slab tracer hooks allocations only: per call site frees and net growth are
+    null with the reason in JSON, a dash in text, never 0; the slabfrees tracer's figures are
+    numbers, and switching between the two gives no rate across the switch."""
+    state = State("bpf")
+    view = get_view("kernel")
+    site = (("dentry", "__d_alloc", 10, 1920, 0),)
+    for ts, n in ((1, 10), (2, 30)):
+        rec = SlabTrace(
+            sites=(("dentry", "__d_alloc", n, n * 192, 0),), sample=64, events=n, frees_traced=False
+        )
+        state.apply(Batch(ts * 1_000_000_000, (ProbeStatus("slabtrace", "attached", "t"), rec)))
+    doc = view.document(state, Options())
+    s = doc["sites"]
+    assert s["mode"] == "allocs" and s["frees_traced"] is False
+    assert s["frees_note"] == "frees not traced: f to trace"
+    assert s["frees_seen"] is None and s["frees_unattributed"] is None
+    row = s["rows"][0]
+    assert row["allocs_per_s"] == 20 * 64 and row["allocs"] == 30 * 64
+    assert row["frees"] is None and row["net_objs"] is None and row["net_per_s"] is None
+    text = view.text(state, Options())
+    assert "allocations only" in text and "frees not traced: f to trace" in text
+    assert "__d_alloc" in text and "net —" in text and "net 0" not in text
+    # the user asks for the frees (f): another tracer, counting other events
+    state.apply(
+        Batch(
+            3_000_000_000,
+            (
+                ProbeStatus("slabtrace", "detached", "t"),
+                ProbeStatus("slabfrees", "attached", "t"),
+                SlabTrace(sites=site, sample=64, events=40, frees_traced=True),
+            ),
+        )
+    )
+    s = view.document(state, Options())["sites"]
+    assert s["mode"] == "allocs+frees" and s["frees_traced"] is True and s["frees_note"] is None
+    assert s["tracing"] is True
+    row = s["rows"][0]
+    assert row["allocs_per_s"] is None  # not a rate across two tracers
+    assert row["net_objs"] == 10 * 64 and row["frees"] == 0
+    state.apply(
+        Batch(
+            4_000_000_000,
+            (
+                SlabTrace(
+                    sites=(("dentry", "__d_alloc", 20, 3840, 4),), sample=64, events=80, frees_traced=True
+                ),
+            ),
+        )
+    )
+    row = view.document(state, Options())["sites"]["rows"][0]
+    assert row["net_per_s"] == (10 - 4) * 64 and row["net_objs"] == 16 * 64
+    assert "allocations and frees" in view.text(state, Options())
+
+
+def test_a_recording_says_whether_the_frees_were_traced() -> None:
+    """A slab trace record keeps which tracer made it through a recording; one recorded before
+    the default stopped hooking the frees (no such field) traced them, and says so."""
+    rec = SlabTrace(sites=(("dentry", "__d_alloc", 3, 576, 0),), sample=64, events=3, frees_traced=False)
+    assert from_json(to_json(rec)) == rec
+    old = to_json(rec)
+    del old["frees_traced"]
+    before = from_json(old)
+    assert isinstance(before, SlabTrace) and before.frees_traced is True
 
 
 def test_unreadable_slabinfo_says_why(tmp_path: Path) -> None:

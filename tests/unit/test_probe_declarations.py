@@ -60,6 +60,7 @@ def test_default_probes_in_load_order(tmp_path: Path) -> None:
         "leaks",
         "leakrate",
         "slabtrace",
+        "slabfrees",
         "slabstacks",
         "pagealloc",
         "shmsnoop",

@@ -3,8 +3,9 @@ growth, and below the table what the user asked for: slab call sites (traced on 
 allocator (fragmentation, allocations by order), vmalloc callers, allocation profiling.
 
 Tracing is an intent to the source (``trace_kernel``): `t` (every cache) or Enter (one cache)
-attaches the slab tracer, `p` the page-allocation counter; pressing the key again, or leaving
-the pane, detaches them."""
+attaches the slab tracer (allocations only), `f` swaps it for the one that hooks the frees too
+(per call site net growth), `k` for the one with kernel stacks; `p` the page-allocation counter;
+pressing the key again, or leaving the pane, detaches them."""
 
 from __future__ import annotations
 
@@ -23,11 +24,9 @@ from memtop.state.kernel import KernelState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.kernel import SORT_KEYS
+from memtop.views.kernel import SLAB_TRACERS, SORT_KEYS, mode_label
 
 #: the lines below the table, in the order `v` cycles them
-#: the slab tracers, one attached at a time: sampled call sites; the same with kernel stacks
-SLAB_TRACERS = ("slabtrace", "slabstacks")
 MODES = ("sites", "pages", "vmalloc", "allocinfo", "breakdown")
 #: one colour per breakdown line (stacking order of memtop.kernelfs.BREAKDOWN); free is blank
 COLOURS = {
@@ -114,6 +113,13 @@ class KernelPane(FilterablePane, SortableTablePane):
         Binding("G", "sort_by('bytes_per_s')", "Sort growth", show=False),
         Binding("D", "sort_by('delta_bytes')", "Sort Δ", show=False),
         Binding("t", "trace", "Trace slabs"),
+        Binding(
+            "f",
+            "frees",
+            "Net growth",
+            show=False,
+            tooltip="slab tracing with the frees too: net growth per call site, at a higher cost (on/off)",
+        ),
         Binding(
             "k", "stacks", "Kernel stacks", show=False, tooltip="slab tracing with kernel stacks (on/off)"
         ),
@@ -224,10 +230,15 @@ class KernelPane(FilterablePane, SortableTablePane):
             return
         c = s["cost"]
         t.append(f"Call sites of {s['cache'] or 'every cache'}", style="bold")
+        # the cost line: what was hooked (and, before it is cut at 80 columns, why there is no net
+        # growth), then what those programs cost as the kernel measured it
         t.append(
-            f"  1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s · {cpu(c)} of a CPU"
+            f"  {mode_label(s)}"
+            + ("" if s["frees_traced"] else f" · {s['frees_note']}")
+            + f" · 1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s"
+            f" · {cpu(c)} of a CPU"
             + (f" ({c['ns_per_event']:.0f} ns/event)" if c["ns_per_event"] else "")
-            + f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}"
+            + (f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}" if s["frees_traced"] else "")
             + (f" · dropped {s['dropped']}" if s["dropped"] else "")
             + ("" if s["tracing"] else " · stopped"),
             style="dim",
@@ -236,10 +247,11 @@ class KernelPane(FilterablePane, SortableTablePane):
             t.append("\n")
             t.append(f"{r['cache'][:22]:<22} ", style="cyan")
             t.append(f"{r['site'][:34]:<34}")
-            t.append(
-                f" {fmt.count_h(r['allocs_per_s']):>6}/s  {fmt.bytes_h(r['bytes_per_s'])}/s"
-                f"  net {fmt.count_h(r['net_per_s'])}/s  Σnet {fmt.count_h(r['net_objs'])}"
-            )
+            t.append(f" {fmt.count_h(r['allocs_per_s']):>6}/s  {fmt.bytes_h(r['bytes_per_s'])}/s")
+            if s["frees_traced"]:
+                t.append(f"  net {fmt.count_h(r['net_per_s'])}/s  Σnet {fmt.count_h(r['net_objs'])}")
+            else:  # not measured: a dash, never a 0 (the cost line says why)
+                t.append("  net —", style="dim")
             if s["stacks"]:  # its heaviest kernel stack: who called the call site
                 t.append("\n")
                 callers = r["stacks"][0]["frames"][1:] if r["stacks"] else []
@@ -349,8 +361,19 @@ class KernelPane(FilterablePane, SortableTablePane):
             src.trace_kernel(tracer, False)
 
     def _slab_tracer(self) -> str | None:
-        """The slab tracer attached by this pane: slabtrace, slabstacks (with kernel stacks)."""
+        """The slab tracer attached by this pane: slabtrace, slabfrees (frees too), slabstacks
+        (with kernel stacks)."""
         return next((t for t in SLAB_TRACERS if t in self._tracing), None)
+
+    def _swap_slab_tracer(self, variant: str) -> None:
+        """Trace with ``variant`` instead of the slab tracer running (or back to the plain one
+        when ``variant`` is the one running)."""
+        self.mode = "sites"
+        tracer = self._slab_tracer()
+        if tracer is not None:
+            self._trace(tracer, False)
+        self._trace("slabtrace" if tracer == variant else variant, True)
+        self._redraw()
 
     def action_trace(self) -> None:
         self.mode = "sites"
@@ -364,13 +387,12 @@ class KernelPane(FilterablePane, SortableTablePane):
 
     def action_stacks(self) -> None:
         """Switch slab tracing to (or from) the tracer that also collects kernel stacks."""
-        self.mode = "sites"
-        stacks = self._slab_tracer() != "slabstacks"
-        tracer = self._slab_tracer()
-        if tracer is not None:
-            self._trace(tracer, False)
-        self._trace("slabstacks" if stacks else "slabtrace", True)
-        self._redraw()
+        self._swap_slab_tracer("slabstacks")
+
+    def action_frees(self) -> None:
+        """Switch slab tracing to (or from) the tracer that hooks the frees too (net growth per
+        call site; it runs a program on every free, sampled object or not)."""
+        self._swap_slab_tracer("slabfrees")
 
     def action_all_caches(self) -> None:
         self.opts.extra["cache"] = None
