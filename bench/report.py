@@ -315,10 +315,9 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
                 t.met(s["sampled"]["ratio"]),
             )
             continue
-        # the workload's own CPU time (where the hooks run, without the time other load
-        # preempted it); the target is met when both it and the wall clock are within it
+        # the target is how much the workload slows: its wall clock. Its own CPU time
+        # (where the hooks run, without the time other load preempted it) is shown beside it
         cpu = r.get(f"cpu_{key}")
-        ratios = [s["sampled"]["ratio"]] + ([cpu["sampled"]["ratio"]] if cpu else [])
 
         yield Row(
             f"kernel · slab tracing, the default: allocations only (1 in {r['sample']}), {what}",
@@ -327,8 +326,8 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
             f"{x(s['floor_allocs']['ratio'])}{by_cpu(cpu, 'sampled', 'floor_allocs')}; exact (1 in 1) "
             f"{x(s['exact']['ratio'])}, with kernel stacks (`k`) {x(s['stacks']['ratio'])}{regular}"
             f"{slab_ns(r, 'sampled')} (n={s['sampled']['n']})",
-            t.text + (" (wall clock and CPU time)" if cpu else ""),
-            t.met(*ratios),
+            t.text + (" (the workload's wall clock)" if cpu else ""),
+            t.met(s["sampled"]["ratio"]),
         )
         yield Row(
             f"kernel · slab tracing with the frees (`f`: net growth per call site), {what}",
