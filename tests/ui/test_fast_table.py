@@ -180,3 +180,47 @@ def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> 
             assert len(header_renders) > drawn
 
     asyncio.run(run())
+
+
+async def _log_screens(cls: type[DataTable[Any]]) -> tuple[list[str], int]:
+    """A newest-first log of 60 rows through fill_table, 40 new rows a tick (the Reclaim pane's
+    episodes in a swap storm), the cursor on a row that stays: screens, and how often the table
+    was cleared after the first fill."""
+    from memtop.ui.panes.base import fill_table
+    from memtop.views import Column
+
+    columns = (Column("key", "KEY", numeric=False), Column("n", "N"), Column("t", "TEXT", numeric=False))
+    app = _app(cls)
+    shots: list[str] = []
+    cleared = 0
+    async with app.run_test(size=(60, 24)) as pilot:
+        t = app.query_one("#t", DataTable)
+        clear = t.clear
+
+        def counting_clear(columns: bool = False) -> Any:
+            nonlocal cleared
+            cleared += 1
+            return clear(columns)
+
+        t.clear = counting_clear  # type: ignore[method-assign]
+        for tick in range(4):
+            newest = 100 + 40 * tick
+            rows = [{"key": f"e{i}", "n": i * 7, "t": "x" * (i % 9)} for i in range(newest, newest - 60, -1)]
+            fill_table(t, columns, rows, "key", edits=120)
+            if tick == 0:  # the first fill builds the table
+                cleared = 0
+                t.move_cursor(row=10, animate=False)  # e90: still listed next tick
+            await pilot.pause(0.1)
+            shots.append(app.export_screenshot())
+            shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate)))
+    return shots, cleared
+
+
+def test_a_log_turned_over_is_edited_and_draws_what_data_table_draws() -> None:
+    fast, fast_cleared = asyncio.run(_log_screens(FastTable))
+    plain, _ = asyncio.run(_log_screens(DataTable))
+    assert fast_cleared == 0, "the log was rebuilt, not edited"
+    assert "'e220'" in fast[-1] and "'e100'" not in fast[-1]  # the newest rows, the oldest gone
+    assert "row=50," in fast[3]  # the cursor stayed on e90, 40 rows further down
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
