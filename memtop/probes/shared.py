@@ -6,7 +6,9 @@ sharedinfo (no BPF): the System V segments (/proc/sysvipc/shm), hugetlb pools an
 (/sys/kernel/mm), meminfo's huge and shared figures every tick; every ``scan_every`` ticks the
 processes' status (RssShmem, HugetlbPages), their memfds (fds) and maps (which segment and memfd
 each maps), smaps_rollup (AnonHugePages) for those with the most anonymous memory, and the
-tmpfs mounts with their largest files.
+tmpfs mounts with their largest files. While the Shared pane is not on screen (``watched``
+False) the scans come every ``unwatched_every`` ticks and the pools are read every
+``scan_every``; the pane shown again has a scan at its next tick.
 """
 
 from __future__ import annotations
@@ -331,6 +333,7 @@ class SharedinfoProbe(Probe):
         max_files: int = 2000,
         top_files: int = 50,
         mounts: tuple[str, ...] | None = None,
+        unwatched_every: int = 30,
     ) -> None:
         self.proc = proc_root
         self.sys = sys_root
@@ -343,6 +346,8 @@ class SharedinfoProbe(Probe):
         #: for a large process here)
         self.rollup_every = rollup_every
         self.scan_budget = scan_budget
+        self.unwatched_every = unwatched_every
+        self._was_watched = True
         #: pid -> (RssAnon when read, tick when read, AnonHugePages)
         self._rollup: dict[int, tuple[int, int, int]] = {}
         self._next_scan = 0
@@ -373,7 +378,9 @@ class SharedinfoProbe(Probe):
     def poll(self) -> list[Record]:
         self._tick += 1
         out: list[Record] = []
-        scan = self._tick == 1 or self._tick >= self._next_scan
+        watched, shown_now = self.watched, self.watched and not self._was_watched
+        self._was_watched = watched
+        scan = self._tick == 1 or self._tick >= self._next_scan or shown_now
         procs: list[SharedProc] = []
         mounts: list[TmpfsMount] = []
         processes = smaps_read = 0
@@ -386,17 +393,19 @@ class SharedinfoProbe(Probe):
             # at best)
             took_s = time.monotonic() - t0
             self.last_scan_s = took_s
-            self._next_scan = self._tick + max(self.scan_every, math.ceil(took_s / self.scan_budget))
+            every = self.scan_every if watched else self.unwatched_every
+            self._next_scan = self._tick + max(every, math.ceil(took_s / self.scan_budget))
             mapped: dict[int, list[int]] = {}
             for p in procs:
                 for shmid in p.sysv:
                     mapped.setdefault(shmid, []).append(p.pid)
             self._mapped = {k: tuple(sorted(v)) for k, v in mapped.items()}
         out += self._sysv()
-        pools = self._pools()
-        if pools != self._last_pools:
-            out.append(pools)
-            self._last_pools = pools
+        if watched or scan or self._tick % self.scan_every == 0:
+            pools = self._pools()
+            if pools != self._last_pools:
+                out.append(pools)
+                self._last_pools = pools
         if scan:
             out += procs
             out += mounts
