@@ -15,6 +15,10 @@ from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
 
 
+#: (row % 4, column) -> the cell's own style
+STYLED = {(1, 3): "bold red", (2, 5): "yellow", (3, 0): "bold red", (3, 1): "yellow"}
+
+
 class TableApp(App[None]):
     """One table of class ``table_cls``; the rows it highlighted, in order."""
 
@@ -62,6 +66,8 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False, fixed: int = 0
                         Text(
                             f"proc-{r:02d}" if c == 0 else f"{r * 37 + c * 1001:>7}",
                             justify="left" if c == 0 else "right",
+                            # figures past a threshold are coloured (memtop/ui/levels.py)
+                            style=STYLED.get((r % 4, c), ""),
                         )
                         for c in range(16)
                     ],
@@ -125,6 +131,24 @@ def test_fast_table_draws_what_data_table_draws() -> None:
 
     for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
         assert norm(a) == norm(b), f"screen {i} differs from DataTable's"
+
+
+def test_fast_table_draws_coloured_cells_itself(monkeypatch: Any) -> None:
+    """A cell with a style of its own (a level's colour) is drawn on the fast path, not handed to
+    DataTable's renderer (the screens above say it draws the same)."""
+    fast_line = FastTable._fast_line
+    fell_back: list[int] = []
+
+    def counting(self: FastTable, row_index: int) -> Any:
+        strip = fast_line(self, row_index)
+        if strip is None:
+            fell_back.append(row_index)
+        return strip
+
+    monkeypatch.setattr(FastTable, "_fast_line", counting)
+    shots = asyncio.run(_screens(FastTable, fixed=2))
+    assert "red" in shots[0] or "#" in shots[0]
+    assert fell_back == []
 
 
 def test_fast_table_with_fixed_columns_draws_what_data_table_draws() -> None:
