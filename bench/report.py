@@ -227,10 +227,16 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
     t = TARGETS["pane_cpu_pct"]
     cpu = r["cpu_pct"]
     worst = max(cpu, key=lambda c: cpu[c])
+    idle = ", ".join(f"{c} {v:.1f} %" for c, v in cpu.items()) + f" (worst: {worst})"
+    if r.get("against") and r["against"]["cpu_pct"]:
+        a = r["against"]
+        idle += f"; alternating, {a.get('label', a['memtop'])}: " + ", ".join(
+            f"{c} {v:.1f} %" for c, v in a["cpu_pct"].items()
+        )
     yield Row(
         "TUI at 160x45, 1 s refresh, idle machine: memtop's CPU per pane",
         f"`{PY} bench/pane_cost.py {r['rounds']}`",
-        ", ".join(f"{c} {v:.1f} %" for c, v in cpu.items()) + f" (worst: {worst})",
+        idle,
         t.text,
         t.met(*cpu.values()),
     )
@@ -246,7 +252,13 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
         figures += f"; in the same storm, alternating, {name}: " + ", ".join(
             f"{c} {other[c]:.1f} %" for c in storm if c in other
         )
-        cmd = f"`{PY} bench/pane_cost.py {r['rounds']} --against {against['memtop']}`"
+        cases = r.get("measured", {}).get("storm")
+        only = (
+            f" --cases {','.join('drill' if c == 'drill-in history' else c for c in cases)}"
+            if r.get("kept_from") and cases
+            else ""
+        )
+        cmd = f"`{PY} bench/pane_cost.py {r['rounds']}{only} --against {against['memtop']}`"
         if against.get("label") and against["label"] != against["memtop"]:
             cmd = cmd[:-1] + f" --label '{against['label']}'`"
     if r.get("note"):
