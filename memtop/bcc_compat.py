@@ -462,10 +462,10 @@ def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
 
 
 def percpu_sums(bpf: Any, table: str) -> list[int]:
-    """Every slot of a per-CPU array of u64 counters, summed over the CPUs, in one
-    BPF_MAP_LOOKUP_BATCH call (bcc's getvalue is a syscall and a ctypes array per slot: a reclaim
-    histogram of 128 slots read slot by slot was most of the vmscan probe's poll). Index i of the
-    list is slot i. OSError where the kernel cannot batch (before 5.6)."""
+    """Every slot of a per-CPU array of u64 counters, summed over the CPUs (a plain array of u64:
+    its values), in one BPF_MAP_LOOKUP_BATCH call (bcc's getvalue is a syscall and a ctypes array
+    per slot: a reclaim histogram of 128 slots read slot by slot was most of the vmscan probe's
+    poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6)."""
     import ctypes as ct
 
     bcc = bcc_module()

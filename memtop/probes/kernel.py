@@ -2,9 +2,10 @@
 vmstat's nr_zspages, /proc/slabinfo (root only: the caches that changed are sent) and
 /proc/buddyinfo; every ``slow_every`` ticks /proc/vmallocinfo (its read takes the kernel's vmap
 lock: not every second) and /proc/allocinfo where the kernel has allocation profiling. While the
-Kernel pane is not on screen (``watched`` False) slabinfo is read every ``unwatched_every`` ticks:
-only that pane and the exporter show it, and in a swap storm its read and parse were the largest
-part of memtop's polls (docs/performance.md).
+Kernel pane is not on screen (``watched`` False) slabinfo is read every ``unwatched_every`` ticks
+and vmallocinfo and allocinfo every ``full_every``: only that pane (and the exporter, slabinfo)
+shows them, and in a swap storm slabinfo's read and parse were the largest part of memtop's polls
+(docs/performance.md). Shown again, the pane has them all at the next tick.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class KernelProbe(Probe):
         self.unwatched_every = unwatched_every
         #: the tick slabinfo was last read
         self._slab_tick = 0
+        self._was_watched = True
         #: every cache (and buddyinfo) is resent this often: a recording started mid-session (R)
         #: has them all within that many ticks
         self.full_every = full_every
@@ -84,7 +86,10 @@ class KernelProbe(Probe):
         if buddy != self._buddy or self._tick % self.full_every == 0:
             self._buddy = buddy
             out.append(BuddyInfo(buddy))
-        if self._tick == 1 or self._tick % self.slow_every == 0:
+        shown_now = self.watched and not self._was_watched
+        self._was_watched = self.watched
+        slow = self._tick % self.slow_every == 0 and (self.watched or self._tick % self.full_every == 0)
+        if self._tick == 1 or shown_now or slow:
             out.append(self._vmalloc())
             out.append(self._allocinfo())
         return out

@@ -14,7 +14,7 @@ from memtop.bridge import Bridge
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.shared import SharedinfoProbe
 from memtop.records import Record
-from memtop.records.kernel import SlabCaches
+from memtop.records.kernel import SlabCaches, VmallocCallers
 from memtop.records.shared import HugePools, SharedScan, ShmTable
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernel"
@@ -45,6 +45,18 @@ def test_kernel_probe_reads_slabinfo_every_tick_only_while_watched(tmp_path: Pat
     assert ticks_with(probe, SlabCaches, 25) == [10, 20, 25]
     probe.watched = True
     assert ticks_with(probe, SlabCaches, 3) == [1, 2, 3]
+
+
+def test_kernel_probe_reads_vmallocinfo_seldom_while_unwatched(tmp_path: Path) -> None:
+    """/proc/vmallocinfo (its read holds the kernel's vmap lock) and allocinfo: every 5th tick
+    while the Kernel pane is shown, every 30th while it is not, at once when it is shown again."""
+    probe = KernelProbe(str(kernel_root(tmp_path)), slow_every=5, full_every=30)
+    probe.load()
+    assert ticks_with(probe, VmallocCallers, 10) == [1, 5, 10]
+    probe.watched = False
+    assert ticks_with(probe, VmallocCallers, 50) == [20, 50]  # the probe's ticks 30 and 60
+    probe.watched = True
+    assert ticks_with(probe, VmallocCallers, 5) == [1, 5]  # its tick 61 (shown again), 65
 
 
 def test_sharedinfo_scans_seldom_unwatched_and_at_once_when_shown(tmp_path: Path) -> None:
