@@ -83,9 +83,7 @@ def attached(probe: P) -> Iterator[P]:
 
 
 @contextmanager
-def event_trace(
-    event: str, filter: str | None = None, stacks: bool = False, kb: int = 256
-) -> Iterator[Path]:
+def event_trace(event: str, filter: str | None = None, stacks: bool = False, kb: int = 256) -> Iterator[Path]:
     """A tracefs instance of its own tracing kmem:``event`` (with ``filter``; with ``stacks``, each
     event's kernel stack after it): the kernel's own account of the same tracepoint."""
     root = tracefs.root()
