@@ -14,7 +14,6 @@ from textual.widgets import DataTable
 from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
 
-
 #: (row % 4, column) -> the cell's own style
 STYLED = {(1, 3): "bold red", (2, 5): "yellow", (3, 0): "bold red", (3, 1): "yellow"}
 
