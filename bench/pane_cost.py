@@ -5,12 +5,15 @@ of alternating rounds. Target: any pane or drill-in section <= 2 % of a core idl
 a swap storm (a 300 MiB workload reading its memory over and over in a 100 MiB memory cgroup with
 swap: thousands of swap-ins and reclaims a second), where the drill-in is on the storming process.
 
-usage: sudo .venv/bin/python bench/pane_cost.py [ROUNDS] [--storm-only] [--against MEMTOP [--label NAME]]
+usage: sudo .venv/bin/python bench/pane_cost.py [ROUNDS] [--storm-only] [--cases A,B]
+                                               [--against MEMTOP [--label NAME]]
 
 --storm-only: measure only the storm (the idle figures of the last result are kept);
---against MEMTOP: in the storm, alternate with another memtop executable (e.g. main's venv) in
-the same rounds, so a change is compared with what it changes under the same storm (``--label``:
-what to call it in the report, e.g. "main at fab2e52")."""
+--cases: measure only these cases (pane names, ``drill`` for the drill-in's History); the other
+cases' figures are those of the last result, and the report says which were measured when;
+--against MEMTOP: alternate with another memtop executable (e.g. main's venv) in the same rounds,
+idle and in the storm, so a change is compared with what it changes under the same conditions
+(``--label``: what to call it in the report, e.g. "main at fab2e52")."""
 
 from __future__ import annotations
 
@@ -50,9 +53,41 @@ def measure(args: list[str], window_s: float, exe: str | None = None) -> float:
         m.kill()
 
 
-def storm_cases() -> list[str]:
-    """Every pane: the target is any pane in a swap storm."""
-    return list(PANES)
+DRILL = "drill-in history"
+
+
+def pick(cases: list[str] | None) -> list[str]:
+    """Case names (``drill``: the drill-in's History) in the bench's order; all when None."""
+    every = [*PANES, DRILL]
+    if cases is None:
+        return every
+    want = {DRILL if c == "drill" else c for c in cases}
+    unknown = want - set(every)
+    if unknown:
+        raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))} (panes, or drill)")
+    return [c for c in every if c in want]
+
+
+def alternate(
+    i: int,
+    case: str,
+    args: list[str],
+    window_s: float,
+    against: str | None,
+    mine: list[float],
+    other: list[float],
+    what: str,
+) -> None:
+    """One round of ``case``: this memtop and, with ``against``, the other, the order alternating
+    between rounds (conditions drift over a round)."""
+    exes: list[str | None] = [None, against] if against else [None]
+    for exe in exes if i % 2 == 0 else exes[::-1]:
+        if exe is None:
+            mine.append(measure(args, window_s))
+            print(f"{what}{case:18} {mine[-1]:.2f} % of a core", flush=True)
+        else:
+            other.append(measure(args, window_s, exe))
+            print(f"{what}{case:18} {other[-1]:.2f} % ({exe})", flush=True)
 
 
 def main(
@@ -61,21 +96,23 @@ def main(
     storm_only: bool = False,
     against: str | None = None,
     label: str | None = None,
+    cases: list[str] | None = None,
 ) -> dict[str, Any]:
     import subprocess
 
+    chosen = pick(cases)
     # the drill-in on an idle process (its on-demand probes trace the target: not memtop itself)
     target = subprocess.Popen(["sleep", "3600"])
-    cases = {p: ["--pane", p] for p in PANES}
-    cases["drill-in history"] = ["--pid", str(target.pid)]
-    samples: dict[str, list[float]] = {c: [] for c in cases}
-    storm: dict[str, list[float]] = {}
-    other: dict[str, list[float]] = {}
+    args_of = {p: ["--pane", p] for p in PANES}
+    args_of[DRILL] = ["--pid", str(target.pid)]
+    samples: dict[str, list[float]] = {c: [] for c in chosen}
+    idle_other: dict[str, list[float]] = {c: [] for c in chosen}
+    storm: dict[str, list[float]] = {c: [] for c in chosen}
+    other: dict[str, list[float]] = {c: [] for c in chosen}
     try:
-        for _ in range(0 if storm_only else rounds):
-            for case, args in cases.items():
-                samples[case].append(measure(args, window_s))
-                print(f"{case:18} {samples[case][-1]:.2f} % of a core", flush=True)
+        for i in range(0 if storm_only else rounds):
+            for case in chosen:
+                alternate(i, case, args_of[case], window_s, against, samples[case], idle_other[case], "")
         with swapfile(), memcg(100 << 20) as cg:
             hog = subprocess.Popen(
                 [str(compile_c("swapfill")), "300", "1000000"],
@@ -89,45 +126,62 @@ def main(
             hog.stdin.write("go\n")
             hog.stdin.flush()
             time.sleep(5)  # filled: from here on every pass is swap-ins
-            storm_args = {p: ["--pane", p] for p in storm_cases()}
-            storm_args["drill-in history"] = ["--pid", str(hog.pid)]
-            storm = {c: [] for c in storm_args}
-            other = {c: [] for c in storm_args} if against else {}
+            storm_args = dict(args_of, **{DRILL: ["--pid", str(hog.pid)]})
             for i in range(rounds):
-                for case, args in storm_args.items():
-                    # alternate which goes first: the storm drifts over a round
-                    exes: list[str | None] = [None, against] if against else [None]
-                    for exe in exes if i % 2 == 0 else exes[::-1]:
-                        if exe is None:
-                            storm[case].append(measure(args, window_s))
-                            print(f"storm {case:12} {storm[case][-1]:.2f} % of a core", flush=True)
-                        else:
-                            other[case].append(measure(args, window_s, exe))
-                            print(f"storm {case:12} {other[case][-1]:.2f} % ({exe})", flush=True)
+                for case in chosen:
+                    alternate(
+                        i, case, storm_args[case], window_s, against, storm[case], other[case], "storm "
+                    )
             hog.kill()
             hog.wait()
     finally:
         target.kill()
         target.wait()
+    medians = {c: statistics.median(v) for c, v in samples.items() if v}
+    storm_medians = {c: statistics.median(v) for c, v in storm.items() if v}
     result: dict[str, Any] = {
         "machine": machine(),
         "rounds": rounds,
         "window_s": window_s,
-        "cpu_pct": {c: statistics.median(v) for c, v in samples.items() if v},
-        "samples": samples,
-        "storm_cpu_pct": {c: statistics.median(v) for c, v in storm.items()},
-        "storm_samples": storm,
+        "cpu_pct": medians,
+        "samples": {c: v for c, v in samples.items() if v},
+        "storm_cpu_pct": storm_medians,
+        "storm_samples": {c: v for c, v in storm.items() if v},
     }
-    if storm_only:  # the idle figures stay those of the last full run
-        last = json.loads((BENCH / "results" / "pane_cost.json").read_text())
-        result.update({k: last[k] for k in ("cpu_pct", "samples")})
-        result["idle_rounds"] = last.get("idle_rounds", last["rounds"])
+    last_path = BENCH / "results" / "pane_cost.json"
+    if storm_only or cases is not None:
+        # the cases not measured now keep the figures of the last result, in the bench's order
+        last = json.loads(last_path.read_text())
+        for fig, smp in (("cpu_pct", "samples"), ("storm_cpu_pct", "storm_samples")):
+            got, got_s = result[fig], result[smp]
+            result[fig] = {c: got.get(c, last[fig].get(c)) for c in pick(None) if c in got or c in last[fig]}
+            result[smp] = {c: got_s.get(c, last[smp].get(c)) for c in result[fig]}
+        measured = {"idle": [] if storm_only else chosen, "storm": chosen}
+        kept = {
+            k: [c for c in result[f] if c not in measured[k]]
+            for k, f in (("idle", "cpu_pct"), ("storm", "storm_cpu_pct"))
+        }
+        result["measured"] = measured
+        result["kept_from"] = {k: v for k, v in kept.items() if v}
+        if kept["idle"] or kept["storm"]:
+            result["note"] = "; ".join(
+                f"{k}: {', '.join(measured[k]) or 'none'} measured in this run ({rounds} rounds), "
+                f"{', '.join(v)} from the run before"
+                for k, v in kept.items()
+                if v
+            )
     if against:
+        result["against"] = {
+            "memtop": against,
+            "label": label or against,
+            "cpu_pct": {c: statistics.median(v) for c, v in idle_other.items() if v},
+            "samples": {c: v for c, v in idle_other.items() if v},
+        }
         result["storm_against"] = {
             "memtop": against,
             "label": label or against,
-            "cpu_pct": {c: statistics.median(v) for c, v in other.items()},
-            "samples": other,
+            "cpu_pct": {c: statistics.median(v) for c, v in other.items() if v},
+            "samples": {c: v for c, v in other.items() if v},
         }
     save("pane_cost", result)
     return result
@@ -139,6 +193,8 @@ if __name__ == "__main__":
     ap.add_argument("--storm-only", action="store_true")
     ap.add_argument("--against", metavar="MEMTOP")
     ap.add_argument("--label", metavar="NAME")
+    ap.add_argument("--cases", metavar="A,B", help="only these cases: pane names, or drill")
     a = ap.parse_args()
-    r = main(a.rounds, storm_only=a.storm_only, against=a.against, label=a.label)
+    cases = [c.strip() for c in a.cases.split(",") if c.strip()] if a.cases else None
+    r = main(a.rounds, storm_only=a.storm_only, against=a.against, label=a.label, cases=cases)
     print(json.dumps({k: r[k] for k in ("cpu_pct", "storm_cpu_pct")}, indent=1))

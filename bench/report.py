@@ -223,14 +223,36 @@ def cgroups_cost(r: dict[str, Any]) -> Iterator[Row]:
     )
 
 
+def pane_cost_cmd(r: dict[str, Any]) -> str:
+    """The command that made ``r``: its rounds, the cases it measured (when it kept others), the
+    memtop it alternated with."""
+    cases = r.get("measured", {}).get("storm")
+    cmd = f"{PY} bench/pane_cost.py {r['rounds']}"
+    if r.get("kept_from") and cases:
+        cmd += f" --cases {','.join('drill' if c == 'drill-in history' else c for c in cases)}"
+    against = r.get("storm_against")
+    if against:
+        cmd += f" --against {against['memtop']}"
+        if against.get("label") and against["label"] != against["memtop"]:
+            cmd += f" --label '{against['label']}'"
+    return f"`{cmd}`"
+
+
 def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
     t = TARGETS["pane_cpu_pct"]
     cpu = r["cpu_pct"]
+    cmd = pane_cost_cmd(r)
     worst = max(cpu, key=lambda c: cpu[c])
+    idle = ", ".join(f"{c} {v:.1f} %" for c, v in cpu.items()) + f" (worst: {worst})"
+    if r.get("against") and r["against"]["cpu_pct"]:
+        a = r["against"]
+        idle += f"; alternating, {a.get('label', a['memtop'])}: " + ", ".join(
+            f"{c} {v:.1f} %" for c, v in a["cpu_pct"].items()
+        )
     yield Row(
         "TUI at 160x45, 1 s refresh, idle machine: memtop's CPU per pane",
-        f"`{PY} bench/pane_cost.py {r['rounds']}`",
-        ", ".join(f"{c} {v:.1f} %" for c, v in cpu.items()) + f" (worst: {worst})",
+        cmd,
+        idle,
         t.text,
         t.met(*cpu.values()),
     )
@@ -239,16 +261,12 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
     worst = max(storm, key=lambda c: storm[c])
     against = r.get("storm_against")
     figures = ", ".join(f"{c} {v:.1f} %" for c, v in storm.items()) + f" (worst: {worst})"
-    cmd = f"`{PY} bench/pane_cost.py {r['rounds']}`"
     if against:
         other = against["cpu_pct"]
         name = against.get("label", against["memtop"])
         figures += f"; in the same storm, alternating, {name}: " + ", ".join(
             f"{c} {other[c]:.1f} %" for c in storm if c in other
         )
-        cmd = f"`{PY} bench/pane_cost.py {r['rounds']} --against {against['memtop']}`"
-        if against.get("label") and against["label"] != against["memtop"]:
-            cmd = cmd[:-1] + f" --label '{against['label']}'`"
     if r.get("note"):
         figures += f" — {r['note']}"
     yield Row(

@@ -461,6 +461,29 @@ def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
     return keys.raw[: ksz * total], values.raw[: vsz * total], total, ksz, vsz
 
 
+def percpu_sums(bpf: Any, table: str) -> list[int]:
+    """Every slot of a per-CPU array of u64 counters, summed over the CPUs (a plain array of u64:
+    its values), in one BPF_MAP_LOOKUP_BATCH call (bcc's getvalue is a syscall and a ctypes array
+    per slot: a reclaim histogram of 128 slots read slot by slot was most of the vmscan probe's
+    poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6)."""
+    import ctypes as ct
+
+    bcc = bcc_module()
+    t = bpf[table]
+    n = int(t.max_entries)
+    ncpu = ct.sizeof(t.Leaf) // 8  # bcc's per-CPU Leaf: a u64 per possible CPU
+    if ct.sizeof(t.Leaf) != 8 * ncpu or ct.sizeof(t.Key) != 4:
+        raise TypeError(f"{table} is not a per-CPU array of u64")
+    keys = (ct.c_uint32 * n)()
+    values = (ct.c_uint64 * (n * ncpu))()
+    total = _batch_read(bcc.libbcc.lib.bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
+    flat = list(values)
+    out = [0] * n
+    for i in range(total):
+        out[keys[i]] = sum(flat[i * ncpu : (i + 1) * ncpu])
+    return out
+
+
 def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
     """Look up and delete every entry of a hash map in a few BPF_MAP_LOOKUP_AND_DELETE_BATCH calls
     (each entry is copied and removed atomically, so no increment is lost between read and

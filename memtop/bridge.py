@@ -17,7 +17,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -170,6 +170,8 @@ class Bridge:
         self._status: dict[str, ProbeStatus] = {}
         self._attached: list[Probe] = []
         self._last_poll: dict[str, float] = {}
+        #: the probes that feed what is on screen (None: all; see watch)
+        self._watched: frozenset[str] | None = None
         self._pending_status: list[Record] = []
         self._lock = threading.Lock()
         # held while probes are polled, so a probe is never closed under a poll in the worker thread
@@ -542,6 +544,9 @@ class Bridge:
             return False
         return self.add_probe(make[tracer]())
 
+    def watch(self, probes: Collection[str] | None) -> None:
+        self._watched = None if probes is None else frozenset(probes)
+
     # -- polling ------------------------------------------------------------------------------
     def poll_sync(self, force: bool = False) -> Batch:
         """Poll every due attached probe (worker thread)."""
@@ -569,6 +574,8 @@ class Bridge:
             if not force and now - last < p.cadence_s * 0.9:
                 continue
             self._last_poll[p.name] = now
+            watched = self._watched
+            p.watched = watched is None or p.name in watched
             try:
                 records.extend(p.poll())
             except Exception as exc:  # noqa: BLE001 - a broken poll must not take the app down

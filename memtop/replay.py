@@ -31,7 +31,7 @@ import re
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -788,6 +788,9 @@ class ReplaySource:
 
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         return False  # the recording holds what was traced, if anything
+
+    def watch(self, probes: Collection[str] | None) -> None:
+        return None  # the recording holds what was read
 
     def _publish(self, *records: Record) -> None:
         """``records`` to the subscribers now, at the replay's position (a paused replay too)."""

@@ -10,7 +10,7 @@ record (``memtop.records.process.Focus``), so a recording carries it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 from memtop.records import Batch, ProbeStatus
@@ -117,6 +117,12 @@ class Source(Protocol):
         (page allocations by
         order), the Shared pane's "shmsnoop" (shm, madvise and memfd_create calls). False when
         that cannot be done now (a replay; no BPF; already in that state)."""
+        ...
+
+    def watch(self, probes: Collection[str] | None) -> None:
+        """The probes that feed what is on screen now (the TUI's pane or drill-in); the others may
+        read their costly parts less often (each record still says when it was read). None, as
+        before any call: everything is watched (snapshots, recordings, the exporter)."""
         ...
 
     # -- the end ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -682,6 +682,8 @@ class FakeSource:
         self.declined: list[list[int]] = []
         self.trace_choices: list[int | None] = []
         self.kernel_traced: list[tuple[str, bool]] = []
+        #: what watch() was told, in order
+        self.watched: list[frozenset[str] | None] = []
         self.closed = False
 
     @property
@@ -740,6 +742,9 @@ class FakeSource:
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         self.kernel_traced.append((tracer, on))
         return False
+
+    def watch(self, probes: Collection[str] | None) -> None:
+        self.watched.append(None if probes is None else frozenset(probes))
 
     def stop_attaching(self) -> None:
         return None

@@ -37,6 +37,10 @@ class Probe(ABC):
     features: ClassVar[tuple[str, ...]] = ()
     #: seconds between polls
     cadence_s: ClassVar[float] = 1.0
+    #: whether what this probe feeds is on screen (``Source.watch``): a probe with costly reads
+    #: that only its own pane shows may space them out while False. True unless a front end says
+    #: otherwise (snapshots, recordings, the exporter and tests never do).
+    watched: bool = True
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:

@@ -1,7 +1,11 @@
 """The kernel probe: the kernel's own memory accounting (no BPF). Each tick: /proc/meminfo,
 vmstat's nr_zspages, /proc/slabinfo (root only: the caches that changed are sent) and
 /proc/buddyinfo; every ``slow_every`` ticks /proc/vmallocinfo (its read takes the kernel's vmap
-lock: not every second) and /proc/allocinfo where the kernel has allocation profiling.
+lock: not every second) and /proc/allocinfo where the kernel has allocation profiling. While the
+Kernel pane is not on screen (``watched`` False) slabinfo is read every ``unwatched_every`` ticks
+and vmallocinfo and allocinfo every ``full_every``: only that pane (and the exporter, slabinfo)
+shows them, and in a swap storm slabinfo's read and parse were the largest part of memtop's polls
+(docs/performance.md). Shown again, the pane has them all at the next tick.
 """
 
 from __future__ import annotations
@@ -24,9 +28,15 @@ class KernelProbe(Probe):
     name = "kernel"
     needs_bpf = False
 
-    def __init__(self, proc_root: str = "/proc", slow_every: int = 5, full_every: int = 30) -> None:
+    def __init__(
+        self, proc_root: str = "/proc", slow_every: int = 5, full_every: int = 30, unwatched_every: int = 10
+    ) -> None:
         self.proc_root = proc_root
         self.slow_every = slow_every
+        self.unwatched_every = unwatched_every
+        #: the tick slabinfo was last read
+        self._slab_tick = 0
+        self._was_watched = True
         #: every cache (and buddyinfo) is resent this often: a recording started mid-session (R)
         #: has them all within that many ticks
         self.full_every = full_every
@@ -64,12 +74,22 @@ class KernelProbe(Probe):
                 vmap_stack=self._vmap_stack,
             )
         )
-        out.append(self._slabinfo())
+        if (
+            self.watched
+            or self._slab_tick == 0
+            or self._tick - self._slab_tick >= self.unwatched_every
+            or self._tick % self.full_every == 0
+        ):
+            self._slab_tick = self._tick
+            out.append(self._slabinfo())
         buddy = tuple(kernelfs.parse_buddyinfo(read_text(self._path("buddyinfo"), 65536) or ""))
         if buddy != self._buddy or self._tick % self.full_every == 0:
             self._buddy = buddy
             out.append(BuddyInfo(buddy))
-        if self._tick == 1 or self._tick % self.slow_every == 0:
+        shown_now = self.watched and not self._was_watched
+        self._was_watched = self.watched
+        slow = self._tick % self.slow_every == 0 and (self.watched or self._tick % self.full_every == 0)
+        if self._tick == 1 or shown_now or slow:
             out.append(self._vmalloc())
             out.append(self._allocinfo())
         return out

@@ -6,7 +6,9 @@ sharedinfo (no BPF): the System V segments (/proc/sysvipc/shm), hugetlb pools an
 (/sys/kernel/mm), meminfo's huge and shared figures every tick; every ``scan_every`` ticks the
 processes' status (RssShmem, HugetlbPages), their memfds (fds) and maps (which segment and memfd
 each maps), smaps_rollup (AnonHugePages) for those with the most anonymous memory, and the
-tmpfs mounts with their largest files.
+tmpfs mounts with their largest files. While the Shared pane is not on screen (``watched``
+False) the scans come every ``unwatched_every`` ticks and the pools are read every
+``scan_every``; the pane shown again has a scan at its next tick.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from memtop import tracefs
+from memtop import bcc_compat, tracefs
 from memtop.cgroupfs import read_text
 from memtop.kernelfs import parse_meminfo
 from memtop.probes.base import BpfProbe, Probe
@@ -125,6 +127,8 @@ class SharedProbe(BpfProbe):
         self.has: set[str] = set()
         self._pending: list[SharedCall] = []
         self._statuses: dict[int, str] = {}
+        #: arrays are read in one batched lookup (False: slot by slot)
+        self._batch = True
 
     def cflags(self) -> list[str]:
         flags = [f"-DMAX_TIDS={self.max_tids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
@@ -225,14 +229,23 @@ class SharedProbe(BpfProbe):
             scans = self.read_array_sum("shared_scan_pmd") if "HAVE_SCAN_PMD" in self.has else None
             coll = []
             if "HAVE_COLLAPSE" in self.has:
-                table = self.bpf["shared_collapse"]
-                for i in range(STATUS_SLOTS):
-                    n = int(table[table.Key(i)].value)
+                for i, n in enumerate(self._collapses()):
                     if n:
                         coll.append((self._statuses.get(i, f"status{i}"), n))
             out.append(KhugepagedTotals(scans=scans, collapses=tuple(coll)))
         out.append(self.lost_record("shared_lost"))
         return out
+
+    def _collapses(self) -> list[int]:
+        """Collapses by status: 64 slots in one batched lookup (memtop.bcc_compat.percpu_sums),
+        slot by slot where the kernel cannot batch."""
+        if self._batch:
+            try:
+                return bcc_compat.percpu_sums(self.bpf, "shared_collapse")[:STATUS_SLOTS]
+            except OSError:
+                self._batch = False
+        table = self.bpf["shared_collapse"]
+        return [int(table[table.Key(i)].value) for i in range(STATUS_SLOTS)]
 
 
 class ShmSnoopProbe(SharedProbe):
@@ -331,6 +344,7 @@ class SharedinfoProbe(Probe):
         max_files: int = 2000,
         top_files: int = 50,
         mounts: tuple[str, ...] | None = None,
+        unwatched_every: int = 30,
     ) -> None:
         self.proc = proc_root
         self.sys = sys_root
@@ -343,6 +357,8 @@ class SharedinfoProbe(Probe):
         #: for a large process here)
         self.rollup_every = rollup_every
         self.scan_budget = scan_budget
+        self.unwatched_every = unwatched_every
+        self._was_watched = True
         #: pid -> (RssAnon when read, tick when read, AnonHugePages)
         self._rollup: dict[int, tuple[int, int, int]] = {}
         self._next_scan = 0
@@ -373,7 +389,9 @@ class SharedinfoProbe(Probe):
     def poll(self) -> list[Record]:
         self._tick += 1
         out: list[Record] = []
-        scan = self._tick == 1 or self._tick >= self._next_scan
+        watched, shown_now = self.watched, self.watched and not self._was_watched
+        self._was_watched = watched
+        scan = self._tick == 1 or self._tick >= self._next_scan or shown_now
         procs: list[SharedProc] = []
         mounts: list[TmpfsMount] = []
         processes = smaps_read = 0
@@ -386,17 +404,19 @@ class SharedinfoProbe(Probe):
             # at best)
             took_s = time.monotonic() - t0
             self.last_scan_s = took_s
-            self._next_scan = self._tick + max(self.scan_every, math.ceil(took_s / self.scan_budget))
+            every = self.scan_every if watched else self.unwatched_every
+            self._next_scan = self._tick + max(every, math.ceil(took_s / self.scan_budget))
             mapped: dict[int, list[int]] = {}
             for p in procs:
                 for shmid in p.sysv:
                     mapped.setdefault(shmid, []).append(p.pid)
             self._mapped = {k: tuple(sorted(v)) for k, v in mapped.items()}
         out += self._sysv()
-        pools = self._pools()
-        if pools != self._last_pools:
-            out.append(pools)
-            self._last_pools = pools
+        if watched or scan or self._tick % self.scan_every == 0:
+            pools = self._pools()
+            if pools != self._last_pools:
+                out.append(pools)
+                self._last_pools = pools
         if scan:
             out += procs
             out += mounts

@@ -178,6 +178,8 @@ class SwapinProbe(BpfProbe):
         self._sent: dict[int, tuple[int, ...]] = {}
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
+        #: the histograms are read in one batched lookup each (False: slot by slot)
+        self._batch = True
 
     def cflags(self) -> list[str]:
         wanted = {n for names in SYMBOLS.values() for n in names}
@@ -236,6 +238,11 @@ class SwapinProbe(BpfProbe):
                 counts[0 if region_file_backed(maps, region, addr) else 1] += count
 
     def _hist(self, table: str) -> tuple[int, ...]:
+        if self._batch:
+            try:  # one batched lookup, not a syscall per slot (memtop.bcc_compat.percpu_sums)
+                return tuple(bcc_compat.percpu_sums(self.bpf, table)[:HIST_SLOTS])
+            except OSError:  # a kernel without batched lookups: slot by slot from now on
+                self._batch = False
         t = self.bpf[table]
         return tuple(int(t.sum(t.Key(i)).value) for i in range(HIST_SLOTS))
 

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from memtop import bcc_compat
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
@@ -129,6 +130,8 @@ class VmscanProbe(BpfProbe):
         self._pending: list[Record] = []
         #: events delivered through the ring since load (the state counts them too)
         self.delivered = 0
+        #: per-CPU arrays are read in one batched lookup each (False: slot by slot)
+        self._batch = True
 
     def cflags(self) -> list[str]:
         return [
@@ -166,6 +169,11 @@ class VmscanProbe(BpfProbe):
 
     # -- map readers ------------------------------------------------------------------------------
     def _percpu_ints(self, table: str, n: int) -> list[int]:
+        if self._batch:
+            try:
+                return bcc_compat.percpu_sums(self.bpf, table)[:n]
+            except OSError:  # a kernel without batched lookups: slot by slot from now on
+                self._batch = False
         t = self.bpf[table]
         return [int(sum(t.getvalue(t.Key(i)))) for i in range(n)]
 

@@ -161,6 +161,8 @@ class MemtopApp(RecordReplay):
         self._detacher: threading.Thread | None = None
         self._released = threading.Event()
         self._exit_started = 0.0
+        #: the probes last said to feed what is on screen (None: all; Source.watch)
+        self._watched: frozenset[str] | None = None
 
     @property
     def state(self) -> State:
@@ -303,6 +305,7 @@ class MemtopApp(RecordReplay):
             # a fallback: on_ready marks the first frame sooner when that frame showed the data
             self.call_after_refresh(self._first_frame)
         self._draw_header()
+        self._watch()
         # a drill-in covers the pane: the pane is drawn again when the drill-in is left (in a swap
         # storm, refreshing the unseen processes table was a tenth of memtop's CPU)
         pane = self.active_pane()
@@ -311,6 +314,23 @@ class MemtopApp(RecordReplay):
         screen = self.screen
         if isinstance(screen, DrillScreen):
             screen.refresh_from(self.state)
+
+    def _watch(self) -> None:
+        """Tell the source which probes feed what is on screen (the drill-in's, or the pane's):
+        the Kernel and Shared probes read slabinfo and scan processes less often while their
+        panes are not shown. A recording (R) is of every pane, a headless snapshot is short:
+        everything is watched meanwhile."""
+        probes: frozenset[str] | None = None
+        if self.recorder is None and self.snapshot_request is None:
+            drill = next((s for s in reversed(self.screen_stack) if isinstance(s, DrillScreen)), None)
+            pane = self.active_pane()
+            if drill is not None:
+                probes = frozenset(drill.view.probes)
+            elif pane is not None:
+                probes = frozenset(pane.view.probes)
+        if probes != self._watched:
+            self._watched = probes
+            self.source.watch(probes)
 
     def pop_screen(self) -> AwaitComplete:
         done = super().pop_screen()
@@ -389,6 +409,7 @@ class MemtopApp(RecordReplay):
             return
         for other in self.main_screen.query_one("#panes", Container).query_children(Pane):
             other.display = other is pane
+        self._watch()
         pane.refresh_from(self.state)
         pane.focus_default()
 

@@ -271,15 +271,20 @@ class FastTable(CompatDataTable):
         cells = [data[c.key] for c in columns]
         texts: list[str] = []
         justify: list[str] = []
+        # a cell's own style (a figure past its threshold, memtop/views/levels.py), drawn as
+        # DataTable draws it: over the row's style, its padding not; spans are DataTable's to draw
+        cell_styles: list[str | Style] = []
         for cell in cells:
             if isinstance(cell, Text):
-                if cell.spans or cell.style:
+                if cell.spans:
                     return None
                 texts.append(cell.plain)
                 justify.append(cell.justify or "left")
+                cell_styles.append(cell.style)
             else:
                 texts.append(str(cell))
                 justify.append("left")
+                cell_styles.append("")
         cursor = row_index == cursor_row
         base, row_style, component, post = self._styles(row_index, cursor, row_index == hover_row)
         key = (
@@ -287,6 +292,7 @@ class FastTable(CompatDataTable):
             row_index,
             tuple(texts),
             tuple(justify),
+            tuple(cell_styles),
             widths,
             scroll_x,
             width,
@@ -308,17 +314,26 @@ class FastTable(CompatDataTable):
             )
             fixed_style, fixed_post = fixed_styles[0] + fixed_styles[1], fixed_styles[2]
         segments: list[Segment] = []
-        for col, (text, how, w) in enumerate(zip(texts, justify, widths, strict=False)):
+        for col, (text, how, w, own) in enumerate(zip(texts, justify, widths, cell_styles, strict=False)):
             inner = max(0, w - 2 * pad)
             if cell_len(text) > inner:
                 text = set_cell_size(text, max(0, inner - 1)) + "…" if inner else ""
             fill = " " * (inner - cell_len(text))
             body = fill + text if how == "right" else (text + fill)
             meta = Style.from_meta({"row": row_index, "column": col})
-            if col < fixed:  # a fixed column's own colour, as DataTable draws it
-                segments.append(Segment(" " * pad + body + " " * pad, fixed_style + fixed_post + meta))
+            # a fixed column's own colour, as DataTable draws it
+            pre, after = (fixed_style, fixed_post) if col < fixed else (style, post)
+            if not own:
+                segments.append(Segment(" " * pad + body + " " * pad, pre + after + meta))
+                continue
+            plain, coloured = (
+                pre + after + meta,
+                pre + (own if isinstance(own, Style) else Style.parse(own)) + after + meta,
+            )
+            if coloured == plain or not pad:  # one segment where the styles come out the same
+                segments.append(Segment(" " * pad + body + " " * pad, coloured))
             else:
-                segments.append(Segment(" " * pad + body + " " * pad, style + post + meta))
+                segments += [Segment(" " * pad, plain), Segment(body, coloured), Segment(" " * pad, plain)]
         filler = scroll_x + width - sum(widths)
         if filler > 0:  # the row's colours (zebra, cursor) run to the right edge, as DataTable's do
             segments.append(Segment(" " * filler, style + post))

@@ -59,16 +59,25 @@ class Options:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def wall_ns(state: State, ts_ns: int | None = None) -> int | None:
-    """Wall-clock time (ns since the epoch) of ``ts_ns`` (default: the state's latest sample), on
-    the clock of the machine that took it (a replay's recorded time); None when not known."""
+def wall_offset_ns(state: State) -> int | None:
+    """What turns the batches' CLOCK_MONOTONIC into wall-clock time on the machine that took them
+    (``wall_ns`` of many timestamps: look it up once); None when not known."""
     from memtop.state.host import HostState
 
     facts = state.get(HostState).facts
-    ts = state.ts_ns if ts_ns is None else ts_ns
-    if facts is None or not facts.wall_minus_monotonic_ns or not ts:
+    if facts is None or not facts.wall_minus_monotonic_ns:
         return None
-    return ts + facts.wall_minus_monotonic_ns
+    return facts.wall_minus_monotonic_ns
+
+
+def wall_ns(state: State, ts_ns: int | None = None) -> int | None:
+    """Wall-clock time (ns since the epoch) of ``ts_ns`` (default: the state's latest sample), on
+    the clock of the machine that took it (a replay's recorded time); None when not known."""
+    off = wall_offset_ns(state)
+    ts = state.ts_ns if ts_ns is None else ts_ns
+    if off is None or not ts:
+        return None
+    return ts + off
 
 
 def taken_at(state: State) -> str | None:

@@ -6,15 +6,17 @@ ring overflowed; the events list is a log of what reached user space: the kernel
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from typing import Any
 
 from memtop import cgroupfs, fmt
-from memtop.records.reclaim import RECLAIM_KINDS
+from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring, render_table, wall_ns
+from memtop.views import Column, Options, View, measuring, render_table, wall_offset_ns
 from memtop.views.vmscan import render_hist
 
 SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
@@ -65,10 +67,17 @@ class ReclaimView(View):
             for i, n in sorted(rs.histogram.get(kind, {}).items())
             if n
         ]
+        # the TUI asks for the episodes it lists (``extra["events_limit"]``), not all 1,000: in a
+        # swap storm the log turns over every few seconds and each dict costs a tick
+        limit = opts.extra.get("events_limit")
+        logged: Iterable[ReclaimEvent] = reversed(rs.events)
+        if isinstance(limit, int):
+            logged = itertools.islice((e for e in logged if e.kind in kinds), limit)
+        off = wall_offset_ns(state)
         events = [
             {
                 "ts_ns": e.ts_ns,
-                "wall_ns": wall_ns(state, e.ts_ns),
+                "wall_ns": None if off is None or not e.ts_ns else e.ts_ns + off,
                 "pid": e.pid,
                 "comm": e.comm,
                 "kind": e.kind,
@@ -76,7 +85,7 @@ class ReclaimView(View):
                 "pages_reclaimed": e.pages_reclaimed,
                 "cgroup": memcg.get(e.pid),
             }
-            for e in reversed(rs.events)
+            for e in logged
             if e.kind in kinds
         ]
         rows = [

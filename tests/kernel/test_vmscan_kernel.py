@@ -353,6 +353,30 @@ def test_compaction_and_kcompactd(live: Live) -> None:
     assert close(d1["kcompactd_wakes"] - d0["kcompactd_wakes"], delta(k1, k0, "compact_daemon_wake"), floor=2)
 
 
+def slot_by_slot(t: Any) -> list[int]:
+    return [int(sum(t.getvalue(t.Key(i)))) for i in range(int(t.max_entries))]
+
+
+@pytest.mark.bpf
+def test_per_cpu_arrays_read_in_one_batch_match_slot_by_slot(live: Live) -> None:
+    """The probe reads its per-CPU histograms and counters in one batched lookup each: every slot
+    is what bcc's getvalue reads slot by slot (read before and after: other tests may reclaim)."""
+    from memtop import bcc_compat
+
+    with hog_in_memcg(32, 96, passes=1) as hog:
+        live.tick()
+        hog.go()
+        hog.wait_done(live.tick)
+    for table in ("reclaim_hist", "vmscan_counters", "compact_hist"):
+        t = live.probe.bpf[table]
+        before = slot_by_slot(t)
+        batch = bcc_compat.percpu_sums(live.probe.bpf, table)
+        after = slot_by_slot(t)
+        assert len(batch) == len(before)
+        assert all(b <= x <= a for b, x, a in zip(before, batch, after, strict=True)), table
+    assert sum(bcc_compat.percpu_sums(live.probe.bpf, "reclaim_hist")) > 0, "the hog's reclaim counted"
+
+
 @pytest.mark.bpf
 def test_reclaim_pane_through_memtop_snapshot() -> None:
     """The real CLI: the workload starts once memtop's probes are attached (MEMTOP_READY_FILE) and

@@ -14,6 +14,9 @@ from textual.widgets import DataTable
 from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
 
+#: (row % 4, column) -> the cell's own style
+STYLED = {(1, 3): "bold red", (2, 5): "yellow", (3, 0): "bold red", (3, 1): "yellow"}
+
 
 class TableApp(App[None]):
     """One table of class ``table_cls``; the rows it highlighted, in order."""
@@ -62,6 +65,8 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False, fixed: int = 0
                         Text(
                             f"proc-{r:02d}" if c == 0 else f"{r * 37 + c * 1001:>7}",
                             justify="left" if c == 0 else "right",
+                            # figures past a threshold are coloured (memtop/ui/levels.py)
+                            style=STYLED.get((r % 4, c), ""),
                         )
                         for c in range(16)
                     ],
@@ -127,6 +132,24 @@ def test_fast_table_draws_what_data_table_draws() -> None:
         assert norm(a) == norm(b), f"screen {i} differs from DataTable's"
 
 
+def test_fast_table_draws_coloured_cells_itself(monkeypatch: Any) -> None:
+    """A cell with a style of its own (a level's colour) is drawn on the fast path, not handed to
+    DataTable's renderer (the screens above say it draws the same)."""
+    fast_line = FastTable._fast_line
+    fell_back: list[int] = []
+
+    def counting(self: FastTable, row_index: int) -> Any:
+        strip = fast_line(self, row_index)
+        if strip is None:
+            fell_back.append(row_index)
+        return strip
+
+    monkeypatch.setattr(FastTable, "_fast_line", counting)
+    shots = asyncio.run(_screens(FastTable, fixed=2))
+    assert "red" in shots[0] or "#" in shots[0]
+    assert fell_back == []
+
+
 def test_fast_table_with_fixed_columns_draws_what_data_table_draws() -> None:
     """PID and COMMAND stay put while the rest scrolls right: drawn as DataTable draws them."""
     fast = asyncio.run(_screens(FastTable, fixed=2))
@@ -180,3 +203,47 @@ def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> 
             assert len(header_renders) > drawn
 
     asyncio.run(run())
+
+
+async def _log_screens(cls: type[DataTable[Any]]) -> tuple[list[str], int]:
+    """A newest-first log of 60 rows through fill_table, 40 new rows a tick (the Reclaim pane's
+    episodes in a swap storm), the cursor on a row that stays: screens, and how often the table
+    was cleared after the first fill."""
+    from memtop.ui.panes.base import fill_table
+    from memtop.views import Column
+
+    columns = (Column("key", "KEY", numeric=False), Column("n", "N"), Column("t", "TEXT", numeric=False))
+    app = _app(cls)
+    shots: list[str] = []
+    cleared = 0
+    async with app.run_test(size=(60, 24)) as pilot:
+        t = app.query_one("#t", DataTable)
+        clear = t.clear
+
+        def counting_clear(columns: bool = False) -> Any:
+            nonlocal cleared
+            cleared += 1
+            return clear(columns)
+
+        t.clear = counting_clear  # type: ignore[method-assign]
+        for tick in range(4):
+            newest = 100 + 40 * tick
+            rows = [{"key": f"e{i}", "n": i * 7, "t": "x" * (i % 9)} for i in range(newest, newest - 60, -1)]
+            fill_table(t, columns, rows, "key", edits=120)
+            if tick == 0:  # the first fill builds the table
+                cleared = 0
+                t.move_cursor(row=10, animate=False)  # e90: still listed next tick
+            await pilot.pause(0.1)
+            shots.append(app.export_screenshot())
+            shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate)))
+    return shots, cleared
+
+
+def test_a_log_turned_over_is_edited_and_draws_what_data_table_draws() -> None:
+    fast, fast_cleared = asyncio.run(_log_screens(FastTable))
+    plain, _ = asyncio.run(_log_screens(DataTable))
+    assert fast_cleared == 0, "the log was rebuilt, not edited"
+    assert "'e220'" in fast[-1] and "'e100'" not in fast[-1]  # the newest rows, the oldest gone
+    assert "row=50," in fast[3]  # the cursor stayed on e90, 40 rows further down
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i

@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from memtop.state import State
 from memtop.ui.levels import style as level_style
@@ -195,12 +195,15 @@ def fill_table(
     extra: dict[str, Any] | None = None,
     extra_same: Callable[[dict[str, Any]], bool] | None = None,
     sort: tuple[str, bool] | None = None,
+    edits: int | None = None,
 ) -> None:
     """Update ``table`` in place by stable row key (``row[key]``): cells change where values
     changed; rows are rebuilt only when the set or order of keys changed. The cursor stays on the
     same key. Every cell is a ``Text`` so traced-system strings are never parsed as markup.
     ``extra`` adds computed columns; ``extra_same(row)`` may tell that they cannot have changed
-    for a row object shown last time (then they are not computed)."""
+    for a row object shown last time (then they are not computed). ``edits``: how many rows may
+    come and go before the table is rebuilt rather than edited (default: a quarter of its rows, at
+    least 32)."""
     if not table.columns:
         for c in columns:
             table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
@@ -257,20 +260,25 @@ def fill_table(
     new_set, old_set = set(new_keys), set(old_keys)
     gone = [k for k in old_keys if k not in new_set]
     added = [k for k in new_keys if k not in old_set]
-    if old_keys and len(gone) + len(added) <= max(32, len(new_keys) // 4):
+    if old_keys and len(gone) + len(added) <= (max(32, len(new_keys) // 4) if edits is None else edits):
         # a few rows came or went, or the order moved: edit in place (a full rebuild re-measures
         # every row, which with 1,000 processes costs more than everything else in a tick)
+        if isinstance(table, FastTable):  # all at once
+            table.remove_rows([RowKey(k) for k in gone])
+        else:
+            for k in gone:
+                table.remove_row(k)
         for k in gone:
-            table.remove_row(k)
             shown.pop(k, None)
             shown_rows.pop(k, None)
+        new_rows: list[tuple[str, list[Text]]] = []
         for r, k in zip(rows, new_keys, strict=True):
             plain = cells_for(r, k)
             old = shown.get(k)
             if old == plain:
                 continue
             if old is None:
-                table.add_row(*[as_text(i, v, r) for i, v in enumerate(plain)], key=k)
+                new_rows.append((k, [as_text(i, v, r) for i, v in enumerate(plain)]))
             else:
                 for i, ck in enumerate(col_keys):
                     if old[i] != plain[i]:
@@ -280,6 +288,11 @@ def fill_table(
                         grow = col is not None and cell_len(plain[i]) > col.content_width
                         table.update_cell(k, ck, as_text(i, plain[i], r), update_width=grow)
             shown[k] = plain
+        if isinstance(table, FastTable):  # all at once
+            table.add_keyed_rows(new_rows)
+        else:
+            for k, cells in new_rows:
+                table.add_row(*cells, key=k)
         # removed rows left a gap, added rows went to the end: re-sort only if that is not the order
         now = [k for k in old_keys if k in new_set] + added if gone or added else old_keys
         if now != new_keys:

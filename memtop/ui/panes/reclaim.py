@@ -3,6 +3,9 @@ Enter drills in) and a scrolling list of recent episodes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -44,6 +47,11 @@ class ReclaimPane(SortableTablePane):
         Binding("P", "sort_by('pid')", "Sort PID", show=False, tooltip="sort by PID"),
     ]
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: the episode rows listed, by key (reused while unchanged: fill_table skips them)
+        self._episodes: dict[str, dict[str, Any]] = {}
+
     def compose(self) -> ComposeResult:
         yield StatusLine(id="reclaim-status", classes="pane-status")
         with Horizontal(id="reclaim-hists"):
@@ -61,7 +69,10 @@ class ReclaimPane(SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
-        doc = self.view.document(state, self.opts)
+        # only the episodes the table lists (the document of a snapshot has all 1,000)
+        doc = self.view.document(
+            state, replace(self.opts, extra={**self.opts.extra, "events_limit": EVENTS_SHOWN})
+        )
         status = self.status_text(state)
         totals = [n for n in doc["events_total"].values() if n is not None]
         total = sum(totals) if totals else None
@@ -104,8 +115,17 @@ class ReclaimPane(SortableTablePane):
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
         assert isinstance(self.view, ReclaimView)
-        events = [dict(e, key=f"{e['ts_ns']}-{e['pid']}") for e in doc["events"][:EVENTS_SHOWN]]
-        fill_table(self.query_one("#reclaim-events", DataTable), self.view.event_columns, events, "key")
+        # the log is newest first and turns over in a storm (up to 64 episodes a second per CPU):
+        # an episode already listed keeps its row object, so it is not formatted again, and the
+        # table drops the oldest rows and adds the newest rather than being rebuilt
+        rows: list[dict[str, Any]] = []
+        for e in doc["events"][:EVENTS_SHOWN]:
+            row = dict(e, key=f"{e['ts_ns']}-{e['pid']}")
+            old = self._episodes.get(row["key"])
+            rows.append(old if old == row else row)
+        self._episodes = {r["key"]: r for r in rows}
+        table = self.query_one("#reclaim-events", DataTable)
+        fill_table(table, self.view.event_columns, rows, "key", edits=EVENTS_SHOWN * 2)
 
     # -- actions ----------------------------------------------------------------------------------
     def action_kind(self) -> None:

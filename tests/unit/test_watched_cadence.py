@@ -1,0 +1,95 @@
+"""Source.watch: the probes that feed what is on screen read everything every tick; the Kernel
+probe's slabinfo and the sharedinfo probe's scans and pools come less often while their panes
+are not shown, and at once when they are shown again. Nothing watched (snapshots, recordings,
+the exporter, a probe polled directly): every tick, as before."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from test_sharedinfo import HEADER, fake_proc, fake_sys, row
+
+from memtop.bridge import Bridge
+from memtop.probes.kernel import KernelProbe
+from memtop.probes.shared import SharedinfoProbe
+from memtop.records import Record
+from memtop.records.kernel import SlabCaches, VmallocCallers
+from memtop.records.shared import HugePools, SharedScan, ShmTable
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "kernel"
+
+
+def kernel_root(tmp_path: Path) -> Path:
+    root = tmp_path / "kproc"
+    root.mkdir()
+    (root / "meminfo").write_text((DATA / "meminfo-6.18.txt").read_text())
+    (root / "buddyinfo").write_text((DATA / "buddyinfo.txt").read_text())
+    (root / "vmallocinfo").write_text((DATA / "vmallocinfo.txt").read_text())
+    (root / "slabinfo").write_text((DATA / "slabinfo-2.1.txt").read_text())
+    (root / "vmstat").write_text("nr_zspages 0\n")
+    return root
+
+
+def ticks_with(probe: KernelProbe | SharedinfoProbe, kind: type[Record], ticks: int) -> list[int]:
+    """The ticks (from 1) whose poll sent a ``kind`` record."""
+    return [t for t in range(1, ticks + 1) if any(isinstance(r, kind) for r in probe.poll())]
+
+
+def test_kernel_probe_reads_slabinfo_every_tick_only_while_watched(tmp_path: Path) -> None:
+    probe = KernelProbe(str(kernel_root(tmp_path)), unwatched_every=10)
+    probe.load()
+    assert ticks_with(probe, SlabCaches, 5) == [1, 2, 3, 4, 5]  # watched unless told otherwise
+    probe.watched = False
+    # the probe's ticks 15 and 25 (10 apart), and 30 (every cache is resent each 30th tick)
+    assert ticks_with(probe, SlabCaches, 25) == [10, 20, 25]
+    probe.watched = True
+    assert ticks_with(probe, SlabCaches, 3) == [1, 2, 3]
+
+
+def test_kernel_probe_reads_vmallocinfo_seldom_while_unwatched(tmp_path: Path) -> None:
+    """/proc/vmallocinfo (its read holds the kernel's vmap lock) and allocinfo: every 5th tick
+    while the Kernel pane is shown, every 30th while it is not, at once when it is shown again."""
+    probe = KernelProbe(str(kernel_root(tmp_path)), slow_every=5, full_every=30)
+    probe.load()
+    assert ticks_with(probe, VmallocCallers, 10) == [1, 5, 10]
+    probe.watched = False
+    assert ticks_with(probe, VmallocCallers, 50) == [20, 50]  # the probe's ticks 30 and 60
+    probe.watched = True
+    assert ticks_with(probe, VmallocCallers, 5) == [1, 5]  # its tick 61 (shown again), 65
+
+
+def test_sharedinfo_scans_seldom_unwatched_and_at_once_when_shown(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, HEADER + row(99, 3, 4096, 1, 0, 0))
+    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)), scan_every=5, unwatched_every=30)
+    probe.watched = False
+    seen: dict[type[Record], list[int]] = {SharedScan: [], HugePools: [], ShmTable: []}
+    for t in range(1, 71):
+        if t == 65:
+            probe.watched = True  # the Shared pane shown: a scan at its next tick
+        got = probe.poll()
+        for kind, ticks in seen.items():
+            if any(isinstance(r, kind) for r in got):
+                ticks.append(t)
+    assert seen[SharedScan] == [1, 31, 61, 65, 70]
+    assert seen[ShmTable] == list(range(1, 71))  # the segments: every tick (one small file)
+    assert seen[HugePools] == [1]  # read every 5th tick unwatched, sent when they changed
+
+
+def test_bridge_tells_each_probe_whether_it_is_watched(tmp_path: Path) -> None:
+    kernel = KernelProbe(str(kernel_root(tmp_path)))
+    shared = SharedinfoProbe(str(fake_proc(tmp_path, HEADER)), str(fake_sys(tmp_path)))
+    bridge = Bridge([kernel, shared], allow_bpf=False)
+
+    async def go() -> list[tuple[bool, bool]]:
+        await bridge.start()
+        await bridge.wait_settled(10)
+        out = []
+        for probes in (None, ("sharedinfo", "shared"), ("procfs",), None):
+            bridge.watch(probes)
+            bridge.poll_sync(force=True)
+            out.append((kernel.watched, shared.watched))
+        await bridge.stop()
+        return out
+
+    assert asyncio.run(go()) == [(True, True), (False, True), (False, False), (True, True)]
