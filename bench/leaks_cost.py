@@ -17,7 +17,7 @@ Writes bench/results/leaks_cost.json (bench/report.py puts it in bench/RESULTS.m
 usage: sudo .venv/bin/python bench/leaks_cost.py [--rounds 3] [--phase 6] [--variants] [--stacks]
        --sampling adds memtop with byte sampling (512 KiB) and the trap floor (the same probe
        points with programs that return at once);
-       --stacks adds memtop with the program's own stack walk instead of bpf_get_stackid's;
+       --stacks adds memtop with bpf_get_stackid's stack walk instead of the program's own;
        --variants adds memtop with probes at function entry (as bcc places them) and with
        requested sizes kept by entry probes (the non-glibc mode), to show what each choice buys.
 """
@@ -48,10 +48,11 @@ BCC_MEMLEAK = "/usr/sbin/memleak-bpfcc"
 
 
 class Workload:
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, frame_pointers: bool = True) -> None:
         src = ROOT / "bench" / "malloc_churn.c"
-        exe = Path(tempfile.gettempdir()) / "memtop-bench-malloc_churn"
-        subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)], check=True)
+        fp = "-fno-omit-frame-pointer" if frame_pointers else "-fomit-frame-pointer"
+        exe = Path(tempfile.gettempdir()) / f"memtop-bench-malloc_churn{fp}"
+        subprocess.run(["gcc", "-O1", "-g", fp, "-o", str(exe), str(src)], check=True)
         self.proc = subprocess.Popen([str(exe), str(seconds)], stdout=subprocess.PIPE, text=True)
         self.samples: list[tuple[int, int]] = []
         self._lock = threading.Lock()
@@ -123,7 +124,7 @@ def phase_memtop(
     exact_sizes: bool | None = None,
     sample_bytes: int = 0,
     trap_floor: bool = False,
-    kernel_stacks: bool = True,
+    kernel_stacks: bool = False,
 ) -> float:
     probe = LeaksProbe(
         [w.proc.pid],
@@ -143,7 +144,7 @@ def main() -> int:
     ap.add_argument("--phase", type=float, default=5.0, help="seconds measured per phase")
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--sampling", action="store_true", help="add byte sampling and the trap floor")
-    ap.add_argument("--stacks", action="store_true", help="add the program's own stack walk")
+    ap.add_argument("--stacks", action="store_true", help="add the kernel's stack walk (bpf_get_stackid)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (BPF)", file=sys.stderr)
@@ -162,7 +163,7 @@ def main() -> int:
         configs["memtop, byte sampling 512 KiB"] = lambda w, s: phase_memtop(w, s, sample_bytes=524288)
         configs["memtop, trap floor (empty programs)"] = lambda w, s: phase_memtop(w, s, trap_floor=True)
     if args.stacks:
-        configs["memtop, own stack walk"] = lambda w, s: phase_memtop(w, s, kernel_stacks=False)
+        configs["memtop, kernel's stack walk"] = lambda w, s: phase_memtop(w, s, kernel_stacks=True)
     order = [c for c in configs if c != "bare"]
     w = Workload(seconds=3600)
     results: dict[str, list[float]] = {c: [] for c in configs}

@@ -164,15 +164,39 @@ def leaks_cost(r: dict[str, Any]) -> Iterator[Row]:
             t.text,
             t.met(sampled / floor),
         )
-    own_walk = added.get("memtop, own stack walk")
-    if own_walk:
+    kernel_walk = added.get("memtop, kernel's stack walk")
+    if kernel_walk:
+        kernel_ratio = r["added_vs_bcc"]["memtop, kernel's stack walk"]
         yield Row(
-            "3 · memtop exact with the program's own stack walk against the kernel's (bpf_get_stackid, "
-            "the default), same run",
+            "3 · memtop exact with the program's own stack walk (the default) against the kernel's "
+            "(bpf_get_stackid), same run",
             f"`{PY} bench/leaks_cost.py --stacks --rounds {r['rounds']}`",
-            f"own walk {own_walk / 1e3:.2f} µs/op ({r['added_vs_bcc']['memtop, own stack walk']:.2f}× bcc), "
-            f"kernel's walk {added['memtop'] / 1e3:.2f} µs/op ({ratio:.2f}× bcc)",
+            f"own walk {added['memtop'] / 1e3:.2f} µs/op ({ratio:.2f}× bcc), kernel's walk "
+            f"{kernel_walk / 1e3:.2f} µs/op ({kernel_ratio:.2f}× bcc)",
         )
+
+
+def leaks_stacks(r: dict[str, Any]) -> Iterator[Row]:
+    v = r["variants"]
+
+    def prog(name: str) -> str:
+        return f"{v[name]['malloc_prog_ns']:,.0f}"
+
+    depth_eq = next(n for n in v if n.startswith("kernel walk, depth = frames"))
+    yield Row(
+        "3 · the leaks program's malloc return by stack walk, ns a run (BPF run-time stats, an "
+        f"{v['own walk (default)']['frames']:.0f}-frame stack)",
+        f"`{PY} bench/leaks_stacks.py --rounds {r['rounds']}`",
+        f"own walk {prog('own walk (default)')}; kernel's walk {prog('kernel walk, depth 32')} (depth 127 "
+        f"{prog('kernel walk, depth 127')}, 16 {prog('kernel walk, depth 16')}, exactly the frames "
+        f"{prog(depth_eq)}: the walk's end costs a fault; FAST_STACK_CMP {prog('kernel walk, FAST_STACK_CMP')}, "
+        f"REUSE_STACKID {prog('kernel walk, REUSE_STACKID')}, 1024 buckets {prog('kernel walk, 1024 buckets')}, "
+        f"262144 {prog('kernel walk, 262144 buckets')}, at malloc's entry {prog('kernel walk at malloc entry')}); "
+        f"no stack {prog('no stack')}, empty {prog('empty programs (trap floor)')}; target without frame "
+        f"pointers: own {prog('no frame pointers: own walk')}, kernel's {prog('no frame pointers: kernel walk')}",
+        NONE,
+        NONE,
+    )
 
 
 def leaks_traps(r: dict[str, Any]) -> Iterator[Row]:
@@ -636,6 +660,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("reclaim_overhead", reclaim_overhead),
     ("leaks_cost", leaks_cost),
     ("leaks_traps", leaks_traps),
+    ("leaks_stacks", leaks_stacks),
     ("leaks_preflight", leaks_preflight),
     ("memtop_self", memtop_self),
     ("cgroups_cost", cgroups_cost),

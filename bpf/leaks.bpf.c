@@ -15,16 +15,17 @@
 //    emulates (no single-step trap) when the function begins with a flags-only test.
 //  * per-stack counters are updated with atomic adds on an existing entry (two threads on one
 //    stack must not lose updates, bcc#4970).
-//  * KERNEL_STACKS=0: the user stack is walked here, not by bpf_get_stackid(): one bulk read of the stack's top
-//    WALK_BYTES, then the frame-pointer chain followed inside that copy (a frame beyond it is read
-//    on its own). The kernel's walker reads each frame with two user copies, and on a CPU where
-//    every kernel `ret` is costly (AMD SRSO "safe RET") that was ~1 us of a 12-frame stack, more
-//    than all three traps of a malloc+free. Same frames, same order (the frame-pointer chain from
-//    the return probe's registers); the id is a hash of them, and a different stack already under
-//    that id is a collision, counted as the kernel's stack map counts one. BPF run-time stats
-//    favour it (730 vs 1,731 ns a malloc return), yet bench/leaks_cost.py --stacks measured it
-//    dearer end to end in the same run (4.44 vs 3.92 us per malloc+free), unexplained so far:
-//    KERNEL_STACKS=1, bpf_get_stackid(), is the default.
+//  * the user stack is walked here (KERNEL_STACKS=0, the default), not by bpf_get_stackid():
+//    one bulk read of the stack's top WALK_BYTES, then the frame-pointer chain followed inside
+//    that copy (a frame beyond it is read on its own), stopping where the chain stops going up.
+//    The kernel's walker (KERNEL_STACKS=1) reads each frame with two user copies (each kernel
+//    `ret` is costly on a CPU with AMD SRSO "safe RET"), and stops only when a read fails: past
+//    main (glibc keeps no frame pointers) or at _start's null one it takes a page fault to learn
+//    the chain has ended, unless the map's depth is exactly the frames there are. Same frames,
+//    same order (the frame-pointer chain from the return probe's registers); the id is a hash of
+//    them, and a different stack already under that id is a collision, counted as the kernel's
+//    stack map counts one. bench/leaks_stacks.py measures both walks and the kernel's variants
+//    (depth, flags, buckets, at malloc's entry); bench/leaks_cost.py --stacks end to end.
 // Correctness choices:
 //  * failed allocations (NULL, MAP_FAILED, posix_memalign error) are not recorded (bcc#3085);
 //  * an address handed out again replaces what was recorded there (the old block must have been
@@ -37,7 +38,8 @@
 // Helpers only: no kernel struct is dereferenced.
 //
 // Configured with -DMAX_ALLOCS -DMAX_STACKS -DSTACK_DEPTH -DMAX_STACK_TRACES -DMAX_TIDS
-// -DSIZE_FROM_HEADER -DMAX_PIDS -DKERNEL_STACKS.
+// -DSIZE_FROM_HEADER -DMAX_PIDS -DKERNEL_STACKS (and the bench's -DSTACK_NONE -DSTACK_FLAGS
+// -DSTACK_AT_ENTRY).
 
 #include <uapi/linux/ptrace.h>
 
@@ -63,7 +65,20 @@
 #define SIZE_FROM_HEADER 1
 #endif
 #ifndef KERNEL_STACKS
-#define KERNEL_STACKS 1
+#define KERNEL_STACKS 0
+#endif
+// bench/leaks_stacks.py only: STACK_NONE=1 takes no stack (what the rest of the program costs);
+// STACK_FLAGS adds bpf_get_stackid() flags (BPF_F_FAST_STACK_CMP 1<<9, BPF_F_REUSE_STACKID
+// 1<<10); STACK_AT_ENTRY=1 takes the stack in an entry program on malloc/calloc (enter_stack) and
+// hands it to the return program through the per-thread slots
+#ifndef STACK_NONE
+#define STACK_NONE 0
+#endif
+#ifndef STACK_FLAGS
+#define STACK_FLAGS 0
+#endif
+#ifndef STACK_AT_ENTRY
+#define STACK_AT_ENTRY 0
 #endif
 // bytes of user stack copied at once for the walk (a power of two)
 #define WALK_BYTES 2048
@@ -173,6 +188,7 @@ BPF_ARRAY(weight_tab, u32, 66);
 #define FN_MEMALIGN 2
 #define FN_MMAP 3
 #define FN_SIZED 4
+#define FN_STACK 5
 
 static __always_inline void count(int which) {
     u64 *v = counters.lookup(&which);
@@ -275,10 +291,15 @@ static __always_inline int user_stack_id(struct pt_regs *ctx) {
     if (!b || !ips)
         return -1;
     u64 sp = PT_REGS_SP(ctx);
-    // all or nothing: near the top of the stack's mapping the copy fails, and every frame is
-    // then read on its own
-    int bulk = bpf_probe_read_user(b->w, sizeof(b->w), (void *)sp) == 0;
     u64 fp = PT_REGS_FP(ctx);
+    // the caller's frame is above its stack pointer: an rbp below it is no frame pointer (code
+    // built without them uses rbp for anything), and reading it would record a frame that is not
+    // one, or cost a page fault (~0.6 us) where it is a small number; the loop stops on fp == 0
+    if (fp < sp)
+        fp = 0;
+    // all or nothing: near the top of the stack's mapping the copy fails, and every frame is
+    // then read on its own; no frame pointer, nothing to copy
+    int bulk = fp != 0 && bpf_probe_read_user(b->w, sizeof(b->w), (void *)sp) == 0;
     u64 ip = PT_REGS_IP(ctx);
     ips->ip[0] = ip;
     u64 h = ip * 0x9E3779B97F4A7C15ULL;
@@ -314,11 +335,16 @@ static __always_inline int user_stack_id(struct pt_regs *ctx) {
             ips->ip[i] = 0;
     }
     int id = (int)((h ^ (h >> 31)) & 0x7fffffff);
-    if (stacks.insert(&id, ips) == 0)
-        return id;
+    // looked up first: on a stack seen before (nearly every call) a failed insert would take the
+    // bucket's lock for nothing
     struct stack_ips_t *have = stacks.lookup(&id);
-    if (!have)
-        return -1;  // map full
+    if (!have) {
+        if (stacks.insert(&id, ips) == 0)
+            return id;
+        have = stacks.lookup(&id);  // another CPU inserted it first
+        if (!have)
+            return -1;  // map full
+    }
     for (int i = 0; i < STACK_DEPTH; i++) {
         if (have->ip[i] != ips->ip[i])
             return -17;  // -EEXIST, as a stack map's bucket collision
@@ -327,8 +353,21 @@ static __always_inline int user_stack_id(struct pt_regs *ctx) {
 }
 #endif
 
+static __always_inline int take_stack(struct pt_regs *ctx) {
+#if STACK_NONE
+    return 0;
+#elif KERNEL_STACKS
+    return stacks.get_stackid(ctx, BPF_F_USER_STACK | STACK_FLAGS);
+#else
+    return user_stack_id(ctx);
+#endif
+}
+
+#define TAKE_HERE (-2)
+
 // ctx is the return probe's: ip is the caller's return address, so the stack starts at the caller
-static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64 size) {
+// (sid: TAKE_HERE, or the stack an entry program took)
+static __always_inline void on_alloc_sid(struct pt_regs *ctx, u32 pid, u64 addr, u64 size, int sid) {
     count(C_CALLS);
     struct alloc_key_t k = {.pid = pid, .addr = addr};
     struct alloc_val_t *prev = allocs.lookup(&k);
@@ -348,11 +387,8 @@ static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64
     struct alloc_val_t v = {};
     v.size = size;
     v.ts_ns = bpf_ktime_get_ns();
-#if KERNEL_STACKS
-    int sid = stacks.get_stackid(ctx, BPF_F_USER_STACK);
-#else
-    int sid = user_stack_id(ctx);
-#endif
+    if (sid == TAKE_HERE)
+        sid = take_stack(ctx);
     if (sid < 0) {
         count(C_STACK_ERR);
         sid = -1;
@@ -365,6 +401,10 @@ static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64
         return;
     }
     stat_add(pid, sid, size);
+}
+
+static __always_inline void on_alloc(struct pt_regs *ctx, u32 pid, u64 addr, u64 size) {
+    on_alloc_sid(ctx, pid, addr, size, TAKE_HERE);
 }
 
 static __always_inline u64 usable_size(u64 ptr) {
@@ -455,14 +495,27 @@ static __always_inline int pop_slot(struct pt_regs *ctx, u64 fn, struct slot_t *
 // malloc, calloc, memalign/aligned_alloc, valloc, pvalloc: return probe only (SIZE_FROM_HEADER)
 int ret_hdr(struct pt_regs *ctx) {
     FLOOR_RETURN;
+    int sid = TAKE_HERE;
+#if STACK_AT_ENTRY
+    struct slot_t s = {};
+    sid = pop_slot(ctx, FN_STACK, &s) == 0 ? (int)s.arg0 : -1;
+#endif
     u64 addr = PT_REGS_RC(ctx);
     if (addr == 0) {
         count(C_FAILED);
         return 0;
     }
-    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, usable_size(addr));
+    on_alloc_sid(ctx, bpf_get_current_pid_tgid() >> 32, addr, usable_size(addr), sid);
     return 0;
 }
+
+#if STACK_AT_ENTRY
+int enter_stack(struct pt_regs *ctx) {
+    FLOOR_RETURN;
+    push_slot(ctx, FN_STACK, (u64)(s64)take_stack(ctx), 0);
+    return 0;
+}
+#endif
 
 // exact requested sizes (non-glibc libc, or SIZE_FROM_HEADER=0): entry keeps the size
 int enter_size1(struct pt_regs *ctx) {

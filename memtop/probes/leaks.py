@@ -305,7 +305,8 @@ class LeaksProbe(BpfProbe):
         proc_root: str = "/proc",
         sample_bytes: int = 0,
         trap_floor: bool = False,
-        kernel_stacks: bool = True,
+        kernel_stacks: bool = False,
+        stack_at_entry: bool = False,
     ) -> None:
         super().__init__()
         self.pids = list(dict.fromkeys(int(p) for p in pids))
@@ -320,9 +321,11 @@ class LeaksProbe(BpfProbe):
         self.sample_bytes = max(0, int(sample_bytes))
         #: bench/leaks_cost.py: programs that return at once (the traps' own cost)
         self.trap_floor = trap_floor
-        #: stacks walked by bpf_get_stackid() (False: the program's own walk, bench/leaks_cost.py
-        #: --stacks; cheaper in BPF run-time stats, dearer end to end in that bench's same run)
+        #: stacks walked by bpf_get_stackid() (bench/leaks_cost.py --stacks; default: the
+        #: program's own walk, which stops where the frame chain does instead of faulting there)
         self.kernel_stacks = kernel_stacks
+        #: bench/leaks_stacks.py: the stack taken by an entry program on malloc/calloc
+        self.stack_at_entry = stack_at_entry
         self.targets: dict[int, _Target] = {}
         self._frames: dict[tuple[int, int], tuple[str, ...]] = {}
         self._last_emitted: dict[tuple[int, int], tuple[int, int, int, int]] = {}
@@ -347,6 +350,7 @@ class LeaksProbe(BpfProbe):
             f"-DSAMPLE_BYTES={self.sample_bytes}",
             f"-DTRAP_FLOOR={int(self.trap_floor)}",
             f"-DKERNEL_STACKS={int(self.kernel_stacks)}",
+            f"-DSTACK_AT_ENTRY={int(self.stack_at_entry)}",
         ]
 
     def _exact_mode(self) -> bool:
@@ -417,6 +421,8 @@ class LeaksProbe(BpfProbe):
         if not alloc.static:  # mmap calls from inside the allocator are its own
             table[table.Key(t.pid)] = table.Leaf(alloc.lo, alloc.hi)
         plan = probe_plan(t.pid, alloc, bool(self.exact_sizes), self.proc_root)
+        if self.stack_at_entry:
+            plan = [(p, [(s, "enter_stack" if r == "ret_hdr" else e, r) for s, e, r in sp]) for p, sp in plan]
         t.symbolizer = symbols.Symbolizer(t.pid, self.proc_root)
         t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
         seen: dict[tuple[str, int], str] = {}

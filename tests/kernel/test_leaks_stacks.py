@@ -1,5 +1,5 @@
-"""The leaks program can walk user stacks itself (kernel_stacks=False (one bulk copy of the stack's top, the frame-pointer
-chain followed inside it): each allocation must land on the same frames as the kernel's own walker
+"""The leaks program walks user stacks itself (the default, kernel_stacks=False: one bulk copy of
+the stack's top, the frame-pointer chain followed inside it): each allocation must land on the same frames as the kernel's own walker
 (bpf_get_stackid) gives, with the same bytes, whether the frames sit inside the copy, beyond it
 (big locals), on a thread's stack, or on a stack whose top is too close for the copy at all."""
 
@@ -27,7 +27,7 @@ def test_own_stack_walk_matches_the_kernels() -> None:
         [str(compile_c("stackwalk", ["-pthread"]))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdin is not None and proc.stdout is not None
-    probes = {"own": LeaksProbe([proc.pid], kernel_stacks=False), "kernel": LeaksProbe([proc.pid])}
+    probes = {"own": LeaksProbe([proc.pid]), "kernel": LeaksProbe([proc.pid], kernel_stacks=True)}
     states = {k: State(mode="bpf") for k in probes}
     try:
         assert proc.stdout.readline().startswith("ready")
@@ -62,3 +62,48 @@ def test_own_stack_walk_matches_the_kernels() -> None:
     deep = next(r for r in rows["own"] if r["frames"][0].startswith("sw_deep_leak+"))
     assert [f.split("+")[0] for f in deep["frames"][1:7]] == ["sw_deep"] * 5 + ["main"], deep["frames"]
     assert counters["own"].get("stacks (no stack id)", 0) == 0, counters
+
+
+@pytest.mark.bpf
+def test_a_frame_pointer_below_the_stack_is_no_frame() -> None:
+    """Code built without frame pointers leaves anything in rbp. Here it holds a heap address with
+    a plausible frame (saved rbp 0, a return address) at the malloc: the kernel's walker reads it
+    as a frame (which shows rbp was set), the own walk stops, as a caller's frame is never below
+    its stack pointer, and still counts every block under its caller."""
+    from memtop.probes.leaks import LeaksProbe
+
+    proc = subprocess.Popen(
+        [str(compile_c("fakefp", ["-mno-red-zone"]))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    probes = {"own": LeaksProbe([proc.pid]), "kernel": LeaksProbe([proc.pid], kernel_stacks=True)}
+    states = {k: State(mode="bpf") for k in probes}
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        for p in probes.values():
+            p.load()
+            assert p.targets[proc.pid].state == "tracing", p.targets[proc.pid]
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        (count, requested) = case_lines(proc.stdout)["ff_leak"]
+        for k, p in probes.items():
+            states[k].apply(Batch(now_ns(), tuple(p.poll())))
+    finally:
+        for p in probes.values():
+            p.close()
+        proc.kill()
+        proc.wait()
+    got = {}
+    for k, s in states.items():
+        mine = [r for r in LeaksView().rows(s, Options()) if r["frames"][0].startswith("ff_leak+")]
+        assert len(mine) == 1, (k, mine)
+        got[k] = mine[0]
+    # ff_leak, then the process (the tree's root); the kernel's walker has the fake return between
+    kern, own = got["kernel"]["frames"], got["own"]["frames"]
+    assert len(kern) == 3 and kern[1] == "0x5eed0000beef", kern
+    assert len(own) == 2 and own[0] == kern[0] and own[1] == kern[2], own
+    assert got["own"]["allocations"] == count, got["own"]
+    assert got["own"]["outstanding_bytes"] >= requested, got["own"]
