@@ -25,9 +25,9 @@ ROW_KEYS = (
     "growth_bytes_per_s",
     "estimate_error_pct",
 )
-#: what tracing costs per allocation call, measured (bench/leaks_cost.py: memtop adds 3.1 µs per
+#: what tracing costs per allocation call, measured (bench/leaks_cost.py: memtop adds 2.84 µs per
 #: malloc+free pair here; byte sampling saves the stack walk, not the trap)
-NS_PER_CALL = 1550
+NS_PER_CALL = 1420
 
 
 def preflight_doc(pf: LeakPreflight | None) -> dict[str, Any] | None:
