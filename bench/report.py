@@ -147,7 +147,7 @@ def leaks_cost(r: dict[str, Any]) -> Iterator[Row]:
     yield Row(
         "3 · malloc+free under allocation tracing: memtop's memleak probe vs bcc `memleak`",
         f"`{PY} bench/leaks_cost.py --rounds {r['rounds']}`",
-        f"{ratio:.2f}× (memtop adds {added['memtop'] / 1e3:.1f} µs/op, bcc memleak "
+        f"{ratio:.3f}× (memtop adds {added['memtop'] / 1e3:.1f} µs/op, bcc memleak "
         f"{added['bcc memleak'] / 1e3:.1f} µs/op)",
         t.text,
         t.met(ratio),

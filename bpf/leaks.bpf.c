@@ -370,17 +370,14 @@ static __always_inline int take_stack(struct pt_regs *ctx) {
 static __always_inline void on_alloc_sid(struct pt_regs *ctx, u32 pid, u64 addr, u64 size, int sid) {
     count(C_CALLS);
     struct alloc_key_t k = {.pid = pid, .addr = addr};
+#if SAMPLE_BYTES
     struct alloc_val_t *prev = allocs.lookup(&k);
     if (prev) {
         // handed out again: the previous block here was freed behind our back
         struct alloc_val_t old = *prev;
         stat_sub(pid, old.stack_id, old.size);
-#if SAMPLE_BYTES
         allocs.delete(&k);  // an unsampled block may take its place: nothing stale stays
-        prev = 0;
-#endif
     }
-#if SAMPLE_BYTES
     if (!sampled(&size))
         return;
 #endif
@@ -394,9 +391,21 @@ static __always_inline void on_alloc_sid(struct pt_regs *ctx, u32 pid, u64 addr,
         sid = -1;
     }
     v.stack_id = sid;
-    if (allocs.update(&k, &v) != 0) {
-        if (prev)
-            allocs.delete(&k);
+    // insert first: the common case is a new address, and a failed insert costs what the lookup
+    // before it would have
+    int err = allocs.insert(&k, &v);
+    if (err == -17) {  // -EEXIST
+        // handed out again: the previous block here was freed behind our back
+        struct alloc_val_t *prev = allocs.lookup(&k);
+        if (prev) {
+            struct alloc_val_t old = *prev;
+            stat_sub(pid, old.stack_id, old.size);
+        }
+        err = allocs.update(&k, &v);
+        if (err != 0)
+            allocs.delete(&k);  // the old block is accounted for: nothing stale stays
+    }
+    if (err != 0) {
         count(C_ALLOCS_FULL);
         return;
     }
