@@ -6,6 +6,7 @@ the stack's top, the frame-pointer chain followed inside it): each allocation mu
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import pytest
 from support import case_lines, compile_c
@@ -19,12 +20,15 @@ from memtop.views.leaks import LeaksView
 CASES = ("sw_shallow", "sw_deep_leak", "sw_thread_leak", "sw_edge_leak")
 
 
-@pytest.mark.bpf
-def test_own_stack_walk_matches_the_kernels() -> None:
+def under_both_walks(
+    binary: str, cflags: list[str]
+) -> tuple[dict[str, tuple[int, int]], dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+    """Run a workload with the own walk and the kernel's attached at once: its case lines, each
+    walk's leak rows, and each probe's counters."""
     from memtop.probes.leaks import LeaksProbe
 
     proc = subprocess.Popen(
-        [str(compile_c("stackwalk", ["-pthread"]))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [str(compile_c(binary, cflags))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdin is not None and proc.stdout is not None
     probes = {"own": LeaksProbe([proc.pid]), "kernel": LeaksProbe([proc.pid], kernel_stacks=True)}
@@ -37,7 +41,6 @@ def test_own_stack_walk_matches_the_kernels() -> None:
         proc.stdin.write("go\n")
         proc.stdin.flush()
         cases = case_lines(proc.stdout)
-        assert set(cases) == set(CASES)
         for k, p in probes.items():
             states[k].apply(Batch(now_ns(), tuple(p.poll())))
         counters = {k: p.counters() for k, p in probes.items()}
@@ -46,13 +49,25 @@ def test_own_stack_walk_matches_the_kernels() -> None:
             p.close()
         proc.kill()
         proc.wait()
-    rows = {k: LeaksView().rows(s, Options()) for k, s in states.items()}
+    return cases, {k: LeaksView().rows(st, Options()) for k, st in states.items()}, counters
+
+
+def leak_rows(rows: dict[str, list[dict[str, Any]]], name: str) -> dict[str, dict[str, Any]]:
+    """Each walk's one row whose innermost frame is ``name``."""
+    got = {}
+    for k, walk in rows.items():
+        mine = [r for r in walk if r["frames"][0].startswith(name + "+")]
+        assert len(mine) == 1, (k, name, mine)
+        got[k] = mine[0]
+    return got
+
+
+@pytest.mark.bpf
+def test_own_stack_walk_matches_the_kernels() -> None:
+    cases, rows, counters = under_both_walks("stackwalk", ["-pthread"])
+    assert set(cases) == set(CASES)
     for name, (count, requested) in cases.items():
-        got = {}
-        for k in probes:
-            mine = [r for r in rows[k] if r["frames"][0].startswith(name + "+")]
-            assert len(mine) == 1, (k, name, mine)
-            got[k] = mine[0]
+        got = leak_rows(rows, name)
         own, kern = got["own"], got["kernel"]
         print(name, own["frames"])
         assert own["frames"] == kern["frames"], (name, own["frames"], kern["frames"])
@@ -70,37 +85,9 @@ def test_a_frame_pointer_below_the_stack_is_no_frame() -> None:
     a plausible frame (saved rbp 0, a return address) at the malloc: the kernel's walker reads it
     as a frame (which shows rbp was set), the own walk stops, as a caller's frame is never below
     its stack pointer, and still counts every block under its caller."""
-    from memtop.probes.leaks import LeaksProbe
-
-    proc = subprocess.Popen(
-        [str(compile_c("fakefp", ["-mno-red-zone"]))],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    probes = {"own": LeaksProbe([proc.pid]), "kernel": LeaksProbe([proc.pid], kernel_stacks=True)}
-    states = {k: State(mode="bpf") for k in probes}
-    try:
-        assert proc.stdout.readline().startswith("ready")
-        for p in probes.values():
-            p.load()
-            assert p.targets[proc.pid].state == "tracing", p.targets[proc.pid]
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-        (count, requested) = case_lines(proc.stdout)["ff_leak"]
-        for k, p in probes.items():
-            states[k].apply(Batch(now_ns(), tuple(p.poll())))
-    finally:
-        for p in probes.values():
-            p.close()
-        proc.kill()
-        proc.wait()
-    got = {}
-    for k, s in states.items():
-        mine = [r for r in LeaksView().rows(s, Options()) if r["frames"][0].startswith("ff_leak+")]
-        assert len(mine) == 1, (k, mine)
-        got[k] = mine[0]
+    cases, rows, _ = under_both_walks("fakefp", ["-mno-red-zone"])
+    (count, requested) = cases["ff_leak"]
+    got = leak_rows(rows, "ff_leak")
     # ff_leak, then the process (the tree's root); the kernel's walker has the fake return between
     kern, own = got["kernel"]["frames"], got["own"]["frames"]
     assert len(kern) == 3 and kern[1] == "0x5eed0000beef", kern
