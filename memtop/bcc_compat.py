@@ -20,7 +20,7 @@ import os
 import platform
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -386,6 +386,14 @@ def stop_attaching_uprobes(timeout_s: float = 1.0) -> None:
     _uprobes_stopped = True
     if got:
         _UPROBE_GATE.release()
+
+
+def load_uprobe_programs(bpf: Any, names: Sequence[str]) -> None:
+    """Load (verify) the uprobe programs ``names`` now, so that attaching them later is quick."""
+    bcc = bcc_module()
+    with COMPILE_LOCK:
+        for name in names:
+            bpf.load_func(name.encode(), bcc.BPF.KPROBE)
 
 
 def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:

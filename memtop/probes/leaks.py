@@ -14,6 +14,7 @@ single-step trap that dominates bcc memleak's cost on x86.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import re
 import struct
@@ -129,8 +130,33 @@ def probe_plan(pid: int, alloc: allocators.Allocator, exact: bool, proc_root: st
 
 
 #: the program's map keys and values as read here (bpf/leaks.bpf.c; checked by a kernel test)
-ALLOC_KEY = Packed("struct alloc_key_t", "<I", ("pid",), whole=False)  # then pad, addr: not read
-ALLOC_VAL = Packed("struct alloc_val_t", "<QQq", ("size", "ts_ns", "stack_id"))
+ALLOC_INFO = Packed("struct alloc_info_t", "<IiQQ", ("pid", "stack_id", "size", "ts_ns"))
+
+
+def alloc_slots(max_allocs: int) -> int:
+    """The address table's slots for ``max_allocs`` blocks: a power of two, at least four times
+    as many (bpf/leaks.bpf.c probes linearly; a quarter full keeps the searches short)."""
+    return 1 << max(2, (4 * max_allocs - 1).bit_length())
+
+
+#: an address-table slot's addr that is no block: never used, freed, being written
+A_EMPTY, A_FREED, A_BUSY = 0, 1, 2
+#: a byte's value -> 0 where a slot's address whose low byte it is could be a mark (0, 1, 2)
+_LOW_BYTE_LIVE = bytes(0 if b <= A_BUSY else 1 for b in range(256))
+
+
+def live_slots(addrs: bytes | mmap.mmap) -> list[int]:
+    """The slots of the address table's address column (little-endian u64s) that hold a block:
+    not A_EMPTY, A_FREED or A_BUSY. Most slots are empty or freed, and a million of them is too
+    many to test one by one in Python (60 ms): each of the eight byte planes is sliced out in C,
+    and a slot is live where its low byte is none of the marks or any other byte is not zero
+    (OR-ed as big integers), about a third of the time."""
+    data = bytes(addrs)
+    n = len(data) // 8
+    acc = int.from_bytes(data[0::8].translate(_LOW_BYTE_LIVE), "little")
+    for k in range(1, 8):
+        acc |= int.from_bytes(data[k::8], "little")
+    return [m.start() for m in re.finditer(rb"[^\x00]", acc.to_bytes(n, "little"))]
 STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
 STACK_VAL = Packed("struct stack_val_t", "<QQQQ", ("alloc_bytes", "alloc_count", "free_bytes", "free_count"))
 
@@ -337,11 +363,13 @@ class LeaksProbe(BpfProbe):
         self._pending: list[int] = []
         self._pending_lock = threading.Lock()
         self._allocators: dict[int, allocators.Allocator] = {}
+        self._allocs_map: tuple[mmap.mmap, mmap.mmap] | None = None
 
     def cflags(self) -> list[str]:
         exact = self._exact_mode()
         return [
             f"-DMAX_ALLOCS={self.max_allocs}",
+            f"-DALLOC_SLOTS_LOG2={alloc_slots(self.max_allocs).bit_length() - 1}",
             f"-DMAX_STACKS={self.max_stacks}",
             f"-DMAX_STACK_TRACES={self.max_stacks}",
             f"-DSTACK_DEPTH={self.stack_depth}",
@@ -385,6 +413,13 @@ class LeaksProbe(BpfProbe):
     def after_load(self) -> None:
         if self.sample_bytes:
             self._fill_sampling_tables()
+        # every program verified before the first probe lands: BCC loads a function at its first
+        # attach, and the verifier's time between malloc's entry probe and its return probe would
+        # be a window where allocations are seen going in but not coming out
+        names = {fn for specs in (SPECS_HEADER, SPECS_EXACT) for _s, e, r in specs for fn in (e, r) if fn}
+        if self.stack_at_entry:
+            names.add("enter_stack")
+        bcc_compat.load_uprobe_programs(self.bpf, sorted(names))
         for pid in self.pids:
             t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
             self.targets[pid] = t
@@ -531,6 +566,10 @@ class LeaksProbe(BpfProbe):
         t.events.clear()
 
     def close(self) -> None:
+        if self._allocs_map is not None:
+            for m in self._allocs_map:
+                m.close()
+            self._allocs_map = None
         for t in self.targets.values():
             if t.symbolizer is not None:
                 t.symbolizer.close()
@@ -577,28 +616,43 @@ class LeaksProbe(BpfProbe):
         self._frames[key] = frames
         return frames
 
+    def _alloc_table(self) -> tuple[mmap.mmap, mmap.mmap]:
+        """The address table's two arrays (addresses, and what each slot's block is), mapped
+        read-only: mmapable arrays, read in place, not copied."""
+        if self._allocs_map is None:
+            assert self.bpf is not None
+            slots = alloc_slots(self.max_allocs)
+            maps = []
+            for name, size in (("alloc_addr", 8), ("alloc_info", ALLOC_INFO.layout.size or 0)):
+                length = -(-slots * size // mmap.PAGESIZE) * mmap.PAGESIZE
+                maps.append(mmap.mmap(int(self.bpf[name].map_fd), length, mmap.MAP_SHARED, mmap.PROT_READ))
+            self._allocs_map = (maps[0], maps[1])
+        return self._allocs_map
+
     def _scan_ages(self, now_ns: int) -> None:
-        """Oldest outstanding allocation and an age histogram per stack, from the address map.
-        The map can be large, so the scan's own cost sets how often it runs."""
+        """Oldest outstanding allocation and an age histogram per stack, from the address table.
+        The table can be large, so the scan's own cost sets how often it runs."""
         t0 = time.monotonic()
         if t0 < self._ages_next:
             return
-        _keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "allocs")
-        keys = _keys
+        addr_map, info_map = self._alloc_table()
         oldest: dict[tuple[int, int], int] = {}
         hist: dict[tuple[int, int], list[int]] = {}
         nb = len(AGE_BUCKETS_S) + 1
-        for i in range(n):
-            pid = ALLOC_KEY.unpack_from(keys, i * ksz)[0]
-            size, ts, sid = ALLOC_VAL.unpack_from(values, i * vsz)
-            k = (pid, sid)
-            o = oldest.get(k)
-            if o is None or ts < o:
-                oldest[k] = ts
-            h = hist.get(k)
-            if h is None:
-                h = hist[k] = [0] * nb
-            h[_age_bucket(max(0, now_ns - ts))] += size
+        isz = ALLOC_INFO.layout.size or 0
+        # Read while the program writes: a slot freed and taken again between the two reads
+        # gives another block's figures, which is no worse for ages than reading a moment later
+        with memoryview(info_map) as info:
+            for i in live_slots(addr_map):
+                pid, sid, size, ts = ALLOC_INFO.unpack_from(info, i * isz)
+                k = (pid, sid)
+                o = oldest.get(k)
+                if o is None or ts < o:
+                    oldest[k] = ts
+                h = hist.get(k)
+                if h is None:
+                    h = hist[k] = [0] * nb
+                h[_age_bucket(max(0, now_ns - ts))] += size
         self._ages = {k: (oldest[k], tuple(hist[k])) for k in oldest}
         self._ages_ts_ns = now_ns
         self._ages_cost_s = time.monotonic() - t0

@@ -20,7 +20,9 @@ from support import case_lines, compile_c, run_snapshot
 
 from memtop.bridge import now_ns
 from memtop.probes.base import Probe
+from memtop.probes.leaks import A_EMPTY, A_FREED, LeaksProbe, alloc_slots
 from memtop.records import Batch
+from memtop.records.leaks import LeakStack
 from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.views import Options
@@ -32,10 +34,11 @@ LEAK_RATE = 4096 * 100  # leaky.c: 4 KiB every 10 ms
 class Leaky:
     """A running tests/workloads/leaky.c with its stdout collected line by line."""
 
-    def __init__(self, mode: str, leak_s: float, tail_s: float) -> None:
-        self.proc = subprocess.Popen(
-            [str(compile_c("leaky")), mode, str(leak_s), str(tail_s)], stdout=subprocess.PIPE, text=True
-        )
+    def __init__(
+        self, mode: str = "a", leak_s: float = 5, tail_s: float = 60, argv: list[str] | None = None
+    ) -> None:
+        argv = argv or [str(compile_c("leaky")), mode, str(leak_s), str(tail_s)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self._cv = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -275,3 +278,57 @@ def test_allocator_family_nested_and_failed(exact: bool) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def churned_and_leaked(probe: LeaksProbe, leaky: Leaky) -> tuple[list[LeakStack], list[LeakStack]]:
+    """The churn_here and leak_here stacks of tests/workloads/addrchurn.c, once it has leaked."""
+    leaky.wait_for("leaked")
+    time.sleep(0.3)
+    stacks = [r for r in probe.poll() if isinstance(r, LeakStack)]
+    churn = [r for r in stacks if any(f.startswith("churn_here+") for f in r.frames[:2])]
+    leak = [r for r in stacks if any(f.startswith("leak_here+") for f in r.frames[:2])]
+    return churn, leak
+
+
+@pytest.mark.bpf
+def test_freed_slots_fill_the_address_table_and_the_count_stays_exact(leakies: list[Leaky]) -> None:
+    """40,000 blocks at ever new addresses go through an address table of 4,096 slots (1,024
+    blocks): its slots end up marked freed, not empty, so searches run past them. Every churned
+    block is counted out, and the 1,000 blocks leaked after are all found, none lost."""
+    leaky = Leaky(argv=[str(compile_c("addrchurn")), "40", "1000", "1000"])
+    leakies.append(leaky)
+    probe = LeaksProbe([leaky.pid], max_allocs=1024)
+    try:
+        probe.load()
+        churn, leak = churned_and_leaked(probe, leaky)
+        _, leaked_bytes, leaked_count = leaky.wait_for("leaked").split()
+        assert sum(r.alloc_count for r in churn) == 40_000
+        assert all(r.free_count == r.alloc_count and r.free_bytes == r.alloc_bytes for r in churn), churn
+        assert len(leak) == 1, leak
+        assert (leak[0].alloc_count, leak[0].free_count) == (int(leaked_count), 0)
+        assert leak[0].alloc_bytes == int(leaked_bytes)
+        assert probe.counters()["allocations (address map full)"] == 0
+        with memoryview(probe._alloc_table()[0]) as mv, mv.cast("Q") as words:
+            marks = words.tolist()[: alloc_slots(1024)]
+        assert len(marks) == 4096
+        # the churn reached every part of the table: few slots were never used
+        assert marks.count(A_EMPTY) < 0.05 * len(marks) and marks.count(A_FREED) > 0.5 * len(marks)
+    finally:
+        probe.close()
+
+
+@pytest.mark.bpf
+def test_a_full_address_table_counts_what_it_could_not_hold(leakies: list[Leaky]) -> None:
+    """3,000 blocks leaked into a table sized for 256: at least 256 are held, and every other one
+    is counted as lost, so held + lost is exactly what the program leaked."""
+    leaky = Leaky(argv=[str(compile_c("addrchurn")), "0", "1", "3000"])
+    leakies.append(leaky)
+    probe = LeaksProbe([leaky.pid], max_allocs=256)
+    try:
+        probe.load()
+        _churn, leak = churned_and_leaked(probe, leaky)
+        lost = probe.counters()["allocations (address map full)"]
+        assert len(leak) == 1 and leak[0].alloc_count >= 256, leak
+        assert leak[0].alloc_count + lost == 3000 and lost > 0, (leak[0].alloc_count, lost)
+    finally:
+        probe.close()

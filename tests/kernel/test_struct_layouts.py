@@ -135,8 +135,7 @@ def test_every_struct_read_from_the_kernel_is_declared() -> None:
         "struct proc_event_t",
         "struct stats_t",
         "struct reclaim_event_t",
-        "struct alloc_key_t",
-        "struct alloc_val_t",
+        "struct alloc_info_t",
         "struct stack_key_t",
         "struct stack_val_t",
     } <= structs

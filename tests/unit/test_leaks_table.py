@@ -1,0 +1,29 @@
+"""The leaks probe's address table as user space reads it (bpf/leaks.bpf.c): its size for a
+number of blocks, and which of its slots hold a block."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+from memtop.probes.leaks import A_BUSY, A_EMPTY, A_FREED, alloc_slots, live_slots
+
+
+def test_the_table_has_four_slots_a_block_in_a_power_of_two() -> None:
+    assert [alloc_slots(n) for n in (1, 1000, 1024, 1025, 1 << 18)] == [4, 4096, 4096, 8192, 1 << 20]
+
+
+def test_live_slots_are_those_whose_address_is_no_mark() -> None:
+    words = [A_EMPTY, A_FREED, A_BUSY, 3, 0x100, 0x7F00_0000_1001, 0x7F00_0000_1000, 0x1_0000_0002, 1 << 63]
+    buf = struct.pack(f"<{len(words)}Q", *words)
+    assert live_slots(buf) == [3, 4, 5, 6, 7, 8]
+
+
+def test_live_slots_match_a_slot_by_slot_reading_of_a_large_table() -> None:
+    rng = random.Random(7)
+    n = 1 << 16
+    words = [rng.choice((A_EMPTY, A_FREED, A_FREED, A_BUSY)) for _ in range(n)]
+    for i in rng.sample(range(n), 500):
+        words[i] = rng.randrange(3, 1 << 64)
+    buf = struct.pack(f"<{n}Q", *words)
+    assert live_slots(buf) == [i for i, w in enumerate(words) if w > A_BUSY]
