@@ -17,8 +17,9 @@
 //  * per-stack counters are updated with atomic adds on an existing entry (two threads on one
 //    stack must not lose updates, bcc#4970).
 //  * the user stack is walked here (KERNEL_STACKS=0, the default), not by bpf_get_stackid():
-//    one bulk read of the stack's top WALK_BYTES, then the frame-pointer chain followed inside
-//    that copy (a frame beyond it is read on its own), stopping where the chain stops going up.
+//    one bulk read of the stack's top (to the end of its page, at most WALK_BYTES), then the
+//    frame-pointer chain followed inside that copy (copied again from the first frame beyond
+//    it), stopping where the chain stops going up.
 //    The kernel's walker (KERNEL_STACKS=1) reads each frame with two user copies (each kernel
 //    `ret` is costly on a CPU with AMD SRSO "safe RET"), and stops only when a read fails: past
 //    main (glibc keeps no frame pointers) or at _start's null one it takes a page fault to learn
@@ -173,6 +174,8 @@ BPF_TABLE("stacktrace", int, struct stack_ips_t, stacks, MAX_STACK_TRACES);
 BPF_HASH(stacks, int, struct stack_ips_t, MAX_STACK_TRACES);
 struct walk_t {
     u64 w[WALK_BYTES / 8];
+    u64 base;  // the user address w[0] was copied from
+    u64 len;   // the bytes copied (0: none)
 };
 // per-CPU scratch: the copied stack top and the stack being built (too big for the BPF stack)
 BPF_PERCPU_ARRAY(walk_buf, struct walk_t, 1);
@@ -368,6 +371,20 @@ static __always_inline int sampled(u64 *size) {
 #endif
 
 #if !KERNEL_STACKS
+// copies the user stack from ``from`` up to the end of its page (at least a frame's 16 bytes, at
+// most WALK_BYTES) into b; b->len: the bytes copied, 0 when the copy failed
+static __always_inline void copy_stack(struct walk_t *b, u64 from) {
+    u64 len = 4096 - (from & 4095);
+    if (len < 16)
+        len = 16;  // a frame across a page's end: the next page holds its return address
+    if (len > WALK_BYTES)
+        len = WALK_BYTES;
+    b->base = from;
+    // kept in the map value, not in a register: the verifier then need not tell one copy's
+    // length from another's, and checks the walk's loop in a few states instead of hundreds
+    b->len = bpf_probe_read_user(b->w, len, (void *)from) == 0 ? len : 0;
+}
+
 // The user stack's id (>= 0) as bpf_get_stackid(ctx, BPF_F_USER_STACK) would walk it: the
 // interrupted ip, then the return address of each frame of the frame-pointer chain from rbp,
 // until a frame cannot be read, a null return address, a frame pointer that does not go up the
@@ -386,27 +403,32 @@ static __always_inline int user_stack_id(struct pt_regs *ctx) {
     // one, or cost a page fault (~0.6 us) where it is a small number; the loop stops on fp == 0
     if (fp < sp)
         fp = 0;
-    // all or nothing: near the top of the stack's mapping the copy fails, and every frame is
-    // then read on its own; no frame pointer, nothing to copy
-    int bulk = fp != 0 && bpf_probe_read_user(b->w, sizeof(b->w), (void *)sp) == 0;
+    // copies of the stack stop at the end of the page they start in: the page holding the stack
+    // pointer or a frame is mapped, the next one may not be (past the top of the main thread's
+    // stack a copy fails, after a page fault: a process whose first frames sat within WALK_BYTES
+    // of the top paid ~1.5 us a call, bench/leaks_cost.py); no frame pointer, nothing to copy
+    b->len = 0;
+    if (fp != 0)
+        copy_stack(b, sp);
     u64 ip = PT_REGS_IP(ctx);
     ips->ip[0] = ip;
     u64 h = ip * 0x9E3779B97F4A7C15ULL;
     int n = 1;
     for (int i = 1; i < STACK_DEPTH; i++) {
         u64 next, ret;
-        u64 off = fp - sp;
-        if (bulk && fp >= sp && (fp & 7) == 0 && off <= WALK_BYTES - 16) {
-            u32 k = (u32)(off >> 3) & (WALK_BYTES / 8 - 1);
-            next = b->w[k];
-            ret = b->w[(k + 1) & (WALK_BYTES / 8 - 1)];
-        } else {
-            u64 frame[2];
-            if (fp == 0 || bpf_probe_read_user(frame, sizeof(frame), (void *)fp) != 0)
-                break;
-            next = frame[0];
-            ret = frame[1];
+        if (fp == 0)
+            break;
+        u64 base = b->base;
+        if (fp < base || ((fp - base) & 7) != 0 || fp - base + 16 > b->len) {
+            // the chain left the copy: copy again from this frame on
+            copy_stack(b, fp);
+            base = fp;
         }
+        if (b->len == 0)
+            break;  // not a frame: its page is not there
+        u32 k = (u32)((fp - base) >> 3) & (WALK_BYTES / 8 - 1);
+        next = b->w[k];
+        ret = b->w[(k + 1) & (WALK_BYTES / 8 - 1)];
         if (ret == 0)
             break;
         ips->ip[i] = ret;
