@@ -25,9 +25,6 @@ ROW_KEYS = (
     "growth_bytes_per_s",
     "estimate_error_pct",
 )
-#: what tracing costs per allocation call, measured (bench/leaks_cost.py: memtop adds 2.84 µs per
-#: malloc+free pair here; byte sampling saves the stack walk, not the trap)
-NS_PER_CALL = 1420
 
 
 def preflight_doc(pf: LeakPreflight | None) -> dict[str, Any] | None:
@@ -278,15 +275,17 @@ class LeaksView(View):
 
     @staticmethod
     def rate(state: State) -> dict[str, Any]:
-        """The traced programs' allocation rate, what tracing them costs at that rate (the measured
-        cost per call, bench/leaks_cost.py), and byte sampling proposed past a tenth of a core
+        """The traced programs' allocation rate, what tracing them costs at that rate in the mode
+        they are traced in (memtop.leakcost's measured costs, each allocation taken with its
+        free: bench/leaks_cost.py), and byte sampling proposed past a tenth of a core
         (memtop.leakcost.PROPOSE_AT_CPU), as the preflight proposes it."""
         leaks = state.get(LeaksState)
         sample = leaks.calls.sample_bytes if leaks.calls is not None else 0
         per_s = leaks.calls_per_s
-        cost = None if per_s is None else round(per_s * NS_PER_CALL / 1e7, 2)
+        est = None if per_s is None else leakcost.estimate(per_s, per_s)
+        cost = None if est is None else round(100 * (est.sampled_cpu if sample else est.exact_cpu), 2)
         proposal = None
-        if per_s is not None and not sample and per_s * NS_PER_CALL / 1e9 > leakcost.PROPOSE_AT_CPU:
+        if per_s is not None and est is not None and not sample and est.propose_sampling:
             proposal = (
                 f"{fmt.count_h(per_s)} allocations/s: byte sampling (--sample-bytes "
                 f"{leakcost.PROPOSED_SAMPLE_BYTES}) keeps a stack only for sampled allocations, with "
