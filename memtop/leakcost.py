@@ -11,9 +11,9 @@ allocations. So the expected cost, in CPU seconds per second of the target's run
 
 Where the count's cost was too small to measure, one trap is the bench's. The per-trap and
 per-program figures below were measured by bench/leaks_cost.py on a 12-frame stack
-(docs/performance.md): the trap floor (the same probe points with empty programs) 1,916 ns per
-malloc+free pair of three traps, so 639 ns a trap; exact mode (the program's own stack walk) adds
-924 ns of program per pair, byte sampling (512 KiB) 347 ns. bench/leaks_preflight.py compares the estimate with the cost
+(docs/performance.md): the trap floor (the same probe points with empty programs) 1,918 ns per
+malloc+free pair of three traps, so 639 ns a trap; exact mode (the program's own stack walk, the
+address table) adds 566 ns of program per pair, byte sampling (512 KiB) 257 ns. bench/leaks_preflight.py compares the estimate with the cost
 measured once tracing runs.
 
 Pure Python: the live source (its non-interactive decision) and the leaks view share it.
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: one uprobe trap, from bench/leaks_cost.py's trap floor (1,916 ns per pair of three traps): an
+#: one uprobe trap, from bench/leaks_cost.py's trap floor (1,918 ns per pair of three traps): an
 #: entry's where the count could not measure it, and always a return probe's
 TRAP_NS = 639
-#: the leaks program per allocation beyond its traps: exact (stack walk, three maps) and sampled
-EXACT_PROGRAM_NS = 924
-SAMPLED_PROGRAM_NS = 347
+#: the leaks program per allocation beyond its traps: exact (stack walk, address table, counters)
+#: and sampled
+EXACT_PROGRAM_NS = 566
+SAMPLED_PROGRAM_NS = 257
 #: byte sampling is proposed when exact tracing would take more than this share of a core: past a
 #: tenth of a core a CPU-bound target runs a tenth slower, five times memtop's own budget (2 %)
 PROPOSE_AT_CPU = 0.10

@@ -157,6 +157,8 @@ def live_slots(addrs: bytes | mmap.mmap) -> list[int]:
     for k in range(1, 8):
         acc |= int.from_bytes(data[k::8], "little")
     return [m.start() for m in re.finditer(rb"[^\x00]", acc.to_bytes(n, "little"))]
+
+
 STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
 STACK_VAL = Packed("struct stack_val_t", "<QQQQ", ("alloc_bytes", "alloc_count", "free_bytes", "free_count"))
 
