@@ -254,12 +254,18 @@ static __always_inline u32 a_home(u32 pid, u64 addr) {
     return (u32)(((addr ^ ((u64)pid << 40)) * 0x9E3779B97F4A7C15ULL) >> (64 - ALLOC_SLOTS_LOG2));
 }
 
+// slot j of the window from home slot h: its index in *i, its address word (NULL: none)
+static __always_inline u64 *a_slot(u32 h, int j, u32 *i) {
+    *i = (h + j) & (ALLOC_SLOTS - 1);
+    return alloc_addr.lookup(i);
+}
+
 // the slot holding (pid, addr), or -1
 static __always_inline int a_find(u32 pid, u64 addr) {
     u32 h = a_home(pid, addr);
     for (int j = 0; j < ALLOC_WINDOW; j++) {
-        u32 i = (h + j) & (ALLOC_SLOTS - 1);
-        u64 *a = alloc_addr.lookup(&i);
+        u32 i;
+        u64 *a = a_slot(h, j, &i);
         if (!a)
             return -1;
         u64 v = *(volatile u64 *)a;
@@ -291,8 +297,8 @@ static __always_inline int a_take(int slot, u64 addr, u64 *size, s32 *sid) {
 // slot reaches it.
 static __always_inline int a_claim(u32 h, u32 pid, u64 addr, u64 size, u64 ts, s32 sid) {
     for (int j = 0; j < ALLOC_WINDOW; j++) {
-        u32 i = (h + j) & (ALLOC_SLOTS - 1);
-        u64 *a = alloc_addr.lookup(&i);
+        u32 i;
+        u64 *a = a_slot(h, j, &i);
         if (!a)
             return -1;
         u64 v = *(volatile u64 *)a;

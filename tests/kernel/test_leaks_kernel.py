@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -280,6 +281,20 @@ def test_allocator_family_nested_and_failed(exact: bool) -> None:
         proc.wait()
 
 
+@contextmanager
+def addrchurn(leakies: list[Leaky], args: list[str], max_allocs: int) -> Iterator[tuple[LeaksProbe, Leaky]]:
+    """tests/workloads/addrchurn.c run with ``args`` (ROUNDS BATCH LEAK), traced by a leaks probe
+    whose address table holds ``max_allocs`` blocks."""
+    leaky = Leaky(argv=[str(compile_c("addrchurn")), *args])
+    leakies.append(leaky)
+    probe = LeaksProbe([leaky.pid], max_allocs=max_allocs)
+    try:
+        probe.load()
+        yield probe, leaky
+    finally:
+        probe.close()
+
+
 def churned_and_leaked(probe: LeaksProbe, leaky: Leaky) -> tuple[list[LeakStack], list[LeakStack]]:
     """The churn_here and leak_here stacks of tests/workloads/addrchurn.c, once it has leaked."""
     leaky.wait_for("leaked")
@@ -295,11 +310,7 @@ def test_freed_slots_fill_the_address_table_and_the_count_stays_exact(leakies: l
     """40,000 blocks at ever new addresses go through an address table of 4,096 slots (1,024
     blocks): its slots end up marked freed, not empty, so searches run past them. Every churned
     block is counted out, and the 1,000 blocks leaked after are all found, none lost."""
-    leaky = Leaky(argv=[str(compile_c("addrchurn")), "40", "1000", "1000"])
-    leakies.append(leaky)
-    probe = LeaksProbe([leaky.pid], max_allocs=1024)
-    try:
-        probe.load()
+    with addrchurn(leakies, ["40", "1000", "1000"], max_allocs=1024) as (probe, leaky):
         churn, leak = churned_and_leaked(probe, leaky)
         _, leaked_bytes, leaked_count = leaky.wait_for("leaked").split()
         assert sum(r.alloc_count for r in churn) == 40_000
@@ -313,22 +324,14 @@ def test_freed_slots_fill_the_address_table_and_the_count_stays_exact(leakies: l
         assert len(marks) == 4096
         # the churn reached every part of the table: few slots were never used
         assert marks.count(A_EMPTY) < 0.05 * len(marks) and marks.count(A_FREED) > 0.5 * len(marks)
-    finally:
-        probe.close()
 
 
 @pytest.mark.bpf
 def test_a_full_address_table_counts_what_it_could_not_hold(leakies: list[Leaky]) -> None:
     """3,000 blocks leaked into a table sized for 256: at least 256 are held, and every other one
     is counted as lost, so held + lost is exactly what the program leaked."""
-    leaky = Leaky(argv=[str(compile_c("addrchurn")), "0", "1", "3000"])
-    leakies.append(leaky)
-    probe = LeaksProbe([leaky.pid], max_allocs=256)
-    try:
-        probe.load()
+    with addrchurn(leakies, ["0", "1", "3000"], max_allocs=256) as (probe, leaky):
         _churn, leak = churned_and_leaked(probe, leaky)
         lost = probe.counters()["allocations (address map full)"]
         assert len(leak) == 1 and leak[0].alloc_count >= 256, leak
         assert leak[0].alloc_count + lost == 3000 and lost > 0, (leak[0].alloc_count, lost)
-    finally:
-        probe.close()
