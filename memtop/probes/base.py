@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from memtop import resources, tracefs
+from memtop import bcc_compat, resources, tracefs
 from memtop.errors import ProbeError
 from memtop.records import Lost, Record
 
@@ -82,6 +82,8 @@ class BpfProbe(Probe):
         #: this program's share of its compiled unit (memtop.probes.unit.ProgramView)
         self.bpf: Any = None
         self._lost_seen = 0
+        #: arrays are read in one batched lookup (False: slot by slot, after the kernel refused)
+        self._batch_reads = True
 
     def cflags(self) -> list[str]:
         return []
@@ -128,6 +130,20 @@ class BpfProbe(Probe):
         if self.bpf is not None:
             self.bpf.release()
             self.bpf = None
+
+    def array_slots(self, table: str, n: int) -> list[int]:
+        """Slots 0..n-1 of a (per-CPU) array of u64, each summed over the CPUs: one batched lookup
+        (memtop.bcc_compat.percpu_sums) rather than a syscall per slot; slot by slot from then on
+        where the kernel cannot batch (before 5.6)."""
+        if self._batch_reads:
+            try:
+                return bcc_compat.percpu_sums(self.bpf, table)[:n]
+            except OSError:
+                self._batch_reads = False
+        t = self.bpf[table]
+        if hasattr(t, "sum"):  # per-CPU array
+            return [int(t.sum(t.Key(i)).value) for i in range(n)]
+        return [int(t[t.Key(i)].value) for i in range(n)]
 
     def read_array_sum(self, table: str) -> int:
         """Sum of a (per-CPU) array's slot 0, e.g. a lost-event counter."""

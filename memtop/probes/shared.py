@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from memtop import bcc_compat, tracefs
+from memtop import tracefs
 from memtop.cgroupfs import read_text
 from memtop.kernelfs import parse_meminfo
 from memtop.probes.base import BpfProbe, Probe
@@ -127,8 +127,6 @@ class SharedProbe(BpfProbe):
         self.has: set[str] = set()
         self._pending: list[SharedCall] = []
         self._statuses: dict[int, str] = {}
-        #: arrays are read in one batched lookup (False: slot by slot)
-        self._batch = True
 
     def cflags(self) -> list[str]:
         flags = [f"-DMAX_TIDS={self.max_tids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
@@ -229,23 +227,12 @@ class SharedProbe(BpfProbe):
             scans = self.read_array_sum("shared_scan_pmd") if "HAVE_SCAN_PMD" in self.has else None
             coll = []
             if "HAVE_COLLAPSE" in self.has:
-                for i, n in enumerate(self._collapses()):
+                for i, n in enumerate(self.array_slots("shared_collapse", STATUS_SLOTS)):
                     if n:
                         coll.append((self._statuses.get(i, f"status{i}"), n))
             out.append(KhugepagedTotals(scans=scans, collapses=tuple(coll)))
         out.append(self.lost_record("shared_lost"))
         return out
-
-    def _collapses(self) -> list[int]:
-        """Collapses by status: 64 slots in one batched lookup (memtop.bcc_compat.percpu_sums),
-        slot by slot where the kernel cannot batch."""
-        if self._batch:
-            try:
-                return bcc_compat.percpu_sums(self.bpf, "shared_collapse")[:STATUS_SLOTS]
-            except OSError:
-                self._batch = False
-        table = self.bpf["shared_collapse"]
-        return [int(table[table.Key(i)].value) for i in range(STATUS_SLOTS)]
 
 
 class ShmSnoopProbe(SharedProbe):

@@ -178,8 +178,6 @@ class SwapinProbe(BpfProbe):
         self._sent: dict[int, tuple[int, ...]] = {}
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
-        #: the histograms are read in one batched lookup each (False: slot by slot)
-        self._batch = True
 
     def cflags(self) -> list[str]:
         wanted = {n for names in SYMBOLS.values() for n in names}
@@ -236,15 +234,6 @@ class SwapinProbe(BpfProbe):
             counts = self._nowait.setdefault(pid, [0, 0])
             for region, count, addr in regions:
                 counts[0 if region_file_backed(maps, region, addr) else 1] += count
-
-    def _hist(self, table: str) -> tuple[int, ...]:
-        if self._batch:
-            try:  # one batched lookup, not a syscall per slot (memtop.bcc_compat.percpu_sums)
-                return tuple(bcc_compat.percpu_sums(self.bpf, table)[:HIST_SLOTS])
-            except OSError:  # a kernel without batched lookups: slot by slot from now on
-                self._batch = False
-        t = self.bpf[table]
-        return tuple(int(t.sum(t.Key(i)).value) for i in range(HIST_SLOTS))
 
     def poll(self) -> list[Record]:
         if self.bpf is None:
@@ -303,8 +292,8 @@ class SwapinProbe(BpfProbe):
             del self._sent[gone]
             self._nowait.pop(gone, None)
         # a fault that never blocked waited 0 ns: bucket 0 of its kind
-        swap_hist = list(self._hist("hist"))
-        file_hist = list(self._hist("file_hist"))
+        swap_hist = self.array_slots("hist", HIST_SLOTS)
+        file_hist = self.array_slots("file_hist", HIST_SLOTS)
         swap_hist[0] += sum(v[6] for v in self._sent.values())
         file_hist[0] += nowait_file_total
         counters = self.bpf["swapin_counters"]

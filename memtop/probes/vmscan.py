@@ -16,7 +16,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
@@ -130,8 +129,6 @@ class VmscanProbe(BpfProbe):
         self._pending: list[Record] = []
         #: events delivered through the ring since load (the state counts them too)
         self.delivered = 0
-        #: per-CPU arrays are read in one batched lookup each (False: slot by slot)
-        self._batch = True
 
     def cflags(self) -> list[str]:
         return [
@@ -168,15 +165,6 @@ class VmscanProbe(BpfProbe):
         )
 
     # -- map readers ------------------------------------------------------------------------------
-    def _percpu_ints(self, table: str, n: int) -> list[int]:
-        if self._batch:
-            try:
-                return bcc_compat.percpu_sums(self.bpf, table)[:n]
-            except OSError:  # a kernel without batched lookups: slot by slot from now on
-                self._batch = False
-        t = self.bpf[table]
-        return [int(sum(t.getvalue(t.Key(i)))) for i in range(n)]
-
     def _origins(self) -> tuple[tuple[str, int, int, int], ...]:
         t = self.bpf["origins"]
         out = []
@@ -254,9 +242,9 @@ class VmscanProbe(BpfProbe):
 
     def totals(self) -> tuple[VmscanTotals, ReclaimTotals]:
         """Read every kernel map once (cumulative since load)."""
-        c = self._percpu_ints("vmscan_counters", NR_COUNTERS)
-        chist = self._percpu_ints("compact_hist", HIST_SLOTS)
-        rhist = self._percpu_ints("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
+        c = self.array_slots("vmscan_counters", NR_COUNTERS)
+        chist = self.array_slots("compact_hist", HIST_SLOTS)
+        rhist = self.array_slots("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
         vm = VmscanTotals(
             origins=self._origins(),
             kswapd_wakes=c[C_KSWAPD_WAKE],
