@@ -17,9 +17,9 @@
 //  * per-stack counters are updated with atomic adds on an existing entry (two threads on one
 //    stack must not lose updates, bcc#4970).
 //  * the user stack is walked here (KERNEL_STACKS=0, the default), not by bpf_get_stackid():
-//    one bulk read of the stack's top (to the end of its page, at most WALK_BYTES), then the
-//    frame-pointer chain followed inside that copy (copied again from the first frame beyond
-//    it), stopping where the chain stops going up.
+//    one bulk read from the first frame up (to the end of its page, at most WALK_BYTES), then
+//    the frame-pointer chain followed inside that copy (copied again from the first frame
+//    beyond it), stopping where the chain stops going up.
 //    The kernel's walker (KERNEL_STACKS=1) reads each frame with two user copies (each kernel
 //    `ret` is costly on a CPU with AMD SRSO "safe RET"), and stops only when a read fails: past
 //    main (glibc keeps no frame pointers) or at _start's null one it takes a page fault to learn
@@ -409,13 +409,12 @@ static __always_inline int user_stack_id(struct pt_regs *ctx) {
     // one, or cost a page fault (~0.6 us) where it is a small number; the loop stops on fp == 0
     if (fp < sp)
         fp = 0;
-    // copies of the stack stop at the end of the page they start in: the page holding the stack
-    // pointer or a frame is mapped, the next one may not be (past the top of the main thread's
-    // stack a copy fails, after a page fault: a process whose first frames sat within WALK_BYTES
-    // of the top paid ~1.5 us a call, bench/leaks_cost.py); no frame pointer, nothing to copy
+    // nothing copied yet: the walk copies from its first frame on (the stack below it is never
+    // read). Copies stop at the end of the page they start in: the page holding a frame is
+    // mapped, the next one may not be (past the top of the main thread's stack a copy fails,
+    // after a page fault: a process whose first frames sat within WALK_BYTES of the top paid
+    // ~1.5 us a call, bench/leaks_cost.py); no frame pointer, nothing to copy
     b->len = 0;
-    if (fp != 0)
-        copy_stack(b, sp);
     u64 ip = PT_REGS_IP(ctx);
     ips->ip[0] = ip;
     u64 h = ip * 0x9E3779B97F4A7C15ULL;
