@@ -13,8 +13,8 @@ Where the count's cost was too small to measure, one trap is the bench's. The pe
 per-program figures below were measured by bench/leaks_cost.py on a 12-frame stack
 (docs/performance.md): the trap floor (the same probe points with empty programs) 1,918 ns per
 malloc+free pair of three traps, so 639 ns a trap; exact mode (the program's own stack walk, the
-address table) adds 566 ns of program per pair, byte sampling (512 KiB) 257 ns. bench/leaks_preflight.py compares the estimate with the cost
-measured once tracing runs.
+address table) adds 566 ns of program per pair, byte sampling (512 KiB) 257 ns.
+bench/leaks_preflight.py compares the estimate with the cost measured once tracing runs.
 
 Pure Python: the live source (its non-interactive decision) and the leaks view share it.
 """
