@@ -129,3 +129,35 @@ async def test_pane_tree_sort_filter() -> None:
         await pilot.pause(0.1)
         assert any("cache_fill" in lb for lb in tree_labels(app))
         assert "frame contains" not in str(app.query_one("#leaks-status").render())
+
+
+async def test_status_says_the_rate_and_what_tracing_costs_while_tracing() -> None:
+    """While tracing, the status line gives the allocation rate the probe sees and what tracing
+    costs at it (the preflight's estimate, as the text and JSON give it); past a tenth of a core
+    it proposes byte sampling."""
+    from memtop import fmt, leakcost
+    from memtop.records import Batch
+    from memtop.records.leaks import LeakCalls
+    from memtop.ui.app import MemtopApp
+
+    source = Bridge([])
+    app = MemtopApp(source)
+    target = LeakTarget(pid=42, comm="app", state="tracing", message="11 symbols")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.3)
+        app.show_pane("leaks")
+        t0 = now_ns()
+        calls = 0
+        for i, per_s in enumerate((0, 20_000, 60_000)):
+            calls += per_s
+            source.publish(Batch(t0 + i * 10**9, (target, LeakCalls(calls=calls))))
+            app.redraw()
+            await pilot.pause(0.1)
+            status = str(app.query_one("#leaks-status").render())
+            if not per_s:
+                assert "allocs/s" not in status  # no rate before two counts
+                continue
+            pct = 100 * leakcost.estimate(per_s, per_s).exact_cpu
+            assert f"{fmt.count_h(per_s)} allocs/s, ≈{pct:.1f} % of a core" in status, status
+            proposed = f"--sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES}" in status
+            assert proposed == (pct > 100 * leakcost.PROPOSE_AT_CPU), status

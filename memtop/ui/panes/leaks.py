@@ -25,7 +25,7 @@ from textual.binding import Binding
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from memtop import fmt
+from memtop import fmt, leakcost
 from memtop.records.leaks import LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
@@ -220,6 +220,16 @@ class LeaksPane(FilterablePane):
                 status.append(f" — {t.message}", style="red")
             if t.failed_symbols:
                 status.append(f" ({len(t.failed_symbols)} symbols not attached)", style="yellow")
+        # while tracing, what it costs at the rate the probe sees (the text and JSON say the same)
+        rate = LeaksView.rate(state)
+        if rate["allocation_calls_per_s"] is not None:
+            status.append(
+                f" · {fmt.count_h(rate['allocation_calls_per_s'])} allocs/s, ≈{rate['cost_pct_of_core']:.1f} % of a core"
+            )
+            if rate["proposal"]:
+                status.append(
+                    f" (over a tenth: --sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES})", style="yellow"
+                )
         total = sum(r["outstanding_bytes"] for r in rows)
         status.append(
             f"   {len(rows)} stacks, {fmt.bytes_h(total)} outstanding · sort "
