@@ -324,18 +324,21 @@ def test_ten_thousand_pipes_grow_the_right_caches(holders: list[subprocess.Popen
         attached(PageAllocProbe()) as pages,
         event_trace("mm_page_alloc", kb=8192) as inst,
     ):
+        # memtop's two slabinfo reads (its polls) right beside the test's own, so that the rest
+        # of the machine's slab traffic falls in both windows alike (reading the trace, a few
+        # MiB, once sat between them, and a dentry-heavy neighbour put 4,000 more in memtop's)
         poll(state, kprobe, pages)
+        before = slabinfo()
         vm0 = kernelfs.parse_vmstat(Path("/proc/vmstat").read_text())
         first = pages.poll()[0]
-        before = slabinfo()
         hold_pipes(holders)
-        after = slabinfo()
         last = pages.poll()[0]
         vm1 = kernelfs.parse_vmstat(Path("/proc/vmstat").read_text())
+        after = slabinfo()
+        poll(state, kprobe, pages)
         (inst / "tracing_on").write_text("0")
         trace = (inst / "trace").read_text()
         assert overruns(inst) == 0
-        poll(state, kprobe, pages)
     grown = {
         name: s.active_objs - before[name].active_objs
         for name, s in after.items()
