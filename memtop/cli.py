@@ -136,7 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pane", required=True)
     s.add_argument("--format", choices=SNAPSHOT_FORMATS, default="json")
     s.add_argument("--output", required=True)
-    s.add_argument("--after", type=nonneg_float, default=0.0, help="seconds to watch after probes attach")
+    s.add_argument(
+        "--after",
+        type=nonneg_float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds to watch after probes attach before writing (default: one --interval, so "
+        "rates and charts have two readings; 0: the first reading only, rates then read n/a)",
+    )
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.add_argument("--pid", type=pid_arg)
     s.add_argument("--section", default="")
@@ -326,7 +333,10 @@ def run_snapshot(args: argparse.Namespace) -> int:
     check_pid(args.pid, args.proc_root)
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
-    return run_headless_snapshot(args, make_source(args), args.after, args.leaks)
+    # rates need two readings an interval apart: a snapshot taken at once showed 0/s while the
+    # kernel scanned 36k pages/s
+    after_s = args.interval if args.after is None else args.after
+    return run_headless_snapshot(args, make_source(args), after_s, args.leaks)
 
 
 def import_asyncio_without_tls() -> None:

@@ -432,3 +432,34 @@ def shutil_rmtree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.bpf
+def test_snapshot_by_default_has_rates_from_two_readings() -> None:
+    """`memtop snapshot` without --after watches one interval, so a rate pane reads the storm
+    under way: at --after 0 its two readings were taken back to back and read 0/s while the kernel
+    scanned thousands of pages a second."""
+    tmp = Path(tempfile.mkdtemp(prefix="memtop-vmscan-default-"))
+    out = tmp / "vmscan.json"
+    with hog_in_memcg(LIMIT_MIB, 160, passes=100_000) as hog:
+        hog.go()
+        before = hog.cg.stat()
+        proc = subprocess.run(
+            memtop_cmd() + ["snapshot", "--pane", "vmscan", "--format", "json", "--output", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        after = hog.cg.stat()
+        assert hog.proc.poll() is None, "the storm ended before the snapshot"
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    shutil_rmtree(tmp)
+    memcg_row = next(r for r in doc["rows"] if r["origin"] == "memcg")
+    # the cgroup's own count over the whole run (global vmstat leaves cgroup reclaim out): v2's
+    # pgscan; v1 has none, but every page reclaimed from it was uncharged (pgpgout)
+    key, field = ("pgscan", "scanned_per_s") if "pgscan" in after else ("pgpgout", "reclaimed_per_s")
+    kernel = after[key] - before[key]
+    assert kernel > 0
+    # a rate over one interval (at least half a second of it) of what the kernel did in the run
+    assert 0 < memcg_row[field] <= kernel / 0.5, (memcg_row, key, kernel)
