@@ -31,6 +31,9 @@ class PidRow:
     max_ns: int = 0
     pages_reclaimed: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    #: the same figures for one kind alone: kind -> (events, total_ns, max_ns, pages_reclaimed),
+    #: so a table restricted to one kind (the pane's K) shows that kind's stalls, not all of them
+    per_kind: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
 
 class ReclaimState(SubState):
@@ -82,6 +85,8 @@ class ReclaimState(SubState):
             row.max_ns = max(row.max_ns, max_ns)
             row.pages_reclaimed += reclaimed
             row.by_kind[kind] = row.by_kind.get(kind, 0) + events
+            e0, t0, m0, p0 = row.per_kind.get(kind, (0, 0, 0, 0))
+            row.per_kind[kind] = (e0 + events, t0 + total_ns, max(m0, max_ns), p0 + reclaimed)
         self.pids = pids
         self.unpaired = rec.unpaired
         self.unlisted_events = rec.unlisted

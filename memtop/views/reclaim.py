@@ -15,7 +15,7 @@ from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
-from memtop.state.reclaim import ReclaimState
+from memtop.state.reclaim import PidRow, ReclaimState
 from memtop.views import Column, Options, View, measuring, render_table, wall_offset_ns
 from memtop.views.vmscan import render_hist
 
@@ -89,20 +89,10 @@ class ReclaimView(View):
             if e.kind in kinds
         ]
         rows = [
-            {
-                "pid": r.pid,
-                "comm": r.comm,
-                "events": r.events,
-                "total_ns": r.total_ns,
-                "max_ns": r.max_ns,
-                "avg_ns": r.total_ns // r.events if r.events else 0,
-                "direct_events": r.by_kind.get("direct", 0),
-                "memcg_events": r.by_kind.get("memcg", 0),
-                "pages_reclaimed": r.pages_reclaimed,
-                "cgroup": memcg.get(r.pid),
-            }
+            pid_row(r, memcg.get(r.pid), opts.section if opts.section in RECLAIM_KINDS else None)
             for r in rs.pids.values()
-            if opts.pid is None or r.pid == opts.pid
+            if (opts.pid is None or r.pid == opts.pid)
+            and (opts.section not in RECLAIM_KINDS or r.by_kind.get(opts.section))
         ]
         key = opts.sort if opts.sort in SORT_KEYS else "total_ns"
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
@@ -139,3 +129,23 @@ class ReclaimView(View):
         out += "\n\n"
         out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])
         return out
+
+
+def pid_row(r: PidRow, cgroup: str | None, kind: str | None) -> dict[str, Any]:
+    """A process's row: its totals over every kind, or one kind's alone (the pane's K)."""
+    if kind is None:
+        events, total_ns, max_ns, pages = r.events, r.total_ns, r.max_ns, r.pages_reclaimed
+    else:
+        events, total_ns, max_ns, pages = r.per_kind.get(kind, (0, 0, 0, 0))
+    return {
+        "pid": r.pid,
+        "comm": r.comm,
+        "events": events,
+        "total_ns": total_ns,
+        "max_ns": max_ns,
+        "avg_ns": total_ns // events if events else 0,
+        "direct_events": r.by_kind.get("direct", 0) if kind in (None, "direct") else 0,
+        "memcg_events": r.by_kind.get("memcg", 0) if kind in (None, "memcg") else 0,
+        "pages_reclaimed": pages,
+        "cgroup": cgroup,
+    }
