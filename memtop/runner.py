@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from memtop.records import Batch
 from memtop.source import Source, Subscriber
 from memtop.state import State
-from memtop.state.base import Severity
+from memtop.state.base import Notice
 
 #: how long a headless front end waits for the probes to attach before going on without them
 SETTLE_TIMEOUT_S = 120.0
@@ -36,6 +36,10 @@ async def wait_or_stop(stop: asyncio.Event | None, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
+#: notice keys remembered (an OOM storm logs at most 1,000 kills: more than the pane keeps)
+ANNOUNCED_KEPT = 4096
+
+
 class Runner:
     def __init__(self, source: Source, *, interval_s: float = 1.0, checkpoints: bool = True) -> None:
         """``checkpoints``: a replay's seeks may start from saved states (worth it when the user
@@ -47,6 +51,9 @@ class Runner:
         #: exporter's scrapes) holds it to see no half-applied batch
         self.lock = threading.Lock()
         self._subs: list[Subscriber] = []
+        #: keys of the notices announced, across states: a replay's seek back applies the same
+        #: batches to a fresh state, which would announce a kill again on every seek across it
+        self._announced: dict[str, None] = {}
         source.subscribe(self._on_batch)
         replay = source.replay
         if replay is not None:
@@ -100,9 +107,20 @@ class Runner:
             n += 1
             await wait_or_stop(stop, t0 + n * self.interval_s - time.monotonic())
 
-    def pop_notices(self) -> list[tuple[str, Severity]]:
-        """(plain text, severity) of what the state asks to announce (an OOM kill), once each."""
-        return [notice for sub in self.state.subs.values() for notice in sub.pop_notices()]
+    def pop_notices(self) -> list[Notice]:
+        """What the state asks to announce (an OOM kill), once each, even across a replay's
+        seeks."""
+        out: list[Notice] = []
+        for sub in self.state.subs.values():
+            for notice in sub.pop_notices():
+                if notice.key:
+                    if notice.key in self._announced:
+                        continue
+                    self._announced[notice.key] = None
+                    if len(self._announced) > ANNOUNCED_KEPT:  # the oldest go first
+                        del self._announced[next(iter(self._announced))]
+                out.append(notice)
+        return out
 
     async def stop(self) -> None:
         await self.source.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, ClassVar, Literal, SupportsIndex
+from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple, SupportsIndex
 
 from memtop.records import Batch
 
@@ -14,6 +14,18 @@ if TYPE_CHECKING:
 
 #: how loud a notice is (the TUI's notification severities)
 Severity = Literal["information", "warning", "error"]
+
+
+class Notice(NamedTuple):
+    """A sentence to announce on any screen: plain text (it may hold traced-system strings, so it
+    is never markup), its severity, the pane that shows the same thing in full (no toast while
+    that pane is up: it would cover what it repeats), and a key naming the event, so a replay
+    that applies the same batches again after a seek does not announce it twice."""
+
+    text: str
+    severity: Severity
+    pane: str = ""
+    key: str = ""
 
 
 class SubState:
@@ -30,8 +42,8 @@ class SubState:
     def apply(self, batch: Batch, state: State) -> None:
         raise NotImplementedError
 
-    def pop_notices(self) -> list[tuple[str, Severity]]:
-        """(plain text, severity) of what to announce on any screen (an OOM kill), once each."""
+    def pop_notices(self) -> list[Notice]:
+        """What to announce on any screen (an OOM kill), once each."""
         return []
 
 

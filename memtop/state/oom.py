@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from memtop.records import Batch
 from memtop.records.oom import OomKill
-from memtop.state.base import Severity, SubState
+from memtop.state.base import Notice, SubState
 
 if TYPE_CHECKING:
     from memtop.state import State
@@ -31,17 +31,19 @@ class OomState(SubState):
                 self._unnoticed.append(rec)
         del self._unnoticed[:-20]  # a storm of kills: the latest 20 notices are enough
 
-    def pop_notices(self) -> list[tuple[str, Severity]]:
-        """(plain text, severity) for each kill not yet announced; the app shows them on any
-        screen. The text holds traced-system strings: it must be shown without markup."""
-        out: list[tuple[str, Severity]] = []
+    def pop_notices(self) -> list[Notice]:
+        """One notice for each kill not yet announced; the app shows them on any screen but the
+        OOM pane's. The text holds traced-system strings: it must be shown without markup."""
+        out: list[Notice] = []
         for k in self._unnoticed:
             scope = {"memcg": f"memcg {k.memcg}".rstrip(), "global": "system-wide"}.get(k.scope, k.scope)
             out.append(
-                (
+                Notice(
                     f"OOM kill ({scope}): {k.victim_comm} [{k.victim_pid}] "
                     f"anon {k.anon_rss_bytes >> 20} MiB, triggered by {k.trigger_comm} [{k.trigger_pid}]",
                     "error",
+                    pane="oom",
+                    key=f"oom:{k.ts_ns}:{k.victim_pid}",
                 )
             )
         self._unnoticed = []

@@ -279,9 +279,13 @@ class MemtopApp(RecordReplay):
 
     async def _tick(self) -> None:
         await self.runner.tick()
-        # notices any state asks for (e.g. an OOM kill) show on whatever screen is up, paused too
-        for text, severity in self.runner.pop_notices():
-            self.notify(text, severity=severity, timeout=10, markup=False)
+        # notices any state asks for (e.g. an OOM kill) show on whatever screen is up, paused
+        # too, except on the pane that shows the same thing in full: there a toast would cover
+        # the detail it repeats
+        on_main = len(self.screen_stack) == 1
+        for notice in self.runner.pop_notices():
+            if not (on_main and notice.pane and notice.pane == self.active_name):
+                self.notify(notice.text, severity=notice.severity, timeout=10, markup=False)
         if not self.paused:
             self.redraw()
 
