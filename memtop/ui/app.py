@@ -6,7 +6,7 @@ import asyncio
 import signal
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,7 +34,7 @@ from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
-from memtop.views import get_view
+from memtop.views import LEGEND, get_view
 from memtop.views.header import header_line
 
 if TYPE_CHECKING:
@@ -61,10 +61,16 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", tooltip="close the help")]
 
-    def __init__(self, sections: list[help.Section] | None = None, notes: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        sections: list[help.Section] | None = None,
+        notes: tuple[str, ...] = (),
+        legend: Sequence[help.Entry] = (),
+    ) -> None:
         super().__init__()
         self.sections = sections or []
         self.notes = notes
+        self.legend = legend
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
@@ -81,7 +87,7 @@ class HelpScreen(ModalScreen[None]):
         width = max(20, min(150, self.app.size.width - 8))
         body = self.query_one("#help-body", Static)
         body.styles.width = width + 6
-        show_text(body, help.layout(self.sections, width, self.notes))
+        show_text(body, help.layout(self.sections, width, self.notes, self.legend))
 
 
 class WholeCellScrollBar(ScrollBarRender):
@@ -495,7 +501,7 @@ class MemtopApp(RecordReplay):
 
     # -- actions ----------------------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.help_sections(), self.help_notes()))
+        self.push_screen(HelpScreen(self.help_sections(), self.help_notes(), self.help_legend()))
 
     def help_sections(self) -> list[help.Section]:
         """What `?` lists: the keys of the drill-in or pane shown, then the keys of everywhere."""
@@ -526,6 +532,11 @@ class MemtopApp(RecordReplay):
         if headers:  # not in the header line: it crowded it (a stand-in works: tracepoints only)
             headers = f"Kernel {headers} (the running kernel's are not installed; memtop reads only tracepoint fields)."
         return (*HELP_NOTES, *((headers,) if headers else ()))
+
+    def help_legend(self) -> list[help.Entry]:
+        """What the marks and counts of what is shown mean: the pane's own, then every pane's."""
+        view = get_view("process" if isinstance(self.screen, DrillScreen) else self.active_name)
+        return [*view.legend, *LEGEND]
 
     def action_pause(self) -> None:
         if self.replay_toggle():  # Space plays/pauses a replay itself

@@ -5,6 +5,7 @@ description), so a key added to a pane is in its help without another list to ke
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 
 from rich.text import Text
@@ -77,10 +78,13 @@ def merge(entries: Iterable[Entry]) -> list[Entry]:
     ]
 
 
-def layout(sections: Sequence[Section], width: int, notes: Sequence[str] = ()) -> Text:
+def layout(
+    sections: Sequence[Section], width: int, notes: Sequence[str] = (), legend: Sequence[Entry] = ()
+) -> Text:
     """The sections' entries in columns ``width`` cells wide at most (one column when only one
-    fits), each section under its bold title; then ``notes``, one per line, cut (never wrapped)
-    at the width."""
+    fits), each section under its bold title; then the ``legend`` (mark, meaning), the meanings
+    wrapped at word boundaries under themselves; then ``notes``, one per line, cut (never
+    wrapped) at the width."""
     out = Text(no_wrap=True, overflow="ellipsis")
     all_entries = [e for _, es in sections for e in es]
     key_w = max((len(k) for k, _ in all_entries), default=1)
@@ -108,6 +112,9 @@ def layout(sections: Sequence[Section], width: int, notes: Sequence[str] = ()) -
             line.truncate(width, overflow="ellipsis")
             out.append_text(line)
             out.append("\n")
+    if legend:
+        out.append("\n")
+        out.append_text(legend_lines(legend, width))
     if notes:
         out.append("\n")
         for note in notes:
@@ -116,4 +123,26 @@ def layout(sections: Sequence[Section], width: int, notes: Sequence[str] = ()) -
             out.append_text(line)
             out.append("\n")
     out.rstrip()
+    return out
+
+
+def legend_lines(legend: Sequence[Entry], width: int) -> Text:
+    """``Legend`` in bold, then each mark in bold with its meaning beside it, wrapped under itself
+    (a mark longer than half the width stands on a line of its own, its meaning indented below)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append("Legend", style="bold")
+    out.append("\n")
+    mark_w = min(max(len(m) for m, _ in legend), width // 2)
+    indent = mark_w + 2
+    for mark, meaning in legend:
+        lines = textwrap.wrap(meaning, max(10, width - indent)) or [""]
+        if len(mark) > mark_w:
+            out.append(mark[:width] + "\n", style="bold")
+            lead = " " * indent
+        else:
+            out.append(mark, style="bold")
+            lead = " " * (indent - len(mark))
+        for line in lines:
+            out.append(lead + line + "\n")
+            lead = " " * indent
     return out

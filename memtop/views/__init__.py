@@ -125,6 +125,21 @@ def status_notes(statuses: dict[str, dict[str, str]]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+#: the marks every pane's status line and tables may show: (mark, what it means)
+LEGEND: tuple[tuple[str, str], ...] = (
+    (
+        "NAME: state",
+        "the probes that feed the pane: attached; failed (why, what to do); off (it runs "
+        "when its key is pressed); not running (not loaded in this session or recording)",
+    ),
+    (
+        "lost N",
+        "events a probe could not deliver (its ring was full); totals read from kernel maps still count them",
+    ),
+    ("▼ ▲", "after a column's name: the table's sort and its direction"),
+)
+
+
 class View:
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -147,6 +162,9 @@ class View:
     sections: ClassVar[tuple[str, ...]] = ()
     #: export formats besides json/txt/svg (e.g. "folded")
     extra_formats: ClassVar[tuple[str, ...]] = ()
+    #: what the pane's marks and status-line counts mean, (mark, meaning) each: the help screen's
+    #: legend, before the marks every pane shares (LEGEND)
+    legend: ClassVar[tuple[tuple[str, str], ...]] = ()
     registry: ClassVar[dict[str, type[View]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:

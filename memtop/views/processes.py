@@ -80,6 +80,19 @@ class ProcessesView(View):
     title = "Processes"
     order = 10
     probes = ("procfs", "procmem", "vmscan", "swapin")
+    legend = (
+        ("N processes", "the rows listed (those the filter keeps)"),
+        (
+            "Σ",
+            "a total since memtop started: RECLAIM Σ the time stalled in reclaim, SWAPWAIT Σ the "
+            "time waited on swap-ins",
+        ),
+        ("GROW/s", "RSS change per second over the sparkline's window"),
+        (
+            "born and gone",
+            "processes that started and exited between two polls: counted, not listed (E lists them)",
+        ),
+    )
     # who (PID and COMMAND, which the pane keeps in place when it scrolls right), how much, then
     # the trouble (major faults, reclaim stalls, swap waits) before the detail: at 80 columns the
     # process in trouble is seen without scrolling

@@ -28,6 +28,15 @@ class ReclaimView(View):
     title = "Reclaim"
     order = 30
     probes = ("vmscan",)
+    legend = (
+        ("N episodes", "reclaim episodes since start, every kind, lost ones included"),
+        ("received N", "the episodes that reached memtop one by one (the recent episodes' table)"),
+        (
+            "not listed",
+            "episodes over the kernel-side log's rate: counted by the histograms and totals, not listed",
+        ),
+        ("kind", "what K chose: all, direct or memcg"),
+    )
     vmstat_fallback = (
         "vmscan",
         (

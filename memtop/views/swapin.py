@@ -63,6 +63,14 @@ class SwapinView(View):
     tab_title = "Swap"  # nine tabs fit 80 columns unshortened (the pane is titled "Swap-in waiters")
     order = 40
     probes = ("swapin", "swapinfo")
+    legend = (
+        ("†", "after a name: the process has exited; its row keeps the figures it ended with"),
+        (
+            "N swap-ins waited T",
+            "totals since memtop started of every process listed, and their "
+            "file major faults (the same wait, on the page cache)",
+        ),
+    )
     vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))
     columns = (
         Column("pid", "PID"),
