@@ -186,9 +186,13 @@ class ProcessesView(View):
             rows.sort(key=lambda r: (r["cgroup"] or "", r["pid"]), reverse=opts.reverse)
         else:
             rows.sort(key=itemgetter(key, "pid"), reverse=opts.reverse)
-        if opts.extra.get("group") == "cgroup" and key != "cgroup":
-            # grouped: each cgroup's processes together (cgroups by path), sorted within it
-            rows.sort(key=lambda r: r["cgroup"] or "")
+        groups: list[dict[str, Any]] | None = None
+        if opts.extra.get("group") == "cgroup":
+            # grouped: each cgroup's processes together under its totals, the cgroups in the
+            # order of their totals of the sort column (by RSS when that column has no sum)
+            groups = group_by_cgroup(rows, key, opts.reverse)
+            order = {g["cgroup"]: i for i, g in enumerate(groups)}
+            rows.sort(key=lambda r: order[r["cgroup"] or ""])
         between = list(procs.exited_between)
         listed: list[ExitedRow] | deque[ExitedRow] = procs.exited
         if opts.extra.get("exited") == "all":
@@ -218,6 +222,7 @@ class ProcessesView(View):
         return {
             **self.head(state),
             "rows": rows,
+            **({} if groups is None else {"groups": groups}),
             "exited": exited,
             "exited_between": procs.exited_between_total,
             "exited_between_shown": opts.extra.get("exited") == "all",
@@ -225,3 +230,68 @@ class ProcessesView(View):
 
     def text_extra(self, doc: dict[str, Any]) -> str:
         return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, doc["exited"][:20])
+
+    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+        """The table's rows, each keyed (``key``): grouped, each cgroup's line of totals (its
+        COMMAND the cgroup and its count of processes) before its processes."""
+        rows: list[dict[str, Any]] = doc["rows"]
+        groups: list[dict[str, Any]] | None = doc.get("groups")
+        if groups is None:
+            return [dict(r, key=str(r["pid"])) for r in rows]
+        out: list[dict[str, Any]] = []
+        at = 0
+        for g in groups:
+            label = cgroupfs.short_path(g["cgroup"]) if g["cgroup"] else "(no cgroup seen)"
+            out.append(
+                dict(
+                    g,
+                    key=f"cgroup:{g['cgroup']}",
+                    pid="",
+                    comm=f"▸ {label} ({g['processes']})",
+                    cgroup=g["cgroup"] or None,
+                )
+            )
+            for r in rows[at : at + g["processes"]]:
+                out.append(dict(r, key=str(r["pid"])))
+            at += g["processes"]
+        return out
+
+
+#: the columns a cgroup's line sums over its processes (None where no process was measured)
+GROUP_SUMS = (
+    "rss_bytes",
+    "anon_bytes",
+    "file_bytes",
+    "shmem_bytes",
+    "swap_bytes",
+    "minor_faults_per_s",
+    "major_faults_per_s",
+    "reclaim_stall_ns",
+    "swapin_wait_ns",
+    "rss_growth_bytes_per_s",
+)
+
+
+def group_by_cgroup(rows: list[dict[str, Any]], key: str, reverse: bool) -> list[dict[str, Any]]:
+    """One entry per memory cgroup of ``rows`` (``""``: not seen in one yet): its path, its count
+    of processes and the sums of GROUP_SUMS; ordered by the sum of ``key`` (by RSS when ``key``
+    has no sum, as PID or COMMAND), largest first unless ``reverse`` is off, then by path."""
+    groups: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        path = r["cgroup"] or ""
+        g = groups.get(path)
+        if g is None:
+            g = groups[path] = {"cgroup": path, "processes": 0, **dict.fromkeys(GROUP_SUMS)}
+        g["processes"] += 1
+        for f in GROUP_SUMS:
+            v = r[f]
+            if v is not None:
+                g[f] = v if g[f] is None else g[f] + v
+    for g in groups.values():
+        for f in ("minor_faults_per_s", "major_faults_per_s", "rss_growth_bytes_per_s"):
+            if g[f] is not None:
+                g[f] = round(g[f], 3)
+    by = key if key in GROUP_SUMS else "rss_bytes"
+    out = sorted(groups.values(), key=lambda g: g["cgroup"])
+    out.sort(key=lambda g: g[by] if g[by] is not None else -1, reverse=reverse)
+    return out

@@ -18,6 +18,7 @@ async def test_a_kill_is_announced_once_across_seeks() -> None:
     rec = Recording.load(PRESSURE)  # one memcg OOM kill, about 30 s in
     source = ReplaySource(rec, at_s=0)
     runner = Runner(source, interval_s=1.0)
+    await source.start()
     await runner.tick()
     assert runner.pop_notices() == []
     source.goto(rec.duration_s)

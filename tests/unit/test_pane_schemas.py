@@ -210,6 +210,8 @@ def documents(name: str, section: str) -> list[dict[str, Any]]:
             docs += [view.document(preflight_state(d), Options()) for d in ("", "sampled")]
         if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
             docs.append(view.document(state, Options(pid=HOG_PID)))
+        if name == "processes":  # grouped by cgroup (C) adds each cgroup's totals
+            docs.append(view.document(state, Options(extra={"group": "cgroup"})))
         if name == "cgroups":  # a cgroup's drill-in adds its detail
             docs.append(view.document(state, Options(extra={"cgroup": "/memtop-rec"})))
     return docs

@@ -116,11 +116,14 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             r = procs.rows.get(row["pid"])
             return r is not None and r.spark_same > SPARK_WIDTH
 
+        # grouped, each cgroup's line of totals comes before its processes (keyed by the view);
+        # else the rows themselves, whose identity tells the table they did not change
+        grouped = "groups" in doc
         fill_table(
             self.query_one("#processes-table", DataTable),
             self.view.columns,
-            doc["rows"],
-            "pid",
+            self.view.table_rows(doc) if grouped else doc["rows"],
+            "key" if grouped else "pid",
             extra={"RSS HISTORY": spark},
             extra_same=flat_before,
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
@@ -144,8 +147,9 @@ class ProcessesPane(FilterablePane, SortableTablePane):
 
     @on(DataTable.RowSelected, "#processes-table")
     def _row(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.post_message(DrillIn(int(event.row_key.value)))
+        key = event.row_key.value
+        if key is not None and key.isdigit():  # a cgroup's line of totals has nothing to drill into
+            self.post_message(DrillIn(int(key)))
 
     @on(DataTable.RowSelected, "#processes-exited")
     def _exited_row(self, event: DataTable.RowSelected) -> None:
