@@ -8,19 +8,25 @@ import math
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 
-#: (plotext colour, Rich colour) per series, in order: the same hue in the plot and its legend
-PALETTE = (
-    ("cyan", "cyan"),
-    ("red", "red"),
-    ("orange", "dark_orange"),
-    ("green", "green"),
-    ("magenta", "magenta"),
-    ("blue", "blue"),
+#: (plotext colour, Rich colour) per series, in order: the same hue in the plot and its legend.
+#: True colours (Okabe and Ito's palette, told apart with every kind of colour vision), not the
+#: terminal's named ones: Textual's theme maps ANSI red and magenta to one crimson, so a cgroup's
+#: anon and swap lines were drawn, and named in the legend, in one colour.
+PALETTE_RGB = (
+    (0x56, 0xB4, 0xE9),  # sky blue
+    (0xD5, 0x5E, 0x00),  # vermilion
+    (0x00, 0x9E, 0x73),  # bluish green
+    (0xCC, 0x79, 0xA7),  # reddish purple
+    (0xF0, 0xE4, 0x42),  # yellow
+    (0xE6, 0x9F, 0x00),  # orange
+    (0x00, 0x72, 0xB2),  # blue
 )
+PALETTE = tuple((rgb, "#{:02x}{:02x}{:02x}".format(*rgb)) for rgb in PALETTE_RGB)
 
 Series = tuple[str, Sequence[float], Sequence[float]]
 
@@ -34,6 +40,33 @@ CHART_CPU_BUDGET = 0.005
 SHOWN_S = 3.0
 #: chart -> when it was last asked to draw
 _asked: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class ChartMemo:
+    """What ``draw`` last drew on a chart, kept beside it rather than on the widget."""
+
+    #: everything the chart showed (redraw when it differs)
+    key: tuple[Any, ...] | None = None
+    #: when it was last drawn (time.monotonic)
+    drawn_at: float | None = None
+    #: its shape (range, newest value, peak of each series) and when that was drawn
+    shape: tuple[Any, ...] | None = None
+    shape_at: float = 0.0
+    #: the last call's arguments after the plot: a chart first drawn before it was laid out
+    #: (0x0) draws them again at its size (``redraw``)
+    call: tuple[Any, ...] = ()
+
+
+#: chart -> its memo
+_memos: weakref.WeakKeyDictionary[Any, ChartMemo] = weakref.WeakKeyDictionary()
+
+
+def y_tick_count(height: int) -> int:
+    """How many steps of y ticks a chart ``height`` rows tall shows: one every three rows or more
+    (plotext drops a label that does not fit its rows, and which one it drops is not stable from
+    one render to the next), at least one (the bottom and a round top, at 80x24), at most four."""
+    return max(1, min(4, (height - 4) // 3))
 
 
 def _shape(label: str, xs: Sequence[float], ys: Sequence[float]) -> tuple[Any, ...]:
@@ -70,9 +103,11 @@ def draw(
     xlabel: str = "seconds",
     xlim: tuple[float, float] | None = None,
     binary: bool = False,
+    force: bool = False,
 ) -> None:
     """Redraw ``plot`` (a PlotextPlot) with ``series`` (label, xs, ys) and write ``title`` and the
-    coloured names into ``legend`` (a Static above it). ``binary``: the values are bytes."""
+    coloured names into ``legend`` (a Static above it). ``binary``: the values are bytes.
+    ``force``: draw now even if the budget or a steady line would wait (a resize)."""
     from memtop.ui.lines import show_text
 
     # a chart redraws only when what it shows changed (plotext re-renders the whole canvas)
@@ -86,7 +121,11 @@ def draw(
         size,
         tuple((label, tuple(round(x, 1) for x in xs), tuple(ys)) for label, xs, ys in series),
     )
-    if getattr(plot, "_memtop_drawn", None) == key:
+    memo = _memos.get(plot)
+    if memo is None:
+        memo = _memos[plot] = ChartMemo()
+    memo.call = (legend, title, series, unit, xlabel, xlim, binary)
+    if memo.key == key:
         return
     now = time.monotonic()
     _asked[plot] = now
@@ -94,24 +133,25 @@ def draw(
     # storm) is redrawn no more often than its share of the budget allows; what it missed is
     # drawn next time
     shown = sum(1 for t in list(_asked.values()) if 0 <= now - t < SHOWN_S)
-    last = getattr(plot, "_memtop_drawn_at", None)
-    if last is not None and now - last < getattr(plot, "build_s", 0.0) * shown / CHART_CPU_BUDGET:
+    last = memo.drawn_at
+    if (
+        not force
+        and last is not None
+        and now - last < getattr(plot, "build_s", 0.0) * shown / CHART_CPU_BUDGET
+    ):
         return
     # only time moved on (a steady process's history, an idle machine's rates): what the chart
     # shows is the same line a little longer; redraw it every STEADY_REDRAW_S, not every tick
     shape = (title, binary, size, tuple(_shape(label, xs, ys) for label, xs, ys in series))
-    drawn = getattr(plot, "_memtop_shape", None)
-    if drawn is not None and drawn[0] == shape and now - drawn[1] < STEADY_REDRAW_S:
+    if not force and memo.shape == shape and now - memo.shape_at < STEADY_REDRAW_S:
         return
-    plot._memtop_shape = (shape, now)
-    plot._memtop_drawn = key
-    plot._memtop_drawn_at = now
+    memo.shape, memo.shape_at, memo.key, memo.drawn_at = shape, now, key, now
     plt = plot.plt
     plt.clear_data()
     plt.clear_figure()
     text = Text(title, style="bold", no_wrap=True, overflow="ellipsis")
     top = 0.0
-    drawn = 0
+    count = 0
     for i, (label, xs, ys) in enumerate(series):
         if not xs:
             continue
@@ -121,12 +161,10 @@ def draw(
         text.append("  ")
         text.append("━", style=rcolour)
         text.append(label)
-        drawn += 1
-    if not drawn:
+        count += 1
+    if not count:
         plt.plot([0.0], [0.0])
-    # the bottom and a round top only: plotext drops labels that do not fit the plot's rows, and
-    # which ones it drops is not stable from one render to the next (two rows at 80x24)
-    ticks = nice_ticks(top, n=1, binary=binary)
+    ticks = nice_ticks(top, n=y_tick_count(size[1] if len(size) > 1 else 0), binary=binary)
     plt.yticks(ticks, [unit(t) for t in ticks])
     plt.ylim(0, ticks[-1])
     if xlim is not None:
@@ -136,3 +174,12 @@ def draw(
     plot.generation = getattr(plot, "generation", 0) + 1
     plot.refresh()
     show_text(legend, text)
+
+
+def redraw(plot: Any) -> None:
+    """Draw what ``plot`` was last asked to show again, at its size now (a resize, or the first
+    layout of a chart drawn while it was still 0x0): its y ticks follow its height."""
+    memo = _memos.get(plot)
+    if memo is not None and memo.call:
+        legend, title, series, unit, xlabel, xlim, binary = memo.call
+        draw(plot, legend, title, series, unit, xlabel=xlabel, xlim=xlim, binary=binary, force=True)

@@ -25,6 +25,11 @@ class Chart(PlotextPlot):
         #: seconds of CPU the last build took (charts.draw spaces the redraws of costly charts)
         self.build_s = 0.0
 
+    def on_resize(self) -> None:
+        from memtop.ui import charts
+
+        charts.redraw(self)  # the y ticks follow the height
+
     def render(self) -> RenderResult:
         key = (self.size.width, self.size.height, self.app.theme, self.generation)
         if self._built is None or self._built[0] != key:

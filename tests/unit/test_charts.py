@@ -107,3 +107,46 @@ def test_a_steady_line_redraws_every_few_seconds_a_costly_chart_within_its_budge
         for p in pair:
             charts.draw(p, None, "rate", [("scan", [0.0, 1.0], [float(i), 1.0])], str)
     assert [p.plt.calls for p in pair] == [len([t for t in range(20) if t % int(2 * gap + 1) == 0])] * 2
+
+
+class SizedPlt(FakePlt):
+    def __init__(self) -> None:
+        super().__init__()
+        self.yticks_seen: list[list[float]] = []
+
+    def yticks(self, ticks: list[float], _labels: list[str]) -> None:
+        self.yticks_seen.append(list(ticks))
+
+
+class SizedPlot:
+    def __init__(self) -> None:
+        self.plt = SizedPlt()
+        self.size = (0, 0)
+
+    def refresh(self) -> None:
+        pass
+
+
+def test_y_ticks_follow_the_charts_height_and_a_resize_redraws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36, item 7: the cgroup detail chart had two y ticks at any height (and a top far
+    above its data). A chart drawn before it was laid out (0x0) draws again when it is."""
+    from memtop.ui import charts
+
+    monkeypatch.setattr("memtop.ui.lines.show_text", lambda _w, _t: None)
+    assert [charts.y_tick_count(h) for h in (0, 7, 10, 13, 20, 40)] == [1, 1, 2, 3, 4, 4]
+    plot = SizedPlot()
+    series: list[charts.Series] = [("swap", [0.0, 1.0], [200e6, 231e6])]
+    charts.draw(plot, None, "memory", series, fmt.bytes_h, binary=True)
+    assert len(plot.plt.yticks_seen[-1]) == 2  # 0x0: the bottom and a round top
+    plot.size = (100, 13)
+    charts.redraw(plot)  # what the Chart widget does on a resize, whatever the redraw budget
+    ticks = plot.plt.yticks_seen[-1]
+    assert len(ticks) == 4 and ticks[-1] >= 231e6 and ticks[-1] < 400 * 2**20
+
+
+def test_series_colours_are_told_apart() -> None:
+    """Anon and swap were one crimson: the named ANSI red and magenta in Textual's theme."""
+    from memtop.ui.charts import PALETTE
+
+    assert len({rich for _, rich in PALETTE}) == len(PALETTE)
+    assert all(isinstance(rgb, tuple) and len(rgb) == 3 for rgb, _ in PALETTE)
