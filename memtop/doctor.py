@@ -22,6 +22,9 @@ class Check:
     detail: str
     hint: str = ""
     required: bool = True  # a failing required check means some pane cannot run
+    #: False: memtop does not use it (kprobes, fentry, BTF: tracepoints, perf events and uprobes
+    #: are enough), so its absence is said as information, not as a warning
+    needed: bool = True
 
 
 def _read(path: str) -> str:
@@ -80,6 +83,7 @@ def run_checks() -> list[Check]:
             "/sys/kernel/btf/vmlinux" if btf else "absent",
             "" if btf else "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
             required=False,
+            needed=False,
         )
     )
     kp = _kprobes_available()
@@ -90,6 +94,7 @@ def run_checks() -> list[Check]:
             "available" if kp else "unavailable",
             "" if kp else "not needed: memtop uses tracepoints, perf events and uprobes",
             required=False,
+            needed=False,
         )
     )
     fe = _fentry_available()
@@ -100,6 +105,7 @@ def run_checks() -> list[Check]:
             "available" if fe else "unavailable",
             "" if fe else "not needed: optional enrichment only",
             required=False,
+            needed=False,
         )
     )
     up = Path("/sys/bus/event_source/devices/uprobe").exists()
@@ -312,7 +318,7 @@ def report(as_json: bool = False) -> tuple[str, int]:
         return json.dumps(doc, indent=1) + "\n", code
     lines = []
     for c in checks:
-        mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
+        mark = "ok  " if c.ok else ("FAIL" if c.required else "warn" if c.needed else "info")
         lines.append(f"[{mark}] {c.name:<44} {c.detail}")
         if not c.ok and c.hint:
             lines.append(f"       hint: {c.hint}")

@@ -146,3 +146,18 @@ def test_cli_pid_of_a_zombie_says_it_exited_not_kernel_thread() -> None:
         assert f"pid {child.pid} has exited" in proc.stderr and "kernel thread" not in proc.stderr
     finally:
         child.wait()
+
+
+def test_doctor_says_info_not_warn_for_what_memtop_does_not_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36, item 7: kprobes and fentry are absent here and memtop needs neither, yet doctor
+    said [warn]: a new user took it for a problem to fix."""
+    from memtop import doctor
+
+    monkeypatch.setattr(doctor, "_kprobes_available", lambda: False)
+    monkeypatch.setattr(doctor, "_fentry_available", lambda: False)
+    text, _ = doctor.report()
+    lines = {line[7:].split()[0]: line[:6] for line in text.splitlines() if line.startswith("[")}
+    assert lines["kprobes"] == "[info]" and lines["fentry"] == "[info]"
+    assert "[warn] kprobes" not in text
+    checks = {c["name"]: c for c in json.loads(doctor.report(as_json=True)[0])["checks"]}
+    assert checks["kprobes"]["needed"] is False and checks["privileges"]["needed"] is True
