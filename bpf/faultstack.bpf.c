@@ -19,8 +19,11 @@
 // charged to the wrong file.
 //
 // Configured with -DTARGET_PID=<tgid> -DMAX_STACKS=<n> -DMAX_RANGES=<n> (power of two) -DRANGE_STEPS=<log2 n + 1>
-// -DMAX_PATHS=<n> -DMAX_UNRESOLVED=<n> -DMAX_COARSE=<n>.
+// -DMAX_PATHS=<n> -DMAX_UNRESOLVED=<n> -DMAX_COARSE=<n> -DCOARSE_SHIFT=<n>, and the fault kinds and
+// lost slots memtop/probes/faultstack.py reads by (FaultStackProbe.defines: Python is their one
+// definition, the values below are only defaults).
 
+#include "common.h"
 #include "perf_ctx.h"
 
 #ifndef TARGET_PID
@@ -50,10 +53,27 @@
 #ifndef MAX_COARSE
 #define MAX_COARSE 4096
 #endif
+#ifndef COARSE_SHIFT
 #define COARSE_SHIFT 21
+#endif
 
+#ifndef KIND_MIN
 #define KIND_MIN 0
+#endif
+#ifndef KIND_MAJ
 #define KIND_MAJ 1
+#endif
+
+// slots of `lost`
+#ifndef LOST_STACKS
+#define LOST_STACKS 0  // stack-count inserts that failed (map full)
+#endif
+#ifndef LOST_ADDRESSES
+#define LOST_ADDRESSES 1  // address inserts that failed
+#endif
+#ifndef NR_LOST
+#define NR_LOST 2
+#endif
 
 struct stack_key_t {
     s32 stack_id;  // negative: -errno from bpf_get_stackid (counted, frames unknown)
@@ -107,13 +127,10 @@ BPF_ARRAY(recent_head, u64, 1);  // mmap() calls seen (the next seq)
 BPF_TABLE("lru_hash", u64, struct recent_t, recent_info, MAX_RECENT_COUNTS);
 BPF_HASH(recent_counts, u64, struct fcount_t, MAX_RECENT_COUNTS);
 BPF_TABLE("lru_hash", u32, struct mmap_args_t, mmap_pending, 1024);
-// [0] = stack-count inserts that failed (map full), [1] = address inserts that failed
-BPF_PERCPU_ARRAY(lost, u64, 2);
+BPF_PERCPU_ARRAY(lost, u64, NR_LOST);
 
-static __always_inline void count_lost(int slot) {
-    u64 *v = lost.lookup(&slot);
-    if (v)
-        (*v)++;
+static __always_inline void lost_one(int slot) {
+    memtop_bump(lost.lookup(&slot));
 }
 
 static __always_inline void add_fcount(struct fcount_t *c, u32 kind) {
@@ -207,7 +224,7 @@ static __always_inline void by_mapping(u64 addr, u32 kind) {
     if (c)
         add_fcount(c, kind);
     else
-        count_lost(1);
+        lost_one(LOST_ADDRESSES);
 }
 
 static __always_inline int on_fault(struct bpf_perf_event_data *ctx, u32 kind) {
@@ -223,7 +240,7 @@ static __always_inline int on_fault(struct bpf_perf_event_data *ctx, u32 kind) {
     if (v)
         __sync_fetch_and_add(v, 1);
     else
-        count_lost(0);
+        lost_one(LOST_STACKS);
     by_mapping(ctx->addr, kind);
     return 0;
 }

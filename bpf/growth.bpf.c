@@ -6,7 +6,10 @@
 // that mapped that address (when the unmap starts at a mapping this program saw being made).
 // Everything is filtered in kernel to the target tgid and summed in maps read once per tick.
 //
-// Configured with -DTARGET_PID=<tgid> -DMAX_STACKS=<n> -DMAX_LIVE=<n> -DMAX_TIDS=<n>.
+// Configured with -DTARGET_PID=<tgid> -DMAX_STACKS=<n> -DMAX_LIVE=<n> -DMAX_TIDS=<n> (the sizes are
+// GrowthProbe.defines': Python is their one definition, the values below are only defaults).
+
+#include "common.h"
 
 #ifndef TARGET_PID
 #error "TARGET_PID must be set (-DTARGET_PID=<tgid>)"
@@ -72,9 +75,7 @@ static __always_inline struct growth_t *growth_of(s32 stack_id) {
     g = growth.lookup(&stack_id);
     if (!g) {
         int slot = 0;
-        u64 *v = lost.lookup(&slot);
-        if (v)
-            (*v)++;
+        memtop_bump(lost.lookup(&slot));
     }
     return g;
 }

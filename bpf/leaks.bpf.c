@@ -41,9 +41,11 @@
 //
 // Configured with -DMAX_ALLOCS -DMAX_STACKS -DSTACK_DEPTH -DMAX_STACK_TRACES -DMAX_TIDS
 // -DSIZE_FROM_HEADER -DMAX_PIDS -DKERNEL_STACKS (and the bench's -DSTACK_NONE -DSTACK_FLAGS
-// -DSTACK_AT_ENTRY).
+// -DSTACK_AT_ENTRY), and the counter slots and address-table marks memtop/probes/leaks.py reads
+// by (LeaksProbe.defines: Python is their one definition, the values below are only defaults).
 
 #include <uapi/linux/ptrace.h>
+#include "common.h"
 
 #ifndef MAX_ALLOCS
 #define MAX_ALLOCS 262144
@@ -61,7 +63,7 @@
 #define MAX_TIDS 8192
 #endif
 #ifndef MAX_PIDS
-#define MAX_PIDS 64
+#define MAX_PIDS 8
 #endif
 #ifndef SIZE_FROM_HEADER
 #define SIZE_FROM_HEADER 1
@@ -87,15 +89,33 @@
 #define MAX_NEST 4
 
 // counters (per-CPU array slots)
+#ifndef C_ALLOCS_FULL
 #define C_ALLOCS_FULL 0   // allocation not tracked: address map full
+#endif
+#ifndef C_STACK_ERR
 #define C_STACK_ERR 1     // no stack id (collision or unreadable stack); counted under id -1
+#endif
+#ifndef C_STATS_FULL
 #define C_STATS_FULL 2    // per-stack map full: allocation not attributed
+#endif
+#ifndef C_BAD_SIZE
 #define C_BAD_SIZE 3      // chunk header unreadable or implausible: size recorded as 0
+#endif
+#ifndef C_NEST_FULL
 #define C_NEST_FULL 4     // allocator nesting deeper than MAX_NEST: arguments not kept
+#endif
+#ifndef C_FAILED
 #define C_FAILED 5        // failed allocations seen (not leaks)
+#endif
+#ifndef C_INTERNAL
 #define C_INTERNAL 6      // mmap/munmap from inside libc, skipped
+#endif
+#ifndef C_CALLS
 #define C_CALLS 7         // allocation calls seen (sampled or not): the target's allocation rate
+#endif
+#ifndef N_COUNTERS
 #define N_COUNTERS 8
+#endif
 
 // one tracked block: what a slot of the address table holds beside its address
 struct alloc_info_t {
@@ -161,9 +181,15 @@ struct stack_ips_t {
 #endif
 #define ALLOC_SLOTS (1U << ALLOC_SLOTS_LOG2)
 #define ALLOC_WINDOW 32
+#ifndef A_EMPTY
 #define A_EMPTY 0
+#endif
+#ifndef A_FREED
 #define A_FREED 1
+#endif
+#ifndef A_BUSY
 #define A_BUSY 2
+#endif
 // user space maps both (BPF_F_MMAPABLE, 1 << 10) to read blocks' ages without copying them
 BPF_F_TABLE("array", int, u64, alloc_addr, ALLOC_SLOTS, 1 << 10);
 BPF_F_TABLE("array", int, struct alloc_info_t, alloc_info, ALLOC_SLOTS, 1 << 10);
@@ -217,10 +243,8 @@ BPF_ARRAY(weight_tab, u32, 66);
 #define FN_SIZED 4
 #define FN_STACK 5
 
-static __always_inline void count(int which) {
-    u64 *v = counters.lookup(&which);
-    if (v)
-        (*v)++;
+static __always_inline void leaks_count(int which) {
+    memtop_bump(counters.lookup(&which));
 }
 
 static __always_inline void stat_sub(u32 pid, s64 stack_id, u64 size) {
@@ -240,7 +264,7 @@ static __always_inline void stat_add(u32 pid, s64 stack_id, u64 size) {
         stats.insert(&k, &zero);  // BPF_NOEXIST: a racing insert by another CPU wins, fine
         v = stats.lookup(&k);
         if (!v) {
-            count(C_STATS_FULL);
+            leaks_count(C_STATS_FULL);
             return;
         }
     }
@@ -484,7 +508,7 @@ static __always_inline int take_stack(struct pt_regs *ctx) {
 // ctx is the return probe's: ip is the caller's return address, so the stack starts at the caller
 // (sid: TAKE_HERE, or the stack an entry program took)
 static __always_inline void on_alloc_sid(struct pt_regs *ctx, u32 pid, u64 addr, u64 size, int sid) {
-    count(C_CALLS);
+    leaks_count(C_CALLS);
     // a block still recorded at this address was freed behind our back (by a path we do not
     // see): counted out first, so nothing is counted twice and nothing stale stays (with
     // sampling, an unsampled block may take its place)
@@ -503,11 +527,11 @@ static __always_inline void on_alloc_sid(struct pt_regs *ctx, u32 pid, u64 addr,
     if (sid == TAKE_HERE)
         sid = take_stack(ctx);
     if (sid < 0) {
-        count(C_STACK_ERR);
+        leaks_count(C_STACK_ERR);
         sid = -1;
     }
     if (a_claim(a_home(pid, addr), pid, addr, size, ts, sid) != 0) {
-        count(C_ALLOCS_FULL);
+        leaks_count(C_ALLOCS_FULL);
         return;
     }
     stat_add(pid, sid, size);
@@ -522,13 +546,13 @@ static __always_inline u64 usable_size(u64 ptr) {
     // malloc_usable_size() is chunksize - 8, or - 16 for mmapped chunks
     u64 hdr = 0;
     if (bpf_probe_read_user(&hdr, sizeof(hdr), (void *)(ptr - 8)) != 0) {
-        count(C_BAD_SIZE);
+        leaks_count(C_BAD_SIZE);
         return 0;
     }
     u64 sz = hdr & ~7ULL;
     u64 overhead = (hdr & 2) ? 16 : 8;
     if (sz <= overhead || sz > (1ULL << 44)) {
-        count(C_BAD_SIZE);
+        leaks_count(C_BAD_SIZE);
         return 0;
     }
     return sz - overhead;
@@ -561,7 +585,7 @@ static __always_inline void push_slot(struct pt_regs *ctx, u64 fn, u64 a0, u64 a
     }
     if (d >= MAX_NEST) {
         n->depth = d;
-        count(C_NEST_FULL);
+        leaks_count(C_NEST_FULL);
         return;
     }
     // constant indices only: the verifier cannot bound a variable one into the slot array
@@ -612,7 +636,7 @@ int ret_hdr(struct pt_regs *ctx) {
 #endif
     u64 addr = PT_REGS_RC(ctx);
     if (addr == 0) {
-        count(C_FAILED);
+        leaks_count(C_FAILED);
         return 0;
     }
     on_alloc_sid(ctx, bpf_get_current_pid_tgid() >> 32, addr, usable_size(addr), sid);
@@ -653,7 +677,7 @@ int ret_sized(struct pt_regs *ctx) {
         return 0;
     u64 addr = PT_REGS_RC(ctx);
     if (addr == 0) {
-        count(C_FAILED);
+        leaks_count(C_FAILED);
         return 0;
     }
     on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, s.arg0);
@@ -683,7 +707,7 @@ int ret_realloc(struct pt_regs *ctx) {
         if (s.arg1 == 0)
             on_free(pid, s.arg0);  // realloc(p, 0) frees p
         else
-            count(C_FAILED);       // failed: the old block is still live
+            leaks_count(C_FAILED);       // failed: the old block is still live
         return 0;
     }
     on_free(pid, s.arg0);
@@ -707,7 +731,7 @@ int ret_posix_memalign(struct pt_regs *ctx) {
     if (pop_slot(ctx, FN_MEMALIGN, &s) != 0)
         return 0;
     if (PT_REGS_RC(ctx) != 0) {
-        count(C_FAILED);
+        leaks_count(C_FAILED);
         return 0;
     }
     u64 addr = 0;
@@ -735,11 +759,11 @@ int ret_mmap(struct pt_regs *ctx) {
     u32 pid = bpf_get_current_pid_tgid() >> 32;
     u64 addr = PT_REGS_RC(ctx);
     if (addr == (u64)-1 || addr == 0) {
-        count(C_FAILED);
+        leaks_count(C_FAILED);
         return 0;
     }
     if (in_libc(pid, PT_REGS_IP(ctx))) {
-        count(C_INTERNAL);
+        leaks_count(C_INTERNAL);
         return 0;
     }
     on_alloc(ctx, pid, addr, s.arg0);
@@ -752,7 +776,7 @@ int enter_munmap(struct pt_regs *ctx) {
     u64 ret = 0;
     bpf_probe_read_user(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
     if (in_libc(pid, ret)) {
-        count(C_INTERNAL);
+        leaks_count(C_INTERNAL);
         return 0;
     }
     on_free(pid, PT_REGS_PARM1(ctx));

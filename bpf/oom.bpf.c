@@ -10,7 +10,11 @@
 //
 // Configured with -DMV_HAS_COMM, -DMV_HAS_RSS, -DMV_HAS_UID, -DMV_HAS_PGTABLES, -DMV_HAS_ADJ
 // (the fields this kernel's mark_victim has), -DHAVE_MEMCG_RECLAIM, -DHAVE_DIRECT_RECLAIM,
-// -DMAX_TIDS=<n>, -DRINGBUF_PAGES=<n>.
+// -DMAX_TIDS=<n>, -DRINGBUF_PAGES=<n>, and the scopes and the unknown oom_score_adj
+// memtop/probes/oom.py reads (OomProbe.defines: Python is their one definition, the values below
+// are only defaults).
+
+#include "common.h"
 
 #ifndef MAX_TIDS
 #define MAX_TIDS 16384
@@ -19,9 +23,19 @@
 #define RINGBUF_PAGES 8
 #endif
 
+#ifndef SCOPE_UNKNOWN
 #define SCOPE_UNKNOWN 0
+#endif
+#ifndef SCOPE_MEMCG
 #define SCOPE_MEMCG 1
+#endif
+#ifndef SCOPE_GLOBAL
 #define SCOPE_GLOBAL 2
+#endif
+// oom_score_adj when the tracepoint does not have it (below the kernel's -1000)
+#ifndef ADJ_UNKNOWN
+#define ADJ_UNKNOWN -10000
+#endif
 
 struct oom_event_t {
     u64 ts_ns;
@@ -68,9 +82,7 @@ TRACEPOINT_PROBE(oom, mark_victim) {
     struct oom_event_t *e = oom_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         int zero = 0;
-        u64 *v = oom_lost.lookup(&zero);
-        if (v)
-            (*v)++;
+        memtop_bump(oom_lost.lookup(&zero));
         return 0;
     }
     u64 id = bpf_get_current_pid_tgid();
@@ -80,7 +92,7 @@ TRACEPOINT_PROBE(oom, mark_victim) {
     e->victim_pid = args->pid;
     e->trigger_pid = id >> 32;
     e->trigger_tid = tid;
-    e->oom_score_adj = -10000;  // "unknown" unless the tracepoint has it
+    e->oom_score_adj = ADJ_UNKNOWN;
 #ifdef MV_HAS_COMM
     TP_DATA_LOC_READ_CONST(e->victim_comm, comm, sizeof(e->victim_comm));
 #endif

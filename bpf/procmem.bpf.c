@@ -5,7 +5,11 @@
 // processes that start and exit between two ticks. Tracepoint fields and helpers only: the
 // headers BCC compiles against may be a stand-in of another kernel version.
 //
-// Configured with -DMAX_PIDS=<n> -DRINGBUF_PAGES=<n>.
+// Configured with -DMAX_PIDS=<n> -DRINGBUF_PAGES=<n> and the event kinds memtop/probes/procmem.py
+// reads (ProcmemProbe.defines: Python is their one definition, the values below are only
+// defaults).
+
+#include "common.h"
 
 #ifndef MAX_PIDS
 #define MAX_PIDS 16384
@@ -14,8 +18,12 @@
 #define RINGBUF_PAGES 64
 #endif
 
+#ifndef EV_EXEC
 #define EV_EXEC 1
+#endif
+#ifndef EV_EXIT
 #define EV_EXIT 2
+#endif
 
 struct proc_event_t {
     u64 ts_ns;
@@ -30,11 +38,9 @@ BPF_RINGBUF_OUTPUT(procmem_events, RINGBUF_PAGES);
 BPF_TABLE("lru_hash", u32, u64, start_ns, MAX_PIDS);
 BPF_PERCPU_ARRAY(procmem_lost, u64, 1);
 
-static __always_inline void count_lost(void) {
+static __always_inline void procmem_lost_one(void) {
     int zero = 0;
-    u64 *v = procmem_lost.lookup(&zero);
-    if (v)
-        (*v)++;
+    memtop_bump(procmem_lost.lookup(&zero));
 }
 
 TRACEPOINT_PROBE(sched, sched_process_fork) {
@@ -47,7 +53,7 @@ TRACEPOINT_PROBE(sched, sched_process_fork) {
 TRACEPOINT_PROBE(sched, sched_process_exec) {
     struct proc_event_t *e = procmem_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
-        count_lost();
+        procmem_lost_one();
         return 0;
     }
     e->ts_ns = bpf_ktime_get_ns();
@@ -70,7 +76,7 @@ TRACEPOINT_PROBE(sched, sched_process_exit) {
         return 0;
     struct proc_event_t *e = procmem_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
-        count_lost();
+        procmem_lost_one();
         return 0;
     }
     e->ts_ns = now;

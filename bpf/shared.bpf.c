@@ -17,7 +17,11 @@
 //   settings) counted.
 //
 // Configured with -DSYSCALLS, -DMAX_TIDS=<n>, -DRINGBUF_PAGES=<n>, -DHAVE_MEMFD, -DHAVE_MIGRATE,
-// -DHAVE_COLLAPSE, -DHAVE_SCAN_PMD (the optional tracepoints this kernel has).
+// -DHAVE_COLLAPSE, -DHAVE_SCAN_PMD (the optional tracepoints this kernel has), and the call
+// numbers, madvise behaviours and table sizes memtop/probes/shared.py reads by
+// (SharedProbe.defines: Python is their one definition, the values below are only defaults).
+
+#include "common.h"
 
 // BCC declares mm_migrate_pages' argument struct with a field of this enum's type
 #include <linux/migrate_mode.h>
@@ -29,15 +33,42 @@
 #define RINGBUF_PAGES 16
 #endif
 
+#ifndef SHARED_SHMGET
 #define SHARED_SHMGET 0
+#endif
+#ifndef SHARED_SHMAT
 #define SHARED_SHMAT 1
+#endif
+#ifndef SHARED_SHMDT
 #define SHARED_SHMDT 2
+#endif
+#ifndef SHARED_SHMCTL
 #define SHARED_SHMCTL 3
+#endif
+#ifndef SHARED_MADVISE
 #define SHARED_MADVISE 4
-#define SHARED_MEMFD 5
+#endif
+#ifndef SHARED_MEMFD_CREATE
+#define SHARED_MEMFD_CREATE 5
+#endif
 
+// the madvise behaviours that go on (uapi asm-generic/mman-common.h)
+#ifndef SHARED_MADV_HUGEPAGE
+#define SHARED_MADV_HUGEPAGE 14
+#endif
+#ifndef SHARED_MADV_NOHUGEPAGE
+#define SHARED_MADV_NOHUGEPAGE 15
+#endif
+#ifndef SHARED_MADV_COLLAPSE
+#define SHARED_MADV_COLLAPSE 25
+#endif
+
+#ifndef SHARED_REASONS
 #define SHARED_REASONS 16
+#endif
+#ifndef SHARED_STATUSES
 #define SHARED_STATUSES 64
+#endif
 
 struct shared_event_t {
     u64 ts_ns;
@@ -101,9 +132,7 @@ static __always_inline void shared_exit(s32 nr, s64 ret) {
     struct shared_event_t *e = shared_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         int zero = 0;
-        u64 *v = shared_lost.lookup(&zero);
-        if (v)
-            (*v)++;
+        memtop_bump(shared_lost.lookup(&zero));
         shared_pending.delete(&tid);
         return;
     }
@@ -166,7 +195,8 @@ TRACEPOINT_PROBE(syscalls, sys_exit_shmctl) {
 TRACEPOINT_PROBE(syscalls, sys_enter_madvise) {
     int behavior = args->behavior;
     // the in-kernel filter: every other madvise stops here
-    if (behavior != 14 && behavior != 15 && behavior != 25)
+    if (behavior != SHARED_MADV_HUGEPAGE && behavior != SHARED_MADV_NOHUGEPAGE &&
+        behavior != SHARED_MADV_COLLAPSE)
         return 0;
     shared_enter(args->__syscall_nr, SHARED_MADVISE, args->start, args->len_in, behavior);
     return 0;
@@ -182,7 +212,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_memfd_create) {
     u32 tid = bpf_get_current_pid_tgid();
     struct shared_pending_t p = {};
     p.nr = args->__syscall_nr;
-    p.call = SHARED_MEMFD;
+    p.call = SHARED_MEMFD_CREATE;
     p.flags = (s32)args->flags;
     bpf_probe_read_user_str(p.name, sizeof(p.name), args->uname);
     shared_pending.update(&tid, &p);
@@ -229,9 +259,7 @@ TRACEPOINT_PROBE(huge_memory, mm_collapse_huge_page) {
 #ifdef HAVE_SCAN_PMD
 TRACEPOINT_PROBE(huge_memory, mm_khugepaged_scan_pmd) {
     int zero = 0;
-    u64 *v = shared_scan_pmd.lookup(&zero);
-    if (v)
-        (*v)++;
+    memtop_bump(shared_scan_pmd.lookup(&zero));
     return 0;
 }
 #endif

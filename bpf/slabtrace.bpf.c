@@ -21,7 +21,10 @@
 //
 // Configured with -DSAMPLE=<n> -DMAX_SITES=<n> -DMAX_LIVE=<n>; -DFREES, -DSTACKS as above;
 // -DFLOOR (bench/kernel_cost.py) makes every program return at once, to measure what the hooks
-// cost by themselves.
+// cost by themselves. The counter slots and kmalloc cache flags are memtop/probes/slabtrace.py's
+// (SlabTraceProbe.defines: Python is their one definition, the values below are only defaults).
+
+#include "common.h"
 
 #ifndef SAMPLE
 #define SAMPLE 64
@@ -33,6 +36,33 @@
 #define MAX_LIVE 65536
 #endif
 
+// slots of slab_counters
+#ifndef SLAB_ALLOCS
+#define SLAB_ALLOCS 0  // allocations seen (also the per-CPU sampling counter)
+#endif
+#ifndef SLAB_SAMPLED
+#define SLAB_SAMPLED 1
+#endif
+#ifndef SLAB_FREES
+#define SLAB_FREES 2  // frees seen
+#endif
+#ifndef SLAB_FREES_MATCHED
+#define SLAB_FREES_MATCHED 3  // frees of a sampled allocation
+#endif
+#ifndef SLAB_DROPPED
+#define SLAB_DROPPED 4  // samples dropped: sites map full
+#endif
+#ifndef NR_SLAB_COUNTERS
+#define NR_SLAB_COUNTERS 5
+#endif
+// site_t.flags of a kmalloc: which kmalloc cache family its gfp flags chose
+#ifndef KMALLOC_CG
+#define KMALLOC_CG 1  // accounted: kmalloc-cg-N
+#endif
+#ifndef KMALLOC_RCL
+#define KMALLOC_RCL 2  // reclaimable: kmalloc-rcl-N
+#endif
+
 #define CACHE_NAME 32
 #define GFP_RECLAIMABLE (1UL << 4)
 #define GFP_ACCOUNT (1UL << 22)
@@ -41,7 +71,7 @@ struct site_t {
     u64 site;         // call_site: the kernel text address of the caller
     s64 stack;        // -DSTACKS: the kernel stack's id in slab_stacks (<0: none); else -1
     u32 size;         // kmalloc: bytes_alloc (the size class); 0 for a named cache
-    u32 flags;        // kmalloc: 1 accounted (kmalloc-cg-N), 2 reclaimable (kmalloc-rcl-N)
+    u32 flags;        // kmalloc: KMALLOC_CG, KMALLOC_RCL or 0
     char name[CACHE_NAME];  // kmem_cache_alloc: the cache's name
 };
 
@@ -66,15 +96,13 @@ static __always_inline s64 stack_of(void *ctx) {
 #ifdef FREES
 BPF_TABLE("lru_hash", u64, struct site_t, live, MAX_LIVE);
 #endif
-// [0] allocations seen (also the per-CPU sampling counter), [1] sampled, [2] frees seen,
-// [3] frees matched to a sampled allocation, [4] samples dropped (sites map full)
-BPF_PERCPU_ARRAY(slab_counters, u64, 5);
+BPF_PERCPU_ARRAY(slab_counters, u64, NR_SLAB_COUNTERS);
 
 static __always_inline int sampled(void) {
 #ifdef FLOOR
     return 0;  // the bench's floor: the tracepoints' own cost, programs that do nothing
 #endif
-    int i = 0;
+    int i = SLAB_ALLOCS;
     u64 *c = slab_counters.lookup(&i);
     if (!c)
         return 0;
@@ -82,10 +110,8 @@ static __always_inline int sampled(void) {
     return (*c % SAMPLE) == 0;
 }
 
-static __always_inline void bump(int i) {
-    u64 *c = slab_counters.lookup(&i);
-    if (c)
-        *c += 1;
+static __always_inline void slab_count(int i) {
+    memtop_bump(slab_counters.lookup(&i));
 }
 
 static __always_inline void record(struct site_t *k, u64 ptr, u64 bytes) {
@@ -93,7 +119,7 @@ static __always_inline void record(struct site_t *k, u64 ptr, u64 bytes) {
     st = sites.lookup(k);
     if (!st) {
         if (sites.insert(k, &zero) != 0) {
-            bump(4);
+            slab_count(SLAB_DROPPED);
             return;
         }
         st = sites.lookup(k);
@@ -102,7 +128,7 @@ static __always_inline void record(struct site_t *k, u64 ptr, u64 bytes) {
     }
     __sync_fetch_and_add(&st->allocs, 1);
     __sync_fetch_and_add(&st->bytes, bytes);
-    bump(1);
+    slab_count(SLAB_SAMPLED);
 #ifdef FREES
     live.update(&ptr, k);
 #endif
@@ -113,7 +139,7 @@ static __always_inline void freed(u64 ptr) {
 #ifdef FLOOR
     return;
 #endif
-    bump(2);
+    slab_count(SLAB_FREES);
     struct site_t *k = live.lookup(&ptr);
     if (!k)
         return;
@@ -121,7 +147,7 @@ static __always_inline void freed(u64 ptr) {
     if (st)
         __sync_fetch_and_add(&st->frees, 1);
     live.delete(&ptr);
-    bump(3);
+    slab_count(SLAB_FREES_MATCHED);
 }
 #endif
 
@@ -154,7 +180,7 @@ RAW_TRACEPOINT_PROBE(kmalloc) {
     k.stack = stack_of(ctx);
     k.size = ctx->args[3];
     unsigned long gfp = ctx->args[4];
-    k.flags = (gfp & GFP_ACCOUNT) ? 1 : ((gfp & GFP_RECLAIMABLE) ? 2 : 0);
+    k.flags = (gfp & GFP_ACCOUNT) ? KMALLOC_CG : ((gfp & GFP_RECLAIMABLE) ? KMALLOC_RCL : 0);
     record(&k, ctx->args[1], k.size);
     return 0;
 }
@@ -190,7 +216,7 @@ TRACEPOINT_PROBE(kmem, kmalloc) {
     k.stack = stack_of(args);
     k.size = args->bytes_alloc;
     unsigned long gfp = args->gfp_flags;
-    k.flags = (gfp & GFP_ACCOUNT) ? 1 : ((gfp & GFP_RECLAIMABLE) ? 2 : 0);
+    k.flags = (gfp & GFP_ACCOUNT) ? KMALLOC_CG : ((gfp & GFP_RECLAIMABLE) ? KMALLOC_RCL : 0);
     record(&k, (u64)args->ptr, args->bytes_alloc);
     return 0;
 }

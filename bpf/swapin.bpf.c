@@ -19,7 +19,10 @@
 // Tracepoint fields and helpers only; the symbol ranges come from /proc/kallsyms via cflags:
 //   -D{PF1,PF2,SW1,SW2,FI1,FI2}_LO=0x...ULL -D..._HI=0x...ULL  (absent symbol: 0,0)
 //   -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_DEPTH=<n> -DMAX_REGIONS=<n> -DREGION_SHIFT=<n>
+// and the histogram size and slots memtop/probes/swapin.py reads (SwapinProbe.defines: Python is
+// their one definition, the values below are only defaults).
 
+#include "common.h"
 #include "perf_ctx.h"
 
 #ifndef MAX_TIDS
@@ -32,10 +35,34 @@
 #define MAX_REGIONS 4096
 #endif
 #ifndef REGION_SHIFT
-#define REGION_SHIFT 21  // memtop/probes/swapin.py passes its REGION_SHIFT
+#define REGION_SHIFT 21
 #endif
 #ifndef MAX_DEPTH
 #define MAX_DEPTH 48
+#endif
+// log2(wait ns) buckets per kind; a process's file major faults are its slots + HIST_SLOTS
+#ifndef HIST_SLOTS
+#define HIST_SLOTS 64
+#endif
+// slots of swapin_lost
+#ifndef LOST_PROCESSES
+#define LOST_PROCESSES 0  // processes the stats map could not take
+#endif
+#ifndef LOST_REGIONS
+#define LOST_REGIONS 1  // no-wait faults the region map could not take
+#endif
+#ifndef NR_LOST
+#define NR_LOST 2
+#endif
+// slots of swapin_counters
+#ifndef CTR_SLEEPS
+#define CTR_SLEEPS 0  // blocked-in-fault sleeps timed
+#endif
+#ifndef CTR_STACK_WALKS
+#define CTR_STACK_WALKS 1  // D-state stack walks (the probe's own cost driver)
+#endif
+#ifndef NR_COUNTERS
+#define NR_COUNTERS 2
 #endif
 #ifndef PF1_LO
 #define PF1_LO 0ULL
@@ -106,7 +133,7 @@ struct nowait_t {
 
 struct hkey_t {
     u32 pid;
-    u32 slot;  // bucket, +64 for file major faults
+    u32 slot;  // bucket, +HIST_SLOTS for file major faults
 };
 
 struct stack_t {
@@ -121,32 +148,13 @@ BPF_TABLE("lru_hash", u32, struct stats_t, stats, MAX_PIDS);
 // major faults that never blocked since the last poll, by process and region (user space drains it)
 BPF_TABLE("lru_hash", struct region_t, struct nowait_t, nowait_regions, MAX_REGIONS);
 // log2(wait ns) -> count; every classified swap-in / file major fault lands in one bucket
-BPF_PERCPU_ARRAY(hist, u64, 64);
-BPF_PERCPU_ARRAY(file_hist, u64, 64);
+BPF_PERCPU_ARRAY(hist, u64, HIST_SLOTS);
+BPF_PERCPU_ARRAY(file_hist, u64, HIST_SLOTS);
 // the same per process (sparse; a process rarely spans more than ~16 buckets)
 BPF_TABLE("lru_hash", struct hkey_t, u64, pid_hist, MAX_PIDS * 8);
 BPF_PERCPU_ARRAY(stackbuf, struct stack_t, 1);
-// [0] processes the stats map could not take, [1] no-wait faults the region map could not take
-BPF_PERCPU_ARRAY(swapin_lost, u64, 2);
-// [0] blocked-in-fault sleeps timed, [1] D-state stack walks (the probe's own cost driver)
-BPF_PERCPU_ARRAY(swapin_counters, u64, 2);
-
-static __always_inline void bump(void *table_lookup_result) {
-    u64 *v = table_lookup_result;
-    if (v)
-        (*v)++;
-}
-
-static __always_inline u32 log2_u64(u64 v) {
-    u32 r = 0;
-    if (v >> 32) { v >>= 32; r += 32; }
-    if (v >> 16) { v >>= 16; r += 16; }
-    if (v >> 8) { v >>= 8; r += 8; }
-    if (v >> 4) { v >>= 4; r += 4; }
-    if (v >> 2) { v >>= 2; r += 2; }
-    if (v >> 1) { r += 1; }
-    return r;
-}
+BPF_PERCPU_ARRAY(swapin_lost, u64, NR_LOST);
+BPF_PERCPU_ARRAY(swapin_counters, u64, NR_COUNTERS);
 
 static __always_inline int ip_in(u64 ip, u64 lo, u64 hi) {
     return ip >= lo && ip < hi;
@@ -182,8 +190,8 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     struct stack_t *st = stackbuf.lookup(&zero);
     if (!st)
         return 0;
-    int one = 1;
-    bump(swapin_counters.lookup(&one));
+    int walks = CTR_STACK_WALKS;
+    memtop_bump(swapin_counters.lookup(&walks));
     long n = bpf_get_stack(args, st->ip, sizeof(st->ip), 0);
     if (n <= 0)
         return 0;
@@ -211,7 +219,8 @@ TRACEPOINT_PROBE(sched, sched_switch) {
     // known to be a swap-in or file read; a minor fault's sleep must not leak into the next one
     if (kind == KIND_OTHER && !pending.lookup(&prev))
         return 0;
-    bump(swapin_counters.lookup(&zero));
+    int sleeps = CTR_SLEEPS;
+    memtop_bump(swapin_counters.lookup(&sleeps));
     struct sleep_t s = {.start_ns = now, .kind = kind};
     sleeping.update(&prev, &s);
     return 0;
@@ -236,8 +245,8 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         stats.insert(&tgid, &z);  // if absent: an update could zero another CPU's count
         s = stats.lookup(&tgid);
         if (!s) {
-            int zero = 0;
-            bump(swapin_lost.lookup(&zero));
+            int slot = LOST_PROCESSES;
+            memtop_bump(swapin_lost.lookup(&slot));
             return 0;
         }
     }
@@ -248,16 +257,16 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         struct nowait_t zero = {};
         struct nowait_t *e = nowait_regions.lookup_or_try_init(&rk, &zero);
         if (!e) {
-            int one = 1;
-            bump(swapin_lost.lookup(&one));
+            int slot = LOST_REGIONS;
+            memtop_bump(swapin_lost.lookup(&slot));
             return 0;
         }
         __sync_fetch_and_add(&e->count, 1);
         e->addr = ctx->addr;
         return 0;
     }
-    int b = log2_u64(wait);
-    struct hkey_t hk = {.pid = tgid, .slot = kind == KIND_FILE ? b + 64 : b};
+    int b = memtop_log2(wait);
+    struct hkey_t hk = {.pid = tgid, .slot = kind == KIND_FILE ? b + HIST_SLOTS : b};
     u64 zero64 = 0;
     u64 *hv = pid_hist.lookup_or_try_init(&hk, &zero64);
     if (hv)
@@ -267,13 +276,13 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         __sync_fetch_and_add(&s->file_wait_ns, wait);
         if (wait > s->file_wait_max_ns)
             s->file_wait_max_ns = wait;
-        bump(file_hist.lookup(&b));
+        memtop_bump(file_hist.lookup(&b));
     } else {
         __sync_fetch_and_add(&s->swapins, 1);
         __sync_fetch_and_add(&s->swap_wait_ns, wait);
         if (wait > s->swap_wait_max_ns)
             s->swap_wait_max_ns = wait;
-        bump(hist.lookup(&b));
+        memtop_bump(hist.lookup(&b));
     }
     return 0;
 }

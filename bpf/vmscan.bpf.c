@@ -24,7 +24,11 @@
 //
 // Configured with -DMAX_TIDS=<n> -DMAX_PIDS=<n> -DMAX_SHRINKERS=<n> -DRINGBUF_PAGES=<n>
 // -DMAX_CGROUPS=<n> -DLOG_PER_S=<n> (0: log every episode) -DLOG_BURST=<n>
-// (RINGBUF_PAGES is a power of two; tests shrink it to force overflow).
+// (RINGBUF_PAGES is a power of two; tests shrink it to force overflow), and the kinds, origins,
+// counter slots and histogram size memtop/probes/vmscan.py reads them by (VmscanProbe.defines:
+// Python is their one definition, the values below are only defaults).
+
+#include "common.h"
 
 // compaction:mm_compaction_kcompactd_wake has an `enum zone_type` field; BCC builds the args
 // struct from tracefs, and needs the enum to be complete (4 bytes; its values are not used).
@@ -54,30 +58,66 @@ enum zone_type { MEMTOP_ZONE_ANY };
 #define LOG_BURST 64
 #endif
 
+#ifndef HIST_SLOTS
 #define HIST_SLOTS 64
+#endif
 
 // reclaim kinds (latency histograms, events, per-pid totals)
+#ifndef KIND_DIRECT
 #define KIND_DIRECT 0
+#endif
+#ifndef KIND_MEMCG
 #define KIND_MEMCG 1
+#endif
+#ifndef NR_KINDS
 #define NR_KINDS 2
+#endif
 
 // origins of LRU scanning (mm_vmscan_lru_shrink_inactive)
+#ifndef ORIGIN_KSWAPD
 #define ORIGIN_KSWAPD 0
+#endif
+#ifndef ORIGIN_DIRECT
 #define ORIGIN_DIRECT 1
+#endif
+#ifndef ORIGIN_MEMCG
 #define ORIGIN_MEMCG 2
+#endif
+#ifndef NR_ORIGINS
 #define NR_ORIGINS 3
+#endif
 
 // slots of the `counters` array
+#ifndef C_KSWAPD_WAKE
 #define C_KSWAPD_WAKE 0
+#endif
+#ifndef C_KSWAPD_SLEEP
 #define C_KSWAPD_SLEEP 1
+#endif
+#ifndef C_KCOMPACTD_WAKE
 #define C_KCOMPACTD_WAKE 2
+#endif
+#ifndef C_COMPACT_COUNT
 #define C_COMPACT_COUNT 3
+#endif
+#ifndef C_COMPACT_NS
 #define C_COMPACT_NS 4
+#endif
+#ifndef C_SLAB_DROPPED
 #define C_SLAB_DROPPED 5    // shrinker calls not counted: shrinker table full
+#endif
+#ifndef C_PAIRS_DROPPED
 #define C_PAIRS_DROPPED 6   // reclaim ends whose begin was not seen (evicted or before attach)
+#endif
+#ifndef C_CGROUPS_DROPPED
 #define C_CGROUPS_DROPPED 7 // episodes not counted per cgroup: cgroup table full
+#endif
+#ifndef C_UNLISTED
 #define C_UNLISTED 8        // episodes the log left out (the token bucket was empty)
+#endif
+#ifndef NR_COUNTERS
 #define NR_COUNTERS 9
+#endif
 
 struct begin_t {
     u64 ts_ns;
@@ -175,22 +215,12 @@ BPF_HASH(slab_stats, u64, struct slab_stat_t, MAX_SHRINKERS);
 // counted in C_CGROUPS_DROPPED (a removed cgroup's entry stays: its totals are history)
 BPF_HASH(cg_stats, struct cg_key_t, struct cg_stat_t, MAX_CGROUPS);
 
-static __always_inline void count(u32 slot, u64 n) {
-    u64 *v = vmscan_counters.lookup(&slot);
-    if (v)
-        *v += n;
+static __always_inline void vmscan_count(u32 slot, u64 n) {
+    memtop_add(vmscan_counters.lookup(&slot), n);
 }
 
-static __always_inline u32 log2_slot(u64 v) {
-    // index of the highest set bit (0 for 0 and 1), as memtop.state.base.log2_bucket
-    u32 r = 0;
-#pragma unroll
-    for (int s = 32; s > 0; s >>= 1) {
-        if (v >> s) {
-            v >>= s;
-            r += s;
-        }
-    }
+static __always_inline u32 hist_slot(u64 v) {
+    u32 r = memtop_log2(v);
     return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
 }
 
@@ -238,17 +268,15 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     u32 tid = (u32)id, tgid = id >> 32;
     struct begin_t *b = reclaim_begin.lookup(&tid);
     if (!b || b->kind != kind) {
-        count(C_PAIRS_DROPPED, 1);
+        vmscan_count(C_PAIRS_DROPPED, 1);
         return;
     }
     u64 now = bpf_ktime_get_ns();
     u64 lat = now - b->ts_ns;
     reclaim_begin.delete(&tid);
 
-    u32 slot = kind * HIST_SLOTS + log2_slot(lat);
-    u64 *h = reclaim_hist.lookup(&slot);
-    if (h)
-        (*h)++;
+    u32 slot = kind * HIST_SLOTS + hist_slot(lat);
+    memtop_bump(reclaim_hist.lookup(&slot));
     struct reclaim_hist_key_t hk = {.pid = tgid, .slot = slot};
     u64 zero64 = 0;
     u64 *ph = reclaim_pid_hist.lookup_or_try_init(&hk, &zero64);
@@ -289,19 +317,17 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
         if (lat > cs->max_ns)
             cs->max_ns = lat;
     } else {
-        count(C_CGROUPS_DROPPED, 1);
+        vmscan_count(C_CGROUPS_DROPPED, 1);
     }
 
     if (!log_allowed(now)) {
-        count(C_UNLISTED, 1);
+        vmscan_count(C_UNLISTED, 1);
         return;
     }
     struct reclaim_event_t *e = vmscan_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         u32 zero = 0;
-        u64 *l = vmscan_lost.lookup(&zero);
-        if (l)
-            (*l)++;
+        memtop_bump(vmscan_lost.lookup(&zero));
         return;
     }
     e->ts_ns = now;
@@ -358,12 +384,12 @@ TRACEPOINT_PROBE(vmscan, mm_vmscan_lru_shrink_inactive) {
 }
 
 TRACEPOINT_PROBE(vmscan, mm_vmscan_kswapd_wake) {
-    count(C_KSWAPD_WAKE, 1);
+    vmscan_count(C_KSWAPD_WAKE, 1);
     return 0;
 }
 
 TRACEPOINT_PROBE(vmscan, mm_vmscan_kswapd_sleep) {
-    count(C_KSWAPD_SLEEP, 1);
+    vmscan_count(C_KSWAPD_SLEEP, 1);
     return 0;
 }
 
@@ -388,7 +414,7 @@ TRACEPOINT_PROBE(vmscan, mm_shrink_slab_end) {
         slab_stats.insert(&key, &zero);  // fails when the table is full
         s = slab_stats.lookup(&key);
         if (!s) {
-            count(C_SLAB_DROPPED, 1);
+            vmscan_count(C_SLAB_DROPPED, 1);
             return 0;
         }
     }
@@ -414,16 +440,14 @@ TRACEPOINT_PROBE(compaction, mm_compaction_end) {
         return 0;
     u64 lat = bpf_ktime_get_ns() - *ts;
     compact_begin.delete(&tid);
-    count(C_COMPACT_COUNT, 1);
-    count(C_COMPACT_NS, lat);
-    u32 slot = log2_slot(lat);
-    u64 *h = compact_hist.lookup(&slot);
-    if (h)
-        (*h)++;
+    vmscan_count(C_COMPACT_COUNT, 1);
+    vmscan_count(C_COMPACT_NS, lat);
+    u32 slot = hist_slot(lat);
+    memtop_bump(compact_hist.lookup(&slot));
     return 0;
 }
 
 TRACEPOINT_PROBE(compaction, mm_compaction_kcompactd_wake) {
-    count(C_KCOMPACTD_WAKE, 1);
+    vmscan_count(C_KCOMPACTD_WAKE, 1);
     return 0;
 }

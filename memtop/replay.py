@@ -22,6 +22,7 @@ replay moves forwards, so a seek applies at most that many batches (see :meth:`R
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import json
 import lzma
@@ -258,6 +259,105 @@ def _one_line(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@contextlib.contextmanager
+def _read_errors(p: Path) -> Iterator[None]:
+    """What reading ``p`` can raise, as a one-line :class:`BadRecording`."""
+    try:
+        yield
+    except BadRecording:
+        raise
+    except FileNotFoundError:
+        raise BadRecording(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise BadRecording(f"{p} is a directory, not a recording") from None
+    except PermissionError:
+        raise BadRecording(f"{p}: permission denied") from None
+    except zlib.error as exc:
+        raise BadRecording(f"{p} is corrupt (compressed data: {_one_line(str(exc), 60)})") from None
+    except OSError as exc:
+        raise BadRecording(f"cannot read {p}: {_one_line(exc.strerror or str(exc), 60)}") from None
+
+
+class _Scan:
+    """One pass over a recording file for :meth:`Recording.load`: the header, every batch's time
+    and reading positions, the end line, and what was skipped, each line checked as it comes."""
+
+    def __init__(self, p: Path, limits: Limits, salvage: bool) -> None:
+        self.p = p
+        self.limits = limits
+        self.salvage = salvage
+        self.header: dict[str, Any] | None = None
+        self.index: list[int] = []
+        self.positions: list[Position] = []
+        self.skipped = Skipped()
+        self.end: dict[str, Any] | None = None
+        self.truncated = False
+        self.has_facts = False
+
+    def run(self) -> None:
+        p, index = self.p, self.index
+        lineno = 0
+        with LineReader(p, self.limits) as reader:
+            while True:
+                # a position for batch k*POSITION_EVERY: taken before every line until that
+                # batch's line is found (other line types may come first)
+                here = reader.position() if len(index) == len(self.positions) * POSITION_EVERY else None
+                try:
+                    raw = reader.readline()
+                except EOFError:
+                    self._cut(
+                        f"{p} is truncated after {len(index)} batches"
+                        + (f" ({(index[-1] - index[0]) / 1e9:.1f} s)" if index else "")
+                        + "; --salvage replays those",
+                    )
+                    return
+                if not raw:
+                    return
+                lineno += 1
+                if lineno == 1:
+                    self.header = _check_header(p, raw)
+                    continue
+                if not raw.endswith(b"\n"):
+                    # a last line without its newline: cut in the middle of a write
+                    self._cut(f"{p} is truncated in line {lineno}; --salvage replays the batches before it")
+                    return
+                self._line(_parse(p, raw, lineno, self.limits), lineno, here)
+
+    def _cut(self, message: str) -> None:
+        """The file ends mid-write: salvaged up to here, or a BadRecording saying ``message``."""
+        if not self.salvage:
+            raise BadRecording(message)
+        self.truncated = True
+
+    def _line(self, obj: dict[str, Any], lineno: int, here: Position | None) -> None:
+        if "ts_ns" in obj:
+            self._batch(obj, lineno, here)
+        elif "end" in obj and type(obj["end"]) is dict:
+            self.end = obj["end"]
+        else:
+            self.skipped.lines += 1  # a line type from a newer minor version
+
+    def _batch(self, obj: dict[str, Any], lineno: int, here: Position | None) -> None:
+        p, index, limits = self.p, self.index, self.limits
+        ts = obj["ts_ns"]
+        recs = obj.get("records")
+        if type(ts) is not int or not 0 <= ts <= INT_MAX or type(recs) is not list:
+            raise BadRecording(f"{p} is corrupt: line {lineno} is not a valid batch")
+        if index and ts < index[-1]:
+            raise BadRecording(f"{p} is corrupt: time goes backwards in line {lineno}")
+        if len(recs) > limits.records:
+            raise _over(p, f"the sample in line {lineno} holds", limits.records, "records")
+        if len(index) >= limits.samples:
+            raise _over(p, "it holds", limits.samples, "samples")
+        for r in recs:
+            _check_record(r, self.skipped)
+        if not index:
+            self.has_facts = any(type(r) is dict and r.get(KIND_KEY) == HostFacts.KIND for r in recs)
+        if here is not None:
+            self.positions.append(here)
+        index.append(ts)
+
+
 class Recording:
     """A validated recording file. Use :meth:`load`."""
 
@@ -295,92 +395,22 @@ class Recording:
 
         ``salvage``: a file cut short (the recorder was killed) loads up to its last whole batch."""
         p = Path(path)
-        limits = limits or Limits()
-        header: dict[str, Any] | None = None
-        index: list[int] = []
-        positions: list[Position] = []
-        skipped = Skipped()
-        end: dict[str, Any] | None = None
-        truncated = False
-        has_facts = False
-        lineno = 0
-        try:
-            with LineReader(p, limits) as reader:
-                while True:
-                    # a position for batch k*POSITION_EVERY: taken before every line until that
-                    # batch's line is found (other line types may come first)
-                    here = reader.position() if len(index) == len(positions) * POSITION_EVERY else None
-                    try:
-                        raw = reader.readline()
-                    except EOFError:
-                        if not salvage:
-                            raise BadRecording(
-                                f"{p} is truncated after {len(index)} batches"
-                                + (f" ({(index[-1] - index[0]) / 1e9:.1f} s)" if index else "")
-                                + "; --salvage replays those",
-                            ) from None
-                        truncated = True
-                        break
-                    if not raw:
-                        break
-                    lineno += 1
-                    if lineno == 1:
-                        header = _check_header(p, raw)
-                        continue
-                    if not raw.endswith(b"\n"):
-                        # a last line without its newline: cut in the middle of a write
-                        if not salvage:
-                            raise BadRecording(
-                                f"{p} is truncated in line {lineno}; --salvage replays the batches before it"
-                            )
-                        truncated = True
-                        break
-                    obj = _parse(p, raw, lineno, limits)
-                    if "ts_ns" in obj:
-                        ts = obj["ts_ns"]
-                        recs = obj.get("records")
-                        if type(ts) is not int or not 0 <= ts <= INT_MAX or type(recs) is not list:
-                            raise BadRecording(f"{p} is corrupt: line {lineno} is not a valid batch")
-                        if index and ts < index[-1]:
-                            raise BadRecording(f"{p} is corrupt: time goes backwards in line {lineno}")
-                        if len(recs) > limits.records:
-                            raise _over(p, f"the sample in line {lineno} holds", limits.records, "records")
-                        if len(index) >= limits.samples:
-                            raise _over(p, "it holds", limits.samples, "samples")
-                        for r in recs:
-                            _check_record(r, skipped)
-                        if not index:
-                            has_facts = any(
-                                type(r) is dict and r.get(KIND_KEY) == HostFacts.KIND for r in recs
-                            )
-                        if here is not None:
-                            positions.append(here)
-                        index.append(ts)
-                    elif "end" in obj and type(obj["end"]) is dict:
-                        end = obj["end"]
-                    else:
-                        skipped.lines += 1  # a line type from a newer minor version
-        except BadRecording:
-            raise
-        except FileNotFoundError:
-            raise BadRecording(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise BadRecording(f"{p} is a directory, not a recording") from None
-        except PermissionError:
-            raise BadRecording(f"{p}: permission denied") from None
-        except zlib.error as exc:
-            raise BadRecording(f"{p} is corrupt (compressed data: {_one_line(str(exc), 60)})") from None
-        except OSError as exc:
-            raise BadRecording(f"cannot read {p}: {_one_line(exc.strerror or str(exc), 60)}") from None
-        if header is None:
+        scan = _Scan(p, limits or Limits(), salvage)
+        with _read_errors(p):
+            scan.run()
+        if scan.header is None:
             raise BadRecording(f"{p} is empty, not a memtop recording")
-        if end is not None:
-            n = end.get("batches")
-            if type(n) is int and n != len(index):
-                raise BadRecording(f"{p} is corrupt: its end line says {n} batches, it holds {len(index)}")
-        rec = cls(p, header, index, skipped, end, truncated, positions, limits)
-        if not has_facts:
-            rec.synthetic_facts = _facts_from_header(header)
+        if scan.end is not None:
+            n = scan.end.get("batches")
+            if type(n) is int and n != len(scan.index):
+                raise BadRecording(
+                    f"{p} is corrupt: its end line says {n} batches, it holds {len(scan.index)}"
+                )
+        rec = cls(
+            p, scan.header, scan.index, scan.skipped, scan.end, scan.truncated, scan.positions, scan.limits
+        )
+        if not scan.has_facts:
+            rec.synthetic_facts = _facts_from_header(scan.header)
         return rec
 
     # -- reading ----------------------------------------------------------------------------------

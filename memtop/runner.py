@@ -23,6 +23,8 @@ from memtop.state.base import Notice
 
 #: how long a headless front end waits for the probes to attach before going on without them
 SETTLE_TIMEOUT_S = 120.0
+#: the range `+` and `-` move the interval within (`--interval` may start it outside)
+STEP_MIN_S, STEP_MAX_S = 0.25, 10.0
 
 
 async def wait_or_stop(stop: asyncio.Event | None, seconds: float) -> None:
@@ -45,7 +47,7 @@ class Runner:
         """``checkpoints``: a replay's seeks may start from saved states (worth it when the user
         moves about a recording; a one-off snapshot seeks once)."""
         self.source = source
-        self.interval_s = interval_s
+        self._interval_s = interval_s
         self.state = State(mode=source.mode)
         #: held while a batch is applied or the state replaced: a reader in another thread (the
         #: exporter's scrapes) holds it to see no half-applied batch
@@ -78,6 +80,18 @@ class Runner:
             fn(batch)
 
     # -- the tick -----------------------------------------------------------------------------------
+    @property
+    def interval_s(self) -> float:
+        """Seconds between ticks: the one value every front end, header and recording reads."""
+        return self._interval_s
+
+    def change_interval(self, delta_s: float) -> float:
+        """Tick ``delta_s`` seconds less often (negative: more often), kept within
+        [STEP_MIN_S, STEP_MAX_S] (`+` and `-`); the new interval. :meth:`ticks` moves to it from
+        its next tick on."""
+        self._interval_s = min(STEP_MAX_S, max(STEP_MIN_S, self._interval_s + delta_s))
+        return self._interval_s
+
     async def start(self) -> None:
         """Start the source: its first batch (the /proc readers) is in the state on return."""
         await self.source.start()
@@ -98,14 +112,19 @@ class Runner:
 
     async def ticks(self, stop: asyncio.Event | None = None) -> AsyncIterator[int]:
         """Tick now and then every interval on a fixed grid (a slow tick does not shift the
-        next ones), yielding the tick's number (0, 1, …) after each, until ``stop`` is set."""
+        next ones), yielding the tick's number (0, 1, …) after each, until ``stop`` is set. A
+        changed interval starts a new grid at the tick just made."""
         t0 = time.monotonic()
-        n = 0
+        step = self.interval_s
+        n = k = 0
         while stop is None or not stop.is_set():
             await self.tick()
-            yield n
+            yield k
+            k += 1
+            if self.interval_s != step:
+                t0, n, step = t0 + n * step, 0, self.interval_s
             n += 1
-            await wait_or_stop(stop, t0 + n * self.interval_s - time.monotonic())
+            await wait_or_stop(stop, t0 + n * step - time.monotonic())
 
     def pop_notices(self) -> list[Notice]:
         """What the state asks to announce (an OOM kill), once each, even across a replay's

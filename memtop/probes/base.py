@@ -25,6 +25,15 @@ if TYPE_CHECKING:  # imported where a program is built, after the first frame (i
 log = logging.getLogger(__name__)
 
 
+def enumerated(prefix: str, names: Sequence[str], count: str = "") -> dict[str, int]:
+    """C names for an enum Python defines as a sequence: ``{prefix + NAME: index}`` for each
+    name (upper-cased, ``-`` and spaces as ``_``), and ``{count: len(names)}`` when asked."""
+    out = {prefix + n.upper().replace("-", "_").replace(" ", "_"): i for i, n in enumerate(names)}
+    if count:
+        out[count] = len(names)
+    return out
+
+
 class Probe(ABC):
     name: ClassVar[str] = ""
     #: tracepoints this probe needs, as "category:event"
@@ -85,8 +94,22 @@ class BpfProbe(Probe):
         #: arrays are read in one batched lookup (False: slot by slot, after the kernel refused)
         self._batch_reads = True
 
+    def defines(self) -> dict[str, int]:
+        """The sizes, enums, slots and flags this probe's program shares with Python, by C name.
+        Python is their one definition: each reaches clang as ``-DNAME=value``
+        (:meth:`define_flags`), and the C file keeps it only as an ``#ifndef NAME`` default,
+        which tests/unit/test_bpf_constants.py holds equal to the default probe's value. Values
+        that depend on the target or the kernel (a pid, symbol addresses, tracepoint fields) are
+        :meth:`cflags` of their own."""
+        return {}
+
+    def define_flags(self) -> list[str]:
+        return [f"-D{name}={value}" for name, value in self.defines().items()]
+
     def cflags(self) -> list[str]:
-        return []
+        """Every flag the program is compiled with: :meth:`define_flags`, then what a probe adds
+        for this kernel or target."""
+        return self.define_flags()
 
     def section(self) -> unit.Section:
         """The program as configured for this kernel; ProbeError when this kernel cannot run it."""

@@ -23,7 +23,7 @@ import time
 
 from memtop import bcc_compat
 from memtop.errors import PidNotFound, ProbeError
-from memtop.probes.base import BpfProbe
+from memtop.probes.base import BpfProbe, enumerated
 from memtop.probes.procmaps import AddressMap, MapEntry, is_alive, read_maps
 from memtop.probes.symbols import Symbolizer
 from memtop.records import Lost, Record
@@ -40,6 +40,10 @@ MAX_RECENT_COUNTS = 4096
 MAP_ANONYMOUS = 0x20
 MAP_HUGETLB = 0x40000
 COARSE_SHIFT = 21
+#: a stack key's kind, by the number the program gives it (``KIND_<NAME>``): minor, major faults
+KINDS = ("min", "maj")
+#: slots of the program's ``lost`` array (``LOST_<NAME>``)
+LOST = ("stacks", "addresses")
 FDS_PER_THREAD = 2  # PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ
 #: descriptors left free for everything else memtop opens (BPF maps, /proc reads, other probes)
 FD_RESERVE = 128
@@ -140,18 +144,23 @@ class FaultStackProbe(BpfProbe):
         self._gone = False
         self._maps_gen = -1
 
+    def defines(self) -> dict[str, int]:
+        return {
+            "MAX_STACKS": MAX_STACKS,
+            "MAX_RANGES": MAX_RANGES,
+            "RANGE_STEPS": RANGE_STEPS,
+            "MAX_PATHS": MAX_PATHS,
+            "MAX_UNRESOLVED": MAX_UNRESOLVED,
+            "MAX_COARSE": MAX_COARSE,
+            "COARSE_SHIFT": COARSE_SHIFT,
+            "RECENT": RECENT,
+            "MAX_RECENT_COUNTS": MAX_RECENT_COUNTS,
+            **enumerated("KIND_", KINDS),
+            **enumerated("LOST_", LOST, "NR_LOST"),
+        }
+
     def cflags(self) -> list[str]:
-        return [
-            f"-DTARGET_PID={self.pid}",
-            f"-DMAX_STACKS={MAX_STACKS}",
-            f"-DMAX_RANGES={MAX_RANGES}",
-            f"-DRANGE_STEPS={RANGE_STEPS}",
-            f"-DMAX_PATHS={MAX_PATHS}",
-            f"-DMAX_UNRESOLVED={MAX_UNRESOLVED}",
-            f"-DMAX_COARSE={MAX_COARSE}",
-            f"-DRECENT={RECENT}",
-            f"-DMAX_RECENT_COUNTS={MAX_RECENT_COUNTS}",
-        ]
+        return [f"-DTARGET_PID={self.pid}", *self.define_flags()]
 
     def note(self) -> str:
         note = f"pid {self.pid}, {len(self._fds)} thread(s)"
@@ -348,7 +357,7 @@ class FaultStackProbe(BpfProbe):
         # stacks
         per_stack: dict[int, list[int]] = {}
         for k, v in self.bpf["counts"].items():
-            c = per_stack.setdefault(int(k.stack_id), [0, 0])
+            c = per_stack.setdefault(int(k.stack_id), [0] * len(KINDS))  # minor, major: by KINDS
             c[int(k.kind)] += int(v.value)
         stacks = self.bpf["stacks"]
         for sid, (mn, mj) in per_stack.items():
@@ -374,13 +383,12 @@ class FaultStackProbe(BpfProbe):
             if self._sent_files.get(label) != (mn, mj):
                 out.append(FaultFile(self.pid, label, mn, mj))
                 self._sent_files[label] = (mn, mj)
-        lost = self.bpf["lost"]
+        lost = self.array_slots("lost", len(LOST))
         cov = self.coverage()
         if cov != self._sent_coverage:
             out.append(cov)
             self._sent_coverage = cov
-        out.append(Lost(self.name, "stacks", int(lost.sum(lost.Key(0)).value)))
-        out.append(Lost(self.name, "addresses", int(lost.sum(lost.Key(1)).value)))
+        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
         return out
 
     def close(self) -> None:

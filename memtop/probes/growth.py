@@ -81,13 +81,11 @@ class GrowthProbe(BpfProbe):
         self._sent: dict[int, tuple[int, ...]] = {}
         self._gone = False
 
+    def defines(self) -> dict[str, int]:
+        return {"MAX_STACKS": MAX_STACKS, "MAX_LIVE": MAX_LIVE, "MAX_TIDS": MAX_TIDS}
+
     def cflags(self) -> list[str]:
-        return [
-            f"-DTARGET_PID={self.pid}",
-            f"-DMAX_STACKS={MAX_STACKS}",
-            f"-DMAX_LIVE={MAX_LIVE}",
-            f"-DMAX_TIDS={MAX_TIDS}",
-        ]
+        return [f"-DTARGET_PID={self.pid}", *self.define_flags()]
 
     def note(self) -> str:
         return f"pid {self.pid}"

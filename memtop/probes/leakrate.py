@@ -34,7 +34,7 @@ from memtop.records import Record
 from memtop.records.leaks import LeakPreflight
 from memtop.text import clean
 
-#: slots in the program's counter array (bpf/leakrate.bpf.c)
+#: slots in the program's counter array, one program count_<i> each (bpf/leakrate.bpf.c)
 N_FNS = 40
 #: fewer extra system-time ticks than this over the window: the trap is not measured (each tick
 #: is 1/CLK_TCK s of the target's time, sampled)
@@ -203,6 +203,9 @@ class LeakRateProbe(BpfProbe):
         return time.monotonic_ns(), {
             p: (_cpu_ns(p, self.proc_root), _stime_ticks(p, self.proc_root)) for p in self.pids
         }
+
+    def defines(self) -> dict[str, int]:
+        return {"N_FNS": N_FNS}
 
     def _counts(self) -> list[int]:
         t = self.bpf["calls"]

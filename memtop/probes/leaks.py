@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +163,34 @@ def live_slots(addrs: bytes | mmap.mmap) -> list[int]:
 STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
 STACK_VAL = Packed("struct stack_val_t", "<QQQQ", ("alloc_bytes", "alloc_count", "free_bytes", "free_count"))
 
-COUNTERS = {0: "allocations (address map full)", 1: "stacks (no stack id)", 2: "allocations (stack map full)"}
-C_BAD_SIZE, C_NEST_FULL, C_FAILED, C_INTERNAL, C_CALLS = 3, 4, 5, 6, 7
+
+class Counter(IntEnum):
+    """Slots of the program's ``counters`` array (passed as ``-DC_<NAME>=<slot>``)."""
+
+    ALLOCS_FULL = 0  # allocation not tracked: address map full
+    STACK_ERR = 1  # no stack id (collision or unreadable stack); counted under id -1
+    STATS_FULL = 2  # per-stack map full: allocation not attributed
+    BAD_SIZE = 3  # chunk header unreadable or implausible: size recorded as 0
+    NEST_FULL = 4  # allocator nesting deeper than the program keeps: arguments not kept
+    FAILED = 5  # failed allocations seen (not leaks)
+    INTERNAL = 6  # mmap/munmap from inside libc, skipped
+    CALLS = 7  # allocation calls seen (sampled or not): the target's allocation rate
+
+
+#: what each counter counts, by name; the first three are what the pane could not track (``Lost``)
+COUNTERS = {
+    Counter.ALLOCS_FULL: "allocations (address map full)",
+    Counter.STACK_ERR: "stacks (no stack id)",
+    Counter.STATS_FULL: "allocations (stack map full)",
+    Counter.BAD_SIZE: "bad size",
+    Counter.NEST_FULL: "nesting too deep",
+    Counter.FAILED: "failed allocations",
+    Counter.INTERNAL: "libc-internal mmap/munmap",
+    Counter.CALLS: "allocation calls",
+}
+LOST_COUNTERS = (Counter.ALLOCS_FULL, Counter.STACK_ERR, Counter.STATS_FULL)
+#: threads whose allocator calls may be in flight at once (their saved arguments: an LRU map)
+MAX_TIDS = 8192
 NO_STACK = "[stack unavailable]"
 
 _LIBC = re.compile(r"^libc(\.so(\.\d+)*|-[\d.]+\.so|\.musl-[^/]*\.so(\.\d+)*)$")
@@ -367,21 +394,26 @@ class LeaksProbe(BpfProbe):
         self._allocators: dict[int, allocators.Allocator] = {}
         self._allocs_map: tuple[mmap.mmap, mmap.mmap] | None = None
 
-    def cflags(self) -> list[str]:
-        exact = self._exact_mode()
-        return [
-            f"-DMAX_ALLOCS={self.max_allocs}",
-            f"-DALLOC_SLOTS_LOG2={alloc_slots(self.max_allocs).bit_length() - 1}",
-            f"-DMAX_STACKS={self.max_stacks}",
-            f"-DMAX_STACK_TRACES={self.max_stacks}",
-            f"-DSTACK_DEPTH={self.stack_depth}",
-            f"-DMAX_PIDS={max(8, len(self.pids))}",
-            f"-DSIZE_FROM_HEADER={0 if exact else 1}",
-            f"-DSAMPLE_BYTES={self.sample_bytes}",
-            f"-DTRAP_FLOOR={int(self.trap_floor)}",
-            f"-DKERNEL_STACKS={int(self.kernel_stacks)}",
-            f"-DSTACK_AT_ENTRY={int(self.stack_at_entry)}",
-        ]
+    def defines(self) -> dict[str, int]:
+        return {
+            "MAX_ALLOCS": self.max_allocs,
+            "ALLOC_SLOTS_LOG2": alloc_slots(self.max_allocs).bit_length() - 1,
+            "MAX_STACKS": self.max_stacks,
+            "MAX_STACK_TRACES": self.max_stacks,
+            "STACK_DEPTH": self.stack_depth,
+            "MAX_TIDS": MAX_TIDS,
+            "MAX_PIDS": max(8, len(self.pids)),
+            "SIZE_FROM_HEADER": 0 if self._exact_mode() else 1,
+            "SAMPLE_BYTES": self.sample_bytes,
+            "TRAP_FLOOR": int(self.trap_floor),
+            "KERNEL_STACKS": int(self.kernel_stacks),
+            "STACK_AT_ENTRY": int(self.stack_at_entry),
+            "A_EMPTY": A_EMPTY,
+            "A_FREED": A_FREED,
+            "A_BUSY": A_BUSY,
+            **{f"C_{c.name}": c.value for c in Counter},
+            "N_COUNTERS": len(Counter),
+        }
 
     def _exact_mode(self) -> bool:
         if self.exact_sizes is not None:
@@ -588,7 +620,7 @@ class LeaksProbe(BpfProbe):
     # -- polling --------------------------------------------------------------------------------
     def _counters(self) -> list[int]:
         t = self.bpf["counters"]
-        return [int(t.sum(t.Key(i)).value) for i in range(8)]
+        return [int(t.sum(t.Key(i)).value) for i in range(len(Counter))]
 
     def _stack_frames(self, pid: int, sid: int) -> tuple[str, ...]:
         key = (pid, sid)
@@ -731,22 +763,12 @@ class LeaksProbe(BpfProbe):
                 )
             )
         c = self._counters()
-        for i, what in COUNTERS.items():
-            out.append(Lost(probe=self.name, what=what, count=c[i]))
-        out.append(LeakCalls(calls=c[C_CALLS], sample_bytes=self.sample_bytes))
+        for i in LOST_COUNTERS:
+            out.append(Lost(probe=self.name, what=COUNTERS[i], count=c[i]))
+        out.append(LeakCalls(calls=c[Counter.CALLS], sample_bytes=self.sample_bytes))
         return out
 
     def counters(self) -> dict[str, int]:
         """All kernel-side counters by name (drops, failed allocations, internal mmaps)."""
         c = self._counters()
-        names = dict(COUNTERS)
-        names.update(
-            {
-                C_BAD_SIZE: "bad size",
-                C_NEST_FULL: "nesting too deep",
-                C_FAILED: "failed allocations",
-                C_INTERNAL: "libc-internal mmap/munmap",
-                C_CALLS: "allocation calls",
-            }
-        )
-        return {names[i]: c[i] for i in names}
+        return {what: c[i] for i, what in COUNTERS.items()}

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from memtop import tracefs
-from memtop.probes.base import BpfProbe
+from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.oom import OomKill
 from memtop.text import clean
 
-SCOPES = {0: "unknown", 1: "memcg", 2: "global"}
+#: what the OOM killer had run out of, by the number the program gives it (``SCOPE_<NAME>``)
+SCOPES = ("unknown", "memcg", "global")
+#: oom_score_adj when the kernel's mark_victim does not carry it (below the kernel's -1000)
 ADJ_UNKNOWN = -10000
 KMSG_TAIL = re.compile(r",task=(?P<task>.*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)\s*$")
 
@@ -146,9 +148,17 @@ class OomProbe(BpfProbe):
         self._kmsg_kills: dict[int, tuple[str, str, str, tuple[int, int, int] | None]] = {}
         self._kmsg_usage: tuple[int, int, int] | None = None
 
+    def defines(self) -> dict[str, int]:
+        return {
+            "MAX_TIDS": self.max_tids,
+            "RINGBUF_PAGES": self.ringbuf_pages,
+            **enumerated("SCOPE_", SCOPES),
+            "ADJ_UNKNOWN": ADJ_UNKNOWN,
+        }
+
     def cflags(self) -> list[str]:
         self.fields = tracefs.tracepoint_fields("oom:mark_victim")
-        flags = [f"-DMAX_TIDS={self.max_tids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
+        flags = self.define_flags()
         if "comm" in self.fields:
             flags.append("-DMV_HAS_COMM")
         if {"total_vm", "anon_rss", "file_rss", "shmem_rss"} <= self.fields:
@@ -244,7 +254,7 @@ class OomProbe(BpfProbe):
                 adj = int(_read(proc / "oom_score_adj"))
             except ValueError:
                 missing.append("oom_score_adj")
-        scope = SCOPES.get(int(ev.scope), "unknown")
+        scope = SCOPES[ev.scope] if ev.scope < len(SCOPES) else "unknown"
         memcg = task_memcg = ""
         at_kill: tuple[int, int, int] | None = None
         from_log = self._kmsg_kills.pop(pid, None)

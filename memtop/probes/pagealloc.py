@@ -11,7 +11,8 @@ from memtop.probes.base import BpfProbe
 from memtop.records import Record
 from memtop.records.kernel import PageAlloc
 
-ORDERS = 16
+#: slots of the per-order array: orders 0..14, and everything above in the last
+MAX_ORDER_SLOTS = 16
 
 
 class PageAllocProbe(BpfProbe):
@@ -25,6 +26,9 @@ class PageAllocProbe(BpfProbe):
         self._lock = threading.Lock()
         self._stats = bpfstats.Windows()
 
+    def defines(self) -> dict[str, int]:
+        return {"MAX_ORDER_SLOTS": MAX_ORDER_SLOTS}
+
     def after_load(self) -> None:
         self._stats.tick()
 
@@ -33,7 +37,7 @@ class PageAllocProbe(BpfProbe):
             if self.bpf is None:
                 return []
             t = self.bpf["page_orders"]
-            orders = tuple(int(t.sum(t.Key(i)).value) for i in range(ORDERS))
+            orders = tuple(int(t.sum(t.Key(i)).value) for i in range(MAX_ORDER_SLOTS))
             ns, runs = bpfstats.program_stats(self.bpf, self.name)
             self._stats.tick()
             while len(orders) > 1 and not orders[-1]:

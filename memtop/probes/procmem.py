@@ -10,6 +10,7 @@ from memtop.records import Record
 from memtop.records.processes import ProcEvent
 from memtop.text import clean
 
+#: event kinds by the number the program sends (``EV_<NAME>``; 0 is none)
 KINDS = {1: "exec", 2: "exit"}
 
 
@@ -36,8 +37,9 @@ class ProcmemProbe(BpfProbe):
         self.ringbuf_pages = ringbuf_pages
         self._pending: list[Record] = []
 
-    def cflags(self) -> list[str]:
-        return [f"-DMAX_PIDS={self.max_pids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
+    def defines(self) -> dict[str, int]:
+        kinds = {f"EV_{name.upper()}": n for n, name in KINDS.items()}
+        return {"MAX_PIDS": self.max_pids, "RINGBUF_PAGES": self.ringbuf_pages, **kinds}
 
     def after_load(self) -> None:
         self.bpf["procmem_events"].open_ring_buffer(self._on_event)

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Self
 from memtop import tracefs
 from memtop.cgroupfs import read_text
 from memtop.kernelfs import parse_meminfo
-from memtop.probes.base import BpfProbe, Probe
+from memtop.probes.base import BpfProbe, Probe, enumerated
 from memtop.records import Record
 from memtop.records.shared import (
     HugePools,
@@ -41,7 +41,9 @@ from memtop.records.shared import (
 )
 from memtop.text import clean
 
+#: the calls the program reports, by the number it sends (``SHARED_<CALL>``)
 CALLS = ("shmget", "shmat", "shmdt", "shmctl", "madvise", "memfd_create")
+#: the madvise behaviours it lets on (``SHARED_MADV_<NAME>``): the others stop in the kernel
 ADVICE = {14: "hugepage", 15: "nohugepage", 25: "collapse"}
 SHMCTL_CMDS = {0: "IPC_RMID", 1: "IPC_SET", 2: "IPC_STAT", 3: "IPC_INFO", 11: "SHM_LOCK", 12: "SHM_UNLOCK"}
 SHMCTL_CMDS |= {13: "SHM_STAT", 14: "SHM_INFO", 15: "SHM_STAT_ANY"}
@@ -58,7 +60,9 @@ MIGRATE_REASONS = (
     "demotion",
     "damon",
 )
+#: slots of the per-reason migration table (the last: reasons newer than MIGRATE_REASONS)
 REASON_SLOTS = 16
+#: slots of the per-status collapse table (the last: statuses at or beyond it)
 STATUS_SLOTS = 64
 COLLAPSE_SUCCEEDED = 1
 #: the share of a core (at one tick a second) the scans of processes and mounts may take
@@ -128,8 +132,18 @@ class SharedProbe(BpfProbe):
         self._pending: list[SharedCall] = []
         self._statuses: dict[int, str] = {}
 
+    def defines(self) -> dict[str, int]:
+        return {
+            "MAX_TIDS": self.max_tids,
+            "RINGBUF_PAGES": self.ringbuf_pages,
+            **enumerated("SHARED_", CALLS),
+            **{f"SHARED_MADV_{name.upper()}": n for n, name in ADVICE.items()},
+            "SHARED_REASONS": REASON_SLOTS,
+            "SHARED_STATUSES": STATUS_SLOTS,
+        }
+
     def cflags(self) -> list[str]:
-        flags = [f"-DMAX_TIDS={self.max_tids}", f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
+        flags = self.define_flags()
         if self.syscalls:
             flags.append("-DSYSCALLS")
         for tp, flag in self._optional_flags():

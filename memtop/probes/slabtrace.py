@@ -31,7 +31,7 @@ from typing import ClassVar
 from memtop import btf
 from memtop.ksyms import KernelSymbols
 from memtop.probes import bpfstats
-from memtop.probes.base import BpfProbe
+from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.kernel import SlabTrace
 from memtop.text import clean
@@ -44,6 +44,10 @@ MAX_SITES = 8192
 MAX_LIVE = 65536
 #: kmalloc's largest slab size class (KMALLOC_MAX_CACHE_SIZE with SLUB: two pages)
 KMALLOC_SLAB_MAX = 8192
+#: slots of the program's ``slab_counters`` array (``SLAB_<NAME>``)
+COUNTERS = ("allocs", "sampled", "frees", "frees matched", "dropped")
+#: a kmalloc site's flags -> its cache family's prefix (``KMALLOC_<NAME>``: accounted, reclaimable)
+KMALLOC_FAMILIES = {1: "cg", 2: "rcl"}
 
 
 #: the raw tracepoints' arguments (after the context) as the program reads them
@@ -85,8 +89,8 @@ def kmalloc_cache(size: int, flags: int) -> str:
     if size > KMALLOC_SLAB_MAX:
         return "kmalloc-large"
     label = f"{size // 1024}k" if size >= 1024 and size % 1024 == 0 else str(size)
-    prefix = {1: "kmalloc-cg-", 2: "kmalloc-rcl-"}.get(flags, "kmalloc-")
-    return prefix + label
+    family = KMALLOC_FAMILIES.get(flags)
+    return f"kmalloc-{family}-{label}" if family else f"kmalloc-{label}"
 
 
 class SlabTraceProbe(BpfProbe):
@@ -112,8 +116,17 @@ class SlabTraceProbe(BpfProbe):
         self._syms: KernelSymbols | None = None
         self._stats = bpfstats.Windows()
 
+    def defines(self) -> dict[str, int]:
+        return {
+            "SAMPLE": self.sample,
+            "MAX_SITES": MAX_SITES,
+            "MAX_LIVE": MAX_LIVE,
+            **enumerated("SLAB_", COUNTERS, "NR_SLAB_COUNTERS"),
+            **{f"KMALLOC_{family.upper()}": n for n, family in KMALLOC_FAMILIES.items()},
+        }
+
     def cflags(self) -> list[str]:
-        flags = [f"-DSAMPLE={self.sample}", f"-DMAX_SITES={MAX_SITES}", f"-DMAX_LIVE={MAX_LIVE}"]
+        flags = self.define_flags()
         flags += ["-DSTACKS"] if self.stacks else []
         return flags + (["-DFREES"] if self.frees else []) + self._raw_config[0]
 
@@ -162,20 +175,19 @@ class SlabTraceProbe(BpfProbe):
             if self.stacks and int(k.stack) >= 0:
                 frames = self._stack(int(k.stack), site)
                 stacks[(cache, site, frames)] = stacks.get((cache, site, frames), 0) + int(v.allocs)
-        counters = self.bpf["slab_counters"]
-        c = [int(counters.sum(counters.Key(i)).value) for i in range(5)]
+        c = dict(zip(COUNTERS, self.array_slots("slab_counters", len(COUNTERS)), strict=True))
         ns, runs = self._run_stats()
         self._stats.tick()
         return [
             SlabTrace(
                 sites=tuple((cache, site, a, b, f) for (cache, site), (a, b, f) in sorted(by.items())),
                 sample=self.sample,
-                events=c[0] + c[2],
-                allocs=c[0],
+                events=c["allocs"] + c["frees"],
+                allocs=c["allocs"],
                 frees_traced=self.frees,
-                frees=c[2],
-                frees_unmatched=c[2] - c[3],
-                dropped=c[4],
+                frees=c["frees"],
+                frees_unmatched=c["frees"] - c["frees matched"],
+                dropped=c["dropped"],
                 run_ns=ns,
                 runs=runs,
                 stacks=self._top_stacks(stacks),

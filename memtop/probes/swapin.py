@@ -32,7 +32,13 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
     "FI1": ("filemap_fault",),
     "FI2": ("__do_fault",),
 }
+#: log2(wait ns) buckets per kind (a u64 has 64); a process's file-fault slots follow its swap ones
 HIST_SLOTS = 64
+#: slots of the program's ``swapin_lost`` array: processes the stats map could not take, no-wait
+#: faults the region map could not take
+LOST = ("processes", "unclassified no-wait faults")
+#: slots of ``swapin_counters``: blocked-in-fault sleeps timed, D-state stack walks
+COUNTERS = ("sleeps", "stack walks")
 
 
 #: kallsyms types of text (code) symbols: global, local, weak
@@ -113,7 +119,7 @@ def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]
 
 
 #: no-wait major faults are counted per 2 MiB region of their address; the BPF program gets this
-#: value (-DREGION_SHIFT), so both sides split addresses the same way
+#: value (``defines``), so both sides split addresses the same way
 REGION_SHIFT = 21
 
 
@@ -179,6 +185,22 @@ class SwapinProbe(BpfProbe):
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
 
+    def defines(self) -> dict[str, int]:
+        return {
+            "MAX_PIDS": self.max_pids,
+            "MAX_TIDS": self.max_tids,
+            "MAX_DEPTH": self.max_depth,
+            "MAX_REGIONS": self.max_regions,
+            "REGION_SHIFT": REGION_SHIFT,
+            "HIST_SLOTS": HIST_SLOTS,
+            "LOST_PROCESSES": LOST.index("processes"),
+            "LOST_REGIONS": LOST.index("unclassified no-wait faults"),
+            "NR_LOST": len(LOST),
+            "CTR_SLEEPS": COUNTERS.index("sleeps"),
+            "CTR_STACK_WALKS": COUNTERS.index("stack walks"),
+            "NR_COUNTERS": len(COUNTERS),
+        }
+
     def cflags(self) -> list[str]:
         wanted = {n for names in SYMBOLS.values() for n in names}
         try:
@@ -188,13 +210,7 @@ class SwapinProbe(BpfProbe):
                 f"cannot read /proc/kallsyms ({exc})",
                 "swap-in waits need kernel symbol addresses: run memtop as root",
             ) from exc
-        flags = [
-            f"-DMAX_PIDS={self.max_pids}",
-            f"-DMAX_TIDS={self.max_tids}",
-            f"-DMAX_DEPTH={self.max_depth}",
-            f"-DMAX_REGIONS={self.max_regions}",
-            f"-DREGION_SHIFT={REGION_SHIFT}",
-        ]
+        flags = self.define_flags()
         for prefix, names in SYMBOLS.items():
             rng = next((found[n] for n in names if n in found), None)
             if rng is None:
@@ -296,18 +312,17 @@ class SwapinProbe(BpfProbe):
         file_hist = self.array_slots("file_hist", HIST_SLOTS)
         swap_hist[0] += sum(v[6] for v in self._sent.values())
         file_hist[0] += nowait_file_total
-        counters = self.bpf["swapin_counters"]
+        counters = self.array_slots("swapin_counters", len(COUNTERS))
         out.append(
             SwapinHistogram(
                 swapin_counts=tuple(swap_hist),
                 file_counts=tuple(file_hist),
-                fault_sleeps=int(counters.sum(counters.Key(0)).value),
-                stack_walks=int(counters.sum(counters.Key(1)).value),
+                fault_sleeps=counters[COUNTERS.index("sleeps")],
+                stack_walks=counters[COUNTERS.index("stack walks")],
             )
         )
-        lost = self.bpf["swapin_lost"]
-        out.append(Lost(self.name, "processes", int(lost.sum(lost.Key(0)).value)))
-        out.append(Lost(self.name, "unclassified no-wait faults", int(lost.sum(lost.Key(1)).value)))
+        lost = self.array_slots("swapin_lost", len(LOST))
+        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
         return out
 
 

@@ -13,20 +13,36 @@ from __future__ import annotations
 import bisect
 import ctypes
 import os
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from memtop.probes.base import BpfProbe
+from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import ORIGINS, VmscanTotals
 from memtop.text import clean
 
+#: log2 latency buckets of each histogram (a u64 of nanoseconds has 64)
 HIST_SLOTS = 64
-# slots of the program's `counters` array (bpf/vmscan.bpf.c)
-C_KSWAPD_WAKE, C_KSWAPD_SLEEP, C_KCOMPACTD_WAKE, C_COMPACT_COUNT, C_COMPACT_NS = 0, 1, 2, 3, 4
-C_SLAB_DROPPED, C_PAIRS_DROPPED, C_CGROUPS_DROPPED, C_UNLISTED = 5, 6, 7, 8
-NR_COUNTERS = 9
+#: (cgroup2 id, kind) entries of the per-cgroup table
+MAX_CGROUPS = 4096
+
+
+class Counter(IntEnum):
+    """Slots of the program's ``vmscan_counters`` array (passed as ``-DC_<NAME>=<slot>``)."""
+
+    KSWAPD_WAKE = 0
+    KSWAPD_SLEEP = 1
+    KCOMPACTD_WAKE = 2
+    COMPACT_COUNT = 3
+    COMPACT_NS = 4
+    SLAB_DROPPED = 5  # shrinker calls not counted: shrinker table full
+    PAIRS_DROPPED = 6  # reclaim ends whose begin was not seen
+    CGROUPS_DROPPED = 7  # episodes not counted per cgroup: cgroup table full
+    UNLISTED = 8  # episodes the log left out (the token bucket was empty)
+
+
 #: episodes logged through the ring per second per CPU, and the burst the log takes at once: a
 #: memcg swap storm ends thousands of episodes a second, each logged one costs memtop Python time,
 #: and no figure needs them (docs/performance.md)
@@ -130,15 +146,22 @@ class VmscanProbe(BpfProbe):
         #: events delivered through the ring since load (the state counts them too)
         self.delivered = 0
 
-    def cflags(self) -> list[str]:
-        return [
-            f"-DRINGBUF_PAGES={self.ringbuf_pages}",
-            f"-DMAX_TIDS={self.max_tids}",
-            f"-DMAX_PIDS={self.max_pids}",
-            f"-DMAX_SHRINKERS={self.max_shrinkers}",
-            f"-DLOG_PER_S={self.log_per_s}",
-            f"-DLOG_BURST={self.log_burst}",
-        ]
+    def defines(self) -> dict[str, int]:
+        return {
+            "RINGBUF_PAGES": self.ringbuf_pages,
+            "MAX_TIDS": self.max_tids,
+            "MAX_PIDS": self.max_pids,
+            "MAX_SHRINKERS": self.max_shrinkers,
+            "MAX_CGROUPS": MAX_CGROUPS,
+            "LOG_PER_S": self.log_per_s,
+            "LOG_BURST": self.log_burst,
+            "HIST_SLOTS": HIST_SLOTS,
+            # the records' order is the kernel's numbering: kind k's histogram is slots k * HIST_SLOTS on
+            **enumerated("KIND_", RECLAIM_KINDS, "NR_KINDS"),
+            **enumerated("ORIGIN_", ORIGINS, "NR_ORIGINS"),
+            **{f"C_{c.name}": c.value for c in Counter},
+            "NR_COUNTERS": len(Counter),
+        }
 
     def note(self) -> str:
         ring = f"ring {self.ringbuf_pages * os.sysconf('SC_PAGE_SIZE') // 1024} KiB"
@@ -242,19 +265,19 @@ class VmscanProbe(BpfProbe):
 
     def totals(self) -> tuple[VmscanTotals, ReclaimTotals]:
         """Read every kernel map once (cumulative since load)."""
-        c = self.array_slots("vmscan_counters", NR_COUNTERS)
+        c = self.array_slots("vmscan_counters", len(Counter))
         chist = self.array_slots("compact_hist", HIST_SLOTS)
         rhist = self.array_slots("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
         vm = VmscanTotals(
             origins=self._origins(),
-            kswapd_wakes=c[C_KSWAPD_WAKE],
-            kswapd_sleeps=c[C_KSWAPD_SLEEP],
-            kcompactd_wakes=c[C_KCOMPACTD_WAKE],
-            compaction_count=c[C_COMPACT_COUNT],
-            compaction_total_ns=c[C_COMPACT_NS],
+            kswapd_wakes=c[Counter.KSWAPD_WAKE],
+            kswapd_sleeps=c[Counter.KSWAPD_SLEEP],
+            kcompactd_wakes=c[Counter.KCOMPACTD_WAKE],
+            compaction_count=c[Counter.COMPACT_COUNT],
+            compaction_total_ns=c[Counter.COMPACT_NS],
             compaction_hist=tuple((i, n) for i, n in enumerate(chist) if n),
             slab=self._slab(),
-            slab_dropped=c[C_SLAB_DROPPED],
+            slab_dropped=c[Counter.SLAB_DROPPED],
         )
         hist = tuple(
             (kind, i, rhist[k * HIST_SLOTS + i])
@@ -266,10 +289,10 @@ class VmscanProbe(BpfProbe):
         rc = ReclaimTotals(
             histogram=hist,
             pids=pids,
-            unpaired=c[C_PAIRS_DROPPED],
+            unpaired=c[Counter.PAIRS_DROPPED],
             cgroups=self._cg_stats(),
-            cgroups_dropped=c[C_CGROUPS_DROPPED],
-            unlisted=c[C_UNLISTED],
+            cgroups_dropped=c[Counter.CGROUPS_DROPPED],
+            unlisted=c[Counter.UNLISTED],
             pid_hist=self._pid_hist(),
             pid_cgroups=pid_cgroups,
         )

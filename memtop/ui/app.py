@@ -40,7 +40,6 @@ from memtop.views.header import header_line
 if TYPE_CHECKING:
     from textual.driver import Driver
 
-MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
 #: from the start of an exit, how long unmounting waits for the probes to detach (what is left when
 #: a compilation holds them up, the kernel detaches as the process exits)
 DETACH_WAIT_S = 1.8
@@ -140,7 +139,6 @@ class MemtopApp(RecordReplay):
         self.source = source
         # a replay's seeks start from checkpoints of the state; a headless snapshot seeks once
         self.runner = Runner(source, interval_s=interval_s, checkpoints=snapshot_request is None)
-        self.interval_s = interval_s
         self.snapshot_format = snapshot_format
         self.snapshot_dir = snapshot_dir
         self.snapshot_request = snapshot_request
@@ -271,7 +269,7 @@ class MemtopApp(RecordReplay):
         if self.leak_pids:  # `memtop --leaks PID[,PID…]`: counted first, the leaks pane asks
             self._ask_to_trace(self.leak_pids)
         self.redraw()
-        self._timer = self.set_interval(self.interval_s, self._tick)
+        self._timer = self.set_interval(self.runner.interval_s, self._tick)
         if self.snapshot_request is not None:
             self.run_worker(self._headless_snapshot(self.snapshot_request), exclusive=True)
         if self.initial_pid is not None:
@@ -428,7 +426,7 @@ class MemtopApp(RecordReplay):
         self.show_pane(event.name)
 
     def _draw_header(self) -> None:
-        head = header_line(self.state, paused=self.paused, interval_s=self.interval_s)
+        head = header_line(self.state, paused=self.paused, interval_s=self.runner.interval_s)
         t = Text()
         for seg in head.lead:
             t.append(seg.text, style=mono(seg.style))
@@ -545,11 +543,13 @@ class MemtopApp(RecordReplay):
         self.redraw() if not self.paused else self._draw_header()
 
     def action_interval(self, delta: float) -> None:
-        self.interval_s = min(MAX_INTERVAL, max(MIN_INTERVAL, self.interval_s + delta))
+        # the Runner owns the interval (headers, recordings and snapshots read it there); the
+        # timer that calls its tick follows it
+        interval_s = self.runner.change_interval(delta)
         if self._timer is not None:
             self._timer.stop()
-        self._timer = self.set_interval(self.interval_s, self._tick)
-        self.notify(f"refresh every {self.interval_s:g}s", timeout=1.5)
+        self._timer = self.set_interval(interval_s, self._tick)
+        self.notify(f"refresh every {interval_s:g}s", timeout=1.5)
         self._draw_header()
 
     def action_show_pane(self, index: int) -> None:
@@ -590,7 +590,7 @@ class MemtopApp(RecordReplay):
             await self.runner.tick()
             deadline = time.monotonic() + req.after_s
             while time.monotonic() < deadline:
-                await asyncio.sleep(min(self.interval_s, max(0.0, deadline - time.monotonic())))
+                await asyncio.sleep(min(self.runner.interval_s, max(0.0, deadline - time.monotonic())))
                 await self.runner.tick()
             await self.runner.tick()
             if self.initial_pid is not None:

@@ -114,7 +114,6 @@ class RecordReplay(App[int]):
 
     runner: Runner
     snapshot_dir: str
-    interval_s: float
     error: MemtopError | None
 
     def __init__(self) -> None:
@@ -155,7 +154,7 @@ class RecordReplay(App[int]):
             self.recorder = open_recorder(
                 default_name(self.snapshot_dir),
                 state.statuses.values(),
-                interval_s=self.interval_s,
+                interval_s=self.runner.interval_s,
                 mode=self.runner.source.mode,
                 prelude=prelude,
             )

@@ -489,8 +489,18 @@ def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...]
 
 def text_sections(doc: dict[str, Any]) -> list[str]:
     """The sections after the segments' table, as text lines (text snapshot, batch)."""
-    out = [""]
-    sv = doc["sysv"]
+    return [
+        "",
+        *_sysv_lines(doc["sysv"]),
+        *_posix_lines(doc["posix"], doc["shmem"]),
+        *_huge_lines(doc["huge"]),
+        *_migrate_lines(doc["migrate"]),
+    ]
+
+
+def _sysv_lines(sv: dict[str, Any]) -> list[str]:
+    """System V segments and the traced calls."""
+    out = []
     if sv["readable"] is False:
         out.append(f"System V segments not read: {sv['why']}")
     else:
@@ -513,8 +523,12 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
         for c in sv["callers"][:20]:
             counts = " ".join(f"{k} {v}" for k, v in sorted(c["calls"].items()))
             out.append(f"  {c['pid']:>7} {c['comm']:<16} {counts}  errors {c['errors']}")
-    po = doc["posix"]
-    out += ["", "tmpfs mounts"]
+    return out
+
+
+def _posix_lines(po: dict[str, Any], sh: dict[str, Any] | None) -> list[str]:
+    """tmpfs mounts, memfds and what Shmem is made of."""
+    out = ["", "tmpfs mounts"]
     for m in po["mounts"]:
         more = " (walk truncated)" if m["truncated"] else ""
         out.append(
@@ -533,15 +547,18 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
         )
     if not po["memfds"]:
         out.append("  none" if po["scanned"] else "  not scanned yet")
-    sh = doc["shmem"]
     if sh is not None:
         out.append(
             f"Shmem {fmt.bytes_h(sh['shmem_bytes'])} = System V {fmt.bytes_h(sh['sysv_bytes'])}"
             f" + tmpfs {fmt.bytes_h(sh['tmpfs_bytes'])} + memfd {fmt.bytes_h(sh['memfd_bytes'])}"
             f" + other {fmt.bytes_h(sh['other_bytes'])} (shared anonymous mappings, drivers)"
         )
-    hu = doc["huge"]
-    out += ["", "hugetlb pools"]
+    return out
+
+
+def _huge_lines(hu: dict[str, Any]) -> list[str]:
+    """Huge page pools, THP, khugepaged, per process, and madvise for huge pages."""
+    out = ["", "hugetlb pools"]
     for p in hu["pools"]:
         out.append(
             f"  {fmt.bytes_h(p['page_size_bytes']):>6} pages: total {p['total']} free {p['free']}"
@@ -578,8 +595,12 @@ def text_sections(doc: dict[str, Any]) -> list[str]:
                     f"           {(r['start'] or 0):#x} +{fmt.bytes_h(r['length_bytes'])} {r['advice']}"
                     f" {r['error'] or 'ok'}"
                 )
-    mi = doc["migrate"]
-    out += ["", "page migration by reason"]
+    return out
+
+
+def _migrate_lines(mi: dict[str, Any]) -> list[str]:
+    """Page migration by reason, and the NUMA counters of /proc/vmstat."""
+    out = ["", "page migration by reason"]
     if mi["reasons"] is None:
         out.append("  not traced (the shared probe is not running)")
     else:

@@ -28,9 +28,21 @@ def test_every_program_reaches_clang_with_angle_includes_only(program: str) -> N
     for _directive, arg in INCLUDE.findall(built.text):
         assert arg.strip().startswith("<"), arg
     assert not any(flag.startswith("-I") for flag in built.cflags)  # nothing to look up beside it
-    if '#include "perf_ctx.h"' in source.read_text():
-        own = (resources.bpf_dir() / "perf_ctx.h").read_text()
-        assert own in built.text
+    for header in re.findall(r'^#include "([\w.]+)"', source.read_text(), re.M):
+        own = (resources.bpf_dir() / header).read_text()
+        assert own in built.text, header
+
+
+def test_the_programs_share_common_h() -> None:
+    """Every program takes its helpers from bpf/common.h; compiled as one unit, the helpers are
+    pasted for each section but the include guard keeps one definition of each."""
+    for program in programs():
+        assert '#include "common.h"' in resources.bpf_source(program).read_text(), program
+    sections = [Section.from_file(p, resources.bpf_source(p)) for p in ("vmscan", "oom", "procmem")]
+    text = build(sections).text
+    assert text.count("#ifndef MEMTOP_COMMON_H") == 3
+    assert text.count("#define MEMTOP_COMMON_H") == 3  # each skipped after the first by its guard
+    assert "#undef MEMTOP_COMMON_H" not in text
 
 
 def test_a_pasted_header_keeps_clang_s_line_numbers() -> None:

@@ -10,11 +10,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from fakeproc import make_fake_proc
 from support import DATA, FakeSource
 
+import memtop.runner as runner_mod
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch, ProbeStatus
@@ -157,3 +160,31 @@ def test_probes_detached_on_purpose_are_not_counted_missing() -> None:
     assert (n.attached, n.total, n.failed) == (2, 3, ("oom",))
     text = "".join(seg.text for seg in header_line(state).rest)
     assert "probes 2/3" in text and "1 failed" in text
+
+
+def test_a_changed_interval_starts_a_new_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`+`/`-` (Runner.change_interval) reach the headless tick loop too: the wait after a change
+    is the new interval from the tick just made, and the grid goes on from there."""
+    clock = [100.0]
+    waits: list[float] = []
+
+    async def fake_wait(_stop: asyncio.Event | None, seconds: float) -> None:
+        waits.append(round(seconds, 9))
+        clock[0] += seconds
+
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(runner_mod, "wait_or_stop", fake_wait)
+    runner = Runner(FakeSource([Batch(i, ()) for i in range(1, 10)]), interval_s=1.0)
+    stop = asyncio.Event()
+
+    async def go() -> None:
+        async for n in runner.ticks(stop):
+            clock[0] += 0.25  # each tick takes a quarter second
+            if n == 1:
+                runner.change_interval(+1.0)
+            if n == 3:
+                stop.set()
+
+    asyncio.run(go())
+    # 1 s grid: 0.75 left after each tick; from tick 1 on a 2 s grid anchored at tick 1's start
+    assert waits == [0.75, 1.75, 1.75, 1.75]

@@ -209,53 +209,19 @@ def fill_table(
             table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
         for name in extra or {}:
             table.add_column(Text(name), key=name)
-
-    justify: list[JustifyMethod] = ["right" if c.numeric else "left" for c in columns]
-    justify += ["left"] * len(extra or {})
     if sort is not None:
         mark_sort(table, columns, *sort)
-    graded = [i for i, c in enumerate(columns) if c.level]
-
-    # what each row shows now, as plain strings: cells that did not change are not touched (with
-    # 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row dict that
-    # is the very object shown last time (views reuse unchanged rows) is not even re-formatted
     memo = _MEMOS.get(table)
     if memo is None:
         memo = _MEMOS[table] = TableMemo()
-    shown, shown_rows = memo.shown, memo.rows
-    ncols = len(columns)
+    filler = _Filler(table, columns, extra or {}, extra_same, memo)
 
-    def cells_for(row: dict[str, Any], k: str) -> list[str]:
-        old = shown.get(k)
-        if old is not None and shown_rows.get(k) is row and extra_same is not None and extra_same(row):
-            return old
-        ex = [str(fn(row)) for fn in (extra or {}).values()]
-        if old is not None and shown_rows.get(k) is row and old[ncols:] == ex:
-            return old
-        shown_rows[k] = row
-        return [c.cell(row) for c in columns] + ex
-
-    def as_text(i: int, value: str, row: dict[str, Any] | None = None) -> Text:
-        if row is not None and i in graded:
-            # a figure past its threshold (memtop/views/levels.py) is coloured
-            lvl = columns[i].level_of(row)
-            if lvl:
-                return Text(value, justify=justify[i], style=level_style(lvl))
-        return Text(value, justify=justify[i])
-
-    new_keys: list[str] = []
-    seen: dict[str, int] = {}
-    for r in rows:  # keys must be unique in a DataTable; a repeated key gets a suffix
-        k = str(r[key])
-        n = seen.get(k, 0)
-        seen[k] = n + 1
-        new_keys.append(k if n == 0 else f"{k}#{n}")
+    new_keys = _unique_keys(rows, key)
     # the order this function left the table in (it is the table's only writer); read it back
     # from the table only when something else changed it (building 1,000 keys costs a tick)
     old_keys = memo.keys
     if len(old_keys) != table.row_count:
         old_keys = [str(r.key.value) for r in table.ordered_rows]
-    col_keys = [c.key for c in columns] + list(extra or {})
     selected = cursor_key(table)
     new_set, old_set = set(new_keys), set(old_keys)
     gone = [k for k in old_keys if k not in new_set]
@@ -263,6 +229,86 @@ def fill_table(
     if old_keys and len(gone) + len(added) <= (max(32, len(new_keys) // 4) if edits is None else edits):
         # a few rows came or went, or the order moved: edit in place (a full rebuild re-measures
         # every row, which with 1,000 processes costs more than everything else in a tick)
+        filler.edit(rows, new_keys, gone)
+        # removed rows left a gap, added rows went to the end: re-sort only if that is not the order
+        now = [k for k in old_keys if k in new_set] + added if gone or added else old_keys
+        if now != new_keys:
+            _reorder(table, new_keys)
+    else:
+        filler.rebuild(rows, new_keys)
+    memo.keys = new_keys
+    if selected is not None and selected in new_set:
+        index = new_keys.index(selected)
+        if index != table.cursor_row:
+            table.move_cursor(row=index, animate=False)
+
+
+def _unique_keys(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """Each row's key as a string; keys must be unique in a DataTable, so a repeated key gets a
+    suffix (``k#1``, ``k#2`` …)."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for r in rows:
+        k = str(r[key])
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        out.append(k if n == 0 else f"{k}#{n}")
+    return out
+
+
+class _Filler:
+    """One fill of a table: the cells each row shows, as plain strings compared with what the
+    memo says is shown, and the writes to the table where they differ."""
+
+    def __init__(
+        self,
+        table: DataTable[Any],
+        columns: tuple[Column, ...],
+        extra: dict[str, Any],
+        extra_same: Callable[[dict[str, Any]], bool] | None,
+        memo: TableMemo,
+    ) -> None:
+        self.table = table
+        self.columns = columns
+        self.extra = extra
+        self.extra_same = extra_same
+        self.memo = memo
+        self.justify: list[JustifyMethod] = ["right" if c.numeric else "left" for c in columns]
+        self.justify += ["left"] * len(extra)
+        self.graded = {i for i, c in enumerate(columns) if c.level}
+        self.col_keys = [c.key for c in columns] + list(extra)
+
+    def cells_for(self, row: dict[str, Any], k: str) -> list[str]:
+        """What row ``k`` shows now, as plain strings: cells that did not change are not touched
+        (with 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row
+        dict that is the very object shown last time (views reuse unchanged rows) is not even
+        re-formatted."""
+        old = self.memo.shown.get(k)
+        if old is not None and self.memo.rows.get(k) is row:
+            if self.extra_same is not None and self.extra_same(row):
+                return old
+            ex = [str(fn(row)) for fn in self.extra.values()]
+            if old[len(self.columns) :] == ex:
+                return old
+        else:
+            ex = [str(fn(row)) for fn in self.extra.values()]
+        self.memo.rows[k] = row
+        return [c.cell(row) for c in self.columns] + ex
+
+    def as_text(self, i: int, value: str, row: dict[str, Any]) -> Text:
+        if i in self.graded:
+            # a figure past its threshold (memtop/views/levels.py) is coloured
+            lvl = self.columns[i].level_of(row)
+            if lvl:
+                return Text(value, justify=self.justify[i], style=level_style(lvl))
+        return Text(value, justify=self.justify[i])
+
+    def texts(self, plain: list[str], row: dict[str, Any]) -> list[Text]:
+        return [self.as_text(i, v, row) for i, v in enumerate(plain)]
+
+    def edit(self, rows: list[dict[str, Any]], keys: list[str], gone: list[str]) -> None:
+        """Remove the rows ``gone``, update the cells that changed, add the new rows at the end."""
+        table, shown = self.table, self.memo.shown
         if isinstance(table, FastTable):  # all at once
             table.remove_rows([RowKey(k) for k in gone])
         else:
@@ -270,52 +316,47 @@ def fill_table(
                 table.remove_row(k)
         for k in gone:
             shown.pop(k, None)
-            shown_rows.pop(k, None)
+            self.memo.rows.pop(k, None)
         new_rows: list[tuple[str, list[Text]]] = []
-        for r, k in zip(rows, new_keys, strict=True):
-            plain = cells_for(r, k)
+        for r, k in zip(rows, keys, strict=True):
+            plain = self.cells_for(r, k)
             old = shown.get(k)
             if old == plain:
                 continue
             if old is None:
-                new_rows.append((k, [as_text(i, v, r) for i, v in enumerate(plain)]))
+                new_rows.append((k, self.texts(plain, r)))
             else:
-                for i, ck in enumerate(col_keys):
-                    if old[i] != plain[i]:
-                        # a wider value widens its column (measuring only when it must: DataTable
-                        # re-measures the whole column when a value gets narrower)
-                        col = table.columns.get(ColumnKey(ck))
-                        grow = col is not None and cell_len(plain[i]) > col.content_width
-                        table.update_cell(k, ck, as_text(i, plain[i], r), update_width=grow)
+                self.update_cells(k, old, plain, r)
             shown[k] = plain
-        if isinstance(table, FastTable):  # all at once
-            table.add_keyed_rows(new_rows)
-        else:
-            for k, cells in new_rows:
-                table.add_row(*cells, key=k)
-        # removed rows left a gap, added rows went to the end: re-sort only if that is not the order
-        now = [k for k in old_keys if k in new_set] + added if gone or added else old_keys
-        if now != new_keys:
-            _reorder(table, new_keys)
-    else:
-        table.clear()
-        shown.clear()
-        shown_rows.clear()
+        self.add_rows(new_rows)
+
+    def update_cells(self, k: str, old: list[str], plain: list[str], row: dict[str, Any]) -> None:
+        for i, ck in enumerate(self.col_keys):
+            if old[i] != plain[i]:
+                # a wider value widens its column (measuring only when it must: DataTable
+                # re-measures the whole column when a value gets narrower)
+                col = self.table.columns.get(ColumnKey(ck))
+                grow = col is not None and cell_len(plain[i]) > col.content_width
+                self.table.update_cell(k, ck, self.as_text(i, plain[i], row), update_width=grow)
+
+    def rebuild(self, rows: list[dict[str, Any]], keys: list[str]) -> None:
+        """Every row anew, in order."""
+        self.table.clear()
+        self.memo.shown.clear()
+        self.memo.rows.clear()
         items = []
-        for r, k in zip(rows, new_keys, strict=True):
-            plain = cells_for(r, k)
-            items.append((k, [as_text(i, v, r) for i, v in enumerate(plain)]))
-            shown[k] = plain
-        if isinstance(table, FastTable):  # all at once
-            table.add_keyed_rows(items)
+        for r, k in zip(rows, keys, strict=True):
+            plain = self.cells_for(r, k)
+            items.append((k, self.texts(plain, r)))
+            self.memo.shown[k] = plain
+        self.add_rows(items)
+
+    def add_rows(self, items: list[tuple[str, list[Text]]]) -> None:
+        if isinstance(self.table, FastTable):  # all at once
+            self.table.add_keyed_rows(items)
         else:
             for k, cells in items:
-                table.add_row(*cells, key=k)
-    memo.keys = new_keys
-    if selected is not None and selected in new_set:
-        index = new_keys.index(selected)
-        if index != table.cursor_row:
-            table.move_cursor(row=index, animate=False)
+                self.table.add_row(*cells, key=k)
 
 
 def mark_sort(table: DataTable[Any], columns: tuple[Column, ...], key: str, reverse: bool) -> None:
