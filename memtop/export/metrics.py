@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from memtop.records.cgroups import CgroupSample
 from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
@@ -235,28 +236,45 @@ def _oom(state: State) -> Iterator[Metric]:
         return
     st = state.get(OomState)
     cg = state.get(CgroupsState)
-    counts: dict[tuple[str, str, str, str, str], int] = {}
+    counts: dict[tuple[str, ...], int] = {}
     for k in st.kills:
         victim_cg = k.task_memcg or cg.memcg_of(k.victim_pid) or ""
         row = cg.rows.get(victim_cg)
-        c = row.sample.container if row is not None else None
+        _name, container, pod, namespace, _image = container_labels(row.sample if row is not None else None)
         key = (
             victim_cg,
             k.memcg,
             "CONSTRAINT_MEMCG" if k.scope == "memcg" else "CONSTRAINT_NONE",
-            c[3] or c[1][:12] if c else "",
-            c[4] if c else "",
+            container,
+            pod,
+            namespace,
         )
         counts[key] = counts.get(key, 0) + 1
     fam = CounterMetricFamily(
         "memtop_oom_kills",
         "OOM kills seen since memtop started (the last 1000 kept), by the victim's cgroup, the cgroup whose limit fired, "
-        "the constraint, container and pod",
-        labels=["cgroup", "oom_cgroup", "constraint", "container", "pod"],
+        "the constraint, container, pod and namespace",
+        labels=["cgroup", "oom_cgroup", "constraint", "container", "pod", "namespace"],
     )
-    for key, n in sorted(counts.items()):
-        fam.add_metric(list(key), float(n))
+    for labels, n in sorted(counts.items()):
+        fam.add_metric(list(labels), float(n))
     yield fam
+
+
+#: cAdvisor's labels on its container_* series: ``id`` the cgroup path, ``name`` the runtime's
+#: name of the container, ``container``/``pod``/``namespace`` Kubernetes' names (a plain podman or
+#: docker container's ``container`` is its name), ``image`` the image; "" where not known
+CONTAINER_LABELS = ["id", "name", "container", "pod", "namespace", "image"]
+
+
+def container_labels(sample: CgroupSample | None) -> list[str]:
+    """Every label of :data:`CONTAINER_LABELS` but ``id``, for a cgroup's sample (None: unknown)."""
+    c = sample.container if sample is not None else None
+    if c is None or sample is None:
+        return ["", "", "", "", ""]
+    _runtime, cid, _pod_uid, name, pod = c
+    namespace, _, pod_name = pod.rpartition("/")
+    return [name or cid, name, pod_name, namespace, sample.image]
 
 
 def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
@@ -271,8 +289,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
     ]
 
     def labels(path: str, r: CgroupRow) -> list[str]:
-        c = r.sample.container
-        return [path, (c[3] or c[1]) if c else ""]
+        return [path, *container_labels(r.sample)]
 
     # cAdvisor's names and labels (id = the cgroup path, name = the container's)
     spec: list[tuple[str, str, Callable[[CgroupRow], int | None]]] = [
@@ -301,24 +318,28 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         ),
     ]
     for name, doc, get in spec:
-        g = GaugeMetricFamily(name, doc, labels=["id", "name"])
+        g = GaugeMetricFamily(name, doc, labels=CONTAINER_LABELS)
         for path, r in rows:
             v = get(r)
             if v is not None:
                 g.add_metric(labels(path, r), float(v))
         yield g
-    fail = CounterMetricFamily(
-        "container_memory_failcnt", "Number of memory usage hits limits", labels=["id", "name"]
-    )
+    # cAdvisor's name has no _total (it predates the convention), and prometheus_client's counters
+    # always add one: untyped, under exactly cAdvisor's name, so its queries find it
+    fail = Metric("container_memory_failcnt", "Number of memory usage hits limits", "unknown")
     ooms = CounterMetricFamily(
         "container_oom_events",
         "Count of out of memory events observed for the container",
-        labels=["id", "name"],
+        labels=CONTAINER_LABELS,
     )
     for path, r in rows:
         hits = r.event("max") if r.sample.version == 2 else r.event("failcnt")
         if hits is not None:
-            fail.add_metric(labels(path, r), float(hits))
+            fail.add_sample(
+                "container_memory_failcnt",
+                dict(zip(CONTAINER_LABELS, labels(path, r), strict=True)),
+                float(hits),
+            )
         if r.event("oom_kill") is not None:
             ooms.add_metric(labels(path, r), float(r.event("oom_kill") or 0))
     yield fail
@@ -326,12 +347,12 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
     some = CounterMetricFamily(
         "container_pressure_memory_waiting_seconds",
         "Total time duration tasks in the container have waited due to memory congestion",
-        labels=["id", "name"],
+        labels=CONTAINER_LABELS,
     )
     full = CounterMetricFamily(
         "container_pressure_memory_stalled_seconds",
         "Total time duration no tasks in the container could make progress due to memory congestion",
-        labels=["id", "name"],
+        labels=CONTAINER_LABELS,
     )
     for path, r in rows:
         if r.sample.psi_some_us is not None:
@@ -344,12 +365,12 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         eps = CounterMetricFamily(
             "memtop_cgroup_reclaim_episodes",
             "Memcg reclaim episodes of the cgroup's own processes",
-            labels=["id", "name"],
+            labels=CONTAINER_LABELS,
         )
         stall = CounterMetricFamily(
             "memtop_cgroup_reclaim_stall_seconds",
             "Time the cgroup's own processes stalled in memcg reclaim",
-            labels=["id", "name"],
+            labels=CONTAINER_LABELS,
         )
         for path, r in rows:
             p = cg.probed.get(path)
@@ -361,7 +382,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         sw = CounterMetricFamily(
             "memtop_cgroup_swapin_wait_seconds",
             "Time the cgroup's own processes waited on swap-ins",
-            labels=["id", "name"],
+            labels=CONTAINER_LABELS,
         )
         by_path = cg.swapin_by_path()
         for path, r in rows:
