@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from memtop.records.cgroups import CgroupSample
+from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
@@ -181,15 +182,18 @@ def _reclaim(state: State, acc: Accumulators) -> Iterator[Metric]:
         "Direct and memcg reclaim episode latency (vmscan tracepoints; kernel log2 histogram)",
         labels=["kind"],
     )
-    for kind, buckets in sorted(rs.histogram.items()):
+    # every kind from the start, zero until its first episode: a dashboard's rate of a kind that
+    # has not happened yet is 0, not "No data"
+    kinds = sorted(set(RECLAIM_KINDS) | set(rs.histogram))
+    for kind in kinds:
         # the exact sum: the kernel's per-cgroup sums cover every episode (unless its table was full)
         total_ns = sum(v[1] for (_, k), v in cg.kernel_reclaim.items() if k == kind)
-        h.add_metric([kind], log2_buckets(buckets.items()), total_ns * NS)
+        h.add_metric([kind], log2_buckets(rs.histogram.get(kind, {}).items()), total_ns * NS)
     yield h
     stall = CounterMetricFamily(
         "memtop_reclaim_episodes", "Reclaim episodes by kind since memtop started", labels=["kind"]
     )
-    for kind in sorted(rs.histogram):
+    for kind in kinds:
         stall.add_metric([kind], float(rs.histogram_total(kind)))
     yield stall
 
@@ -256,6 +260,9 @@ def _oom(state: State) -> Iterator[Metric]:
         "the constraint, container, pod and namespace",
         labels=["cgroup", "oom_cgroup", "constraint", "container", "pod", "namespace"],
     )
+    # a series with every label empty stays at 0: before the first kill sum() is 0, not "No data"
+    # (no kill has an empty constraint, so it is never a kill's own series)
+    fam.add_metric([""] * 6, 0.0)
     for labels, n in sorted(counts.items()):
         fam.add_metric(list(labels), float(n))
     yield fam

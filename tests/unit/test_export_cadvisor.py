@@ -204,7 +204,7 @@ def test_cadvisor_labels_from_kubepods_and_runtime_layouts(tmp_path: Path) -> No
         }
         assert got == expected, name
     # the OOM kill names the container, pod and namespace as the container_* series do
-    (kill,) = exposed["memtop_oom_kills_total"]
+    (kill,) = [k for k in exposed["memtop_oom_kills_total"] if k.get("constraint")]
     assert (kill["container"], kill["pod"], kill["namespace"]) == ("worker", "batch-x1", "jobs")
 
 
