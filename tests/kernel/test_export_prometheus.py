@@ -193,10 +193,7 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
             assert w.stdout.readline().startswith("ready")
             oom_cg.add(w.pid)
             oom_path = "/" + oom_cg.name
-            wait_for(
-                "memtop to see the OOM cgroup",
-                lambda: f'id="{oom_path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
-            )
+            sees_cgroup(port, oom_path)
             w.stdin.write("go\n")
             w.stdin.flush()
             assert w.wait(timeout=60) == -9
@@ -395,6 +392,17 @@ def metadata(api: str, name: str) -> list[dict[str, str]]:
     return []
 
 
+def sees_cgroup(port: int, path: str) -> None:
+    """Wait for memtop's series of the cgroup ``path``; failing, say what its probes said (a
+    cgroups probe that failed on another cgroup of this shared machine sees none)."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        wait_for(f"memtop to see {path}", lambda: f'id="{path}"' in get(url)[2])
+    except AssertionError as exc:
+        probes = [line for line in get(url)[2].splitlines() if line.startswith("memtop_probe_up{")]
+        raise AssertionError(f"{exc}; {probes}") from None
+
+
 def wait_scraped(api: str, seconds: float) -> float:
     """Wait until Prometheus holds a scrape ``seconds`` from now; that scrape's time."""
     t = time.time() + seconds
@@ -421,16 +429,17 @@ def test_every_panel_and_rule_is_a_number_with_and_without_kills_and_reclaim() -
             w.stdin.flush()
             assert w.stdout.readline().startswith("done")
             quiet_path = "/" + quiet_cg.name
-            wait_for(
-                "memtop to see the quiet cgroup",
-                lambda: f'id="{quiet_path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
-            )
+            sees_cgroup(port, quiet_path)
             t_quiet = wait_scraped(api, 12)  # a full rate window of scrapes
             quiet = every_panel_and_rule(api, t_quiet, "no kill, no reclaim of its own")
-            assert quiet["panel 2 'OOM kills since memtop started'"] == [0.0]
-            # memtop's zero series does not fire the rule
+            # other tests on this machine may OOM-kill meanwhile: the panel is the sum of the kills
+            # memtop saw (0 when none, from its zero series), and the zero series never fires
+            others = query(api, 'memtop_oom_kills_total{constraint!=""}', t_quiet)
+            assert quiet["panel 2 'OOM kills since memtop started'"] == [
+                sum(float(r["value"][1]) for r in others)
+            ]
             (oom_rule,) = [e for w_, e in dashboard_expressions() if w_ == "rule OOMKill"]
-            assert query(api, oom_rule, t_quiet) == []
+            assert all("constraint" in r["metric"] for r in query(api, oom_rule, t_quiet))
             # the workload's memcg did not reclaim: its own counter is there, at 0
             sel = f'memtop_cgroup_reclaim_episodes_total{{id="{quiet_path}"}}'
             assert value(api, sel, t_quiet) == 0
@@ -456,10 +465,7 @@ def test_every_panel_and_rule_is_a_number_with_and_without_kills_and_reclaim() -
             assert v.stdout is not None and v.stdin is not None
             assert v.stdout.readline().startswith("ready")
             oom_path = "/" + oom_cg.name
-            wait_for(
-                "memtop to see the OOM cgroup",
-                lambda: f'id="{oom_path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
-            )
+            sees_cgroup(port, oom_path)
             oom_cg.add(v.pid)
             v.stdin.write("go\n")
             v.stdin.flush()
@@ -468,9 +474,11 @@ def test_every_panel_and_rule_is_a_number_with_and_without_kills_and_reclaim() -
             wait_for("the kill in Prometheus", lambda: bool(query(api, sel)), timeout_s=30)
             t_busy = wait_scraped(api, 2)
             busy = every_panel_and_rule(api, t_busy, "after memcg reclaim and an OOM kill")
-            assert busy["panel 2 'OOM kills since memtop started'"] == [1.0]
+            assert busy["panel 2 'OOM kills since memtop started'"][0] >= 1
+            assert value(api, sel, t_busy) == 1
             fired = query(api, oom_rule, t_busy)
-            assert [r["metric"]["cgroup"] for r in fired] == [oom_path], fired
+            assert oom_path in [r["metric"].get("cgroup") for r in fired], fired
+            assert all("constraint" in r["metric"] for r in fired)
             # the victim's memcg reclaim reached its cgroup's series (it was never listed in a
             # read of cgroup.procs long enough to matter: the kill names its memcg)
             assert value(api, f'memtop_cgroup_reclaim_episodes_total{{id="{oom_path}"}}', t_busy) > 0
