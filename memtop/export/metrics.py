@@ -284,6 +284,11 @@ def container_labels(sample: CgroupSample | None) -> list[str]:
     return [name or cid, name, pod_name, namespace, sample.image]
 
 
+def _add(fam: Metric, labels: dict[str, str], value: float) -> None:
+    """One sample of a gauge or counter family with these labels (not all of the family's)."""
+    fam.add_sample(fam.name + ("_total" if fam.type == "counter" else ""), labels, value)
+
+
 def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
     cg = state.get(CgroupsState)
     if not cg.rows:
@@ -295,8 +300,12 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         if _depth(path) <= opts.cgroup_depth and (pattern is None or pattern.search(path))
     ]
 
-    def labels(path: str, r: CgroupRow) -> list[str]:
-        return [path, *container_labels(r.sample)]
+    def labels(path: str, r: CgroupRow) -> dict[str, str]:
+        # a label left out is one whose value is "" (the same series to Prometheus): the four
+        # container labels are empty on most cgroups of most machines, and would cost ~40 bytes
+        # on every cgroup series
+        values = zip(CONTAINER_LABELS, [path, *container_labels(r.sample)], strict=True)
+        return {k: v for k, v in values if v or k in ("id", "name")}
 
     # cAdvisor's names and labels (id = the cgroup path, name = the container's)
     spec: list[tuple[str, str, Callable[[CgroupRow], int | None]]] = [
@@ -329,7 +338,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         for path, r in rows:
             v = get(r)
             if v is not None:
-                g.add_metric(labels(path, r), float(v))
+                _add(g, labels(path, r), float(v))
         yield g
     # cAdvisor's name has no _total (it predates the convention), and prometheus_client's counters
     # always add one: untyped, under exactly cAdvisor's name, so its queries find it
@@ -344,11 +353,11 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         if hits is not None:
             fail.add_sample(
                 "container_memory_failcnt",
-                dict(zip(CONTAINER_LABELS, labels(path, r), strict=True)),
+                labels(path, r),
                 float(hits),
             )
         if r.event("oom_kill") is not None:
-            ooms.add_metric(labels(path, r), float(r.event("oom_kill") or 0))
+            _add(ooms, labels(path, r), float(r.event("oom_kill") or 0))
     yield fail
     yield ooms
     some = CounterMetricFamily(
@@ -363,8 +372,8 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
     )
     for path, r in rows:
         if r.sample.psi_some_us is not None:
-            some.add_metric(labels(path, r), r.sample.psi_some_us * 1e-6)
-            full.add_metric(labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
+            _add(some, labels(path, r), r.sample.psi_some_us * 1e-6)
+            _add(full, labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
     yield some
     yield full
     # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
@@ -381,8 +390,8 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         )
         for path, r in rows:
             p = cg.probed.get(path)
-            eps.add_metric(labels(path, r), float(p.reclaim_events if p else 0))
-            stall.add_metric(labels(path, r), (p.reclaim_ns if p else 0) * NS)
+            _add(eps, labels(path, r), float(p.reclaim_events if p else 0))
+            _add(stall, labels(path, r), (p.reclaim_ns if p else 0) * NS)
         yield eps
         yield stall
     if measuring(state, "swapin"):
@@ -393,7 +402,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         )
         by_path = cg.swapin_by_path()
         for path, r in rows:
-            sw.add_metric(labels(path, r), by_path.get(path, (0, 0))[1] * NS)
+            _add(sw, labels(path, r), by_path.get(path, (0, 0))[1] * NS)
         yield sw
 
 
