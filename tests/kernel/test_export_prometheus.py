@@ -147,10 +147,7 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
             )
             assert hog.stdout is not None and hog.stdin is not None
             assert hog.stdout.readline().startswith("ready")
-            wait_for(
-                "memtop to see the cgroup",
-                lambda: f'id="{path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
-            )
+            sees_cgroup(port, path)
             t0 = time.time()
             wait_for("a scrape after t0", lambda: scraped_after(api, t0 + 1))
             t0 = time.time()
