@@ -26,6 +26,8 @@ V1_UNLIMITED = 1 << 62
 #: the largest cgroup file memtop reads (memory.stat is ~1.5 KiB; cgroup.procs of a huge cgroup
 #: is bounded so one cgroup cannot make a tick slow)
 MAX_FILE = 1 << 20
+#: containers/storage's containers.json: ~600 bytes a container, so room for ten thousand
+MAX_STORAGE_INDEX = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -436,6 +438,7 @@ class Container:
     #: the name from the runtime's files, where they could be read ("" otherwise)
     name: str = ""
     pod: str = ""  # "namespace/pod" where known
+    image: str = ""  # the image it runs, where the runtime's files say
 
     def short(self) -> str:
         """What a narrow column shows: the name, else the runtime and a 12-char id, else the pod."""
@@ -477,8 +480,12 @@ class RuntimeNames:
 
     root: str = "/"
     max_entries: int = 4096
-    _cache: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _cache: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     _pods: dict[str, str] | None = None
+    #: containers/storage's index (podman, CRI-O): id -> (name, image), and the (mtime, size) of
+    #: the file it was parsed from, so a new container re-reads it once, not once per container
+    _storage: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _storage_stamp: tuple[int, int] | None = None
 
     def _p(self, *parts: str) -> str:
         return os.path.join(self.root, *[p.lstrip("/") for p in parts])
@@ -498,12 +505,50 @@ class RuntimeNames:
             self._pods = out
         return self._pods
 
+    def storage(self) -> dict[str, tuple[str, str]]:
+        """Container id -> (name, image) from containers/storage's ``containers.json`` (podman's
+        and CRI-O's store: podman's OCI config does not carry the name). Read as read_text reads
+        (no symlink, a regular file, bounded), parsed again only when the file changed."""
+        import json
+
+        path = self._p("/var/lib/containers/storage/overlay-containers/containers.json")
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            return self._storage
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp == self._storage_stamp:
+            return self._storage
+        self._storage_stamp = stamp
+        out: dict[str, tuple[str, str]] = {}
+        text = read_text(path, MAX_STORAGE_INDEX)
+        try:
+            doc = json.loads(text) if text is not None else []
+        except ValueError:
+            doc = []
+        for entry in doc if isinstance(doc, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+                continue
+            names = entry.get("names")
+            name = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else ""
+            image = ""
+            try:
+                meta = json.loads(entry.get("metadata") or "{}")
+            except (TypeError, ValueError):
+                meta = {}
+            if isinstance(meta, dict):
+                name = name or str(meta.get("name") or "")
+                image = str(meta.get("image-name") or "")
+            out[entry["id"]] = (name, image)
+        self._storage = out
+        return out
+
     def name(self, c: Container) -> Container:
-        """``c`` with its name and pod filled in where the runtime's files say."""
+        """``c`` with its name, pod and image filled in where the runtime's files say."""
         import json
 
         if c.id and c.id not in self._cache:
-            name = pod = ""
+            name = pod = image = ""
             candidates = []
             if c.runtime == "docker":
                 candidates.append((self._p("/var/lib/docker/containers", c.id, "config.v2.json"), "docker"))
@@ -543,6 +588,8 @@ class RuntimeNames:
                     continue
                 if kind == "docker":
                     name = str(doc.get("Name", "")).lstrip("/")
+                    config = doc.get("Config")
+                    image = str(config.get("Image") or "") if isinstance(config, dict) else ""
                 else:
                     ann = doc.get("annotations")
                     ann = ann if isinstance(ann, dict) else {}
@@ -558,17 +605,26 @@ class RuntimeNames:
                     pod_name = ann.get("io.kubernetes.cri.sandbox-name") or ann.get("io.kubernetes.pod.name")
                     if pod_ns and pod_name:
                         pod = f"{pod_ns}/{pod_name}"
+                    image = str(
+                        ann.get("io.kubernetes.cri.image-name")
+                        or ann.get("io.kubernetes.cri-o.ImageName")
+                        or ""
+                    )
                 if name:
                     break
+            if c.runtime in ("crio", "podman") and (not name or not image):
+                stored_name, stored_image = self.storage().get(c.id, ("", ""))
+                # CRI-O's stored name is its own (k8s_...): a Kubernetes name from the config wins
+                name, image = name or stored_name, image or stored_image
             from memtop.text import clean
 
             if len(self._cache) >= self.max_entries:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[c.id] = (clean(name, 128), clean(pod, 256))
-        name, pod = self._cache.get(c.id, ("", ""))
+            self._cache[c.id] = (clean(name, 128), clean(pod, 256), clean(image, 256))
+        name, pod, image = self._cache.get(c.id, ("", "", ""))
         if not pod and c.pod_uid:
             pod = self.pods().get(c.pod_uid, "")
-        return Container(c.runtime, c.id, c.pod_uid, name, pod)
+        return Container(c.runtime, c.id, c.pod_uid, name, pod, image)
 
 
 def short_path(path: str | None) -> str:

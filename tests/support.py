@@ -193,6 +193,29 @@ def zram_filesystem(size_mib: int = 128) -> Iterator[Path | None]:
         (control / "hot_remove").write_text(str(num))
 
 
+def dashboard_expressions() -> list[tuple[str, str]]:
+    """(where, PromQL) for every target of the shipped Grafana dashboard and every shipped
+    alerting rule, as written (Grafana's variables left in)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    dash = json.loads((root / "contrib/grafana/memtop-dashboard.json").read_text())
+    out = [
+        (f"panel {p['id']} {p['title']!r}", t["expr"]) for p in dash["panels"] for t in p.get("targets", [])
+    ]
+    rules = (root / "contrib/prometheus/memtop-alerts.yml").read_text()
+    for name, expr in re.findall(r"- alert: (\S+)\n(?:\s+#.*\n)*\s+expr: (\|\n(?:\s{10}.*\n)+|.*\n)", rules):
+        out.append((f"rule {name}", expr.removeprefix("|").strip()))
+    return out
+
+
+def rated_metrics(expr: str) -> set[str]:
+    """Metric names inside rate(), irate(), increase() or resets(): each must be a counter."""
+    import re
+
+    return set(re.findall(r"(?:rate|irate|increase|resets)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", expr))
+
+
 def memtop_cmd() -> list[str]:
     exe = Path(sys.executable).parent / "memtop"
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "memtop"]

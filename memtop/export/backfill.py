@@ -31,6 +31,17 @@ class _Merged(Collector):
         yield from self.merged
 
 
+def _slack_ns(index: list[int], step_s: float) -> int:
+    """How early a sample may come and still stand for its point: half the smaller of the step
+    and the recording's typical gap between samples. A live recording's ticks are never exactly
+    one interval apart (a tick lands some ms early or late, a slow poll absorbs one), so a sample
+    0.99 s after the last is still the next second's, and at a 15 s step the sample nearest each
+    15 s mark is taken, not the first one past it."""
+    gaps = sorted(b - a for a, b in zip(index, index[1:], strict=False) if b > a)
+    typical = gaps[len(gaps) // 2] if gaps else int(step_s * 1e9)
+    return min(int(step_s * 1e9), typical) // 2
+
+
 def backfill(
     recording: str | Path, output: str | Path, opts: Options, *, step_s: float = 15.0, force: bool = False
 ) -> tuple[int, int]:
@@ -45,14 +56,17 @@ def backfill(
     merged: dict[str, Metric] = {}
     order: dict[str, int] = {}
     points = 0
-    step_ns = int(step_s * 1e9)
     index = source.recording.index
-    last_ns: int | None = None
+    slack_ns = _slack_ns(index, step_s)
+    step_ns = int(step_s * 1e9)
+    due_ns: int | None = None  # the next point's time on the grid of steps from the first sample
     for ts in index:
         source.seek_ns(ts)
-        if last_ns is not None and ts - last_ns < step_ns and ts != index[-1]:
+        if due_ns is not None and ts < due_ns - slack_ns and ts != index[-1]:
             continue
-        last_ns = ts
+        # the grid, not this sample's own time, sets the next point: a tick a few ms late must
+        # not push every later point back and make the next on-time tick look early
+        due_ns = index[0] + ((ts + slack_ns - index[0]) // step_ns + 1) * step_ns
         wall = wall_ns(runner.state, ts)
         if wall is None:
             raise MemtopError(

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from memtop.records.cgroups import CgroupSample
+from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
@@ -180,15 +182,18 @@ def _reclaim(state: State, acc: Accumulators) -> Iterator[Metric]:
         "Direct and memcg reclaim episode latency (vmscan tracepoints; kernel log2 histogram)",
         labels=["kind"],
     )
-    for kind, buckets in sorted(rs.histogram.items()):
+    # every kind from the start, zero until its first episode: a dashboard's rate of a kind that
+    # has not happened yet is 0, not "No data"
+    kinds = sorted(set(RECLAIM_KINDS) | set(rs.histogram))
+    for kind in kinds:
         # the exact sum: the kernel's per-cgroup sums cover every episode (unless its table was full)
         total_ns = sum(v[1] for (_, k), v in cg.kernel_reclaim.items() if k == kind)
-        h.add_metric([kind], log2_buckets(buckets.items()), total_ns * NS)
+        h.add_metric([kind], log2_buckets(rs.histogram.get(kind, {}).items()), total_ns * NS)
     yield h
     stall = CounterMetricFamily(
         "memtop_reclaim_episodes", "Reclaim episodes by kind since memtop started", labels=["kind"]
     )
-    for kind in sorted(rs.histogram):
+    for kind in kinds:
         stall.add_metric([kind], float(rs.histogram_total(kind)))
     yield stall
 
@@ -235,28 +240,53 @@ def _oom(state: State) -> Iterator[Metric]:
         return
     st = state.get(OomState)
     cg = state.get(CgroupsState)
-    counts: dict[tuple[str, str, str, str, str], int] = {}
+    counts: dict[tuple[str, ...], int] = {}
     for k in st.kills:
         victim_cg = k.task_memcg or cg.memcg_of(k.victim_pid) or ""
         row = cg.rows.get(victim_cg)
-        c = row.sample.container if row is not None else None
+        _name, container, pod, namespace, _image = container_labels(row.sample if row is not None else None)
         key = (
             victim_cg,
             k.memcg,
             "CONSTRAINT_MEMCG" if k.scope == "memcg" else "CONSTRAINT_NONE",
-            c[3] or c[1][:12] if c else "",
-            c[4] if c else "",
+            container,
+            pod,
+            namespace,
         )
         counts[key] = counts.get(key, 0) + 1
     fam = CounterMetricFamily(
         "memtop_oom_kills",
         "OOM kills seen since memtop started (the last 1000 kept), by the victim's cgroup, the cgroup whose limit fired, "
-        "the constraint, container and pod",
-        labels=["cgroup", "oom_cgroup", "constraint", "container", "pod"],
+        "the constraint, container, pod and namespace",
+        labels=["cgroup", "oom_cgroup", "constraint", "container", "pod", "namespace"],
     )
-    for key, n in sorted(counts.items()):
-        fam.add_metric(list(key), float(n))
+    # a series with every label empty stays at 0: before the first kill sum() is 0, not "No data"
+    # (no kill has an empty constraint, so it is never a kill's own series)
+    fam.add_metric([""] * 6, 0.0)
+    for labels, n in sorted(counts.items()):
+        fam.add_metric(list(labels), float(n))
     yield fam
+
+
+#: cAdvisor's labels on its container_* series: ``id`` the cgroup path, ``name`` the runtime's
+#: name of the container, ``container``/``pod``/``namespace`` Kubernetes' names (a plain podman or
+#: docker container's ``container`` is its name), ``image`` the image; "" where not known
+CONTAINER_LABELS = ["id", "name", "container", "pod", "namespace", "image"]
+
+
+def container_labels(sample: CgroupSample | None) -> list[str]:
+    """Every label of :data:`CONTAINER_LABELS` but ``id``, for a cgroup's sample (None: unknown)."""
+    c = sample.container if sample is not None else None
+    if c is None or sample is None:
+        return ["", "", "", "", ""]
+    _runtime, cid, _pod_uid, name, pod = c
+    namespace, _, pod_name = pod.rpartition("/")
+    return [name or cid, name, pod_name, namespace, sample.image]
+
+
+def _add(fam: Metric, labels: dict[str, str], value: float) -> None:
+    """One sample of a gauge or counter family with these labels (not all of the family's)."""
+    fam.add_sample(fam.name + ("_total" if fam.type == "counter" else ""), labels, value)
 
 
 def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
@@ -270,9 +300,12 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         if _depth(path) <= opts.cgroup_depth and (pattern is None or pattern.search(path))
     ]
 
-    def labels(path: str, r: CgroupRow) -> list[str]:
-        c = r.sample.container
-        return [path, (c[3] or c[1]) if c else ""]
+    def labels(path: str, r: CgroupRow) -> dict[str, str]:
+        # a label left out is one whose value is "" (the same series to Prometheus): the four
+        # container labels are empty on most cgroups of most machines, and would cost ~40 bytes
+        # on every cgroup series
+        values = zip(CONTAINER_LABELS, [path, *container_labels(r.sample)], strict=True)
+        return {k: v for k, v in values if v or k in ("id", "name")}
 
     # cAdvisor's names and labels (id = the cgroup path, name = the container's)
     spec: list[tuple[str, str, Callable[[CgroupRow], int | None]]] = [
@@ -301,42 +334,46 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         ),
     ]
     for name, doc, get in spec:
-        g = GaugeMetricFamily(name, doc, labels=["id", "name"])
+        g = GaugeMetricFamily(name, doc, labels=CONTAINER_LABELS)
         for path, r in rows:
             v = get(r)
             if v is not None:
-                g.add_metric(labels(path, r), float(v))
+                _add(g, labels(path, r), float(v))
         yield g
-    fail = CounterMetricFamily(
-        "container_memory_failcnt", "Number of memory usage hits limits", labels=["id", "name"]
-    )
+    # cAdvisor's name has no _total (it predates the convention), and prometheus_client's counters
+    # always add one: untyped, under exactly cAdvisor's name, so its queries find it
+    fail = Metric("container_memory_failcnt", "Number of memory usage hits limits", "unknown")
     ooms = CounterMetricFamily(
         "container_oom_events",
         "Count of out of memory events observed for the container",
-        labels=["id", "name"],
+        labels=CONTAINER_LABELS,
     )
     for path, r in rows:
         hits = r.event("max") if r.sample.version == 2 else r.event("failcnt")
         if hits is not None:
-            fail.add_metric(labels(path, r), float(hits))
+            fail.add_sample(
+                "container_memory_failcnt",
+                labels(path, r),
+                float(hits),
+            )
         if r.event("oom_kill") is not None:
-            ooms.add_metric(labels(path, r), float(r.event("oom_kill") or 0))
+            _add(ooms, labels(path, r), float(r.event("oom_kill") or 0))
     yield fail
     yield ooms
     some = CounterMetricFamily(
         "container_pressure_memory_waiting_seconds",
         "Total time duration tasks in the container have waited due to memory congestion",
-        labels=["id", "name"],
+        labels=CONTAINER_LABELS,
     )
     full = CounterMetricFamily(
         "container_pressure_memory_stalled_seconds",
         "Total time duration no tasks in the container could make progress due to memory congestion",
-        labels=["id", "name"],
+        labels=CONTAINER_LABELS,
     )
     for path, r in rows:
         if r.sample.psi_some_us is not None:
-            some.add_metric(labels(path, r), r.sample.psi_some_us * 1e-6)
-            full.add_metric(labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
+            _add(some, labels(path, r), r.sample.psi_some_us * 1e-6)
+            _add(full, labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
     yield some
     yield full
     # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
@@ -344,28 +381,28 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         eps = CounterMetricFamily(
             "memtop_cgroup_reclaim_episodes",
             "Memcg reclaim episodes of the cgroup's own processes",
-            labels=["id", "name"],
+            labels=CONTAINER_LABELS,
         )
         stall = CounterMetricFamily(
             "memtop_cgroup_reclaim_stall_seconds",
             "Time the cgroup's own processes stalled in memcg reclaim",
-            labels=["id", "name"],
+            labels=CONTAINER_LABELS,
         )
         for path, r in rows:
             p = cg.probed.get(path)
-            eps.add_metric(labels(path, r), float(p.reclaim_events if p else 0))
-            stall.add_metric(labels(path, r), (p.reclaim_ns if p else 0) * NS)
+            _add(eps, labels(path, r), float(p.reclaim_events if p else 0))
+            _add(stall, labels(path, r), (p.reclaim_ns if p else 0) * NS)
         yield eps
         yield stall
     if measuring(state, "swapin"):
         sw = CounterMetricFamily(
             "memtop_cgroup_swapin_wait_seconds",
             "Time the cgroup's own processes waited on swap-ins",
-            labels=["id", "name"],
+            labels=CONTAINER_LABELS,
         )
         by_path = cg.swapin_by_path()
         for path, r in rows:
-            sw.add_metric(labels(path, r), by_path.get(path, (0, 0))[1] * NS)
+            _add(sw, labels(path, r), by_path.get(path, (0, 0))[1] * NS)
         yield sw
 
 

@@ -42,7 +42,8 @@ class CgroupsProbe(Probe):
         self.layout: cgroupfs.Layout | None = None
         self._last: dict[str, CgroupSample] = {}
         self._ids: dict[str, int] = {}
-        self._containers: dict[str, tuple[str, str, str, str, str] | None] = {}
+        #: per path: the container tuple of its samples and the image it runs
+        self._containers: dict[str, tuple[tuple[str, str, str, str, str] | None, str]] = {}
         self._names = cgroupfs.RuntimeNames(runtime_root)
         self._tick = 0
         self._sent_layout = False
@@ -71,12 +72,15 @@ class CgroupsProbe(Probe):
     def note(self) -> str:
         return self.layout.mode if self.layout is not None else ""
 
-    def _container(self, path: str) -> tuple[str, str, str, str, str] | None:
+    def _container(self, path: str) -> tuple[tuple[str, str, str, str, str] | None, str]:
         if path not in self._containers:
             c = cgroupfs.container_of(path)
             if c is not None:
                 c = self._names.name(c)
-            self._containers[path] = (c.runtime, c.id, c.pod_uid, c.name, c.pod) if c else None
+            self._containers[path] = (
+                (c.runtime, c.id, c.pod_uid, c.name, c.pod) if c else None,
+                c.image if c else "",
+            )
         return self._containers[path]
 
     def poll(self) -> list[Record]:
@@ -219,7 +223,8 @@ class CgroupsProbe(Probe):
                 pids=pids,
                 unified_pids=upids,
                 cgroup_id=cid,
-                container=self._container(path),
+                container=self._container(path)[0],
+                image=self._container(path)[1],
             )
             now[path] = sample
             if sample != prev:

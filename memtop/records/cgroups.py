@@ -38,7 +38,8 @@ class CgroupSample(Record):
     directory of the same path, when that is another hierarchy. ``cgroup_id``: that cgroup2
     directory's id (what BPF's bpf_get_current_cgroup_id gives), 0 when none.
     ``container``: (runtime, id, pod uid, name, "namespace/pod") when the path is a container's
-    or a pod's."""
+    or a pod's; ``image``: the image that container runs, where the runtime's files say ("" when
+    not known; a field of its own so recordings made before it still read)."""
 
     path: str
     version: int
@@ -58,6 +59,7 @@ class CgroupSample(Record):
     unified_pids: tuple[int, ...] = ()
     cgroup_id: int = 0
     container: tuple[str, str, str, str, str] | None = None
+    image: str = ""
 
 
 @record("cgroup_gone")

@@ -8,7 +8,9 @@ another path, kept beside it. Memcg reclaim goes to its task's memcg by pid: eac
 process's in-kernel totals and latency histogram grew by since the last (the event log is
 rate-limited and counts for nothing here). Recordings made before those histograms existed
 attribute each logged episode instead, by pid, else (v2) by the cgroup2 id the kernel stamped on
-it. Maps of pids are bounded; a pid not seen in any cgroup is counted as unattributed, never
+it. An OOM kill's record names the victim's memcg as the kernel saw it: that places a process
+killed before any read of cgroup.procs listed it, so its reclaim still counts in its cgroup.
+Maps of pids are bounded; a pid not seen in any cgroup is counted as unattributed, never
 guessed.
 """
 
@@ -199,6 +201,11 @@ class CgroupsState(SubState):
                         self.swapin.popitem(last=False)
             elif isinstance(rec, OomKill):
                 victim = rec.task_memcg or self.pid_memcg.get(rec.victim_pid)
+                if rec.task_memcg:
+                    # the kernel's word on the victim's memcg at the kill: a process killed before
+                    # any read of cgroup.procs listed it (within a tick of joining) still has its
+                    # reclaim, waiting in _grown, counted in its cgroup
+                    self._remember(self.pid_memcg, rec.victim_pid, rec.task_memcg)
                 if victim:
                     self._probed(victim).oom_kills += 1
                 if rec.memcg:

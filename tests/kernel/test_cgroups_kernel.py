@@ -223,3 +223,43 @@ def test_oom_kill_names_its_cgroup_and_the_limit_that_fired() -> None:
             assert isinstance(events, dict) and events["oom_kill"] == 1
     finally:
         driven.close()
+
+
+@pytest.mark.bpf
+def test_reclaim_of_a_process_oom_killed_before_any_read_counts_in_its_cgroup() -> None:
+    """A process that joins a no-swap memcg, reclaims at its limit and is OOM-killed between two
+    reads of cgroup.procs (well within a tick here) was never listed in the cgroup: its memcg
+    reclaim must still reach the cgroup, from the kill's own record of the victim's memcg."""
+    exe = compile_c("swapfill")
+    driven = Driven(CgroupsProbe(), VmscanProbe(log_per_s=1, log_burst=1), OomProbe())
+    try:
+        with memcg(100 * MiB, swap=False) as cg:
+            path = "/" + cg.name
+            driven.tick()  # the cgroup is known, empty
+            w = start(exe, ["300"], cg.path / "cgroup.procs")
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            assert w.wait(timeout=60) == -9  # no tick in between: never in a cgroup.procs read
+            assert driven.state.get(CgroupsState).memcg_of(w.pid) is None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                driven.tick()
+                oom = get_view("oom").document(driven.state, Options())
+                if any(e["victim_pid"] == w.pid for e in oom["events"]):
+                    break
+                time.sleep(0.2)
+            for _ in range(3):
+                driven.tick()
+            reclaim = get_view("reclaim").document(driven.state, Options())
+            mine = next(r for r in reclaim["rows"] if r["pid"] == w.pid)
+            # what the reclaim probe counted for that pid (the kernel's per-pid map), in its cgroup
+            assert mine["memcg_events"] > 0, mine
+            probed = driven.state.get(CgroupsState).probed.get(path)
+            assert probed is not None, "the cgroup got none of its victim's reclaim"
+            assert probed.reclaim_events == mine["memcg_events"], (probed, mine)
+            assert probed.reclaim_ns == mine["total_ns"]
+            row = driven.row(path)
+            assert row["reclaim_episodes"] == mine["memcg_events"]
+    finally:
+        driven.close()

@@ -7,6 +7,8 @@ scrapes, a client that never sends or never reads, a burst of scrapes) that must
 from __future__ import annotations
 
 import json
+import math
+import re
 import socket
 import subprocess
 import tempfile
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import compile_c, memcg, memtop_cmd, swapfile
+from support import compile_c, dashboard_expressions, memcg, memtop_cmd, rated_metrics, swapfile
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
@@ -145,10 +147,7 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
             )
             assert hog.stdout is not None and hog.stdin is not None
             assert hog.stdout.readline().startswith("ready")
-            wait_for(
-                "memtop to see the cgroup",
-                lambda: f'id="{path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
-            )
+            sees_cgroup(port, path)
             t0 = time.time()
             wait_for("a scrape after t0", lambda: scraped_after(api, t0 + 1))
             t0 = time.time()
@@ -191,10 +190,7 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
             assert w.stdout.readline().startswith("ready")
             oom_cg.add(w.pid)
             oom_path = "/" + oom_cg.name
-            wait_for(
-                "memtop to see the OOM cgroup",
-                lambda: f'id="{oom_path}"' in get(f"http://127.0.0.1:{port}/metrics")[2],
-            )
+            sees_cgroup(port, oom_path)
             w.stdin.write("go\n")
             w.stdin.flush()
             assert w.wait(timeout=60) == -9
@@ -341,3 +337,166 @@ def test_rules_and_backfill_pass_promtool(tmp_path: Path) -> None:
     ).stdout
     last = [line for line in dump.splitlines() if line.strip()][-1]
     assert float(last.split()[-2]) > 1000, last  # the recording's thousands of memcg reclaims
+
+
+#: what Grafana's variables stand for in the queries: a rate window of ten 1 s scrapes
+GRAFANA = {"$__rate_interval": "10s", "$__range": "1h", "$__interval": "1s", "$instance": ".*"}
+
+
+def grafana(expr: str) -> str:
+    for var, val in GRAFANA.items():
+        expr = expr.replace(var, val)
+    return expr
+
+
+def numbers(api: str, where: str, expr: str, at: float) -> list[float]:
+    """The values of ``expr`` at ``at``: there, and each a finite number."""
+    res = query(api, expr, at)
+    assert res, f"{where}: {expr} has no data"
+    vals = [float(r["value"][1]) for r in res]
+    assert all(math.isfinite(v) for v in vals), f"{where}: {expr} = {vals}"
+    return vals
+
+
+def selected_metrics(expr: str) -> set[str]:
+    return set(re.findall(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{job=", expr))
+
+
+def every_panel_and_rule(api: str, at: float, scenario: str) -> dict[str, list[float]]:
+    """Every dashboard panel's query is a number (not empty, not NaN) at ``at``; every rule's
+    query evaluates and every series it reads is there. The panels' values by where."""
+    out = {}
+    for where, expr in dashboard_expressions():
+        if where.startswith("panel"):
+            out[where] = numbers(api, f"{scenario}: {where}", grafana(expr), at)
+        else:
+            query(api, expr, at)  # evaluates (a rule that does not fire returns nothing)
+            for name in selected_metrics(expr):
+                assert query(api, f'count({name}{{job="memtop"}})', at), (
+                    f"{scenario}: {where} reads {name}: none"
+                )
+    return out
+
+
+def metadata(api: str, name: str) -> list[dict[str, str]]:
+    """Prometheus's metadata of the family a sample name belongs to (OpenMetrics, which Prometheus
+    asks memtop for, names a counter's family without _total, a histogram's without _bucket)."""
+    for family in (name, re.sub(r"_(total|bucket|count|sum)$", "", name)):
+        found = json.loads(get(f"{api}/api/v1/metadata?metric={family}")[2])["data"].get(family)
+        if found:
+            assert isinstance(found, list)
+            return found
+    return []
+
+
+def sees_cgroup(port: int, path: str) -> None:
+    """Wait for memtop's series of the cgroup ``path``; failing, say what its probes said (a
+    cgroups probe that failed on another cgroup of this shared machine sees none)."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        wait_for(f"memtop to see {path}", lambda: f'id="{path}"' in get(url)[2])
+    except AssertionError as exc:
+        probes = [line for line in get(url)[2].splitlines() if line.startswith("memtop_probe_up{")]
+        raise AssertionError(f"{exc}; {probes}") from None
+
+
+def wait_scraped(api: str, seconds: float) -> float:
+    """Wait until Prometheus holds a scrape ``seconds`` from now; that scrape's time."""
+    t = time.time() + seconds
+    wait_for(f"a scrape after {seconds} s", lambda: scraped_after(api, t), timeout_s=60 + seconds)
+    return float(query(api, "timestamp(memtop_exporter_scrapes_total)")[0]["value"][1])
+
+
+@pytest.mark.bpf
+def test_every_panel_and_rule_is_a_number_with_and_without_kills_and_reclaim() -> None:
+    """The shipped dashboard and rules through Prometheus's query API, on a memtop that has seen
+    nothing happen (a workload well under its memcg's limit: no memcg reclaim of its own, no OOM
+    kill), then on one that has (memcg reclaim with swap-ins, an OOM kill): every panel a number in
+    both; OOMKill fires after the kill only; no panel takes a rate of a series that ever fell."""
+    fill = compile_c("swapfill")
+    hog_exe = compile_c("reclaim_hog")
+    with exporter() as (_proc, port), prometheus(port) as api:
+        t_start = wait_scraped(api, 0)
+        with memcg(100 * MiB) as quiet_cg:
+            w = subprocess.Popen([str(fill), "20"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert w.stdin is not None and w.stdout is not None
+            assert w.stdout.readline().startswith("ready")
+            quiet_cg.add(w.pid)
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            assert w.stdout.readline().startswith("done")
+            quiet_path = "/" + quiet_cg.name
+            sees_cgroup(port, quiet_path)
+            t_quiet = wait_scraped(api, 12)  # a full rate window of scrapes
+            quiet = every_panel_and_rule(api, t_quiet, "no kill, no reclaim of its own")
+            # other tests on this machine may OOM-kill meanwhile: the panel is the sum of the kills
+            # memtop saw (0 when none, from its zero series), and the zero series never fires
+            others = query(api, 'memtop_oom_kills_total{constraint!=""}', t_quiet)
+            assert quiet["panel 2 'OOM kills since memtop started'"] == [
+                sum(float(r["value"][1]) for r in others)
+            ]
+            (oom_rule,) = [e for w_, e in dashboard_expressions() if w_ == "rule OOMKill"]
+            assert all("constraint" in r["metric"] for r in query(api, oom_rule, t_quiet))
+            # the workload's memcg did not reclaim: its own counter is there, at 0
+            sel = f'memtop_cgroup_reclaim_episodes_total{{id="{quiet_path}"}}'
+            assert value(api, sel, t_quiet) == 0
+            w.kill()
+            w.wait()
+        with swapfile(), memcg(100 * MiB) as cg:
+            hog = subprocess.Popen(
+                ["sh", "-c", f"echo $$ > {cg.path}/cgroup.procs && exec {hog_exe} 300 2 0 1 0"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert hog.stdout is not None and hog.stdin is not None
+            assert hog.stdout.readline().startswith("ready")
+            hog.stdin.write("go\n")
+            hog.stdin.flush()
+            assert hog.stdout.readline().strip() == "done"
+            t_reclaimed = wait_scraped(api, 2)
+            hog.kill()
+            hog.wait()
+        with memcg(100 * MiB, swap=False) as oom_cg:
+            v = subprocess.Popen([str(fill), "300"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert v.stdout is not None and v.stdin is not None
+            assert v.stdout.readline().startswith("ready")
+            oom_path = "/" + oom_cg.name
+            sees_cgroup(port, oom_path)
+            oom_cg.add(v.pid)
+            v.stdin.write("go\n")
+            v.stdin.flush()
+            assert v.wait(timeout=60) == -9
+            sel = f'memtop_oom_kills_total{{cgroup="{oom_path}"}}'
+            wait_for("the kill in Prometheus", lambda: bool(query(api, sel)), timeout_s=30)
+            t_busy = wait_scraped(api, 2)
+            busy = every_panel_and_rule(api, t_busy, "after memcg reclaim and an OOM kill")
+            assert busy["panel 2 'OOM kills since memtop started'"][0] >= 1
+            assert value(api, sel, t_busy) == 1
+            fired = query(api, oom_rule, t_busy)
+            assert oom_path in [r["metric"].get("cgroup") for r in fired], fired
+            assert all("constraint" in r["metric"] for r in fired)
+            # the victim's memcg reclaim reached its cgroup's series (it was never listed in a
+            # read of cgroup.procs long enough to matter: the kill names its memcg)
+            assert value(api, f'memtop_cgroup_reclaim_episodes_total{{id="{oom_path}"}}', t_busy) > 0
+        # the memcg reclaim p99 was a real latency while the hog reclaimed
+        p99 = query(
+            api,
+            grafana(next(e for w_, e in dashboard_expressions() if w_.startswith("panel 6 "))),
+            t_reclaimed,
+        )
+        memcg_p99 = [float(r["value"][1]) for r in p99 if r["metric"].get("kind") == "memcg"]
+        assert memcg_p99 and 0 < memcg_p99[0] < 10, p99
+        # no spike from a falling gauge: every series a panel or rule takes a rate of is a counter
+        # (Prometheus's metadata of the scrape) and never went down over the whole run
+        t_end = wait_scraped(api, 1)
+        span = f"{int(t_end - t_start) + 2}s"
+        for where, expr in dashboard_expressions():
+            for name in rated_metrics(expr):
+                meta = metadata(api, name)
+                assert meta, f"{where}: no metadata for {name}"
+                assert meta[0]["type"] in ("counter", "histogram", "unknown"), (where, name, meta)
+                if meta[0]["type"] == "unknown":
+                    assert name == "container_memory_failcnt", (where, name)  # cAdvisor's counter
+                fell = query(api, f'max(resets({name}{{job="memtop"}}[{span}]))', t_end)
+                assert fell and float(fell[0]["value"][1]) == 0, f"{where}: {name} fell: {fell}"
