@@ -393,6 +393,15 @@ def cgroup_id(d: str) -> int | None:
         return None
 
 
+def parent(path: str) -> str:
+    """The parent of cgroup ``path`` ("/" for the root's children and the root). A path that does
+    not start with "/" (a recording may hold any string) is taken as a child of the root, so a
+    walk up from any string ends at "/"."""
+    if not path.startswith("/"):
+        return "/"
+    return path.rsplit("/", 1)[0] or "/"
+
+
 def proc_cgroups(text: str) -> dict[str, str]:
     """/proc/PID/cgroup as {controller or "unified": path}; v1 lines list their controllers
     (``4:memory:/a``), the cgroup2 line has none (``0::/a``)."""
