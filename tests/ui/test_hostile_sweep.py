@@ -104,6 +104,13 @@ def test_the_checks_catch_what_they_look_for() -> None:
 SHOWN = ("\\x1b]0;pwned\\x07", "c1\\x9b31mcsi", "bad\\xff\\xfeutf8", "\\u202eevil", "[bold red]MARKUP[/]")
 
 
+def assert_lines_bounded(text: str, where: str) -> None:
+    """A 4 KiB name makes a line no longer than the record limit allows: a table cell is cut, a
+    line naming one thing shows it whole (memtop.text.LIMIT) beside a few words."""
+    longest = max((len(line) for line in text.splitlines()), default=0)
+    assert longest <= LIMIT + 512, f"{where}: a line of {longest} characters"
+
+
 def strings_in(obj: Any) -> Iterator[str]:
     if isinstance(obj, str):
         yield obj
@@ -287,6 +294,7 @@ def test_snapshots_and_batch_lines(recordings: dict[str, Recording], name: str) 
         assert_safe(render(view, state, opts, "json"), f"{name}/{pane}.json")
         text = render(view, state, opts, "txt")
         assert_safe(text, f"{name}/{pane}.txt")
+        assert_lines_bounded(text, f"{name}/{pane}.txt")
         seen += text
         for fmt in view.extra_formats:
             assert_safe(render(view, state, opts, fmt), f"{name}/{pane}.{fmt}")
@@ -294,6 +302,8 @@ def test_snapshots_and_batch_lines(recordings: dict[str, Recording], name: str) 
             out = io.StringIO()
             _emit(out, view, state, opts, as_json, _probe_line(state))
             assert_safe(out.getvalue(), f"{name}/{pane} --batch{' --json' if as_json else ''}")
+            if not as_json:
+                assert_lines_bounded(out.getvalue(), f"{name}/{pane} --batch")
     # the drill-in of the process with the most RSS (its comm and cmdline are hostile)
     procs = get_view("processes").document(state, get_view("processes").default_options())["rows"]
     if procs:
