@@ -2,7 +2,8 @@
 not UTF-8 and with terminal escapes (OSC title change, SGR, a bidi override, markup). Real v1
 memcgs, a workload charging each: the cgroups probe reads them on every poll without failing,
 shows them escaped, and its usage for each is the kernel's ``memory.usage_in_bytes`` (read
-around its read); the Processes pane's cgroup column names the workload's cgroup the same way; a
+around its read), in the pane and in the exporter's ``container_memory_usage_bytes`` (its ``id``
+label the escaped path); the Processes pane's cgroup column names the workload's cgroup the same way; a
 ``memtop --batch`` run and txt/SVG snapshots show them escaped (the SVG parses as XML) and
 never write a raw control character."""
 
@@ -18,9 +19,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from prometheus_client.core import Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector, CollectorRegistry
 from support import between, bracket, compile_c, memtop_cmd
 
 from memtop.bridge import now_ns
+from memtop.export.metrics import Accumulators, families
+from memtop.export.metrics import Options as ExportOptions
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch, Record
@@ -43,6 +50,14 @@ RAW = ("\x1b", "\x07", "\u202e", "\ufffd")
 
 def raw_in(text: str) -> list[str]:
     return [c for c in RAW if c in text]
+
+
+class Fixed(Collector):
+    def __init__(self, fams: list[Metric]) -> None:
+        self.fams = fams
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.fams
 
 
 def joiner(procs: bytes) -> Callable[[], None]:
@@ -109,6 +124,19 @@ def test_hostile_cgroup_names_are_read_and_shown_escaped() -> None:
             recs: list[Record] = [*cgroups.poll(), *procfs.poll()]
             state.apply(Batch(now_ns(), tuple(recs)))
 
+        def scrape() -> dict[tuple[str, str], float]:
+            """The exposition as a scraper reads it: (sample, id label) -> value."""
+            reg = CollectorRegistry(auto_describe=False)
+            reg.register(Fixed(list(families(state, ExportOptions(), Accumulators()))))
+            body = generate_latest(reg).decode("utf-8")
+            assert not raw_in(body)
+            return {
+                (s.name, s.labels["id"]): s.value
+                for fam in text_string_to_metric_families(body)
+                for s in fam.samples
+                if "id" in s.labels
+            }
+
         try:
             tick()
             tick()
@@ -128,6 +156,14 @@ def test_hostile_cgroup_names_are_read_and_shown_escaped() -> None:
                 procs = get_view("processes").document(state, Options(extra={"group": "cgroup"}))
                 mine = next(r for r in procs["rows"] if r["pid"] == proc.pid)
                 assert mine["cgroup"] == shown
+
+                # the exporter: cAdvisor's id label is the escaped path, its value the kernel's
+                def exported(shown: str = shown) -> int:
+                    tick()
+                    return int(scrape()[("container_memory_usage_bytes", shown)])
+
+                before, value, after = bracket(functools.partial(usage_of, d), exported)
+                assert between(value, before, after), (shown, before, value, after)
             text = get_view("cgroups").text(state, Options(sort="path"))
             assert not raw_in(text)
             # the tree shows a long name's ends (memtop.views.cgroups.tree_label)
