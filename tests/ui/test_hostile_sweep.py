@@ -47,7 +47,7 @@ from memtop.state import State
 from memtop.text import LIMIT, is_clean
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes import pane_names
-from memtop.ui.panes.base import Pane
+from memtop.ui.panes.base import DrillIn, Pane
 from memtop.views import get_view, views
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -384,6 +384,18 @@ async def test_tui_every_pane(recordings: dict[str, Recording], name: str, tmp_p
             await pilot.pause()
             text = screen_text(app, f"{name}/{pane}")
             assert_safe(text, f"{name}/{pane} on screen")
+            if pane == "processes":  # grouped by cgroup (C), the cgroup column first
+                await pilot.press("C")
+                await pilot.pause()
+                assert_safe(screen_text(app, f"{name}/{pane} C"), f"{name}/{pane} grouped by cgroup")
+        # the process drill-in of the process with the most RSS (its comm and cmdline are hostile)
+        procs = get_view("processes").document(app.state, get_view("processes").default_options())["rows"]
+        if procs:
+            app.post_message(DrillIn(procs[0]["pid"]))
+            await until(pilot, lambda: type(app.screen).__name__ == "ProcessScreen", "the process drill-in")
+            await pilot.pause()
+            assert_safe(screen_text(app, f"{name}: process drill-in"), f"{name}: process drill-in")
+            app.pop_screen()
         header = str(app.query_one("#header").render())
         assert_safe(header, f"{name}: header")
         # a cgroup's drill-in, for a hostile path
