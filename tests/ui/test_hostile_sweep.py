@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gzip
+import importlib
 import io
 import itertools
 import json
@@ -32,7 +33,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.core import Metric
-from prometheus_client.exposition import generate_latest
+from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 from textual.pilot import Pilot
@@ -340,6 +341,16 @@ def test_exporter_exposition(recordings: dict[str, Recording], name: str, tmp_pa
                 assert_clean_document(v, f"{name}: {s.name}{{{k}}}")
                 labels += 1
     assert labels
+    # OpenMetrics, which a scraper may ask for (and the backfill writes): the same, by its parser
+    encode, _ = choose_encoder("application/openmetrics-text; version=1.0.0")
+    om = encode(reg).decode("utf-8")
+    assert_safe(om, f"{name}: /metrics (OpenMetrics)")
+    # (prometheus_client's OpenMetrics parser is untyped: taken as the callable it is)
+    parser = importlib.import_module("prometheus_client.openmetrics.parser")
+    parse: Callable[[str], Iterator[Metric]] = parser.text_string_to_metric_families
+    for fam in parse(om):
+        for s in fam.samples:
+            assert_clean_document(dict(s.labels), f"{name}: {s.name} (OpenMetrics)")
     if shutil.which("promtool"):
         prom = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
         # promtool's lint also names style (counters without _total): a parse error is what fails
