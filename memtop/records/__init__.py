@@ -57,7 +57,7 @@ class Record:
         strs, others = plan
         for name in strs:
             v = getattr(self, name)
-            if not (v.isascii() and v.isprintable() and len(v) <= LIMIT) and type(v) is str:
+            if type(v) is str and not (v.isascii() and v.isprintable() and len(v) <= LIMIT):
                 object.__setattr__(self, name, clean(v))  # frozen: set once, while being built
         for name, fix in others:
             v = getattr(self, name)
