@@ -11,6 +11,9 @@ bench/RESULTS.md; `make test` does not collect them.) Each pair shares a group.
 - replay decoding, 1,000 process samples: ``memtop.records.from_json``, which checks every
   field of every record (a replay decodes every record again on each seek backwards), against
   the constructor called on the same values unchecked: the cost of the checks.
+- the record boundary, 1,000 process samples built: with every string field cleaned by
+  ``Record.__post_init__`` (the shipped path: a printable-ASCII test per field) against the same
+  constructor with the boundary switched off: what cleaning every record costs a probe.
 - procfs, 1,000 status files: the six fields a process sample needs, found by the shipped
   newline-anchored regex against the ``^``/MULTILINE pattern it replaced (the first poll reads a
   status file for every process).
@@ -26,7 +29,7 @@ from typing import Any
 import pytest
 
 from memtop.probes.procfs import STATUS_FIELDS
-from memtop.records import KIND_KEY, Batch, from_json, to_json
+from memtop.records import KIND_KEY, Batch, Record, from_json, to_json
 from memtop.records.processes import ProcSample
 from memtop.state import State
 from memtop.state.processes import ProcessesState
@@ -87,6 +90,15 @@ def test_decode(benchmark: Any, checked: bool) -> None:
         fields = [{k: v for k, v in d.items() if k != KIND_KEY} for d in docs]
         out = benchmark(lambda: [ProcSample(**f) for f in fields])
     assert out == list(samples(7))
+
+
+@pytest.mark.benchmark(group="the record boundary: 1,000 process samples built")
+@pytest.mark.parametrize("cleaned", [True, False], ids=["strings cleaned (shipped)", "boundary off"])
+def test_record_boundary(benchmark: Any, cleaned: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not cleaned:
+        monkeypatch.setattr(Record, "__post_init__", lambda self: None)
+    out = benchmark(samples, 7)
+    assert len(out) == N and out[0].comm == "sleep0"
 
 
 #: the pattern STATUS_FIELDS replaced: tried at every position of the file, not only after newlines

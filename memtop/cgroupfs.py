@@ -135,14 +135,17 @@ def find_layout(mountinfo: str, read_controllers: bool = True) -> Layout:
 
 def layout(proc: str = "/proc") -> Layout:
     """This machine's layout, as this process sees it."""
-    return find_layout(read_text(os.path.join(proc, "self", "mountinfo")) or "")
+    # mount points are paths memtop opens: read as os names them (surrogate-escaped), so one
+    # whose name is not UTF-8 is found; shown only once cleaned (a record, doctor's line)
+    return find_layout(read_text(os.path.join(proc, "self", "mountinfo"), errors="surrogateescape") or "")
 
 
-def read_text(path: str, limit: int = MAX_FILE) -> str | None:
+def read_text(path: str, limit: int = MAX_FILE, errors: str = "replace") -> str | None:
     """A small file's text, None when it cannot be read. Never follows a symlink, never opens
     anything but a regular file (a FIFO planted where a file is expected cannot block memtop),
     reads at most ``limit`` bytes: cgroupfs is written by whoever may create cgroups, and runtime
-    files (container configs) by other programs."""
+    files (container configs) by other programs. ``errors="surrogateescape"`` where the text
+    holds paths to open again (mountinfo): a byte that is not UTF-8 stays that byte."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -157,7 +160,7 @@ def read_text(path: str, limit: int = MAX_FILE) -> str | None:
                 break
             parts.append(chunk)
             size += len(chunk)
-        return b"".join(parts).decode("utf-8", "replace")
+        return b"".join(parts).decode("utf-8", errors)
     except OSError:
         return None
     finally:
@@ -390,6 +393,15 @@ def cgroup_id(d: str) -> int | None:
         return os.stat(d, follow_symlinks=False).st_ino
     except OSError:
         return None
+
+
+def parent(path: str) -> str:
+    """The parent of cgroup ``path`` ("/" for the root's children and the root). A path that does
+    not start with "/" (a recording may hold any string) is taken as a child of the root, so a
+    walk up from any string ends at "/"."""
+    if not path.startswith("/"):
+        return "/"
+    return path.rsplit("/", 1)[0] or "/"
 
 
 def proc_cgroups(text: str) -> dict[str, str]:

@@ -216,7 +216,7 @@ def run_checks() -> list[Check]:
         Check(
             "cgroup",
             lay.memory is not None,
-            lay.describe(),
+            clean(lay.describe()),  # mount points are paths from outside
             ""
             if lay.memory is not None
             else "no memory controller mounted: the cgroups pane shows no usage or limits",

@@ -131,7 +131,10 @@ class CgroupsProbe(Probe):
                     else None
                 )
                 psi_file = os.path.join(udir, "memory.pressure") if udir and lay.psi else None
-                f = files[path] = (mdir, udir, usage_file, psi_file, zlib.crc32(path.encode()))
+                # the path as the directory's name: a cgroup may be named with bytes that are not
+                # UTF-8 (os gives them surrogate-escaped; a record shows them as \xff)
+                spread = zlib.crc32(os.fsencode(path))
+                f = files[path] = (mdir, udir, usage_file, psi_file, spread)
             usage_text = held.read(f[2]) if f[2] is not None else None
             psi_text = held.read(f[3]) if f[3] is not None else None
             raw = (usage_text, psi_text)

@@ -98,10 +98,24 @@ def parse_kmsg_usage(line: str) -> tuple[int, int, int] | None:
     return int(m.group(1)) * 1024, int(m.group(2)) * 1024, int(m.group(3))
 
 
+_KMSG_ESCAPE = re.compile(r"\\x([0-9a-f]{2})")
+
+
+def kmsg_unescape(text: str) -> str:
+    """Text as the kernel printed it: /dev/kmsg writes each byte below space or above 126 and
+    each backslash as ``\\xNN``. Undone here (bytes that are not UTF-8 surrogate-escaped, as os
+    names a directory), so a memcg path from the log is the cgroups probe's path once both are
+    cleaned, whatever bytes or backslashes (systemd's ``\\x2d``) its name holds."""
+    if "\\x" not in text:
+        return text
+    raw = _KMSG_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    return raw.encode("latin-1", "surrogateescape").decode("utf-8", "surrogateescape")
+
+
 def parse_kmsg_task_memcg(line: str) -> str:
     """The victim's own memcg (``task_memcg=``) from an ``oom-kill:`` line ("" when absent)."""
     m = re.search(r"[:,]task_memcg=([^,]*)", line)
-    return clean(m.group(1)) if m else ""
+    return clean(kmsg_unescape(m.group(1))) if m else ""
 
 
 def parse_kmsg_kill(line: str) -> tuple[int, str, str] | None:
@@ -118,7 +132,7 @@ def parse_kmsg_kill(line: str) -> tuple[int, str, str] | None:
     if not constraint:
         return None
     scope = "memcg" if constraint == "CONSTRAINT_MEMCG" else "global"
-    return int(m.group("pid")), scope, clean(kv.get("oom_memcg", ""))
+    return int(m.group("pid")), scope, clean(kmsg_unescape(kv.get("oom_memcg", "")))
 
 
 def loadavg(proc: Path = Path("/proc")) -> tuple[float, float, float]:

@@ -221,7 +221,8 @@ class ProcfsProbe(Probe):
             self._same[pid] = self._same.get(pid, 0) + 1
             return cached[2]
         self._same[pid] = 0
-        stat = raw.decode("utf-8", errors="replace")
+        # a comm that is not UTF-8 keeps its bytes (surrogate-escaped), shown as \xff by the record
+        stat = raw.decode("utf-8", errors="surrogateescape")
         try:
             comm, f = parse_stat(stat)
         except ValueError:
@@ -248,7 +249,7 @@ class ProcfsProbe(Probe):
         cmdline = self._cmdline.get(pid)
         if cmdline is None:
             raw_argv = read_bytes(f"{self._root_s}/{pid}/cmdline") or b""
-            argv = raw_argv.decode("utf-8", errors="replace")
+            argv = raw_argv.decode("utf-8", errors="surrogateescape")
             cmdline = clean(argv.replace("\x00", " ").strip(), limit=512)
             self._cmdline[pid] = cmdline
         sample = ProcSample(

@@ -70,7 +70,8 @@ def read_maps(pid: int, proc_root: str | Path = "/proc") -> list[MapEntry] | Non
     """The mappings of ``pid`` sorted by start, or None if it is gone."""
     try:
         # a path is any bytes: one that is not UTF-8 must not make the process look gone
-        return parse_maps((Path(proc_root) / str(pid) / "maps").read_text(errors="replace"))
+        # (surrogate-escaped: each such byte is shown as \xff, as in every other name)
+        return parse_maps((Path(proc_root) / str(pid) / "maps").read_text(errors="surrogateescape"))
     except (OSError, ProcessLookupError):
         return None
 
@@ -182,7 +183,7 @@ class SmapsParser:
     def _parse(self, part: bytes) -> list[MappingRow]:
         found = _SMAPS_ENTRY.findall(part)
         if len(found) != part.count(b"\nSize:"):
-            return parse_smaps(part.decode("utf-8", errors="replace"))  # a format this does not know
+            return parse_smaps(part.decode("utf-8", errors="surrogateescape"))  # a format this does not know
         names, modes = self._names, self._modes
         rows: list[MappingRow] = []
         for lo, hi, mode, name, size, rss, pss, sdirty, pdirty, swap in found:

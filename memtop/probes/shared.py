@@ -642,7 +642,9 @@ class SharedinfoProbe(Probe):
 
     def _scan_tmpfs(self) -> list[TmpfsMount]:
         out = []
-        for mp in tmpfs_mounts(self._read(self.proc, "self", "mountinfo") or ""):
+        # surrogate-escaped: a mount point that is not UTF-8 is still a path to open
+        info = read_text(os.path.join(self.proc, "self", "mountinfo"), 1 << 20, errors="surrogateescape")
+        for mp in tmpfs_mounts(info or ""):
             if self.mounts is not None and mp not in self.mounts:
                 continue
             try:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memtop.text import clean
+from memtop.text import LIMIT, clean
 
 __all__ = [
     "Record",
@@ -35,12 +35,127 @@ __all__ = [
 
 
 class Record:
-    """Marker base class; concrete records are frozen slotted dataclasses."""
+    """Marker base class; concrete records are frozen slotted dataclasses.
+
+    The record boundary: every string a record is built with (a field of type str, or str inside
+    a tuple or an optional field) is cleaned here, once, by :func:`memtop.text.clean`, whoever
+    builds it (a probe, ``from_json``, a test), so no output (the TUI, SVG, text, JSON, batch
+    lines, exported labels) gets text from outside that could steer a terminal or an encoder."""
 
     __slots__ = ()
     KIND: typing.ClassVar[str] = ""
     # what makes a record a dataclass to the type checker (dataclasses.fields takes it)
     __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def __post_init__(self) -> None:
+        # dataclass's __init__ calls this, inherited, for every record class; thousands of
+        # records a tick come through here, so plain str fields are tested inline
+        cls = type(self)
+        plan = _CLEANERS.get(cls)
+        if plan is None:
+            plan = _CLEANERS[cls] = _clean_plan(cls)
+        strs, others = plan
+        for name in strs:
+            v = getattr(self, name)
+            if type(v) is str and not (v.isascii() and v.isprintable() and len(v) <= LIMIT):
+                object.__setattr__(self, name, clean(v))  # frozen: set once, while being built
+        for name, fix in others:
+            v = getattr(self, name)
+            w = fix(v)
+            if w is not v:
+                object.__setattr__(self, name, w)
+
+
+# -- the record boundary: cleaning the strings a record is built with ------------------------------
+#: a fixer returns its argument itself when nothing in it needed cleaning (the common case:
+#: nothing is copied), else a cleaned copy
+Fix = Callable[[Any], Any]
+
+
+def _fix_str(v: Any) -> Any:
+    if type(v) is str and not (v.isascii() and v.isprintable() and len(v) <= LIMIT):
+        return clean(v)
+    return v
+
+
+def _fixer(hint: Any) -> Fix | None:
+    """A fixer for a field of type ``hint``; None when no string can be in it."""
+    if hint is str:
+        return _fix_str
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _fixer(args[0])
+        if item is None:
+            return None
+
+        def fix_items(v: Any) -> Any:
+            if type(v) is not tuple:
+                return v
+            out = None
+            for i, x in enumerate(v):
+                y = item(x)
+                if y is not x:
+                    if out is None:
+                        out = list(v)
+                    out[i] = y
+            return v if out is None else tuple(out)
+
+        return fix_items
+    if origin is tuple and args:
+        fixes = [_fixer(a) for a in args]
+        if all(f is None for f in fixes):
+            return None
+        at = tuple((i, f) for i, f in enumerate(fixes) if f is not None)
+
+        def fix_fixed(v: Any) -> Any:
+            if type(v) is not tuple:
+                return v
+            out = None
+            for i, f in at:
+                if i < len(v):
+                    x = v[i]
+                    y = f(x)
+                    if y is not x:
+                        if out is None:
+                            out = list(v)
+                        out[i] = y
+            return v if out is None else tuple(out)
+
+        return fix_fixed
+    if origin in (typing.Union, types.UnionType):
+        options = [f for f in (_fixer(a) for a in args if a is not type(None)) if f is not None]
+        if not options:
+            return None
+
+        def fix_union(v: Any) -> Any:
+            if v is None:
+                return v
+            for f in options:
+                w = f(v)
+                if w is not v:
+                    return w
+            return v
+
+        return fix_union
+    return None
+
+
+_Cleaners = tuple[tuple[str, ...], tuple[tuple[str, Fix], ...]]
+_CLEANERS: dict[type, _Cleaners] = {}
+
+
+def _clean_plan(cls: type) -> _Cleaners:
+    """The fields of ``cls`` that can hold a string: those of type str, and (field, fixer) of
+    the others."""
+    hints = typing.get_type_hints(cls)
+    strs, others = [], []
+    for f in dataclasses.fields(cls):
+        fix = _fixer(hints[f.name])
+        if fix is _fix_str:
+            strs.append(f.name)
+        elif fix is not None:
+            others.append((f.name, fix))
+    return tuple(strs), tuple(others)
 
 
 RECORD_TYPES: dict[str, type[Record]] = {}
@@ -111,14 +226,10 @@ def _check_bool(v: Any) -> bool:
 
 
 def _check_str(v: Any) -> str:
+    # made printable by the record it goes into (Record.__post_init__), as a probe's are
     if type(v) is not str or len(v) > MAX_STRING:
         raise ValueError("not a string (or too long)")
-    if v.isascii() and v.isprintable():
-        return v  # what every record memtop writes holds: nothing to do
-    if not v.isascii():
-        # a lone surrogate (from a "\ud800" escape) cannot be encoded for the terminal or a file
-        v = v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return clean(v, MAX_STRING)
+    return v
 
 
 Check = Callable[[Any], Any]
@@ -201,7 +312,8 @@ def from_json(data: dict[str, Any]) -> Record:
     for an unknown kind, a missing required field or a value that does not fit its field's type
     hint (ints within int64/uint64, finite floats: JSON's NaN and Infinity, which Python's json
     accepts, are refused; lists where tuples are). Strings longer than :data:`MAX_STRING` are
-    refused, others come out printable as a probe makes them (:func:`memtop.text.clean`).
+    refused, others come out printable and at most :data:`memtop.text.LIMIT` long, as a probe's do
+    (the record cleans them: :class:`Record`).
     Unknown fields are ignored, missing optional ones take their defaults; a probe renamed since
     (:data:`RENAMED_PROBES`) takes its new name."""
     kind = data.get(KIND_KEY)

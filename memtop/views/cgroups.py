@@ -161,7 +161,7 @@ class CgroupsView(View):
                             h[b] = h.get(b, 0) + c
                 if anc == "/":
                     break
-                anc = anc.rsplit("/", 1)[0] or "/"
+                anc = cgroupfs.parent(anc)
         for path, row in rows.items():
             if path in hists:
                 row["reclaim_p99_ns"] = hist_p99(hists[path], row["reclaim_max_ns"])
@@ -229,9 +229,9 @@ class CgroupsView(View):
         children: dict[str, list[str]] = {}
         for path in by_path:
             if path != "/":
-                parent = path.rsplit("/", 1)[0] or "/"
+                parent = cgroupfs.parent(path)
                 while parent not in by_path and parent != "/":
-                    parent = parent.rsplit("/", 1)[0] or "/"
+                    parent = cgroupfs.parent(parent)
                 children.setdefault(parent, []).append(path)
         for path, row in by_path.items():
             row["children"] = len(children.get(path, []))
@@ -251,7 +251,7 @@ class CgroupsView(View):
                         keep.add(anc)
                         if anc == "/":
                             break
-                        anc = anc.rsplit("/", 1)[0] or "/"
+                        anc = cgroupfs.parent(anc)
         collapsed = set(opts.extra.get("collapsed", ()))
         depth = int(opts.extra.get("depth", 0) or 0)
         rows: list[dict[str, Any]] = []
@@ -273,7 +273,7 @@ class CgroupsView(View):
                 visit(kid)
 
         roots = [p for p in by_path if p == "/"] or sorted(
-            p for p in by_path if (p.rsplit("/", 1)[0] or "/") not in by_path
+            p for p in by_path if cgroupfs.parent(p) not in by_path
         )
         for root in roots:
             visit(root)

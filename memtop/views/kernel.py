@@ -406,7 +406,9 @@ class KernelView(View):
         if b:
             lines.append(f"Where MemTotal {fmt.bytes_h(b['total_bytes'])} went (from /proc/meminfo):")
             for line in b["lines"]:
-                lines.append(f"  {line['label']:<24} {fmt.bytes_h(line['bytes']):>8}  {line['pct']:6.2f}%")
+                # no share without a MemTotal (a recording may lack it)
+                pct = "     -" if line["pct"] is None else f"{line['pct']:6.2f}"
+                lines.append(f"  {line['label']:<24} {fmt.bytes_h(line['bytes']):>8}  {pct}%")
         s = doc.get("sites")
         if s is not None:
             lines.append("")

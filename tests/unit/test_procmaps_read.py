@@ -21,7 +21,7 @@ def test_a_path_that_is_not_utf8_neither_hides_the_process_nor_reaches_the_termi
         (0x7F0000000000, 0, False),
         (0x7F0000200000, 77, False),  # shmem: its pages go to swap, not back to the file
     ]
-    assert maps[0].path == "/opt/\ufffd\\x1b[2Jx" and maps[0].offset == 0x1000
+    assert maps[0].path == "/opt/\\xff\\x1b[2Jx" and maps[0].offset == 0x1000
     assert maps[1].label == "[anon]"
     assert read_maps(43, tmp_path) is None
 

@@ -192,3 +192,18 @@ def test_scans_space_out_to_stay_within_their_budget(tmp_path: Path) -> None:
     probe.scan_budget = 1.0
     probe._next_scan = 0  # the budget raised: the next tick scans again
     assert any(isinstance(r, SharedScan) for r in probe.poll())
+
+
+def test_a_tmpfs_mounted_at_a_path_that_is_not_utf8_is_scanned(tmp_path: Path) -> None:
+    """A mount point and a file named with bytes that are not UTF-8 and escapes (anyone may name
+    a file in /dev/shm): the mount is found and read, both shown escaped."""
+    proc = fake_proc(tmp_path, None)
+    top = os.fsencode(tmp_path) + b"/shm-\xff"
+    os.mkdir(top)
+    with open(top + b"/f\x1b]0;x\x07", "wb") as f:
+        f.write(b"x" * 4096)
+    (proc / "self" / "mountinfo").write_bytes(b"25 24 0:23 / " + top + b" rw,relatime - tmpfs tmpfs rw\n")
+    probe = SharedinfoProbe(str(proc), str(tmp_path))
+    mounts = probe._scan_tmpfs()
+    assert [m.mount for m in mounts] == [f"{tmp_path}/shm-\\xff"]
+    assert [f[0] for f in mounts[0].files] == ["f\\x1b]0;x\\x07"]

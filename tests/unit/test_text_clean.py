@@ -1,0 +1,63 @@
+"""memtop.text.clean on generated text (hypothesis): whatever it is given, str or bytes, what comes
+out is safe to show (no control, bidi control, separator or surrogate), bounded, and clean again
+unchanged; bytes that are not UTF-8 show as the kernel's log shows them."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memtop.text import LIMIT, clean, is_clean
+
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+#: text with what an attacker reaches for mixed in
+hostile = st.text(
+    alphabet=st.one_of(
+        st.characters(codec=None),  # every code point, surrogates included
+        st.sampled_from(["\x1b", "\x07", "\x9b", "\x00", "\u202e", "\u2066", "\u2028", "[", "]", "…"]),
+    ),
+    max_size=64,
+)
+
+
+def check(out: str, limit: int) -> None:
+    assert UNSAFE.search(out) is None, out
+    assert len(out) <= limit + 1
+    assert clean(out, limit) == out
+    assert is_clean(out, limit)
+    out.encode("utf-8")  # strict: a terminal or a file takes it
+
+
+@settings(max_examples=400, deadline=None)
+@given(hostile, st.sampled_from([8, 64, LIMIT]))
+def test_any_text_comes_out_safe_bounded_and_stable(text: str, limit: int) -> None:
+    check(clean(text, limit), limit)
+    assert is_clean(text, limit) == (clean(text, limit) == text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=64))
+def test_any_bytes_come_out_safe_and_as_the_kernel_escapes_them(raw: bytes) -> None:
+    out = clean(raw)
+    check(out, LIMIT)
+    if raw.isascii():
+        # as /dev/kmsg prints it (but a backslash, which memtop leaves as it is)
+        assert out == "".join(chr(c) if 32 <= c < 127 else f"\\x{c:02x}" for c in raw)
+    # each byte that is not part of valid UTF-8 is shown as \xNN
+    for ch in raw.decode("utf-8", "surrogateescape"):
+        if 0xDC80 <= ord(ch) <= 0xDCFF:
+            assert f"\\x{ord(ch) - 0xDC00:02x}" in out
+
+
+def test_examples() -> None:
+    assert clean("plain ascii") == "plain ascii"
+    assert clean("\x1b]0;pwned\x07") == "\\x1b]0;pwned\\x07"
+    assert clean(b"x\xff\xfe") == "x\\xff\\xfe"
+    assert clean("x\udcff") == "x\\xff"  # as os names a directory it could not decode
+    assert clean("\ud800") == "\ufffd"  # a surrogate that stands for no byte
+    assert clean("a\u202eb\u2066c") == "a\\u202eb\\u2066c"
+    assert clean("é€ [b]x[/]") == "é€ [b]x[/]"  # printable text, markup included, is kept
+    assert clean("x" * 10, 4) == "xxxx…"
+    assert clean("\x1b" * 10, 8) == "\\x1b\\x1b…"
