@@ -85,59 +85,68 @@ def _fixer(hint: Any) -> Fix | None:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item = _fixer(args[0])
-        if item is None:
-            return None
+        return None if item is None else _fix_items(item)
+    if origin is tuple and args:
+        fixes = [_fixer(a) for a in args]
+        at = tuple((i, f) for i, f in enumerate(fixes) if f is not None)
+        return _fix_fixed(at) if at else None
+    if origin in (typing.Union, types.UnionType):
+        options = [f for f in (_fixer(a) for a in args if a is not type(None)) if f is not None]
+        return _fix_union(options) if options else None
+    return None
 
-        def fix_items(v: Any) -> Any:
-            if type(v) is not tuple:
-                return v
-            out = None
-            for i, x in enumerate(v):
-                y = item(x)
+
+def _fix_items(item: Fix) -> Fix:
+    """A fixer of ``tuple[T, ...]``: ``item`` on each element."""
+
+    def fix_items(v: Any) -> Any:
+        if type(v) is not tuple:
+            return v
+        out = None
+        for i, x in enumerate(v):
+            y = item(x)
+            if y is not x:
+                if out is None:
+                    out = list(v)
+                out[i] = y
+        return v if out is None else tuple(out)
+
+    return fix_items
+
+
+def _fix_fixed(at: tuple[tuple[int, Fix], ...]) -> Fix:
+    """A fixer of a fixed-length tuple: each (index, fixer) of ``at`` on its element."""
+
+    def fix_fixed(v: Any) -> Any:
+        if type(v) is not tuple:
+            return v
+        out = None
+        for i, f in at:
+            if i < len(v):
+                x = v[i]
+                y = f(x)
                 if y is not x:
                     if out is None:
                         out = list(v)
                     out[i] = y
-            return v if out is None else tuple(out)
+        return v if out is None else tuple(out)
 
-        return fix_items
-    if origin is tuple and args:
-        fixes = [_fixer(a) for a in args]
-        if all(f is None for f in fixes):
-            return None
-        at = tuple((i, f) for i, f in enumerate(fixes) if f is not None)
+    return fix_fixed
 
-        def fix_fixed(v: Any) -> Any:
-            if type(v) is not tuple:
-                return v
-            out = None
-            for i, f in at:
-                if i < len(v):
-                    x = v[i]
-                    y = f(x)
-                    if y is not x:
-                        if out is None:
-                            out = list(v)
-                        out[i] = y
-            return v if out is None else tuple(out)
 
-        return fix_fixed
-    if origin in (typing.Union, types.UnionType):
-        options = [f for f in (_fixer(a) for a in args if a is not type(None)) if f is not None]
-        if not options:
-            return None
+def _fix_union(options: list[Fix]) -> Fix:
+    """A fixer of ``A | B | None``: the first of ``options`` that changes the value."""
 
-        def fix_union(v: Any) -> Any:
-            if v is None:
-                return v
-            for f in options:
-                w = f(v)
-                if w is not v:
-                    return w
+    def fix_union(v: Any) -> Any:
+        if v is None:
             return v
+        for f in options:
+            w = f(v)
+            if w is not v:
+                return w
+        return v
 
-        return fix_union
-    return None
+    return fix_union
 
 
 _Cleaners = tuple[tuple[str, ...], tuple[tuple[str, Fix], ...]]

@@ -168,11 +168,7 @@ class CgroupsState(SubState):
                 self._on_sample(rec, ts)
                 sent.add(rec.path)
             elif isinstance(rec, CgroupPoll):
-                for path, row in self.rows.items():
-                    if path not in sent:  # unchanged: nothing hit its limit, nothing stalled
-                        known = row.sample.psi_some_us is not None
-                        row.limit_hits_per_s = 0.0 if _limit_hits(row.sample) is not None else None
-                        row.psi_some = row.psi_full = 0.0 if known else None
+                self._on_poll(sent)
             elif isinstance(rec, CgroupGone):
                 gone = self.rows.pop(rec.path, None)
                 if gone is not None and gone.sample.cgroup_id:
@@ -180,11 +176,10 @@ class CgroupsState(SubState):
             elif isinstance(rec, CgroupLayout):
                 self.layout = rec
             elif isinstance(rec, ReclaimEvent):
-                if rec.kind != "memcg" or self._from_totals:
-                    continue  # direct reclaim is the machine's, not a cgroup limit's
-                # its process may be one the cgroups probe has not read yet (it started and
-                # stalled within a tick): kept for the next reads of cgroup.procs
-                self._pending.append(rec)
+                if rec.kind == "memcg" and not self._from_totals:  # direct reclaim is the machine's
+                    # its process may be one the cgroups probe has not read yet (it started and
+                    # stalled within a tick): kept for the next reads of cgroup.procs
+                    self._pending.append(rec)
             elif isinstance(rec, ReclaimTotals):
                 self.kernel_reclaim = {
                     (cid, kind): (n, tot, mx, pg) for cid, kind, n, tot, mx, pg in rec.cgroups
@@ -193,27 +188,42 @@ class CgroupsState(SubState):
                 if self._from_totals:
                     self._on_reclaim_totals(rec, ts)
             elif isinstance(rec, SwapinProc):
-                sw_path = self.pid_memcg.get(rec.pid)
-                if sw_path is not None:
-                    self.swapin[rec.pid] = (sw_path, rec.swapins, rec.swapin_wait_ns)
-                    self.swapin.move_to_end(rec.pid)
-                    if len(self.swapin) > MAX_PIDS:
-                        self.swapin.popitem(last=False)
+                self._on_swapin(rec)
             elif isinstance(rec, OomKill):
-                victim = rec.task_memcg or self.pid_memcg.get(rec.victim_pid)
-                if rec.task_memcg:
-                    # the kernel's word on the victim's memcg at the kill: a process killed before
-                    # any read of cgroup.procs listed it (within a tick of joining) still has its
-                    # reclaim, waiting in _grown, counted in its cgroup
-                    self._remember(self.pid_memcg, rec.victim_pid, rec.task_memcg)
-                if victim:
-                    self._probed(victim).oom_kills += 1
-                if rec.memcg:
-                    self._probed(rec.memcg).oom_limit_kills += 1
+                self._on_oom_kill(rec)
         if self._pending:
             self._attribute(ts)
         if self._grown:
             self._attribute_grown(ts)
+
+    def _on_poll(self, sent: set[str]) -> None:
+        """A poll ended: the cgroups it sent nothing for did not change (nothing hit its limit,
+        nothing stalled)."""
+        for path, row in self.rows.items():
+            if path not in sent:
+                known = row.sample.psi_some_us is not None
+                row.limit_hits_per_s = 0.0 if _limit_hits(row.sample) is not None else None
+                row.psi_some = row.psi_full = 0.0 if known else None
+
+    def _on_swapin(self, rec: SwapinProc) -> None:
+        sw_path = self.pid_memcg.get(rec.pid)
+        if sw_path is not None:
+            self.swapin[rec.pid] = (sw_path, rec.swapins, rec.swapin_wait_ns)
+            self.swapin.move_to_end(rec.pid)
+            if len(self.swapin) > MAX_PIDS:
+                self.swapin.popitem(last=False)
+
+    def _on_oom_kill(self, rec: OomKill) -> None:
+        victim = rec.task_memcg or self.pid_memcg.get(rec.victim_pid)
+        if rec.task_memcg:
+            # the kernel's word on the victim's memcg at the kill: a process killed before any
+            # read of cgroup.procs listed it (within a tick of joining) still has its reclaim,
+            # waiting in _grown, counted in its cgroup
+            self._remember(self.pid_memcg, rec.victim_pid, rec.task_memcg)
+        if victim:
+            self._probed(victim).oom_kills += 1
+        if rec.memcg:
+            self._probed(rec.memcg).oom_limit_kills += 1
 
     def _on_reclaim_totals(self, rec: ReclaimTotals, ts: int) -> None:
         """What each process's memcg reclaim grew by since the last totals, queued for its cgroup.
