@@ -180,7 +180,9 @@ def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
     if not os.path.exists(os.path.join(proc_root, str(pid), "stat")):
         raise PidNotFound(f"no process with pid {pid}", "pick a running pid (see `ps` or the processes pane)")
     try:
-        with open(os.path.join(proc_root, str(pid), "status")) as f:
+        with open(
+            os.path.join(proc_root, str(pid), "status"), encoding="utf-8", errors="surrogateescape"
+        ) as f:
             status = f.read()
         if "RssAnon" not in status:
             # a zombie has no memory either: it exited, its parent has not reaped it yet

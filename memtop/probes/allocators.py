@@ -76,7 +76,7 @@ class Mapped:
 def executable_mappings(pid: int, proc_root: str = "/proc") -> list[Mapped]:
     """The file-backed executable mappings of ``pid``, one per file (its first), in address order."""
     try:
-        lines = Path(proc_root, str(pid), "maps").read_text().splitlines()
+        lines = Path(proc_root, str(pid), "maps").read_text("utf-8", "surrogateescape").splitlines()
     except OSError:
         return []
     out: dict[str, Mapped] = {}

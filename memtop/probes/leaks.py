@@ -252,7 +252,7 @@ def probe_offset(code: bytes, base: int) -> tuple[int, str]:
 
 def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
     try:
-        text = Path(proc_root, str(pid), "stat").read_text()
+        text = Path(proc_root, str(pid), "stat").read_text("utf-8", "surrogateescape")
     except OSError:
         return None
     return int(text[text.rindex(")") + 2 :].split()[19])
@@ -260,7 +260,7 @@ def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
 
 def _rss_anon_bytes(pid: int, proc_root: str = "/proc") -> int | None:
     try:
-        for line in Path(proc_root, str(pid), "status").read_text().splitlines():
+        for line in Path(proc_root, str(pid), "status").read_text("utf-8", "surrogateescape").splitlines():
             if line.startswith("RssAnon:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
@@ -270,7 +270,7 @@ def _rss_anon_bytes(pid: int, proc_root: str = "/proc") -> int | None:
 
 def _comm(pid: int, proc_root: str = "/proc") -> str:
     try:
-        return clean(Path(proc_root, str(pid), "comm").read_text().strip(), 64)
+        return clean(Path(proc_root, str(pid), "comm").read_bytes().strip(), 64)
     except OSError:
         return "?"
 
@@ -278,7 +278,7 @@ def _comm(pid: int, proc_root: str = "/proc") -> str:
 def find_libc(pid: int, proc_root: str = "/proc") -> tuple[str, int, int] | None:
     """(path, text start, text end) of the libc ``pid`` has mapped, or None."""
     try:
-        lines = Path(proc_root, str(pid), "maps").read_text().splitlines()
+        lines = Path(proc_root, str(pid), "maps").read_text("utf-8", "surrogateescape").splitlines()
     except OSError:
         return None
     for line in lines:

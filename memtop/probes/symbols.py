@@ -421,7 +421,9 @@ class _Server:
         if pid not in self.perf_maps:
             nstgid = pid
             try:
-                for line in Path(f"{proc_root}/{pid}/status").read_text().splitlines():
+                for line in (
+                    Path(f"{proc_root}/{pid}/status").read_text("utf-8", "surrogateescape").splitlines()
+                ):
                     if line.startswith("NStgid:"):
                         nstgid = int(line.split()[-1])
             except (OSError, ValueError):
