@@ -108,6 +108,9 @@ class CgroupsState(SubState):
         self.probed: dict[str, Probed] = {}
         #: reclaim episodes whose task's cgroup memtop did not know
         self.unattributed = 0
+        #: cgroups the probe's last walk left out past its limit (``max_cgroups``; 0: unknown)
+        self.over_limit = 0
+        self.max_cgroups = 0
         #: per cgroup2 id and kind, the kernel's own aggregate: (events, total_ns, max_ns, pages)
         self.kernel_reclaim: dict[tuple[int, str], tuple[int, int, int, int]] = {}
         self.kernel_dropped = 0
@@ -166,6 +169,7 @@ class CgroupsState(SubState):
                 self._on_sample(rec, ts)
                 sent.add(rec.path)
             elif isinstance(rec, CgroupPoll):
+                self.over_limit, self.max_cgroups = rec.over_limit, rec.max_cgroups
                 for path, row in self.rows.items():
                     if path not in sent:  # unchanged: nothing hit its limit, nothing stalled
                         known = row.sample.psi_some_us is not None
