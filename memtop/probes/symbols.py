@@ -209,6 +209,13 @@ def resolve_functions(
     return out
 
 
+def dynamic(pid: int, module: str) -> tuple[list[str], str] | None:
+    """(the libraries ``module`` needs, its DT_NEEDED entries in order; its DT_SONAME) for a path
+    as ``pid`` maps it; None when it cannot be read."""
+    res = HELPER.call("dynamic", pid=pid, module=module)
+    return None if res is None else ([str(n) for n in res[0]], str(res[1]))
+
+
 class Symbolizer:
     """Frames of one process, through the helper, cached per address."""
 
@@ -373,6 +380,8 @@ class _Server:
             )
         if op == "resolve":
             return self.resolve(proc_root, pid, str(req["module"]), [str(n) for n in req["names"]])
+        if op == "dynamic":
+            return self.dynamic(proc_root, pid, str(req["module"]))
         if op == "forget":
             self.maps.pop(pid, None)
             self.perf_maps.pop(pid, None)
@@ -466,6 +475,18 @@ class _Server:
             for (i, _v), line in zip(items, _addr2line(fd, [v for _, v in items]), strict=True):
                 out[i][3] = line
         return out
+
+    def dynamic(self, proc_root: str, pid: int, module: str) -> list[Any] | None:
+        """[DT_NEEDED names, DT_SONAME] of ``module`` as ``pid`` maps it; None when it is not a
+        readable ELF file mapped by ``pid``."""
+        maps = _read_maps_raw(proc_root, pid)
+        self.maps[pid] = maps
+        m = next((m for m in maps if m.path == module), None)
+        mod = self._module(proc_root, pid, m) if m is not None else None
+        if mod is None or mod.image is None:
+            return None
+        needed, soname = mod.image.dynamic()
+        return [needed, soname]
 
     def resolve(self, proc_root: str, pid: int, module: str, names: list[str]) -> dict[str, Any]:
         maps = _read_maps_raw(proc_root, pid)

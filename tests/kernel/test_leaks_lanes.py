@@ -52,6 +52,8 @@ BUILDS = {
     "musl": ["musl-gcc", SRC],
     "musl-static": ["musl-gcc", "-static", "-DSTATIC", SRC],
     "cxx-jemalloc": ["g++", "-DUSE_NEW", "-x", "c", SRC, "-x", "c++", CXX, "-ldl", "-ljemalloc"],
+    # tcmalloc mapped, but dlopen'ed RTLD_LOCAL: the program's own malloc is still glibc's
+    "tcmalloc-dlopen-local": ["gcc", '-DDLOPEN_LOCAL="libtcmalloc.so.4"', SRC, "-ldl"],
 }
 
 
@@ -127,7 +129,9 @@ def command(case: str) -> Iterator[tuple[list[str], dict[str, str] | None, str]]
     """(argv, environment, the lane memtop must name) for a case."""
     args = ["2", "60"]
     if case in BUILDS:
-        lane = {"musl-static": "static", "cxx-jemalloc": "jemalloc"}.get(case, case)
+        lane = {"musl-static": "static", "cxx-jemalloc": "jemalloc", "tcmalloc-dlopen-local": "glibc"}.get(
+            case, case
+        )
         yield [str(build(f"laneleak-{case}", BUILDS[case])), *args], None, lane
     elif case == "jemalloc-preload":
         env = dict(os.environ, LD_PRELOAD=f"{LIBDIR}/libjemalloc.so.2")
@@ -245,3 +249,4 @@ def test_byte_sampling_estimates_within_ten_percent(case: str) -> None:
         finally:
             probe.close()
             leaker.kill()
+

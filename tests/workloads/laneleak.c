@@ -7,6 +7,10 @@
 // LEAK_S seconds from leak_here() and churns 100 small blocks a tick from churn_here(); prints
 // "leaked <bytes> <count>" and churns on for TAIL_S seconds.
 //
+// Built with -DDLOPEN_LOCAL='"libtcmalloc.so.4"' it first dlopens that library RTLD_LOCAL (as a
+// plugin bringing its own allocator would) and allocates and frees once through its malloc, found
+// with dlsym: the program's own malloc calls still go to the global scope's (libc).
+//
 // usage: laneleak [LEAK_S] [TAIL_S]     (built with -DUSE_NEW: leaks and churns with new/delete)
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -74,6 +78,20 @@ static void tick(struct timespec *next) {
 int main(int argc, char **argv) {
     double leak_s = argc > 1 ? atof(argv[1]) : 2.0;
     double tail_s = argc > 2 ? atof(argv[2]) : 60.0;
+#ifdef DLOPEN_LOCAL
+    void *lib = dlopen(DLOPEN_LOCAL, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "laneleak: %s\n", dlerror());
+        return 1;
+    }
+    void *(*lib_malloc)(size_t) = (void *(*)(size_t))dlsym(lib, "malloc");
+    void (*lib_free)(void *) = (void (*)(void *))dlsym(lib, "free");
+    if (!lib_malloc || !lib_free) {
+        fprintf(stderr, "laneleak: no malloc/free in %s\n", DLOPEN_LOCAL);
+        return 1;
+    }
+    lib_free(lib_malloc(100));
+#endif
 #ifdef STATIC
     volatile unsigned char *m = (volatile unsigned char *)(uintptr_t)&malloc;
 #else
