@@ -207,8 +207,10 @@ class Bridge:
 
     def settled(self) -> bool:
         with self._lock:
-            return not self._queue and all(
-                s.state in ("attached", "failed", "detached") for s in self._status.values()
+            return (
+                not self._queue
+                and not self._loading
+                and all(s.state in ("attached", "failed", "detached") for s in self._status.values())
             )
 
     def _set_status(self, status: ProbeStatus) -> None:
