@@ -397,6 +397,19 @@ class _Server:
                     return m
         return None
 
+    def _open_mapped(self, proc_root: str, pid: int, m: _Map) -> Any:
+        """(fd, ELF headers) of the file of mapping ``m``, or None: the mapped file itself,
+        whatever has become of its path since; else the path, if it is still that file."""
+        opened = self.elf.open_elf(f"{proc_root}/{pid}/map_files/{m.start:x}-{m.end:x}")
+        if opened is None:
+            opened = self.elf.open_elf(f"{proc_root}/{pid}/root{m.path}")
+            if opened is not None:
+                st = os.fstat(opened[0])
+                if st.st_ino != m.inode or (os.major(st.st_dev), os.minor(st.st_dev)) != m.dev:
+                    os.close(opened[0])
+                    opened = None
+        return opened
+
     def _module(self, proc_root: str, pid: int, m: _Map) -> Any:
         """The parsed file of mapping ``m`` (cached by file identity and root), or None."""
         root = f"{proc_root}/{pid}/root"
@@ -408,16 +421,7 @@ class _Server:
         if key in self.modules:
             self.modules.move_to_end(key)
             return self.modules[key]
-        # the mapped file itself, whatever has become of its path since; else the path, if it is
-        # still that file
-        opened = self.elf.open_elf(f"{proc_root}/{pid}/map_files/{m.start:x}-{m.end:x}")
-        if opened is None:
-            opened = self.elf.open_elf(f"{root}{m.path}")
-            if opened is not None:
-                st = os.fstat(opened[0])
-                if st.st_ino != m.inode or (os.major(st.st_dev), os.minor(st.st_dev)) != m.dev:
-                    os.close(opened[0])
-                    opened = None
+        opened = self._open_mapped(proc_root, pid, m)
         mod = self.elf.load_module(opened[0], opened[1], m.path, root) if opened is not None else None
         self.modules[key] = mod
         while len(self.modules) > MAX_MODULES:
@@ -482,10 +486,15 @@ class _Server:
         maps = _read_maps_raw(proc_root, pid)
         self.maps[pid] = maps
         m = next((m for m in maps if m.path == module), None)
-        mod = self._module(proc_root, pid, m) if m is not None else None
-        if mod is None or mod.image is None:
+        # the headers and the dynamic section only: no symbol table is loaded for this (a
+        # process's every library is asked about, most of them never symbolized)
+        opened = self._open_mapped(proc_root, pid, m) if m is not None else None
+        if opened is None:
             return None
-        needed, soname = mod.image.dynamic()
+        try:
+            needed, soname = opened[1].dynamic()
+        finally:
+            os.close(opened[0])
         return [needed, soname]
 
     def resolve(self, proc_root: str, pid: int, module: str, names: list[str]) -> dict[str, Any]:
