@@ -258,7 +258,9 @@ def test_an_exec_under_tracing_traces_the_new_image_and_drops_the_old() -> None:
     """A glibc leaker execs a jemalloc-linked one (the same pid): the old image's uprobes and
     allocations go, jemalloc is found and traced, and only the new image's leak is outstanding,
     as it counted it."""
-    glibc = build("laneleak-glibc", BUILDS["glibc"])
+    # a name of its own: /tmp/memtop-test-bin is shared, and a laneleak-glibc built from a source
+    # without the exec (another checkout's) must not stand in for this one
+    glibc = build("laneleak-glibc-exec", BUILDS["glibc"])
     jemalloc = build("laneleak-jemalloc", BUILDS["jemalloc"])
     leaker = Leaker([str(glibc), "2", "0", str(jemalloc), "2", "60"])
     probe = LeaksProbe([leaker.pid])
