@@ -696,8 +696,10 @@ int enter_realloc(struct pt_regs *ctx) {
     return 0;
 }
 
-int ret_realloc(struct pt_regs *ctx) {
-    FLOOR_RETURN;
+// realloc's return: the new block sized from glibc's chunk header (SIZE_FROM_HEADER) or as asked;
+// ``exact`` asks in either mode (ret_realloc_exact: a pid whose allocator is not glibc, traced by a
+// program in chunk-header mode after its exec)
+static __always_inline int realloc_returned(struct pt_regs *ctx, int exact) {
     struct slot_t s = {};
     if (pop_slot(ctx, FN_REALLOC, &s) != 0)
         return 0;
@@ -711,12 +713,18 @@ int ret_realloc(struct pt_regs *ctx) {
         return 0;
     }
     on_free(pid, s.arg0);
-#if SIZE_FROM_HEADER
-    on_alloc(ctx, pid, addr, usable_size(addr));
-#else
-    on_alloc(ctx, pid, addr, s.arg1);
-#endif
+    on_alloc(ctx, pid, addr, SIZE_FROM_HEADER && !exact ? usable_size(addr) : s.arg1);
     return 0;
+}
+
+int ret_realloc(struct pt_regs *ctx) {
+    FLOOR_RETURN;
+    return realloc_returned(ctx, 0);
+}
+
+int ret_realloc_exact(struct pt_regs *ctx) {
+    FLOOR_RETURN;
+    return realloc_returned(ctx, 1);
 }
 
 int enter_posix_memalign(struct pt_regs *ctx) {
@@ -725,8 +733,7 @@ int enter_posix_memalign(struct pt_regs *ctx) {
     return 0;
 }
 
-int ret_posix_memalign(struct pt_regs *ctx) {
-    FLOOR_RETURN;
+static __always_inline int memalign_returned(struct pt_regs *ctx, int exact) {
     struct slot_t s = {};
     if (pop_slot(ctx, FN_MEMALIGN, &s) != 0)
         return 0;
@@ -737,12 +744,19 @@ int ret_posix_memalign(struct pt_regs *ctx) {
     u64 addr = 0;
     if (bpf_probe_read_user(&addr, sizeof(addr), (void *)s.arg0) != 0 || addr == 0)
         return 0;
-#if SIZE_FROM_HEADER
-    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, usable_size(addr));
-#else
-    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr, s.arg1);
-#endif
+    on_alloc(ctx, bpf_get_current_pid_tgid() >> 32, addr,
+             SIZE_FROM_HEADER && !exact ? usable_size(addr) : s.arg1);
     return 0;
+}
+
+int ret_posix_memalign(struct pt_regs *ctx) {
+    FLOOR_RETURN;
+    return memalign_returned(ctx, 0);
+}
+
+int ret_posix_memalign_exact(struct pt_regs *ctx) {
+    FLOOR_RETURN;
+    return memalign_returned(ctx, 1);
 }
 
 int enter_mmap(struct pt_regs *ctx) {

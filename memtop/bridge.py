@@ -177,6 +177,9 @@ class Bridge:
         # held while probes are polled, so a probe is never closed under a poll in the worker thread
         self._poll_lock = threading.Lock()
         self._queue: list[Probe] = []
+        #: taken from the queue and compiling or attaching: neither queued nor attached, yet it
+        #: runs once loaded unless removed (an intent to stop it must find it here)
+        self._loading: list[Probe] = []
         self._loader: asyncio.Task[None] | None = None
         self._polling = False
         self._stopped = False
@@ -204,8 +207,10 @@ class Bridge:
 
     def settled(self) -> bool:
         with self._lock:
-            return not self._queue and all(
-                s.state in ("attached", "failed", "detached") for s in self._status.values()
+            return (
+                not self._queue
+                and not self._loading
+                and all(s.state in ("attached", "failed", "detached") for s in self._status.values())
             )
 
     def _set_status(self, status: ProbeStatus) -> None:
@@ -241,13 +246,19 @@ class Bridge:
     def add_probe(self, probe: Probe) -> bool:
         """Attach another probe at run time (drill-in, leaks). False if one by that name runs."""
         with self._lock:
-            if any(p.name == probe.name for p in self._attached + self._queue):
+            if self._running(probe.name):
                 return False
             self.probes.append(probe)
             self._queue.append(probe)
         self._set_status(ProbeStatus(probe.name, "pending", "waiting to attach"))
         self._kick()
         return True
+
+    def _running(self, name: str) -> bool:
+        """A probe by that name is attached, queued or loading (call with the lock held). One
+        removed while it loads is closed once loaded (_loaded): it no longer counts."""
+        loading = [p for p in self._loading if p in self.probes]
+        return any(p.name == name for p in self._attached + self._queue + loading)
 
     def remove_probe(self, name: str) -> None:
         with self._lock:
@@ -295,6 +306,15 @@ class Bridge:
         self._load_group([probe])
 
     def _load_group(self, group: list[Probe]) -> None:
+        with self._lock:
+            self._loading += group
+        try:
+            self._load_group_now(group)
+        finally:
+            with self._lock:
+                self._loading = [p for p in self._loading if p not in group]
+
+    def _load_group_now(self, group: list[Probe]) -> None:
         probes = [p for p in group if self._may_load(p)]
         for p in group:
             if p.name == PREFLIGHT_PROBE and p not in probes:  # no BPF: its record says why
@@ -535,7 +555,7 @@ class Bridge:
             return False
         if not on:
             with self._lock:
-                running = any(p.name == tracer for p in self._attached + self._queue)
+                running = self._running(tracer)  # one still compiling too: it must not attach after
             if running:
                 self.remove_probe(tracer)
             return running

@@ -107,6 +107,47 @@ HELP_KEYS = (
 )
 
 
+if TYPE_CHECKING:
+    _SubcommandsBase = argparse._SubParsersAction[Parser]
+else:  # generic only to the type checker
+    _SubcommandsBase = argparse._SubParsersAction
+
+
+class Subcommands(_SubcommandsBase):
+    """The subcommands, refusing an option given before one that the subcommand would not use.
+
+    argparse parses ``memtop --limit line=8M replay FILE`` into the top level's ``--limit``, then
+    lets the ``replay`` parser overwrite it with its own default, and ``memtop --leaks 5 doctor``
+    keeps a ``--leaks`` doctor never reads: both were ignored without a word. An option before
+    the subcommand now applies when the subcommand takes it and leaves it to the top level (its
+    default is SUPPRESS, as ``replay --pane``); otherwise it is a usage error saying where it
+    goes."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        given = {
+            a.dest: (a, getattr(namespace, a.dest, a.default))
+            for a in parser._actions  # the top level's own options, as parsed so far
+            if a.option_strings and a.dest not in ("help", "version")
+        }
+        given = {d: (a, v) for d, (a, v) in given.items() if v != a.default}
+        super().__call__(parser, namespace, values, option_string)
+        assert isinstance(values, list) and values
+        name = str(values[0])
+        takes = {a.dest for a in self.choices[name]._actions if a.option_strings}
+        for dest, (action, value) in given.items():
+            opt = action.option_strings[-1]
+            if dest not in takes:
+                parser.error(f"{opt} does not go with `memtop {name}` (it is an option of `memtop` alone)")
+            if getattr(namespace, dest, None) != value:  # the subcommand's own value replaced it
+                parser.error(f"{opt} before `{name}` would be ignored: give it after, memtop {name} {opt} …")
+
+
 def common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--interval",
@@ -128,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sample_bytes(p)
     p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
     p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
-    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", parser_class=Parser, action=Subcommands)
     d = sub.add_parser("doctor", help="check what this machine can run, with hints")
     d.add_argument("--json", action="store_true")
     s = sub.add_parser("snapshot", help="run headless, then write one pane to a file")
@@ -187,7 +228,9 @@ def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
     if not os.path.exists(os.path.join(proc_root, str(pid), "stat")):
         raise PidNotFound(f"no process with pid {pid}", "pick a running pid (see `ps` or the processes pane)")
     try:
-        with open(os.path.join(proc_root, str(pid), "status")) as f:
+        with open(
+            os.path.join(proc_root, str(pid), "status"), encoding="utf-8", errors="surrogateescape"
+        ) as f:
             status = f.read()
         if "RssAnon" not in status:
             # a zombie has no memory either: it exited, its parent has not reaped it yet

@@ -1,11 +1,14 @@
 """Which allocator a process uses, and how memtop's leaks probe traces it (its "lane").
 
-The dynamic linker binds ``malloc`` to the first object in the search order that defines it: the
-executable, then LD_PRELOAD's libraries, then the libraries it needs in order (libc last). So the
-allocator is the first of these that defines both ``malloc`` and ``free``: a statically linked
-executable's own, a preloaded jemalloc or tcmalloc, one linked in, else libc (glibc or musl). A
-program whose heap is not malloc's (Go's runtime) is named and refused, never "traced" with the
-libc probes that would see nothing.
+The dynamic linker binds ``malloc`` to the first object in the global lookup scope that defines
+it: the executable, then LD_PRELOAD's libraries, then the libraries they need, breadth first in
+DT_NEEDED order (libc last). So the allocator is the first of these that defines both ``malloc``
+and ``free``: a statically linked executable's own, a preloaded jemalloc or tcmalloc, one linked
+in, else libc (glibc or musl). A library mapped but outside that scope (``dlopen`` with
+RTLD_LOCAL, as a plugin that brings its own tcmalloc) serves only calls made through it: it is
+never taken for the program's allocator. Only when the executable's DT_NEEDED cannot be read are
+mapped allocator libraries tried before libc. A program whose heap is not malloc's (Go's runtime)
+is named and refused, never "traced" with the libc probes that would see nothing.
 
 Objects are looked up through the symbol helper (memtop.probes.symbols), which reads them through
 ``/proc/PID/root`` or ``/proc/PID/map_files``: a process in a container or a chroot resolves to the
@@ -76,7 +79,7 @@ class Mapped:
 def executable_mappings(pid: int, proc_root: str = "/proc") -> list[Mapped]:
     """The file-backed executable mappings of ``pid``, one per file (its first), in address order."""
     try:
-        lines = Path(proc_root, str(pid), "maps").read_text().splitlines()
+        lines = Path(proc_root, str(pid), "maps").read_text("utf-8", "surrogateescape").splitlines()
     except OSError:
         return []
     out: dict[str, Mapped] = {}
@@ -123,18 +126,69 @@ def _runtime_note(maps: list[Mapped]) -> str:
     return ""
 
 
+#: objects of the global scope looked at, at most (the breadth-first walk of DT_NEEDED)
+MAX_SCOPE = 256
+
+
+def global_scope(pid: int, exe: str, maps: list[Mapped], preloaded: list[str]) -> list[Mapped] | None:
+    """The mapped objects of the process's global lookup scope, in the dynamic linker's order:
+    the executable, LD_PRELOAD's libraries, then breadth first what each needs (DT_NEEDED). A
+    needed name is matched to a mapping by its path, its DT_SONAME (the file mapped is often the
+    one the soname's symlink names: libtcmalloc.so.4 -> libtcmalloc.so.4.5.10) or its base
+    name. None when the executable's DT_NEEDED cannot be read."""
+    dyn: dict[str, tuple[list[str], str] | None] = {}
+    for m in maps:
+        try:
+            dyn[m.path] = symbols.dynamic(pid, m.path)
+        except symbols.SymbolError:
+            dyn[m.path] = None
+    by_name: dict[str, Mapped] = {}
+    for m in maps:
+        d = dyn[m.path]
+        if d is not None and d[1]:
+            by_name.setdefault(d[1], m)
+    for m in maps:
+        by_name.setdefault(os.path.basename(m.path), m)
+    by_path = {m.path: m for m in maps}
+    first = [m for m in maps if m.path == exe]
+    first += [by_name[b] for b in preloaded if b in by_name and by_name[b] not in first]
+    if not first or dyn[first[0].path] is None:
+        return None
+    scope: list[Mapped] = []
+    queue = list(first)
+    while queue and len(scope) < MAX_SCOPE:
+        m = queue.pop(0)
+        if m in scope:
+            continue
+        scope.append(m)
+        for name in (dyn[m.path] or ([], ""))[0]:
+            dep = by_path.get(name) if "/" in name else by_name.get(name)
+            if dep is not None and dep not in scope and dep not in queue:
+                queue.append(dep)
+    return scope
+
+
 def find_allocator(pid: int, proc_root: str = "/proc") -> Allocator:
     maps = executable_mappings(pid, proc_root)
     if not maps:
         return Allocator("none", traceable=False, why="process gone, or its maps cannot be read")
     exe = _exe_path(pid, proc_root)
     by_base = {os.path.basename(m.path): m for m in maps}
-    order: list[Mapped] = [m for m in maps if m.path == exe]
-    order += [by_base[b] for b in preloads(pid, proc_root) if b in by_base and by_base[b] not in order]
-    order += [
-        m for m in maps if m not in order and any(p.match(os.path.basename(m.path)) for _, p in FAMILIES)
-    ]
-    order += [m for m in maps if m not in order and _LIBC.match(os.path.basename(m.path))]
+    preloaded = preloads(pid, proc_root)
+    scope = global_scope(pid, exe, maps, preloaded)
+    if scope is not None:
+        # musl's libc is its loader, needed as "libc.so" but mapped as ld-musl-*.so.1: a libc is
+        # in every dynamic program's global scope whatever it was needed as
+        order: list[Mapped] = scope + [
+            m for m in maps if m not in scope and _LIBC.match(os.path.basename(m.path))
+        ]
+    else:  # DT_NEEDED unreadable: any mapped allocator library, then libc, as a best guess
+        order = [m for m in maps if m.path == exe]
+        order += [by_base[b] for b in preloaded if b in by_base and by_base[b] not in order]
+        order += [
+            m for m in maps if m not in order and any(p.match(os.path.basename(m.path)) for _, p in FAMILIES)
+        ]
+        order += [m for m in maps if m not in order and _LIBC.match(os.path.basename(m.path))]
     found_lib: list[str] = []
     for m in order:
         base = os.path.basename(m.path)

@@ -1,6 +1,13 @@
 """The cgroups probe: every cgroup's memory figures from cgroupfs (no BPF), over v1, v2 and hybrid
 layouts (memtop.cgroupfs).
 
+At most ``max_cgroups`` are read. Past that, a walk lists up to WALK_FACTOR times as many to know
+what it leaves out, and keeps the root and the largest (memory usage, then the shallowest): a
+parent's usage includes its children's, so every cgroup kept has its parent kept and the tree's
+totals stay whole; what goes are the smallest, the empty ones deepest first. How many are left out
+is said (``CgroupPoll.over_limit``) and counted (a ``Lost`` record: "cgroups over limit", each
+cgroup once each time it is left out).
+
 Each tick reads, per cgroup, what moves: its usage, its processes (when the usage moved) and, where PSI is on, its
 memory.pressure. The rest (limits, events, memory.stat) is read when the usage or the pressure
 moved (a cgroup pinned at its limit stalls: its PSI moves while its usage may not), when the
@@ -17,8 +24,13 @@ import zlib
 from memtop import cgroupfs
 from memtop.errors import ProbeError
 from memtop.probes.base import Probe
-from memtop.records import Record
+from memtop.records import Lost, Record
 from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupPoll, CgroupSample
+
+#: past ``max_cgroups`` a walk lists up to this many times as many directories, to rank them and
+#: count what is left out (beyond, the count of those left out is a lower bound)
+WALK_FACTOR = 4
+OVER_LIMIT = "cgroups over limit"
 
 
 class CgroupsProbe(Probe):
@@ -53,6 +65,9 @@ class CgroupsProbe(Probe):
         self._files: dict[str, tuple[str | None, str | None, str | None, str | None, int]] = {}
         #: per cgroup: the usage and pressure text read last tick (unchanged: nothing to parse)
         self._raw: dict[str, tuple[str | None, str | None]] = {}
+        #: cgroups the last walk found past ``max_cgroups`` and left out; how many times one was
+        self._left_out: set[str] = set()
+        self._left_out_total = 0
 
     @classmethod
     def at_start(cls, proc_root: str | os.PathLike[str]) -> CgroupsProbe:
@@ -107,12 +122,14 @@ class CgroupsProbe(Probe):
         # between is noticed at once, as its files are gone
         walk_tick = self._tick == 1 or self._tick % self.walk_every == 0
         if walk_tick:
-            self._mem_dirs = dict(cgroupfs.walk(mem.mountpoint, self.max_cgroups)) if mem else {}
+            cap = self.max_cgroups * WALK_FACTOR
+            mem_all = dict(cgroupfs.walk(mem.mountpoint, cap)) if mem else {}
             # the cgroup2 tree, when it is another tree than the memory controller's (hybrid): PSI
             if uni is not None and uni is mem:
-                self._uni_dirs = self._mem_dirs
+                uni_all = mem_all
             else:
-                self._uni_dirs = dict(cgroupfs.walk(uni.mountpoint, self.max_cgroups)) if uni else {}
+                uni_all = dict(cgroupfs.walk(uni.mountpoint, cap)) if uni else {}
+            self._mem_dirs, self._uni_dirs = self._within_limit(mem_all, uni_all)
         mem_dirs, uni_dirs = self._mem_dirs, self._uni_dirs
         paths = list(mem_dirs) + [p for p in uni_dirs if p not in mem_dirs]
         last = self._last
@@ -246,5 +263,36 @@ class CgroupsProbe(Probe):
         self._raw = raw_now
         for path in [p for p in files if p not in now]:
             del files[path]
-        out.append(CgroupPoll(len(now)))
+        out.append(CgroupPoll(len(now), over_limit=len(self._left_out), max_cgroups=self.max_cgroups))
+        if self._left_out_total:
+            out.append(Lost(self.name, OVER_LIMIT, self._left_out_total))
         return out
+
+    def _within_limit(
+        self, mem_all: dict[str, str], uni_all: dict[str, str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """The walks' cgroups cut to ``max_cgroups``: the root, then the largest memory usage,
+        then the shallowest (a cgroup2-only directory of a hybrid machine, with no usage, last).
+        Ranking reads each one's usage once a walk, and only when there are too many."""
+        paths = set(mem_all) | set(uni_all)
+        if len(paths) <= self.max_cgroups:
+            self._left_out = set()
+            return mem_all, uni_all
+        mem = self.layout.memory if self.layout is not None else None
+        usage_file = "memory.current" if mem is not None and mem.version == 2 else "memory.usage_in_bytes"
+
+        def rank(path: str) -> tuple[int, int, int, str]:
+            if path == "/":
+                return (0, 0, 0, path)
+            d = mem_all.get(path)
+            usage = cgroupfs.parse_int(cgroupfs.read_text(os.path.join(d, usage_file))) if d else None
+            return (1 if usage is not None else 2, -(usage or 0), path.count("/"), path)
+
+        kept = set(sorted(paths, key=rank)[: self.max_cgroups])
+        left_out = paths - kept
+        self._left_out_total += len(left_out - self._left_out)
+        self._left_out = left_out
+        return (
+            {p: d for p, d in mem_all.items() if p in kept},
+            {p: d for p, d in uni_all.items() if p in kept},
+        )

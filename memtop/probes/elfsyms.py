@@ -37,7 +37,10 @@ MAX_DEBUGDATA_OUT_BYTES = 128 << 20
 MAX_PERF_MAP_BYTES = 64 << 20
 
 PT_LOAD = 1
-SHT_SYMTAB, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 2, 7, 8, 11
+SHT_SYMTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 2, 6, 7, 8, 11
+DT_NULL, DT_NEEDED, DT_SONAME = 0, 1, 14
+#: DT_NEEDED entries read at most (a real program has tens)
+MAX_NEEDED = 1024
 STT_FUNC, STT_GNU_IFUNC = 2, 10
 NT_GNU_BUILD_ID = 3
 
@@ -217,6 +220,30 @@ class ElfImage:
                     return start
                 found = found if found is not None else start
         return found
+
+    def dynamic(self) -> tuple[list[str], str]:
+        """(the libraries this object needs, its DT_NEEDED entries in order; its DT_SONAME, "" when
+        none), surrogate-escaped."""
+        sec = next((x for x in self.sections if x.type == SHT_DYNAMIC), None)
+        if sec is None or sec.link >= len(self.sections):
+            return [], ""
+        table = self.data(sec, 1 << 20)
+        strings = self.data(self.sections[sec.link], 1 << 24)
+
+        def string(at: int) -> str:
+            end = strings.find(b"\0", at)
+            return strings[at : end if end >= 0 else len(strings)].decode("utf-8", "surrogateescape")
+
+        needed: list[str] = []
+        soname = ""
+        for tag, val in struct.iter_unpack("<qQ", table[: len(table) // 16 * 16]):
+            if tag == DT_NULL or len(needed) >= MAX_NEEDED:
+                break
+            if tag == DT_NEEDED and val < len(strings) and string(val):
+                needed.append(string(val))
+            elif tag == DT_SONAME and val < len(strings):
+                soname = string(val)
+        return needed, soname
 
     # -- debug links ----------------------------------------------------------------------------
     def build_id(self) -> str | None:

@@ -52,7 +52,7 @@ def current_brk(pid: int, proc_root: str = "/proc") -> int | None:
         if m.path == "[heap]":
             return m.end
     try:
-        text = Path(proc_root, str(pid), "stat").read_text()
+        text = Path(proc_root, str(pid), "stat").read_text("utf-8", "surrogateescape")
         return int(text[text.rindex(")") + 2 :].split()[44])  # field 47: start_brk
     except (OSError, ValueError, IndexError):
         return None

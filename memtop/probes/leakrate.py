@@ -48,7 +48,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 def _stime_ticks(pid: int, proc_root: str) -> int | None:
     """The process's system time so far (all its threads), in clock ticks."""
     try:
-        text = Path(proc_root, str(pid), "stat").read_text()
+        text = Path(proc_root, str(pid), "stat").read_text("utf-8", "surrogateescape")
     except OSError:
         return None
     try:
@@ -66,7 +66,11 @@ def _cpu_ns(pid: int, proc_root: str) -> int | None:
         return None
     for tid in tasks:
         try:
-            total += int(Path(proc_root, str(pid), "task", tid, "schedstat").read_text().split()[0])
+            total += int(
+                Path(proc_root, str(pid), "task", tid, "schedstat")
+                .read_text("utf-8", "surrogateescape")
+                .split()[0]
+            )
         except (OSError, ValueError, IndexError):
             continue
     return total
@@ -82,7 +86,7 @@ def _gone(pid: int, start: int | None, proc_root: str) -> bool:
     if start is None:
         return False
     try:
-        text = Path(proc_root, str(pid), "stat").read_text()
+        text = Path(proc_root, str(pid), "stat").read_text("utf-8", "surrogateescape")
         state = text[text.rindex(")") + 2 :].split()[0]
     except (OSError, ValueError, IndexError):
         return True

@@ -3,7 +3,10 @@
 Attaches per-pid uprobes on the target's libc allocator family (``bpf/leaks.bpf.c`` keeps
 per-stack totals in the kernel) and reads three maps per tick. A symbol that fails to attach is
 reported in the pid's LeakTarget record and the others run on. When a target exits, its uprobes
-are detached at the next poll and its last figures stay in the state.
+are detached at the next poll and its last figures stay in the state. When a target execs (its
+executable's identity or its stack's start changed), the old image's uprobes and allocations go
+and the new image's allocator is traced: a non-glibc one with requested sizes even in chunk-header
+mode (the ``*_exact`` return programs).
 
 Cost (bench/leaks_cost.py): where glibc is the allocator, sizes come from the chunk header so
 malloc & co. need only a return probe, and free/munmap's entry probe is moved past a leading
@@ -279,7 +282,7 @@ def probe_offset(code: bytes, base: int) -> tuple[int, str]:
 
 def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
     try:
-        text = Path(proc_root, str(pid), "stat").read_text()
+        text = Path(proc_root, str(pid), "stat").read_text("utf-8", "surrogateescape")
     except OSError:
         return None
     return int(text[text.rindex(")") + 2 :].split()[19])
@@ -287,7 +290,7 @@ def _start_time(pid: int, proc_root: str = "/proc") -> int | None:
 
 def _rss_anon_bytes(pid: int, proc_root: str = "/proc") -> int | None:
     try:
-        for line in Path(proc_root, str(pid), "status").read_text().splitlines():
+        for line in Path(proc_root, str(pid), "status").read_text("utf-8", "surrogateescape").splitlines():
             if line.startswith("RssAnon:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
@@ -295,9 +298,25 @@ def _rss_anon_bytes(pid: int, proc_root: str = "/proc") -> int | None:
     return None
 
 
+def _image(pid: int, proc_root: str = "/proc") -> tuple[int, int, int] | None:
+    """What tells one program image of ``pid`` from the next (exec keeps the pid and the start
+    time): its executable's (device, inode) and where its stack starts (a new stack at every exec,
+    placed at random, so a program exec'ing itself is seen too)."""
+    try:
+        st = os.stat(os.path.join(proc_root, str(pid), "exe"))
+        text = Path(proc_root, str(pid), "stat").read_text("utf-8", "surrogateescape")
+        return st.st_dev, st.st_ino, int(text[text.rindex(")") + 2 :].split()[25])  # field 28
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+#: the return programs a pid whose allocator is not glibc gets from a program in chunk-header mode
+EXACT_RETURNS = {"ret_realloc": "ret_realloc_exact", "ret_posix_memalign": "ret_posix_memalign_exact"}
+
+
 def _comm(pid: int, proc_root: str = "/proc") -> str:
     try:
-        return clean(Path(proc_root, str(pid), "comm").read_text().strip(), 64)
+        return clean(Path(proc_root, str(pid), "comm").read_bytes().strip(), 64)
     except OSError:
         return "?"
 
@@ -305,7 +324,7 @@ def _comm(pid: int, proc_root: str = "/proc") -> str:
 def find_libc(pid: int, proc_root: str = "/proc") -> tuple[str, int, int] | None:
     """(path, text start, text end) of the libc ``pid`` has mapped, or None."""
     try:
-        lines = Path(proc_root, str(pid), "maps").read_text().splitlines()
+        lines = Path(proc_root, str(pid), "maps").read_text("utf-8", "surrogateescape").splitlines()
     except OSError:
         return None
     for line in lines:
@@ -332,6 +351,9 @@ class _Target:
     exited_ts_ns: int = 0
     symbolizer: Any = None
     allocator: str = ""
+    #: the program image traced (_image) and how many execs replaced it while traced
+    image: tuple[int, int, int] | None = None
+    execs: int = 0
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -451,6 +473,7 @@ class LeaksProbe(BpfProbe):
         # attach, and the verifier's time between malloc's entry probe and its return probe would
         # be a window where allocations are seen going in but not coming out
         names = {fn for specs in (SPECS_HEADER, SPECS_EXACT) for _s, e, r in specs for fn in (e, r) if fn}
+        names |= set(EXACT_RETURNS.values())
         if self.stack_at_entry:
             names.add("enter_stack")
         bcc_compat.load_uprobe_programs(self.bpf, sorted(names))
@@ -481,6 +504,7 @@ class LeaksProbe(BpfProbe):
         if t.start_time is None:
             t.state, t.message = "failed", "process not found"
             return
+        t.image = _image(t.pid, self.proc_root)
         alloc = self._allocator(t.pid)
         t.allocator = alloc.lane
         if not alloc.traceable:
@@ -489,7 +513,12 @@ class LeaksProbe(BpfProbe):
         table = self.bpf["libc_text"]
         if not alloc.static:  # mmap calls from inside the allocator are its own
             table[table.Key(t.pid)] = table.Leaf(alloc.lo, alloc.hi)
-        plan = probe_plan(t.pid, alloc, bool(self.exact_sizes), self.proc_root)
+        # a non-glibc allocator has no chunk headers to read sizes from: requested sizes, whatever
+        # mode the program runs in (a pid that exec'd into jemalloc under a glibc-mode program)
+        exact = bool(self.exact_sizes) or not alloc.header_sizes
+        plan = probe_plan(t.pid, alloc, exact, self.proc_root)
+        if exact and not self.exact_sizes:
+            plan = [(p, [(s, e, EXACT_RETURNS.get(r or "", r)) for s, e, r in sp]) for p, sp in plan]
         if self.stack_at_entry:
             plan = [(p, [(s, "enter_stack" if r == "ret_hdr" else e, r) for s, e, r in sp]) for p, sp in plan]
         t.symbolizer = symbols.Symbolizer(t.pid, self.proc_root)
@@ -591,6 +620,54 @@ class LeaksProbe(BpfProbe):
                 )
                 continue
             self._attach_pid(t)
+
+    def _on_exec(self, t: _Target) -> None:
+        """``t`` exec'd: the old image's uprobes, allocations and symbols go; the new image's
+        allocator is found and traced."""
+        was = t.allocator
+        self._detach_pid(t)
+        dropped = self._forget_pid(t.pid)
+        if t.symbolizer is not None:
+            t.symbolizer.close()
+            t.symbolizer = None
+        self._allocators.pop(t.pid, None)
+        t.execs += 1
+        t.comm = _comm(t.pid, self.proc_root)
+        t.symbols, t.failed, t.state = [], [], "attaching"
+        self._attach_pid(t)
+        t.message = (
+            f"exec'd (was {was or 'not traced'}; {dropped} outstanding allocations of the old image "
+            f"dropped); {t.message}"
+        )
+
+    def _forget_pid(self, pid: int) -> int:
+        """Drop ``pid``'s allocations from the kernel tables and this probe's caches (its address
+        space went with an exec); how many blocks were outstanding."""
+        assert self.bpf is not None
+        stats = self.bpf["stats"]
+        for key in [k for k in stats.keys() if int(k.pid) == pid]:
+            try:
+                del stats[key]
+            except KeyError:
+                pass
+        addr_map, info_map = self._alloc_table()
+        addrs = self.bpf["alloc_addr"]
+        isz = ALLOC_INFO.layout.size or 0
+        dropped = 0
+        with memoryview(info_map) as info:
+            mine = [i for i in live_slots(addr_map) if ALLOC_INFO.unpack_from(info, i * isz)[0] == pid]
+        for i in mine:  # tombstones: searches go on past them, new blocks may take them
+            addrs[addrs.Key(i)] = addrs.Leaf(A_FREED)
+            dropped += 1
+        text = self.bpf["libc_text"]
+        try:
+            del text[text.Key(pid)]
+        except KeyError:
+            pass
+        for cache in (self._frames, self._last_emitted, self._ages):
+            for key in [k for k in cache if k[0] == pid]:
+                del cache[key]
+        return dropped
 
     def _detach_pid(self, t: _Target) -> None:
         if self.bpf is None:
@@ -703,6 +780,10 @@ class LeaksProbe(BpfProbe):
         for t in self.targets.values():
             if t.state == "tracing" and _start_time(t.pid, self.proc_root) != t.start_time:
                 exiting.append(t)
+            elif t.state == "tracing" and t.image is not None:
+                image = _image(t.pid, self.proc_root)
+                if image is not None and image != t.image:
+                    self._on_exec(t)
         if exiting:
             self._ages_next = 0.0  # the final figures of an exiting pid include its ages
         _k, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "stats")
@@ -760,6 +841,7 @@ class LeaksProbe(BpfProbe):
                     tracked_allocs=tracked.get(t.pid, 0),
                     exited_ts_ns=t.exited_ts_ns,
                     allocator=t.allocator,
+                    execs=t.execs,
                 )
             )
         c = self._counters()

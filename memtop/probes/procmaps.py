@@ -240,7 +240,9 @@ def read_rollup(pid: int, proc_root: str | Path = "/proc") -> Rollup | None:
     """One read of /proc/PID/smaps_rollup; None when the process is gone (or the kernel, older
     than 4.14, has no such file)."""
     try:
-        return parse_rollup((Path(proc_root) / str(pid) / "smaps_rollup").read_text())
+        return parse_rollup(
+            (Path(proc_root) / str(pid) / "smaps_rollup").read_text("utf-8", "surrogateescape")
+        )
     except (OSError, ProcessLookupError):
         return None
 
@@ -248,7 +250,7 @@ def read_rollup(pid: int, proc_root: str | Path = "/proc") -> Rollup | None:
 def is_alive(pid: int, proc_root: str | Path = "/proc") -> bool:
     """True while ``pid`` runs (a zombie has no memory left and counts as gone)."""
     try:
-        text = (Path(proc_root) / str(pid) / "stat").read_text()
+        text = (Path(proc_root) / str(pid) / "stat").read_text("utf-8", "surrogateescape")
     except OSError:
         return False
     state = text[text.rindex(")") + 2 :].split(None, 1)[0]

@@ -209,6 +209,13 @@ def resolve_functions(
     return out
 
 
+def dynamic(pid: int, module: str) -> tuple[list[str], str] | None:
+    """(the libraries ``module`` needs, its DT_NEEDED entries in order; its DT_SONAME) for a path
+    as ``pid`` maps it; None when it cannot be read."""
+    res = HELPER.call("dynamic", pid=pid, module=module)
+    return None if res is None else ([str(n) for n in res[0]], str(res[1]))
+
+
 class Symbolizer:
     """Frames of one process, through the helper, cached per address."""
 
@@ -373,6 +380,8 @@ class _Server:
             )
         if op == "resolve":
             return self.resolve(proc_root, pid, str(req["module"]), [str(n) for n in req["names"]])
+        if op == "dynamic":
+            return self.dynamic(proc_root, pid, str(req["module"]))
         if op == "forget":
             self.maps.pop(pid, None)
             self.perf_maps.pop(pid, None)
@@ -388,6 +397,19 @@ class _Server:
                     return m
         return None
 
+    def _open_mapped(self, proc_root: str, pid: int, m: _Map) -> Any:
+        """(fd, ELF headers) of the file of mapping ``m``, or None: the mapped file itself,
+        whatever has become of its path since; else the path, if it is still that file."""
+        opened = self.elf.open_elf(f"{proc_root}/{pid}/map_files/{m.start:x}-{m.end:x}")
+        if opened is None:
+            opened = self.elf.open_elf(f"{proc_root}/{pid}/root{m.path}")
+            if opened is not None:
+                st = os.fstat(opened[0])
+                if st.st_ino != m.inode or (os.major(st.st_dev), os.minor(st.st_dev)) != m.dev:
+                    os.close(opened[0])
+                    opened = None
+        return opened
+
     def _module(self, proc_root: str, pid: int, m: _Map) -> Any:
         """The parsed file of mapping ``m`` (cached by file identity and root), or None."""
         root = f"{proc_root}/{pid}/root"
@@ -399,16 +421,7 @@ class _Server:
         if key in self.modules:
             self.modules.move_to_end(key)
             return self.modules[key]
-        # the mapped file itself, whatever has become of its path since; else the path, if it is
-        # still that file
-        opened = self.elf.open_elf(f"{proc_root}/{pid}/map_files/{m.start:x}-{m.end:x}")
-        if opened is None:
-            opened = self.elf.open_elf(f"{root}{m.path}")
-            if opened is not None:
-                st = os.fstat(opened[0])
-                if st.st_ino != m.inode or (os.major(st.st_dev), os.minor(st.st_dev)) != m.dev:
-                    os.close(opened[0])
-                    opened = None
+        opened = self._open_mapped(proc_root, pid, m)
         mod = self.elf.load_module(opened[0], opened[1], m.path, root) if opened is not None else None
         self.modules[key] = mod
         while len(self.modules) > MAX_MODULES:
@@ -421,7 +434,9 @@ class _Server:
         if pid not in self.perf_maps:
             nstgid = pid
             try:
-                for line in Path(f"{proc_root}/{pid}/status").read_text().splitlines():
+                for line in (
+                    Path(f"{proc_root}/{pid}/status").read_text("utf-8", "surrogateescape").splitlines()
+                ):
                     if line.startswith("NStgid:"):
                         nstgid = int(line.split()[-1])
             except (OSError, ValueError):
@@ -464,6 +479,23 @@ class _Server:
             for (i, _v), line in zip(items, _addr2line(fd, [v for _, v in items]), strict=True):
                 out[i][3] = line
         return out
+
+    def dynamic(self, proc_root: str, pid: int, module: str) -> list[Any] | None:
+        """[DT_NEEDED names, DT_SONAME] of ``module`` as ``pid`` maps it; None when it is not a
+        readable ELF file mapped by ``pid``."""
+        maps = _read_maps_raw(proc_root, pid)
+        self.maps[pid] = maps
+        m = next((m for m in maps if m.path == module), None)
+        # the headers and the dynamic section only: no symbol table is loaded for this (a
+        # process's every library is asked about, most of them never symbolized)
+        opened = self._open_mapped(proc_root, pid, m) if m is not None else None
+        if opened is None:
+            return None
+        try:
+            needed, soname = opened[1].dynamic()
+        finally:
+            os.close(opened[0])
+        return [needed, soname]
 
     def resolve(self, proc_root: str, pid: int, module: str, names: list[str]) -> dict[str, Any]:
         maps = _read_maps_raw(proc_root, pid)

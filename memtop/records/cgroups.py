@@ -74,6 +74,9 @@ class CgroupGone(Record):
 @dataclass(frozen=True, slots=True)
 class CgroupPoll(Record):
     """Sent on every poll of the cgroups probe, after its samples: a cgroup not resent in this
-    poll did not change (its rates are zero now). ``cgroups``: how many it read."""
+    poll did not change (its rates are zero now). ``cgroups``: how many it read; ``over_limit``:
+    how many more its last walk found and left out, past ``max_cgroups``."""
 
     cgroups: int
+    over_limit: int = 0
+    max_cgroups: int = 0

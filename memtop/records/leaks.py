@@ -55,6 +55,9 @@ class LeakTarget(Record):
     exited_ts_ns: int = 0
     #: the allocator lane it is traced with (memtop.probes.allocators), "" when not known
     allocator: str = ""
+    #: how many times it exec'd while traced: each exec drops the old image's allocations (the
+    #: state forgets its stacks) and traces the new image's allocator
+    execs: int = 0
 
 
 @record("leak_calls")

@@ -110,6 +110,9 @@ class CgroupsState(SubState):
         self.probed: dict[str, Probed] = {}
         #: reclaim episodes whose task's cgroup memtop did not know
         self.unattributed = 0
+        #: cgroups the probe's last walk left out past its limit (``max_cgroups``; 0: unknown)
+        self.over_limit = 0
+        self.max_cgroups = 0
         #: per cgroup2 id and kind, the kernel's own aggregate: (events, total_ns, max_ns, pages)
         self.kernel_reclaim: dict[tuple[int, str], tuple[int, int, int, int]] = {}
         self.kernel_dropped = 0
@@ -168,6 +171,7 @@ class CgroupsState(SubState):
                 self._on_sample(rec, ts)
                 sent.add(rec.path)
             elif isinstance(rec, CgroupPoll):
+                self.over_limit, self.max_cgroups = rec.over_limit, rec.max_cgroups
                 self._on_poll(sent)
             elif isinstance(rec, CgroupGone):
                 gone = self.rows.pop(rec.path, None)

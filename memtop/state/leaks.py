@@ -63,6 +63,11 @@ class LeaksState(SubState):
                 row.history.append((ts, rec.outstanding_bytes))
             elif isinstance(rec, LeakTarget):
                 seen = True
+                before = self.targets.get(rec.pid)
+                if before is not None and rec.execs > before.execs:
+                    # it exec'd: the old image's allocations went with its address space
+                    for key in [k for k in self.stacks if k[0] == rec.pid]:
+                        del self.stacks[key]
                 self.targets[rec.pid] = rec
             elif isinstance(rec, LeakPreflight):
                 self.preflight = rec

@@ -297,6 +297,9 @@ class CgroupsView(View):
             "unattributed_reclaims": (
                 st.unattributed if st.rows and (measuring(state, "vmscan") or st.probed) else None
             ),
+            # past the probe's limit the largest are read, the rest left out: said, never silent
+            "over_limit": st.over_limit if measuring(state, "cgroups") else None,
+            "max_cgroups": st.max_cgroups or None,
         }
         target = opts.extra.get("cgroup")
         if isinstance(target, str) and target in by_path:
@@ -392,5 +395,10 @@ class CgroupsView(View):
         if doc.get("unattributed_reclaims"):
             lines.append(
                 f"memcg reclaim episodes of processes in no known cgroup: {doc['unattributed_reclaims']}"
+            )
+        if doc.get("over_limit"):
+            lines.append(
+                f"{doc['over_limit']} more cgroups past the limit of {doc['max_cgroups']} not read "
+                "(the largest kept, by memory usage)"
             )
         return "\n".join(lines) + "\n"

@@ -211,6 +211,7 @@ class LeaksView(View):
                     "allocator": t.allocator or None,
                     "symbols": list(t.symbols),
                     "failed_symbols": list(t.failed_symbols),
+                    "execs": t.execs,
                 }
                 for _, t in sorted(leaks.targets.items())
             ],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -15,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,6 +54,8 @@ BUILDS = {
     "musl": ["musl-gcc", SRC],
     "musl-static": ["musl-gcc", "-static", "-DSTATIC", SRC],
     "cxx-jemalloc": ["g++", "-DUSE_NEW", "-x", "c", SRC, "-x", "c++", CXX, "-ldl", "-ljemalloc"],
+    # tcmalloc mapped, but dlopen'ed RTLD_LOCAL: the program's own malloc is still glibc's
+    "tcmalloc-dlopen-local": ["gcc", '-DDLOPEN_LOCAL="libtcmalloc.so.4"', SRC, "-ldl"],
 }
 
 
@@ -127,7 +131,9 @@ def command(case: str) -> Iterator[tuple[list[str], dict[str, str] | None, str]]
     """(argv, environment, the lane memtop must name) for a case."""
     args = ["2", "60"]
     if case in BUILDS:
-        lane = {"musl-static": "static", "cxx-jemalloc": "jemalloc"}.get(case, case)
+        lane = {"musl-static": "static", "cxx-jemalloc": "jemalloc", "tcmalloc-dlopen-local": "glibc"}.get(
+            case, case
+        )
         yield [str(build(f"laneleak-{case}", BUILDS[case])), *args], None, lane
     elif case == "jemalloc-preload":
         env = dict(os.environ, LD_PRELOAD=f"{LIBDIR}/libjemalloc.so.2")
@@ -245,3 +251,73 @@ def test_byte_sampling_estimates_within_ten_percent(case: str) -> None:
         finally:
             probe.close()
             leaker.kill()
+
+
+@pytest.mark.bpf
+def test_an_exec_under_tracing_traces_the_new_image_and_drops_the_old() -> None:
+    """A glibc leaker execs a jemalloc-linked one (the same pid): the old image's uprobes and
+    allocations go, jemalloc is found and traced, and only the new image's leak is outstanding,
+    as it counted it."""
+    # a name of its own: /tmp/memtop-test-bin is shared, and a laneleak-glibc built from a source
+    # without the exec (another checkout's) must not stand in for this one
+    glibc = build("laneleak-glibc-exec", BUILDS["glibc"])
+    jemalloc = build("laneleak-jemalloc", BUILDS["jemalloc"])
+    leaker = Leaker([str(glibc), "2", "0", str(jemalloc), "2", "60"])
+    probe = LeaksProbe([leaker.pid])
+    state = State(mode="bpf")
+    view = LeaksView()
+
+    def tick() -> None:
+        state.apply(Batch(now_ns(), tuple(probe.poll())))
+
+    def lines(prefix: str, n: int) -> list[str]:
+        end = time.monotonic() + 60
+        while True:
+            with leaker._cv:
+                got = [x for x in leaker.lines if x.startswith(prefix)]
+                if len(got) >= n:
+                    return got
+                assert time.monotonic() < end, f"no {n} {prefix!r} lines in {leaker.lines}"
+                leaker._cv.wait(1)
+
+    try:
+        probe.load()
+        assert probe.targets[leaker.pid].message.startswith("glibc: ")
+        lines("leaked", 1)
+        tick()
+        first = view.rows(state, Options())
+        assert first and first[0]["outstanding_bytes"] > 0  # the glibc image's leak
+        os.kill(leaker.pid, signal.SIGUSR1)  # now exec
+        lines("ready", 2)  # the new image runs, waiting for a probe on jemalloc's malloc
+        end = time.monotonic() + 30
+        while probe.targets[leaker.pid].allocator != "jemalloc":
+            assert time.monotonic() < end, probe.targets[leaker.pid]
+            tick()
+        t = probe.targets[leaker.pid]
+        assert t.state == "tracing" and t.execs == 1, (t.state, t.message)
+        assert t.message.startswith("exec'd (was glibc; ") and "jemalloc: " in t.message, t.message
+        _, leaked_bytes, leaked_count = lines("leaked", 2)[1].split()
+
+        def leak_rows() -> list[dict[str, Any]]:
+            tick()
+            rows = view.rows(state, Options())
+            return [r for r in rows if any(f.startswith("leak_here+") for f in r["frames"][:2])]
+
+        end = time.monotonic() + 30  # until its last block's return probe has been read
+        while not (here := leak_rows()) or here[0]["allocations"] < int(leaked_count):
+            if time.monotonic() > end:
+                break
+        rows = view.rows(state, Options())
+        doc = view.document(state, Options())
+        assert doc["targets"][0]["allocator"] == "jemalloc" and doc["targets"][0]["execs"] == 1
+        # what is outstanding is the new image's leak alone (the old one's 200 blocks are gone)
+        total = sum(r["outstanding_bytes"] for r in rows)
+        assert here, rows[:3]
+        top = here[0]
+        assert any("laneleak-jemalloc" in f for f in top["frames"]), top["frames"]
+        assert abs(top["outstanding_bytes"] - int(leaked_bytes)) <= 0.01 * int(leaked_bytes), top
+        assert abs(top["allocations"] - int(leaked_count)) <= max(1, 0.01 * int(leaked_count))
+        assert total <= 1.05 * int(leaked_bytes), rows[:5]
+    finally:
+        probe.close()
+        leaker.kill()

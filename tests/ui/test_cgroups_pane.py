@@ -109,3 +109,27 @@ async def test_enter_in_the_filter_gives_the_rows_back_and_selects_the_first_mat
         await pilot.press("slash")  # opens again with the filter in it
         await pilot.pause(0.1)
         assert box.value == "rec_" and not box.has_class("hidden")
+
+
+async def test_the_status_line_says_how_many_cgroups_were_left_out() -> None:
+    """Past the cgroups probe's limit, the status line says how many it did not read."""
+    from support import FakeSource
+
+    from memtop.records import Batch, ProbeStatus
+    from memtop.records.cgroups import CgroupLayout, CgroupPoll, CgroupSample
+
+    recs = (
+        ProbeStatus("cgroups", "attached", "test"),
+        CgroupLayout("v1", "/sys/fs/cgroup/memory", 1, "", False),
+        CgroupSample("/", 1, usage_bytes=1 << 30),
+        CgroupSample("/big", 1, usage_bytes=1 << 29),
+        CgroupPoll(2, over_limit=1234, max_cgroups=5000),
+    )
+    src = FakeSource([Batch(1_000_000_000, recs)])
+    app = MemtopApp(src, interval_s=1.0, initial_pane="cgroups")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await app.runner.tick()
+        app.redraw()
+        await pilot.pause()
+        status = str(app.query_one("#cgroups-status").render())
+        assert "1,234 more past the limit of 5,000 not read (the largest kept)" in status, status

@@ -17,6 +17,7 @@ from memtop.probes.kernel import KernelProbe
 from memtop.records import Batch, ProbeStatus
 from memtop.records.kernel import SlabTrace
 from memtop.ui.app import MemtopApp
+from memtop.views.kernel import SLAB_TRACERS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernel"
 
@@ -214,3 +215,48 @@ async def test_the_tracer_line_says_what_was_hooked_and_f_traces_the_frees(tmp_p
         assert "Σnet 1856" in detail  # (30 sampled - 1 freed) x 64 dentries
         status = text_of(app, "#kernel-status")
         assert "slabfrees: attached" in status and "slabtrace" not in status
+
+
+class ExclusiveSource(FakeSource):
+    """Keeps which tracers are on as the live source does: on is refused for one already on, off
+    says whether there was one to stop."""
+
+    def __init__(self, batches: list[Batch]) -> None:
+        super().__init__(batches)
+        self.on: set[str] = set()
+
+    def trace_kernel(self, tracer: str, on: bool) -> bool:
+        self.kernel_traced.append((tracer, on))
+        was = tracer in self.on
+        if on:
+            self.on.add(tracer)
+        else:
+            self.on.discard(tracer)
+        return not was if on else was
+
+
+async def test_slab_tracer_keys_keep_one_tracer_and_leaving_stops_it(tmp_path: Path) -> None:
+    """f then k (and every other order of the slab keys) runs one slab tracer at a time: each
+    key stops the one running before it starts another; leaving the pane stops the last."""
+    src = ExclusiveSource(batches(proc_root(tmp_path)))
+    app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ticked(app, pilot, 4)
+        app.query_one("#kernel-table", DataTable).focus()
+        expected = {"f": "slabfrees", "k": "slabstacks", "t": "slabtrace"}
+        for key in "fkfktkkfft":
+            before = set(src.on)
+            await pilot.press(key)
+            slab = src.on & set(SLAB_TRACERS)
+            assert len(slab) <= 1, (key, src.on)
+            # the tracer the key names, or none when it stopped the one running (a toggle)
+            assert slab in ({expected[key]}, {"slabtrace"}, set()), (key, before, src.on)
+        await pilot.press("f", "k", "p")
+        assert src.on == {"slabstacks", "pagealloc"}
+        await pilot.press("1")  # leave the pane
+        await pilot.pause()
+        assert src.on == set(), src.kernel_traced
+        # every tracer started was stopped once, in the order asked
+        starts = [t for t, on in src.kernel_traced if on]
+        stops = [t for t, on in src.kernel_traced if not on]
+        assert sorted(starts) == sorted(stops)

@@ -7,8 +7,17 @@
 // LEAK_S seconds from leak_here() and churns 100 small blocks a tick from churn_here(); prints
 // "leaked <bytes> <count>" and churns on for TAIL_S seconds.
 //
-// usage: laneleak [LEAK_S] [TAIL_S]     (built with -DUSE_NEW: leaks and churns with new/delete)
+// Built with -DDLOPEN_LOCAL='"libtcmalloc.so.4"' it first dlopens that library RTLD_LOCAL (as a
+// plugin bringing its own allocator would) and allocates and frees once through its malloc, found
+// with dlsym: the program's own malloc calls still go to the global scope's (libc).
+//
+// Given a program after TAIL_S, once it has leaked it waits for SIGUSR1 and execs that program
+// (with the arguments that follow) instead of churning on: the same pid, a new image with the old
+// one's allocations gone.
+//
+// usage: laneleak [LEAK_S] [TAIL_S] [PROGRAM ARGS...]  (-DUSE_NEW: leaks and churns with new/delete)
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +81,26 @@ static void tick(struct timespec *next) {
 }
 
 int main(int argc, char **argv) {
+    sigset_t usr1;  // blocked from the start: a SIGUSR1 before the wait is kept, not fatal
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     double leak_s = argc > 1 ? atof(argv[1]) : 2.0;
     double tail_s = argc > 2 ? atof(argv[2]) : 60.0;
+#ifdef DLOPEN_LOCAL
+    void *lib = dlopen(DLOPEN_LOCAL, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "laneleak: %s\n", dlerror());
+        return 1;
+    }
+    void *(*lib_malloc)(size_t) = (void *(*)(size_t))dlsym(lib, "malloc");
+    void (*lib_free)(void *) = (void (*)(void *))dlsym(lib, "free");
+    if (!lib_malloc || !lib_free) {
+        fprintf(stderr, "laneleak: no malloc/free in %s\n", DLOPEN_LOCAL);
+        return 1;
+    }
+    lib_free(lib_malloc(100));
+#endif
 #ifdef STATIC
     volatile unsigned char *m = (volatile unsigned char *)(uintptr_t)&malloc;
 #else
@@ -100,6 +127,15 @@ int main(int argc, char **argv) {
     }
     printf("leaked %zu %zu\n", leaked_bytes, leaked_count);
     fflush(stdout);
+#ifndef STATIC
+    if (argc > 3) {
+        int sig = 0;
+        sigwait(&usr1, &sig);
+        execv(argv[3], &argv[3]);
+        perror("laneleak: execv");
+        return 1;
+    }
+#endif
     end = now_s() + tail_s;
     while (now_s() < end) {
         churn_here();

@@ -64,6 +64,12 @@ class CgroupsPane(FilterablePane, SortableTablePane):
                 status.append(f" · memory v{lay['memory_version']}")
             status.append(" · PSI " + ("on" if lay["psi"] else "off"))
         status.append(f" · {fmt.plural(len(doc['rows']), 'cgroup')}")
+        if doc["over_limit"]:
+            status.append(
+                f" · {doc['over_limit']:,} more past the limit of {doc['max_cgroups']:,} not read "
+                "(the largest kept)",
+                style="yellow",
+            )
         label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
         status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
         depth = self.opts.extra.get("depth") or 0
