@@ -525,43 +525,7 @@ class LeaksProbe(BpfProbe):
         t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
         seen: dict[tuple[str, int], str] = {}
         for path, specs in plan:
-            try:
-                # the entries, from the file the process maps (by the symbol helper, bounded in
-                # time: a target's files cannot hold the attach up)
-                found = symbols.resolve_functions(t.pid, path, [sym for sym, _e, _r in specs])
-            except symbols.SymbolError as exc:
-                t.failed.append(f"{clean(os.path.basename(path), 80)}: {exc}")
-                continue
-            for sym, enter_fn, ret_fn in specs:
-                where = found.get(sym, "not looked up")
-                if isinstance(where, str):  # one symbol failing is reported, not fatal
-                    if not where.startswith("no function"):  # one the object lacks is no failure
-                        t.failed.append(f"{sym}: {clean(where, 200)}")
-                    continue
-                mod_path, off, code, base = where
-                if (mod_path, off) in seen:  # an alias (memalign = aligned_alloc): one probe serves both
-                    t.symbols.append(f"{sym}={seen[(mod_path, off)]}")
-                    continue
-                seen[(mod_path, off)] = sym
-                # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
-                # still finds the return address at rsp
-                delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
-                try:
-                    if enter_fn is not None:
-                        t.events.append(
-                            bcc_compat.attach_uprobe_at(
-                                self.bpf, enter_fn, mod_path, off + delta, t.pid, False
-                            )
-                        )
-                    if ret_fn is not None:
-                        t.events.append(
-                            bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True)
-                        )
-                except Exception as exc:  # noqa: BLE001
-                    t.failed.append(f"{sym}: {clean(str(exc), 200)}")
-                    continue
-                t.symbols.append(sym)
-                self._how[sym.removeprefix(alloc.prefix)] = how
+            self._attach_file(t, alloc, path, specs, seen)
         attached = {s.split("=", 1)[0] for s in t.symbols}
         missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
         if missing:
@@ -573,19 +537,70 @@ class LeaksProbe(BpfProbe):
             t.state, t.message = "exited", "exited while attaching"
             return
         t.state = "tracing"
+        t.message = self._tracing_message(t, alloc)
+
+    def _attach_file(
+        self,
+        t: _Target,
+        alloc: allocators.Allocator,
+        path: str,
+        specs: list[tuple[str, str | None, str | None]],
+        seen: dict[tuple[str, int], str],
+    ) -> None:
+        """Attach the entry and return probes of ``specs`` (symbol, entry program, return
+        program) in the file at ``path``; ``seen`` holds the addresses already probed (aliases)."""
+        try:
+            # the entries, from the file the process maps (by the symbol helper, bounded in
+            # time: a target's files cannot hold the attach up)
+            found = symbols.resolve_functions(t.pid, path, [sym for sym, _e, _r in specs])
+        except symbols.SymbolError as exc:
+            t.failed.append(f"{clean(os.path.basename(path), 80)}: {exc}")
+            return
+        for sym, enter_fn, ret_fn in specs:
+            where = found.get(sym, "not looked up")
+            if isinstance(where, str):  # one symbol failing is reported, not fatal
+                if not where.startswith("no function"):  # one the object lacks is no failure
+                    t.failed.append(f"{sym}: {clean(where, 200)}")
+                continue
+            mod_path, off, code, base = where
+            if (mod_path, off) in seen:  # an alias (memalign = aligned_alloc): one probe serves both
+                t.symbols.append(f"{sym}={seen[(mod_path, off)]}")
+                continue
+            seen[(mod_path, off)] = sym
+            # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
+            # still finds the return address at rsp
+            delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
+            try:
+                if enter_fn is not None:
+                    t.events.append(
+                        bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False)
+                    )
+                if ret_fn is not None:
+                    t.events.append(
+                        bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True)
+                    )
+            except Exception as exc:  # noqa: BLE001
+                t.failed.append(f"{sym}: {clean(str(exc), 200)}")
+                continue
+            t.symbols.append(sym)
+            self._how[sym.removeprefix(alloc.prefix)] = how
+
+    def _tracing_message(self, t: _Target, alloc: allocators.Allocator) -> str:
+        """The target's line once it traces: the lane, what was probed, what it cannot see."""
         probed = len([s for s in t.symbols if "=" not in s])
-        t.message = f"{alloc.lane}: {probed} symbols in {os.path.basename(alloc.path)}"
+        message = f"{alloc.lane}: {probed} symbols in {os.path.basename(alloc.path)}"
         if alloc.static:
-            t.message += " (static: its own mmap calls are not traced)"
+            message += " (static: its own mmap calls are not traced)"
         # what it held before: allocations made before attach are not seen (nor their frees)
         anon = _rss_anon_bytes(t.pid, self.proc_root)
         if self.sample_bytes:
-            t.message += f"; byte sampling every ~{fmt.bytes_h(self.sample_bytes)}: bytes are estimates"
-        t.message += f"; counting since {time.strftime('%H:%M:%S')}"
+            message += f"; byte sampling every ~{fmt.bytes_h(self.sample_bytes)}: bytes are estimates"
+        message += f"; counting since {time.strftime('%H:%M:%S')}"
         if anon is not None:
-            t.message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
+            message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
         if alloc.note:
-            t.message += f"; {alloc.note}"
+            message += f"; {alloc.note}"
+        return message
 
     def add_pids(self, pids: Sequence[int]) -> None:
         """Trace more pids with the running program (attached at the next poll, in the probe's
