@@ -646,6 +646,10 @@ class Bridge:
         self._failing[p.name] = (failures, since)
         wait = backoff_s(failures)
         self._retry_at[p.name] = self.clock() + wait
+        try:
+            p.poll_failed()
+        except Exception:  # noqa: BLE001 - its next poll says whether it works
+            log.exception("probe %s could not reset after a failed poll", p.name)
         if failures == 1:  # the traceback once per run of failures, not once a minute for weeks
             log.exception("probe %s poll failed; retrying with backoff", p.name)
         else:

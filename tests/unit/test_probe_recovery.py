@@ -182,3 +182,49 @@ def test_a_failing_poll_is_retried_with_backoff_and_recovers(
     tick()
     assert probe.polls == polls + 2
     bridge.close()
+
+
+def test_the_retry_reads_afresh_once_the_cause_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup whose very name makes the poll fail (as a name that is not UTF-8 made the cgroups
+    probe's hashing of it fail) is in the listing the probe walks every 5 polls: once it is
+    removed, the first retry must walk again rather than fail on the stale listing until the
+    next walk, which the backoff spaces out to minutes."""
+    v2_tree(tmp_path / "cg")
+    real_read = cgroupfs.HeldFiles.read
+
+    def read(self: cgroupfs.HeldFiles, path: str, size: int = 4096) -> str | None:
+        if "/bad" in path:  # fails by name, whether or not it is still there
+            raise UnicodeEncodeError("utf-8", path, 0, 1, "surrogates not allowed")
+        return real_read(self, path, size)
+
+    monkeypatch.setattr(cgroupfs.HeldFiles, "read", read)
+    probe = TreeProbe(tmp_path / "cg")
+    bridge = Bridge([probe])
+    now = [1000.0]
+    bridge.clock = lambda: now[0]
+    runner = Runner(bridge)
+    asyncio.run(runner.start())
+    bad = tmp_path / "cg" / "bad"
+    bad.mkdir()
+    (bad / "memory.current").write_text("4096\n")
+    for _ in range(10):  # found at the next walk
+        now[0] += 1.0
+        bridge.publish(bridge.poll_sync())
+        if runner.state.statuses["cgroups"].state == "erroring":
+            break
+    assert runner.state.statuses["cgroups"].state == "erroring"
+    for _ in range(8):  # a few failures: the retries are spaced out
+        now[0] += 1.0
+        bridge.publish(bridge.poll_sync())
+    failures = runner.state.statuses["cgroups"].failures
+    assert failures >= 3
+    (bad / "memory.current").unlink()
+    bad.rmdir()
+    polls = probe.polls
+    while probe.polls == polls:  # the next attempt, whenever the backoff lets it
+        now[0] += 1.0
+        bridge.publish(bridge.poll_sync())
+    assert runner.state.statuses["cgroups"].state == "attached"
+    bridge.close()
