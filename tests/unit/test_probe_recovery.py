@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.core import Metric
+from prometheus_client.exposition import generate_latest
 from test_cgroupfs import MiB, v2_tree
 
 from memtop import cgroupfs
 from memtop.bridge import BACKOFF_MAX_S, Bridge, backoff_s, poll_reason
 from memtop.export.metrics import Accumulators, Options, families
+from memtop.export.server import Exporter, registry_for
 from memtop.probes.base import Probe
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.records import Record
@@ -143,6 +145,10 @@ def test_a_failing_poll_is_retried_with_backoff_and_recovers(
     )
     last = fams["memtop_probe_last_success_timestamp_seconds"].samples
     assert any(s.labels["probe"] == "cgroups" for s in last)
+    # what --textfile writes (the same registry /metrics serves)
+    text = generate_latest(registry_for(Exporter(runner, Options()))).decode()
+    assert "container_memory_usage_bytes{" not in text
+    assert 'memtop_probe_poll_failures{probe="cgroups"} 1.0' in text
 
     # retried after 1 s, then 2, 4, 8: the gaps between attempts grow; the ticker runs every tick
     attempts: list[float] = []
