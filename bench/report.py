@@ -548,7 +548,7 @@ def soak(r: dict[str, Any]) -> Iterator[Row]:
 
 
 def soak_export(r: dict[str, Any]) -> Iterator[Row]:
-    cmd = f"`{PY} bench/soak_export.py --minutes {r['minutes']:g}`"
+    cmd = f"`{PY} bench/soak_export.py --minutes {r['minutes']:g} --warmup-minutes {r['warmup_minutes']:g}`"
     what = (
         f"export soak ({r['minutes']:g} min, {r['processes_spawned']:,} processes, {r['memcgs_made']} memcgs)"
     )

@@ -306,7 +306,12 @@ def main(minutes: float = 240.0, warmup_minutes: float = 2.0, profile: str | Non
                         del pending[name]
             if t >= next_rss:
                 next_rss += 10.0
-                rss.append((round(t, 1), status_kb(exporter.pid, "RssAnon", "RssFile", "VmRSS")))
+                sample = status_kb(exporter.pid, "RssAnon", "RssFile", "VmRSS")
+                # what the machine held then (other work shares it: a step in RssAnon with a
+                # step here is the exporter holding more rows, not a leak)
+                sample["memcgs"] = sum(len(dirs) for _, dirs, _ in os.walk(CG1))
+                sample["processes"] = sum(1 for d in os.listdir("/proc") if d.isdigit())
+                rss.append((round(t, 1), sample))
             time.sleep(max(0.0, 1.0 - (time.monotonic() - t0 - t)))
         # the causes are gone: every probe attached again (the backoff is at most a minute)
         if causes is not None:
