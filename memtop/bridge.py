@@ -659,7 +659,8 @@ class Bridge:
                 p.name,
                 "erroring",
                 poll_reason(exc),
-                f"retried every {wait:g} s at most; it recovers by itself when the cause goes",
+                f"next attempt in {wait:g} s (the wait doubles up to {BACKOFF_MAX_S:g} s); it recovers "
+                "by itself when the cause goes",
                 failures=failures,
                 since_ns=since,
                 last_ok_ns=self._last_ok_ns.get(p.name, 0),
