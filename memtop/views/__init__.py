@@ -124,8 +124,18 @@ def probe_status(state: State, name: str) -> dict[str, Any]:
 
 def stale_probes(state: State, names: tuple[str, ...]) -> list[str]:
     """Those of ``names`` that fed figures once but have missed :data:`STALE_AFTER_TICKS` ticks
-    of readings since (erroring, or failed or detached after reading): what they fed is old."""
-    return [n for n in names if state.missed_ticks(n) >= STALE_AFTER_TICKS]
+    of readings since, erroring or failed: what they fed is old. A probe detached on purpose (a
+    tracer the user turned off) is not one: its figures are marked stopped by its pane."""
+    out = []
+    for n in names:
+        st = state.statuses.get(n)
+        if (
+            st is not None
+            and st.state in ("erroring", "failed")
+            and state.missed_ticks(n) >= STALE_AFTER_TICKS
+        ):
+            out.append(n)
+    return out
 
 
 def no_reading_text(state: State, name: str) -> str:

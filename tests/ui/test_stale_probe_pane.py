@@ -74,3 +74,19 @@ async def test_the_pane_greys_says_since_when_and_comes_back() -> None:
         assert "cgroups: attached" in line and "no reading" not in line
         assert not pane.has_class("stale") and table.styles.text_opacity == 1.0
         assert "180" in " ".join(str(c) for c in table.get_row("/app"))
+
+
+def test_a_tracer_detached_on_purpose_does_not_grey_its_pane() -> None:
+    from memtop.state import State
+    from memtop.views import stale_probes
+
+    state = State(mode="replay")
+    state.apply(Batch(1 * S, (ProbeStatus("slabtrace", "attached"), ProbeStatus("kernel", "attached"))))
+    for t in range(2, 6):
+        state.apply(Batch(t * S, (ProbeStatus("slabtrace", "detached", "detached"),)))
+    assert stale_probes(state, ("kernel", "slabtrace")) == []
+    for t in range(6, 9):
+        state.apply(
+            Batch(t * S, (ProbeStatus("kernel", "erroring", REASON, failures=t - 5, last_ok_ns=5 * S),))
+        )
+    assert stale_probes(state, ("kernel", "slabtrace")) == ["kernel"]
