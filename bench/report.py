@@ -56,6 +56,8 @@ TARGETS: dict[str, Target] = {
     "lost_error_pct": Target("≤ 1 % error", 1.0),
     "lost_min_faults_per_s": Target("at ≥ 1 M faults/s", 1e6),
     "soak_growth_mib": Target("< 10 MiB", 10.0, strict=True),
+    # issue 35: the exporter left running, probes failing and recovering
+    "soak_export_growth_mib": Target("≤ 10 MiB", 10.0),
     "maps_totals_s": Target("≤ 1 s", 1.0),
     # issue 19: any seek in a 1-hour, 300-process replay
     "seek_s": Target("every seek ≤ 0.5 s", 0.5),
@@ -545,6 +547,46 @@ def soak(r: dict[str, Any]) -> Iterator[Row]:
     )
 
 
+def soak_export(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/soak_export.py --minutes {r['minutes']:g} --warmup-minutes {r['warmup_minutes']:g}`"
+    what = (
+        f"export soak ({r['minutes']:g} min, {r['processes_spawned']:,} processes, {r['memcgs_made']} memcgs)"
+    )
+    yield Row(
+        f"{what}: scrapes served",
+        cmd,
+        f"{r['scrapes_served']:,} of {r['scrapes']:,} (p50 {r['scrape_ms_p50']:.0f} ms, p99 {r['scrape_ms_p99']:.0f} ms)",
+        "every one",
+        "yes" if r["scrapes_served"] == r["scrapes"] else "**no**",
+    )
+    yield Row(
+        f"{what}: scrapes with `container_*` while the cgroups probe was not measuring",
+        cmd,
+        str(r["stale_container_scrapes"]),
+        "0",
+        "yes" if r["stale_container_scrapes"] == 0 else "**no**",
+    )
+    for cause, c in r["causes"].items():
+        rec = c["recovered_s"]
+        worst = f", back within {max(rec):.0f} s of the cause going" if rec else ""
+        yield Row(
+            f"{what}: cgroups probe, cause `{cause}`",
+            cmd,
+            f"erroring in {c['seen_erroring']} of {c['cycles']} cycles{worst}; left failing: {c['not_recovered']}",
+            "none left failing",
+            "yes" if c["not_recovered"] == 0 else "**no**",
+        )
+    t = TARGETS["soak_export_growth_mib"]
+    yield Row(
+        f"{what}: exporter's RssAnon growth after warm-up",
+        cmd,
+        f"{r['rss_anon_growth_after_warmup_mib']:.1f} MiB ({r['rss_anon_after_warmup_kib'] / 1024:.0f} → "
+        f"{r['rss_anon_end_kib'] / 1024:.0f} MiB, max {r['rss_anon_max_kib'] / 1024:.0f})",
+        t.text,
+        t.met(r["rss_anon_growth_after_warmup_mib"]),
+    )
+
+
 def swapin_overhead(r: dict[str, Any]) -> Iterator[Row]:
     probe, proto = "swapin probe (route b)", "route (a) prototype"
     for part, label in (
@@ -671,6 +713,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("kernel_cost", kernel_cost),
     ("lost_counts", lost_counts),
     ("soak", soak),
+    ("soak_export", soak_export),
     ("swapin_overhead", swapin_overhead),
     ("startup_ab", startup_ab),
     ("large_maps", large_maps),

@@ -7,6 +7,12 @@ and detach one by one. ``poll()`` runs every due probe's ``poll`` in a worker th
 the batch with CLOCK_MONOTONIC (the clock of ``bpf_ktime_get_ns``) and hands it to subscribers
 (the state, the recorder). A poll still running when the next one is asked for absorbs it rather
 than queueing behind it.
+
+A poll that raises is an event, not a death: the probe stays attached, its status turns
+``erroring`` (why, in plain words, and how many polls in a row failed), it is retried after a
+backoff that doubles from :data:`BACKOFF_FIRST_S` to :data:`BACKOFF_MAX_S` (the other probes keep
+their cadence), and the first poll that succeeds makes it ``attached`` again. Only a load that
+cannot work (a missing hook, no permission) is ``failed`` for good.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from memtop.records.host import HostFacts
 from memtop.records.leaks import LeakPreflight
 from memtop.records.process import Focus
 from memtop.source import ReplayControls, Source, Subscriber
+from memtop.text import clean
 
 if TYPE_CHECKING:
     from memtop.probes.leakrate import LeakRateProbe
@@ -56,6 +63,38 @@ T = TypeVar("T")
 #: exit deadline)
 STOP_WAIT_LOADER_S = 0.6
 STOP_WAIT_POLL_S = 0.6
+
+#: a failing poll is retried after BACKOFF_FIRST_S, then twice as long each time it fails again, at
+#: most BACKOFF_MAX_S: a cause that goes away (a hostile cgroup removed) is noticed within a minute,
+#: while one that stays costs one attempt (and one status record) a minute
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 60.0
+
+
+def backoff_s(failures: int) -> float:
+    """How long to wait before the next attempt after ``failures`` polls in a row failed."""
+    return min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2.0 ** min(max(failures - 1, 0), 32))
+
+
+def poll_reason(exc: BaseException) -> str:
+    """Why a poll failed, in plain words, one printable line: the exception's text may carry what
+    the probe was reading (a cgroup name, a path), which is untrusted."""
+    if isinstance(exc, UnicodeError):
+        what = "a name or file that is not valid UTF-8"
+    elif isinstance(exc, RecursionError):
+        what = "input nested too deeply to parse"
+    elif isinstance(exc, MemoryError):
+        what = "out of memory"
+    elif isinstance(exc, PermissionError):
+        what = "permission denied"
+    elif isinstance(exc, OSError) and exc.strerror:
+        what = exc.strerror[0].lower() + exc.strerror[1:]
+    else:
+        what = "unexpected error"
+    detail = f"{type(exc).__name__}: {exc}"
+    # lone surrogates (a surrogate-escaped name) cannot be written anywhere: make them visible
+    detail = detail.encode("utf-8", "backslashreplace").decode("utf-8")
+    return clean(f"{what} ({detail})", 300)
 
 
 def now_ns() -> int:
@@ -170,6 +209,14 @@ class Bridge:
         self._status: dict[str, ProbeStatus] = {}
         self._attached: list[Probe] = []
         self._last_poll: dict[str, float] = {}
+        #: per probe whose polls fail: (failures in a row, CLOCK_MONOTONIC ns of the first)
+        self._failing: dict[str, tuple[int, int]] = {}
+        #: per failing probe: time.monotonic() before which it is not polled again (the backoff)
+        self._retry_at: dict[str, float] = {}
+        #: per probe: CLOCK_MONOTONIC ns of its last successful poll
+        self._last_ok_ns: dict[str, int] = {}
+        #: the clock of cadences and backoffs (a test steps it instead of sleeping)
+        self.clock: Callable[[], float] = time.monotonic
         #: the probes that feed what is on screen (None: all; see watch)
         self._watched: frozenset[str] | None = None
         self._pending_status: list[Record] = []
@@ -210,7 +257,9 @@ class Bridge:
             return (
                 not self._queue
                 and not self._loading
-                and all(s.state in ("attached", "failed", "detached") for s in self._status.values())
+                and all(
+                    s.state in ("attached", "erroring", "failed", "detached") for s in self._status.values()
+                )
             )
 
     def _set_status(self, status: ProbeStatus) -> None:
@@ -269,6 +318,7 @@ class Bridge:
         with self._poll_lock:
             for p in victims:
                 p.close()
+            self._forget_failures(name)
         self._set_status(ProbeStatus(name, "detached", "detached"))
 
     def probe(self, name: str) -> Probe | None:
@@ -571,7 +621,7 @@ class Bridge:
     def poll_sync(self, force: bool = False) -> Batch:
         """Poll every due attached probe (worker thread)."""
         records: list[Record] = []
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             probes = list(self._attached)
         with self._poll_lock:
@@ -593,19 +643,70 @@ class Bridge:
             last = self._last_poll.get(p.name, 0.0)
             if not force and now - last < p.cadence_s * 0.9:
                 continue
+            if now < self._retry_at.get(p.name, 0.0):
+                continue  # failing: it waits out its backoff (the others keep their cadence)
             self._last_poll[p.name] = now
             watched = self._watched
             p.watched = watched is None or p.name in watched
             try:
-                records.extend(p.poll())
+                got = p.poll()
             except Exception as exc:  # noqa: BLE001 - a broken poll must not take the app down
-                log.exception("probe %s poll failed", p.name)
-                self._set_status(ProbeStatus(p.name, "failed", f"poll failed: {exc}", ""))
-                with self._lock:
-                    if p in self._attached:
-                        self._attached.remove(p)
-                p.close()
+                self._poll_failed(p, exc)
+                continue
+            records.extend(got)
+            self._last_ok_ns[p.name] = now_ns()
+            if p.name in self._failing:
+                self._recovered(p)
         return records
+
+    def _poll_failed(self, p: Probe, exc: Exception) -> None:
+        """A poll raised: the probe stays attached, says why and how often, and waits out a backoff
+        (what it fed is no longer current: the state and every output go by its status)."""
+        ts = now_ns()
+        failures, since = self._failing.get(p.name, (0, ts))
+        failures += 1
+        self._failing[p.name] = (failures, since)
+        wait = backoff_s(failures)
+        self._retry_at[p.name] = self.clock() + wait
+        try:
+            p.poll_failed()
+        except Exception:  # noqa: BLE001 - its next poll says whether it works
+            log.exception("probe %s could not reset after a failed poll", p.name)
+        if failures == 1:  # the traceback once per run of failures, not once a minute for weeks
+            log.exception("probe %s poll failed; retrying with backoff", p.name)
+        else:
+            log.debug("probe %s poll failed %d times in a row: %s", p.name, failures, exc)
+        self._set_status(
+            ProbeStatus(
+                p.name,
+                "erroring",
+                poll_reason(exc),
+                f"next attempt in {wait:g} s (the wait doubles up to {BACKOFF_MAX_S:g} s); it recovers "
+                "by itself when the cause goes",
+                failures=failures,
+                since_ns=since,
+                last_ok_ns=self._last_ok_ns.get(p.name, 0),
+                retry_ns=ts + int(wait * 1e9),
+            )
+        )
+
+    def _recovered(self, p: Probe) -> None:
+        failures, since = self._failing.pop(p.name, (0, 0))
+        self._retry_at.pop(p.name, None)
+        took_s = max(0.0, (now_ns() - since) / 1e9)
+        self._set_status(
+            ProbeStatus(
+                p.name,
+                "attached",
+                f"recovered after {failures} failed poll{'s' if failures != 1 else ''} over {took_s:.0f} s",
+                last_ok_ns=self._last_ok_ns.get(p.name, 0),
+            )
+        )
+
+    def _forget_failures(self, name: str) -> None:
+        self._failing.pop(name, None)
+        self._retry_at.pop(name, None)
+        self._last_ok_ns.pop(name, None)
 
     def publish(self, batch: Batch) -> None:
         self._last_ts = max(self._last_ts, batch.ts_ns)

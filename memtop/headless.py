@@ -210,6 +210,8 @@ def _probe_line(state: State) -> str:
     text = f"probes {n.attached}/{n.total} attached"
     if n.failed:
         text += f" (failed: {', '.join(n.failed)})"
+    if n.erroring:
+        text += f" (erroring: {', '.join(n.erroring)})"
     return text
 
 

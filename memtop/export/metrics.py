@@ -10,6 +10,11 @@ Cardinality is guarded here: no pid label unless asked; the top K processes by R
 stall, the rest summed as ``comm="other"``; cgroups limited by depth and a regex; a hard budget on
 series, the overflow counted in ``memtop_exporter_series_dropped_total``. Stacks never become
 labels.
+
+Nothing stale passes as current: a family is built only while the probe that feeds it is
+attached; while it is erroring, failed or not attached yet its series are absent (a scraper sees
+them go stale, alerts on ``absent()`` or ``memtop_probe_up == 0`` fire) rather than frozen at
+their last value. ``memtop_probe_last_success_timestamp_seconds`` says when each probe last read.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from memtop.state.reclaim import ReclaimState
 from memtop.state.shared import SharedState
 from memtop.state.swapin import SwapinState
 from memtop.state.vmscan import VmscanState
-from memtop.views import MEASURING
+from memtop.views import wall_ns
 
 NS = 1e-9
 
@@ -130,13 +135,16 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
 
 
 def measuring(state: State, probe: str) -> bool:
+    """Whether ``probe`` is reading now: attached, and its polls succeed. An erroring probe's
+    figures are its last good reading (of some age), a failed or detached one's are frozen: the
+    exporter serves neither as current."""
     st = state.statuses.get(probe)
-    return st is not None and st.state in MEASURING
+    return st is not None and st.state == "attached"
 
 
 def _host(state: State) -> Iterator[Metric]:
     p = state.get(HostState).pressure
-    if p is not None:
+    if p is not None and measuring(state, "procfs"):  # the /proc reader reads PSI
         # node_exporter's names and units (seconds)
         c = CounterMetricFamily(
             "node_pressure_memory_waiting_seconds",
@@ -155,13 +163,33 @@ def _host(state: State) -> Iterator[Metric]:
 def _probes(state: State) -> Iterator[Metric]:
     up = GaugeMetricFamily(
         "memtop_probe_up",
-        "1 when the probe is measuring (attached), 0 when it failed or is not attached yet; reason says why",
+        "1 when the probe is measuring (attached, its polls succeed), 0 when its polls fail (erroring: "
+        "retried with backoff), it failed, detached or is not attached yet; reason says why",
         labels=["probe", "state", "reason"],
     )
     for name, st in sorted(state.statuses.items()):
-        reason = st.message if st.state == "failed" else ""
-        up.add_metric([name, st.state, reason[:200]], 1.0 if st.state in MEASURING else 0.0)
+        reason = st.message if st.state in ("failed", "erroring") else ""
+        up.add_metric([name, st.state, reason[:200]], 1.0 if st.state == "attached" else 0.0)
     yield up
+    last = GaugeMetricFamily(
+        "memtop_probe_last_success_timestamp_seconds",
+        "When the probe last read successfully (Unix time): the age of whatever it fed",
+        labels=["probe"],
+    )
+    for name in sorted(state.statuses):
+        ok = state.last_ok_ns.get(name)
+        wall = wall_ns(state, ok) if ok else None
+        if wall is not None:
+            last.add_metric([name], wall * NS)
+    yield last
+    failures = GaugeMetricFamily(
+        "memtop_probe_poll_failures",
+        "Polls in a row that failed (0 when the last one succeeded)",
+        labels=["probe"],
+    )
+    for name, st in sorted(state.statuses.items()):
+        failures.add_metric([name], float(st.failures if st.state == "erroring" else 0))
+    yield failures
     lost = CounterMetricFamily(
         "memtop_lost_events",
         "Events a probe could not deliver (full ring buffers or maps)",
@@ -291,7 +319,7 @@ def _add(fam: Metric, labels: dict[str, str], value: float) -> None:
 
 def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
     cg = state.get(CgroupsState)
-    if not cg.rows:
+    if not cg.rows or not measuring(state, "cgroups"):
         return
     pattern = opts.cgroup_filter()
     rows = [
@@ -414,7 +442,7 @@ def _wset(r: CgroupRow) -> int | None:
 
 def _processes(state: State, opts: Options) -> Iterator[Metric]:
     procs = state.get(ProcessesState)
-    if not procs.rows:
+    if not procs.rows or not measuring(state, "procfs"):
         return
     cg = state.get(CgroupsState)
     stalls = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
@@ -440,6 +468,8 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
         ),
     ]
     for name, doc, get in spec:
+        if name == "memtop_process_reclaim_stall_seconds" and not measuring(state, "vmscan"):
+            continue  # the stalls come from vmscan's tracepoints
         fam = GaugeMetricFamily(name, doc, labels=lab)
         ranked = sorted(rows, key=lambda pr: (get(*pr), pr[0]), reverse=True)
         top, rest = ranked[: opts.topk], ranked[opts.topk :]
@@ -461,6 +491,8 @@ def _kernel(state: State, opts: Options) -> Iterator[Metric]:
     as ``cache="other"``."""
     from memtop import kernelfs
 
+    if not measuring(state, "kernel"):
+        return
     st = state.get(KernelState)
     b = st.breakdown()
     if b:

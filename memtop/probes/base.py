@@ -75,6 +75,11 @@ class Probe(ABC):
         """A short word for the status bar once attached (e.g. scope)."""
         return ""
 
+    def poll_failed(self) -> None:  # noqa: B027 - most probes keep nothing a failure could spoil
+        """A poll raised (the bridge retries it after a backoff): drop what the failed poll may
+        have left half-updated or what may be the cause (a cached listing naming what is gone),
+        so the retry reads afresh."""
+
 
 class BpfProbe(Probe):
     """A probe backed by ``bpf/<program>.bpf.c``. Its program compiles alone (``load``) or, for

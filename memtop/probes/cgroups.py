@@ -87,6 +87,12 @@ class CgroupsProbe(Probe):
     def note(self) -> str:
         return self.layout.mode if self.layout is not None else ""
 
+    def poll_failed(self) -> None:
+        """The next poll walks the trees again: the listing of the last walk may name the cgroup
+        that made this one fail (removed since), and the walk runs only every ``walk_every``
+        polls, which a failing probe's backoff spaces out to minutes."""
+        self._tick = -1  # the next poll's tick is 0: a walk tick
+
     def _container(self, path: str) -> tuple[tuple[str, str, str, str, str] | None, str]:
         if path not in self._containers:
             c = cgroupfs.container_of(path)

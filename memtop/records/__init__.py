@@ -356,12 +356,26 @@ class Batch:
 @record("probe_status")
 @dataclass(frozen=True, slots=True)
 class ProbeStatus(Record):
-    """A probe's lifecycle: state is pending | attaching | attached | failed | detached."""
+    """A probe's lifecycle: state is pending | attaching | attached | erroring | failed | detached.
+
+    ``erroring``: attached, but its last ``failures`` polls in a row raised (``message`` says why
+    in plain words); the bridge retries it with backoff and it goes back to ``attached`` by itself
+    when a poll succeeds. Only a load that cannot work is ``failed`` (final). Times are
+    CLOCK_MONOTONIC ns, the batches' clock; the fields after ``hint`` came with erroring, so a
+    recording made before them loads with their zero defaults."""
 
     probe: str
     state: str
     message: str = ""
     hint: str = ""
+    #: erroring: how many polls in a row have failed (0 otherwise)
+    failures: int = 0
+    #: erroring: when the first of those failures happened (0 otherwise)
+    since_ns: int = 0
+    #: when the probe last polled successfully (0: not known, or never)
+    last_ok_ns: int = 0
+    #: erroring: when the next attempt is due (0 otherwise)
+    retry_ns: int = 0
 
 
 @record("lost")

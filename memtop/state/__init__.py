@@ -32,6 +32,12 @@ class State:
         self.batches = 0
         self.statuses: dict[str, ProbeStatus] = {}
         self.lost: dict[tuple[str, str], int] = {}
+        #: per probe: the time (batch clock, ns) of its last good reading: every batch while it is
+        #: attached, else what its status says (an erroring probe's last successful poll)
+        self.last_ok_ns: dict[str, int] = {}
+        #: per probe: the number of the last batch in which it was attached (ticks since: how many
+        #: readings it missed)
+        self.last_ok_batch: dict[str, int] = {}
         self.subs: dict[str, SubState] = {cls.key: cls() for cls in SubState.registry}
 
     def get(self, cls: type[S]) -> S:
@@ -47,13 +53,38 @@ class State:
         for rec in batch.records:
             if isinstance(rec, ProbeStatus):
                 self.statuses[rec.probe] = rec
+                if rec.last_ok_ns:
+                    self.last_ok_ns[rec.probe] = rec.last_ok_ns
             elif isinstance(rec, Lost):
                 self.lost[(rec.probe, rec.what)] = rec.count
+        for name, st in self.statuses.items():
+            if st.state == "attached":
+                self.last_ok_ns[name] = batch.ts_ns
+                self.last_ok_batch[name] = self.batches
         for sub in self.subs.values():
             sub.apply(batch, self)
 
     def probe_state(self, name: str) -> ProbeStatus | None:
         return self.statuses.get(name)
+
+    def missed_ticks(self, name: str) -> int:
+        """How many batches went by since probe ``name`` last had a good reading (0 while it is
+        attached or before it ever read)."""
+        st = self.statuses.get(name)
+        if st is None or st.state == "attached" or name not in self.last_ok_batch:
+            return 0
+        return self.batches - self.last_ok_batch[name]
+
+    def reading_age_ns(self, name: str) -> int | None:
+        """How old probe ``name``'s latest good reading is at the latest batch (0 while it is
+        attached); None when it never read."""
+        st = self.statuses.get(name)
+        if st is not None and st.state == "attached":
+            return 0
+        ok = self.last_ok_ns.get(name)
+        if ok is None:
+            return None
+        return max(0, self.ts_ns - ok)
 
     def lost_total(self, probe: str) -> int:
         return sum(v for (p, _), v in self.lost.items() if p == probe)

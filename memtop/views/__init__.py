@@ -89,17 +89,78 @@ def taken_at(state: State) -> str | None:
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-#: probe states whose figures are measurements (detached: measured until it detached)
+#: probe states whose figures are measurements (detached: measured until it detached). An
+#: erroring probe's figures are its last good reading, of some age: not current
 MEASURING = ("attached", "detached")
+#: how many ticks without a reading a pane waits before it greys what its probe fed (one missed
+#: poll is noise; two is a probe that is not measuring)
+STALE_AFTER_TICKS = 2
 
 
-def probe_status(state: State, name: str) -> dict[str, str]:
-    """``{"state", "message", "hint"}`` of probe ``name`` as the state last heard it; "absent"
-    when this session never ran it (``--no-bpf``, a recording made without it)."""
+def probe_status(state: State, name: str) -> dict[str, Any]:
+    """``{"state", "message", "hint", "failures", "reading_age_s"}`` of probe ``name`` as the
+    state last heard it; "absent" when this session never ran it (``--no-bpf``, a recording made
+    without it). ``reading_age_s``: how old its latest good reading is (0 while attached, None
+    when it never read), so a figure it fed never passes for current."""
     st = state.statuses.get(name)
+    age_ns = state.reading_age_ns(name)
+    age_s = round(age_ns / 1e9, 3) if age_ns is not None else None
     if st is None:
-        return {"state": "absent", "message": "not running in this session", "hint": ""}
-    return {"state": st.state, "message": st.message, "hint": st.hint}
+        return {
+            "state": "absent",
+            "message": "not running in this session",
+            "hint": "",
+            "failures": 0,
+            "reading_age_s": None,
+        }
+    return {
+        "state": st.state,
+        "message": st.message,
+        "hint": st.hint,
+        "failures": st.failures,
+        "reading_age_s": age_s,
+    }
+
+
+def stale_probes(state: State, names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` that fed figures once but have missed :data:`STALE_AFTER_TICKS` ticks
+    of readings since, erroring or failed: what they fed is old. A probe detached on purpose (a
+    tracer the user turned off) is not one: its figures are marked stopped by its pane."""
+    out = []
+    for n in names:
+        st = state.statuses.get(n)
+        if (
+            st is not None
+            and st.state in ("erroring", "failed")
+            and state.missed_ticks(n) >= STALE_AFTER_TICKS
+        ):
+            out.append(n)
+    return out
+
+
+def no_reading_text(state: State, name: str) -> str:
+    """``cgroups: no reading for 12 s (poll failed 6×: <reason>)`` for a probe not measuring that
+    read before; "" for one measuring or that never read."""
+    st = state.statuses.get(name)
+    age_ns = state.reading_age_ns(name)
+    if st is None or st.state == "attached" or age_ns is None:
+        return ""
+    out = f"{name}: no reading for {fmt_age(age_ns)}"
+    if st.state == "erroring":
+        out += f" (poll failed {st.failures}×: {st.message})"
+    elif st.message:
+        out += f" ({st.state}: {st.message})"
+    return out
+
+
+def fmt_age(age_ns: int) -> str:
+    """An age for a sentence: ``12 s``, ``3 min 20 s``, ``2 h 5 min``."""
+    s = int(age_ns // 1_000_000_000)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def measuring(state: State, name: str) -> bool:
@@ -109,18 +170,24 @@ def measuring(state: State, name: str) -> bool:
     return st is not None and st.state in MEASURING
 
 
-def status_notes(statuses: dict[str, dict[str, str]]) -> str:
+def status_notes(statuses: dict[str, dict[str, Any]]) -> str:
     """Text lines for the probes of a document that are not measuring: which, and why."""
     lines = []
     for name, st in statuses.items():
         if st["state"] in MEASURING:
             continue
         what = {"pending": "waiting to attach", "attaching": "attaching"}.get(st["state"], st["state"])
+        if st["state"] == "erroring":
+            what = f"erroring (poll failed {st.get('failures', 0)}×)"
         line = f"note: {name} {what}"
         if st["message"] and st["state"] not in ("pending", "attaching"):
             line += f" — {st['message']}"
         if st["hint"]:
             line += f" (hint: {st['hint']})"
+        age = st.get("reading_age_s")
+        if isinstance(age, int | float) and age > 0:
+            lines.append(line + f"; its figures are its last reading, {fmt_age(int(age * 1e9))} old")
+            continue
         lines.append(line + "; its figures are not measured")
     return "".join(f"{line}\n" for line in lines)
 
@@ -196,7 +263,7 @@ class View:
         rows = doc.get("rows", [])
         return rows if isinstance(rows, list) else []
 
-    def statuses(self, state: State) -> dict[str, dict[str, str]]:
+    def statuses(self, state: State) -> dict[str, dict[str, Any]]:
         """The statuses of this view's probes, for its document."""
         return {name: probe_status(state, name) for name in self.probes}
 

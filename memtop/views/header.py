@@ -43,6 +43,8 @@ class ProbeCount:
     total: int  # the probes that should run now: a probe detached on purpose is not one of them
     loading: int
     failed: tuple[str, ...]
+    #: attached, but their polls fail (retried): what they fed is not current
+    erroring: tuple[str, ...] = ()
 
 
 def probe_count(state: State) -> ProbeCount:
@@ -54,6 +56,7 @@ def probe_count(state: State) -> ProbeCount:
         total=len(sts),
         loading=sum(1 for s in sts if s.state in ("pending", "attaching")),
         failed=tuple(s.probe for s in sts if s.state == "failed"),
+        erroring=tuple(s.probe for s in sts if s.state == "erroring"),
     )
 
 
@@ -138,6 +141,8 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
         rest.append(Segment(f" (attaching {n.loading}…)", "yellow"))
     if n.failed:
         rest.append(Segment(f" {len(n.failed)} failed", "red"))
+    if n.erroring:
+        rest.append(Segment(f" {len(n.erroring)} erroring", "bold red"))
     # stand-in kernel headers are said in the help and by doctor: in the header they crowded
     # out what a user reads it for (memory, swap, pressure)
     rest.append(Segment(f"  every {interval_s:g}s", "dim"))

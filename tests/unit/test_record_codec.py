@@ -139,6 +139,10 @@ def test_a_renamed_probe_takes_its_new_name() -> None:
         "state": "attached",
         "message": "",
         "hint": "",
+        "failures": 0,
+        "since_ns": 0,
+        "last_ok_ns": 0,
+        "retry_ns": 0,
     }
     assert (
         to_json(from_json({KIND_KEY: "lost", "probe": "memleak", "what": "events", "count": 3}))["probe"]

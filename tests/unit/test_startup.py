@@ -43,8 +43,8 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """`memtop` and `memtop snapshot` hold the garbage collector from their first line (the
-    imports before the app ran ~40 collections); `memtop doctor` (no app) gets it back at once;
-    every command gives it back on its way out."""
+    imports before the app ran ~40 collections); `memtop doctor` and `memtop export` (no app)
+    get it back at once; every command gives it back on its way out."""
     import gc
 
     from memtop import cli
@@ -59,8 +59,13 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
         seen["doctor"] = gc.isenabled()
         return "", 0
 
+    def fake_export(args: object) -> int:
+        seen["export"] = gc.isenabled()
+        return 0
+
     monkeypatch.setattr(cli, "run_snapshot", fake_snapshot)
     monkeypatch.setattr("memtop.doctor.report", fake_report)
+    monkeypatch.setattr(cli, "run_export", fake_export)
     try:
         assert gc.isenabled()
         assert cli.main(["snapshot", "--pane", "processes", "--output", str(tmp_path / "o.json")]) == 0
@@ -68,6 +73,9 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
         assert gc.isenabled()  # given back on the way out, when no first frame did
         assert cli.main(["doctor"]) == 0
         assert seen["doctor"] is True and gc.isenabled()
+        # the exporter draws no app and runs for weeks: cycles its polls make must be collected
+        assert cli.main(["export", "--textfile", str(tmp_path / "m.prom"), "--no-listen"]) == 0
+        assert seen["export"] is True and gc.isenabled()
     finally:
         startup_gc.release()
         gc.enable()

@@ -45,7 +45,13 @@ def doc(state: State, pane: str, **kw: Any) -> dict[str, Any]:
 def test_vmscan_failed_is_null_not_zero(tmp_path: Path) -> None:
     state = state_with(tmp_path, FAILED)
     d = doc(state, "vmscan")
-    assert d["probes"]["vmscan"] == {"state": "failed", "message": FAILED.message, "hint": FAILED.hint}
+    assert d["probes"]["vmscan"] == {
+        "state": "failed",
+        "message": FAILED.message,
+        "hint": FAILED.hint,
+        "failures": 0,
+        "reading_age_s": None,
+    }
     assert d["rows"] == [] and d["slab_shrink"] == []
     assert d["kswapd_wakes"] is None and d["kswapd_wakes_per_s"] is None and d["compaction"]["count"] is None
     assert d["kernel"]["have_vmstat"]  # /proc/vmstat's part is procfs's: still there
@@ -113,7 +119,7 @@ def test_fault_stacks_probe_failed() -> None:
     state = fault_state(status="failed")
     d = doc(state, "process", pid=7, section="fault_stacks")
     assert d["total_faults"] is None and d["probes"] == {
-        "faultstack": {"state": "failed", "message": "why", "hint": ""}
+        "faultstack": {"state": "failed", "message": "why", "hint": "", "failures": 0, "reading_age_s": None}
     }
     text = get_view("process").text(state, Options(pid=7, section="fault_stacks"))
     assert "note: faultstack failed — why" in text and "FAULTS" not in text  # no table of zeros

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from support import vmscan_batches
@@ -75,3 +76,29 @@ def test_episodes_the_log_left_out_are_not_listed_not_lost() -> None:
     rc = get_view("reclaim").document(state, Options())
     assert rc["unlisted_events"] == 1234 and rc["lost_events"] == 0
     assert "1234 episodes not listed" in get_view("reclaim").text(state, Options())
+
+
+def test_shrinker_names_from_kallsyms(tmp_path: Path) -> None:
+    """Text symbols only (t, T, w, W; data and zeroed addresses left out), in address order
+    whatever the file's (modules come after the kernel, at lower or higher addresses), an address
+    inside a function as name+offset, one below every symbol as hex, names cleaned."""
+    from memtop.probes.vmscan import KernelSymbols
+
+    kallsyms = tmp_path / "kallsyms"
+    kallsyms.write_bytes(
+        b"ffffffff81200000 T super_cache_scan\n"
+        b"ffffffff81100000 t deferred_split_scan\n"
+        b"ffffffff81150000 d some_data\n"
+        b"0000000000000000 T hidden\n"
+        b"ffffffffc0001000 t zs_shrinker_scan\t[zsmalloc]\n"
+        b"ffffffffa0000000 W evil_\x1b]0;owned\x07\n"
+    )
+    syms = KernelSymbols(kallsyms)
+    assert syms.name(0xFFFFFFFF81200000) == "super_cache_scan"
+    assert syms.name(0xFFFFFFFF81200010) == "super_cache_scan+0x10"
+    assert syms.name(0xFFFFFFFF81150000) == "deferred_split_scan+0x50000"  # data is not text
+    assert syms.name(0xFFFFFFFFC0001004) == "zs_shrinker_scan+0x4"
+    assert syms.name(0xFFFFFFFF81000000) == "0xffffffff81000000"
+    assert syms.name(0xFFFFFFFFA0000000) == "evil_\\x1b]0;owned\\x07"
+    assert len(syms) == 4
+    assert KernelSymbols(tmp_path / "missing").name(0x10) == "0x10"

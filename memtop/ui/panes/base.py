@@ -20,7 +20,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 from memtop.state import State
 from memtop.ui.levels import style as level_style
 from memtop.ui.table import FastTable
-from memtop.views import Column, Options, View, get_view
+from memtop.views import Column, Options, View, get_view, no_reading_text, stale_probes
 
 
 class DrillIn(Message):
@@ -121,7 +121,7 @@ class Pane(Vertical):
         """``name`` is one of a group of alternatives (View.alternatives) another of which the
         status line shows: the one running (or on its way, or failed), else the first with a
         state, else the group's first."""
-        rank = {"attached": 0, "attaching": 0, "pending": 0, "failed": 1}
+        rank = {"attached": 0, "erroring": 0, "attaching": 0, "pending": 0, "failed": 1}
         for group in self.view.alternatives:
             if name in group:
                 states = {n: st.state for n in group if (st := state.probe_state(n)) is not None}
@@ -130,7 +130,10 @@ class Pane(Vertical):
         return False
 
     def status_text(self, state: State) -> Text:
-        """One line: what feeds this pane and whether it is attached, failed (why, what to do)."""
+        """One line: what feeds this pane and whether it is attached, erroring (since when, why,
+        how often), failed (why, what to do). Past two ticks without a reading from one of its
+        probes the pane's figures grey (class ``stale``): they are that probe's last reading."""
+        self.set_class(bool(stale_probes(state, self.probes)), "stale")
         parts = Text()
         for name in self.probes:
             st = state.probe_state(name)
@@ -148,6 +151,17 @@ class Pane(Vertical):
             if parts:
                 parts.append("  ")
             style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
+            if st.state == "erroring":
+                # the pane's figures are this probe's last reading: say how old, and why
+                parts.append(
+                    no_reading_text(state, name)
+                    or f"{name}: erroring (poll failed {st.failures}×: {st.message})",
+                    style="bold red",
+                )
+                lost = state.lost_total(name)
+                if lost:
+                    parts.append(f"  lost {lost}", style="bold red")
+                continue
             parts.append(f"{name}: {st.state}", style=style)
             if st.state == "failed":
                 parts.append(f" — {st.message}", style="red")

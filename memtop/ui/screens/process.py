@@ -36,7 +36,7 @@ from memtop.ui.panes.base import TraceAllocations, fill_table
 from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
-from memtop.views import Options, measuring
+from memtop.views import Options, measuring, no_reading_text
 from memtop.views.process import (
     FAULT_EVENTS_SLOWDOWN,
     MAPPING_SORT_KEYS,
@@ -297,6 +297,8 @@ class ProcessScreen(DrillScreen):
                 parts.append(f" — {st.message}", style="red")
                 if st.hint:
                     parts.append(f" ({st.hint})", style="italic")
+            if st.state == "erroring":
+                parts.append(f" — {no_reading_text(state, name) or st.message}", style="red")
             lost = state.lost_total(name)
             if lost:
                 parts.append(f"  lost {lost}", style="bold red")
