@@ -34,3 +34,12 @@ class OomKill(Record):
     memcg_failcnt: int | None = None
     loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     missing: tuple[str, ...] = ()
+    #: where memtop learnt of the kill: "bpf" (oom:mark_victim, while memtop ran) or "kmsg" (the
+    #: kernel's report, already in /dev/kmsg when memtop started: ``ts_ns`` is the report's
+    #: timestamp, on the same boot clock)
+    source: str = "bpf"
+    #: the allocation that invoked the OOM killer, as the kernel's report said ("" / None: unread)
+    gfp_mask: str = ""
+    order: int | None = None
+    #: the report's task table, the largest by RSS first: (pid, comm, rss_bytes, oom_score_adj)
+    top_tasks: tuple[tuple[int, str, int, int], ...] = ()

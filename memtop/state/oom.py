@@ -21,12 +21,17 @@ class OomState(SubState):
     def __init__(self) -> None:
         self.kills: deque[OomKill] = deque(maxlen=LOG_LEN)
         self.total = 0
+        #: kills the kernel log held when memtop started (not counted in ``total``)
+        self.before_start = 0
         self._unnoticed: list[OomKill] = []
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
             if isinstance(rec, OomKill):
-                self.kills.appendleft(rec)
+                self.kills.appendleft(rec)  # the log's history comes oldest first, before any live kill
+                if rec.source == "kmsg":  # happened before memtop started: not news, no notice
+                    self.before_start += 1
+                    continue
                 self.total += 1
                 self._unnoticed.append(rec)
         del self._unnoticed[:-20]  # a storm of kills: the latest 20 notices are enough

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import OomState
-from memtop.views import Column, Options, View, measuring
+from memtop.views import Column, Options, View, measuring, wall_ns
 
 ADJ_UNKNOWN = -10000
 
@@ -73,6 +74,14 @@ class OomView(View):
                     "loadavg": list(k.loadavg),
                     "load1": k.loadavg[0],
                     "missing": list(k.missing),
+                    "source": k.source,
+                    "at": _iso(wall_ns(state, k.ts_ns)),
+                    "gfp_mask": k.gfp_mask,
+                    "order": k.order,
+                    "top_tasks": [
+                        {"pid": p, "comm": c, "rss_bytes": r, "oom_score_adj": a}
+                        for p, c, r, a in k.top_tasks
+                    ],
                 }
             )
         return {
@@ -80,6 +89,8 @@ class OomView(View):
             "events": events,
             # kills seen; None when the probe is not watching (no kill seen would not mean none)
             "total": st.total if measuring(state, "oom") or st.kills else None,
+            "before_start": st.before_start,
+            "cgroups": _cgroup_counters(state),
         }
 
     def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,7 +115,46 @@ class OomView(View):
             extra.append("load " + " ".join(f"{v:.2f}" for v in e["loadavg"]))
             if e["missing"]:
                 extra.append("kernel did not say: " + ", ".join(e["missing"]))
+            if e["source"] == "kmsg":
+                extra.insert(0, f"before memtop started, read from the kernel log{_at(e)}")
+            if e["top_tasks"]:
+                extra.append(
+                    "largest tasks then: "
+                    + ", ".join(
+                        f"{t['comm']} [{t['pid']}] {fmt.bytes_h(t['rss_bytes'])}" for t in e["top_tasks"]
+                    )
+                )
             lines.append(f"{e['victim_pid']} {e['victim_comm']}: " + "; ".join(extra))
         if not doc["events"] and doc["total"] is not None:
             lines.append("no OOM kill since memtop started")
+        if doc["cgroups"]:
+            lines.append("")
+            lines.append("OOM kills per memory cgroup since it was created (its own counter):")
+            for c in doc["cgroups"]:
+                oom = "" if c["oom"] is None else f", {fmt.plural(c['oom'], 'OOM')}"
+                lines.append(f"  {c['path']}: {fmt.plural(c['oom_kill'], 'kill')}{oom}")
         return "\n".join(lines) + "\n"
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    stamp = datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _at(e: dict[str, Any]) -> str:
+    return f" (at {e['at']})" if e["at"] else ""
+
+
+def _cgroup_counters(state: State) -> list[dict[str, Any]]:
+    """Each memory cgroup whose own counter says it had OOM kills (v1 ``memory.oom_control``
+    ``oom_kill``; v2 ``memory.events`` ``oom_kill`` and ``oom``): kills before memtop started
+    too, as long as the cgroup exists."""
+    out: list[dict[str, Any]] = []
+    for path, row in state.get(CgroupsState).rows.items():
+        kills = row.event("oom_kill")
+        if kills:
+            out.append({"path": path, "oom_kill": kills, "oom": row.event("oom")})
+    out.sort(key=lambda c: (-c["oom_kill"], c["path"]))
+    return out

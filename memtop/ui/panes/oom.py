@@ -38,6 +38,14 @@ class OomPane(Pane):
         status = self.status_text(state)
         if doc["total"] is not None:
             status.append(f"   {fmt.plural(doc['total'], 'OOM kill')} since start")
+        if doc["before_start"]:
+            status.append(f", {doc['before_start']} before (kernel log)")
+        if doc["cgroups"]:
+            status.append(
+                "   cgroup counters: "
+                + ", ".join(f"{c['path']} {c['oom_kill']}" for c in doc["cgroups"][:3])
+                + (" …" if len(doc["cgroups"]) > 3 else "")
+            )
         show_text(self.query_one("#oom-status", StatusLine), status)
         table = self.query_one("#oom-table", DataTable)
         fill_table(table, self.view.columns, doc["events"], "ts_ns")
@@ -68,6 +76,10 @@ class OomPane(Pane):
         elif e["scope"] == "global":
             t.append(": no cgroup limit, the machine ran out")
         t.append(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]")
+        if e["source"] == "kmsg":
+            t.append(
+                " · before memtop started (kernel log" + (f", {e['at']})" if e["at"] else ")"), style="dim"
+            )
         if e["cgroup"] and e["cgroup"] != e["memcg"]:
             t.append(f" · victim in {e['cgroup']}")
         t.append("\n")
@@ -78,6 +90,11 @@ class OomPane(Pane):
             f"oom_score_adj {'?' if e['oom_score_adj'] is None else e['oom_score_adj']}  "
             f"load {' '.join(f'{v:.2f}' for v in e['loadavg'])}"
         )
+        if e["top_tasks"]:
+            t.append(
+                "\nlargest tasks then: "
+                + ", ".join(f"{x['comm']} [{x['pid']}] {fmt.bytes_h(x['rss_bytes'])}" for x in e["top_tasks"])
+            )
         if e["missing"]:
             t.append("\nthis kernel did not say: " + ", ".join(e["missing"]), style="yellow")
         show_text(box, t)
