@@ -8,7 +8,7 @@ from typing import Any
 from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.state.oom import OomState
+from memtop.state.oom import SIGNAL_NAMES, OomState, SignalKillRow
 from memtop.views import Column, Options, View, measuring, wall_ns
 
 ADJ_UNKNOWN = -10000
@@ -23,7 +23,7 @@ class OomView(View):
     title = "OOM kills"
     tab_title = "OOM"
     order = 50
-    probes = ("oom",)
+    probes = ("oom", "kills")
     vmstat_fallback = ("oom", (("oom_kill", "OOM kills", "total"),))
     columns = (
         Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
@@ -90,6 +90,13 @@ class OomView(View):
             # kills seen; None when the probe is not watching (no kill seen would not mean none)
             "total": st.total if measuring(state, "oom") or st.kills else None,
             "before_start": st.before_start,
+            "signal_kills": [
+                _signal_kill(state, r)
+                for r in st.signal_kills
+                if opts.pid is None or opts.pid in (r.victim_pid, r.sender_pid)
+            ],
+            # listed signal kills; None when the probe is not watching
+            "signal_total": st.signal_total if measuring(state, "kills") or st.signal_kills else None,
             "cgroups": _cgroup_counters(state),
         }
 
@@ -127,6 +134,11 @@ class OomView(View):
             lines.append(f"{e['victim_pid']} {e['victim_comm']}: " + "; ".join(extra))
         if not doc["events"] and doc["total"] is not None:
             lines.append("no OOM kill since memtop started")
+        if doc["signal_kills"]:
+            lines.append("")
+            lines.append("Killed by a signal from another process (not the kernel's OOM killer):")
+            for k in doc["signal_kills"]:
+                lines.append("  " + signal_kill_line(k))
         if doc["cgroups"]:
             lines.append("")
             lines.append("OOM kills per memory cgroup since it was created (its own counter):")
@@ -158,3 +170,56 @@ def _cgroup_counters(state: State) -> list[dict[str, Any]]:
             out.append({"path": path, "oom_kill": kills, "oom": row.event("oom")})
     out.sort(key=lambda c: (-c["oom_kill"], c["path"]))
     return out
+
+
+def _signal_kill(state: State, r: SignalKillRow) -> dict[str, Any]:
+    return {
+        "ts_ns": r.ts_ns,
+        "age_ns": max(0, state.ts_ns - r.last_ts_ns),
+        "at": _iso(wall_ns(state, r.ts_ns)),
+        "victim_pid": r.victim_pid,
+        "victim_comm": r.victim_comm,
+        "signals": [
+            {
+                "signal": SIGNAL_NAMES.get(sig, str(sig)),
+                "ts_ns": ts,
+                "sender_pid": pid,
+                "sender_comm": comm,
+                "result": res,
+            }
+            for sig, ts, pid, comm, res in r.signals
+        ],
+        "sender_pid": r.sender_pid,
+        "sender_comm": r.sender_comm,
+        "sender_exe": r.sender_exe,
+        "killer": r.killer or None,
+        "rss_bytes": r.rss_bytes,
+        "swap_bytes": r.swap_bytes,
+        "cgroup": r.cgroup,
+        "psi_some_pct": r.psi_some,
+        "psi_full_pct": r.psi_full,
+        "cgroup_psi_some_pct": r.cgroup_psi_some,
+        "cgroup_psi_full_pct": r.cgroup_psi_full,
+    }
+
+
+def signal_kill_line(k: dict[str, Any]) -> str:
+    """``comm [pid] killed by earlyoom (memory killer) …`` or ``… killed by PID COMM``."""
+    by = f"{k['sender_pid']} {k['sender_comm']}"
+    who = f"by memory killer {k['killer']} ({by})" if k["killer"] else f"by {by}, not an OOM kill"
+    sigs = " then ".join(s["signal"] for s in k["signals"])
+    parts = [f"{k['victim_comm']} [{k['victim_pid']}] killed {who}: {sigs}"]
+    if k["rss_bytes"] is not None:
+        mem = f"RSS {fmt.bytes_h(k['rss_bytes'])}"
+        if k["swap_bytes"]:
+            mem += f", swap {fmt.bytes_h(k['swap_bytes'])}"
+        parts.append(mem)
+    if k["cgroup"]:
+        parts.append(f"in {k['cgroup']}")
+    if k["psi_some_pct"] is not None:
+        parts.append(f"PSI some {k['psi_some_pct']:.2f}% full {k['psi_full_pct']:.2f}%")
+    if k["cgroup_psi_some_pct"] is not None:
+        parts.append(f"cgroup PSI some {k['cgroup_psi_some_pct']:.2f}%")
+    if k["at"]:
+        parts.append(f"at {k['at']}")
+    return "; ".join(parts)

@@ -6,6 +6,7 @@ import os
 
 from support import OOM_KILL
 
+from memtop.probes.kills import KNOWN_KILLERS, match_killer
 from memtop.probes.oom import ReportParser, parse_kmsg_kill
 from memtop.records import from_json, to_json
 
@@ -68,3 +69,15 @@ def test_rate_limited_report_is_still_a_kill() -> None:
     kill = ReportParser().feed(5, REPORT[-1])[2]
     assert kill is not None and kill.victim_pid == 6851 and kill.scope == "unknown"
     assert kill.missing == ("loadavg", "trigger_pid", "trigger_comm")
+
+
+def test_known_killers_matched_by_executable_script_or_comm() -> None:
+    names = KNOWN_KILLERS + ("mykiller",)
+    assert match_killer(names, "/usr/bin/earlyoom", "earlyoom", ["/usr/bin/earlyoom"]) == "earlyoom"
+    # nohang is a Python script: the interpreter is the executable, the script its argument
+    assert match_killer(names, "/usr/bin/python3.11", "nohang", ["python3", "/usr/sbin/nohang"]) == "nohang"
+    # gone before its exe was read: the kernel's 15-character comm
+    assert match_killer(names, "", "low-memory-moni", []) == "low-memory-monitor"
+    assert match_killer(names, "/opt/x/mykiller", "mykiller", []) == "mykiller"
+    assert match_killer(names, "/usr/bin/bash", "bash", ["bash"]) == ""
+    assert match_killer(names, "/usr/bin/oomd-not", "oomd-not", []) == ""

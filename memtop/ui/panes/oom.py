@@ -16,6 +16,7 @@ from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
+from memtop.views.oom import signal_kill_line
 
 
 class OomPane(Pane):
@@ -32,6 +33,7 @@ class OomPane(Pane):
         yield StatusLine(id="oom-status", classes="pane-status")
         yield FastTable(id="oom-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="oom-detail")
+        yield Static(id="oom-signals")
 
     def refresh_from(self, state: State) -> None:
         doc = self.view.document(state, self.opts)
@@ -55,6 +57,12 @@ class OomPane(Pane):
         self._newest = newest
         self._events = {str(e["ts_ns"]): e for e in doc["events"]}
         self._detail(table)
+        signals = Text()
+        for i, k in enumerate(doc["signal_kills"][:8]):
+            if i:
+                signals.append("\n")
+            signals.append(signal_kill_line(k), style="yellow" if k["killer"] else "")
+        show_text(self.query_one("#oom-signals", Static), signals)
 
     def _detail(self, table: DataTable[Any]) -> None:
         box = self.query_one("#oom-detail", Static)
