@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
+from memtop.records.host import MemInfo
 from memtop.records.oom import OomKill, SignalKill
 from memtop.state.base import Severity, SubState
 
@@ -20,6 +21,31 @@ MERGE_NS = 60_000_000_000
 RECENT = 4096
 SIGKILL, SIGTERM = 9, 15
 SIGNAL_NAMES = {SIGKILL: "SIGKILL", SIGTERM: "SIGTERM"}
+#: a victim's RSS at a signal is the peak of its samples this close to it (before: a tick or two)
+AROUND_NS = 2_000_000_000
+#: the growth rate of a forecast is over this much of the latest history
+FORECAST_WINDOW_NS = 10_000_000_000
+#: a forecast under this many seconds is announced (once, until it recovers)
+FORECAST_NOTICE_S = 60.0
+#: limits above this are "no limit" (v1 writes PAGE_COUNTER_MAX pages for unlimited)
+NO_LIMIT = 1 << 60
+MACHINE = ""  # the machine's forecast, keyed beside the cgroups' paths
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """Time to exhaustion at the current growth rate: of a memory cgroup's limit (usage + swap
+    against limit + the swap it may use), or of the machine's MemAvailable (path "")."""
+
+    path: str
+    used_bytes: int
+    limit_bytes: int
+    growth_bytes_per_s: float  # over the last FORECAST_WINDOW_NS (negative: shrinking)
+    seconds_left: float | None  # None: not growing
+
+    @property
+    def margin_bytes(self) -> int:
+        return max(0, self.limit_bytes - self.used_bytes)
 
 
 @dataclass(slots=True)
@@ -67,9 +93,20 @@ class OomState(SubState):
         self.signal_total = 0
         self._recent: OrderedDict[int, SignalKillRow] = OrderedDict()
         self._unnoticed_signals: list[SignalKillRow] = []
+        #: (ts_ns, MemAvailable, swap free) over the window, for the machine's forecast
+        self._available: deque[tuple[int, int, int]] = deque(maxlen=256)
+        self.swap_total_bytes = 0
+        #: the latest forecasts, by cgroup path ("" the machine), computed each batch
+        self.forecasts: dict[str, Forecast] = {}
+        self._warned: set[str] = set()
+        self._unnoticed_forecasts: list[Forecast] = []
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
+            if isinstance(rec, MemInfo):
+                self._available.append((batch.ts_ns, rec.available_bytes, rec.swap_free_bytes))
+                self.swap_total_bytes = rec.swap_total_bytes
+                continue
             if isinstance(rec, SignalKill):
                 self._on_signal(rec, state)
                 continue
@@ -82,6 +119,57 @@ class OomState(SubState):
                 self._unnoticed.append(rec)
         del self._unnoticed[:-20]  # a storm of kills: the latest 20 notices are enough
         del self._unnoticed_signals[:-20]
+        self._forecast(state)
+
+    def _forecast(self, state: State) -> None:
+        """Each limited memcg's and the machine's time to exhaustion; a notice for each that fell
+        under FORECAST_NOTICE_S. O(cgroups): a few history points each."""
+        from memtop.state.cgroups import CgroupsState
+
+        now = state.ts_ns
+        out: dict[str, Forecast] = {}
+        for path, row in state.get(CgroupsState).rows.items():
+            smp = row.sample
+            limit = smp.limit_bytes
+            if limit is None or limit >= NO_LIMIT or smp.usage_bytes is None or not row.history:
+                continue
+            # swap it may still use: its own swap limit (v1 memsw - limit, v2 swap.max), at most
+            # the machine's swap
+            room = (
+                self.swap_total_bytes
+                if smp.swap_limit_bytes is None
+                else min(smp.swap_limit_bytes, self.swap_total_bytes)
+            )
+            used = smp.usage_bytes + (smp.swap_bytes or 0)
+            then = None
+            for point in reversed(row.history):
+                then = point
+                if point[0] <= now - FORECAST_WINDOW_NS:
+                    break
+            rate = 0.0
+            if then is not None and then[1] is not None and now > then[0]:
+                rate = (used - then[1] - (then[6] or 0)) * 1e9 / (now - then[0])
+            out[path] = _forecast(path, used, limit + room, rate)
+        if self._available:
+            ts, avail, _ = self._available[-1]
+            then_ts, then_avail = ts, avail
+            for t, a, _ in reversed(self._available):
+                then_ts, then_avail = t, a
+                if t <= ts - FORECAST_WINDOW_NS:
+                    break
+            rate = (then_avail - avail) * 1e9 / (ts - then_ts) if ts > then_ts else 0.0
+            # the machine runs out when MemAvailable reaches 0 (its "limit" is what is available
+            # plus what is used of it; only the margin and the rate matter)
+            out[MACHINE] = _forecast(MACHINE, 0, avail, rate)
+        self.forecasts = out
+        for path, f in out.items():
+            if f.seconds_left is not None and f.seconds_left < FORECAST_NOTICE_S:
+                if path not in self._warned:
+                    self._warned.add(path)
+                    self._unnoticed_forecasts.append(f)
+            else:
+                self._warned.discard(path)
+        del self._unnoticed_forecasts[:-20]
 
     def _on_signal(self, rec: SignalKill, state: State) -> None:
         row = self._recent.get(rec.victim_pid)
@@ -118,10 +206,17 @@ class OomState(SubState):
         row.rss_bytes, row.swap_bytes = rec.rss_bytes, rec.swap_bytes
         sampled = state.get(ProcessesState).row(rec.victim_pid)
         if sampled is not None and sampled.sample.comm == rec.victim_comm:
-            if row.rss_bytes is None:
-                row.rss_bytes = sampled.sample.rss_bytes
-            if row.swap_bytes is None:
-                row.swap_bytes = sampled.sample.swap_bytes
+            # The peak around the signal: read with the event (or by /proc after the signal), a
+            # killed process may already be freeing its memory (exit tears it down); the sample
+            # before it is up to a tick old. Before the signal it only grew, after it only shrinks.
+            rss, swap = sampled.sample.rss_bytes, sampled.sample.swap_bytes
+            lo, hi = rec.ts_ns - AROUND_NS, rec.ts_ns + AROUND_NS // 2
+            for p in sampled.history:
+                if lo <= p.ts_ns <= hi:
+                    rss = max(rss, p.anon_bytes + p.file_bytes + p.shmem_bytes)
+                    swap = max(swap, p.swap_bytes)
+            row.rss_bytes = rss if row.rss_bytes is None else max(row.rss_bytes, rss)
+            row.swap_bytes = swap if row.swap_bytes is None else max(row.swap_bytes, swap)
         cgroups = state.get(CgroupsState)
         row.cgroup = cgroups.memcg_of(rec.victim_pid)
         psi = state.get(HostState).pressure
@@ -158,4 +253,19 @@ class OomState(SubState):
                 )
             )
         self._unnoticed_signals = []
+        for f in self._unnoticed_forecasts:
+            what = f"memcg {f.path}" if f.path else "the machine"
+            out.append(
+                (
+                    f"{what} runs out of memory in about {f.seconds_left:.0f} s at the current growth "
+                    f"({f.margin_bytes >> 20} MiB left)",
+                    "warning",
+                )
+            )
+        self._unnoticed_forecasts = []
         return out
+
+
+def _forecast(path: str, used: int, limit: int, rate: float) -> Forecast:
+    left = max(0, limit - used)
+    return Forecast(path, used, limit, rate, left / rate if rate > 0 else None)

@@ -8,7 +8,8 @@ from typing import Any
 from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.state.oom import SIGNAL_NAMES, OomState, SignalKillRow
+from memtop.state.oom import FORECAST_NOTICE_S, SIGNAL_NAMES, Forecast, OomState, SignalKillRow
+from memtop.state.processes import ProcessesState
 from memtop.views import Column, Options, View, measuring, wall_ns
 
 ADJ_UNKNOWN = -10000
@@ -98,7 +99,16 @@ class OomView(View):
             # listed signal kills; None when the probe is not watching
             "signal_total": st.signal_total if measuring(state, "kills") or st.signal_kills else None,
             "cgroups": _cgroup_counters(state),
+            "at_risk": [_at_risk(state, f) for f in _growing(st)],
+            "forecast_notice_s": FORECAST_NOTICE_S,
         }
+
+    def ready(self, state: State, opts: Options) -> bool:
+        """The OOM probe's first poll is in (it brings the kernel log's kills from before memtop
+        started) and so are the cgroups' own counters, for the probes that run."""
+        oom_polled = ("oom", "events") in state.lost or not measuring(state, "oom")
+        cgroups_read = bool(state.get(CgroupsState).rows) or not measuring(state, "cgroups")
+        return oom_polled and cgroups_read
 
     def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
         events = doc.get("events", [])
@@ -139,6 +149,11 @@ class OomView(View):
             lines.append("Killed by a signal from another process (not the kernel's OOM killer):")
             for k in doc["signal_kills"]:
                 lines.append("  " + signal_kill_line(k))
+        if doc["at_risk"]:
+            lines.append("")
+            lines.append("At risk: time to exhaustion at the current growth, and who the kernel would kill:")
+            for r in doc["at_risk"]:
+                lines.append("  " + at_risk_line(r))
         if doc["cgroups"]:
             lines.append("")
             lines.append("OOM kills per memory cgroup since it was created (its own counter):")
@@ -223,3 +238,71 @@ def signal_kill_line(k: dict[str, Any]) -> str:
     if k["at"]:
         parts.append(f"at {k['at']}")
     return "; ".join(parts)
+
+
+#: forecasts listed as at risk, the soonest first
+AT_RISK = 20
+
+
+#: forecasts further off than this are not "at risk"
+AT_RISK_HORIZON_S = 3600.0
+
+
+def _growing(st: OomState) -> list[Forecast]:
+    out = [
+        f for f in st.forecasts.values() if f.seconds_left is not None and f.seconds_left <= AT_RISK_HORIZON_S
+    ]
+    out.sort(key=lambda f: f.seconds_left or 0.0)
+    return out[:AT_RISK]
+
+
+def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
+    """A forecast with the process the kernel would choose: the largest RSS + swap in the memcg
+    and its children (or on the machine). oom_score_adj is not read: a process whose adj is
+    raised or lowered may be chosen over it or spared."""
+    procs = state.get(ProcessesState)
+    cgroups = state.get(CgroupsState)
+    if f.path:
+        prefix = f.path.rstrip("/") + "/"
+        pids = [
+            pid
+            for path, row in cgroups.rows.items()
+            if path == f.path or path.startswith(prefix) or f.path == "/"
+            for pid in row.sample.pids
+        ]
+    else:
+        pids = list(procs.rows)
+    best: tuple[int, int, str, int, int] | None = None
+    for pid in pids:
+        r = procs.rows.get(pid)
+        if r is None:
+            continue
+        s = r.sample
+        points = s.rss_bytes + s.swap_bytes
+        if best is None or points > best[0]:
+            best = (points, pid, s.comm, s.rss_bytes, s.swap_bytes)
+    return {
+        "cgroup": f.path or None,
+        "used_bytes": f.used_bytes if f.path else None,
+        "limit_bytes": f.limit_bytes if f.path else None,
+        "margin_bytes": f.margin_bytes,
+        "growth_bytes_per_s": f.growth_bytes_per_s,
+        "seconds_left": f.seconds_left,
+        "victim_pid": best[1] if best else None,
+        "victim_comm": best[2] if best else None,
+        "victim_rss_bytes": best[3] if best else None,
+        "victim_swap_bytes": best[4] if best else None,
+    }
+
+
+def at_risk_line(r: dict[str, Any]) -> str:
+    where = f"memcg {r['cgroup']}" if r["cgroup"] else "the machine (MemAvailable)"
+    line = (
+        f"{where}: {fmt.age_h(r['seconds_left'])} left at +{fmt.bytes_h(int(r['growth_bytes_per_s']))}/s, "
+        f"margin {fmt.bytes_h(r['margin_bytes'])}"
+    )
+    if r["victim_pid"] is not None:
+        line += (
+            f"; next victim {r['victim_comm']} [{r['victim_pid']}] RSS {fmt.bytes_h(r['victim_rss_bytes'])}"
+        )
+    return line

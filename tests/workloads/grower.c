@@ -1,7 +1,8 @@
 // grower: grow anonymous memory STEP_MIB every STEP_MS up to TOTAL_MIB, then hold it until killed.
 // Prints "held N" (MiB) after each step. With "stubborn" it ignores SIGTERM (only SIGKILL ends
 // it); with "adj" it sets its own oom_score_adj to 1000, so that a killer choosing by oom_score
-// picks it over anything else on the machine.
+// picks it over anything else on the machine; with "wait" it starts growing on a line on stdin
+// (the test places it in a cgroup first).
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,7 +16,10 @@ int main(int argc, char **argv) {
     size_t total = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
     size_t step = argc > 2 ? strtoul(argv[2], NULL, 10) : 8;
     long step_ms = argc > 3 ? atol(argv[3]) : 100;
+    int wait = 0;
     for (int i = 4; i < argc; i++) {
+        if (!strcmp(argv[i], "wait"))
+            wait = 1;
         if (!strcmp(argv[i], "stubborn"))
             signal(SIGTERM, SIG_IGN);
         if (!strcmp(argv[i], "adj")) {
@@ -29,6 +33,9 @@ int main(int argc, char **argv) {
     struct timespec pause_ts = {step_ms / 1000, (step_ms % 1000) * 1000000L};
     printf("ready %d\n", getpid());
     fflush(stdout);
+    char line[64];
+    if (wait && !fgets(line, sizeof(line), stdin))
+        return 1;
     for (size_t held = 0; held < total;) {
         size_t n = step < total - held ? step : total - held;
         char *p = mmap(NULL, n << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

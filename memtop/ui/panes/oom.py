@@ -16,7 +16,7 @@ from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.oom import signal_kill_line
+from memtop.views.oom import at_risk_line, signal_kill_line
 
 
 class OomPane(Pane):
@@ -34,6 +34,7 @@ class OomPane(Pane):
         yield FastTable(id="oom-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="oom-detail")
         yield Static(id="oom-signals")
+        yield Static(id="oom-risk")
 
     def refresh_from(self, state: State) -> None:
         doc = self.view.document(state, self.opts)
@@ -63,6 +64,13 @@ class OomPane(Pane):
                 signals.append("\n")
             signals.append(signal_kill_line(k), style="yellow" if k["killer"] else "")
         show_text(self.query_one("#oom-signals", Static), signals)
+        risk = Text()
+        for i, r in enumerate(doc["at_risk"][:5]):
+            if i:
+                risk.append("\n")
+            soon = r["seconds_left"] is not None and r["seconds_left"] < doc["forecast_notice_s"]
+            risk.append("at risk: " + at_risk_line(r), style="bold red" if soon else "dim")
+        show_text(self.query_one("#oom-risk", Static), risk)
 
     def _detail(self, table: DataTable[Any]) -> None:
         box = self.query_one("#oom-detail", Static)
