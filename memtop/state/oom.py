@@ -25,6 +25,8 @@ SIGNAL_NAMES = {SIGKILL: "SIGKILL", SIGTERM: "SIGTERM"}
 AROUND_NS = 2_000_000_000
 #: the growth rate of a forecast is over this much of the latest history
 FORECAST_WINDOW_NS = 10_000_000_000
+#: a cgroup not sampled for this long has not changed (the cgroups probe sends changes only)
+STALE_NS = 2_000_000_000
 #: a forecast under this many seconds is announced (once, until it recovers)
 FORECAST_NOTICE_S = 60.0
 #: limits above this are "no limit" (v1 writes PAGE_COUNTER_MAX pages for unlimited)
@@ -141,15 +143,18 @@ class OomState(SubState):
                 else min(smp.swap_limit_bytes, self.swap_total_bytes)
             )
             used = smp.usage_bytes + (smp.swap_bytes or 0)
+            # from its latest sample (this batch's may come after this state's apply); a cgroup
+            # is sent only when it changed, so one not sent for a while has been flat since
+            at = row.ts_ns if now - row.ts_ns <= STALE_NS else now
             then = None
             for point in reversed(row.history):
                 then = point
-                if point[0] <= now - FORECAST_WINDOW_NS:
+                if point[0] <= at - FORECAST_WINDOW_NS:
                     break
             rate = 0.0
-            if then is not None and then[1] is not None and now > then[0]:
-                rate = (used - then[1] - (then[6] or 0)) * 1e9 / (now - then[0])
-            out[path] = _forecast(path, used, limit + room, rate)
+            if then is not None and then[1] is not None and at > then[0]:
+                rate = (used - then[1] - (then[6] or 0)) * 1e9 / (at - then[0])
+            out[path] = _forecast(path, used, limit + room, rate, age_ns=now - at)
         if self._available:
             ts, avail, _ = self._available[-1]
             then_ts, then_avail = ts, avail
@@ -266,6 +271,7 @@ class OomState(SubState):
         return out
 
 
-def _forecast(path: str, used: int, limit: int, rate: float) -> Forecast:
+def _forecast(path: str, used: int, limit: int, rate: float, age_ns: int = 0) -> Forecast:
+    """``age_ns``: how old the figures are (the time left counts from now)."""
     left = max(0, limit - used)
-    return Forecast(path, used, limit, rate, left / rate if rate > 0 else None)
+    return Forecast(path, used, limit, rate, max(0.0, left / rate - age_ns / 1e9) if rate > 0 else None)

@@ -8,7 +8,13 @@ from support import OOM_KILL
 
 from memtop.probes.kills import KNOWN_KILLERS, match_killer
 from memtop.probes.oom import ReportParser, parse_kmsg_kill
-from memtop.records import from_json, to_json
+from memtop.records import Batch, Record, from_json, to_json
+from memtop.records.cgroups import CgroupSample
+from memtop.records.oom import SignalKill
+from memtop.state import State
+from memtop.state.oom import OomState
+from memtop.views import Options, get_view
+from memtop.views.oom import signal_kill_line
 
 
 def test_kmsg_parsing() -> None:
@@ -81,3 +87,77 @@ def test_known_killers_matched_by_executable_script_or_comm() -> None:
     assert match_killer(names, "/opt/x/mykiller", "mykiller", []) == "mykiller"
     assert match_killer(names, "/usr/bin/bash", "bash", ["bash"]) == ""
     assert match_killer(names, "/usr/bin/oomd-not", "oomd-not", []) == ""
+
+
+def _signal(
+    ts_s: float, sig: int, pid: int = 500, sender: str = "bash", killer: str = "", rss: int | None = None
+) -> SignalKill:
+    return SignalKill(
+        ts_ns=int(ts_s * 1e9),
+        sig=sig,
+        victim_pid=pid,
+        victim_comm="victim",
+        sender_pid=77,
+        sender_tid=77,
+        sender_comm=sender,
+        killer=killer,
+        rss_bytes=rss,
+    )
+
+
+def _apply(state: State, ts_s: float, *recs: Record) -> None:
+    state.apply(Batch(int(ts_s * 1e9), recs))
+
+
+def test_signal_kills_listed_by_killer_or_size_once_with_both_signals() -> None:
+    state = State(mode="bpf")
+    # a small process SIGKILLed by a shell: not listed (under the 100 MiB threshold)
+    _apply(state, 1, _signal(1, 9, pid=1, rss=10 << 20))
+    # a big one SIGTERMed by a shell: not listed yet (a SIGTERM from anyone but a memory killer)
+    _apply(state, 2, _signal(2, 15, pid=2, rss=300 << 20))
+    st = state.get(OomState)
+    assert list(st.signal_kills) == []
+    # ... then SIGKILLed: one row, both signals, its RSS at the first signal
+    _apply(state, 3, _signal(3, 9, pid=2))
+    # a memory killer's SIGTERM is listed whatever the size
+    _apply(state, 4, _signal(4, 15, pid=3, sender="earlyoom", killer="earlyoom", rss=1 << 20))
+    doc = get_view("oom").document(state, Options())
+    rows = {k["victim_pid"]: k for k in doc["signal_kills"]}
+    assert set(rows) == {2, 3}
+    assert [s["signal"] for s in rows[2]["signals"]] == ["SIGTERM", "SIGKILL"]
+    assert rows[2]["rss_bytes"] == 300 << 20 and rows[2]["killer"] is None
+    assert rows[3]["killer"] == "earlyoom"
+    assert signal_kill_line(rows[2]).startswith(
+        "victim [2] killed by 77 bash, not an OOM kill: SIGTERM then SIGKILL"
+    )
+    notices = [text for text, _ in st.pop_notices()]
+    assert len(notices) == 2 and any("killed by earlyoom" in n for n in notices)
+    # a SIGKILL a minute and more after the SIGTERM is another kill
+    _apply(state, 70, _signal(70, 9, pid=2, rss=300 << 20))
+    assert (
+        sum(1 for k in get_view("oom").document(state, Options())["signal_kills"] if k["victim_pid"] == 2)
+        == 2
+    )
+
+
+def test_forecast_of_a_memcg_growing_toward_its_limit() -> None:
+    state = State(mode="bpf")
+    for t in range(12):  # 10 MiB/s toward 200 MiB, swap forbidden (memsw = limit)
+        sample = CgroupSample(
+            path="/grow",
+            version=1,
+            usage_bytes=(50 + 10 * t) << 20,
+            limit_bytes=200 << 20,
+            swap_bytes=0,
+            swap_limit_bytes=0,
+        )
+        _apply(state, 100 + t, sample)
+    f = state.get(OomState).forecasts["/grow"]
+    assert f.growth_bytes_per_s == 10 << 20
+    # its latest sample (t=110: 150 MiB) is a second old: 50 MiB at 10 MiB/s, from then
+    assert f.used_bytes == 150 << 20 and f.seconds_left == 4.0
+    notices = [text for text, _ in state.get(OomState).pop_notices()]
+    # once, when it first fell under 60 s (its second sample: 140 MiB left at 10 MiB/s)
+    assert notices == ["memcg /grow runs out of memory in about 13 s at the current growth (140 MiB left)"]
+    doc = get_view("oom").document(state, Options())
+    assert [r["cgroup"] for r in doc["at_risk"]] == ["/grow"]
