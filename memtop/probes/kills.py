@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from memtop import tracefs
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
-from memtop.records.oom import SignalKill
+from memtop.records.oom import OomScoreAdj, SignalKill
 from memtop.text import clean
 
 #: executables (or scripts) of the userspace memory killers memtop knows
@@ -26,6 +27,10 @@ KNOWN_KILLERS = ("earlyoom", "systemd-oomd", "oomd", "nohang", "kubelet", "low-m
 THRESHOLD_BYTES = 100 << 20
 #: the kernel keeps 15 characters of a command name
 COMM_LEN = 15
+#: seconds between scans of every process's oom_score_adj (rarely changes; a read per process)
+ADJ_EVERY_S = 5.0
+#: processes with a non-zero adj sent at most (a machine full of them: the first ones)
+ADJ_MAX = 4096
 
 
 class _Event(ctypes.Structure):
@@ -80,6 +85,8 @@ class KillsProbe(BpfProbe):
         self.ringbuf_pages = ringbuf_pages
         self.proc = proc
         self._pending: list[_Event] = []
+        self._adj_at = 0.0
+        self._adj: tuple[tuple[int, int], ...] | None = None
 
     def configure(self, killers: Iterable[str], threshold_bytes: int) -> None:
         """The known killers plus the user's (``--killer``), and the threshold of other SIGKILLs."""
@@ -106,8 +113,35 @@ class KillsProbe(BpfProbe):
         self.bpf.ring_buffer_consume()
         events, self._pending = self._pending, []
         out: list[Record] = [self._record(ev) for ev in events]
+        now = time.monotonic()
+        if now - self._adj_at >= ADJ_EVERY_S:
+            self._adj_at = now
+            adj = self.scan_adj()
+            if adj != self._adj:
+                self._adj = adj
+                out.append(OomScoreAdj(adjusted=adj))
         out.append(self.lost_record("kills_lost"))
         return out
+
+    def scan_adj(self) -> tuple[tuple[int, int], ...]:
+        """(pid, oom_score_adj) of every process whose adj is not 0."""
+        out: list[tuple[int, int]] = []
+        try:
+            names = os.listdir(self.proc)
+        except OSError:
+            return ()
+        for name in names:
+            if not name.isdigit():
+                continue
+            raw = self._read(f"{self.proc}/{name}/oom_score_adj").strip()
+            if raw and raw != b"0":
+                try:
+                    out.append((int(name), int(raw)))
+                except ValueError:
+                    continue
+                if len(out) >= ADJ_MAX:
+                    break
+        return tuple(sorted(out))
 
     def _record(self, ev: _Event) -> SignalKill:
         sender = int(ev.sender_pid)

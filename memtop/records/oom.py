@@ -69,3 +69,12 @@ class SignalKill(Record):
     rss_bytes: int | None = None
     swap_bytes: int | None = None
     threshold_bytes: int = 100 << 20
+
+
+@record("oom_score_adj")
+@dataclass(frozen=True, slots=True)
+class OomScoreAdj(Record):
+    """Every process whose /proc/PID/oom_score_adj is not 0, as (pid, adj) (kills probe, a scan
+    every few seconds, sent when it changed): the OOM killer's bias, for the next victim."""
+
+    adjusted: tuple[tuple[int, int], ...]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memtop.records import Batch
 from memtop.records.host import MemInfo
-from memtop.records.oom import OomKill, SignalKill
+from memtop.records.oom import OomKill, OomScoreAdj, SignalKill
 from memtop.state.base import Severity, SubState
 
 if TYPE_CHECKING:
@@ -102,12 +102,19 @@ class OomState(SubState):
         self.forecasts: dict[str, Forecast] = {}
         self._warned: set[str] = set()
         self._unnoticed_forecasts: list[Forecast] = []
+        #: pid -> oom_score_adj of the processes whose adj is not 0 (the kills probe's scan)
+        self.adj: dict[int, int] = {}
+        self.mem_total_bytes = 0
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
             if isinstance(rec, MemInfo):
                 self._available.append((batch.ts_ns, rec.available_bytes, rec.swap_free_bytes))
                 self.swap_total_bytes = rec.swap_total_bytes
+                self.mem_total_bytes = rec.total_bytes
+                continue
+            if isinstance(rec, OomScoreAdj):
+                self.adj = dict(rec.adjusted)
                 continue
             if isinstance(rec, SignalKill):
                 self._on_signal(rec, state)

@@ -24,7 +24,7 @@ class OomView(View):
     title = "OOM kills"
     tab_title = "OOM"
     order = 50
-    probes = ("oom", "kills")
+    probes = ("oom", "kills", "cgroups")
     vmstat_fallback = ("oom", (("oom_kill", "OOM kills", "total"),))
     columns = (
         Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
@@ -240,6 +240,8 @@ def signal_kill_line(k: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+#: a process the OOM killer never chooses
+OOM_SCORE_ADJ_MIN = -1000
 #: forecasts listed as at risk, the soonest first
 AT_RISK = 20
 
@@ -257,10 +259,13 @@ def _growing(st: OomState) -> list[Forecast]:
 
 
 def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
-    """A forecast with the process the kernel would choose: the largest RSS + swap in the memcg
-    and its children (or on the machine). oom_score_adj is not read: a process whose adj is
-    raised or lowered may be chosen over it or spared."""
+    """A forecast with the process the kernel would choose, by its badness: RSS + swap plus
+    oom_score_adj thousandths of what may be used (the memcg's limit, or the machine's RAM +
+    swap), among the processes of the memcg and its children (or of the machine); a process at
+    -1000 is never chosen."""
     procs = state.get(ProcessesState)
+    st = state.get(OomState)
+    total = f.limit_bytes if f.path else st.mem_total_bytes + st.swap_total_bytes
     cgroups = state.get(CgroupsState)
     if f.path:
         prefix = f.path.rstrip("/") + "/"
@@ -272,15 +277,18 @@ def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
         ]
     else:
         pids = list(procs.rows)
-    best: tuple[int, int, str, int, int] | None = None
+    best: tuple[int, int, str, int, int, int] | None = None
     for pid in pids:
         r = procs.rows.get(pid)
         if r is None:
             continue
         s = r.sample
-        points = s.rss_bytes + s.swap_bytes
+        adj = st.adj.get(pid, 0)
+        if adj <= OOM_SCORE_ADJ_MIN:
+            continue
+        points = s.rss_bytes + s.swap_bytes + adj * total // 1000
         if best is None or points > best[0]:
-            best = (points, pid, s.comm, s.rss_bytes, s.swap_bytes)
+            best = (points, pid, s.comm, s.rss_bytes, s.swap_bytes, adj)
     return {
         "cgroup": f.path or None,
         "used_bytes": f.used_bytes if f.path else None,
@@ -292,6 +300,7 @@ def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
         "victim_comm": best[2] if best else None,
         "victim_rss_bytes": best[3] if best else None,
         "victim_swap_bytes": best[4] if best else None,
+        "victim_oom_score_adj": best[5] if best else None,
     }
 
 

@@ -62,7 +62,7 @@ class Batch:
             self.last = doc
             if cond(doc):
                 return doc
-        last = {k: self.last.get(k) for k in ("signal_kills", "at_risk", "taken_at_ns")}
+        last = {k: self.last.get(k) for k in ("signal_kills", "at_risk", "taken_at_ns", "probes")}
         raise AssertionError(f"memtop never showed {what}; last document: {last}")
 
     def ticks(self, n: int) -> None:
@@ -253,37 +253,54 @@ def test_earlyoom_is_named_as_the_killer() -> None:
 
 @pytest.mark.bpf
 def test_forecast_at_half_way_and_the_predicted_victim() -> None:
-    """A workload growing steadily (20 MiB/s) toward its memcg's 400 MiB limit, swap forbidden:
-    the forecast memtop shows when the memcg is half full is within 30 % of the time the kernel
-    then took to kill (mark_victim's timestamp), and the victim it names is the one killed."""
+    """A workload growing steadily (20 MiB/s) toward its memcg's 700 MiB limit, swap forbidden,
+    beside a larger process (300 MiB): the forecast memtop shows half-way through the growth is
+    within 30 % of the time the kernel then took to kill (mark_victim's timestamp), and the victim
+    it names is the one killed: the smaller, whose oom_score_adj 500 counts as half the limit."""
     from support import memcg
 
-    limit = 400 * MiB
+    limit, big_mib = 700 * MiB, 300
     with memtop_batch() as batch, memcg(limit, swap=False) as cg:
         path = f"/{cg.name}"
-        w = grower("1000", "4", "200", "wait")
+        big = grower(str(big_mib), str(big_mib), "0", "wait")
+        w = grower("1000", "4", "200", "adj=500", "wait")
         try:
+            assert big.stdout is not None and big.stdin is not None
             assert w.stdout is not None and w.stdin is not None
-            assert w.stdout.readline().startswith("ready")
+            assert big.stdout.readline().startswith("ready") and w.stdout.readline().startswith("ready")
+            cg.add(big.pid)
             cg.add(w.pid)
+            big.stdin.write("go\n")
+            big.stdin.flush()
+            held(big, big_mib)
+            batch.ticks(12)  # memtop has read the oom_score_adj of both (a scan every 5 s)
             w.stdin.write("go\n")
             w.stdin.flush()
+            half_way = (big_mib * MiB + limit) // 2
 
-            def half_full(doc: Doc) -> bool:
-                return any(r["cgroup"] == path and r["used_bytes"] >= limit // 2 for r in doc["at_risk"])
+            def half(doc: Doc) -> bool:
+                return any(r["cgroup"] == path and r["used_bytes"] >= half_way for r in doc["at_risk"])
 
-            half = batch.wait("the memcg half full", half_full, timeout=60)
-            risk = next(r for r in half["at_risk"] if r["cgroup"] == path)
+            try:
+                at_half = batch.wait("the growth half-way", half, timeout=60)
+            except AssertionError as exc:
+                usage = (cg.path / "memory.usage_in_bytes").read_text().strip()
+                raise AssertionError(
+                    f"{exc}; workload rc {w.poll()}, big rc {big.poll()}, usage {usage}"
+                ) from None
+            risk = next(r for r in at_half["at_risk"] if r["cgroup"] == path)
             killed = batch.wait(
                 "the OOM kill", lambda d: any(e["victim_pid"] == w.pid for e in d["events"]), timeout=60
             )
             assert w.wait(timeout=WAIT_S) == -9
+            assert big.poll() is None  # spared: the kernel chose by badness too
         finally:
-            w.kill()
-            w.wait()
+            for p in (w, big):
+                p.kill()
+                p.wait()
     kill = next(e for e in killed["events"] if e["victim_pid"] == w.pid)
-    real_s = (kill["ts_ns"] - half["taken_at_ns"]) / 1e9  # both CLOCK_MONOTONIC
+    real_s = (kill["ts_ns"] - at_half["taken_at_ns"]) / 1e9  # both CLOCK_MONOTONIC
     assert real_s > 0
     assert abs(risk["seconds_left"] - real_s) <= 0.3 * real_s, (risk, real_s)
-    assert risk["victim_pid"] == w.pid and risk["victim_comm"] == "grower"
+    assert risk["victim_pid"] == w.pid and risk["victim_comm"] == "grower", risk
     assert risk["limit_bytes"] == limit  # swap forbidden: nothing beyond the limit

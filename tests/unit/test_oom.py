@@ -10,7 +10,8 @@ from memtop.probes.kills import KNOWN_KILLERS, match_killer
 from memtop.probes.oom import ReportParser, parse_kmsg_kill
 from memtop.records import Batch, Record, from_json, to_json
 from memtop.records.cgroups import CgroupSample
-from memtop.records.oom import SignalKill
+from memtop.records.oom import OomScoreAdj, SignalKill
+from memtop.records.processes import ProcSample
 from memtop.state import State
 from memtop.state.oom import OomState
 from memtop.views import Options, get_view
@@ -161,3 +162,32 @@ def test_forecast_of_a_memcg_growing_toward_its_limit() -> None:
     assert notices == ["memcg /grow runs out of memory in about 13 s at the current growth (140 MiB left)"]
     doc = get_view("oom").document(state, Options())
     assert [r["cgroup"] for r in doc["at_risk"]] == ["/grow"]
+
+
+def test_next_victim_by_badness_with_oom_score_adj() -> None:
+    """The kernel's choice in a memcg: RSS + swap + adj thousandths of its limit; -1000 never."""
+
+    def proc(pid: int, rss_mib: int) -> ProcSample:
+        return ProcSample(pid, f"p{pid}", "root", 0, rss_mib << 20, 0, 0, 0, 0, 0)
+
+    state = State(mode="bpf")
+    for t in range(3):
+        sample = CgroupSample(
+            path="/grow",
+            version=1,
+            usage_bytes=(500 + 10 * t) << 20,
+            limit_bytes=1000 << 20,
+            swap_bytes=0,
+            swap_limit_bytes=0,
+            pids=(1, 2, 3),
+        )
+        _apply(state, 100 + t, sample, proc(1, 400), proc(2, 60), proc(3, 40))
+
+    def victim() -> int:
+        (risk,) = get_view("oom").document(state, Options())["at_risk"]
+        return int(risk["victim_pid"])
+
+    assert victim() == 1  # the largest, no adj read yet
+    # pid 1 is exempt (-1000); pid 3's +300 is 300 MiB of a 1000 MiB limit: 340 beats 60
+    _apply(state, 103, OomScoreAdj(adjusted=((1, -1000), (3, 300))))
+    assert victim() == 3

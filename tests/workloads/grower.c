@@ -1,7 +1,7 @@
 // grower: grow anonymous memory STEP_MIB every STEP_MS up to TOTAL_MIB, then hold it until killed.
 // Prints "held N" (MiB) after each step. With "stubborn" it ignores SIGTERM (only SIGKILL ends
 // it); with "adj" it sets its own oom_score_adj to 1000, so that a killer choosing by oom_score
-// picks it over anything else on the machine; with "wait" it starts growing on a line on stdin
+// picks it over anything else on the machine ("adj=N": N); with "wait" it starts growing on a line on stdin
 // (the test places it in a cgroup first).
 #include <fcntl.h>
 #include <signal.h>
@@ -22,9 +22,10 @@ int main(int argc, char **argv) {
             wait = 1;
         if (!strcmp(argv[i], "stubborn"))
             signal(SIGTERM, SIG_IGN);
-        if (!strcmp(argv[i], "adj")) {
+        if (!strcmp(argv[i], "adj") || !strncmp(argv[i], "adj=", 4)) {
+            const char *adj = argv[i][3] == '=' ? argv[i] + 4 : "1000";
             int fd = open("/proc/self/oom_score_adj", O_WRONLY);
-            if (fd < 0 || write(fd, "1000", 4) != 4)
+            if (fd < 0 || write(fd, adj, strlen(adj)) != (ssize_t)strlen(adj))
                 return 3;
             close(fd);
         }
