@@ -72,6 +72,10 @@ TARGETS: dict[str, Target] = {
     "shared_cpu_pct": Target("≤ 2 % of a core", 2.0),
     # issue 27: no cost on a fault-heavy workload (within the noise of fault_ratio)
     "shared_fault_ratio": Target("≤ 1.03× bare", 1.03),
+    # issue 39: the kills probe attached, a signal-heavy workload
+    "signal_ratio": Target("≤ 1.03× bare", 1.03),
+    # issue 39: the forecasts of 500 cgroups
+    "forecast_cpu_pct": Target("≤ 1 % of a core", 1.0),
     # issue 24: a scrape with 1,000 processes and 500 cgroups; the exporter at a 15 s interval
     "scrape_p99_ms": Target("≤ 50 ms at p99", 50.0),
     # issue 22: any pane or drill-in section, idle, 160x45 at 1 s refresh
@@ -423,6 +427,40 @@ def shared_cost(r: dict[str, Any]) -> Iterator[Row]:
     )
 
 
+def signal_cost(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/signal_cost.py {r['rounds']}`"
+    t = TARGETS["signal_ratio"]
+    for key, what in (("kill0", "kill(getpid(), 0)"), ("usr1_pingpong", "SIGUSR1 ping-pong round trip")):
+        m = r[key]
+        yield Row(
+            f"kills · signal-heavy workload ({what}), kills probe attached",
+            cmd,
+            f"{x(m['kills probe']['ratio'])} bare ({m['bare']['median']:.0f} → {m['kills probe']['median']:.0f} ns, "
+            f"n={m['bare']['n']})",
+            t.text,
+            t.met(m["kills probe"]["ratio"]),
+        )
+    yield Row(
+        "kills · the same round trip by BPF run-time stats (two filtered runs of the program)",
+        cmd,
+        f"{x(r['pingpong_ratio_by_stats'])} bare ({r['prog_ns_per_run']:.0f} ns a run, {r['prog_runs']:,} runs)",
+        t.text,
+        t.met(r["pingpong_ratio_by_stats"]),
+    )
+
+
+def forecast_cost(r: dict[str, Any]) -> Iterator[Row]:
+    t = TARGETS["forecast_cpu_pct"]
+    yield Row(
+        f"oom · forecasts of {r['cgroups']} growing memcgs at 1 s refresh (in process)",
+        f"`.venv/bin/python bench/forecast_cost.py {r['ticks']}`",
+        f"{r['cpu_pct']:.2f} % of a core (forecast {r['forecast_ms']:.1f} ms a tick, the pane's document "
+        f"{r['document_ms']:.1f} ms)",
+        t.text,
+        t.met(r["cpu_pct"]),
+    )
+
+
 def drill_fault_cost(r: dict[str, Any]) -> Iterator[Row]:
     s = r["summary"]
     yield Row(
@@ -707,6 +745,8 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("memtop_self", memtop_self),
     ("cgroups_cost", cgroups_cost),
     ("shared_cost", shared_cost),
+    ("signal_cost", signal_cost),
+    ("forecast_cost", forecast_cost),
     ("export_cost", export_cost),
     ("pane_cost", pane_cost),
     ("drill_fault_cost", drill_fault_cost),

@@ -157,6 +157,22 @@ def common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-bpf", action="store_true", help="do not load BPF: the /proc view only")
     p.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--killer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="OOM pane: count the kills of the program NAME (its executable's or script's name) as a "
+        "memory killer's, besides earlyoom, systemd-oomd, oomd, nohang, kubelet and "
+        "low-memory-monitor (repeatable)",
+    )
+    p.add_argument(
+        "--kill-threshold-mib",
+        type=nonneg_int,
+        default=100,
+        metavar="MIB",
+        help="OOM pane: list SIGKILLs by other programs of processes holding more than MIB MiB (default 100)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,7 +230,14 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
     from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
 
-    bridge = Bridge(default_probes(args.proc_root, bpf=not args.no_bpf), defer_bpf=defer_bpf)
+    probes = default_probes(args.proc_root, bpf=not args.no_bpf)
+    for p in probes:
+        if p.name == "kills":
+            from memtop.probes.kills import KillsProbe
+
+            if isinstance(p, KillsProbe):
+                p.configure(getattr(args, "killer", []), getattr(args, "kill_threshold_mib", 100) << 20)
+    bridge = Bridge(probes, defer_bpf=defer_bpf)
     bridge.leaks_sample_bytes = getattr(args, "sample_bytes", None)
     atexit.register(bridge.close)
     return bridge

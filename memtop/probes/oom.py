@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +50,23 @@ class _Event(ctypes.Structure):
 
 
 class KernelLog:
-    """New lines of /dev/kmsg, read without blocking; silent when it cannot be opened."""
+    """Records of /dev/kmsg, read without blocking; silent when it cannot be opened.
 
-    def __init__(self, path: str = "/dev/kmsg") -> None:
+    A fresh descriptor reads from the oldest record the ring still holds (the history: kills
+    before memtop started); ``from_start=False`` seeks past them first."""
+
+    def __init__(self, path: str = "/dev/kmsg", from_start: bool = False) -> None:
         self.fd: int | None = None
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            os.lseek(self.fd, 0, os.SEEK_END)  # only what is logged from now on
+            if not from_start:
+                os.lseek(self.fd, 0, os.SEEK_END)  # only what is logged from now on
         except OSError:
             self.close()
 
-    def lines(self, limit: int = 10000) -> list[str]:
-        out: list[str] = []
+    def records(self, limit: int = 10000) -> list[tuple[int, str]]:
+        """(timestamp µs since boot, first line of the message) of each new record."""
+        out: list[tuple[int, str]] = []
         while self.fd is not None and len(out) < limit:
             try:
                 data = os.read(self.fd, 8192)
@@ -72,9 +78,18 @@ class KernelLog:
                 break
             if not data:
                 break
-            _, _, msg = data.decode("utf-8", errors="replace").partition(";")
-            out.append(msg.split("\n", 1)[0])
+            head, _, msg = data.decode("utf-8", errors="replace").partition(";")
+            # "priority,sequence,timestamp_us,flags[,…];message\n key=value…"
+            fields = head.split(",")
+            try:
+                ts_us = int(fields[2])
+            except (IndexError, ValueError):
+                ts_us = 0
+            out.append((ts_us, msg.split("\n", 1)[0]))
         return out
+
+    def lines(self, limit: int = 10000) -> list[str]:
+        return [msg for _, msg in self.records(limit)]
 
     def close(self) -> None:
         if self.fd is not None:
@@ -135,6 +150,141 @@ def parse_kmsg_kill(line: str) -> tuple[int, str, str] | None:
     return int(m.group("pid")), scope, clean(kmsg_unescape(kv.get("oom_memcg", "")))
 
 
+KMSG_INVOKED = re.compile(
+    r"^(?P<comm>.*) invoked oom-killer: gfp_mask=(?P<gfp>\S*?),? order=(?P<order>-?\d+), oom_score_adj=(?P<adj>-?\d+)"
+)
+KMSG_CPU = re.compile(r"^CPU: \d+ (?:UID: \d+ )?PID: (?P<pid>\d+) Comm: ")
+KMSG_KILLED = re.compile(
+    r"Killed process (?P<pid>\d+) \((?P<comm>.*)\) total-vm:(?P<vm>\d+)kB, anon-rss:(?P<anon>\d+)kB, "
+    r"file-rss:(?P<file>\d+)kB, shmem-rss:(?P<shmem>\d+)kB, UID:(?P<uid>\d+) pgtables:(?P<pgt>\d+)kB "
+    r"oom_score_adj:(?P<adj>-?\d+)"
+)
+#: task table rows kept per report (the largest by RSS)
+TOP_TASKS = 5
+
+
+@dataclass
+class OomReport:
+    """One OOM report of the kernel log as far as it has been read (dump_header's lines, then the
+    ``oom-kill:`` summary, then ``Killed process``)."""
+
+    ts_ns: int = 0
+    trigger_comm: str = ""
+    trigger_pid: int = 0
+    gfp_mask: str = ""
+    order: int | None = None
+    usage: tuple[int, int, int] | None = None
+    scope: str = "unknown"
+    memcg: str = ""
+    task_memcg: str = ""
+    victim_pid: int = 0
+    columns: list[str] = field(default_factory=list)
+    tasks: list[tuple[int, str, int, int]] = field(default_factory=list)
+
+    def top_tasks(self) -> tuple[tuple[int, str, int, int], ...]:
+        return tuple(sorted(self.tasks, key=lambda t: -t[2])[:TOP_TASKS])
+
+
+class ReportParser:
+    """Reads the kernel's OOM reports line by line out of /dev/kmsg records."""
+
+    def __init__(self) -> None:
+        self.report: OomReport | None = None
+        self.page_bytes = os.sysconf("SC_PAGE_SIZE")
+
+    def feed(self, ts_us: int, line: str) -> tuple[str, OomReport | None, OomKill | None]:
+        """What the line was: ("summary", report, None) at the ``oom-kill:`` line, ("killed",
+        report or None, the kill as the log tells it) at ``Killed process``, else ("", None, None)."""
+        m = KMSG_INVOKED.match(line)
+        if m is not None:
+            self.report = OomReport(
+                ts_ns=ts_us * 1000,
+                trigger_comm=clean(m.group("comm")),
+                gfp_mask=clean(m.group("gfp")),
+                order=int(m.group("order")),
+            )
+            return "", None, None
+        r = self.report
+        if r is not None:
+            if not r.trigger_pid and (m := KMSG_CPU.match(line)) is not None:
+                r.trigger_pid = int(m.group("pid"))
+                return "", None, None
+            usage = parse_kmsg_usage(line)
+            if usage is not None:
+                r.usage = usage
+                return "", None, None
+            if line.startswith("Tasks state"):
+                r.columns = ["?"]  # the header line comes next
+                return "", None, None
+            if r.columns == ["?"] and line.lstrip().startswith("[  pid  ]"):
+                r.columns = line.replace("[  pid  ]", "pid").split()
+                return "", None, None
+            if r.columns and r.columns != ["?"] and line.startswith("["):
+                self._task(r, line)
+                return "", None, None
+        kill = parse_kmsg_kill(line)
+        if kill is not None:
+            if r is None:
+                r = self.report = OomReport(ts_ns=ts_us * 1000)
+            r.victim_pid, r.scope, r.memcg = kill
+            r.task_memcg = parse_kmsg_task_memcg(line)
+            if r.scope != "memcg":
+                r.usage = None  # the usage line belongs to a memcg's kill only
+            return "summary", r, None
+        m = KMSG_KILLED.search(line)
+        if m is not None:
+            pid = int(m.group("pid"))
+            rep = r if r is not None and r.victim_pid == pid else None
+            self.report = None
+            return "killed", rep, _logged_kill(ts_us, m, rep)
+        return "", None, None
+
+    def _task(self, r: OomReport, line: str) -> None:
+        parts = line.replace("[", " ").replace("]", " ").split(None, len(r.columns) - 1)
+        if len(parts) != len(r.columns):
+            return
+        row = dict(zip(r.columns, parts, strict=True))
+        try:
+            pid, rss, adj = int(row["pid"]), int(row["rss"]), int(row.get("oom_score_adj", "0"))
+        except (KeyError, ValueError):
+            return
+        r.tasks.append((pid, clean(row.get("name", "")), rss * self.page_bytes, adj))
+        if len(r.tasks) > 4 * TOP_TASKS:  # a table of thousands: keep the largest only
+            r.tasks = list(r.top_tasks())
+
+
+def _logged_kill(ts_us: int, m: re.Match[str], r: OomReport | None) -> OomKill:
+    """A kill as the kernel log tells it (no load average: it was not read then)."""
+    kb = 1024
+    return OomKill(
+        ts_ns=r.ts_ns if r is not None and r.ts_ns else ts_us * 1000,
+        victim_pid=int(m.group("pid")),
+        victim_comm=clean(m.group("comm")),
+        trigger_pid=r.trigger_pid if r is not None else 0,
+        trigger_comm=r.trigger_comm if r is not None else "",
+        scope=r.scope if r is not None else "unknown",
+        total_vm_bytes=int(m.group("vm")) * kb,
+        anon_rss_bytes=int(m.group("anon")) * kb,
+        file_rss_bytes=int(m.group("file")) * kb,
+        shmem_rss_bytes=int(m.group("shmem")) * kb,
+        uid=int(m.group("uid")),
+        oom_score_adj=int(m.group("adj")),
+        pgtables_bytes=int(m.group("pgt")) * kb,
+        memcg=r.memcg if r is not None else "",
+        task_memcg=r.task_memcg if r is not None else "",
+        memcg_usage_bytes=r.usage[0] if r is not None and r.usage else None,
+        memcg_limit_bytes=r.usage[1] if r is not None and r.usage else None,
+        memcg_failcnt=r.usage[2] if r is not None and r.usage else None,
+        missing=("loadavg",)
+        + (("trigger_pid",) if r is None or not r.trigger_pid else ())
+        + (("trigger_comm",) if r is None or not r.trigger_comm else ()),
+        source="kmsg",
+        gfp_mask=r.gfp_mask if r is not None else "",
+        order=r.order if r is not None else None,
+        top_tasks=r.top_tasks() if r is not None else (),
+    )
+
+
 def loadavg(proc: Path = Path("/proc")) -> tuple[float, float, float]:
     try:
         parts = (proc / "loadavg").read_text().split()
@@ -159,8 +309,11 @@ class OomProbe(BpfProbe):
         self.fields: set[str] = set()
         self.kmsg: KernelLog | None = None
         self._pending: list[_Event] = []
-        self._kmsg_kills: dict[int, tuple[str, str, str, tuple[int, int, int] | None]] = {}
-        self._kmsg_usage: tuple[int, int, int] | None = None
+        #: victim pid -> the kernel log's report of its kill, waiting for mark_victim's event
+        self._kmsg_kills: dict[int, OomReport] = {}
+        self._parser = ReportParser()
+        #: kills the kernel log held when memtop started, sent with the first poll
+        self._history: list[OomKill] | None = None
 
     def defines(self) -> dict[str, int]:
         return {
@@ -191,7 +344,19 @@ class OomProbe(BpfProbe):
 
     def after_load(self) -> None:
         self.bpf["oom_events"].open_ring_buffer(self._on_event)
-        self.kmsg = KernelLog(self.kmsg_path)
+        # A fresh descriptor starts at the ring's oldest record: the kills before memtop started.
+        # The same descriptor then follows what is logged from now on.
+        self.kmsg = KernelLog(self.kmsg_path, from_start=True)
+        history: list[OomKill] = []
+        while True:
+            batch = self.kmsg.records()
+            for ts_us, line in batch:
+                what, _, kill = self._parser.feed(ts_us, line)
+                if what == "killed" and kill is not None:
+                    history.append(kill)
+            if not batch:
+                break
+        self._history = history
 
     def note(self) -> str:
         return "kernel log: " + ("yes" if self.kmsg is not None and self.kmsg.fd is not None else "no")
@@ -213,18 +378,17 @@ class OomProbe(BpfProbe):
         self.bpf.ring_buffer_consume()
         out: list[Record] = []
         if self.kmsg is not None:
-            for line in self.kmsg.lines():
-                usage = parse_kmsg_usage(line)
-                if usage is not None:
-                    self._kmsg_usage = usage
-                    continue
-                kill = parse_kmsg_kill(line)
-                if kill is not None:
-                    # the usage line belongs to this kill only when it was a memcg's
-                    at_kill = self._kmsg_usage if kill[1] == "memcg" else None
-                    self._kmsg_kills[kill[0]] = (kill[1], kill[2], parse_kmsg_task_memcg(line), at_kill)
-                    self._kmsg_usage = None
+            for ts_us, line in self.kmsg.records():
+                what, report, _ = self._parser.feed(ts_us, line)
+                if what == "summary" and report is not None:
+                    self._kmsg_kills[report.victim_pid] = report
         events, self._pending = self._pending, []
+        if self._history is not None:
+            # A kill reported just before the probe attached whose mark_victim came just after
+            # is in both: mark_victim's event stands for it (it has the load average).
+            seen = {int(ev.victim_pid) for ev in events}
+            out += [k for k in self._history if k.victim_pid not in seen]
+            self._history = None
         if events:
             load = loadavg()
             for ev in events:
@@ -269,11 +433,14 @@ class OomProbe(BpfProbe):
             except ValueError:
                 missing.append("oom_score_adj")
         scope = SCOPES[ev.scope] if ev.scope < len(SCOPES) else "unknown"
-        memcg = task_memcg = ""
+        memcg = task_memcg = gfp = ""
         at_kill: tuple[int, int, int] | None = None
-        from_log = self._kmsg_kills.pop(pid, None)
-        if from_log is not None:
-            scope, memcg, task_memcg, at_kill = from_log
+        order: int | None = None
+        top: tuple[tuple[int, str, int, int], ...] = ()
+        report = self._kmsg_kills.pop(pid, None)
+        if report is not None:
+            scope, memcg, task_memcg, at_kill = report.scope, report.memcg, report.task_memcg, report.usage
+            gfp, order, top = report.gfp_mask, report.order, report.top_tasks()
         return OomKill(
             ts_ns=int(ev.ts_ns),
             victim_pid=pid,
@@ -295,6 +462,9 @@ class OomProbe(BpfProbe):
             memcg_failcnt=at_kill[2] if at_kill else None,
             loadavg=load,
             missing=tuple(missing),
+            gfp_mask=gfp,
+            order=order,
+            top_tasks=top,
         )
 
 

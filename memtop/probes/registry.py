@@ -25,6 +25,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "swapin": ("memtop.probes.swapin:SwapinProbe", AT_START),
     "swapinfo": ("memtop.probes.swapin:SwapinfoProbe", AT_START),
     "oom": ("memtop.probes.oom:OomProbe", AT_START),
+    "kills": ("memtop.probes.kills:KillsProbe", AT_START),
     "leaks": ("memtop.probes.leaks:LeaksProbe", ON_DEMAND),
     "leakrate": ("memtop.probes.leakrate:LeakRateProbe", ON_DEMAND),
     "kernel": ("memtop.probes.kernel:KernelProbe", AT_START),

@@ -34,3 +34,47 @@ class OomKill(Record):
     memcg_failcnt: int | None = None
     loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)
     missing: tuple[str, ...] = ()
+    #: where memtop learnt of the kill: "bpf" (oom:mark_victim, while memtop ran) or "kmsg" (the
+    #: kernel's report, already in /dev/kmsg when memtop started: ``ts_ns`` is the report's
+    #: timestamp, on the same boot clock)
+    source: str = "bpf"
+    #: the allocation that invoked the OOM killer, as the kernel's report said ("" / None: unread)
+    gfp_mask: str = ""
+    order: int | None = None
+    #: the report's task table, the largest by RSS first: (pid, comm, rss_bytes, oom_score_adj)
+    top_tasks: tuple[tuple[int, str, int, int], ...] = ()
+
+
+@record("signal_kill")
+@dataclass(frozen=True, slots=True)
+class SignalKill(Record):
+    """A SIGKILL or SIGTERM one task sent another (kills probe, signal:signal_generate): how
+    userspace memory killers kill. The sender is named by its executable, read when the event was
+    drained (``sender_exe`` empty: it was gone); ``killer`` is the known memory killer it matched
+    (empty: none). ``rss_bytes``/``swap_bytes``: the victim's, read then (None: already gone; the
+    state falls back on the last /proc sample). ``threshold_bytes``: SIGKILLs of processes holding
+    less, by senders that are not memory killers, are not listed."""
+
+    ts_ns: int
+    sig: int  # 9 SIGKILL, 15 SIGTERM
+    victim_pid: int
+    victim_comm: str
+    sender_pid: int
+    sender_tid: int
+    sender_comm: str
+    sender_exe: str = ""
+    killer: str = ""
+    result: int = 0  # the kernel's delivery result (0 delivered, 1 ignored, 2 already pending, …)
+    group: bool = True  # sent to the whole process, not one thread
+    rss_bytes: int | None = None
+    swap_bytes: int | None = None
+    threshold_bytes: int = 100 << 20
+
+
+@record("oom_score_adj")
+@dataclass(frozen=True, slots=True)
+class OomScoreAdj(Record):
+    """Every process whose /proc/PID/oom_score_adj is not 0, as (pid, adj) (kills probe, a scan
+    every few seconds, sent when it changed): the OOM killer's bias, for the next victim."""
+
+    adjusted: tuple[tuple[int, int], ...]

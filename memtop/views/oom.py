@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from memtop import cgroupfs, fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.state.oom import OomState
-from memtop.views import Column, Options, View, measuring
+from memtop.state.oom import FORECAST_NOTICE_S, SIGNAL_NAMES, Forecast, OomState, SignalKillRow
+from memtop.state.processes import ProcessesState
+from memtop.views import Column, Options, View, measuring, wall_ns
 
 ADJ_UNKNOWN = -10000
 
@@ -22,7 +24,7 @@ class OomView(View):
     title = "OOM kills"
     tab_title = "OOM"
     order = 50
-    probes = ("oom",)
+    probes = ("oom", "kills", "cgroups")
     vmstat_fallback = ("oom", (("oom_kill", "OOM kills", "total"),))
     columns = (
         Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
@@ -73,6 +75,14 @@ class OomView(View):
                     "loadavg": list(k.loadavg),
                     "load1": k.loadavg[0],
                     "missing": list(k.missing),
+                    "source": k.source,
+                    "at": _iso(wall_ns(state, k.ts_ns)),
+                    "gfp_mask": k.gfp_mask,
+                    "order": k.order,
+                    "top_tasks": [
+                        {"pid": p, "comm": c, "rss_bytes": r, "oom_score_adj": a}
+                        for p, c, r, a in k.top_tasks
+                    ],
                 }
             )
         return {
@@ -80,7 +90,25 @@ class OomView(View):
             "events": events,
             # kills seen; None when the probe is not watching (no kill seen would not mean none)
             "total": st.total if measuring(state, "oom") or st.kills else None,
+            "before_start": st.before_start,
+            "signal_kills": [
+                _signal_kill(state, r)
+                for r in st.signal_kills
+                if opts.pid is None or opts.pid in (r.victim_pid, r.sender_pid)
+            ],
+            # listed signal kills; None when the probe is not watching
+            "signal_total": st.signal_total if measuring(state, "kills") or st.signal_kills else None,
+            "cgroups": _cgroup_counters(state),
+            "at_risk": [_at_risk(state, f) for f in _growing(st)],
+            "forecast_notice_s": FORECAST_NOTICE_S,
         }
+
+    def ready(self, state: State, opts: Options) -> bool:
+        """The OOM probe's first poll is in (it brings the kernel log's kills from before memtop
+        started) and so are the cgroups' own counters, for the probes that run."""
+        oom_polled = ("oom", "events") in state.lost or not measuring(state, "oom")
+        cgroups_read = bool(state.get(CgroupsState).rows) or not measuring(state, "cgroups")
+        return oom_polled and cgroups_read
 
     def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
         events = doc.get("events", [])
@@ -104,7 +132,186 @@ class OomView(View):
             extra.append("load " + " ".join(f"{v:.2f}" for v in e["loadavg"]))
             if e["missing"]:
                 extra.append("kernel did not say: " + ", ".join(e["missing"]))
+            if e["source"] == "kmsg":
+                extra.insert(0, f"before memtop started, read from the kernel log{_at(e)}")
+            if e["top_tasks"]:
+                extra.append(
+                    "largest tasks then: "
+                    + ", ".join(
+                        f"{t['comm']} [{t['pid']}] {fmt.bytes_h(t['rss_bytes'])}" for t in e["top_tasks"]
+                    )
+                )
             lines.append(f"{e['victim_pid']} {e['victim_comm']}: " + "; ".join(extra))
         if not doc["events"] and doc["total"] is not None:
             lines.append("no OOM kill since memtop started")
+        if doc["signal_kills"]:
+            lines.append("")
+            lines.append("Killed by a signal from another process (not the kernel's OOM killer):")
+            for k in doc["signal_kills"]:
+                lines.append("  " + signal_kill_line(k))
+        if doc["at_risk"]:
+            lines.append("")
+            lines.append("At risk: time to exhaustion at the current growth, and who the kernel would kill:")
+            for r in doc["at_risk"]:
+                lines.append("  " + at_risk_line(r))
+        if doc["cgroups"]:
+            lines.append("")
+            lines.append("OOM kills per memory cgroup since it was created (its own counter):")
+            for c in doc["cgroups"]:
+                oom = "" if c["oom"] is None else f", {fmt.plural(c['oom'], 'OOM')}"
+                lines.append(f"  {c['path']}: {fmt.plural(c['oom_kill'], 'kill')}{oom}")
         return "\n".join(lines) + "\n"
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    stamp = datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _at(e: dict[str, Any]) -> str:
+    return f" (at {e['at']})" if e["at"] else ""
+
+
+def _cgroup_counters(state: State) -> list[dict[str, Any]]:
+    """Each memory cgroup whose own counter says it had OOM kills (v1 ``memory.oom_control``
+    ``oom_kill``; v2 ``memory.events`` ``oom_kill`` and ``oom``): kills before memtop started
+    too, as long as the cgroup exists."""
+    out: list[dict[str, Any]] = []
+    for path, row in state.get(CgroupsState).rows.items():
+        kills = row.event("oom_kill")
+        if kills:
+            out.append({"path": path, "oom_kill": kills, "oom": row.event("oom")})
+    out.sort(key=lambda c: (-c["oom_kill"], c["path"]))
+    return out
+
+
+def _signal_kill(state: State, r: SignalKillRow) -> dict[str, Any]:
+    return {
+        "ts_ns": r.ts_ns,
+        "age_ns": max(0, state.ts_ns - r.last_ts_ns),
+        "at": _iso(wall_ns(state, r.ts_ns)),
+        "victim_pid": r.victim_pid,
+        "victim_comm": r.victim_comm,
+        "signals": [
+            {
+                "signal": SIGNAL_NAMES.get(sig, str(sig)),
+                "ts_ns": ts,
+                "sender_pid": pid,
+                "sender_comm": comm,
+                "result": res,
+            }
+            for sig, ts, pid, comm, res in r.signals
+        ],
+        "sender_pid": r.sender_pid,
+        "sender_comm": r.sender_comm,
+        "sender_exe": r.sender_exe,
+        "killer": r.killer or None,
+        "rss_bytes": r.rss_bytes,
+        "swap_bytes": r.swap_bytes,
+        "cgroup": r.cgroup,
+        "psi_some_pct": r.psi_some,
+        "psi_full_pct": r.psi_full,
+        "cgroup_psi_some_pct": r.cgroup_psi_some,
+        "cgroup_psi_full_pct": r.cgroup_psi_full,
+    }
+
+
+def signal_kill_line(k: dict[str, Any]) -> str:
+    """``comm [pid] killed by earlyoom (memory killer) …`` or ``… killed by PID COMM``."""
+    by = f"{k['sender_pid']} {k['sender_comm']}"
+    who = f"by memory killer {k['killer']} ({by})" if k["killer"] else f"by {by}, not an OOM kill"
+    sigs = " then ".join(s["signal"] for s in k["signals"])
+    parts = [f"{k['victim_comm']} [{k['victim_pid']}] killed {who}: {sigs}"]
+    if k["rss_bytes"] is not None:
+        mem = f"RSS {fmt.bytes_h(k['rss_bytes'])}"
+        if k["swap_bytes"]:
+            mem += f", swap {fmt.bytes_h(k['swap_bytes'])}"
+        parts.append(mem)
+    if k["cgroup"]:
+        parts.append(f"in {k['cgroup']}")
+    if k["psi_some_pct"] is not None:
+        parts.append(f"PSI some {k['psi_some_pct']:.2f}% full {k['psi_full_pct']:.2f}%")
+    if k["cgroup_psi_some_pct"] is not None:
+        parts.append(f"cgroup PSI some {k['cgroup_psi_some_pct']:.2f}%")
+    if k["at"]:
+        parts.append(f"at {k['at']}")
+    return "; ".join(parts)
+
+
+#: a process the OOM killer never chooses
+OOM_SCORE_ADJ_MIN = -1000
+#: forecasts listed as at risk, the soonest first
+AT_RISK = 20
+
+
+#: forecasts further off than this are not "at risk"
+AT_RISK_HORIZON_S = 3600.0
+
+
+def _growing(st: OomState) -> list[Forecast]:
+    out = [
+        f for f in st.forecasts.values() if f.seconds_left is not None and f.seconds_left <= AT_RISK_HORIZON_S
+    ]
+    out.sort(key=lambda f: f.seconds_left or 0.0)
+    return out[:AT_RISK]
+
+
+def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
+    """A forecast with the process the kernel would choose, by its badness: RSS + swap plus
+    oom_score_adj thousandths of what may be used (the memcg's limit, or the machine's RAM +
+    swap), among the processes of the memcg and its children (or of the machine); a process at
+    -1000 is never chosen."""
+    procs = state.get(ProcessesState)
+    st = state.get(OomState)
+    total = f.limit_bytes if f.path else st.mem_total_bytes + st.swap_total_bytes
+    cgroups = state.get(CgroupsState)
+    if f.path:
+        prefix = f.path.rstrip("/") + "/"
+        pids = [
+            pid
+            for path, row in cgroups.rows.items()
+            if path == f.path or path.startswith(prefix) or f.path == "/"
+            for pid in row.sample.pids
+        ]
+    else:
+        pids = list(procs.rows)
+    best: tuple[int, int, str, int, int, int] | None = None
+    for pid in pids:
+        r = procs.rows.get(pid)
+        if r is None:
+            continue
+        s = r.sample
+        adj = st.adj.get(pid, 0)
+        if adj <= OOM_SCORE_ADJ_MIN:
+            continue
+        points = s.rss_bytes + s.swap_bytes + adj * total // 1000
+        if best is None or points > best[0]:
+            best = (points, pid, s.comm, s.rss_bytes, s.swap_bytes, adj)
+    return {
+        "cgroup": f.path or None,
+        "used_bytes": f.used_bytes if f.path else None,
+        "limit_bytes": f.limit_bytes if f.path else None,
+        "margin_bytes": f.margin_bytes,
+        "growth_bytes_per_s": f.growth_bytes_per_s,
+        "seconds_left": f.seconds_left,
+        "victim_pid": best[1] if best else None,
+        "victim_comm": best[2] if best else None,
+        "victim_rss_bytes": best[3] if best else None,
+        "victim_swap_bytes": best[4] if best else None,
+        "victim_oom_score_adj": best[5] if best else None,
+    }
+
+
+def at_risk_line(r: dict[str, Any]) -> str:
+    where = f"memcg {r['cgroup']}" if r["cgroup"] else "the machine (MemAvailable)"
+    line = (
+        f"{where}: {fmt.age_h(r['seconds_left'])} left at +{fmt.bytes_h(int(r['growth_bytes_per_s']))}/s, "
+        f"margin {fmt.bytes_h(r['margin_bytes'])}"
+    )
+    if r["victim_pid"] is not None:
+        line += (
+            f"; next victim {r['victim_comm']} [{r['victim_pid']}] RSS {fmt.bytes_h(r['victim_rss_bytes'])}"
+        )
+    return line

@@ -86,3 +86,49 @@ def test_memcg_oom_kill_shows_victim_scope_and_rss() -> None:
     assert state.get(OomState).pop_notices() == []
     txt = get_view("oom").text(state, Options())
     assert "swapfill" in txt and "memcg" in txt
+
+
+def dmesg_kill(pid: int) -> tuple[int, str]:
+    """(timestamp µs since boot of the report, its oom-kill summary line) of ``pid``'s kill, as
+    ``dmesg`` prints them (the report starts at the ``invoked oom-killer`` line before it)."""
+    lines = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if f"Killed process {pid} " in line)
+    start = max(i for i in range(at) if "invoked oom-killer" in lines[i])
+    summary = next(line for line in lines[start:at] if "oom-kill:" in line)
+    stamp = lines[start].split("]", 1)[0].strip("[ ")
+    secs, _, micros = stamp.partition(".")
+    return int(secs) * 1_000_000 + int(micros), summary
+
+
+@pytest.mark.bpf
+def test_kill_before_start_is_in_the_first_snapshot() -> None:
+    """A memcg OOM kill that happened before memtop started: its first snapshot lists it, read
+    from the kernel log, with the victim, the memcg and the time dmesg shows, and the memcg's own
+    counter (memory.oom_control) beside it."""
+    from support import run_snapshot
+
+    exe = compile_c("swapfill")
+    with memcg(100 * MiB, swap=False) as cg:
+        w = subprocess.Popen([str(exe), "300"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert w.stdout is not None and w.stdin is not None
+        assert w.stdout.readline().startswith("ready")
+        cg.add(w.pid)
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        assert w.wait(timeout=60) == -9, "the workload was not killed"
+        kills = oom_kills(cg.path)
+        ts_us, summary = dmesg_kill(w.pid)
+        doc = run_snapshot("oom", 0)
+    assert kills == 1
+    ev = next(e for e in doc["events"] if e["victim_pid"] == w.pid)
+    assert ev["source"] == "kmsg"
+    assert ev["victim_comm"] == "swapfill" and ev["scope"] == "memcg"
+    assert ev["memcg"] == f"/{cg.name}" and f"oom_memcg=/{cg.name}," in summary
+    assert ev["ts_ns"] == ts_us * 1000  # the report's own timestamp
+    assert ev["at"] is not None and ev["trigger_pid"] == w.pid
+    assert ev["memcg_limit_bytes"] == 100 * MiB
+    assert 0.7 * 100 * MiB <= ev["anon_rss_bytes"] <= 100 * MiB
+    assert ev["top_tasks"] and ev["top_tasks"][0]["pid"] == w.pid
+    assert doc["before_start"] >= 1
+    counters = {c["path"]: c for c in doc["cgroups"]}
+    assert counters[f"/{cg.name}"]["oom_kill"] == kills

@@ -16,6 +16,7 @@ from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
+from memtop.views.oom import at_risk_line, signal_kill_line
 
 
 class OomPane(Pane):
@@ -32,12 +33,22 @@ class OomPane(Pane):
         yield StatusLine(id="oom-status", classes="pane-status")
         yield FastTable(id="oom-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="oom-detail")
+        yield Static(id="oom-signals")
+        yield Static(id="oom-risk")
 
     def refresh_from(self, state: State) -> None:
         doc = self.view.document(state, self.opts)
         status = self.status_text(state)
         if doc["total"] is not None:
             status.append(f"   {fmt.plural(doc['total'], 'OOM kill')} since start")
+        if doc["before_start"]:
+            status.append(f", {doc['before_start']} before (kernel log)")
+        if doc["cgroups"]:
+            status.append(
+                "   cgroup counters: "
+                + ", ".join(f"{c['path']} {c['oom_kill']}" for c in doc["cgroups"][:3])
+                + (" …" if len(doc["cgroups"]) > 3 else "")
+            )
         show_text(self.query_one("#oom-status", StatusLine), status)
         table = self.query_one("#oom-table", DataTable)
         fill_table(table, self.view.columns, doc["events"], "ts_ns")
@@ -47,6 +58,19 @@ class OomPane(Pane):
         self._newest = newest
         self._events = {str(e["ts_ns"]): e for e in doc["events"]}
         self._detail(table)
+        signals = Text()
+        for i, k in enumerate(doc["signal_kills"][:8]):
+            if i:
+                signals.append("\n")
+            signals.append(signal_kill_line(k), style="yellow" if k["killer"] else "")
+        show_text(self.query_one("#oom-signals", Static), signals)
+        risk = Text()
+        for i, r in enumerate(doc["at_risk"][:5]):
+            if i:
+                risk.append("\n")
+            soon = r["seconds_left"] is not None and r["seconds_left"] < doc["forecast_notice_s"]
+            risk.append("at risk: " + at_risk_line(r), style="bold red" if soon else "dim")
+        show_text(self.query_one("#oom-risk", Static), risk)
 
     def _detail(self, table: DataTable[Any]) -> None:
         box = self.query_one("#oom-detail", Static)
@@ -68,6 +92,10 @@ class OomPane(Pane):
         elif e["scope"] == "global":
             t.append(": no cgroup limit, the machine ran out")
         t.append(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]")
+        if e["source"] == "kmsg":
+            t.append(
+                " · before memtop started (kernel log" + (f", {e['at']})" if e["at"] else ")"), style="dim"
+            )
         if e["cgroup"] and e["cgroup"] != e["memcg"]:
             t.append(f" · victim in {e['cgroup']}")
         t.append("\n")
@@ -78,6 +106,11 @@ class OomPane(Pane):
             f"oom_score_adj {'?' if e['oom_score_adj'] is None else e['oom_score_adj']}  "
             f"load {' '.join(f'{v:.2f}' for v in e['loadavg'])}"
         )
+        if e["top_tasks"]:
+            t.append(
+                "\nlargest tasks then: "
+                + ", ".join(f"{x['comm']} [{x['pid']}] {fmt.bytes_h(x['rss_bytes'])}" for x in e["top_tasks"])
+            )
         if e["missing"]:
             t.append("\nthis kernel did not say: " + ", ".join(e["missing"]), style="yellow")
         show_text(box, t)

@@ -1,0 +1,306 @@
+"""OOM pane, userspace killers: signal:signal_generate seen through the real CLI (`memtop --batch
+--json --pane oom`). earlyoom (the Debian package) kills a growing workload; a shell's `kill -9`
+of a 220 MiB process is "killed by … bash", not an OOM kill; a process that ignores SIGTERM and
+is then SIGKILLed is listed once, with both signals.
+
+earlyoom kills on this shared machine's free memory, so it runs in a PID namespace of its own with
+only the workload in it: it cannot see, let alone kill, anything else. The namespace dies with the
+test (unshare --kill-child)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import compile_c, memtop_cmd
+
+from memtop.views.oom import signal_kill_line
+
+MiB = 1 << 20
+WAIT_S = 30.0  # a bound on waits for memtop or the kernel, never the thing asserted
+
+Doc = dict[str, Any]
+
+
+class Batch:
+    """`memtop --batch --json --pane oom`: one document a tick, read as it comes by a thread (a
+    pipe left unread would stall memtop's tick once full)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.last: Doc = {}
+        self.docs: queue.Queue[Doc | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.docs.put(json.loads(line))
+        self.docs.put(None)
+
+    def wait(self, what: str, cond: Callable[[Doc], bool], timeout: float = WAIT_S) -> Doc:
+        """The first document (of those not read yet) for which ``cond`` holds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                doc = self.docs.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            assert doc is not None, f"memtop exited ({self.proc.poll()})"
+            self.last = doc
+            if cond(doc):
+                return doc
+        last = {k: self.last.get(k) for k in ("signal_kills", "at_risk", "taken_at_ns", "probes")}
+        raise AssertionError(f"memtop never showed {what}; last document: {last}")
+
+    def ticks(self, n: int) -> None:
+        """Wait for ``n`` ticks after the documents already out."""
+        while True:
+            try:
+                self.docs.get_nowait()
+            except queue.Empty:
+                break
+        seen = [0]
+
+        def count(_doc: Doc) -> bool:
+            seen[0] += 1
+            return seen[0] >= n
+
+        self.wait(f"{n} ticks", count)
+
+
+@contextmanager
+def memtop_batch() -> Iterator[Batch]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"memtop-kills-{os.getpid()}-"))
+    ready = tmp / "ready"
+    proc = subprocess.Popen(
+        memtop_cmd() + ["--batch", "--json", "--pane", "oom", "--interval", "0.5"],
+        env=dict(os.environ, MEMTOP_READY_FILE=str(ready)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120  # a cold compile on a loaded machine
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), "memtop never became ready"
+        assert json.loads(ready.read_text())["probes"].get("kills") == "attached"
+        yield Batch(proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def grower(*args: str) -> subprocess.Popen[str]:
+    exe = compile_c("grower")
+    return subprocess.Popen([str(exe), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def held(w: subprocess.Popen[str], mib: int) -> None:
+    """Wait until the workload says it holds ``mib`` MiB."""
+    assert w.stdout is not None
+    for line in w.stdout:
+        if line.strip() == f"held {mib}":
+            return
+    raise AssertionError("the workload ended early")
+
+
+def vm_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def kills_of(doc: Doc, pid: int) -> list[Doc]:
+    return [k for k in doc.get("signal_kills", []) if k["victim_pid"] == pid]
+
+
+def children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+@pytest.mark.bpf
+def test_shell_kill_9_is_killed_by_bash_not_oom() -> None:
+    with memtop_batch() as batch:
+        w = grower("220", "220", "0")
+        try:
+            held(w, 220)
+            rss = vm_rss(w.pid)  # the kernel's figure just before the kill
+            batch.ticks(3)  # memtop's /proc reader has sampled it at its size
+            subprocess.run(["bash", "-c", f"kill -9 {w.pid}"], check=True)
+            assert w.wait(timeout=WAIT_S) == -9
+            doc = batch.wait("the kill", lambda d: bool(kills_of(d, w.pid)))
+        finally:
+            w.kill()
+            w.wait()
+    (k,) = kills_of(doc, w.pid)
+    assert k["killer"] is None and k["sender_comm"] == "bash"
+    assert [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+    assert k["victim_comm"] == "grower"
+    assert abs(k["rss_bytes"] - rss) <= 0.1 * rss, (k["rss_bytes"], rss)
+    assert not [e for e in doc["events"] if e["victim_pid"] == w.pid], "listed as an OOM kill"
+    assert signal_kill_line(k).startswith(
+        f"grower [{w.pid}] killed by {k['sender_pid']} bash, not an OOM kill"
+    )
+
+
+@pytest.mark.bpf
+def test_sigterm_ignored_then_sigkill_is_one_kill_with_both_signals() -> None:
+    with memtop_batch() as batch:
+        w = grower("220", "220", "0", "stubborn")
+        try:
+            held(w, 220)
+            batch.ticks(3)
+            subprocess.run(["bash", "-c", f"kill -TERM {w.pid}"], check=True)
+            # ignored: the kernel marks SIGTERM (15) ignored and the process runs on
+            sigign = next(
+                line
+                for line in Path(f"/proc/{w.pid}/status").read_text().splitlines()
+                if line.startswith("SigIgn:")
+            )
+            assert int(sigign.split()[1], 16) & (1 << 14)
+            assert w.poll() is None
+            batch.ticks(2)
+            subprocess.run(["bash", "-c", f"kill -KILL {w.pid}"], check=True)
+            assert w.wait(timeout=WAIT_S) == -9
+            doc = batch.wait("the kill", lambda d: any(len(k["signals"]) == 2 for k in kills_of(d, w.pid)))
+        finally:
+            w.kill()
+            w.wait()
+    (k,) = kills_of(doc, w.pid)  # once
+    assert [s["signal"] for s in k["signals"]] == ["SIGTERM", "SIGKILL"]
+    assert k["signals"][0]["result"] == 1  # TRACE_SIGNAL_IGNORED: the kernel's own verdict
+    assert k["signals"][1]["result"] == 0  # delivered
+    assert k["killer"] is None and k["rss_bytes"] >= 200 * MiB
+
+
+EARLYOOM_KILL = re.compile(r'sending SIG(TERM|KILL) to process (\d+) uid \d+ "([^"]*)": .*VmRSS (\d+) MiB')
+
+
+@pytest.mark.bpf
+def test_earlyoom_is_named_as_the_killer() -> None:
+    exe = compile_c("grower")
+    meminfo = {ln.split(":")[0]: int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()}
+    # fires once the workload holds about 300 MiB more than now (others' load moves this: it
+    # may fire sooner, never on anything but the workload)
+    pct = (meminfo["MemAvailable"] - 300 * 1024) * 100 / meminfo["MemTotal"]
+    with memtop_batch() as batch:
+        oom = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--", "sh", "-c"]
+            + [
+                f'"$0" 2000 2 100 adj >/dev/null & exec earlyoom -r 0 -m {pct:.2f} -s 100 --prefer "^grower$"',
+                str(exe),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            # the workload's pid here: the namespace's init (earlyoom) has it as its child
+            deadline = time.monotonic() + WAIT_S
+            victim = 0
+            while not victim and time.monotonic() < deadline:
+                inits = children(oom.pid)
+                victim = next((c for i in inits for c in children(i)), 0)
+                if not victim:
+                    time.sleep(0.05)
+            assert victim, "the workload never started"
+            assert oom.stdout is not None
+            said = None
+            for line in oom.stdout:
+                said = EARLYOOM_KILL.search(line)
+                if said:
+                    break
+            assert said, "earlyoom never killed"
+            doc = batch.wait("earlyoom's kill", lambda d: any(k["killer"] for k in kills_of(d, victim)))
+        finally:
+            oom.kill()  # --kill-child: the namespace (earlyoom, the workload) goes with it
+            oom.wait()
+    (k,) = kills_of(doc, victim)
+    assert said.group(3) == "grower" and k["victim_comm"] == "grower"
+    assert k["killer"] == "earlyoom" and k["sender_comm"] == "earlyoom"
+    assert k["signals"][0]["signal"] == "SIG" + said.group(1)
+    earlyoom_rss = int(said.group(4)) * MiB  # what earlyoom read in /proc at its kill
+    # memtop's figure is its /proc sample just before the signal (a dying process frees its
+    # memory at once): up to a tick of growth (20 MiB/s here) behind
+    assert abs(k["rss_bytes"] - earlyoom_rss) <= 0.1 * earlyoom_rss + 30 * MiB, (k["rss_bytes"], earlyoom_rss)
+    assert k["psi_some_pct"] is not None
+    assert not [e for e in doc["events"] if e["victim_pid"] == victim], "listed as an OOM kill"
+
+
+@pytest.mark.bpf
+def test_forecast_at_half_way_and_the_predicted_victim() -> None:
+    """A workload growing steadily (20 MiB/s) toward its memcg's 700 MiB limit, swap forbidden,
+    beside a larger process (300 MiB): the forecast memtop shows half-way through the growth is
+    within 30 % of the time the kernel then took to kill (mark_victim's timestamp), and the victim
+    it names is the one killed: the smaller, whose oom_score_adj 500 counts as half the limit."""
+    from support import memcg
+
+    limit, big_mib = 700 * MiB, 300
+    with memtop_batch() as batch, memcg(limit, swap=False) as cg:
+        path = f"/{cg.name}"
+        big = grower(str(big_mib), str(big_mib), "0", "wait")
+        w = grower("1000", "4", "200", "adj=500", "wait")
+        try:
+            assert big.stdout is not None and big.stdin is not None
+            assert w.stdout is not None and w.stdin is not None
+            assert big.stdout.readline().startswith("ready") and w.stdout.readline().startswith("ready")
+            cg.add(big.pid)
+            cg.add(w.pid)
+            big.stdin.write("go\n")
+            big.stdin.flush()
+            held(big, big_mib)
+            batch.ticks(12)  # memtop has read the oom_score_adj of both (a scan every 5 s)
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            half_way = (big_mib * MiB + limit) // 2
+
+            def half(doc: Doc) -> bool:
+                return any(r["cgroup"] == path and r["used_bytes"] >= half_way for r in doc["at_risk"])
+
+            try:
+                at_half = batch.wait("the growth half-way", half, timeout=60)
+            except AssertionError as exc:
+                usage = (cg.path / "memory.usage_in_bytes").read_text().strip()
+                raise AssertionError(
+                    f"{exc}; workload rc {w.poll()}, big rc {big.poll()}, usage {usage}"
+                ) from None
+            risk = next(r for r in at_half["at_risk"] if r["cgroup"] == path)
+            killed = batch.wait(
+                "the OOM kill", lambda d: any(e["victim_pid"] == w.pid for e in d["events"]), timeout=60
+            )
+            assert w.wait(timeout=WAIT_S) == -9
+            assert big.poll() is None  # spared: the kernel chose by badness too
+        finally:
+            for p in (w, big):
+                p.kill()
+                p.wait()
+    kill = next(e for e in killed["events"] if e["victim_pid"] == w.pid)
+    real_s = (kill["ts_ns"] - at_half["taken_at_ns"]) / 1e9  # both CLOCK_MONOTONIC
+    assert real_s > 0
+    assert abs(risk["seconds_left"] - real_s) <= 0.3 * real_s, (risk, real_s)
+    assert risk["victim_pid"] == w.pid and risk["victim_comm"] == "grower", risk
+    assert risk["limit_bytes"] == limit  # swap forbidden: nothing beyond the limit
