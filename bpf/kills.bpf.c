@@ -12,10 +12,16 @@
 #define RINGBUF_PAGES 8
 #endif
 
+#ifndef KILL_SIGKILL
 #define KILL_SIGKILL 9
+#endif
+#ifndef KILL_SIGTERM
 #define KILL_SIGTERM 15
+#endif
 // si_code of a signal the kernel sends on its own behalf (SEND_SIG_PRIV): the OOM killer's SIGKILL
-#define KILL_SI_KERNEL 0x80
+#ifndef KILL_SI_KERNEL
+#define KILL_SI_KERNEL 128
+#endif
 
 struct kill_event_t {
     u64 ts_ns;
@@ -31,6 +37,8 @@ struct kill_event_t {
     char victim_comm[16];
 };
 
+#include "common.h"
+
 BPF_RINGBUF_OUTPUT(kill_events, RINGBUF_PAGES);
 BPF_PERCPU_ARRAY(kills_lost, u64, 1);
 
@@ -45,9 +53,7 @@ TRACEPOINT_PROBE(signal, signal_generate) {
     struct kill_event_t *e = kill_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         int zero = 0;
-        u64 *v = kills_lost.lookup(&zero);
-        if (v)
-            (*v)++;
+        memtop_bump(kills_lost.lookup(&zero));
         return 0;
     }
     u64 id = bpf_get_current_pid_tgid();

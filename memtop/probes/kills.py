@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -27,6 +28,9 @@ KNOWN_KILLERS = ("earlyoom", "systemd-oomd", "oomd", "nohang", "kubelet", "low-m
 THRESHOLD_BYTES = 100 << 20
 #: the kernel keeps 15 characters of a command name
 COMM_LEN = 15
+#: si_code of a signal the kernel sends on its own behalf (SEND_SIG_PRIV): the OOM killer's SIGKILL,
+#: which oom:mark_victim reports, is left out in the program
+SI_KERNEL = 0x80
 #: seconds between scans of every process's oom_score_adj (rarely changes; a read per process)
 ADJ_EVERY_S = 5.0
 #: processes with a non-zero adj sent at most (a machine full of them: the first ones)
@@ -93,8 +97,16 @@ class KillsProbe(BpfProbe):
         self.killers = KNOWN_KILLERS + tuple(k for k in killers if k and k not in KNOWN_KILLERS)
         self.threshold_bytes = threshold_bytes
 
+    def defines(self) -> dict[str, int]:
+        return {
+            "RINGBUF_PAGES": self.ringbuf_pages,
+            "KILL_SIGKILL": int(signal.SIGKILL),
+            "KILL_SIGTERM": int(signal.SIGTERM),
+            "KILL_SI_KERNEL": SI_KERNEL,
+        }
+
     def cflags(self) -> list[str]:
-        flags = [f"-DRINGBUF_PAGES={self.ringbuf_pages}"]
+        flags = self.define_flags()
         if "code" in tracefs.tracepoint_fields("signal:signal_generate"):
             flags.append("-DHAVE_CODE")
         return flags
