@@ -163,6 +163,7 @@ class Exporter(Collector):
         self.acc = Accumulators()
         self._lock = threading.Lock()  # one build at a time: builds share running sums
         self.scrapes = 0
+        self.builds = 0
         self.dropped_total = 0
         self.last_duration_s = 0.0
         self.bpf = BpfRunTime()
@@ -170,6 +171,9 @@ class Exporter(Collector):
         #: bumped by every batch the Runner applies: a cached exposition of an older one is stale
         self.generation = 0
         self._built: dict[str, _Built] = {}
+        #: (content type, gzip) scraped since the last prebuild, with an Accept that asks for it
+        #: (keyed by what it asks, not by the header's text: a few entries whatever clients send)
+        self._wanted: dict[tuple[str, bool], str] = {}
         runner.subscribe(self._changed)
 
     def _changed(self, _batch: object) -> None:
@@ -189,6 +193,7 @@ class Exporter(Collector):
         with self.runner.lock:
             out = [budget.take(f) for f in families(self.runner.state, self.opts, self.acc)]
         self.dropped_total += budget.dropped
+        self.builds += 1
         out += list(self._build_metrics(budget))
         self.last_duration_s = time.perf_counter() - t0
         return out
@@ -198,25 +203,43 @@ class Exporter(Collector):
         encoder, ctype = choose_encoder(accept)
         openmetrics = ctype.startswith("application/openmetrics-text")
         with self._lock:
-            key = (self.generation, ctype)
-            built = self._built.get(ctype)
-            if built is None or built.key != key:
-                text = _encode(encoder, self._build())
-                if openmetrics and text.endswith(EOF):
-                    text = text[: -len(EOF)]  # the self-metrics go before the end marker
-                built = self._built[ctype] = _Built(key, text)
+            built = self._fresh(accept, gzip)
+            self._wanted[(ctype, gzip)] = accept
             self.scrapes += 1
             live = _encode(encoder, list(self._live_metrics()))
             if openmetrics and not live.endswith(EOF):
                 live += EOF
             if not gzip:
                 return built.text + live, ctype
-            if built.gz_state is None:
-                comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: a gzip header
-                built.gz_prefix = comp.compress(built.text)
-                built.gz_state = comp
             comp = built.gz_state.copy()
             return built.gz_prefix + comp.compress(live) + comp.flush(), ctype
+
+    def _fresh(self, accept: str, gzip: bool) -> _Built:
+        """The exposition of the state now for ``accept``, built unless the cache has it (the
+        caller holds ``_lock``)."""
+        encoder, ctype = choose_encoder(accept)
+        key = (self.generation, ctype)
+        built = self._built.get(ctype)
+        if built is None or built.key != key:
+            text = _encode(encoder, self._build())
+            if ctype.startswith("application/openmetrics-text") and text.endswith(EOF):
+                text = text[: -len(EOF)]  # the self-metrics go before the end marker
+            built = self._built[ctype] = _Built(key, text)
+        if gzip and built.gz_state is None:
+            comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: a gzip header
+            built.gz_prefix = comp.compress(built.text)
+            built.gz_state = comp
+        return built
+
+    def prebuild(self) -> None:
+        """After a tick: build what the last scrapes asked for (their Accept, gzip), so the next
+        scrape is answered from the cache instead of waiting for a build. Only what was scraped
+        since the previous prebuild: a scraper far slower than the tick costs one build per
+        scrape plus one, not one per tick."""
+        with self._lock:
+            wanted, self._wanted = self._wanted, {}
+            for (_, gzip), accept in wanted.items():
+                self._fresh(accept, gzip)
 
     def respond(self, request: Request) -> Response:
         """The HTTP server's handler (its worker thread)."""
@@ -333,6 +356,8 @@ async def export(
             sys.stderr.write(f"memtop: writing {out.path} every {interval_s:g} s\n")
         await _begin(runner, stop, None, ())
         async for n in runner.ticks(stop):
+            if server is not None:  # off the loop: a build must not delay the signals' handling
+                await asyncio.to_thread(exporter.prebuild)
             if out is not None:
                 out.write(exporter.exposition()[0])
             if duration_s is not None and (n + 1) * interval_s > duration_s + 1e-9:

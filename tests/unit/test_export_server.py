@@ -4,6 +4,7 @@ disconnect or reset early, malformed requests; and gzip when the scraper asks fo
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import os
 import re
@@ -20,9 +21,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from support import memtop_cmd
+from support import FakeSource, memtop_cmd, vmscan_batches
 
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
+from memtop.export.metrics import Options
+from memtop.export.server import Exporter as ServedExporter
+from memtop.runner import Runner
 
 #: a bound on waits for the server; generous (the machine is shared), never asserted
 WAIT_S = 60.0
@@ -252,3 +256,30 @@ def test_errors_answered_without_urllib_noise() -> None:
             assert exc.code == 404
         else:
             raise AssertionError("a 404 expected")
+
+
+def test_the_exposition_is_built_once_per_batch() -> None:
+    """Scrapes between two batches get the same bytes from one build; a batch makes the next
+    scrape build again; prebuild builds what was scraped, ahead of the scrape; gzip decodes to the
+    plain text."""
+    batches = vmscan_batches()[:3]
+    source = FakeSource(batches)
+    runner = Runner(source, checkpoints=False)
+    ex = ServedExporter(runner, Options())
+    asyncio.run(runner.tick())
+    assert ex.generation == 1
+    plain = ex.exposition()[0]
+    assert ex.builds == 1
+    packed, ctype = ex.exposition(gzip=True)
+    again = ex.exposition()[0]
+    assert ex.builds == 1  # three scrapes, one build
+    scrapes = re.compile(rb"^memtop_exporter_scrapes_total .*$", re.M)
+    assert scrapes.sub(b"", gzip.decompress(packed)) == scrapes.sub(b"", plain) == scrapes.sub(b"", again)
+    assert b"memtop_exporter_scrapes_total 3.0" in again  # the self-metrics are fresh
+    asyncio.run(runner.tick())
+    ex.prebuild()  # what the export loop does after each tick
+    assert ex.builds == 2
+    ex.exposition(gzip=True)
+    assert ex.builds == 2  # answered from the prebuilt exposition
+    ex.prebuild()
+    assert ex.builds == 2  # nothing changed since: nothing to build
