@@ -1,17 +1,33 @@
-"""Case: `memtop export`'s cost (issue 24). With 1,000 processes and 500 cgroups:
+"""Case: `memtop export`'s cost beside node_exporter, in the same run (issues 24 and 35). With
+1,000 extra processes and 500 memcgs:
 
-* a scrape's time (HTTP round trip on loopback, Prometheus text), p50 and p99 over 200 scrapes,
-  target <= 50 ms at p99;
-* the exporter's CPU at a 15 s scrape interval (memtop reading the kernel every 15 s too, as a
-  deployment would set --interval to its scrape interval), target <= 1 % of a core; beside it the
-  same at memtop's default 1 s;
+* bytes on the wire per scrape, plain and gzipped (``Accept-Encoding: gzip``, as Prometheus asks),
+  and the number of series, of both; target: memtop's gzipped bytes <= node_exporter's gzipped
+  size x 5;
+* CPU of both at a 15 s scrape interval (memtop at ``--interval 15``, as a deployment sets it to
+  its scrape interval; both scraped every 15 s with gzip), % of a core; target: memtop <= 2x
+  node_exporter's. Beside it memtop's at its default ``--interval 1``;
+* RssAnon of both once BCC has compiled every program and a few scrapes are done; target: memtop
+  <= 40 MiB;
+* scrape latency (HTTP round trip on loopback, gzip) at p50 and p99 of scrapes spaced a tick apart
+  (memtop at ``--interval 1``: each builds its exposition), and of back-to-back scrapes (served
+  from the tick's cached exposition); node_exporter's in the same loops; target: p99 <= 25 ms;
 * the fault-heavy workload (bench/fault_overhead.py's) bare vs with the exporter running,
   alternated, target <= 1.03x.
 
-usage: sudo .venv/bin/python bench/export_cost.py [ROUNDS]"""
+node_exporter is Debian's ``prometheus-node-exporter`` (apt-get installs it when missing).
+
+With ``--churn [MINUTES]`` instead: RssAnon of the exporter, scraped every second, under process
+churn (~60 processes a second, each named anew) for MINUTES (default 7), sampled every 10 s
+(results/export_churn.json).
+
+usage: sudo .venv/bin/python bench/export_cost.py [ROUNDS] [--no-fault]
+       sudo .venv/bin/python bench/export_cost.py --churn [MINUTES]"""
 
 from __future__ import annotations
 
+import gzip
+import shutil
 import socket
 import statistics
 import subprocess
@@ -20,17 +36,45 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from cgroups_cost import many_cgroups
 from harness import alternate, build, machine, memtop_cmd, nothing, parse_kv, save, stop, summary
 from memtop_self import cpu_s
 
+NODE_EXPORTER = "prometheus-node-exporter"
+MiB = 1 << 20
+
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def fetch(url: str, gz: bool = True) -> bytes:
+    """The body as sent (still compressed when ``gz``)."""
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"} if gz else {})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return bytes(r.read())
+
+
+def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes) -> None:
+    deadline = time.monotonic() + 300
+    body = b""
+    while True:
+        try:
+            body = fetch(url, gz=False)
+            if marker in body:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            stop(proc)
+            probes = [line for line in body.splitlines() if line.startswith(b"memtop_probe_up")]
+            raise RuntimeError(f"{url} did not come up (rc {proc.returncode}): {probes}")
+        time.sleep(0.2)
 
 
 @contextmanager
@@ -42,81 +86,184 @@ def exporter(interval: float) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/metrics"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if b'probe="vmscan",reason="",state="attached"' in r.read():
-                    break
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            stop(proc)
-            raise RuntimeError("memtop export did not come up")
-        time.sleep(0.2)
     try:
+        wait_up(url, proc, b'probe="vmscan",reason="",state="attached"')
         yield proc, url
     finally:
         stop(proc)
 
 
+def node_exporter_path() -> str:
+    path = shutil.which(NODE_EXPORTER)
+    if path is None:  # the bench, not CI, may install it
+        subprocess.run(["apt-get", "install", "-y", NODE_EXPORTER], check=True, capture_output=True)
+        path = shutil.which(NODE_EXPORTER)
+    if path is None:
+        raise RuntimeError(f"{NODE_EXPORTER} not found")
+    return path
+
+
+@contextmanager
+def node_exporter() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [node_exporter_path(), f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        wait_up(url, proc, b"node_memory_MemTotal_bytes")
+        yield proc, url
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def rss_anon_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no RssAnon")
+
+
 def scrape_ms(url: str) -> float:
     t0 = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=10) as r:
-        r.read()
+    fetch(url)
     return (time.perf_counter() - t0) * 1e3
 
 
-def main(rounds: int = 3) -> dict[str, Any]:
+def series(body: bytes) -> int:
+    return sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[max(0, min(len(s) - 1, round(q * len(s)) - 1))]
+
+
+def one_round(out: dict[str, list[float]]) -> None:
+    with node_exporter() as (node, node_url):
+        with exporter(15.0) as (proc, url):
+            time.sleep(20)  # steady state: every row read, BCC's compilations done
+            for who, u in (("memtop", url), ("node", node_url)):
+                plain = fetch(u, gz=False)
+                out[f"{who}_bytes"].append(len(plain))
+                out[f"{who}_gzip_bytes"].append(len(fetch(u)))
+                assert gzip.decompress(fetch(u)).count(b"\n") > 0
+                out[f"{who}_series"].append(series(plain))
+            c0, n0, t0 = cpu_s(proc.pid), cpu_s(node.pid), time.monotonic()
+            for _ in range(8):  # a Prometheus scraping both every 15 s
+                fetch(url)
+                fetch(node_url)
+                time.sleep(15)
+            dt = time.monotonic() - t0
+            out["memtop_cpu_pct_15s"].append(100 * (cpu_s(proc.pid) - c0) / dt)
+            out["node_cpu_pct_15s"].append(100 * (cpu_s(node.pid) - n0) / dt)
+            out["memtop_rss_anon_mib"].append(rss_anon_mib(proc.pid))
+            out["node_rss_anon_mib"].append(rss_anon_mib(node.pid))
+        with exporter(1.0) as (proc, url):
+            time.sleep(10)
+            for _ in range(60):  # a tick apart: each scrape has a new state to show
+                out["memtop_scrape_ms"].append(scrape_ms(url))
+                out["node_scrape_ms"].append(scrape_ms(node_url))
+                time.sleep(1.0)
+            for _ in range(200):  # back to back: most from the tick's cached exposition
+                out["memtop_cached_scrape_ms"].append(scrape_ms(url))
+            c0, t0 = cpu_s(proc.pid), time.monotonic()
+            time.sleep(30)
+            out["memtop_cpu_pct_1s"].append(100 * (cpu_s(proc.pid) - c0) / (time.monotonic() - t0))
+            out["memtop_rss_anon_mib_1s"].append(rss_anon_mib(proc.pid))
+
+
+def churn(minutes: float) -> dict[str, Any]:
+    """RssAnon of `memtop export` (scraped every second) under process churn: ~60 short-lived
+    processes a second, each with a name of its own, for ``minutes``; sampled every 10 s."""
+    stop_at = time.monotonic() + minutes * 60
+    samples: list[tuple[float, float]] = []
+    with exporter(1.0) as (proc, url):
+        t0 = time.monotonic()
+        last = 0.0
+        n = 0
+        while time.monotonic() < stop_at:
+            batch = [
+                subprocess.Popen(["sh", "-c", f"printf churn{n}_{j} > /proc/$$/comm; sleep 0.2"])
+                for j in range(15)
+            ]
+            n += 1
+            fetch(url)
+            for p in batch:
+                p.wait()
+            if time.monotonic() - last >= 10:
+                last = time.monotonic()
+                samples.append((round(last - t0, 1), rss_anon_mib(proc.pid)))
+    first = samples[min(len(samples) - 1, 3)][1]  # after a warm-up of 30 s
+    return {
+        "minutes": minutes,
+        "processes_started": n * 15,
+        "rss_anon_mib": samples,
+        "growth_after_warmup_mib": samples[-1][1] - first,
+    }
+
+
+def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
     result: dict[str, Any] = {"machine": machine(), "rounds": rounds}
-    scrapes: list[float] = []
-    cpu15: list[float] = []
-    cpu1: list[float] = []
-    series = 0
+    out: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "memtop_bytes",
+            "memtop_gzip_bytes",
+            "memtop_series",
+            "node_bytes",
+            "node_gzip_bytes",
+            "node_series",
+            "memtop_cpu_pct_15s",
+            "node_cpu_pct_15s",
+            "memtop_cpu_pct_1s",
+            "memtop_rss_anon_mib",
+            "memtop_rss_anon_mib_1s",
+            "node_rss_anon_mib",
+            "memtop_scrape_ms",
+            "node_scrape_ms",
+            "memtop_cached_scrape_ms",
+        )
+    }
     with many_cgroups(500):  # 500 sleepers, each in a memcg of its own
         sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(500)]  # 1,000 processes
         try:
             for _ in range(rounds):
-                with exporter(1.0) as (proc, url):
-                    time.sleep(15)  # steady state (every row read)
-                    for _ in range(200):
-                        scrapes.append(scrape_ms(url))
-                    with urllib.request.urlopen(url) as r:
-                        series = sum(1 for line in r.read().decode().splitlines() if line and line[0] != "#")
-                    c0, t0 = cpu_s(proc.pid), time.monotonic()
-                    time.sleep(30)
-                    cpu1.append(100 * (cpu_s(proc.pid) - c0) / (time.monotonic() - t0))
-                with exporter(15.0) as (proc, url):
-                    time.sleep(20)
-                    c0, t0 = cpu_s(proc.pid), time.monotonic()
-                    for _ in range(4):  # a Prometheus scraping every 15 s
-                        scrape_ms(url)
-                        time.sleep(15)
-                    cpu15.append(100 * (cpu_s(proc.pid) - c0) / (time.monotonic() - t0))
+                one_round(out)
         finally:
             for p in sleepers:
                 p.kill()
                 p.wait()
-    scrapes.sort()
-    result["scrape_ms_p50"] = statistics.median(scrapes)
-    result["scrape_ms_p99"] = scrapes[int(len(scrapes) * 0.99) - 1]
-    result["series"] = series
-    result["cpu_pct_15s"] = statistics.median(cpu15)
-    result["cpu_pct_1s"] = statistics.median(cpu1)
+    for k, v in out.items():
+        if k.endswith("scrape_ms"):
+            result[f"{k}_p50"] = statistics.median(v)
+            result[f"{k}_p99"] = pct(v, 0.99)
+        else:
+            result[k] = statistics.median(v)
+    # the names the report read before issue 35
+    result["scrape_ms_p50"] = result["memtop_scrape_ms_p50"]
+    result["scrape_ms_p99"] = result["memtop_scrape_ms_p99"]
+    result["series"] = int(result["memtop_series"])
+    result["cpu_pct_15s"] = result["memtop_cpu_pct_15s"]
+    result["cpu_pct_1s"] = result["memtop_cpu_pct_1s"]
 
-    exe = build("refault")
+    if fault:
+        exe = build("refault")
 
-    def once() -> dict[str, float]:
-        out = subprocess.run([str(exe), "64", "32"], capture_output=True, text=True, check=True).stdout
-        return parse_kv(out)
+        def once() -> dict[str, float]:
+            text = subprocess.run([str(exe), "64", "32"], capture_output=True, text=True, check=True).stdout
+            return parse_kv(text)
 
-    @contextmanager
-    def running() -> Iterator[None]:
-        with exporter(1.0):
-            yield
+        @contextmanager
+        def running() -> Iterator[None]:
+            with exporter(1.0):
+                yield
 
-    samples = alternate({"bare": nothing, "exporter": running}, once, "ns_per_fault", rounds=rounds)
-    result["fault"] = summary(samples, "bare")
+        samples = alternate({"bare": nothing, "exporter": running}, once, "ns_per_fault", rounds=rounds)
+        result["fault"] = summary(samples, "bare")
     save("export_cost", result)
     return result
 
@@ -124,4 +271,10 @@ def main(rounds: int = 3) -> dict[str, Any]:
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(main(int(sys.argv[1]) if len(sys.argv) > 1 else 3), indent=1))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--churn" in sys.argv:  # alone: minutes (default 7, as the report that RssAnon grew)
+        res = churn(float(args[0]) if args else 7.0)
+        save("export_churn", {"machine": machine(), **res})
+        print(json.dumps(res, indent=1))
+    else:
+        print(json.dumps(main(int(args[0]) if args else 3, fault="--no-fault" not in sys.argv), indent=1))

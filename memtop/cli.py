@@ -597,7 +597,7 @@ def add_export_args(sub: argparse._SubParsersAction[Parser]) -> None:
         "--topk",
         type=count_arg,
         default=10,
-        help="processes exported per figure (default 10; the rest as comm=other)",
+        help='processes exported per figure (default 10; the rest summed as rest="true")',
     )
     e.add_argument(
         "--pid-labels", action="store_true", help="add a pid label to process series (more series)"

@@ -7,7 +7,7 @@ counters. Kernel log2 histograms become classic histograms with a fixed set of b
 a log2 bucket's upper bound in seconds (2**10 ns to 2**36 ns), counts cumulative.
 
 Cardinality is guarded here: no pid label unless asked; the top K processes by RSS, swap and
-stall, the rest summed as ``comm="other"``; cgroups limited by depth and a regex; a hard budget on
+stall, the rest summed in one series labelled ``rest="true"`` (see ``add_rest``); cgroups limited by depth and a regex; a hard budget on
 series, the overflow counted in ``memtop_exporter_series_dropped_total``. Stacks never become
 labels.
 
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
 
 from memtop.records.cgroups import CgroupSample
 from memtop.records.reclaim import RECLAIM_KINDS
@@ -40,6 +41,8 @@ from memtop.state.vmscan import VmscanState
 from memtop.views import wall_ns
 
 NS = 1e-9
+#: the label only the top-K families' rest bucket carries (``rest="true"``)
+REST_LABEL = "rest"
 
 
 @dataclass
@@ -453,17 +456,17 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
     spec: list[tuple[str, str, Callable[[int, ProcRow], float]]] = [
         (
             "memtop_process_rss_bytes",
-            "Resident memory of the top processes by RSS (the rest summed as comm=other)",
+            "Resident memory of the top processes by RSS (the rest summed in rest=true)",
             lambda pid, r: float(r.sample.rss_bytes),
         ),
         (
             "memtop_process_swap_bytes",
-            "Swapped-out memory of the top processes by swap (the rest summed as comm=other)",
+            "Swapped-out memory of the top processes by swap (the rest summed in rest=true)",
             lambda pid, r: float(r.sample.swap_bytes),
         ),
         (
             "memtop_process_reclaim_stall_seconds",
-            "Time the top processes by stall spent in reclaim since memtop started (the rest summed as comm=other)",
+            "Time the top processes by stall spent in reclaim since memtop started (the rest summed in rest=true)",
             lambda pid, r: stalls.get(pid, 0) * NS,
         ),
     ]
@@ -481,14 +484,23 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
         for key, value in series.items():
             fam.add_metric(list(key), value)
         if rest:
-            fam.add_metric(["other", ""] + ([""] if opts.pid_labels else []), sum(get(*pr) for pr in rest))
+            add_rest(fam, sum(get(*pr) for pr in rest))
         yield fam
+
+
+def add_rest(fam: Metric, value: float) -> None:
+    """The sum of what is not in the top K, as the one series with ``rest="true"`` and its other
+    labels empty: a label a process or slab name cannot forge (a process may call itself
+    "other", and its series would have collided with a rest bucket named so)."""
+    labels = dict.fromkeys(getattr(fam, "_labelnames", ()), "")
+    labels[REST_LABEL] = "true"
+    fam.samples.append(Sample(fam.name, labels, value, None))
 
 
 def _kernel(state: State, opts: Options) -> Iterator[Metric]:
     """The Kernel pane: where MemTotal went (one series per breakdown line, adding up to
     MemTotal, "unexplained" among them) and the slab caches: the top K by size, the rest summed
-    as ``cache="other"``."""
+    in ``rest="true"``."""
     from memtop import kernelfs
 
     if not measuring(state, "kernel"):
@@ -509,7 +521,7 @@ def _kernel(state: State, opts: Options) -> Iterator[Metric]:
         g = GaugeMetricFamily(
             "memtop_slab_cache_bytes",
             "Memory a slab cache holds (/proc/slabinfo: slabs x pages per slab x page size), the top K; "
-            'the rest as cache="other"',
+            'the rest summed in rest="true"',
             labels=["cache"],
         )
         o = GaugeMetricFamily(
@@ -522,8 +534,8 @@ def _kernel(state: State, opts: Options) -> Iterator[Metric]:
             o.add_metric([r.slab.name], float(r.slab.active_objs))
         rest = ranked[opts.topk :]
         if rest:
-            g.add_metric(["other"], float(sum(r.slab.total_bytes for r in rest)))
-            o.add_metric(["other"], float(sum(r.slab.active_objs for r in rest)))
+            add_rest(g, float(sum(r.slab.total_bytes for r in rest)))
+            add_rest(o, float(sum(r.slab.active_objs for r in rest)))
         yield g
         yield o
 

@@ -19,6 +19,11 @@ SPARK_LEN = 30
 HISTORY_LEN = 3600
 EXITED_LEN = 200
 GONE_GRACE_NS = 120 * 1_000_000_000
+#: at most this many gone processes' rows are kept through the grace: under process churn (a
+#: build, a shell loop: hundreds of processes a second) the grace alone kept one row (~2.5 KiB
+#: with its sparkline deques and history) per process started in the last two minutes, and an
+#: exporter left running grew with the churn's rate. The rows in focus are always kept.
+MAX_GONE = 1024
 
 
 I64_MAX = (1 << 63) - 1
@@ -220,7 +225,17 @@ class ProcessesState(SubState):
                 self.exited.appendleft(ExitedRow(pid, row.sample.comm, ts, _lifetime(row, ts), row.sample))
         for pid in [p for p, r in self.gone.items() if ts - r.exited_ns > self.grace_ns]:
             del self.gone[pid]
+        if len(self.gone) > MAX_GONE:
+            self._trim_gone(state)
         self._exit_seen = {p: e for p, e in self._exit_seen.items() if ts - e.exited_ns < self.grace_ns}
+
+    def _trim_gone(self, state: State) -> None:
+        """Drop the oldest gone rows over MAX_GONE (the dict is in the order they went), but
+        never one a drill-in looks at."""
+        focus = getattr(state.subs.get("process"), "focused", ())
+        excess = len(self.gone) - MAX_GONE
+        for pid in [p for p in self.gone if p not in focus][:excess]:
+            del self.gone[pid]
 
     def _on_exit(self, ev: ProcEvent) -> None:
         row = self.rows.get(ev.pid)

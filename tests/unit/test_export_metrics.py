@@ -3,6 +3,7 @@ buckets as classic histograms, the cardinality guards, the listen address, the t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -19,6 +20,9 @@ from memtop.export.metrics import Accumulators, Budget, Options, families, log2_
 from memtop.export.server import parse_listen
 from memtop.replay import Recording
 from memtop.state import State
+from memtop.state.cgroups import CgroupsState
+from memtop.state.kernel import KernelState
+from memtop.state.processes import ProcessesState
 
 ROOT = Path(__file__).resolve().parents[2]
 CGROUPS = ROOT / "tests" / "data" / "cgroups.jsonl.gz"
@@ -86,11 +90,12 @@ def test_log2_buckets_have_fixed_bounds() -> None:
     assert [le for le, _ in log2_buckets([])] == [le for le, _ in b]  # the same set every time
 
 
-def test_topk_other_and_no_pid_label() -> None:
+def test_topk_rest_bucket_and_no_pid_label() -> None:
     fams = by_name(Options(topk=3))
     rss = fams["memtop_process_rss_bytes"]
-    comms = [s.labels["comm"] for s in rss.samples]
-    assert "other" in comms and len(rss.samples) <= 4
+    rest = [s for s in rss.samples if s.labels.get("rest") == "true"]
+    assert len(rest) == 1 and rest[0].labels == {"comm": "", "cgroup": "", "rest": "true"}
+    assert len(rss.samples) <= 4
     assert all("pid" not in s.labels for s in rss.samples)
     total = sum(s.value for s in rss.samples)
     every = sum(s.value for s in by_name(Options(topk=10_000))["memtop_process_rss_bytes"].samples)
@@ -102,6 +107,36 @@ def test_topk_other_and_no_pid_label() -> None:
     assert len(labelsets) == len(set(labelsets))  # two bash in one cgroup are one series
     with_pid = by_name(Options(topk=3, pid_labels=True))["memtop_process_rss_bytes"]
     assert all("pid" in s.labels for s in with_pid.samples)
+    assert "rest" in generate_latest_of([rss])
+
+
+@pytest.mark.parametrize("name", ["other", ""])
+def test_a_process_or_slab_cannot_forge_the_rest_bucket(name: str) -> None:
+    """Processes named "other" (or with an empty comm) in the root cgroup, and a slab cache named
+    "other", beside the rest bucket: every series still has labels of its own."""
+    state = state_at_end()
+    procs = state.get(ProcessesState)
+    cg = state.get(CgroupsState)
+    # the biggest processes get the forged name and no known cgroup (a process memtop has not
+    # placed yet), so they are in the top K with the labels the rest bucket had
+    for pid, row in sorted(procs.rows.items(), key=lambda pr: -pr[1].sample.rss_bytes)[:5]:
+        row.sample = dataclasses.replace(row.sample, comm=name)
+        cg.pid_memcg.pop(pid, None)
+    kernel = state.get(KernelState)
+    if kernel.slabs:
+        big = max(kernel.slabs.values(), key=lambda r: r.slab.total_bytes)
+        big.slab = dataclasses.replace(big.slab, name=name or "other")
+    fams = {f.name: f for f in families(state, Options(topk=3), Accumulators())}
+    for fam in ("memtop_process_rss_bytes", "memtop_process_swap_bytes", "memtop_slab_cache_bytes"):
+        if fam not in fams:
+            continue
+        labelsets = [tuple(sorted(s.labels.items())) for s in fams[fam].samples]
+        assert len(labelsets) == len(set(labelsets)), (fam, labelsets)
+        assert sum(1 for s in fams[fam].samples if s.labels.get("rest") == "true") <= 1
+    # and the text Prometheus parses has no duplicate series either
+    text = generate_latest_of(fams.values())
+    series = [line.rsplit(" ", 1)[0] for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(series) == len(set(series))
 
 
 def test_cgroup_depth_regex_and_series_budget() -> None:

@@ -339,9 +339,13 @@ def test_exporter_gauges_from_the_kernel_pane(tmp_path: Path) -> None:
     assert sum(lines.values()) == m["MemTotal"]
     assert lines["slab_unreclaimable"] == m["SUnreclaim"] and "unexplained" in lines
     caches = kernelfs.parse_slabinfo((DATA / "slabinfo-2.1.txt").read_text())
-    sizes = {s.labels["cache"]: s.value for s in fams["memtop_slab_cache_bytes"].samples}
+    # the rest of the caches summed in the one series labelled rest="true" (its cache label empty)
+    sizes = {s.labels["cache"] or "rest": s.value for s in fams["memtop_slab_cache_bytes"].samples}
+    assert [s.labels for s in fams["memtop_slab_cache_bytes"].samples if s.labels.get("rest")] == [
+        {"cache": "", "rest": "true"}
+    ]
     top = sorted(caches.values(), key=lambda c: (-c.total_bytes, c.name))[:3]
-    assert set(sizes) == {c.name for c in top} | {"other"}
+    assert set(sizes) == {c.name for c in top} | {"rest"}
     assert sum(sizes.values()) == sum(c.total_bytes for c in caches.values())
     objs = {s.labels["cache"]: s.value for s in fams["memtop_slab_cache_objects"].samples}
     assert objs[top[0].name] == top[0].active_objs

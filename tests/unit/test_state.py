@@ -186,3 +186,27 @@ def test_processes_born_and_gone_between_polls_are_counted_not_listed() -> None:
     every = view.document(state, Options(extra={"exited": "all"}))
     assert len(every["exited"]) == 202  # 200 kept of the shells, newest first, and the two
     assert every["exited"][0]["pid"] == 9 and every["exited"][1]["comm"] == "sh"
+
+
+def test_gone_rows_are_bounded_under_churn() -> None:
+    """Process churn (a build, a shell loop): a new process every poll for far longer than
+    MAX_GONE polls within the grace keeps at most MAX_GONE gone rows, and always the one a
+    drill-in looks at (an exporter left running once grew with the churn's rate)."""
+    from memtop.records import Batch
+    from memtop.records.process import Focus
+    from memtop.records.processes import ProcSample
+    from memtop.state import State
+    from memtop.state.processes import MAX_GONE, ProcessesState
+
+    state = State()
+    state.apply(Batch(10**9, (Focus(100),)))
+    ts = 2 * 10**9
+    n = MAX_GONE * 3
+    for pid in range(100, 100 + n):  # each lives one poll (1 ms apart: all within the grace)
+        state.apply(Batch(ts, (ProcSample(pid, f"cc{pid}", "u", 0, 4096, 0, 0, 0, 1, 0),)))
+        ts += 10**6
+    state.apply(Batch(ts, (ProcSample(1, "init", "u", 0, 4096, 0, 0, 0, 1, 0),)))
+    procs = state.get(ProcessesState)
+    assert len(procs.gone) == MAX_GONE
+    assert 100 in procs.gone  # in focus: kept
+    assert 100 + n - 1 in procs.gone and 101 not in procs.gone  # the newest kept, the oldest not

@@ -1,0 +1,285 @@
+"""`memtop export`'s HTTP server against clients that misbehave, on loopback (no BPF: the server is
+the same whatever feeds it): a slowloris, one address opening every connection, clients that
+disconnect or reset early, malformed requests; and gzip when the scraper asks for it."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from support import FakeSource, memtop_cmd, vmscan_batches
+
+from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
+from memtop.export.metrics import Options
+from memtop.export.server import Exporter as ServedExporter
+from memtop.runner import Runner
+
+#: a bound on waits for the server; generous (the machine is shared), never asserted
+WAIT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def until(what: str, ok: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ok():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
+
+
+def get(
+    url: str, headers: dict[str, str] | None = None, source: str = ""
+) -> tuple[int, dict[str, str], bytes]:
+    """One GET (from ``source``, a loopback address, when given): status, headers, raw body."""
+    host, port = url.split("/")[2].split(":")
+    with socket.create_connection(
+        (host, int(port)), timeout=30, source_address=(source, 0) if source else None
+    ) as s:
+        lines = [f"GET {url.split(host + ':' + port, 1)[1]} HTTP/1.1", f"Host: {host}"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *hdrs = head.decode("latin-1").split("\r\n")
+    parsed = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in hdrs)}
+    return int(status_line.split()[1]), parsed, body
+
+
+class Exporter:
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, stderr: Path) -> None:
+        self.proc, self.port, self.stderr = proc, port, stderr
+        self.url = f"http://127.0.0.1:{port}/metrics"
+
+    def metric(self, line_start: str) -> float:
+        text = get(self.url)[2].decode()
+        m = re.search(rf"^{re.escape(line_start)} (\S+)$", text, re.M)
+        assert m is not None, line_start
+        return float(m.group(1))
+
+
+@contextmanager
+def exporter(*extra: str) -> Iterator[Exporter]:
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix=f"memtop-server-{os.getpid()}-") as tmp:
+        err = Path(tmp) / "stderr"
+        with err.open("wb") as f:
+            proc = subprocess.Popen(
+                [*memtop_cmd(), "export", "--no-bpf", "--listen", f"127.0.0.1:{port}", *extra],
+                stdout=subprocess.DEVNULL,
+                stderr=f,
+            )
+        ex = Exporter(proc, port, err)
+        try:
+
+            def up() -> bool:
+                try:
+                    return get(ex.url)[0] == 200
+                except OSError:
+                    return False
+
+            until("memtop export serving", up)
+            yield ex
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    """Whether the server ended this connection (an answer and EOF, or a reset)."""
+    s.setblocking(False)
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_slowloris_does_not_starve_scrapes() -> None:
+    """20 loopback clients each sending a header byte every 2 s: a normal scrape from the same
+    address still gets 200, and each trickler is dropped by the request's deadline, not kept
+    alive by its bytes."""
+    with exporter() as ex:
+        stop = threading.Event()
+        conns: list[socket.socket] = []
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", ex.port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\n")
+            conns.append(s)
+        ended: set[int] = set()
+
+        def trickle() -> None:
+            while not stop.wait(2.0):
+                for i, s in enumerate(conns):
+                    if i in ended:
+                        continue
+                    try:
+                        s.sendall(b"X")
+                    except OSError:
+                        ended.add(i)
+
+        t = threading.Thread(target=trickle)
+        t.start()
+        try:
+            codes = [get(ex.url)[0] for _ in range(10)]
+            assert codes == [200] * 10, codes
+            # still trickling, yet every one of them is dropped (the deadline is 10 s)
+            until("every trickler dropped", lambda: all(closed_by_server(s) for s in conns))
+            assert ex.metric('memtop_exporter_client_errors_total{reason="deadline"}') >= 1
+        finally:
+            stop.set()
+            t.join()
+            for s in conns:
+                s.close()
+        assert ex.proc.poll() is None
+
+
+def test_one_address_cannot_take_every_connection() -> None:
+    """40 idle connections from 127.0.0.2: at most MAX_PER_ADDRESS stay open, and another
+    address is served."""
+    with exporter() as ex:
+        conns = [
+            socket.create_connection(("127.0.0.1", ex.port), source_address=("127.0.0.2", 0))
+            for _ in range(40)
+        ]
+        try:
+            assert get(ex.url, source="127.0.0.3")[0] == 200
+            until(
+                "the connections over the per-address limit closed",
+                lambda: sum(closed_by_server(s) for s in conns) >= 40 - MAX_PER_ADDRESS,
+            )
+            assert ex.metric('memtop_exporter_client_errors_total{reason="refused"}') >= 40 - MAX_PER_ADDRESS
+        finally:
+            for s in conns:
+                s.close()
+
+
+def test_early_disconnects_are_counted_not_printed() -> None:
+    """300 clients that reset after sending a request, hang up before sending one, or send
+    garbage: no traceback on stderr, each counted by reason."""
+    with exporter() as ex:
+        reasons = ("disconnect", "bad_request", "refused", "deadline")
+
+        def errors() -> float:
+            return sum(ex.metric(f'memtop_exporter_client_errors_total{{reason="{r}"}}') for r in reasons)
+
+        before = errors()
+        linger_rst = struct.pack("ii", 1, 0)
+        for i in range(300):
+            s = socket.create_connection(("127.0.0.1", ex.port))
+            if i % 3 == 0:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger_rst)  # close = RST
+            elif i % 3 == 1:
+                s.sendall(b"GET /metr")
+            else:
+                s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n")  # TLS at a plain port
+            s.close()
+        # each one counted (a burst from one address also displaces connections still sending
+        # their request: "refused"); a reset that came after the whole answer is no error
+        until("the early disconnects counted", lambda: errors() - before >= 250)
+        assert ex.metric('memtop_exporter_client_errors_total{reason="disconnect"}') >= 50
+        assert ex.metric('memtop_exporter_client_errors_total{reason="bad_request"}') >= 1
+        assert ex.metric("memtop_exporter_server_errors_total") == 0
+        assert get(ex.url)[0] == 200 and ex.proc.poll() is None
+        err = ex.stderr.read_text(errors="replace")
+        assert "Traceback" not in err and len(err.splitlines()) <= 2, err
+
+
+def test_gzip_decodes_to_the_same_exposition() -> None:
+    """Accept-Encoding: gzip (as Prometheus sends it) gets gzip, which decodes to the text a
+    plain scrape gets (the state does not change between the two: --interval 600)."""
+    with exporter("--interval", "600") as ex:
+        status, headers, plain = get(ex.url)
+        assert status == 200 and "content-encoding" not in headers
+        status, headers, packed = get(ex.url, {"Accept-Encoding": "gzip, deflate"})
+        assert status == 200 and headers["content-encoding"] == "gzip"
+        assert len(packed) < len(plain)
+        unpacked = gzip.decompress(packed)
+        # the same but for the scrape counter, which counts this scrape too
+        scrapes = re.compile(rb"^memtop_exporter_scrapes_total .*$", re.M)
+        assert scrapes.sub(b"", unpacked) == scrapes.sub(b"", plain)
+        assert unpacked.count(b"\nmemtop_exporter_scrapes_total ") == 1
+        # OpenMetrics gzipped: still one exposition, ending with its end marker
+        _, headers, om = get(
+            ex.url, {"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"}
+        )
+        text = gzip.decompress(om)
+        assert headers["content-type"].startswith("application/openmetrics-text")
+        assert text.endswith(b"# EOF\n") and text.count(b"# EOF") == 1
+        # refused with q=0: plain
+        assert "content-encoding" not in get(ex.url, {"Accept-Encoding": "gzip;q=0"})[1]
+
+
+def test_request_parsing() -> None:
+    assert accepts_gzip("gzip") and accepts_gzip("deflate, gzip;q=0.5") and accepts_gzip("*")
+    assert not accepts_gzip("") and not accepts_gzip("gzip;q=0") and not accepts_gzip("identity")
+    r = parse_head(b"GET /metrics?x=1 HTTP/1.1\r\nAccept: a\r\naccept: b\r\nHost: h")
+    assert (r.method, r.path, r.headers["accept"], r.headers["host"]) == ("GET", "/metrics?x=1", "a, b", "h")
+    assert REQUEST_DEADLINE_S <= 10.0  # a Prometheus default scrape timeout
+
+
+def test_errors_answered_without_urllib_noise() -> None:
+    with exporter() as ex:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{ex.port}/nope", timeout=30)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+        else:
+            raise AssertionError("a 404 expected")
+
+
+def test_the_exposition_is_built_once_per_batch() -> None:
+    """Scrapes between two batches get the same bytes from one build; a batch makes the next
+    scrape build again; prebuild builds what was scraped, ahead of the scrape; gzip decodes to the
+    plain text."""
+    batches = vmscan_batches()[:3]
+    source = FakeSource(batches)
+    runner = Runner(source, checkpoints=False)
+    ex = ServedExporter(runner, Options())
+    asyncio.run(runner.tick())
+    assert ex.generation == 1
+    plain = ex.exposition()[0]
+    assert ex.builds == 1
+    packed, ctype = ex.exposition(gzip=True)
+    again = ex.exposition()[0]
+    assert ex.builds == 1  # three scrapes, one build
+    scrapes = re.compile(rb"^memtop_exporter_scrapes_total .*$", re.M)
+    assert scrapes.sub(b"", gzip.decompress(packed)) == scrapes.sub(b"", plain) == scrapes.sub(b"", again)
+    assert b"memtop_exporter_scrapes_total 3.0" in again  # the self-metrics are fresh
+    asyncio.run(runner.tick())
+    ex.prebuild()  # what the export loop does after each tick
+    assert ex.builds == 2
+    ex.exposition(gzip=True)
+    assert ex.builds == 2  # answered from the prebuilt exposition
+    ex.prebuild()
+    assert ex.builds == 2  # nothing changed since: nothing to build
