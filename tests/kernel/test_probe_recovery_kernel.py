@@ -28,7 +28,7 @@ from support import MemCgroup, between, bracket, memcg
 from memtop import cgroupfs
 from memtop.bridge import Bridge
 from memtop.export.metrics import Options
-from memtop.export.server import Exporter, registry_for, serve
+from memtop.export.server import Exporter, serve
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.runner import Runner
 from memtop.state.cgroups import CgroupsState
@@ -100,8 +100,8 @@ def test_cgroups_probe_fails_on_a_real_cause_and_the_exporter_never_serves_it_st
     now = [1000.0]
     bridge.clock = lambda: now[0]
     runner = Runner(bridge)
-    server = serve(("127.0.0.1", 0), registry_for(Exporter(runner, Options(cgroup_depth=8))))
-    port = server.server_address[1]
+    server = serve(("127.0.0.1", 0), Exporter(runner, Options(cgroup_depth=8)))
+    port = server.port
     hostile = mount / f"memtop-recover-{os.getpid()}" / f"docker-{CID}.scope"
 
     def tick() -> None:
@@ -173,8 +173,7 @@ def test_cgroups_probe_fails_on_a_real_cause_and_the_exporter_never_serves_it_st
             assert served >= 64 * MiB  # the new allocation, not the value frozen before the failure
             assert probe_up(scrape(port), "cgroups") == 1.0
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
         bridge.close()
         if hostile.exists():
             hostile.rmdir()
