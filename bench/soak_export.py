@@ -219,6 +219,50 @@ def probe_states(body: str) -> dict[str, tuple[str, float, str]]:
     return {m.group(1): (m.group(3), float(m.group(4)), m.group(2)) for m in UP.finditer(body)}
 
 
+def wait_up(url: str, exporter: subprocess.Popen[bytes]) -> None:
+    """Until the exporter answers with its cgroups and vmscan probes attached (3 minutes at most)."""
+    deadline = time.monotonic() + 180
+    while True:
+        status, body, _ = scrape(url)
+        st = probe_states(body)
+        if (
+            status == 200
+            and st.get("cgroups", ("",))[0] == "attached"
+            and st.get("vmscan", ("",))[0] == "attached"
+        ):
+            return
+        if exporter.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("memtop export did not come up")
+        time.sleep(0.5)
+
+
+def observe(
+    body: str,
+    causes: Causes,
+    states_seen: dict[str, dict[str, int]],
+    per_cause: dict[str, dict[str, Any]],
+    cycle_seen: dict[str, bool],
+    pending: dict[str, float],
+) -> int:
+    """Note what one served scrape says of the probes (the states seen, each cause's erroring
+    and recovery); 1 when it served container_* while the cgroups probe was not measuring."""
+    st = probe_states(body)
+    for probe, (state, _, _) in st.items():
+        states_seen.setdefault(probe, {})
+        states_seen[probe][state] = states_seen[probe].get(state, 0) + 1
+    cg_state, _, reason = st.get("cgroups", ("absent", 0.0, ""))
+    for name in causes.on:
+        if causes.on[name] and cg_state == "erroring":
+            cycle_seen[name] = True
+            if len(per_cause[name]["reasons"]) < 3 and reason not in per_cause[name]["reasons"]:
+                per_cause[name]["reasons"].append(reason)
+    for name, off_at in list(pending.items()):
+        if cg_state == "attached":
+            per_cause[name]["recovered_s"].append(round(time.monotonic() - off_at, 1))
+            del pending[name]
+    return int(cg_state != "attached" and re.search(r"^container_\w+\{", body, re.M) is not None)
+
+
 def main(minutes: float = 240.0, warmup_minutes: float = 2.0, profile: str | None = None) -> dict[str, Any]:
     duration = minutes * 60.0
     tmp = Path(tempfile.mkdtemp(prefix="memtop-soak-export-"))
@@ -252,19 +296,7 @@ def main(minutes: float = 240.0, warmup_minutes: float = 2.0, profile: str | Non
     }
     pending: dict[str, float] = {}  # cause -> when it went off, until the probe is attached again
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            status, body, _ = scrape(url)
-            st = probe_states(body)
-            if (
-                status == 200
-                and st.get("cgroups", ("",))[0] == "attached"
-                and st.get("vmscan", ("",))[0] == "attached"
-            ):
-                break
-            if exporter.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("memtop export did not come up")
-            time.sleep(0.5)
+        wait_up(url, exporter)
         causes = Causes(runtime)
         churn.start()
         t0 = time.monotonic()
@@ -288,22 +320,7 @@ def main(minutes: float = 240.0, warmup_minutes: float = 2.0, profile: str | Non
             if status != 200:
                 failures.append(f"{t:.0f}s: {status} {body[:120]}")
             else:
-                st = probe_states(body)
-                for probe, (state, _, _) in st.items():
-                    states_seen.setdefault(probe, {})
-                    states_seen[probe][state] = states_seen[probe].get(state, 0) + 1
-                cg_state, _, reason = st.get("cgroups", ("absent", 0.0, ""))
-                if cg_state != "attached" and re.search(r"^container_\w+\{", body, re.M):
-                    stale_served += 1
-                for name in causes.on:
-                    if causes.on[name] and cg_state == "erroring":
-                        cycle_seen[name] = True
-                        if len(per_cause[name]["reasons"]) < 3 and reason not in per_cause[name]["reasons"]:
-                            per_cause[name]["reasons"].append(reason)
-                for name, off_at in list(pending.items()):
-                    if cg_state == "attached":
-                        per_cause[name]["recovered_s"].append(round(time.monotonic() - off_at, 1))
-                        del pending[name]
+                stale_served += observe(body, causes, states_seen, per_cause, cycle_seen, pending)
             if t >= next_rss:
                 next_rss += 10.0
                 sample = status_kb(exporter.pid, "RssAnon", "RssFile", "VmRSS")

@@ -87,6 +87,32 @@ class CgroupsProbe(Probe):
     def note(self) -> str:
         return self.layout.mode if self.layout is not None else ""
 
+    def _walk(self, mem: cgroupfs.Hierarchy | None, uni: cgroupfs.Hierarchy | None) -> None:
+        """List the trees (the memory controller's, and the cgroup2 tree for PSI when it is
+        another: hybrid) and keep what the limit allows."""
+        cap = self.max_cgroups * WALK_FACTOR
+        mem_all = dict(cgroupfs.walk(mem.mountpoint, cap)) if mem else {}
+        if uni is not None and uni is mem:
+            uni_all = mem_all
+        else:
+            uni_all = dict(cgroupfs.walk(uni.mountpoint, cap)) if uni else {}
+        self._mem_dirs, self._uni_dirs = self._within_limit(mem_all, uni_all)
+
+    def _unified(
+        self, path: str, mdir: str | None, udir: str | None, walk_tick: bool, prev: CgroupSample | None
+    ) -> tuple[tuple[int, ...], int]:
+        """Who is in the cgroup's cgroup2 directory when it is another than the memory one (read at
+        each walk), and the cgroup2 id (read once)."""
+        if udir is not None and udir != mdir:
+            upids = cgroupfs.read_procs(udir) if walk_tick or prev is None else prev.unified_pids
+        else:
+            upids = ()
+        cid = 0
+        if udir is not None:
+            cid = self._ids.get(path) or cgroupfs.cgroup_id(udir) or 0
+            self._ids[path] = cid
+        return upids, cid
+
     def poll_failed(self) -> None:
         """The next poll walks the trees again: the listing of the last walk may name the cgroup
         that made this one fail (removed since), and the walk runs only every ``walk_every``
@@ -110,16 +136,7 @@ class CgroupsProbe(Probe):
             return []
         out: list[Record] = []
         if not self._sent_layout:
-            out.append(
-                CgroupLayout(
-                    mode=lay.mode,
-                    memory_mount=lay.memory.mountpoint if lay.memory else "",
-                    memory_version=lay.memory.version if lay.memory else 0,
-                    unified_mount=lay.unified.mountpoint if lay.unified else "",
-                    psi=lay.psi,
-                    hierarchies=tuple((h.mountpoint, h.version, h.controllers) for h in lay.hierarchies),
-                )
-            )
+            out.append(layout_record(lay))
             self._sent_layout = True
         self._tick += 1
         mem, uni = lay.memory, lay.unified
@@ -128,14 +145,7 @@ class CgroupsProbe(Probe):
         # between is noticed at once, as its files are gone
         walk_tick = self._tick == 1 or self._tick % self.walk_every == 0
         if walk_tick:
-            cap = self.max_cgroups * WALK_FACTOR
-            mem_all = dict(cgroupfs.walk(mem.mountpoint, cap)) if mem else {}
-            # the cgroup2 tree, when it is another tree than the memory controller's (hybrid): PSI
-            if uni is not None and uni is mem:
-                uni_all = mem_all
-            else:
-                uni_all = dict(cgroupfs.walk(uni.mountpoint, cap)) if uni else {}
-            self._mem_dirs, self._uni_dirs = self._within_limit(mem_all, uni_all)
+            self._walk(mem, uni)
         mem_dirs, uni_dirs = self._mem_dirs, self._uni_dirs
         paths = list(mem_dirs) + [p for p in uni_dirs if p not in mem_dirs]
         last = self._last
@@ -148,28 +158,13 @@ class CgroupsProbe(Probe):
             prev = last.get(path)
             f = files.get(path)
             if f is None or f[0] != mdir or f[1] != udir:
-                usage_file = (
-                    os.path.join(mdir, "memory.current" if mem.version == 2 else "memory.usage_in_bytes")
-                    if mdir is not None and mem is not None
-                    else None
-                )
-                psi_file = os.path.join(udir, "memory.pressure") if udir and lay.psi else None
-                # the path as the directory's name: a cgroup may be named with bytes that are not
-                # UTF-8 (os gives them surrogate-escaped; a record shows them as \xff)
-                spread = zlib.crc32(os.fsencode(path))
-                f = files[path] = (mdir, udir, usage_file, psi_file, spread)
+                f = files[path] = cgroup_files(path, mdir, udir, mem, lay.psi)
             usage_text = held.read(f[2]) if f[2] is not None else None
             psi_text = held.read(f[3]) if f[3] is not None else None
             raw = (usage_text, psi_text)
             raw_now[path] = raw
             full = (self._tick + f[4]) % self.full_every == 0
-            if (
-                prev is not None
-                and not walk_tick
-                and not full
-                and raw_last.get(path) == raw
-                and raw[0] is not None
-            ):
+            if prev is not None and not (walk_tick or full) and unchanged(raw_last.get(path), raw):
                 now[path] = prev  # nothing moved since the last tick: the common case, kept cheap
                 continue
             psi = cgroupfs.parse_pressure(psi_text) if psi_text is not None else None
@@ -223,14 +218,7 @@ class CgroupsProbe(Probe):
                     continue  # removed since the last walk
                 version, pids = 0, ()
                 fig = (None, None, None, None, None, None, None, None, (), ())
-            if udir is not None and udir != mdir:
-                upids = cgroupfs.read_procs(udir) if walk_tick or prev is None else prev.unified_pids
-            else:
-                upids = ()
-            cid = 0
-            if udir is not None:
-                cid = self._ids.get(path) or cgroupfs.cgroup_id(udir) or 0
-                self._ids[path] = cid
+            upids, cid = self._unified(path, mdir, udir, walk_tick, prev)
             sample = CgroupSample(
                 path=path,
                 version=version,
@@ -302,3 +290,37 @@ class CgroupsProbe(Probe):
             {p: d for p, d in mem_all.items() if p in kept},
             {p: d for p, d in uni_all.items() if p in kept},
         )
+
+
+def layout_record(lay: cgroupfs.Layout) -> CgroupLayout:
+    """What the machine's cgroup layout is, as a record (sent once)."""
+    return CgroupLayout(
+        mode=lay.mode,
+        memory_mount=lay.memory.mountpoint if lay.memory else "",
+        memory_version=lay.memory.version if lay.memory else 0,
+        unified_mount=lay.unified.mountpoint if lay.unified else "",
+        psi=lay.psi,
+        hierarchies=tuple((h.mountpoint, h.version, h.controllers) for h in lay.hierarchies),
+    )
+
+
+def cgroup_files(
+    path: str, mdir: str | None, udir: str | None, mem: cgroupfs.Hierarchy | None, psi: bool
+) -> tuple[str | None, str | None, str | None, str | None, int]:
+    """A cgroup's directories, the files read every tick (usage, pressure) and its place in the
+    spread of full reads."""
+    usage_file = (
+        os.path.join(mdir, "memory.current" if mem.version == 2 else "memory.usage_in_bytes")
+        if mdir is not None and mem is not None
+        else None
+    )
+    psi_file = os.path.join(udir, "memory.pressure") if udir and psi else None
+    # the path as the directory's name: a cgroup may be named with bytes that are not UTF-8 (os
+    # gives them surrogate-escaped; a record shows them as \xff)
+    spread = zlib.crc32(os.fsencode(path))
+    return (mdir, udir, usage_file, psi_file, spread)
+
+
+def unchanged(before: tuple[str | None, str | None] | None, now: tuple[str | None, str | None]) -> bool:
+    """The usage and pressure files read the same as last tick (and the usage was readable)."""
+    return before == now and now[0] is not None
