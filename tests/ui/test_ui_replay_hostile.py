@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from support.ui import settle
+
 from memtop.records import KIND_KEY, to_json
 from memtop.records.host import MemInfo
 from memtop.records.processes import ProcSample
@@ -48,7 +50,7 @@ async def test_escapes_in_a_recording_are_shown_literally(tmp_path: Path) -> Non
     rec = Recording.load(hostile_recording(tmp_path / "hostile.jsonl.gz"))
     app = MemtopApp(ReplaySource(rec, speed=100), interval_s=0.25, snapshot_dir=str(tmp_path))
     async with app.run_test(size=(200, 40)) as pilot:
-        await pilot.pause(0.6)
+        await settle(pilot)
         header = str(app.query_one("#header").render())
         assert "\\x1b]0;pwned" in header and "\x1b" not in header
         screen = app.export_screenshot()
