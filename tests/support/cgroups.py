@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from support.waits import wait_until
 
 CG1 = Path("/sys/fs/cgroup/memory")
 CG2 = Path("/sys/fs/cgroup")
@@ -52,11 +53,11 @@ class MemCgroup:
         return {k: int(v) for k, v in (line.split() for line in p.read_text().splitlines())}
 
     def remove(self) -> None:
-        for _ in range(50):
+        def removed() -> bool:  # busy until the kernel has let its last process go
             try:
                 procs = (self.path / "cgroup.procs").read_text().split()
             except OSError:
-                return
+                return True
             for pid in procs:
                 try:
                     os.kill(int(pid), 9)
@@ -64,9 +65,11 @@ class MemCgroup:
                     pass
             try:
                 self.path.rmdir()
-                return
             except OSError:
-                time.sleep(0.1)
+                return False
+            return True
+
+        wait_until(removed, f"{self.path} removed")
 
 
 @contextmanager

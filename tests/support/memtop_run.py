@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from support.waits import BOUND_S, WaitTimeout, wait_until
+
 
 def memtop_cmd() -> list[str]:
     exe = Path(sys.executable).parent / "memtop"
@@ -71,19 +73,25 @@ def prog_ids_of(pid: int) -> set[int]:
     return ids
 
 
-def bpf_left_behind(pid: int, progs: set[int], timeout_s: float = 5.0) -> dict[str, Any]:
+def bpf_left_behind(pid: int, progs: set[int], timeout_s: float = BOUND_S) -> dict[str, Any]:
     """What the kernel still has of a memtop that was ``pid`` and held ``progs``: its programs
     (bpftool prog), and perf events (tracepoint, perf, uprobe attachments) of that pid or running
     those programs (bpftool perf). Waits (bounded) for the kernel to free them; {} when none."""
-    end = time.monotonic() + timeout_s
-    while True:
+    left: dict[str, Any] = {}
+
+    def freed() -> bool:
         live = {p["id"] for p in bpftool("prog", "show")} & progs
         perf = [e for e in bpftool("perf") if e.get("pid") == pid or e.get("prog_id") in progs]
-        if not live and not perf:
-            return {}
-        if time.monotonic() > end:
-            return {"progs": sorted(live), "perf": perf}
-        time.sleep(0.1)
+        left.clear()
+        if live or perf:
+            left.update(progs=sorted(live), perf=perf)
+        return not left
+
+    try:
+        wait_until(freed, "the kernel to free memtop's programs", timeout_s)
+    except WaitTimeout:
+        pass
+    return left
 
 
 def exit_deadline_hit(pid: int) -> bool:
@@ -161,18 +169,24 @@ class PtyMemtop:
 
     def wait_ready(self, timeout_s: float = 90) -> dict[str, Any]:
         """The ready document memtop writes once every probe attached or failed."""
-        end = time.monotonic() + timeout_s
-        while not self.ready.exists():
+
+        def written() -> bool:  # memtop writes it in one go, ending with a newline
             assert self.alive(), f"memtop exited before it was ready ({self.status}): {self.text()[-2000:]}"
-            assert time.monotonic() < end, "memtop did not attach its probes"
-            time.sleep(0.05)
-        time.sleep(0.2)
+            return self.ready.exists() and self.ready.read_text().endswith("\n")
+
+        wait_until(written, "memtop's ready file", timeout_s)
         doc: dict[str, Any] = json.loads(self.ready.read_text())
         return doc
 
-    def send(self, keys: bytes, settle_s: float = 1.0) -> None:
+    def send(self, keys: bytes, settle_s: float = 0.0) -> None:
+        """Type ``keys``; ``settle_s``: a window for what must *not* happen after them (a
+        thread started, a file opened) to show; what must happen is awaited with wait_text."""
         os.write(self.master, keys)
         time.sleep(settle_s)
+
+    def wait_text(self, text: str, timeout_s: float = BOUND_S) -> None:
+        """Return once memtop has drawn ``text`` (WaitTimeout after ``timeout_s``)."""
+        wait_until(lambda: text in self.text(), f"{text!r} on memtop's screen", timeout_s)
 
     def text(self) -> str:
         return self.output.decode("utf-8", "replace")
@@ -191,11 +205,10 @@ class PtyMemtop:
 
     def wait_gone(self, timeout_s: float) -> bool:
         """True once memtop has exited (and been reaped) within ``timeout_s``."""
-        end = time.monotonic() + timeout_s
-        while self.alive():
-            if time.monotonic() > end:
-                return False
-            time.sleep(0.02)
+        try:
+            wait_until(lambda: not self.alive(), "memtop gone", timeout_s)
+        except WaitTimeout:
+            return False
         return True
 
     def kill(self) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from support.waits import wait_until
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -63,18 +64,19 @@ def between(value: float, before: float, after: float) -> bool:
 def function_address(pid: int, lib_pattern: str, name: str) -> int:
     """Where ``pid`` has the dynamic symbol ``name`` of its mapped library matching
     ``lib_pattern`` (nm -D: an oracle independent of memtop's own ELF reader). A process just
-    started maps its libraries a moment after the fork returns: waited for, up to 10 s."""
+    started maps its libraries a moment after the fork returns: waited for."""
     lib, base = "", 0
-    deadline = time.monotonic() + 10
-    while not lib and time.monotonic() < deadline:
+
+    def mapped() -> bool:
+        nonlocal lib, base
         for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
             parts = line.split()
             if len(parts) >= 6 and lib_pattern in parts[5] and int(parts[2], 16) == 0:
                 lib, base = parts[5], int(parts[0].split("-")[0], 16)
-                break
-        else:
-            time.sleep(0.02)
-    assert lib, f"{lib_pattern} not mapped by {pid}"
+                return True
+        return False
+
+    wait_until(mapped, f"{lib_pattern} mapped by {pid}")
     out = subprocess.run(
         ["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True
     ).stdout

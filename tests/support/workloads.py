@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import queue
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO
 
 from support.waits import BOUND_S, WaitTimeout
@@ -56,40 +55,59 @@ class PausedWorkload:
 
 class LineReader:
     """A workload's stdout read line by line in a thread, so a test waits for the line it needs
-    ("ready", "done", figures) with a bound instead of blocking for ever on a workload that hung
-    or died. Every line read is kept in ``lines``."""
+    ("ready", "done", its figures) with a bound instead of blocking for ever on a workload that
+    hung or died. Every line read is kept in ``lines``."""
 
     def __init__(self, stream: IO[str], name: str = "workload") -> None:
         self.name = name
         self.lines: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self._thread.start()
+        self.ended = False
+        self._next = 0  # the first line readline has not returned
+        self._cv = threading.Condition()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
 
     def _pump(self, stream: IO[str]) -> None:
         try:
             for line in stream:
-                self._queue.put(line.rstrip("\n"))
+                with self._cv:
+                    self.lines.append(line.strip())
+                    self._cv.notify_all()
         except (OSError, ValueError):  # closed under us: the end, as end of file is
             pass
-        self._queue.put(None)
+        with self._cv:
+            self.ended = True
+            self._cv.notify_all()
+
+    def _wait(self, found: Callable[[], str | None], what: str, timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        with self._cv:
+            while True:
+                line = found()
+                if line is not None:
+                    return line
+                if self.ended:
+                    raise AssertionError(f"{self.name} ended before {what} (it printed {self.lines[-5:]})")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeout(f"{self.name}: no {what} after {timeout_s:g} s (got {self.lines[-5:]})")
+                self._cv.wait(left)
 
     def readline(self, timeout_s: float = BOUND_S) -> str:
-        """The next line; AssertionError at end of file or after ``timeout_s``."""
-        try:
-            line = self._queue.get(timeout=timeout_s)
-        except queue.Empty:
-            raise WaitTimeout(f"{self.name} printed nothing for {timeout_s:g} s") from None
-        if line is None:
-            self._queue.put(None)  # every later read sees the end too
-            raise AssertionError(f"{self.name} ended; it printed {self.lines[-5:]!r}")
-        self.lines.append(line)
-        return line
+        """The next line not returned yet."""
+
+        def found() -> str | None:
+            if self._next < len(self.lines):
+                self._next += 1
+                return self.lines[self._next - 1]
+            return None
+
+        return self._wait(found, "next line", timeout_s)
 
     def wait_for(self, prefix: str, timeout_s: float = BOUND_S) -> str:
-        """The first line from now starting with ``prefix`` (lines before it are kept, skipped)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            line = self.readline(max(0.0, deadline - time.monotonic()))
-            if line.startswith(prefix):
-                return line
+        """The first line it printed, now or before, that starts with ``prefix`` (a workload's
+        "ready", "done" or figures line, read as often as a test likes)."""
+
+        def found() -> str | None:
+            return next((line for line in self.lines if line.startswith(prefix)), None)
+
+        return self._wait(found, repr(prefix), timeout_s)
