@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import support  # noqa: E402
+import support.memtop_run  # noqa: E402
 from harness import BENCH, machine, save  # noqa: E402
 from memtop_self import cpu_s  # noqa: E402
 from support import PtyMemtop, compile_c, memcg, swapfile  # noqa: E402
@@ -36,13 +36,14 @@ PANES = ("processes", "vmscan", "reclaim", "swapin", "oom", "leaks", "cgroups", 
 
 
 def measure(args: list[str], window_s: float, exe: str | None = None) -> float:
-    if exe is not None:  # PtyMemtop runs support.memtop_cmd()
-        saved, support.memtop_cmd = support.memtop_cmd, lambda: [exe]
+    run = support.memtop_run
+    if exe is not None:  # PtyMemtop runs support.memtop_run.memtop_cmd()
+        saved, run.memtop_cmd = run.memtop_cmd, lambda: [exe]
     try:
         m = PtyMemtop(args, size=(45, 160))
     finally:
         if exe is not None:
-            support.memtop_cmd = saved
+            run.memtop_cmd = saved
     try:
         m.wait_ready()
         time.sleep(15)

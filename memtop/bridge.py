@@ -229,6 +229,8 @@ class Bridge:
         self._loading: list[Probe] = []
         self._loader: asyncio.Task[None] | None = None
         self._polling = False
+        #: the poll in flight (shielded from its awaiter's cancellation; see poll)
+        self._poll_task: asyncio.Task[Batch] | None = None
         self._stopped = False
         self.bpf_error: MemtopError | None = None
         #: the host facts last emitted (a recorder opened later puts them in its prelude)
@@ -717,6 +719,13 @@ class Bridge:
         if self._polling or self._stopped:
             return None  # a slow poll absorbs this tick
         self._polling = True
+        # shielded: the poll takes the pending statuses in its thread, so an awaiter cancelled
+        # meanwhile (the drill-in's first-data worker, when the drill-in is left) must not drop
+        # the batch: it is handed on all the same (a status lost so never reached the state)
+        self._poll_task = asyncio.get_running_loop().create_task(self._poll_and_publish())
+        return await asyncio.shield(self._poll_task)
+
+    async def _poll_and_publish(self) -> Batch:
         try:
             batch = await in_daemon_thread(self.poll_sync, "memtop-poll")
         finally:
@@ -778,4 +787,7 @@ class Bridge:
                 await asyncio.wait_for(asyncio.shield(self._loader), timeout=STOP_WAIT_LOADER_S)
             except (TimeoutError, Exception):  # noqa: BLE001
                 pass
+        if self._poll_task is not None and not self._poll_task.done():
+            # a shielded poll outliving the event loop would be a pending task destroyed
+            await asyncio.wait({self._poll_task}, timeout=STOP_WAIT_POLL_S)
         self.close(wait_s=STOP_WAIT_POLL_S)

@@ -23,6 +23,7 @@ from textual.widgets import Static
 
 from memtop import lifecycle, ready, resources, snapshot, startup_gc
 from memtop.errors import Interrupted, MemtopError
+from memtop.records import Batch
 from memtop.runner import Runner
 from memtop.snapshot import SnapshotRequest
 from memtop.source import Source
@@ -117,6 +118,10 @@ class MemtopApp(RecordReplay):
         Binding("minus", "interval(-0.5)", "Faster", show=False, tooltip="refresh more often"),
     ]
     BINDINGS += [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
+    #: whether a timer calls :meth:`tick` every ``interval_s``. The UI tests turn it off and call
+    #: ``tick`` themselves (tests/support/ui.py ``drive``): a timer firing whenever a loaded
+    #: machine lets it made what a test saw depend on the clock
+    timer_ticks: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -154,6 +159,9 @@ class MemtopApp(RecordReplay):
         #: the view name of the pane shown (its tab is marked; the pane is built when first shown)
         self.active_name = self._first_pane()
         self._timer: Any = None
+        #: ticks done: the source polled (or had nothing), the batch applied and, unless paused,
+        #: drawn (tests wait on this rather than on the clock)
+        self.ticks_done = 0
         self.last_snapshot: Path | None = None
         self._drill_mounted: Awaitable[Any] | None = None  # the drill-in screen, once pushed
         #: seconds from process start to the first frame with data (for the benchmarks)
@@ -269,7 +277,7 @@ class MemtopApp(RecordReplay):
         if self.leak_pids:  # `memtop --leaks PID[,PID…]`: counted first, the leaks pane asks
             self._ask_to_trace(self.leak_pids)
         self.redraw()
-        self._timer = self.set_interval(self.runner.interval_s, self._tick)
+        self._start_timer()
         if self.snapshot_request is not None:
             self.run_worker(self._headless_snapshot(self.snapshot_request), exclusive=True)
         if self.initial_pid is not None:
@@ -281,8 +289,18 @@ class MemtopApp(RecordReplay):
         await self.source.wait_settled(120.0)
         ready.announce(self.source.statuses(), self.first_frame_s)
 
+    def _start_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_interval(self.runner.interval_s, self._tick) if self.timer_ticks else None
+
     async def _tick(self) -> None:
-        await self.runner.tick()
+        await self.tick()
+
+    async def tick(self) -> Batch | None:
+        """One tick, as the timer runs it: poll the source, apply, announce notices, redraw.
+        The batch applied (None: the source had nothing, or a poll in flight absorbed this one)."""
+        batch = await self.runner.tick()
         # notices any state asks for (e.g. an OOM kill) show on whatever screen is up, paused
         # too, except on the pane that shows the same thing in full: there a toast would cover
         # the detail it repeats
@@ -292,6 +310,8 @@ class MemtopApp(RecordReplay):
                 self.notify(notice.text, severity=notice.severity, timeout=10, markup=False)
         if not self.paused:
             self.redraw()
+        self.ticks_done += 1
+        return batch
 
     @property
     def main_screen(self) -> Screen[Any]:
@@ -546,9 +566,7 @@ class MemtopApp(RecordReplay):
         # the Runner owns the interval (headers, recordings and snapshots read it there); the
         # timer that calls its tick follows it
         interval_s = self.runner.change_interval(delta)
-        if self._timer is not None:
-            self._timer.stop()
-        self._timer = self.set_interval(interval_s, self._tick)
+        self._start_timer()
         self.notify(f"refresh every {interval_s:g}s", timeout=1.5)
         self._draw_header()
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import MemCgroup, compile_c, memcg, swapfile
+from support import MemCgroup, compile_c, memcg, swapfile, wait_until
 
 from memtop import cgroupfs
 from memtop.bridge import now_ns
@@ -50,12 +50,15 @@ def twin(cg: MemCgroup) -> Iterator[Path | None]:
         yield d
     finally:
         if d is not None:
-            for _ in range(50):
+
+            def removed() -> bool:  # busy until the kernel has let its last process go
                 try:
                     d.rmdir()
-                    break
                 except OSError:
-                    time.sleep(0.1)
+                    return False
+                return True
+
+            wait_until(removed, f"{d} removed")
 
 
 class Driven:
@@ -169,12 +172,15 @@ def test_memcg_figures_reclaim_and_psi_match_the_kernel() -> None:
                     kernel = st.kernel_reclaim_of(os.stat(udir).st_ino)
                     assert kernel is not None and kernel[0] == mine["memcg_events"]
                     # PSI: memtop's latest total is the file's (nothing stalls any more)
-                    for _ in range(20):
+                    total: tuple[int, int] | None = None
+
+                    def caught_up() -> bool:
+                        nonlocal total
                         driven.tick()
                         total = cgroupfs.parse_pressure((udir / "memory.pressure").read_text())
-                        if total is not None and driven.row(path)["psi_some_total_us"] == total[0]:
-                            break
-                        time.sleep(0.1)
+                        return total is not None and driven.row(path)["psi_some_total_us"] == total[0]
+
+                    wait_until(caught_up, "memtop's PSI total at the file's")
                     assert total is not None and total[0] > 0
                     assert driven.row(path)["psi_some_total_us"] == total[0]
                     assert driven.row(path)["psi_full_total_us"] == total[1]
@@ -201,12 +207,15 @@ def test_oom_kill_names_its_cgroup_and_the_limit_that_fired() -> None:
             assert w.wait(timeout=60) == -9
             kills = [line for line in (cg.path / "memory.oom_control").read_text().splitlines()]
             assert "oom_kill 1" in kills
-            deadline = time.monotonic() + 10
             doc = get_view("oom").document(driven.state, Options())
-            while time.monotonic() < deadline and not any(e["victim_pid"] == w.pid for e in doc["events"]):
+
+            def killed() -> bool:
+                nonlocal doc
                 driven.tick()
                 doc = get_view("oom").document(driven.state, Options())
-                time.sleep(0.2)
+                return any(e["victim_pid"] == w.pid for e in doc["events"])
+
+            wait_until(killed, "the OOM kill's event")
             ev = next(e for e in doc["events"] if e["victim_pid"] == w.pid)
             assert ev["cgroup"] == path
             # which limit fired: the kernel log names the OOM memcg and prints its usage and limit

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from support import (
     exit_deadline_hit,
     function_address,
     prog_ids_of,
+    wait_until,
 )
 
 pytestmark = pytest.mark.bpf
@@ -93,6 +93,24 @@ STATES: dict[str, tuple[list[str], bytes, str]] = {
 }
 
 
+def recorded(directory: Path) -> int:
+    """Batches the recording under way in ``directory`` holds so far (it is flushed batch by
+    batch; read from a copy, as a cut-short file)."""
+    from memtop.errors import BadRecording
+    from memtop.replay import Recording
+
+    for tmp in directory.glob(".memtop-*.tmp"):
+        copy = directory.parent / f"{directory.name}-partial.jsonl.gz"
+        try:
+            copy.write_bytes(tmp.read_bytes())
+            return len(Recording.load(copy, salvage=True).index)
+        except (BadRecording, OSError):
+            return 0
+        finally:
+            copy.unlink(missing_ok=True)
+    return 0
+
+
 @pytest.mark.parametrize("state", list(STATES))
 def test_terminal_closed_in_every_state(state: str, target: int, tmp_path: Path) -> None:
     """The terminal goes away (its master side closed, no signal at all: the pty is not memtop's
@@ -114,7 +132,10 @@ def test_terminal_closed_in_every_state(state: str, target: int, tmp_path: Path)
             assert code_byte(target, malloc) == 0xCC, "no uprobe on the target's malloc"
         if keys:
             m.send(keys)
+        m.wait_text(shows.format(target=target))
         assert shows.format(target=target) in m.text(), f"the {state} state is not on screen"
+        if state == "recording":  # a tick's batch is in the file before the terminal goes
+            wait_until(lambda: recorded(tmp_path) > 0, "a batch recorded")
         m.close_terminal()
         assert m.wait_gone(GONE_WITHIN_S), (
             f"memtop still running {GONE_WITHIN_S} s after its terminal went ({state})"
@@ -160,9 +181,7 @@ def test_sigterm_while_compiling_exits_in_time(target: int) -> None:
     lock): memtop still exits, and nothing stays attached."""
     m = PtyMemtop(["--leaks", str(target)])
     try:
-        end = time.monotonic() + 60
-        while "attaching" not in m.text() and time.monotonic() < end:
-            time.sleep(0.02)
+        wait_until(lambda: "attaching" in m.text(), "memtop attaching", timeout_s=60)
         mine = prog_ids_of(m.pid)
         os.kill(m.pid, signal.SIGTERM)
         assert m.wait_gone(GONE_WITHIN_S), "memtop did not exit on SIGTERM while attaching"

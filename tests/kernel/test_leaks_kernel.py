@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import case_lines, compile_c, run_snapshot
+from support import LineReader, case_lines, compile_c, run_snapshot
 
 from memtop.bridge import now_ns
 from memtop.probes.base import Probe
@@ -40,32 +39,16 @@ class Leaky:
     ) -> None:
         argv = argv or [str(compile_c("leaky")), mode, str(leak_s), str(tail_s)]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self._cv = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        assert self.proc.stdout is not None
+        self.out = LineReader(self.proc.stdout, "leaky")
         self.wait_for("ready")
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._cv:
-                self.lines.append(line.strip())
-                self._cv.notify_all()
-
-    def wait_for(self, prefix: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while True:
-                for line in self.lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                assert left > 0, f"leaky never printed {prefix!r} (got {self.lines})"
-                self._cv.wait(left)
+    def wait_for(self, prefix: str) -> str:
+        return self.out.wait_for(prefix)
 
     def leaked(self) -> tuple[int, int]:
         _, b, n = self.wait_for("leaked").split()

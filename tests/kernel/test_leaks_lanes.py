@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import LineReader
 
 from memtop.bridge import now_ns
 from memtop.probes.allocators import find_allocator
@@ -62,28 +62,12 @@ BUILDS = {
 class Leaker:
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-        self.lines: list[str] = []
-        self._cv = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        assert self.proc.stdout is not None
+        self.out = LineReader(self.proc.stdout, "laneleak")
         self.pid = int(self.wait_for("ready").split()[1])
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._cv:
-                self.lines.append(line.strip())
-                self._cv.notify_all()
-
-    def wait_for(self, prefix: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while True:
-                for line in self.lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                assert left > 0, f"laneleak never printed {prefix!r} (got {self.lines})"
-                self._cv.wait(left)
+    def wait_for(self, prefix: str) -> str:
+        return self.out.wait_for(prefix)
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -271,14 +255,7 @@ def test_an_exec_under_tracing_traces_the_new_image_and_drops_the_old() -> None:
         state.apply(Batch(now_ns(), tuple(probe.poll())))
 
     def lines(prefix: str, n: int) -> list[str]:
-        end = time.monotonic() + 60
-        while True:
-            with leaker._cv:
-                got = [x for x in leaker.lines if x.startswith(prefix)]
-                if len(got) >= n:
-                    return got
-                assert time.monotonic() < end, f"no {n} {prefix!r} lines in {leaker.lines}"
-                leaker._cv.wait(1)
+        return leaker.out.lines_with(prefix, n)
 
     try:
         probe.load()

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from support import bpf_left_behind, compile_c, function_address, prog_ids_of, run_snapshot
+from support import bpf_left_behind, compile_c, function_address, prog_ids_of, run_snapshot, wait_until
 
 from memtop import bcc_compat
 from memtop.probes.leakrate import LeakRateProbe
@@ -34,10 +34,7 @@ class Paced:
         self.points: list[tuple[int, int]] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
-        end = time.monotonic() + 10
-        while len(self.points) < 3 and time.monotonic() < end:
-            time.sleep(0.02)
-        assert self.points, "paced printed nothing"
+        wait_until(lambda: len(self.points) >= 3, "paced's first figures")
 
     @property
     def pid(self) -> int:
@@ -53,13 +50,9 @@ class Paced:
 
     def pairs_at(self, t_ns: int) -> float:
         """Pairs done by ``t_ns``, interpolated between the lines around it (waits for the next)."""
-        end = time.monotonic() + 5
-        while True:
-            with self._lock:
-                pts = list(self.points)
-            if pts[-1][0] >= t_ns or time.monotonic() > end:
-                break
-            time.sleep(0.02)
+        wait_until(lambda: self.points[-1][0] >= t_ns, f"paced's figures past {t_ns}")
+        with self._lock:
+            pts = list(self.points)
         for (t0, n0), (t1, n1) in zip(pts, pts[1:], strict=False):
             if t0 <= t_ns <= t1:
                 return n0 + (n1 - n0) * (t_ns - t0) / max(1, t1 - t0)

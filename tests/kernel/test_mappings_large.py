@@ -8,13 +8,12 @@ line count of /proc/PID/maps for the table, each read before and after memtop's 
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ROOT
+from support import ROOT, wait_until
 
 from memtop.bridge import now_ns
 from memtop.probes.procmaps import parse_rollup
@@ -64,16 +63,18 @@ def test_totals_from_rollup_and_every_mapping_in_the_table(target: int) -> None:
     probe = SmapsProbe(target)
     probe.load()
     state = State("procfs")
-    parts = []
+    parts: list[Mappings] = []
     try:
-        for _ in range(200):
+
+        def complete() -> bool:  # the table is read in a thread of the probe's own
             batch = Batch(now_ns(), tuple(probe.poll()))
-            parts += [r for r in batch.records if isinstance(r, Mappings)]
+            parts.extend(r for r in batch.records if isinstance(r, Mappings))
             state.apply(batch)
             doc = get_view("process").document(state, Options(pid=target, section="mappings"))
-            if doc["complete"]:
-                break
-            time.sleep(0.05)
+            return bool(doc["complete"])
+
+        wait_until(complete, "every mapping read")
+        doc = get_view("process").document(state, Options(pid=target, section="mappings"))
     finally:
         probe.close()
     after, n_after = kernel(target)

@@ -4,11 +4,10 @@ RSS the kernel had."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from support import compile_c, memcg, vmstat
+from support import compile_c, memcg, vmstat, wait_until
 
 from memtop.bridge import now_ns
 from memtop.probes.oom import OomProbe
@@ -53,14 +52,14 @@ def test_memcg_oom_kill_shows_victim_scope_and_rss() -> None:
             kills = oom_kills(cg.path) - kills_before
             vm_kills = vmstat().get("oom_kill", 0) - vm_before
             events: list[OomKill] = []
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
+
+            def polled() -> bool:  # the kill's event, through the ring buffer
                 recs = probe.poll()
                 state.apply(Batch(now_ns(), tuple(recs)))
-                events += [r for r in recs if isinstance(r, OomKill) and r.victim_pid == w.pid]
-                if events:
-                    break
-                time.sleep(0.2)
+                events.extend(r for r in recs if isinstance(r, OomKill) and r.victim_pid == w.pid)
+                return bool(events)
+
+            wait_until(polled, "the OOM kill's event")
     finally:
         probe.close()
     assert rc == -9, f"the workload was not killed (rc {rc})"

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import between, bracket, compile_c, force_tick, memcg, proc_stat_faults, run_snapshot, swapfile
+from support import (
+    between,
+    bracket,
+    compile_c,
+    force_tick,
+    memcg,
+    proc_stat_faults,
+    run_snapshot,
+    swapfile,
+    wait_until,
+)
 
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe
@@ -208,11 +217,12 @@ def test_mappings_totals_equal_smaps_under_pressure(workload: Workload) -> None:
         probe.load()
         state = State("procfs")
         try:
-            for _ in range(100):  # the table is read in a thread of the probe's own
+
+            def complete() -> bool:  # the table is read in a thread of the probe's own
                 apply(state, probe)
-                if section(state, workload.pid, "mappings")["complete"]:
-                    break
-                time.sleep(0.05)
+                return bool(section(state, workload.pid, "mappings")["complete"])
+
+            wait_until(complete, "the mappings table read")
 
             def ours() -> dict[str, Any]:
                 apply(state, probe)  # totals: smaps_rollup, read again at every poll
@@ -258,6 +268,8 @@ def test_headless_snapshot_fault_stacks(workload: Workload) -> None:
 
 @pytest.mark.bpf
 async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> None:
+    from support.ui import settle, wait_for_screen, wait_until
+
     from memtop.probes.procmem import ProcmemProbe
     from memtop.ui.app import MemtopApp
     from memtop.ui.screens.process import ProcessScreen
@@ -279,9 +291,9 @@ async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> 
         await bridge.wait_settled(120)
         before = perf_fds()  # procmem's tracepoints
         app.post_message(DrillIn(workload.pid))
-        await pilot.pause(0.2)
+        await wait_for_screen(pilot, "ProcessScreen")
         await bridge.wait_settled(120)
-        await pilot.pause(0.2)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ProcessScreen)
         st = bridge.statuses()
@@ -290,15 +302,16 @@ async def test_probes_attach_on_open_and_detach_on_close(workload: Workload) -> 
         assert isinstance(fs, FaultStackProbe) and perf_fds() >= before + 2  # min + maj on the one thread
         workload.do("touch")
         force_tick(app)
-        await pilot.pause(0.2)
+        await settle(pilot)
         doc = screen.view.document(app.state, screen.options())
         assert doc["section"] == "history"
         await pilot.press("2")
-        await pilot.pause(0.1)
+        await settle(pilot)
         doc = screen.view.document(app.state, screen.options())
         assert doc["rows"] and doc["rows"][0]["frames"][0].startswith("touch_pages+")
         await pilot.press("escape")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: not isinstance(app.screen, ProcessScreen), "the drill-in left")
+        await settle(pilot)  # its unmount detached what the focus attached
         assert not isinstance(app.screen, ProcessScreen)
         names = [p.name for p in bridge.probes]
         assert not {"faultstack", "growth", "smaps"} & set(names)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from support import (
     function_address,
     prog_ids_of,
     run_snapshot,
+    wait_until,
 )
 
 pytestmark = pytest.mark.bpf
@@ -56,10 +56,8 @@ def trap(tmp_path: Path) -> Iterator[tuple[int, list[Path]]]:
     # leaking starts at the first breakpoint in malloc: the leaks preflight's count, a second and a
     # compilation before the leaks probe attaches, so it leaks long enough to be seen by that one
     proc = subprocess.Popen([str(exe), "a", "10", "600"], stdout=subprocess.DEVNULL)
-    for _ in range(500):  # the dynamic loader maps libc a moment after the fork returns
-        if "libc.so" in Path(f"/proc/{proc.pid}/maps").read_text():
-            break
-        time.sleep(0.01)
+    # the dynamic loader maps libc a moment after the fork returns
+    wait_until(lambda: "libc.so" in Path(f"/proc/{proc.pid}/maps").read_text(), "libc mapped")
     fifos.append(Path(f"/tmp/perf-{proc.pid}.map"))
     for f in fifos:
         os.mkfifo(f)

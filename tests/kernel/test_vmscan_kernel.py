@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat
+from support import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat, wait_until
 
 from memtop.bridge import now_ns
 from memtop.records import Batch
@@ -393,9 +393,7 @@ def test_reclaim_pane_through_memtop_snapshot() -> None:
             text=True,
         )
         try:
-            deadline = time.monotonic() + 120
-            while not ready.exists() and snap.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_until(lambda: ready.exists() or snap.poll() is not None, "memtop ready", timeout_s=120)
             assert ready.exists(), "memtop never became ready"
             assert json.loads(ready.read_text())["probes"].get("vmscan") == "attached"
             hog.go()

@@ -5,6 +5,7 @@ asked, does not complain."""
 from __future__ import annotations
 
 from support import FakeSource
+from support.ui import drive, settle
 
 from memtop.records import Batch, ProbeStatus
 from memtop.records.host import VmStat
@@ -25,24 +26,21 @@ BATCHES = [vmstat(1, 1000, 3), vmstat(2, 8500, 4)]  # 7.5k swap-ins in a second,
 async def test_a_blind_pane_says_so_and_shows_what_proc_gives() -> None:
     app = MemtopApp(FakeSource(list(BATCHES), mode="procfs"), initial_pane="swapin")
     async with app.run_test(size=(160, 30)) as pilot:
-        for _ in BATCHES:
-            await app.runner.tick()
-        app.redraw()
-        await pilot.pause(0.1)
+        await drive(app, pilot, ticks=len(BATCHES))
         line = str(shown_text(app.query_one("#swapin-status", StatusLine)))
         assert "swapin: not running in this session" in line
         assert "from /proc/vmstat (machine-wide): swap-ins 7500/s, major faults 15k/s" in line
         assert "0 swap-ins" not in line  # nothing measured is not zero
         app.show_pane("oom")
-        await pilot.pause(0.2)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         line = str(shown_text(app.query_one("#oom-status", StatusLine)))
         assert "oom: not running" in line and "OOM kills 1 since start" in line
         app.show_pane("leaks")
-        await pilot.pause(0.2)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "not running" not in str(shown_text(app.query_one("#leaks-status", StatusLine)))
 
 

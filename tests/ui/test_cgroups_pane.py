@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.ui import settle
 from textual.widgets import DataTable
 
 from memtop.replay import Recording, ReplaySource
@@ -22,9 +23,9 @@ async def test_fold_depth_filter_and_drill_in() -> None:
     rec = Recording.load(RECORDING)
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="cgroups")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         rows = keys(app)
         assert rows[0] == "/" and len(rows) >= 3
         limited = next(k for k in rows if k.startswith("/memtop-test-"))
@@ -44,14 +45,14 @@ async def test_fold_depth_filter_and_drill_in() -> None:
         assert keys(app) == rows
         # filter: the match and its ancestors
         await pilot.press("slash", *limited[1:], "enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert keys(app) == ["/", limited]
         await pilot.press("escape")
         # Enter on the cgroup near its limit: its drill-in, with its workload's processes
         table.move_cursor(row=keys(app).index(limited))
         table.focus()
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CgroupScreen) and screen.path == limited
         procs = screen.query_one("#cg-procs", DataTable)
@@ -59,7 +60,7 @@ async def test_fold_depth_filter_and_drill_in() -> None:
         comms = {str(procs.get_row_at(i)[1]) for i in range(procs.row_count)}
         assert "rec_hog" in comms
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert not isinstance(app.screen, CgroupScreen)
 
 
@@ -67,11 +68,11 @@ async def test_processes_group_by_cgroup() -> None:
     rec = Recording.load(RECORDING)
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="processes")
     async with app.run_test(size=(200, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         await pilot.press("C")
-        await pilot.pause(0.1)
+        await settle(pilot)
         pane = app.active_pane()
         assert pane is not None and pane.opts.extra.get("group") == "cgroup"
         table = app.query_one("#processes-table", DataTable)
@@ -96,18 +97,18 @@ async def test_enter_in_the_filter_gives_the_rows_back_and_selects_the_first_mat
     rec = Recording.load(RECORDING)
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="processes")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         table = app.query_one("#processes-table", DataTable)
         table.move_cursor(row=min(3, table.row_count - 1))
         await pilot.press("slash", *"rec_", "enter")
-        await pilot.pause(0.2)
+        await settle(pilot)
         box = app.query_one("#processes-filter", Input)
         assert not box.display or box.has_class("hidden")
         assert table.cursor_row == 0 and table.row_count >= 1
         first = str(table.get_row_at(0)[1])
         assert "rec_" in first, first
         await pilot.press("slash")  # opens again with the filter in it
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert box.value == "rec_" and not box.has_class("hidden")
 
 

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from rich.text import Text
+from support.ui import settle
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
@@ -74,11 +75,11 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False, fixed: int = 0
                 for r in range(60)
             ],
         )
-        await pilot.pause(0.1)
+        await settle(pilot)
         shots.append(app.export_screenshot())
         t.move_cursor(row=5, animate=False)  # cursor row
         t.update_cell("2", "c3", Text("9999999", justify="right"))  # an edit in place
-        await pilot.pause(0.1)
+        await settle(pilot)
         shots.append(app.export_screenshot())
         t.remove_row("0")  # rows shift: zebra parity changes below
         add(
@@ -94,18 +95,18 @@ async def _screens(cls: type[DataTable[Any]], bulk: bool = False, fixed: int = 0
             ],
         )
         t.scroll_to(x=12, y=45, animate=False)  # scrolled right and down
-        await pilot.pause(0.1)
+        await settle(pilot)
         shots.append(app.export_screenshot())
         await pilot.hover("#t", offset=(30, 0))  # the mouse on a header cell, then on a row
-        await pilot.pause(0.1)
+        await settle(pilot)
         shots.append(app.export_screenshot())
         await pilot.hover("#t", offset=(30, 4))
-        await pilot.pause(0.1)
+        await settle(pilot)
         shots.append(app.export_screenshot())
         order = [str(r.key.value) for r in t.ordered_rows]
         _reorder(t, order[::-2] + order[-2::-2])  # fill_table's re-order (FastTable: order_rows)
         t.scroll_to(x=0, y=0, animate=False)
-        await pilot.pause(0.1)
+        await settle(pilot)
         shots.append(app.export_screenshot())
         shots.append(
             repr(
@@ -188,7 +189,7 @@ def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> 
                 t.add_column(Text(f"COL{c}"), key=f"c{c}")
             for r in range(10):
                 t.add_row(*[Text(f"{r}-{c}") for c in range(4)], key=str(r))
-            await pilot.pause(0.1)
+            await settle(pilot)
             drawn = len(header_renders)
             assert drawn >= 1
             for i in range(5):  # cell changes, rows gone and added: the whole table repaints
@@ -196,10 +197,10 @@ def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> 
                 t.remove_row(str(i))
                 t.add_row(*[Text(f"n{i}-{c}") for c in range(4)], key=f"n{i}")
                 t.refresh()
-                await pilot.pause(0.05)
+                await settle(pilot)
             assert len(header_renders) == drawn
             t.add_column(Text("COL4"), key="c4")  # a new column: the header is drawn again
-            await pilot.pause(0.1)
+            await settle(pilot)
             assert len(header_renders) > drawn
 
     asyncio.run(run())
@@ -233,7 +234,7 @@ async def _log_screens(cls: type[DataTable[Any]]) -> tuple[list[str], int]:
             if tick == 0:  # the first fill builds the table
                 cleared = 0
                 t.move_cursor(row=10, animate=False)  # e90: still listed next tick
-            await pilot.pause(0.1)
+            await settle(pilot)
             shots.append(app.export_screenshot())
             shots.append(repr(([str(r.key.value) for r in t.ordered_rows], t.cursor_coordinate)))
     return shots, cleared

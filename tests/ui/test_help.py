@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fakeproc import make_fake_proc
 from support import force_tick
+from support.ui import settle
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
@@ -37,9 +38,9 @@ async def test_help_shows_the_panes_keys_first_in_the_width(
 ) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]), initial_pane=pane)
     async with app.run_test(size=size) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await settle(pilot)
         lines = help_lines(app)
         assert lines[0] == title
         everywhere = lines.index("Everywhere")
@@ -56,14 +57,14 @@ async def test_help_shows_the_panes_keys_first_in_the_width(
 async def test_help_on_the_drill_in_lists_its_sections(tmp_path: Path, no_bpf: None) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert isinstance(app.screen, ProcessScreen)
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await settle(pilot)
         lines = help_lines(app)
         assert lines[0].startswith("process ")
         cells = [re.split(r"\s{2,}", line.strip()) for line in lines[1 : lines.index("Everywhere")]]
@@ -75,7 +76,7 @@ async def test_help_on_the_drill_in_lists_its_sections(tmp_path: Path, no_bpf: N
         ):
             assert pair in pairs, (pair, lines)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert isinstance(app.screen, ProcessScreen)
 
 
@@ -85,8 +86,8 @@ async def test_help_at_once_after_switching_pane_shows_the_new_panes_keys(
     """`3` then `?` at once: the Reclaim pane is still being built; its keys are in the help."""
     app = MemtopApp(Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         await pilot.press("3", "question_mark")
-        await pilot.pause(0.2)
+        await settle(pilot)
         lines = help_lines(app)
         assert lines[0] == "Reclaim pane" and lines[1].startswith("K ")

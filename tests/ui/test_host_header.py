@@ -11,6 +11,7 @@ from typing import Any
 
 from fakeproc import make_fake_proc
 from support import RECORDED_FACTS as RECORDED
+from support.ui import drive, settle
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
@@ -40,9 +41,9 @@ async def test_replay_header_shows_the_recorded_host(tmp_path: Path) -> None:
     source = ReplaySource(Recording.load(write_recording(tmp_path / "r.jsonl.gz")), at_s=1)
     app = MemtopApp(source)
     async with app.run_test(size=(250, 30)) as pilot:
-        await pilot.pause(0.2)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         header = shown(app, "#header")
         assert "host recorded-host (5.10.0-recorded)" in header
         assert "stand-in" not in header  # in the help: it crowded the header
@@ -56,15 +57,16 @@ async def test_R_mid_session_records_the_facts_in_state(tmp_path: Path) -> None:
     source: Any = Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))])  # Any: Bridge's read-only mode
     app = MemtopApp(source, interval_s=0.2, snapshot_dir=str(tmp_path))
     async with app.run_test(size=(200, 30)) as pilot:
-        await pilot.pause(0.4)
+        await settle(pilot)
         assert app.state.get(HostState).facts is not None  # the live source's, at start
         app.state.apply(Batch(app.state.ts_ns, (RECORDED,)))  # what the state knows now
         await pilot.press("R")
-        await pilot.pause(0.5)
+        await settle(pilot)
         rec_obj = app.recorder
         assert rec_obj is not None
+        await drive(app, pilot)
         await pilot.press("R")
-        await pilot.pause(0.1)
+        await settle(pilot)
     rec = Recording.load(rec_obj.path)
     assert rec.synthetic_facts is None
     assert RECORDED in next(rec.batches()).records

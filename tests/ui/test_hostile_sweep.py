@@ -36,6 +36,7 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
+from support.ui import tick_until, wait_until
 from textual.pilot import Pilot
 
 from memtop.export.metrics import Accumulators, families
@@ -361,11 +362,7 @@ def test_exporter_exposition(recordings: dict[str, Recording], name: str, tmp_pa
 
 
 async def until(pilot: Pilot[Any], done: Callable[[], bool], what: str) -> None:
-    for _ in range(600):  # 30 s at most
-        if done():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"{what}: not in 30 s")
+    await wait_until(pilot, done, what)
 
 
 def screen_text(app: MemtopApp, where: str) -> str:
@@ -384,7 +381,7 @@ async def test_tui_every_pane(recordings: dict[str, Recording], name: str, tmp_p
     rec = recordings[name]
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=0.5, snapshot_dir=str(tmp_path))
     async with app.run_test(size=(160, 45)) as pilot:
-        await until(pilot, lambda: app.state.batches > 0, "the first batch")
+        await tick_until(app, pilot, lambda: app.state.batches > 0, "the first batch")
         for pane in pane_names():
             app.show_pane(pane)
 

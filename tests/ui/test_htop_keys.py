@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fakeproc import make_fake_proc
 from support import force_tick
+from support.ui import settle
 from textual.widgets import DataTable, Input
 
 from memtop.bridge import Bridge
@@ -22,9 +23,9 @@ def pids(app: MemtopApp) -> list[int]:
 async def test_htop_keys(tmp_path: Path, no_bpf: None) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(make_fake_proc(tmp_path / "proc"))]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         table = app.query_one("#processes-table", DataTable)
         assert pids(app) == [202, 303, 101]
         await pilot.press("I")  # inverts, as r does
@@ -38,16 +39,16 @@ async def test_htop_keys(tmp_path: Path, no_bpf: None) -> None:
         await pilot.press("f6")
         assert pane.opts.sort != "rss_bytes"
         await pilot.press("f3")  # search: the filter box takes the keyboard
-        await pilot.pause(0.05)
+        await settle(pilot)
         assert isinstance(app.focused, Input)
         await pilot.press(*"abc", "home")
         assert app.focused.cursor_position == 0 and table.cursor_row == 0  # Home stayed in the box
         await pilot.press("escape")
         await pilot.press("f1")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(pilot)
         await pilot.press("f10")
-        await pilot.pause(0.2)
+        await settle(pilot)
     assert app.return_code == 0

@@ -7,10 +7,9 @@ table."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from support import FakeSource
-from textual.pilot import Pilot
+from support.ui import drive, settle
 from textual.widgets import DataTable, Static
 
 from memtop.probes.kernel import KernelProbe
@@ -65,19 +64,11 @@ def text_of(app: MemtopApp, selector: str) -> str:
     return str(app.query_one(selector, Static).render())
 
 
-async def ticked(app: MemtopApp, pilot: Pilot[Any], ticks: int) -> None:
-    """Run the source's first ``ticks`` batches through the app and draw them."""
-    for _ in range(ticks):
-        await app.runner.tick()
-    app.redraw()
-    await pilot.pause(0.1)
-
-
 async def test_trace_keys_call_sites_and_leaving(tmp_path: Path) -> None:
     src = TracingSource(batches(proc_root(tmp_path)))
     app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
     async with app.run_test(size=(120, 40)) as pilot:
-        await ticked(app, pilot, 4)
+        await drive(app, pilot, 4)
         assert "free" in text_of(app, "#kernel-breakdown")
         table = app.query_one("#kernel-table", DataTable)
         names = [str(r.key.value) for r in table.ordered_rows]
@@ -93,7 +84,7 @@ async def test_trace_keys_call_sites_and_leaving(tmp_path: Path) -> None:
         # Enter on a cache: tracing on, that cache's call sites only
         table.move_cursor(row=names.index("filp"))
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert src.kernel_traced[-1] == ("slabtrace", True)
         detail = text_of(app, "#kernel-detail")
         assert "alloc_empty_file" in detail and "__d_alloc" not in detail
@@ -111,7 +102,7 @@ async def test_trace_keys_call_sites_and_leaving(tmp_path: Path) -> None:
         assert "unexplained" in detail and "kernel stacks" in detail and "█" in detail
         # leaving the pane detaches both tracers
         await pilot.press("1")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert ("slabtrace", False) in src.kernel_traced[-2:] and ("pagealloc", False) in src.kernel_traced[
             -2:
         ]
@@ -121,7 +112,7 @@ async def test_without_slabinfo_the_pane_says_why(tmp_path: Path) -> None:
     src = FakeSource(batches(proc_root(tmp_path, slabinfo=False))[:2])
     app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
     async with app.run_test(size=(100, 30)) as pilot:
-        await ticked(app, pilot, 2)
+        await drive(app, pilot, 2)
         assert app.query_one("#kernel-table", DataTable).row_count == 0
         detail = text_of(app, "#kernel-detail")
         assert "slabinfo does not exist" in detail
@@ -135,7 +126,7 @@ async def test_tracers_not_asked_for_are_off_not_missing(tmp_path: Path) -> None
     not the yellow "not running in this session" of a probe that should be there."""
     app = MemtopApp(TracingSource(batches(proc_root(tmp_path))[:2]), interval_s=1.0, initial_pane="kernel")
     async with app.run_test(size=(160, 45)) as pilot:
-        await ticked(app, pilot, 2)
+        await drive(app, pilot, 2)
         status = text_of(app, "#kernel-status")
         assert "slabtrace: off" in status and "pagealloc: off" in status
         assert "slabstacks" not in status and "slabfrees" not in status  # one of the slab tracers
@@ -161,7 +152,7 @@ async def test_k_traces_with_kernel_stacks_and_shows_the_callers(tmp_path: Path)
         app.query_one("#kernel-table", DataTable).focus()
         await pilot.press("k")
         assert src.kernel_traced == [("slabstacks", True)]
-        await ticked(app, pilot, 4)
+        await drive(app, pilot, 4)
         detail = text_of(app, "#kernel-detail")
         assert "↳ d_alloc_parallel ← __lookup_slow ← walk_component" in detail
         # one of the two slab tracers on the status line: the one running
@@ -187,7 +178,7 @@ async def test_the_tracer_line_says_what_was_hooked_and_f_traces_the_frees(tmp_p
     src = TracingSource(batches(root))
     app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
     async with app.run_test(size=(160, 40)) as pilot:
-        await ticked(app, pilot, 4)
+        await drive(app, pilot, 4)
         detail = text_of(app, "#kernel-detail")
         # the reason comes right after the mode: it stays on screen at 80 columns
         assert detail.startswith(
@@ -208,7 +199,7 @@ async def test_the_tracer_line_says_what_was_hooked_and_f_traces_the_frees(tmp_p
     src = TracingSource(batches(root, frees=True))
     app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
     async with app.run_test(size=(160, 40)) as pilot:
-        await ticked(app, pilot, 4)
+        await drive(app, pilot, 4)
         detail = text_of(app, "#kernel-detail")
         assert "allocations and frees · 1 in 64 sampled" in detail
         assert "frees not traced" not in detail and "net —" not in detail
@@ -241,7 +232,7 @@ async def test_slab_tracer_keys_keep_one_tracer_and_leaving_stops_it(tmp_path: P
     src = ExclusiveSource(batches(proc_root(tmp_path)))
     app = MemtopApp(src, interval_s=1.0, initial_pane="kernel")
     async with app.run_test(size=(120, 40)) as pilot:
-        await ticked(app, pilot, 4)
+        await drive(app, pilot, ticks=4)
         app.query_one("#kernel-table", DataTable).focus()
         expected = {"f": "slabfrees", "k": "slabstacks", "t": "slabtrace"}
         for key in "fkfktkkfft":

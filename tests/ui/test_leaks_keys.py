@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.ui import settle
 from textual.widgets import Tree
 
 from memtop.replay import Recording, ReplaySource
@@ -18,7 +19,7 @@ async def test_space_pauses_a_replay_on_the_leaks_tree(tmp_path: Path) -> None:
     app = MemtopApp(src, interval_s=0.25, snapshot_dir=str(tmp_path), snapshot_format="json")
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("6")
-        await pilot.pause(0.2)
+        await settle(pilot)
         tree = app.query_one("#leaks-tree", Tree)
         assert app.focused is tree
         assert not src.playing

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from support.ui import settle
+
 from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe
 from memtop.records import Record
@@ -85,15 +87,15 @@ async def test_pane_tree_sort_filter() -> None:
 
     app = MemtopApp(Bridge([FakeLeakProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.show_pane("leaks")
         for _ in range(3):
             source = app.source
             assert isinstance(source, Bridge)
             source.publish(source.poll_sync(force=True))
-            await pilot.pause(0.05)
+            await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         labels = tree_labels(app)
         assert labels[0].endswith("app [pid 42]")
         sites = [lb for lb in labels if "leak_here" in lb or "cache_fill" in lb or "churn_here" in lb]
@@ -104,7 +106,7 @@ async def test_pane_tree_sort_filter() -> None:
         assert pane.opts.sort == "outstanding_bytes"
         await pilot.press("g")  # growth: the leak first
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         main_children = [lb for lb in tree_labels(app) if "main+" in lb]
         assert "main+0x10" in main_children[0]
         await pilot.press("a")  # min age 1 s: all three are older
@@ -113,20 +115,20 @@ async def test_pane_tree_sort_filter() -> None:
         await pilot.press("a")  # 30 s
         await pilot.press("a")  # 60 s: only the cache is that old
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         labels = tree_labels(app)
         assert any("cache_fill" in lb for lb in labels) and not any("leak_here" in lb for lb in labels)
         status = str(app.query_one("#leaks-status").render())
         assert "age ≥ 60s" in status
         await pilot.press("slash", *"nosuchframe", "enter")  # the filter box, built on first use
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert tree_labels(app) == [] and "frame contains nosuchframe" in str(
             app.query_one("#leaks-status").render()
         )
         await pilot.press("escape")
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert any("cache_fill" in lb for lb in tree_labels(app))
         assert "frame contains" not in str(app.query_one("#leaks-status").render())
 
@@ -144,7 +146,7 @@ async def test_status_says_the_rate_and_what_tracing_costs_while_tracing() -> No
     app = MemtopApp(source)
     target = LeakTarget(pid=42, comm="app", state="tracing", message="11 symbols")
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.show_pane("leaks")
         t0 = now_ns()
         calls = 0
@@ -152,7 +154,7 @@ async def test_status_says_the_rate_and_what_tracing_costs_while_tracing() -> No
             calls += per_s
             source.publish(Batch(t0 + i * 10**9, (target, LeakCalls(calls=calls))))
             app.redraw()
-            await pilot.pause(0.1)
+            await settle(pilot)
             status = str(app.query_one("#leaks-status").render())
             if not per_s:
                 assert "allocs/s" not in status  # no rate before two counts

@@ -5,8 +5,12 @@ is in or once it is answered."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from support import FakeSource
+from support.ui import drive, settle
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from memtop.records import Batch
@@ -32,11 +36,10 @@ def counted(allocs_per_s: int, decision: str = "", state: str = "measured") -> L
     )
 
 
-async def shown(app: MemtopApp, source: FakeSource, rec: LeakPreflight) -> str:
+async def shown(app: MemtopApp, pilot: Pilot[Any], source: FakeSource, rec: LeakPreflight) -> str:
+    """What the prompt says once ``rec`` is the source's next batch and the app has ticked."""
     source.batches.append(Batch(ts_ns=10**9, records=(rec,)))
-    await app.runner.tick()
-    app.redraw()
-    await app.workers.wait_for_complete()
+    await drive(app, pilot)
     text = shown_text(app.query_one("#leaks-preflight", Static))
     return text.plain if text is not None else ""
 
@@ -49,15 +52,15 @@ async def test_the_pane_shows_the_cost_and_the_keys_answer(rate: int, key: str, 
     source = FakeSource()
     app = MemtopApp(source, leak_pids=[4242])
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.1)
-        text = await shown(app, source, counted(rate))
+        await settle(pilot)
+        text = await shown(app, pilot, source, counted(rate))
         assert "Exact tracing would cost" in text and "byte sampling (--sample-bytes 524288)" in text
         if rate > 100_000:  # 1M/s: seconds of CPU per second exact, byte sampling proposed
             assert "Proposed: byte sampling" in text and "byte sampling (proposed)" in text
         else:  # 2k/s: a fraction of a percent of a core, exact proposed
             assert "Proposed: exact." in text and "trace every allocation (proposed)" in text
         await pilot.press(key)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert source.traced == [[4242]] and source.trace_choices == [choice]
         assert source.declined == []
 
@@ -66,19 +69,19 @@ async def test_n_declines_and_the_keys_wait_for_the_count() -> None:
     source = FakeSource()
     app = MemtopApp(source, leak_pids=[4242])
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.1)
-        text = await shown(app, source, counted(0, state="measuring"))
+        await settle(pilot)
+        text = await shown(app, pilot, source, counted(0, state="measuring"))
         assert "preflight" in text and "Exact tracing" not in text
         await pilot.press("e", "S", "n")  # still counting: nothing to answer yet
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert source.traced == [] and source.declined == []
-        await shown(app, source, counted(5_000))
+        await shown(app, pilot, source, counted(5_000))
         await pilot.press("n")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert source.declined == [[4242]] and source.traced == []
         # answered (the source records the decision): the keys are spent
-        text = await shown(app, source, counted(5_000, decision="cancelled"))
+        text = await shown(app, pilot, source, counted(5_000, decision="cancelled"))
         assert "Decided: cancelled (user)." in text
         await pilot.press("e")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert source.traced == []

@@ -5,6 +5,7 @@ preflight); an explicit --pane still wins."""
 from __future__ import annotations
 
 from support import FakeSource
+from support.ui import settle
 
 from memtop.ui.app import MemtopApp
 
@@ -13,7 +14,7 @@ async def test_leaks_opens_on_the_leaks_pane() -> None:
     source = FakeSource()
     app = MemtopApp(source, leak_pids=[4242])
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.active_name == "leaks" and app.active_pane() is not None
         assert source.measured == [[4242]] and source.traced == []
 
@@ -21,5 +22,5 @@ async def test_leaks_opens_on_the_leaks_pane() -> None:
 async def test_an_explicit_pane_wins() -> None:
     app = MemtopApp(FakeSource(), leak_pids=[4242], initial_pane="oom")
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.active_name == "oom"

@@ -5,6 +5,7 @@ read so far; the table shows the first MAP_ROWS_SHOWN in the order asked for and
 from __future__ import annotations
 
 from support import FakeSource
+from support.ui import settle
 from textual.widgets import DataTable, Static
 
 from memtop.records import Batch, ProbeStatus
@@ -41,10 +42,10 @@ def table_starts(screen: ProcessScreen) -> list[int]:
 async def test_keys_are_answered_while_the_table_fills() -> None:
     app = MemtopApp(FakeSource())  # takes no probes, polls nothing: the test feeds state
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot.pause(0.2)
+        await settle(pilot)
         screen = ProcessScreen(PID, app.source, app.state, section="mappings")
         app.push_screen(screen)
-        await pilot.pause(0.2)
+        await settle(pilot)
         # the rollup, then the first part of the read (the probe's first poll)
         app.state.apply(
             Batch(
@@ -57,7 +58,7 @@ async def test_keys_are_answered_while_the_table_fills() -> None:
             )
         )
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "RSS 125952" in text(screen, "#proc-mappings-totals")
         title = text(screen, "#proc-mappings-title")
         assert "3,000 mappings so far, reading" in title and f"first {MAP_ROWS_SHOWN:,}" in title
@@ -77,7 +78,7 @@ async def test_keys_are_answered_while_the_table_fills() -> None:
             Batch(2, (Mappings(PID, rows(57000, 3000, big_at=42000), append=True, complete=True),))
         )
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         title = text(screen, "#proc-mappings-title")
         assert "60,000 mappings ·" in title and "reading" not in title
         assert table_starts(screen)[0] == 0x10000 * 42000

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from support import FakeSource
+from support.ui import drive
 from textual.widgets import DataTable
 
 from memtop import fmt
@@ -28,14 +29,10 @@ async def test_a_new_kill_takes_the_cursor() -> None:
     source = FakeSource([first, second])
     app = MemtopApp(source, initial_pane="oom")
     async with app.run_test(size=(120, 30)) as pilot:
-        await app.runner.tick()
-        app.redraw()
-        await pilot.pause(0.1)
+        await drive(app, pilot)
         table = app.query_one("#oom-table", DataTable)
         assert table.row_count == 1
-        await app.runner.tick()
-        app.redraw()
-        await pilot.pause(0.1)
+        await drive(app, pilot)
         assert table.row_count == 2 and table.cursor_row == 0
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         assert key == str(2 * 10**9)  # the new kill, whose victim Enter opens

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.ui import settle
 from textual.widgets import Static
 
 from memtop.replay import Recording, ReplaySource
@@ -19,19 +20,19 @@ PRESSURE = Path(__file__).resolve().parents[1] / "data" / "pressure.jsonl.gz"
 async def test_enter_on_a_victim_shows_its_kill() -> None:
     app = MemtopApp(ReplaySource(Recording.load(PRESSURE), at_s=30.0), interval_s=1.0, initial_pane="oom")
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         kill = app.state.get(OomState).kills[0]
         await pilot.press("enter")
         for _ in range(40):
             if isinstance(app.screen, ProcessScreen):
                 break
-            await pilot.pause(0.05)
+            await settle(pilot)
         screen = app.screen
         assert isinstance(screen, ProcessScreen) and screen.pid == kill.victim_pid
         app.redraw()
-        await pilot.pause(0.2)
+        await settle(pilot)
         header = str(screen.query_one("#proc-header", Static).render())
         assert kill.victim_comm in header and "OOM-KILLED" in header, header
         doc = get_view("process").document(app.state, Options(pid=kill.victim_pid))

@@ -42,8 +42,8 @@ async def notified_on(pane: str) -> list[str]:
 
     app = MemtopApp(FakeSource(kill_batches()), interval_s=3600, initial_pane=pane)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app._tick()
-        await app._tick()
+        await app.tick()
+        await app.tick()
         await pilot.pause()
         return [str(n.message) for n in app._notifications]
 

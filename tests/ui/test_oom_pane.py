@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 from support import OOM_KILL
+from support.ui import drive, settle
 
 from memtop.bridge import Bridge
 from memtop.probes.base import Probe
@@ -44,18 +45,17 @@ async def test_notice_on_any_screen_and_pane(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(app, "notify", spy)
     async with app.run_test(size=(170, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         FakeOom.pending = [OOM_KILL]
-        await app._tick()  # the app's own timer path, on the processes pane
-        await pilot.pause(0.1)
+        await drive(app, pilot)  # the app's own timer path, on the processes pane
         assert any("evil" in m and "4242" in m and not markup for m, markup in shown), shown
         n = len(shown)
-        await app._tick()
+        await drive(app, pilot)
         assert len(shown) == n  # once per kill
         app.show_pane("oom")
-        await pilot.pause(0.2)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         table = app.query_one("#oom-table", DataTable)
         assert table.row_count == 1
         row = [str(c) for c in table.get_row_at(0)]

@@ -56,7 +56,7 @@ async def test_the_pane_shows_a_line_of_totals_before_each_cgroup() -> None:
     rec = Recording.load(RECORDING)
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=3600, initial_pane="processes")
     async with app.run_test(size=(200, 40)) as pilot:
-        await app._tick()
+        await app.tick()
         await pilot.press("C")
         await pilot.pause()
         table = app.query_one("#processes-table", DataTable)

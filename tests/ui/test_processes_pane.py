@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from fakeproc import add_proc, make_fake_proc
 from rich.console import RenderableType
-from support import force_tick
+from support import BOUND_S, force_tick
+from support.ui import settle, wait_until
 from textual.screen import Screen
 from textual.widgets import DataTable
 
@@ -39,9 +40,9 @@ def fake_proc(tmp_path: Path) -> Path:
 async def test_fallback_runs_from_proc_with_banner(fake_proc: Path, no_bpf: None) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.5)
+        await settle(pilot)
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert sorted(table_pids(app)) == [101, 202, 303]  # kernel thread 2 hidden
         assert app.state.mode == "procfs"
         banner = app.query_one("#banner")
@@ -61,9 +62,9 @@ async def test_fallback_runs_from_proc_with_banner(fake_proc: Path, no_bpf: None
 async def test_sort_filter_pause(fake_proc: Path, no_bpf: None) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table_pids(app) == [202, 303, 101]  # RSS descending by default
         await pilot.press("r")
         assert table_pids(app) == [101, 303, 202]
@@ -79,26 +80,26 @@ async def test_sort_filter_pause(fake_proc: Path, no_bpf: None) -> None:
         await pilot.press("slash")
         await pilot.press(*"char")
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table_pids(app) == [303]
         await pilot.press("slash", "ctrl+u", *"nobody", "enter")  # by user name (uid 65534)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table_pids(app) == [303]
         await pilot.press("slash", "ctrl+u", *"--big", "enter")  # by command line
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table_pids(app) == [202]
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert len(table_pids(app)) == 3
         # pause: data keeps coming into state, the table does not move
         await pilot.press("space")
         add_proc(fake_proc, 404, "delta", (90000, 0, 0), 0, 1, 0)
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert 404 not in table_pids(app)
         assert 404 in {r["pid"] for r in get_view("processes").document(app.state, Options())["rows"]}
         await pilot.press("space")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table_pids(app)[0] == 404
 
 
@@ -110,12 +111,12 @@ async def test_snapshot_key_writes_valid_file(
     out.mkdir()
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]), snapshot_format=fmt, snapshot_dir=str(out))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         await pilot.press("s")
         for _ in range(100):  # the write happens on the app's loop; allow a loaded machine time
-            await pilot.pause(0.05)
+            await settle(pilot)
             if any(out.iterdir()):
                 break
     files = list(out.iterdir())
@@ -141,12 +142,12 @@ async def test_help_and_quit(fake_proc: Path, no_bpf: None) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.press("question_mark")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert type(app.screen).__name__ == "HelpScreen"
         force_tick(app)  # the timer keeps redrawing the main screen beneath
-        await pilot.pause(0.1)
+        await settle(pilot)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert type(app.screen).__name__ != "HelpScreen"
         await pilot.press("q")
     assert app.return_code == 0
@@ -157,12 +158,12 @@ async def test_vanished_pid_does_not_crash(fake_proc: Path, no_bpf: None) -> Non
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         force_tick(app)
         shutil.rmtree(fake_proc / "202")
         shutil.rmtree(fake_proc / "303")  # two gone in one tick: same exit time, distinct rows
         force_tick(app)
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table_pids(app) == [101]
         doc = get_view("processes").document(app.state, Options())
         assert {202, 303} <= {e["pid"] for e in doc["exited"]}
@@ -174,11 +175,11 @@ async def test_vanished_pid_does_not_crash(fake_proc: Path, no_bpf: None) -> Non
 async def test_resize_to_tiny_and_back_during_updates(fake_proc: Path, no_bpf: None) -> None:
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc)]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.2)
+        await settle(pilot)
         for size in [(40, 12), (160, 40), (20, 5), (60, 15), (40, 12), (120, 30)]:
             await pilot.resize_terminal(*size)
             force_tick(app)
-            await pilot.pause(0.1)
+            await settle(pilot)
             small = size[0] < 60 or size[1] < 15
             note = app.query_one("#too-small")
             assert ("hidden" not in note.classes) == small, size
@@ -207,10 +208,10 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
         add_proc(root, 1000 + i, f"idle{i:03d}", (100 + i, 10, 0), 0, 5, 0)
     app = MemtopApp(Bridge([ProcfsProbe(root)]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         for _ in range(SPARK_WIDTH + 1):  # until the RSS sparklines are full and stop changing
             force_tick(app)
-            await pilot.pause(0.05)
+            await settle(pilot)
         text = "\n".join(screen_lines(app))
         assert "idle199" in text and "idle000" not in text  # RSS descending, 200 rows > screen
         flat = fmt.sparkline([309 * 1024] * SPARK_WIDTH, SPARK_WIDTH, SPARK_MIN_SPAN)
@@ -218,7 +219,7 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
         # a visible row changes one cell (RSS), in place
         add_proc(root, 1199, "idle199", (555_555, 10, 0), 0, 5, 0)
         force_tick(app)
-        await pilot.pause(0.2)
+        await settle(pilot)
         line = next(x for x in screen_lines(app) if "idle199" in x)
         assert f" {fmt.bytes_h((555_555 + 10) * 1024)} " in line, line
         # its sparkline, a flat line until now, shows the jump
@@ -229,25 +230,25 @@ async def test_screen_follows_changes_many_rows_and_scrolling(tmp_path: Path, no
         # ... and again at the same width and place: only that row is repainted
         add_proc(root, 1199, "idle199", (444_444, 10, 0), 0, 5, 0)
         force_tick(app)
-        await pilot.pause(0.2)
+        await settle(pilot)
         line = next(x for x in screen_lines(app) if "idle199" in x)
         assert f" {fmt.bytes_h((444_444 + 10) * 1024)} " in line, line
         # an off-screen row grows to the top: it moves into view
         add_proc(root, 1000, "idle000", (900_000, 10, 0), 0, 5, 0)
         force_tick(app)
-        await pilot.pause(0.2)
+        await settle(pilot)
         lines = screen_lines(app)
         first = next(i for i, x in enumerate(lines) if "idle" in x)
         assert "idle000" in lines[first], lines[first]
         # an off-screen row changes, then is scrolled to: it shows the new value
         add_proc(root, 1001, "idle001", (104, 10, 0), 0, 5, 0)
         force_tick(app)
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert not [x for x in screen_lines(app) if "idle001" in x]
         table = app.query_one("#processes-table", DataTable)
         table.focus()
         table.move_cursor(row=table.row_count - 1, animate=False)
-        await pilot.pause(0.3)
+        await settle(pilot)
         line = next(x for x in screen_lines(app) if "idle001" in x)
         assert f" {fmt.bytes_h(114 * 1024)} " in line, line
 
@@ -263,32 +264,32 @@ async def test_unseen_panes_are_built_when_first_shown(fake_proc: Path, no_bpf: 
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         force_tick(app)  # the /proc-only banner is up: the tabs do not move under the click below
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert [p.id for p in app.query(Pane)] == ["pane-processes"]
         assert isinstance(app.focused, DataTable) and app.focused.id == "processes-table"
         tabs = app.query_one("#tabline", TabLine)
         await pilot.press("6")  # the leaks pane (its tree takes the focus)
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.active_name == tabs.active == "leaks"
         assert isinstance(app.focused, Tree) and app.focused.id == "leaks-tree"
         start, _end, name = tabs.spans()[1]
         assert name == "vmscan"
         assert await pilot.click("#tabline", offset=(start + 2, 0))
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.active_name == tabs.active == "vmscan"
         assert app.query_one("#vmscan-status").region.height > 0  # drawn, not only mounted
         leaks = app.query_one("#pane-leaks", Pane)
         assert leaks.region.height == 0 and not leaks.display
         await pilot.press("6")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.active_name == tabs.active == "leaks" and app.query_one("#pane-leaks", Pane) is leaks
         assert leaks.region.height > 0 and app.active_pane() is leaks
         assert [p.id for p in app.query(Pane) if p.display] == ["pane-leaks"]
         assert sorted(str(p.id) for p in app.query(Pane)) == ["pane-leaks", "pane-processes", "pane-vmscan"]
         assert await pilot.click("#tabline", offset=(tabs.spans()[-1][1] + 5, 0))  # past the labels
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert app.active_name == "leaks"
 
 
@@ -299,7 +300,7 @@ async def test_tab_line_marks_the_shown_pane(fake_proc: Path, no_bpf: None) -> N
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         tabs = app.query_one("#tabline", TabLine)
         labels, bar = tabs.render_line(0).text, tabs.render_line(1).text
         assert len(bar) == tabs.size.width == 160
@@ -321,7 +322,7 @@ async def test_tab_line_marks_the_shown_pane(fake_proc: Path, no_bpf: None) -> N
         start, end, _ = tabs.spans()[0]
         assert highlighted() == list(range(start, end))
         await pilot.press("3")
-        await pilot.pause(0.2)
+        await settle(pilot)
         start, end, name = tabs.spans()[2]
         assert name == app.active_name
         assert highlighted() == list(range(start, end))
@@ -340,11 +341,11 @@ async def test_tab_line_marks_the_shown_pane(fake_proc: Path, no_bpf: None) -> N
         for _ in range(40):  # the mouse-move event is handled on a later turn of the loop
             if tabs.hovered == tabs.spans()[4][2]:
                 break
-            await pilot.pause(0.05)
+            await settle(pilot)
         assert tabs.hovered == tabs.spans()[4][2]
         assert label_color(4) == tabs.get_component_rich_style("tabline--hover").color != plain
         assert await pilot.hover("#header")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert tabs.hovered == "" and label_color(4) == plain
 
 
@@ -354,7 +355,7 @@ async def test_start_pane_is_the_only_one_built(fake_proc: Path, no_bpf: None) -
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]), initial_pane="oom")
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert app.query_one("#tabline", TabLine).active == "oom" == app.active_name
         assert [p.id for p in app.query(Pane)] == ["pane-oom"]
         assert app.active_pane() is app.query_one("#pane-oom", Pane)
@@ -365,7 +366,7 @@ async def test_key_line_follows_focus_and_clicks_press_keys(fake_proc: Path, no_
 
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         line = app.query_one("#keys", KeyLine)
 
         def shown() -> str:
@@ -374,12 +375,12 @@ async def test_key_line_follows_focus_and_clicks_press_keys(fake_proc: Path, no_
         assert "/ Filter" in shown() and "q Quit" in shown() and "Min age" not in shown()
         assert "Sort RSS" not in shown()  # show=False bindings stay out
         await pilot.press("6")  # the leaks tree has the focus: its keys, the app's still
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert "a Min age" in shown() and "q Quit" in shown()
         start, end, key = next(k for k in line.keys if k[2] == "question_mark")
         assert shown()[start:end].strip() == "? Help"
         await pilot.click("#keys", offset=(start + 1, 0))
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert type(app.screen).__name__ == "HelpScreen"
 
 
@@ -392,6 +393,8 @@ class FrameSpy:
 
         self.frames: list[tuple[float, float, int]] = []
         self.marked: list[float | None] = []
+        #: set once Textual has written a frame
+        self.painted = asyncio.Event()
         write, mark = App._display, MemtopApp._first_frame
 
         def display(app: MemtopApp, screen: Screen[Any], update: RenderableType | None) -> None:
@@ -399,6 +402,7 @@ class FrameSpy:
             table = app.main_screen.query("#processes-table")
             write(app, screen, update)
             self.frames.append((before, time.monotonic(), len(table.first(DataTable).rows) if table else 0))
+            self.painted.set()
 
         def first_frame(app: MemtopApp, written_at: float | None = None) -> None:
             if app.first_frame_s is None:
@@ -415,7 +419,7 @@ async def test_first_frame_is_marked_when_the_frame_with_data_is_written(
     spy = FrameSpy(monkeypatch)
     app = MemtopApp(Bridge([ProcfsProbe(fake_proc), ProcmemProbe()]))
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert app.first_frame_s is not None
         first_written, rows = spy.frames[0][1], spy.frames[0][2]
         assert rows == 3  # the first frame already showed the processes
@@ -429,8 +433,10 @@ async def test_first_frame_is_marked_when_the_frame_with_data_is_written(
 class SlowStart(Bridge):
     """A source whose first /proc data arrives after Textual has painted its first frame."""
 
+    spy: FrameSpy
+
     async def start(self) -> None:
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(self.spy.painted.wait(), BOUND_S)
         await super().start()
 
 
@@ -438,9 +444,11 @@ async def test_first_frame_waits_for_data_when_the_first_paint_had_none(
     fake_proc: Path, no_bpf: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spy = FrameSpy(monkeypatch)
-    app = MemtopApp(SlowStart([ProcfsProbe(fake_proc), ProcmemProbe()]))
+    source = SlowStart([ProcfsProbe(fake_proc), ProcmemProbe()])
+    source.spy = spy
+    app = MemtopApp(source)
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.6)
+        await wait_until(pilot, lambda: app.first_frame_s is not None, "the first frame with data")
         assert spy.frames[0][2] == 0  # Textual's first paint: no data yet
         assert spy.marked == [None]  # Ready did not mark it; the repaint after the data did
         assert app.first_frame_s is not None

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from fakeproc import make_fake_proc
-from support import DATA
+from support import DATA, force_tick
+from support.ui import settle, tick_until
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
@@ -28,7 +29,8 @@ async def test_replay_controls(tmp_path: Path) -> None:
     src = ReplaySource(rec, speed=1000)
     app = MemtopApp(src, interval_s=0.25, snapshot_dir=str(tmp_path), snapshot_format="json")
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.8)  # at ×1000 a few ticks play it all
+        # at ×1000 a few ticks play it all
+        await tick_until(app, pilot, lambda: src.at_end, "the replay at its end")
         assert src.at_end and not src.playing
         assert app.state.batches == len(rec.index) and app.state.ts_ns == rec.last_ts_ns
         assert "REPLAY" in header_text(app) and "end" in header_text(app)
@@ -50,11 +52,11 @@ async def test_replay_controls(tmp_path: Path) -> None:
         assert app.state.ts_ns == rec.last_ts_ns
 
         await pilot.press("G")
-        await pilot.pause(0.1)
+        await settle(pilot)
         for ch in "2.5":
             await pilot.press({".": "full_stop"}.get(ch, ch))
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         target = rec.ts_at(2.5)
         assert src.pos_ns == target
         assert app.state.ts_ns == max(ts for ts in rec.index if ts <= target)
@@ -63,7 +65,7 @@ async def test_replay_controls(tmp_path: Path) -> None:
         src.speed = 1
         await pilot.press("space")
         assert src.playing
-        await pilot.pause(0.6)
+        await tick_until(app, pilot, lambda: src.pos_ns > target, "the replay playing on")
         assert src.pos_ns > target
         await pilot.press("space")
         assert not src.playing
@@ -74,18 +76,18 @@ async def test_replay_controls(tmp_path: Path) -> None:
 
         # g on the leaks pane is its growth sort, not the replay's go-to-time (G)
         await pilot.press("6")
-        await pilot.pause(0.1)
+        await settle(pilot)
         leaks = app.query_one("#pane-leaks")
         assert leaks.opts.sort == "outstanding_bytes"
         await pilot.press("g")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert leaks.opts.sort == "growth_bytes_per_s" and not isinstance(app.screen, GotoScreen)
         await pilot.press("1")
-        await pilot.pause(0.1)
+        await settle(pilot)
 
         # snapshot on replayed data
         await pilot.press("s")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert app.last_snapshot is not None
         doc = json.loads(app.last_snapshot.read_text())
         assert doc["source"] == "replay" and doc["taken_at_ns"] == app.state.ts_ns
@@ -97,7 +99,7 @@ async def test_drill_in_on_replay(tmp_path: Path) -> None:
     src = ReplaySource(rec, at_s=rec.duration_s)
     app = MemtopApp(src, interval_s=0.25, initial_pid=pid, snapshot_dir=str(tmp_path), snapshot_format="json")
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.5)
+        await settle(pilot)
         from memtop.ui.screens.process import ProcessScreen
 
         assert isinstance(app.screen, ProcessScreen)
@@ -113,13 +115,15 @@ async def test_R_records_the_live_session(tmp_path: Path) -> None:
     bridge = Bridge([ProcfsProbe(fake)])
     app = MemtopApp(bridge, interval_s=0.2, snapshot_dir=str(tmp_path))
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.5)
+        await settle(pilot)
         before = app.state.batches
         await pilot.press("R")
         assert app.recorder is not None
         recorder = app.recorder
         assert "REC" in header_text(app)
-        await pilot.pause(1.0)
+        for _ in range(2):  # two polls of every probe, recorded (the timer polls each when due)
+            force_tick(app)
+        await settle(pilot)
         await pilot.press("R")
         assert app.recorder is None and recorder.closed
         during = recorder.batches

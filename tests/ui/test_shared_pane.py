@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
+from support.ui import settle
 from textual.widgets import DataTable, Static
 
 from memtop.records import Batch
@@ -39,9 +40,9 @@ async def test_orphan_mappers_and_sections() -> None:
     rec = Recording.load(RECORDING)
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="shared")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         table = rows(app)
         col = labels(app)
         orphan = [r for r in table if "ORPHAN" in r]
@@ -55,19 +56,19 @@ async def test_orphan_mappers_and_sections() -> None:
         t.move_cursor(row=table.index(attached[0]))
         t.focus()
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "mapped by: " in shown(app, "#shared-detail") and "shmwork" in shown(app, "#shared-detail")
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "shm calls" in shown(app, "#shared-detail")
         # the sections in turn, and back
         await pilot.press("v")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert labels(app)[:2] == ["KIND", "PID"]
         names = {r[labels(app).index("NAME")] for r in rows(app)}
         assert {"memfd:wayland-buffer", "memfd:jit-code", "/dev/shm/memtop-recording"} <= names
         await pilot.press("v")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "HUGETLB" in labels(app)
         huge = rows(app)[0]
         assert (
@@ -76,13 +77,13 @@ async def test_orphan_mappers_and_sections() -> None:
         assert "2.0M: 2/4 used" in shown(app, "#shared-summary")
         assert "hugepage ok" in shown(app, "#shared-detail")
         await pilot.press("v")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert labels(app)[0] == "REASON" and rows(app)[0][0] == "compaction"
         await pilot.press("V")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "HUGETLB" in labels(app)
         await pilot.press("v", "v")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert labels(app)[0] == "SHMID"
 
 
@@ -92,15 +93,15 @@ async def test_blind_without_its_probes() -> None:
     rec = Recording.load(DATA / "pressure.jsonl.gz")
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="shared")
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         status = shown(app, "#shared-status")
         assert "sharedinfo: not running in this recording" in status
         assert "shared: not running in this recording" in status
         assert "not traced" in shown(app, "#shared-detail")
         await pilot.press("v", "v", "v")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "not traced" in shown(app, "#shared-detail")
 
 
@@ -108,7 +109,7 @@ async def test_traced_text_is_not_markup() -> None:
     rec = Recording.load(RECORDING)
     app = MemtopApp(ReplaySource(rec, at_s=rec.duration_s), interval_s=1.0, initial_pane="shared")
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         st = app.state.get(SharedState)
         seg = ShmSegment(
             shmid=999,
@@ -145,17 +146,17 @@ async def test_traced_text_is_not_markup() -> None:
         table = ShmTable((*st.segments, 999))
         app.state.apply(Batch(app.state.ts_ns, (seg, table, call)))
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         first = rows(app)[0]  # the largest resident first
         assert first[labels(app).index("CREATOR")] == "4242 [red]x[/red]"
         assert first[labels(app).index("LAST")] == "4242 [bold]y"
         t = app.query_one("#shared-table", DataTable)
         t.move_cursor(row=0)
         t.focus()
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "4242 [blink]z" in shown(app, "#shared-detail")
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert "created by 4242 [red]x[/red], last used by 4242 [bold]y" in shown(app, "#shared-detail")
 
 
@@ -178,11 +179,11 @@ async def test_shm_calls_are_traced_only_while_the_pane_is_shown() -> None:
     src = FakeSource()
     app = MemtopApp(src, interval_s=1.0)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert src.kernel_traced == []
         await pilot.press("9")
-        await pilot.pause(0.5)
+        await settle(pilot)
         assert src.kernel_traced == [("shmsnoop", True)]
         await pilot.press("1")
-        await pilot.pause(0.3)
+        await settle(pilot)
         assert src.kernel_traced == [("shmsnoop", True), ("shmsnoop", False)]

@@ -6,13 +6,12 @@ columns), so the test follows the figures, not a copy of them."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.ui import recording
 from test_processes_pane import screen_lines
-from test_snapshots import AT_S, HOG_PID, make_app, recording, settle
+from test_snapshots import AT_S, HOG_PID, make_app, prepared
 
 from memtop.ui.app import MemtopApp
 from memtop.views import Options, get_view
@@ -43,15 +42,6 @@ WHAT: dict[str, tuple[str, Any, tuple[str, ...]]] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
 def expected_cells(app: MemtopApp, pane: str) -> list[str]:
     """The cells of the workload's row, as the pane's columns format them, in column order."""
     key, value, wanted = WHAT[pane]
@@ -70,7 +60,7 @@ def expected_cells(app: MemtopApp, pane: str) -> list[str]:
 async def test_the_workload_row_is_on_an_80x24_screen(pane: str) -> None:
     app = make_app(pane=pane)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await prepared(pilot)
         lines = screen_lines(app)
         if pane == "leaks":  # a tree, not a table: the traced process is its root
             assert any(f"[pid {LEAK_PID}]" in line and "rec_leak" in line for line in lines), lines

@@ -10,17 +10,14 @@ run (snapshot_report.html) shows old and new side by side."""
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ui import recording, replay_app, settle, wait_for_screen
 from textual.pilot import Pilot
 
-from memtop.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes import pane_names
 from memtop.views.process import SECTIONS
@@ -37,21 +34,6 @@ SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 SnapCompare = Callable[..., bool]
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The header shows the recording's wall-clock time in local time: UTC, on every machine."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-@functools.cache
-def recording(path: Path = PRESSURE) -> Recording:
-    return Recording.load(path)
-
-
 def own_recording(pane: str | None) -> Path | None:
     """A pane newer than the pressure recording is drawn from its own, tests/data/<pane>.jsonl.gz
     (made by scripts/make_recording.py), at its end."""
@@ -63,35 +45,29 @@ def make_app(pane: str | None = None, pid: int | None = None) -> MemtopApp:
     own = own_recording(pane)
     if own is not None:
         rec = recording(own)
-        src = ReplaySource(rec, at_s=rec.duration_s)
-    else:
-        src = ReplaySource(recording(), at_s=AT_S)
-    return MemtopApp(src, interval_s=1.0, initial_pane=pane, initial_pid=pid)
+        return replay_app(pane, rec.duration_s, rec=rec, initial_pid=pid)
+    return replay_app(pane, AT_S, initial_pid=pid)
 
 
-async def settle(pilot: Pilot[Any], screen: str | None = None) -> None:
-    """Wait (bounded) until the screen asked for is up and drawn; drop the OOM kill's notice, which
-    the first tick would show for 10 s whenever that tick happens to fall."""
+async def prepared(pilot: Pilot[Any], screen: str | None = None) -> None:
+    """Once the screen asked for is up, drop the OOM kill's notice (the first tick would show it
+    for 10 s) and draw the state as it is, all messages handled: the picture to compare."""
     app = pilot.app
     assert isinstance(app, MemtopApp)
-    for _ in range(100):
-        if screen is None or type(app.screen).__name__ == screen:
-            break
-        await pilot.pause(0.05)
-    assert screen is None or type(app.screen).__name__ == screen, f"{screen} never came up"
+    if screen is not None:
+        await wait_for_screen(pilot, screen)
     for sub in app.state.subs.values():
         pop = getattr(sub, "pop_notices", None)
         if callable(pop):
             pop()
     app.clear_notifications()
     app.redraw()
-    await pilot.pause()
-    await asyncio.sleep(0)
+    await settle(pilot)
 
 
 def run_before(screen: str | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def before(pilot: Pilot[Any]) -> None:
-        await settle(pilot, screen)
+        await prepared(pilot, screen)
 
     return before
 
@@ -124,9 +100,9 @@ def test_drill_in(snap_compare: SnapCompare, section: str, size: tuple[int, int]
     app = make_app(pid=HOG_PID)
 
     async def before(pilot: Pilot[Any]) -> None:
-        await settle(pilot, "ProcessScreen")
+        await prepared(pilot, "ProcessScreen")
         await pilot.press(str(SECTIONS.index(section) + 1))
-        await settle(pilot, "ProcessScreen")
+        await prepared(pilot, "ProcessScreen")
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 
@@ -152,11 +128,11 @@ def test_cgroup_drill_in(snap_compare: SnapCompare, size: tuple[int, int]) -> No
     app = make_app(pane="cgroups")
 
     async def before(pilot: Pilot[Any]) -> None:
-        await settle(pilot)
+        await prepared(pilot)
         rows = get_view("cgroups").document(app.state, Options())["rows"]
         target = max((r for r in rows if r["limit_pct"] is not None), key=lambda r: r["limit_pct"])["path"]
         app.push_screen(CgroupScreen(target, app.state))
-        await settle(pilot, "CgroupScreen")
+        await prepared(pilot, "CgroupScreen")
 
     assert snap_compare(app, terminal_size=size, run_before=before)
 

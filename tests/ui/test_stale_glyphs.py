@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import html
 import re
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from rich.cells import cell_len
-from test_snapshots import HOG_PID, make_app, settle
+from support.ui import settle
+from test_snapshots import HOG_PID, make_app, prepared
 from textual.pilot import Pilot
 from textual.screen import ModalScreen
 from textual.widgets import DataTable
@@ -23,15 +22,6 @@ from memtop.ui.app import MemtopApp
 
 #: glyphs no memtop text puts at the end of a row or alone: the eighths of a cell
 PARTIAL = set("▁▂▃▄▅▆▇▉▊▋▌▍▎▏")
-
-
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def screen_cells(app: MemtopApp) -> list[str]:
@@ -94,9 +84,9 @@ def foreign_cells(app: MemtopApp) -> list[str]:
 
 
 async def _check(pilot: Pilot[Any], app: MemtopApp, what: str, seen: list[str]) -> None:
-    await pilot.pause(0.05)
+    await settle(pilot)
     app.redraw()
-    await pilot.pause(0.05)
+    await settle(pilot)
     seen += [f"after {what}: {p}" for p in foreign_cells(app)]
 
 
@@ -105,7 +95,7 @@ async def test_no_cell_shows_what_its_row_does_not_hold(size: tuple[int, int]) -
     app = make_app(pane="processes")
     seen: list[str] = []
     async with app.run_test(size=size) as pilot:
-        await settle(pilot)
+        await prepared(pilot)
         await _check(pilot, app, "start", seen)
         for keys, what in (
             ((">", ">", ">"), "sorting by another column"),
@@ -130,7 +120,7 @@ async def test_no_cell_in_the_drill_in_shows_what_its_row_does_not_hold() -> Non
     app = make_app(pid=HOG_PID)
     seen: list[str] = []
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, "ProcessScreen")
+        await prepared(pilot, "ProcessScreen")
         for section in "23451":
             await pilot.press(section)
             await _check(pilot, app, f"section {section}", seen)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.ui import settle
 
 from memtop import bcc_compat
 from memtop.bridge import Bridge
@@ -49,7 +50,7 @@ async def test_app_compiles_after_its_first_frame_and_collects_again(monkeypatch
         assert not gc.isenabled()
         async with app.run_test(size=(160, 40)) as pilot:
             assert await bridge.wait_settled(10)
-            await pilot.pause(0.1)
+            await settle(pilot)
             assert probe.drawn_at_load is True
             assert gc.isenabled()
             assert bridge.statuses()["recorder"].state == "attached"

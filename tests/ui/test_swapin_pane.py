@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 import pytest
+from support.ui import settle
 
 from memtop.bridge import Bridge
 from memtop.probes.base import Probe
@@ -81,18 +81,17 @@ async def test_pane_sorts_drills_in_and_shows_system_line(monkeypatch: pytest.Mo
     app = MemtopApp(source, initial_pane="swapin")
     drilled: list[int] = []
     async with app.run_test(size=(170, 45)) as pilot:
-        await pilot.pause(0.3)
-        fake.i = 0  # the app's own ticks polled it meanwhile: replay the script from the start
-        for _ in range(2):
+        await settle(pilot)
+        fake.i = 0  # the app's start polled it: replay the script from the start
+        for _ in range(2):  # two polls, stamped apart by the time they take
             source.publish(source.poll_sync(force=True))
-            time.sleep(0.01)
         rate = {r["pid"]: r for r in get_view("swapin").document(app.state, Options())["rows"]}[11][
             "swapins_per_s"
         ]
         assert rate > 0  # 200 more between the two polls
         assert get_view("swapin").document(app.state, Options())["system"]["pswpin_per_s"] > 0
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         table = app.query_one("#swapin-table", DataTable)
         keys = [str(r.key.value) for r in table.ordered_rows]
         assert keys == ["22", "11"]  # by total wait, descending
@@ -120,7 +119,7 @@ async def test_pane_sorts_drills_in_and_shows_system_line(monkeypatch: pytest.Mo
         table.focus()
         table.move_cursor(row=0)
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         app.paused = True  # no redraw from a timer tick while the app tears down
     assert drilled == [22]
     doc = get_view("swapin").document(app.state, Options())

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.text import Text
+from support.ui import settle
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
@@ -37,9 +38,9 @@ async def test_trouble_is_coloured_and_the_sort_marked(
         monkeypatch.delenv("NO_COLOR", raising=False)
     app = MemtopApp(ReplaySource(Recording.load(PRESSURE), at_s=30.0), interval_s=1.0)
     async with app.run_test(size=(160, 45)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         hog = majflt_cell(app, HOG_PID)
         idle = majflt_cell(app, 1)
         assert str(hog.style) == ("bold" if no_color else "bold red"), hog.style
@@ -48,7 +49,7 @@ async def test_trouble_is_coloured_and_the_sort_marked(
         rss = table.columns[ColumnKey("rss_bytes")].label
         assert rss.plain == "RSS ▼" and any("underline" in str(s.style) for s in rss.spans)
         await pilot.press("P")  # by PID, smallest first: the mark moves and turns
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert table.columns[ColumnKey("pid")].label.plain.endswith("▲") or any(
             "underline" in str(s.style) for s in table.columns[ColumnKey("pid")].label.spans
         )

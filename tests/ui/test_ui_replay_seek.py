@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.ui import tick_until
+
 from memtop.replay import Recording, ReplaySource
 from memtop.state import State
 from memtop.ui.app import MemtopApp
@@ -22,10 +24,8 @@ async def test_seeks_restore_checkpoints(tmp_path: Path) -> None:
     src = ReplaySource(rec, speed=1000, checkpoint_every=4)
     app = MemtopApp(src, interval_s=0.25, snapshot_dir=str(tmp_path))
     async with app.run_test(size=(160, 40)) as pilot:
-        for _ in range(40):  # bounded wait for the play-through
-            await pilot.pause(0.2)
-            if src.at_end:
-                break
+        # at ×1000 a few ticks play it through
+        await tick_until(app, pilot, lambda: src.at_end, "the replay at its end")
         assert src.at_end and len(src.checkpoints) == len(rec.index) // 4
         for key, back in (("left", 2), ("left", 3), ("left_square_bracket", None)):
             await pilot.press(key)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fakeproc import add_proc, make_fake_proc
 from support import fill, small_tmpfs
+from support.ui import drive, settle, tick_until
 
 from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
@@ -53,15 +54,15 @@ async def test_snapshot_on_full_disk_is_a_notice(small: Path, monkeypatch: Any) 
     app = MemtopApp(src, interval_s=0.25, snapshot_dir=str(small), snapshot_format="json")
     notices = capture_notices(app, monkeypatch)
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.is_running and app.last_snapshot is None
         assert any("snapshot failed" in m and "No space left" in m and sev == "error" for m, sev in notices)
         assert names(small) == {"filler"}
         (small / "filler").unlink()  # room again: the same key writes the file
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.last_snapshot is not None and app.last_snapshot.parent == small
         assert names(small) == {app.last_snapshot.name}
 
@@ -71,14 +72,14 @@ async def test_R_on_full_disk_is_a_notice(small: Path, tmp_path: Path, monkeypat
     app = MemtopApp(live(make_fake_proc(tmp_path / "proc")), interval_s=0.2, snapshot_dir=str(small))
     notices = capture_notices(app, monkeypatch)
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.4)
+        await settle(pilot)
         await pilot.press("R")
-        await pilot.pause(0.2)
+        await settle(pilot)
         assert app.is_running and app.recorder is None
         assert any("cannot record" in m and "No space left" in m for m, _ in notices)
         assert names(small) == {"filler"}
         batches = app.state.batches
-        await pilot.pause(0.5)
+        await drive(app, pilot)
         assert app.state.batches > batches  # the dashboard goes on
 
 
@@ -87,27 +88,24 @@ async def test_R_when_the_disk_fills_keeps_the_samples(small: Path, tmp_path: Pa
     app = MemtopApp(live(proc), interval_s=0.1, snapshot_dir=str(small))
     notices = capture_notices(app, monkeypatch)
     async with app.run_test(size=(160, 30)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         await pilot.press("R")
         recorder = app.recorder
         assert recorder is not None
-        for _ in range(100):
-            if recorder.batches >= 3:
-                break
-            await pilot.pause(0.1)
+        await tick_until(app, pilot, lambda: recorder.batches >= 3, "three batches recorded")
         fill(small)  # the disk fills up while memtop records
         for i in range(100):  # bounded wait for a sample's write to fail
             # new processes with random names: samples that do not compress away in a page's slack
             for j in range(20):
                 add_proc(proc, 1000 + 20 * i + j, os.urandom(6).hex(), (100, 0, 0), 0, 1, 0)
-            await pilot.pause(0.1)
+            await drive(app, pilot)
             if app.recorder is None:
                 break
         assert app.recorder is None and app.is_running
         assert any("stopped after" in m and "--salvage" in m for m, _ in notices)
         assert names(small) == {"filler", recorder.path.name}
         await pilot.press("R")  # and R again says why it cannot record, the app goes on
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert app.recorder is None and app.is_running
         assert names(small) == {"filler", recorder.path.name}
     kept = Recording.load(recorder.path, salvage=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from support import FakeSource, vmscan_batches
+from support.ui import settle
 
 from memtop.records import Batch, Lost
 
@@ -24,14 +25,14 @@ async def test_panes_render_and_enter_drills_into_process(monkeypatch: pytest.Mo
     lost = Batch(batches[-1].ts_ns + 1_000_000_000, (Lost("vmscan", "events", 17),))
     app = MemtopApp(FakeSource(batches + [lost], mode="replay"))
     async with app.run_test(size=(180, 50)) as pilot:
-        await pilot.pause(0.3)
+        await settle(pilot)
         for _ in range(3):
             await app.source.poll()
         assert len(app.query(PlotextPlot)) == 0  # built when the pane is first shown
         await pilot.press("2")  # tabs follow pane order: processes, vmscan, reclaim…
-        await pilot.pause(0.2)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         vp = app.query_one(VmscanPane)
         assert app.query_one("#vmscan-origins", DataTable).row_count == 3
         assert app.query_one("#vmscan-slab", DataTable).row_count == 2
@@ -39,9 +40,9 @@ async def test_panes_render_and_enter_drills_into_process(monkeypatch: pytest.Mo
         assert vp.chart_data(app.state)["kswapd"][-1][1] == 1000.0
 
         await pilot.press("3")
-        await pilot.pause(0.2)
+        await settle(pilot)
         app.redraw()
-        await pilot.pause(0.1)
+        await settle(pilot)
         rp = app.query_one(ReclaimPane)
         procs = app.query_one("#reclaim-procs", DataTable)
         assert [str(r.key.value) for r in procs.ordered_rows] == ["77", "4242"]
@@ -63,11 +64,11 @@ async def test_panes_render_and_enter_drills_into_process(monkeypatch: pytest.Mo
         procs.focus()
         await pilot.press("down")
         await pilot.press("enter")
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert posted == [4242]
         await pilot.press("T")  # same key again: ascending total
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert [str(r.key.value) for r in procs.ordered_rows] == ["4242", "77"]
         await pilot.press("K")  # kind: direct only
-        await pilot.pause(0.1)
+        await settle(pilot)
         assert not app.query_one("#reclaim-hist-memcg").display

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import ROOT, memtop_cmd
+from support import ROOT, memtop_cmd, wait_until
 
 
 def test_state_and_probes_import_without_textual() -> None:
@@ -130,15 +130,11 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(args: list[str], needle: str
 
 def test_cli_pid_of_a_zombie_says_it_exited_not_kernel_thread() -> None:
     """A zombie has no memory fields in its status, as a kernel thread has: it exited."""
-    import time
 
     child = subprocess.Popen([sys.executable, "-c", ""])  # not waited for: a zombie once it exits
     try:
         status = Path(f"/proc/{child.pid}/status")
-        for _ in range(100):
-            if "\nState:\tZ" in status.read_text():
-                break
-            time.sleep(0.02)
+        wait_until(lambda: "\nState:\tZ" in status.read_text(), "the child a zombie")
         proc = subprocess.run(
             memtop_cmd() + ["--pid", str(child.pid)], capture_output=True, text=True, timeout=60
         )

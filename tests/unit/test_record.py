@@ -8,11 +8,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from support import DATA, documents, kb, memtop_cmd, proc_status
+from support import DATA, documents, kb, memtop_cmd, proc_status, wait_until
 
 from memtop.errors import BadRecording, UnsafePath
 from memtop.recording import SCHEMA, open_recorder
@@ -43,8 +42,9 @@ def test_sigterm_during_record_leaves_a_whole_file(tmp_path: Path) -> None:
     try:
         seen = 0
         partial: Recording | None = None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def flushed() -> bool:
+            nonlocal seen, partial
             tmp = _tmp_recording(tmp_path, out.name)
             if tmp is not None:
                 copy = tmp_path / "partial.jsonl.gz"
@@ -54,9 +54,9 @@ def test_sigterm_during_record_leaves_a_whole_file(tmp_path: Path) -> None:
                     seen = len(partial.index)
                 except (BadRecording, FileNotFoundError):
                     pass
-            if seen >= 5:
-                break
-            time.sleep(0.1)
+            return seen >= 5
+
+        wait_until(flushed, "five batches in the temporary recording", timeout_s=60)
         assert seen >= 5, "the recorder did not flush batches as it went"
         assert not out.exists()  # still streaming into the temporary file
         proc.send_signal(signal.SIGTERM)

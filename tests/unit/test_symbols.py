@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support import WORKLOADS, code_byte, function_address
+from support import WORKLOADS, WaitTimeout, code_byte, function_address, wait_until
 
 from memtop.probes import elfsyms, symbols
 
@@ -336,17 +336,21 @@ time.sleep(600)
 """
 
 
-def wait_gone(pid: int, timeout_s: float = 5.0) -> bool:
-    """True once ``pid`` has exited (a zombie counts: it runs no more) within ``timeout_s``."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.02)
-    return False
+def gone(pid: int) -> bool:
+    """``pid`` has exited (a zombie counts: it runs no more)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_gone(pid: int) -> bool:
+    """True once ``pid`` has exited (the helper's kill is awaited, with the bound of every wait)."""
+    try:
+        wait_until(lambda: gone(pid), f"pid {pid} gone")
+    except WaitTimeout:
+        return False
+    return True
 
 
 def hanging_helper(tmp_path: Path) -> tuple[symbols.SymbolHelper, Path]:
@@ -375,9 +379,7 @@ def test_shutdown_cuts_a_waiting_lookup_short(tmp_path: Path) -> None:
 
     t = threading.Thread(target=lookup, daemon=True)
     t.start()
-    end = time.monotonic() + 10
-    while not pids.exists() and time.monotonic() < end:
-        time.sleep(0.02)
+    wait_until(pids.exists, "the helper started")
     helper.shutdown()
     t.join(timeout=5)
     assert not t.is_alive(), "shutdown did not end the lookup"

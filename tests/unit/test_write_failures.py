@@ -9,13 +9,12 @@ import errno
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import pytest
-from support import fill, memtop_cmd, small_tmpfs
+from support import fill, memtop_cmd, small_tmpfs, wait_until
 
 from memtop import files
 from memtop.errors import BadRecording, UnsafePath, WriteFailed
@@ -231,11 +230,11 @@ def test_cli_record_filling_the_disk(small: Path) -> None:
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
+    def ready() -> bool:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "memtop did not get ready"
-        time.sleep(0.05)
+        return path.exists()
+
+    wait_until(ready, "memtop ready", timeout_s)
 
 
 def test_cli_snapshot_interrupted(tmp_path: Path) -> None:

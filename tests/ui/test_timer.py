@@ -1,0 +1,25 @@
+"""The app's own timer ticks it. Every other UI test turns the timer off and ticks the app itself
+(tests/ui/conftest.py, tests/support/ui.py ``drive``), so this is where the timer is checked: it
+polls the source and draws what came, and `+` re-arms it at the new interval."""
+
+from __future__ import annotations
+
+import pytest
+from support import FakeSource
+from support.ui import wait_until
+
+from memtop.records import Batch, ProbeStatus
+from memtop.ui.app import MemtopApp
+
+
+async def test_the_timer_ticks_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MemtopApp, "timer_ticks", True)
+    source = FakeSource([Batch(10**9, (ProbeStatus("one", "attached"),)), Batch(2 * 10**9, ())])
+    app = MemtopApp(source, interval_s=0.5)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: app.ticks_done >= 2, "two ticks of the timer")
+        assert not source.batches and "one" in app.state.statuses
+        await pilot.press("plus")
+        assert app.runner.interval_s == 1.0
+        done = app.ticks_done
+        await wait_until(pilot, lambda: app.ticks_done > done, "a tick at the new interval")
