@@ -28,6 +28,8 @@ SAMPLES: dict[str, str | None] = {
     "--json": None,
     "--replay": "/tmp/rec.jsonl.gz",
     "--limit": "line=8M",
+    "--killer": "nohang2",
+    "--kill-threshold-mib": "300",
 }
 #: each subcommand with the arguments it requires
 COMMANDS = {

@@ -332,7 +332,8 @@ def test_exporter_gauges_from_the_kernel_pane(tmp_path: Path) -> None:
     probe = KernelProbe(str(root))
     probe.load()
     state = State("procfs")
-    state.apply(Batch(1, tuple(probe.poll())))
+    # a probe that is not measuring feeds no series: this one is attached, as the bridge says
+    state.apply(Batch(1, (ProbeStatus("kernel", "attached"), *probe.poll())))
     fams = {f.name: f for f in families(state, ExportOptions(topk=3), Accumulators())}
     lines = {s.labels["line"]: s.value for s in fams["memtop_kernel_memory_bytes"].samples}
     m = kernelfs.parse_meminfo((DATA / "meminfo-6.18.txt").read_text())
