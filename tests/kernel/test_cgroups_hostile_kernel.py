@@ -30,7 +30,7 @@ from memtop.export.metrics import Accumulators, families
 from memtop.export.metrics import Options as ExportOptions
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.procfs import ProcfsProbe
-from memtop.records import Batch, Record
+from memtop.records import Batch, ProbeStatus, Record
 from memtop.state import State
 from memtop.views import Options, get_view
 
@@ -121,7 +121,9 @@ def test_hostile_cgroup_names_are_read_and_shown_escaped() -> None:
         state = State(mode="procfs")
 
         def tick() -> None:
-            recs: list[Record] = [*cgroups.poll(), *procfs.poll()]
+            # attached, as the bridge says of probes that poll: the exporter serves only those
+            recs: list[Record] = [ProbeStatus("cgroups", "attached"), ProbeStatus("procfs", "attached")]
+            recs += [*cgroups.poll(), *procfs.poll()]
             state.apply(Batch(now_ns(), tuple(recs)))
 
         def scrape() -> dict[tuple[str, str], float]:
