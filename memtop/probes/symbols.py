@@ -473,7 +473,13 @@ class _Server:
                 hit = pmap.lookup(a) if pmap is not None else None
                 if hit is not None:
                     (name, offset), module = hit, ppath
-            shown = module.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if module else None
+            # bytes that are not UTF-8 as \xNN, as memtop.text.clean shows them everywhere else
+            # (the pipe carries UTF-8: no surrogate may cross it)
+            shown = (
+                module.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                if module
+                else None
+            )
             out.append([name, offset, shown, ""])
         for fd, items in want_lines.items():
             for (i, _v), line in zip(items, _addr2line(fd, [v for _, v in items]), strict=True):

@@ -38,7 +38,11 @@ class State:
         #: per probe: the number of the last batch in which it was attached (ticks since: how many
         #: readings it missed)
         self.last_ok_batch: dict[str, int] = {}
-        self.subs: dict[str, SubState] = {cls.key: cls() for cls in SubState.registry}
+        # applied in the order of their modules' names, whatever imported them first: a sub-state
+        # that reads another's in apply (the OOM forecast reads the cgroups') sees the same
+        # batch's figures in every run, not the last batch's in some
+        ordered = sorted(SubState.registry, key=lambda cls: (cls.__module__, cls.__qualname__))
+        self.subs: dict[str, SubState] = {cls.key: cls() for cls in ordered}
 
     def get(self, cls: type[S]) -> S:
         sub = self.subs[cls.key]

@@ -182,11 +182,11 @@ def test_forecast_of_a_memcg_growing_toward_its_limit() -> None:
         _apply(state, 100 + t, sample)
     f = state.get(OomState).forecasts["/grow"]
     assert f.growth_bytes_per_s == 10 << 20
-    # its latest sample (t=110: 150 MiB) is a second old: 50 MiB at 10 MiB/s, from then
-    assert f.used_bytes == 150 << 20 and f.seconds_left == 4.0
+    # its latest sample (t=111: 160 MiB, this batch's): 40 MiB left at 10 MiB/s
+    assert f.used_bytes == 160 << 20 and f.seconds_left == 4.0
     notices = [n.text for n in state.get(OomState).pop_notices()]
-    # once, when it first fell under 60 s (its second sample: 140 MiB left at 10 MiB/s)
-    assert notices == ["memcg /grow runs out of memory in about 13 s at the current growth (140 MiB left)"]
+    # once, when it first fell under 60 s (its second sample: 140 MiB left at 10 MiB/s, 14 s)
+    assert notices == ["memcg /grow runs out of memory in about 14 s at the current growth (140 MiB left)"]
     doc = get_view("oom").document(state, Options())
     assert [r["cgroup"] for r in doc["at_risk"]] == ["/grow"]
 
