@@ -257,19 +257,9 @@ class ProcessesView(View):
         return out
 
 
-#: the columns a cgroup's line sums over its processes (None where no process was measured)
-GROUP_SUMS = (
-    "rss_bytes",
-    "anon_bytes",
-    "file_bytes",
-    "shmem_bytes",
-    "swap_bytes",
-    "minor_faults_per_s",
-    "major_faults_per_s",
-    "reclaim_stall_ns",
-    "swapin_wait_ns",
-    "rss_growth_bytes_per_s",
-)
+#: the columns a cgroup's line sums over its processes (None where no process was measured):
+#: every sort key but who the process is and where
+GROUP_SUMS = tuple(k for k in SORT_KEYS if k not in ("pid", "user", "comm", "cgroup"))
 
 
 def group_by_cgroup(rows: list[dict[str, Any]], key: str, reverse: bool) -> list[dict[str, Any]]:
