@@ -76,11 +76,17 @@ def hist_p99(hist: dict[int, int], max_ns: int) -> int | None:
 NAME_CELLS = 24
 
 
+def cut_middle(name: str, cells: int = NAME_CELLS) -> str:
+    """``name`` at most ``cells`` long: its two ends around an ellipsis (an id's ends tell ids
+    apart)."""
+    if len(name) <= cells:
+        return name
+    half = (cells - 1) // 2
+    return name[:half] + "…" + name[-(cells - 1 - half) :]
+
+
 def tree_label(row: dict[str, Any]) -> str:
-    name = str(row["name"])
-    if len(name) > NAME_CELLS:
-        half = (NAME_CELLS - 1) // 2
-        name = name[:half] + "…" + name[-(NAME_CELLS - 1 - half) :]
+    name = cut_middle(str(row["name"]))
     if row.get("container_name"):
         name += f" [{row['container_name']}]"
     mark = "▸ " if row.get("collapsed") else ""

@@ -13,6 +13,7 @@ from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views.cgroups import cut_middle
 
 SORT_KEYS = (
     "pid",
@@ -241,7 +242,8 @@ class ProcessesView(View):
         out: list[dict[str, Any]] = []
         at = 0
         for g in groups:
-            label = cgroupfs.short_path(g["cgroup"]) if g["cgroup"] else "(no cgroup seen)"
+            # cut in the middle, as the Cgroups pane's tree: a long path widened COMMAND for every row
+            label = cut_middle(cgroupfs.short_path(g["cgroup"])) if g["cgroup"] else "(no cgroup seen)"
             out.append(
                 dict(
                     g,
