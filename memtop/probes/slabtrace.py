@@ -45,7 +45,7 @@ MAX_LIVE = 65536
 #: kmalloc's largest slab size class (KMALLOC_MAX_CACHE_SIZE with SLUB: two pages)
 KMALLOC_SLAB_MAX = 8192
 #: slots of the program's ``slab_counters`` array (``SLAB_<NAME>``)
-COUNTERS = ("allocs", "sampled", "frees", "frees matched", "dropped")
+COUNTERS = ("allocs", "sampled", "frees", "frees matched", "dropped", "next sample")
 #: a kmalloc site's flags -> its cache family's prefix (``KMALLOC_<NAME>``: accounted, reclaimable)
 KMALLOC_FAMILIES = {1: "cg", 2: "rcl"}
 
