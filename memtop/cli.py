@@ -10,14 +10,15 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn, cast
 
-from memtop import __version__, startup_gc
-from memtop.errors import MemtopError
+from memtop import __version__
+from memtop.core.errors import MemtopError
+from memtop.runtime import startup_gc
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from memtop.snapshot import SnapshotRequest
-    from memtop.source import Source
+    from memtop.headless.snapshots import SnapshotRequest
+    from memtop.stream.source import Source
     from memtop.ui.app import MemtopApp
     from memtop.views import View
 
@@ -227,8 +228,8 @@ def add_sample_bytes(p: argparse.ArgumentParser) -> None:
 def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
     """The live source: the default probes. ``defer_bpf``: BPF compiles once the TUI's first frame
     is on screen (the app calls begin_bpf)."""
-    from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
+    from memtop.stream.bridge import Bridge
 
     probes = default_probes(args.proc_root, bpf=not args.no_bpf)
     for p in probes:
@@ -246,7 +247,7 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
 def check_pid(pid: int | None, proc_root: str = "/proc") -> None:
     if pid is None:
         return
-    from memtop.errors import PidNotFound
+    from memtop.core.errors import PidNotFound
 
     if not os.path.exists(os.path.join(proc_root, str(pid), "stat")):
         raise PidNotFound(f"no process with pid {pid}", "pick a running pid (see `ps` or the processes pane)")
@@ -279,7 +280,7 @@ def check_section(view: View, section: str) -> None:
 def check_snapshot_args(args: argparse.Namespace) -> None:
     """The checks every headless snapshot makes before anything starts (pane, format, section,
     pid, file)."""
-    from memtop import files
+    from memtop.linux import files
     from memtop.views import get_view
 
     view = get_view(args.pane)
@@ -316,7 +317,7 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
 def run_headless_snapshot(
     args: argparse.Namespace, source: Source, after_s: float, leak_pids: list[int] | None = None
 ) -> int:
-    from memtop.snapshot import SnapshotRequest
+    from memtop.headless.snapshots import SnapshotRequest
 
     req = SnapshotRequest(args.pane, args.format, args.output, after_s, args.force, args.pid, args.section)
     if req.fmt == "svg":  # a picture of the screen: the app draws it
@@ -324,7 +325,7 @@ def run_headless_snapshot(
     else:  # from the view alone, without Textual
         import asyncio
 
-        from memtop.headless import snapshot
+        from memtop.headless.frontends import snapshot
 
         written = asyncio.run(snapshot(source, req, interval_s=args.interval, leak_pids=leak_pids or ()))
     if written is None:  # the app ended before writing (e.g. SIGINT before it listened)
@@ -366,7 +367,7 @@ def check_at(at: float, duration_s: float) -> None:
 
 def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] | None = None) -> int:
     """The terminal app on a live or replayed source, with the options both share."""
-    from memtop import lifecycle
+    from memtop.runtime import lifecycle
 
     lifecycle.require_terminal()  # without one, Textual spun on end of file and outlived signals
     startup_gc.hold()  # until the first frame (importing Textual included)
@@ -423,7 +424,7 @@ def import_asyncio_without_tls() -> None:
 
 def entry() -> NoReturn:
     """The `memtop` command: :func:`main`, then the process ends at once (lifecycle.end)."""
-    from memtop import lifecycle
+    from memtop.runtime import lifecycle
 
     try:
         code = main()
@@ -438,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # collections before the first frame; commands that draw no app release it at once, and any
     # command on its way out (a no-op once an app's first frame released it)
     startup_gc.hold()
-    from memtop import lifecycle
+    from memtop.runtime import lifecycle
 
     lifecycle.ensure_std_fds()  # `memtop 2>&-`: nothing may land on a closed fd 0-2, LLVM aborted
     import_asyncio_without_tls()
@@ -454,7 +455,7 @@ PATH_ARGS = ("output", "snapshot_dir", "replay", "file", "proc_root", "textfile"
 
 def absolute_paths(args: argparse.Namespace) -> None:
     """Make path arguments absolute once, at start. BCC compiles with the kernel header tree as the
-    process's working directory (memtop.bcc_compat.compile_text), so a relative path opened by
+    process's working directory (memtop.linux.bcc_compat.compile_text), so a relative path opened by
     another thread while an on-demand probe compiles (a snapshot, a recording) would land there."""
     for name in PATH_ARGS:
         value = getattr(args, name, None)
@@ -479,7 +480,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "export":
             return run_export(args)
         if args.command == "doctor":
-            from memtop.doctor import report
+            from memtop.headless.doctor import report
 
             text, code = report(args.json)
             sys.stdout.write(text)
@@ -510,7 +511,7 @@ def count_arg(text: str) -> int:
 
 
 def limit_arg(text: str) -> str:
-    from memtop.replay import parse_limit
+    from memtop.stream.replay import parse_limit
 
     try:
         parse_limit(text)
@@ -695,12 +696,12 @@ def dispatch_record_replay(args: argparse.Namespace) -> int | None:
 def run_record(args: argparse.Namespace) -> int:
     import asyncio
 
-    from memtop import fmt
-    from memtop.headless import record
+    from memtop.core import fmt
+    from memtop.headless.frontends import record
 
     for pid in args.leaks or []:
         check_pid(pid, args.proc_root)
-    from memtop.recording import Recorder
+    from memtop.stream.recording import Recorder
 
     live = not args.quiet and sys.stderr.isatty()
 
@@ -744,7 +745,7 @@ def run_record(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from memtop.replay import Recording, ReplaySource, limits_from
+    from memtop.stream.replay import Recording, ReplaySource, limits_from
 
     rec = Recording.load(args.file, salvage=args.salvage, limits=limits_from(args.limit))
     if args.info:
@@ -757,7 +758,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_replay_snapshot(args: argparse.Namespace) -> int:
-    from memtop.replay import Recording, ReplaySource, limits_from
+    from memtop.stream.replay import Recording, ReplaySource, limits_from
 
     check_snapshot_args(args)
     rec = Recording.load(args.replay, salvage=args.salvage, limits=limits_from(args.limit))
@@ -769,7 +770,7 @@ def run_replay_snapshot(args: argparse.Namespace) -> int:
 def run_batch(args: argparse.Namespace) -> int:
     import asyncio
 
-    from memtop.headless import batch_live, batch_replay
+    from memtop.headless.frontends import batch_live, batch_replay
     from memtop.views import Options, get_view
 
     view = get_view(args.pane or "processes")
@@ -778,7 +779,7 @@ def run_batch(args: argparse.Namespace) -> int:
     opts = Options(pid=args.pid)
     try:
         if args.replay:
-            from memtop.replay import limits_from
+            from memtop.stream.replay import limits_from
 
             batch_replay(
                 args.replay,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memtop import startup_gc
+from memtop.runtime import startup_gc
 
 
 def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
@@ -23,7 +23,7 @@ def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
 
         def fake_snapshot(args):
             import asyncio.base_events
-            import memtop.bridge, memtop.ui.app
+            import memtop.stream.bridge, memtop.ui.app
             assert "ssl" not in sys.modules, "ssl loaded on the way to the app"
             assert asyncio.base_events.ssl is None
             import ssl
@@ -64,7 +64,7 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
         return 0
 
     monkeypatch.setattr(cli, "run_snapshot", fake_snapshot)
-    monkeypatch.setattr("memtop.doctor.report", fake_report)
+    monkeypatch.setattr("memtop.headless.doctor.report", fake_report)
     monkeypatch.setattr(cli, "run_export", fake_export)
     try:
         assert gc.isenabled()
