@@ -142,18 +142,18 @@ def _rewrite_from(m: re.Match[str], moves: Moves, warnings: list[str], where: st
     groups: dict[str, list[tuple[str, str | None]]] = {}
     for name, alias in names:
         sub = f"{mod}.{name}"
+        if moves.has_name_moves(sub):
+            warnings.append(f"{where}: {sub} imported as a module; its moved names are not followed")
         if sub in moves.new_modules():
             groups.setdefault(mod, []).append((name, alias))
             continue
         if moves.module(sub) != sub:
             new = moves.module(sub)
             parent, leaf = new.rsplit(".", 1)
-            if moves.has_name_moves(sub) or moves.has_name_moves(new):
+            if moves.has_name_moves(new):
                 warnings.append(f"{where}: {sub} imported as a module; its moved names are not followed")
             groups.setdefault(parent, []).append((leaf, alias or (name if leaf != name else None)))
             continue
-        if moves.has_name_moves(sub):
-            warnings.append(f"{where}: {sub} imported as a module; its moved names are not followed")
         new_mod, new_name = moves.name(mod, name)
         groups.setdefault(new_mod, []).append((new_name, alias or (name if new_name != name else None)))
     if list(groups) == [mod] and groups[mod] == names:

@@ -20,6 +20,7 @@ def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
     code = textwrap.dedent("""
         import sys
         from memtop import cli
+        from memtop.commands import snapshot
 
         def fake_snapshot(args):
             import asyncio.base_events
@@ -30,7 +31,7 @@ def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
             assert sys.modules["ssl"] is ssl and ssl.SSLContext
             return 0
 
-        cli.run_snapshot = fake_snapshot
+        snapshot.run_snapshot = fake_snapshot
         sys.exit(cli.main(["snapshot", "--pane", "processes", "--output", sys.argv[1]]))
     """)
     proc = subprocess.run(
@@ -63,9 +64,9 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
         seen["export"] = gc.isenabled()
         return 0
 
-    monkeypatch.setattr(cli, "run_snapshot", fake_snapshot)
+    monkeypatch.setattr("memtop.commands.snapshot.run_snapshot", fake_snapshot)
     monkeypatch.setattr("memtop.headless.doctor.report", fake_report)
-    monkeypatch.setattr(cli, "run_export", fake_export)
+    monkeypatch.setattr("memtop.commands.export.run_export", fake_export)
     try:
         assert gc.isenabled()
         assert cli.main(["snapshot", "--pane", "processes", "--output", str(tmp_path / "o.json")]) == 0
