@@ -18,7 +18,6 @@ cannot work (a missing hook, no permission) is ``failed`` for good.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import functools
 import logging
 import threading
@@ -36,6 +35,7 @@ from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.host import HostFacts
 from memtop.records.leaks import LeakPreflight
 from memtop.records.process import Focus
+from memtop.runtime.heap import release_heap, tune_heap
 from memtop.stream.source import ReplayControls, Source, Subscriber
 
 if TYPE_CHECKING:
@@ -101,42 +101,9 @@ def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-M_ARENA_MAX = -8
-M_MMAP_THRESHOLD = -3
 #: seconds between heap trims while running (a trim of a small heap is cheap; once a minute keeps
 #: freed memory from piling up between them)
 TRIM_EVERY_S = 60.0
-
-
-def _libc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL(None)
-    except OSError:
-        return None
-
-
-def release_heap() -> None:
-    """Give back to the OS the heap LLVM used while compiling (glibc keeps freed memory)."""
-    libc = _libc()
-    try:
-        if libc is not None:
-            libc.malloc_trim(0)
-    except AttributeError:  # not glibc
-        pass
-
-
-def tune_heap() -> None:
-    """Keep a long session's heap from creeping up (measured in bench/soak.py): glibc raises its
-    mmap threshold after large blocks are freed (map dumps are megabytes), after which such blocks
-    come from the heap and fragment it; and every polling thread gets its own arena. A fixed
-    threshold returns large blocks to the OS on free; two arenas are plenty for memtop."""
-    libc = _libc()
-    try:
-        if libc is not None:
-            libc.mallopt(M_MMAP_THRESHOLD, 256 * 1024)
-            libc.mallopt(M_ARENA_MAX, 2)
-    except AttributeError:  # not glibc
-        pass
 
 
 async def in_daemon_thread(fn: Callable[[], T], name: str) -> T:
