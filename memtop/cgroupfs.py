@@ -305,6 +305,13 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
     "pgsteal": ("pgsteal", ""),
     "pgfault": ("pgfault", "total_pgfault"),
     "pgmajfault": ("pgmajfault", "total_pgmajfault"),
+    # compressed swap, v2 only (v1 has no per-cgroup zswap figures): the pool's compressed bytes
+    # charged to the cgroup, what they hold uncompressed, and pages loaded, stored, written back
+    "zswap": ("zswap", ""),
+    "zswapped": ("zswapped", ""),
+    "zswpin": ("zswpin", ""),
+    "zswpout": ("zswpout", ""),
+    "zswpwb": ("zswpwb", ""),
 }
 
 

@@ -119,6 +119,9 @@ class MappingTotals(Record):
     pss_bytes: int
     dirty_bytes: int  # Shared_Dirty + Private_Dirty
     swap_bytes: int
+    #: SwapPss: swap shared with other processes (after fork) divided among them; None when the
+    #: kernel does not print it (or a recording predates it)
+    swap_pss_bytes: int | None = None
 
 
 @record("target_gone")

@@ -257,7 +257,8 @@ def mapping_totals(t: Target | None) -> dict[str, Any]:
     ``size_bytes`` (not in the rollup) once a complete table is in. None where unknown."""
     rows, complete = shown_mappings(t)
     out: dict[str, Any] = {
-        k: None for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes")
+        k: None
+        for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes", "swap_pss_bytes")
     }
     out["from"] = None
     if complete and t is not None:
@@ -269,6 +270,7 @@ def mapping_totals(t: Target | None) -> dict[str, Any]:
             pss_bytes=roll.pss_bytes,
             dirty_bytes=roll.dirty_bytes,
             swap_bytes=roll.swap_bytes,
+            swap_pss_bytes=roll.swap_pss_bytes,
         )
         out["from"] = "smaps_rollup"
     elif complete:
@@ -283,6 +285,7 @@ def totals_text(tot: dict[str, Any]) -> str:
         f"total kB {_kib_or_dash(tot['size_bytes'])}  RSS {_kib_or_dash(tot['rss_bytes'])}"
         f"  PSS {_kib_or_dash(tot['pss_bytes'])}  Dirty {_kib_or_dash(tot['dirty_bytes'])}"
         f"  Swap {_kib_or_dash(tot['swap_bytes'])}"
+        + (f"  SwapPss {kib(tot['swap_pss_bytes'])}" if tot.get("swap_pss_bytes") is not None else "")
     )
 
 

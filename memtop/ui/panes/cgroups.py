@@ -141,6 +141,14 @@ class CgroupsPane(FilterablePane, SortableTablePane):
                 ),
                 style="dim",
             )
+        if "zswapped" in stat:  # v2 only: its swap held compressed in RAM, not on disk
+            t.append("\n")
+            t.append(
+                f"zswap {fmt.bytes_h(stat['zswapped'])} in {fmt.bytes_h(stat.get('zswap', 0))}"
+                f"  in {fmt.count_h(stat.get('zswpin', 0))} out {fmt.count_h(stat.get('zswpout', 0))}"
+                f" written back {fmt.count_h(stat.get('zswpwb', 0))} pages",
+                style="dim",
+            )
         show_text(box, t)
 
     # -- actions ----------------------------------------------------------------------------------
