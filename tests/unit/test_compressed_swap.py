@@ -182,3 +182,40 @@ def test_swap_pss_from_smaps_rollup() -> None:
     assert roll is not None and (roll.swap_bytes, roll.swap_pss_bytes) == (2 << 20, 1 << 20)
     old = parse_rollup("Rss:  1024 kB\nSwap:  0 kB\n")
     assert old is not None and old.swap_pss_bytes is None
+
+
+def test_exporter_series_with_node_exporters_names(tmp_path: Path) -> None:
+    from memtop.export.metrics import Accumulators, families
+    from memtop.export.metrics import Options as ExportOptions
+
+    proc, sys = trees(tmp_path)
+    state, _ = _doc(read_swapinfo(proc, sys), 100 * MiB)
+    state.apply(Batch(2, (ProbeStatus("procfs", "attached"),)))
+    fams = {f.name: f for f in families(state, ExportOptions(), Accumulators())}
+    assert fams["node_memory_Zswap_bytes"].samples[0].value == 30 * MiB
+    assert fams["node_memory_Zswapped_bytes"].samples[0].value == 100 * MiB
+    assert fams["memtop_zswap_stored_pages"].samples[0].value == 25600
+    assert fams["memtop_zswap_written_back_pages"].type == "counter"
+    rejected = {
+        s.labels["reason"]: s.value
+        for s in fams["memtop_zswap_rejected_pages"].samples
+        if s.name.endswith("_total")
+    }
+    assert rejected["compress_poor"] == 40
+    assert {s.labels["device"]: s.value for s in fams["memtop_zram_orig_data_bytes"].samples} == {
+        "zram0": 100 * MiB
+    }
+    # not measuring: absent, never 0
+    state.apply(Batch(3, (ProbeStatus("swapinfo", "failed"), ProbeStatus("procfs", "erroring"))))
+    names = {f.name for f in families(state, ExportOptions(), Accumulators())}
+    assert not {n for n in names if "zswap" in n.lower() or "zram" in n}
+
+
+def test_without_debugfs_the_zswap_counters_are_absent(tmp_path: Path) -> None:
+    from memtop.export.metrics import Accumulators, families
+    from memtop.export.metrics import Options as ExportOptions
+
+    proc, sys = trees(tmp_path, debugfs=False)
+    state, _ = _doc(read_swapinfo(proc, sys), 100 * MiB)
+    names = {f.name for f in families(state, ExportOptions(), Accumulators())}
+    assert "memtop_zswap_enabled" in names and "memtop_zswap_stored_pages" not in names
