@@ -301,6 +301,9 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
     "active_anon": ("active_anon", "total_active_anon"),
     "refault_anon": ("workingset_refault_anon", "total_workingset_refault_anon"),
     "refault_file": ("workingset_refault_file", "total_workingset_refault_file"),
+    # refaults that activated the page (v2 only): evicted pages that were part of the working set
+    "activate_anon": ("workingset_activate_anon", ""),
+    "activate_file": ("workingset_activate_file", ""),
     "pgscan": ("pgscan", ""),
     "pgsteal": ("pgsteal", ""),
     "pgfault": ("pgfault", "total_pgfault"),
