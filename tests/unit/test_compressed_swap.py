@@ -219,3 +219,26 @@ def test_without_debugfs_the_zswap_counters_are_absent(tmp_path: Path) -> None:
     state, _ = _doc(read_swapinfo(proc, sys), 100 * MiB)
     names = {f.name for f in families(state, ExportOptions(), Accumulators())}
     assert "memtop_zswap_enabled" in names and "memtop_zswap_stored_pages" not in names
+
+
+def test_doctor_says_what_the_needed_figures_can_use(tmp_path: Path) -> None:
+    from memtop.doctor import needed_checks
+
+    proc, _ = trees(tmp_path)
+    sys = tmp_path / "sys"
+    shutil.copytree(FIXTURE / "sys", sys)
+    (sys / "kernel" / "mm" / "lru_gen").mkdir(parents=True)
+    (sys / "kernel" / "mm" / "lru_gen" / "enabled").write_text("0x0007\n")
+    kd = sys / "kernel" / "mm" / "damon" / "admin" / "kdamonds"
+    (kd / "0" / "contexts" / "0").mkdir(parents=True)
+    (kd / "nr_kdamonds").write_text("1\n")
+    (kd / "0" / "state").write_text("on\n")
+    (kd / "0" / "contexts" / "0" / "operations").write_text("paddr\n")
+    (kd / "0" / "contexts" / "0" / "avail_operations").write_text("paddr\n")
+    checks = {c.name: c for c in needed_checks(1, str(sys), str(proc))}
+    assert checks["MGLRU"].ok and not checks["idle page tracking"].ok
+    damon = checks["DAMON"]
+    assert not damon.ok and "1 kdamond(s): on paddr" in damon.detail and "creates none" in damon.hint
+    assert checks["zswap"].ok and "debugfs counters at" in checks["zswap"].detail
+    assert checks["zram"].detail == "zram0 lz4"
+    assert not checks["per-cgroup zswap"].ok and all(not c.required for c in checks.values())
