@@ -61,7 +61,7 @@ def hotset(cg: MemCgroup, total_mib: int, hot_mib: int, pause_us: int) -> Iterat
     """tests/workloads/hotset.c in ``cg`` from its first page on (it joins before it execs)."""
     exe = compile_c("hotset")
     proc = subprocess.Popen(
-        ["sh", "-c", f'echo $$ > {cg.path / "cgroup.procs"} && exec {exe} {total_mib} {hot_mib} {pause_us}'],
+        ["sh", "-c", f"echo $$ > {cg.path / 'cgroup.procs'} && exec {exe} {total_mib} {hot_mib} {pause_us}"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -93,7 +93,7 @@ def test_hot_anon_is_needed_and_cache_read_once_is_cold() -> None:
         with driven() as d, memcg(1024 * MiB) as cg, hotset(cg, 64, 64, 100_000) as lines:
             lines.wait_for("ready")
             subprocess.run(
-                ["sh", "-c", f'echo $$ > {cg.path / "cgroup.procs"} && exec dd if={data} of=/dev/null bs=1M'],
+                ["sh", "-c", f"echo $$ > {cg.path / 'cgroup.procs'} && exec dd if={data} of=/dev/null bs=1M"],
                 check=True,
                 capture_output=True,
             )
@@ -113,7 +113,11 @@ def test_hot_anon_is_needed_and_cache_read_once_is_cold() -> None:
     expected = 64 * MiB + active
     need = row["detail"]["needed"]
     assert need is not None, row
-    assert abs(row["needed_bytes"] - expected) <= 0.25 * expected, (row["needed_bytes"] >> 20, expected >> 20, need)
+    assert abs(row["needed_bytes"] - expected) <= 0.25 * expected, (
+        row["needed_bytes"] >> 20,
+        expected >> 20,
+        need,
+    )
     assert row["cold_bytes"] >= 350 * MiB, need
     assert row["thrashing"] is False
     assert need["inactive_file_bytes"] in (before["total_inactive_file"], after["total_inactive_file"])
@@ -130,7 +134,7 @@ def test_the_swap_storm_is_thrashing_with_needed_over_the_limit() -> None:
             seen = stat(cg)["total_workingset_refault_anon"]
             # the storm's own pace: the next tick once 10 MiB more was read back from swap
             wait_until(
-                lambda: stat(cg)["total_workingset_refault_anon"] - seen >= 10 * MiB // 4096,
+                lambda seen=seen: stat(cg)["total_workingset_refault_anon"] - seen >= 10 * MiB // 4096,
                 "refaults in the storm",
             )
             d.tick()
