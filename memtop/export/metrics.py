@@ -329,9 +329,9 @@ def _compressed(state: State) -> Iterator[Metric]:
         for name, key, what in spec:
             g = GaugeMetricFamily(name, what, labels=["device"])
             for dev, _alg, _size, pairs in info.zram:
-                v = dict(pairs).get(key)
-                if v is not None:
-                    g.add_metric([dev], float(v))
+                figure = dict(pairs).get(key)
+                if figure is not None:
+                    g.add_metric([dev], float(figure))
             yield g
         c = CounterMetricFamily(
             "memtop_zram_backing_writes_pages",

@@ -39,7 +39,7 @@ class Driven:
 
     def row(self, path: str) -> dict[str, Any]:
         doc = get_view("cgroups").document(self.state, Options(sort="path", extra={"cgroup": path}))
-        row = next(r for r in doc["rows"] if r["path"] == path)
+        row: dict[str, Any] = next(r for r in doc["rows"] if r["path"] == path)
         row["detail"] = doc["detail"]
         return row
 
@@ -132,11 +132,12 @@ def test_the_swap_storm_is_thrashing_with_needed_over_the_limit() -> None:
         row: dict[str, Any] = {}
         for _ in range(15):
             seen = stat(cg)["total_workingset_refault_anon"]
+
+            def read_back(seen: int = seen) -> bool:
+                return stat(cg)["total_workingset_refault_anon"] - seen >= 10 * MiB // 4096
+
             # the storm's own pace: the next tick once 10 MiB more was read back from swap
-            wait_until(
-                lambda seen=seen: stat(cg)["total_workingset_refault_anon"] - seen >= 10 * MiB // 4096,
-                "refaults in the storm",
-            )
+            wait_until(read_back, "refaults in the storm")
             d.tick()
             row = d.row(path)
             if row["thrashing"]:

@@ -55,7 +55,13 @@ async def test_w_measures_and_w_again_stops() -> None:
         assert screen.section == "working_set"
         assert "w measures it" in text(screen, "#proc-working_set-title")
         app.state.apply(
-            Batch(1, (ProbeStatus("wss", "attached"), WorkingSetStart(PID, 1 * S, 10 * S, "referenced bits", 1, 1)))
+            Batch(
+                1,
+                (
+                    ProbeStatus("wss", "attached"),
+                    WorkingSetStart(PID, 1 * S, 10 * S, "referenced bits", 1, 1),
+                ),
+            )
         )
         app.redraw()
         await settle(pilot)
