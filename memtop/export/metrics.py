@@ -485,6 +485,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
             _add(full, labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
     yield some
     yield full
+    yield from _needed(cg, rows, labels)
     # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
     if measuring(state, "vmscan"):
         eps = CounterMetricFamily(
@@ -513,6 +514,38 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         for path, r in rows:
             _add(sw, labels(path, r), by_path.get(path, (0, 0))[1] * NS)
         yield sw
+
+
+def _needed(
+    cg: CgroupsState, rows: list[tuple[str, CgroupRow]], labels: Callable[[str, CgroupRow], dict[str, str]]
+) -> Iterator[Metric]:
+    """The needed-memory estimate per cgroup (docs/panes/cgroups.md): what it needs, what is cold,
+    whether it thrashes. Not cAdvisor's working set (usage − inactive file), hence memtop_."""
+    need = GaugeMetricFamily(
+        "memtop_working_set_bytes",
+        "Memory the cgroup needs: anon + shmem + active file + file activated and pages refaulted in 10 s",
+        labels=CONTAINER_LABELS,
+    )
+    cold = GaugeMetricFamily(
+        "memtop_cgroup_cold_bytes",
+        "Inactive file pages of the cgroup not touched again",
+        labels=CONTAINER_LABELS,
+    )
+    thrash = GaugeMetricFamily(
+        "memtop_cgroup_thrashing",
+        "1 when refaults are high and needed memory exceeds the limit",
+        labels=CONTAINER_LABELS,
+    )
+    for path, r in rows:
+        n = r.needed(cg.polled_ns or r.ts_ns)
+        if n is None:
+            continue  # memory.stat lacks the inputs: absent, not 0
+        _add(need, labels(path, r), float(n.needed_bytes))
+        _add(cold, labels(path, r), float(n.cold_bytes))
+        _add(thrash, labels(path, r), float(n.thrashing))
+    yield need
+    yield cold
+    yield thrash
 
 
 def _wset(r: CgroupRow) -> int | None:
