@@ -429,6 +429,11 @@ class ProcessView(View):
     def ready(self, state: State, opts: Options) -> bool:
         """The mappings' totals and a whole first table are in, or smaps is not measuring (failed,
         or the recording has none): a large table comes in parts over several ticks."""
+        if opts.pid is not None and opts.section == "working_set":
+            # a window is in, or the measurement failed (never asked for: nothing to wait for)
+            tw = state.get(ProcessState).target(opts.pid)
+            st = state.probe_state("wss")
+            return (tw is not None and bool(tw.wss)) or st is None or st.state in ("failed", "detached")
         if opts.pid is None or not measuring(state, "smaps"):
             return True
         t = state.get(ProcessState).target(opts.pid)

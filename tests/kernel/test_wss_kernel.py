@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from support import LineReader, compile_c
+from support import LineReader, compile_c, run_snapshot
 
 from memtop.probes.wss import WssProbe
 from memtop.records import Record
@@ -77,3 +77,21 @@ def test_working_set_of_a_hot_subset_and_of_an_idle_process() -> None:
     i = next(r for r in got[idle.pid] if isinstance(r, WorkingSetWindow))
     assert i.referenced_bytes <= 4 * MiB, i.mappings[:5]
     assert i.rss_bytes >= 256 * MiB
+
+
+@pytest.mark.bpf
+def test_snapshot_measures_only_with_its_flag() -> None:
+    """`memtop snapshot --pane process --pid P --working-set 3`: one window of the hot set in the
+    JSON; without the flag the section says nothing was measured (its bits were never cleared)."""
+    with hotset(512, 64) as (busy, lines):
+        plain = run_snapshot("process", 0, "--pid", str(busy.pid), "--section", "working_set")
+        assert plain["working_set"] is None and plain["measured"] is False
+        doc = run_snapshot("process", 0, "--pid", str(busy.pid), "--working-set", "3")
+        after = len(lines.lines_with("passes", 1))
+        lines.lines_with("passes", after + 1)  # it runs on
+    assert doc["section"] == "working_set" and doc["measured"] is True
+    wss = doc["working_set"]
+    assert wss["source"] == "referenced bits" and wss["window_s"] == 3.0
+    last = wss["latest"]
+    assert abs(last["referenced_bytes"] - 64 * MiB) <= 0.10 * 64 * MiB, last
+    assert last["rss_bytes"] >= 512 * MiB and doc["rows"][0]["name"] == "[anon]"
