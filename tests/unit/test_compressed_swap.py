@@ -242,3 +242,31 @@ def test_doctor_says_what_the_needed_figures_can_use(tmp_path: Path) -> None:
     assert checks["zswap"].ok and "debugfs counters at" in checks["zswap"].detail
     assert checks["zram"].detail == "zram0 lz4"
     assert not checks["per-cgroup zswap"].ok and all(not c.required for c in checks.values())
+
+
+def test_v2_zswap_keys_through_the_cgroups_probe_into_the_view(tmp_path: Path) -> None:
+    """A v2 tree (the fixture's memory.stat, as cgroup-v2.rst prints it) read by the cgroups probe:
+    the zswap keys reach the row's stat, and the needed estimate its detail."""
+    from memtop.probes.cgroups import CgroupsProbe
+
+    root = tmp_path / "cg"
+    app = root / "app"
+    app.mkdir(parents=True)
+    for d in (root, app):
+        shutil.copy(FIXTURE / "cgroup2" / "memory.stat", d / "memory.stat")
+        (d / "cgroup.procs").write_text("")
+    (root / "cgroup.controllers").write_text("memory\n")
+    (app / "memory.current").write_text(str(300 * MiB) + "\n")
+    (app / "memory.max").write_text(str(400 * MiB) + "\n")
+    probe = CgroupsProbe()
+    h = cgroupfs.Hierarchy(str(root), 2, ("memory",))
+    probe.layout = cgroupfs.Layout("v2", (h,), h, h, True)
+    state = State(mode="bpf")
+    state.apply(Batch(1, (ProbeStatus("cgroups", "attached"), *probe.poll())))
+    doc = get_view("cgroups").document(state, Options(extra={"cgroup": "/app"}))
+    row = next(r for r in doc["rows"] if r["path"] == "/app")
+    assert row["stat"]["zswapped"] == 100 * MiB and row["stat"]["zswpwb"] == 512
+    need = doc["detail"]["needed"]
+    # anon 200 MiB + active file 25 MiB; one reading so far: no rates, nothing refaulting
+    assert need["needed_bytes"] == 225 * MiB and need["cold_bytes"] == 25 * MiB
+    assert need["measured_s"] == 0 and need["refault_anon_bytes_per_s"] is None and not need["thrashing"]
