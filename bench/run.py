@@ -23,6 +23,7 @@ CASES = [
     "swapin_overhead",
     "memtop_self",
     "cgroups_cost",
+    "needed_cost",
     "shared_cost",
     "export_cost",
     "pane_cost",

@@ -44,6 +44,14 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> argparse.ArgumentPars
     s.add_argument("--force", action="store_true", help="overwrite an existing file")
     s.add_argument("--pid", type=pid_arg)
     s.add_argument("--section", default="")
+    s.add_argument(
+        "--working-set",
+        type=nonneg_float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --pane process --pid: measure the process's working set over one window of "
+        "SECONDS first (clears its referenced bits; json or txt; the section defaults to working_set)",
+    )
     s.add_argument("--leaks", type=pid_list, help="pids for --pane leaks")
     add_sample_bytes(s)
     return s
@@ -71,6 +79,10 @@ def check_snapshot_args(args: argparse.Namespace) -> None:
     check_section(view, args.section)
     if args.pane == "process" and args.pid is None:
         raise MemtopError("--pane process needs --pid PID")
+    if getattr(args, "working_set", 0.0):
+        if args.pane != "process" or args.format not in ("json", "txt"):
+            raise MemtopError("--working-set goes with --pane process --pid PID", "and --format json or txt")
+        args.section = args.section or "working_set"
     files.check_target(args.output, args.force)
 
 
@@ -79,7 +91,16 @@ def run_headless_snapshot(
 ) -> int:
     from memtop.headless.snapshots import SnapshotRequest
 
-    req = SnapshotRequest(args.pane, args.format, args.output, after_s, args.force, args.pid, args.section)
+    req = SnapshotRequest(
+        args.pane,
+        args.format,
+        args.output,
+        after_s,
+        args.force,
+        args.pid,
+        args.section,
+        getattr(args, "working_set", 0.0),
+    )
     if req.fmt == "svg":  # a picture of the screen: the app draws it
         written = run_svg_snapshot(args, source, req, leak_pids)
     else:  # from the view alone, without Textual

@@ -130,6 +130,7 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     yield from _reclaim(state, acc)
     yield from _vmscan(state)
     yield from _swapin(state, acc)
+    yield from _compressed(state)
     yield from _oom(state)
     yield from _cgroups(state, opts)
     yield from _processes(state, opts)
@@ -264,6 +265,83 @@ def _swapin(state: State, acc: Accumulators) -> Iterator[Metric]:
     c = CounterMetricFamily("memtop_swapins", "Pages read back from swap by faulting tasks")
     c.add_metric([], float(acc.get("swapins")))
     yield c
+
+
+def _compressed(state: State) -> Iterator[Metric]:
+    """Compressed swap: meminfo's zswap figures under node_exporter's names (its meminfo
+    collector's ``node_memory_<Field>_bytes``), zswap's debugfs counters and zram devices (which
+    node_exporter does not read) under memtop's."""
+    m = state.get(HostState).meminfo
+    if m is not None and measuring(state, "procfs"):
+        for name, value, what in (
+            ("node_memory_Zswap_bytes", m.zswap_bytes, "Memory information field Zswap_bytes (zswap's pool)"),
+            (
+                "node_memory_Zswapped_bytes",
+                m.zswapped_bytes,
+                "Memory information field Zswapped_bytes (what it holds)",
+            ),
+        ):
+            g = GaugeMetricFamily(name, what)
+            g.add_metric([], float(value))
+            yield g
+    info = state.get(SwapinState).swapinfo
+    if info is None or not measuring(state, "swapinfo"):
+        return
+    g = GaugeMetricFamily("memtop_zswap_enabled", "1 when zswap is enabled (/sys/module/zswap/parameters)")
+    g.add_metric([], float(info.zswap_enabled))
+    yield g
+    debug = dict(info.zswap_debug)
+    if debug:  # debugfs mounted: absent otherwise, never 0
+        for name, key, what in (
+            ("memtop_zswap_stored_pages", "stored_pages", "Pages zswap holds (debugfs)"),
+            ("memtop_zswap_pool_total_size_bytes", "pool_total_size", "Memory zswap's pool takes (debugfs)"),
+        ):
+            if key in debug:
+                g = GaugeMetricFamily(name, what)
+                g.add_metric([], float(debug[key]))
+                yield g
+        c = CounterMetricFamily(
+            "memtop_zswap_written_back_pages", "Pages zswap wrote back to the swap device"
+        )
+        c.add_metric([], float(debug.get("written_back_pages", 0)))
+        yield c
+        c = CounterMetricFamily(
+            "memtop_zswap_rejected_pages",
+            "Pages zswap refused (they went to disk), by reason",
+            labels=["reason"],
+        )
+        for key, v in sorted(debug.items()):
+            if key.startswith("reject_"):
+                c.add_metric([key.removeprefix("reject_")], float(v))
+        yield c
+    if info.zram:
+        spec = (
+            ("memtop_zram_orig_data_bytes", "orig_data_size", "What a zram device holds, uncompressed"),
+            ("memtop_zram_compr_data_bytes", "compr_data_size", "What a zram device holds, compressed"),
+            (
+                "memtop_zram_mem_used_bytes",
+                "mem_used_total",
+                "Memory a zram device takes, with its allocator's",
+            ),
+            ("memtop_zram_same_pages", "same_pages", "Same-filled pages a zram device holds (no memory)"),
+            ("memtop_zram_huge_pages", "huge_pages", "Incompressible pages a zram device holds"),
+        )
+        for name, key, what in spec:
+            g = GaugeMetricFamily(name, what, labels=["device"])
+            for dev, _alg, _size, pairs in info.zram:
+                figure = dict(pairs).get(key)
+                if figure is not None:
+                    g.add_metric([dev], float(figure))
+            yield g
+        c = CounterMetricFamily(
+            "memtop_zram_backing_writes_pages",
+            "Pages a zram device wrote back to its backing device",
+            labels=["device"],
+        )
+        for dev, _alg, _size, pairs in info.zram:
+            if "bd_writes" in dict(pairs):
+                c.add_metric([dev], float(dict(pairs)["bd_writes"]))
+        yield c
 
 
 def _oom(state: State) -> Iterator[Metric]:
@@ -407,6 +485,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
             _add(full, labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
     yield some
     yield full
+    yield from _needed(cg, rows, labels)
     # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
     if measuring(state, "vmscan"):
         eps = CounterMetricFamily(
@@ -435,6 +514,38 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         for path, r in rows:
             _add(sw, labels(path, r), by_path.get(path, (0, 0))[1] * NS)
         yield sw
+
+
+def _needed(
+    cg: CgroupsState, rows: list[tuple[str, CgroupRow]], labels: Callable[[str, CgroupRow], dict[str, str]]
+) -> Iterator[Metric]:
+    """The needed-memory estimate per cgroup (docs/panes/cgroups.md): what it needs, what is cold,
+    whether it thrashes. Not cAdvisor's working set (usage − inactive file), hence memtop_."""
+    need = GaugeMetricFamily(
+        "memtop_working_set_bytes",
+        "Memory the cgroup needs: anon + shmem + active file + file activated and pages refaulted in 10 s",
+        labels=CONTAINER_LABELS,
+    )
+    cold = GaugeMetricFamily(
+        "memtop_cgroup_cold_bytes",
+        "Inactive file pages of the cgroup not touched again",
+        labels=CONTAINER_LABELS,
+    )
+    thrash = GaugeMetricFamily(
+        "memtop_cgroup_thrashing",
+        "1 when refaults are high and needed memory exceeds the limit",
+        labels=CONTAINER_LABELS,
+    )
+    for path, r in rows:
+        n = r.needed(cg.polled_ns or r.ts_ns)
+        if n is None:
+            continue  # memory.stat lacks the inputs: absent, not 0
+        _add(need, labels(path, r), float(n.needed_bytes))
+        _add(cold, labels(path, r), float(n.cold_bytes))
+        _add(thrash, labels(path, r), float(n.thrashing))
+    yield need
+    yield cold
+    yield thrash
 
 
 def _wset(r: CgroupRow) -> int | None:

@@ -235,7 +235,117 @@ def run_checks() -> list[Check]:
         )
     )
     checks += kernel_checks()
+    checks += needed_checks(lay.memory.version if lay.memory is not None else 0)
     return checks
+
+
+def damon_state(sys: str = "/sys") -> tuple[int, list[str], set[str]]:
+    """(kdamonds, "state ops" of each, operations the kernel offers) from DAMON's sysfs, read only:
+    a kdamond memtop did not create is someone else's, and writing ``nr_kdamonds`` would tear
+    down every one of them."""
+    from memtop.linux.cgroupfs import read_text
+
+    base = os.path.join(sys, "kernel", "mm", "damon", "admin", "kdamonds")
+    n = read_text(os.path.join(base, "nr_kdamonds"), 64)
+    count = int(n) if n is not None and n.strip().isdigit() else 0
+    running: list[str] = []
+    avail: set[str] = set()
+    for i in range(min(count, 16)):
+        ctx = os.path.join(base, str(i), "contexts", "0")
+        state = (read_text(os.path.join(base, str(i), "state"), 64) or "?").strip()
+        ops = (read_text(os.path.join(ctx, "operations"), 64) or "?").strip()
+        avail |= set((read_text(os.path.join(ctx, "avail_operations"), 256) or "").split())
+        running.append(clean(f"{state} {ops}", 40))
+    return count, running, avail
+
+
+def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -> list[Check]:
+    """What the needed-memory figures can use here: page aging (idle page tracking, MGLRU,
+    DAMON), the referenced bits a working-set measurement clears, compressed swap (zswap, its
+    debugfs counters, zram) and per-cgroup zswap figures (cgroup v2 only)."""
+    from memtop.linux import kernelfs
+    from memtop.linux.cgroupfs import read_text
+
+    j = os.path.join
+    idle = os.path.exists(j(sys, "kernel", "mm", "page_idle", "bitmap"))
+    lru_gen = (read_text(j(sys, "kernel", "mm", "lru_gen", "enabled"), 64) or "").strip()
+    try:
+        mglru = int(lru_gen, 16) != 0  # "0x0007": which of its features are on
+    except ValueError:
+        mglru = False
+    kdamonds, running, avail = damon_state(sys)
+    damon_admin = os.path.isdir(j(sys, "kernel", "mm", "damon", "admin"))
+    params = kernelfs.read_zswap_params(sys)
+    debugfs = kernelfs.debugfs_mount(read_text(j(proc, "self", "mountinfo"), errors="surrogateescape"))
+    zram = kernelfs.read_zram(sys)
+    out = [
+        Check(
+            "working set: referenced bits",
+            os.path.exists(j(proc, "self", "clear_refs")),
+            "/proc/PID/clear_refs and smaps Referenced (the drill-in's w)",
+            ""
+            if os.path.exists(j(proc, "self", "clear_refs"))
+            else "kernel without CONFIG_PROC_PAGE_MONITOR",
+            required=False,
+        ),
+        Check(
+            "idle page tracking",
+            idle,
+            "/sys/kernel/mm/page_idle" if idle else "absent",
+            "" if idle else "CONFIG_IDLE_PAGE_TRACKING: memtop uses referenced bits instead",
+            required=False,
+            needed=False,
+        ),
+        Check(
+            "MGLRU",
+            mglru,
+            f"lru_gen {lru_gen}" if lru_gen else "absent",
+            "" if mglru else "CONFIG_LRU_GEN: a cgroup's needed memory counts its anonymous memory whole",
+            required=False,
+            needed=False,
+        ),
+        Check(
+            "DAMON",
+            damon_admin and "vaddr" in avail,
+            (f"{kdamonds} kdamond(s): {', '.join(running)}; operations {' '.join(sorted(avail)) or '?'}")
+            if damon_admin
+            else "absent",
+            "memtop reads no DAMON context it did not create and creates none (a new kdamond means "
+            "rewriting nr_kdamonds, which stops the others): referenced bits instead",
+            required=False,
+            needed=False,
+        ),
+        Check(
+            "zswap",
+            params.get("enabled") in ("Y", "1"),
+            (f"{'on' if params.get('enabled') in ('Y', '1') else 'off'}, {params.get('compressor', '?')}")
+            + (f"; debugfs counters at {clean(debugfs)}/zswap" if debugfs else "; debugfs not mounted")
+            if params
+            else "not built",
+            ""
+            if debugfs or not params
+            else "mount -t debugfs none /sys/kernel/debug for zswap's stored pages, written back, rejected",
+            required=False,
+            needed=False,
+        ),
+        Check(
+            "zram",
+            bool(zram),
+            ", ".join(f"{z.name} {z.algorithm}" for z in zram) or "no initialised zram device",
+            required=False,
+            needed=False,
+        ),
+        Check(
+            "per-cgroup zswap",
+            memory_version == 2,
+            "cgroup v2 memory.stat zswap, zswapped, zswpin, zswpout, zswpwb"
+            if memory_version == 2
+            else "cgroup v1: no per-cgroup zswap figures",
+            required=False,
+            needed=False,
+        ),
+    ]
+    return out
 
 
 def kernel_checks(proc: str = "/proc") -> list[Check]:

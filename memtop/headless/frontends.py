@@ -154,8 +154,12 @@ async def snapshot(
     runner = Runner(source, interval_s=interval_s, checkpoints=False)
     try:
         await _begin(runner, stop, req.pid if view.sections else None, leak_pids, view.while_shown)
+        after_s = req.after_s
+        if req.working_set_s and req.pid is not None:  # the user's flag: one window, then write
+            runner.source.measure_working_set(req.pid, True, req.working_set_s)
+            after_s = max(after_s, req.working_set_s + 1.0)
         await runner.tick()
-        deadline = time.monotonic() + req.after_s
+        deadline = time.monotonic() + after_s
         while not stop.is_set() and time.monotonic() < deadline:
             await wait_or_stop(stop, min(interval_s, max(0.0, deadline - time.monotonic())))
             await runner.tick()

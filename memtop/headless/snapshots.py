@@ -30,6 +30,9 @@ class SnapshotRequest:
     force: bool = False
     pid: int | None = None
     section: str = ""
+    #: measure ``pid``'s working set over a window of this many seconds first (0: do not: it
+    #: clears the process's referenced bits, so only on the user's flag)
+    working_set_s: float = 0.0
 
 
 def options_for(view: View, pid: int | None = None, section: str = "") -> Options:

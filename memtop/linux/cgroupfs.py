@@ -301,10 +301,20 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
     "active_anon": ("active_anon", "total_active_anon"),
     "refault_anon": ("workingset_refault_anon", "total_workingset_refault_anon"),
     "refault_file": ("workingset_refault_file", "total_workingset_refault_file"),
+    # refaults that activated the page (v2 only): evicted pages that were part of the working set
+    "activate_anon": ("workingset_activate_anon", ""),
+    "activate_file": ("workingset_activate_file", ""),
     "pgscan": ("pgscan", ""),
     "pgsteal": ("pgsteal", ""),
     "pgfault": ("pgfault", "total_pgfault"),
     "pgmajfault": ("pgmajfault", "total_pgmajfault"),
+    # compressed swap, v2 only (v1 has no per-cgroup zswap figures): the pool's compressed bytes
+    # charged to the cgroup, what they hold uncompressed, and pages loaded, stored, written back
+    "zswap": ("zswap", ""),
+    "zswapped": ("zswapped", ""),
+    "zswpin": ("zswpin", ""),
+    "zswpout": ("zswpout", ""),
+    "zswpwb": ("zswpwb", ""),
 }
 
 

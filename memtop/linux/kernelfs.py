@@ -347,3 +347,125 @@ def profiling_state(proc: str = "/proc") -> tuple[str, str]:
     if value.startswith("0"):
         return "off", "switch it on with `sysctl vm.mem_profiling=1` (counts allocations made from then on)"
     return "on", ""
+
+
+# -- compressed swap: zswap and zram ----------------------------------------------------------------
+#: zswap's module parameters memtop shows (/sys/module/zswap/parameters); a kernel may lack some
+#: (``zpool`` went in 6.15, when zsmalloc became the only pool)
+ZSWAP_PARAMS = (
+    "enabled",
+    "compressor",
+    "zpool",
+    "max_pool_percent",
+    "accept_threshold_percent",
+    "shrinker_enabled",
+)
+#: /sys/block/zramN/mm_stat columns (Documentation/admin-guide/blockdev/zram.rst): the first five
+#: in bytes, the rest in pages; older kernels print fewer columns
+ZRAM_MM_STAT = (
+    "orig_data_size",
+    "compr_data_size",
+    "mem_used_total",
+    "mem_limit",
+    "mem_used_max",
+    "same_pages",
+    "pages_compacted",
+    "huge_pages",
+    "huge_pages_since",
+)
+#: /sys/block/zramN/io_stat columns
+ZRAM_IO_STAT = ("failed_reads", "failed_writes", "invalid_io", "notify_free")
+#: /sys/block/zramN/bd_stat columns (writeback to a backing device), in 4 KiB units
+ZRAM_BD_STAT = ("bd_count", "bd_reads", "bd_writes")
+#: the most files memtop reads from debugfs's zswap directory (it holds about a dozen counters)
+MAX_ZSWAP_DEBUG = 64
+
+
+def parse_columns(text: str | None, names: tuple[str, ...]) -> dict[str, int]:
+    """Whitespace-separated integers named by position; a column a kernel does not print (or
+    prints as something else) is left out, never guessed."""
+    out: dict[str, int] = {}
+    for name, word in zip(names, (text or "").split(), strict=False):
+        try:
+            out[name] = int(word)
+        except ValueError:
+            continue
+    return out
+
+
+def selected_algorithm(text: str | None) -> str:
+    """The algorithm a zram device uses: ``lzo lzo-rle [lz4] zstd`` names it in brackets."""
+    words = (text or "").split()
+    for w in words:
+        if w.startswith("[") and w.endswith("]"):
+            return clean(w[1:-1])
+    return clean(words[0]) if len(words) == 1 else ""
+
+
+def read_zswap_params(sys: str = "/sys") -> dict[str, str]:
+    """zswap's parameters as text (``Y``/``N``, ``lzo``, ``20``); empty without zswap."""
+    d = os.path.join(sys, "module", "zswap", "parameters")
+    out: dict[str, str] = {}
+    for name in ZSWAP_PARAMS:
+        text = read_text(os.path.join(d, name), limit=256)
+        if text is not None:
+            out[name] = clean(text.strip())
+    return out
+
+
+def debugfs_mount(mountinfo: str | None) -> str | None:
+    """Where debugfs is mounted (the first mount of it), from /proc/self/mountinfo text."""
+    for line in (mountinfo or "").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if sep and len(fields) >= 5 and right.split()[:1] == ["debugfs"]:
+            return fields[4].replace("\\040", " ")
+    return None
+
+
+def read_zswap_debug(debugfs: str) -> dict[str, int]:
+    """zswap's counters in debugfs (``stored_pages``, ``pool_total_size``,
+    ``written_back_pages``, ``reject_*``, ``pool_limit_hit``…): every file of the directory that
+    holds one integer, so a kernel's new counter shows without a change here."""
+    d = os.path.join(debugfs, "zswap")
+    try:
+        names = sorted(os.listdir(d))[:MAX_ZSWAP_DEBUG]
+    except OSError:
+        return {}
+    out: dict[str, int] = {}
+    for name in names:
+        text = read_text(os.path.join(d, name), limit=64)
+        if text is not None and text.strip().isdigit():
+            out[clean(name)] = int(text.strip())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Zram:
+    """One zram device's figures: ``stats`` holds mm_stat, io_stat and bd_stat columns by name."""
+
+    name: str
+    algorithm: str
+    disksize_bytes: int
+    stats: dict[str, int]
+
+
+def read_zram(sys: str = "/sys", limit: int = 64) -> list[Zram]:
+    """Every initialised zram device under ``sys``/block (at most ``limit``)."""
+    block = os.path.join(sys, "block")
+    try:
+        names = sorted(n for n in os.listdir(block) if n.startswith("zram") and n[4:].isdigit())
+    except OSError:
+        return []
+    out: list[Zram] = []
+    for name in names[:limit]:
+        d = os.path.join(block, name)
+        disksize = read_text(os.path.join(d, "disksize"), limit=64)
+        if disksize is None or not disksize.strip().isdigit() or int(disksize) == 0:
+            continue  # not initialised: no figures to show
+        stats = parse_columns(read_text(os.path.join(d, "mm_stat"), limit=1024), ZRAM_MM_STAT)
+        stats.update(parse_columns(read_text(os.path.join(d, "io_stat"), limit=1024), ZRAM_IO_STAT))
+        stats.update(parse_columns(read_text(os.path.join(d, "bd_stat"), limit=1024), ZRAM_BD_STAT))
+        algorithm = selected_algorithm(read_text(os.path.join(d, "comp_algorithm"), limit=1024))
+        out.append(Zram(name, algorithm, int(disksize), stats))
+    return out

@@ -343,6 +343,8 @@ class ProcfsProbe(Probe):
             swap_free_bytes=vals.get("SwapFree", 0),
             shmem_bytes=vals.get("Shmem", 0),
             slab_bytes=vals.get("Slab", 0),
+            zswap_bytes=vals.get("Zswap", 0),
+            zswapped_bytes=vals.get("Zswapped", 0),
         )
 
     def pressure(self) -> Pressure | None:

@@ -217,6 +217,8 @@ class Rollup:
     pss_bytes: int
     dirty_bytes: int  # Shared_Dirty + Private_Dirty
     swap_bytes: int
+    #: its share of swap slots shared with others (SwapPss, since 4.3): None when not printed
+    swap_pss_bytes: int | None = None
 
 
 def parse_rollup(text: str) -> Rollup | None:
@@ -233,6 +235,7 @@ def parse_rollup(text: str) -> Rollup | None:
         fields.get("Pss", 0),
         fields.get("Shared_Dirty", 0) + fields.get("Private_Dirty", 0),
         fields.get("Swap", 0),
+        fields.get("SwapPss"),
     )
 
 

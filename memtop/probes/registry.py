@@ -21,6 +21,7 @@ PROBES: dict[str, tuple[str, str]] = {
     "faultstack": ("memtop.probes.faultstack:FaultStackProbe", ON_DEMAND),
     "growth": ("memtop.probes.growth:GrowthProbe", ON_DEMAND),
     "smaps": ("memtop.probes.smaps:SmapsProbe", ON_DEMAND),
+    "wss": ("memtop.probes.wss:WssProbe", ON_DEMAND),
     "vmscan": ("memtop.probes.vmscan:VmscanProbe", AT_START),
     "swapin": ("memtop.probes.swapin:SwapinProbe", AT_START),
     "swapinfo": ("memtop.probes.swapin:SwapinfoProbe", AT_START),

@@ -121,7 +121,12 @@ class SmapsProbe(Probe):
             self._next_rollup = now + took / self.rollup_duty
         if rollup is not None:
             totals = MappingTotals(
-                self.pid, rollup.rss_bytes, rollup.pss_bytes, rollup.dirty_bytes, rollup.swap_bytes
+                self.pid,
+                rollup.rss_bytes,
+                rollup.pss_bytes,
+                rollup.dirty_bytes,
+                rollup.swap_bytes,
+                rollup.swap_pss_bytes,
             )
             if totals != self._last_totals:
                 out.append(totals)

@@ -17,7 +17,8 @@ from typing import Self
 
 from memtop.core.errors import ProbeError
 from memtop.core.text import clean
-from memtop.linux import bcc_compat
+from memtop.linux import bcc_compat, kernelfs
+from memtop.linux.cgroupfs import read_text
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
@@ -350,10 +351,8 @@ class SwapinfoProbe(Probe):
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
+    # bounded, no FIFO, no symlink: a proc root given on the command line is not trusted
+    return read_text(str(path)) or ""
 
 
 def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapInfo:
@@ -373,15 +372,20 @@ def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapI
                 )
             except ValueError:
                 continue
-    meminfo: dict[str, int] = {}
-    for line in _read(proc / "meminfo").splitlines():
-        k, _, v = line.partition(":")
-        if k in ("Zswap", "Zswapped"):
-            meminfo[k] = int(v.split()[0]) * 1024
-    enabled = _read(sys / "module" / "zswap" / "parameters" / "enabled").strip() in ("Y", "1")
+    meminfo = kernelfs.parse_meminfo(_read(proc / "meminfo"))
+    params = kernelfs.read_zswap_params(str(sys))
+    debugfs = kernelfs.debugfs_mount(read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape"))
+    debug = kernelfs.read_zswap_debug(debugfs) if debugfs else {}
     return SwapInfo(
         devices=tuple(devices),
-        zswap_enabled=enabled,
+        zswap_enabled=params.get("enabled") in ("Y", "1"),
         zswap_pool_bytes=meminfo.get("Zswap", 0),
         zswapped_bytes=meminfo.get("Zswapped", 0),
+        zswap_params=tuple(params.items()),
+        zswap_debug=tuple(debug.items()),
+        debugfs=clean(debugfs) if debug and debugfs else "",
+        zram=tuple(
+            (z.name, z.algorithm, z.disksize_bytes, tuple(z.stats.items()))
+            for z in kernelfs.read_zram(str(sys))
+        ),
     )

@@ -21,6 +21,10 @@ class MemInfo(Record):
     swap_free_bytes: int
     shmem_bytes: int = 0
     slab_bytes: int = 0
+    #: zswap's pool (compressed) and what it holds (uncompressed): swapped-out pages that are
+    #: in RAM, not on a disk, though they take swap space (meminfo Zswap, Zswapped)
+    zswap_bytes: int = 0
+    zswapped_bytes: int = 0
 
     @property
     def used_bytes(self) -> int:

@@ -119,6 +119,9 @@ class MappingTotals(Record):
     pss_bytes: int
     dirty_bytes: int  # Shared_Dirty + Private_Dirty
     swap_bytes: int
+    #: SwapPss: swap shared with other processes (after fork) divided among them; None when the
+    #: kernel does not print it (or a recording predates it)
+    swap_pss_bytes: int | None = None
 
 
 @record("target_gone")
@@ -138,3 +141,45 @@ class Focus(Record):
 
     pid: int
     on: bool = True
+
+
+@record("wss_start")
+@dataclass(frozen=True, slots=True)
+class WorkingSetStart(Record):
+    """A working-set measurement of ``pid`` began (the user's ``w``): its referenced bits were
+    cleared at ``ts_ns`` (CLOCK_MONOTONIC); a window is read every ``window_ns``. ``source``
+    names the kernel facility ("referenced bits": /proc/PID/clear_refs and smaps Referenced)."""
+
+    pid: int
+    ts_ns: int
+    window_ns: int
+    source: str = "referenced bits"
+    #: the first clear's cost: CPU time of memtop's thread, and wall time
+    cost_cpu_ns: int = 0
+    cost_wall_ns: int = 0
+
+
+# (name, size_bytes, rss_bytes, referenced_bytes): one group of mappings by name ("[anon]" for
+# unnamed anonymous mappings, "[other]" for the rest past the largest)
+WorkingSetMapping = tuple[str, int, int, int]
+
+
+@record("wss_window")
+@dataclass(frozen=True, slots=True)
+class WorkingSetWindow(Record):
+    """One window of a working-set measurement of ``pid``: the bytes it touched between
+    ``start_ns`` and ``end_ns`` (smaps ``Referenced`` after clearing the bits at the start), of
+    its resident bytes then, by mapping. ``cost_*``: reading smaps and clearing the bits for the
+    next window."""
+
+    pid: int
+    start_ns: int
+    end_ns: int
+    referenced_bytes: int
+    rss_bytes: int
+    anon_referenced_bytes: int
+    file_referenced_bytes: int
+    mappings: tuple[WorkingSetMapping, ...]
+    cost_cpu_ns: int
+    cost_wall_ns: int
+    source: str = "referenced bits"

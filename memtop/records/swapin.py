@@ -43,10 +43,22 @@ class SwapinHistogram(Record):
 @record("swap_info")
 @dataclass(frozen=True, slots=True)
 class SwapInfo(Record):
-    """What `swapon -s` shows (/proc/swaps) and zswap's state (/proc/meminfo, module parameter).
+    """What `swapon -s` shows (/proc/swaps) and compressed swap: zswap's state (/proc/meminfo,
+    module parameters, debugfs counters) and zram devices (/sys/block/zram*).
     ``devices``: (name, type, size_bytes, used_bytes, priority)."""
 
     devices: tuple[tuple[str, str, int, int, int], ...]
     zswap_enabled: bool = False
-    zswap_pool_bytes: int = 0  # compressed size in the pool
-    zswapped_bytes: int = 0  # uncompressed size of what it holds
+    zswap_pool_bytes: int = 0  # compressed size in the pool (meminfo Zswap)
+    zswapped_bytes: int = 0  # uncompressed size of what it holds (meminfo Zswapped)
+    #: /sys/module/zswap/parameters as (name, text): compressor, max_pool_percent…; () without
+    #: zswap
+    zswap_params: tuple[tuple[str, str], ...] = ()
+    #: /sys/kernel/debug/zswap counters as (name, value): stored_pages, pool_total_size (bytes),
+    #: written_back_pages, reject_*…; () when debugfs is not mounted (or a recording predates it)
+    zswap_debug: tuple[tuple[str, int], ...] = ()
+    #: where those were read ("" when not: debugfs is not mounted)
+    debugfs: str = ""
+    #: zram devices: (name, algorithm, disksize_bytes, ((column, value), ...)) with mm_stat,
+    #: io_stat and bd_stat columns by their names in the kernel's zram documentation
+    zram: tuple[tuple[str, str, int, tuple[tuple[str, int], ...]], ...] = ()

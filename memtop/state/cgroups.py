@@ -16,6 +16,7 @@ guessed.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,6 +43,48 @@ PENDING, PENDING_NS = 8192, 10_000_000_000
 MAX_GONE = 1024
 
 _Grown = tuple[int, int, int, int, int, int, dict[int, int]]
+
+#: how far back a cgroup's needed memory looks: memory touched again within this long is needed;
+#: refault and activation rates are measured over it and extrapolated to it
+NEEDED_WINDOW_NS = 10_000_000_000
+#: refaults at or above this many bytes per second are high: with needed memory over the limit,
+#: the cgroup is thrashing (the kernel evicts what it reads back at once)
+THRASH_REFAULT_BYTES_PER_S = 1 << 20
+#: the (ts, refault_anon, refault_file, activate_file) points a row keeps for those rates
+WORKINGSET_POINTS = 64
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Needed:
+    """A cgroup's needed memory, estimated from what memory.stat already counts (nothing is
+    written, nothing reclaimed): the memory it cannot lose without paying for it again within
+    :data:`NEEDED_WINDOW_NS`, and beside it the cold memory that could go.
+
+    needed = anon + shmem + active_file + activated + refaulting; cold = inactive_file − activated.
+    ``activated``: inactive file pages the kernel moved to the active list because they were
+    touched again (v2 ``workingset_activate_file``) over the window; ``refaulting``: evicted
+    pages read back (``workingset_refault_*``) over the window, the anonymous part at most what
+    is on swap. Rates are per second over the window (None: one reading so far, or the figure
+    is not in this version's memory.stat)."""
+
+    needed_bytes: int
+    cold_bytes: int
+    anon_bytes: int
+    shmem_bytes: int
+    active_file_bytes: int
+    inactive_file_bytes: int
+    activated_bytes: int
+    refaulting_bytes: int
+    refault_anon_bytes_per_s: float | None
+    refault_file_bytes_per_s: float | None
+    activate_file_bytes_per_s: float | None
+    #: how long the rates were measured over, seconds (0: one reading)
+    measured_s: float
+    #: the limit needed memory is held against (the lower of max and high), None without one
+    limit_bytes: int | None
+    #: refaults high and needed memory over the limit
+    thrashing: bool
 
 
 @dataclass(slots=True)
@@ -75,6 +118,10 @@ class CgroupRow:
         field(default_factory=lambda: deque(maxlen=HISTORY))
     )
     usage_ring: Ring = field(default_factory=lambda: Ring(HISTORY))
+    #: (ts_ns, refault_anon, refault_file, activate_file) pages, cumulative, one per sample
+    workingset: deque[tuple[int, int | None, int | None, int | None]] = field(
+        default_factory=lambda: deque(maxlen=WORKINGSET_POINTS)
+    )
 
     def stat(self, name: str) -> int | None:
         for k, v in self.sample.stat:
@@ -87,6 +134,65 @@ class CgroupRow:
             if k == name:
                 return v
         return None
+
+    def _rates(self, now_ns: int) -> tuple[float, list[float | None]]:
+        """(seconds measured over, per-second rates of the workingset counters) over the last
+        :data:`NEEDED_WINDOW_NS`: from the last point before the window (or the oldest) to the
+        latest, up to ``now_ns`` (a poll that sent nothing means nothing moved)."""
+        pts = self.workingset
+        if not pts:
+            return 0.0, [None, None, None]
+        last = pts[-1]
+        base = pts[0]
+        for p in pts:
+            if p[0] <= now_ns - NEEDED_WINDOW_NS:
+                base = p
+            else:
+                break
+        dt = max(now_ns, last[0]) - base[0]
+        if dt <= 0:
+            return 0.0, [None, None, None]
+        out: list[float | None] = []
+        for i in (1, 2, 3):
+            a, b = base[i], last[i]
+            out.append(None if a is None or b is None else max(0, b - a) * PAGE_BYTES * 1e9 / dt)
+        return dt / 1e9, out
+
+    def needed(self, now_ns: int) -> Needed | None:
+        """The estimate (:class:`Needed`); None when memory.stat lacks its inputs (a cgroup of
+        the cgroup2 tree only, on a hybrid machine)."""
+        st = dict(self.sample.stat)
+        if "anon" not in st or "active_file" not in st or "inactive_file" not in st:
+            return None
+        measured_s, (ra, rf, af) = self._rates(now_ns)
+        window_s = NEEDED_WINDOW_NS / 1e9
+        anon, shmem = st["anon"], st.get("shmem", 0)
+        active, inactive = st["active_file"], st["inactive_file"]
+        activated = min(inactive, int((af or 0) * window_s))
+        back_anon = int((ra or 0) * window_s)
+        if self.sample.swap_bytes is not None:  # what comes back from swap is at most what is there
+            back_anon = min(back_anon, self.sample.swap_bytes)
+        refaulting = back_anon + int((rf or 0) * window_s)
+        needed = anon + shmem + active + activated + refaulting
+        limits = [v for v in (self.sample.limit_bytes, self.sample.high_bytes) if v is not None]
+        limit = min(limits) if limits else None
+        high = (ra or 0) + (rf or 0) >= THRASH_REFAULT_BYTES_PER_S
+        return Needed(
+            needed_bytes=needed,
+            cold_bytes=max(0, inactive - activated),
+            anon_bytes=anon,
+            shmem_bytes=shmem,
+            active_file_bytes=active,
+            inactive_file_bytes=inactive,
+            activated_bytes=activated,
+            refaulting_bytes=refaulting,
+            refault_anon_bytes_per_s=ra,
+            refault_file_bytes_per_s=rf,
+            activate_file_bytes_per_s=af,
+            measured_s=measured_s,
+            limit_bytes=limit,
+            thrashing=high and limit is not None and needed > limit,
+        )
 
 
 def _limit_hits(s: CgroupSample) -> int | None:
@@ -113,6 +219,8 @@ class CgroupsState(SubState):
         #: cgroups the probe's last walk left out past its limit (``max_cgroups``; 0: unknown)
         self.over_limit = 0
         self.max_cgroups = 0
+        #: when the cgroups probe last polled: a cgroup it sent nothing for stood still until then
+        self.polled_ns = 0
         #: per cgroup2 id and kind, the kernel's own aggregate: (events, total_ns, max_ns, pages)
         self.kernel_reclaim: dict[tuple[int, str], tuple[int, int, int, int]] = {}
         self.kernel_dropped = 0
@@ -172,6 +280,7 @@ class CgroupsState(SubState):
                 sent.add(rec.path)
             elif isinstance(rec, CgroupPoll):
                 self.over_limit, self.max_cgroups = rec.over_limit, rec.max_cgroups
+                self.polled_ns = ts
                 self._on_poll(sent)
             elif isinstance(rec, CgroupGone):
                 gone = self.rows.pop(rec.path, None)
@@ -339,6 +448,7 @@ class CgroupsState(SubState):
         )
         if s.usage_bytes is not None:
             row.usage_ring.append((ts, float(s.usage_bytes)))
+        row.workingset.append((ts, st.get("refault_anon"), st.get("refault_file"), st.get("activate_file")))
 
     # -- derived ------------------------------------------------------------------------------------
     def swapin_by_path(self) -> dict[str, tuple[int, int]]:

@@ -3,6 +3,7 @@ mappings (all cumulative since the probes attached), plus the process's row kept
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ from memtop.records.process import (
     Mappings,
     MappingTotals,
     TargetGone,
+    WorkingSetStart,
+    WorkingSetWindow,
 )
 from memtop.state.base import SubState
 from memtop.state.processes import ProcessesState, ProcRow
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
     from memtop.state import State
 
 MAX_TARGETS = 16
+#: working-set windows kept per target (the curve: 10 minutes of 10 s windows)
+WSS_WINDOWS = 60
 
 
 @dataclass(slots=True)
@@ -43,6 +48,9 @@ class Target:
     mappings_gen: int = 0
     mapping_totals: MappingTotals | None = None
     mapping_totals_ts_ns: int = 0
+    #: the latest working-set measurement: its start, and its windows, oldest first
+    wss_start: WorkingSetStart | None = None
+    wss: deque[WorkingSetWindow] = field(default_factory=lambda: deque(maxlen=WSS_WINDOWS))
     row: ProcRow | None = None  # the processes pane's row, kept here after it drops it
     gone_ns: int = 0  # when a drill-in probe noticed the exit (0 = not seen)
 
@@ -92,23 +100,12 @@ class ProcessState(SubState):
             elif isinstance(rec, FaultCoverage):
                 self.watch(rec.pid).fault_coverage = rec
             elif isinstance(rec, Mappings):
-                t = self.watch(rec.pid)
-                if rec.complete and not rec.append:  # a whole table at once
-                    t.mappings, t.mappings_ts_ns, t.mappings_reading = rec.rows, batch.ts_ns, None
-                else:
-                    if rec.append and t.mappings_reading is not None:
-                        t.mappings_reading.extend(rec.rows)
-                    else:
-                        t.mappings_reading = list(rec.rows)
-                    if rec.complete:
-                        t.mappings, t.mappings_ts_ns = tuple(t.mappings_reading), batch.ts_ns
-                        t.mappings_reading = None
-                if rec.complete:
-                    t.mappings_size_bytes = _size_sum(t.mappings)
-                t.mappings_gen += 1
+                self._on_mappings(rec, batch.ts_ns)
             elif isinstance(rec, MappingTotals):
                 t = self.watch(rec.pid)
                 t.mapping_totals, t.mapping_totals_ts_ns = rec, batch.ts_ns
+            elif isinstance(rec, WorkingSetStart | WorkingSetWindow):
+                self._on_wss(rec)
             elif isinstance(rec, TargetGone):
                 t = self.watch(rec.pid)
                 if not t.gone_ns:
@@ -119,6 +116,30 @@ class ProcessState(SubState):
                 row = procs.row(pid)
                 if row is not None:
                     t.row = row
+
+    def _on_mappings(self, rec: Mappings, ts_ns: int) -> None:
+        t = self.watch(rec.pid)
+        if rec.complete and not rec.append:  # a whole table at once
+            t.mappings, t.mappings_ts_ns, t.mappings_reading = rec.rows, ts_ns, None
+        else:
+            if rec.append and t.mappings_reading is not None:
+                t.mappings_reading.extend(rec.rows)
+            else:
+                t.mappings_reading = list(rec.rows)
+            if rec.complete:
+                t.mappings, t.mappings_ts_ns = tuple(t.mappings_reading), ts_ns
+                t.mappings_reading = None
+        if rec.complete:
+            t.mappings_size_bytes = _size_sum(t.mappings)
+        t.mappings_gen += 1
+
+    def _on_wss(self, rec: WorkingSetStart | WorkingSetWindow) -> None:
+        t = self.watch(rec.pid)
+        if isinstance(rec, WorkingSetStart):
+            t.wss_start = rec
+            t.wss.clear()  # a new measurement: its own curve
+        else:
+            t.wss.append(rec)
 
     def exited_ns(self, pid: int, state: State) -> int:
         """CLOCK_MONOTONIC ns of the target's exit (the exit event's time where procmem saw it),

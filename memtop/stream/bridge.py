@@ -51,6 +51,8 @@ FOCUS_BPF = ("faultstack", "growth")
 #: the allocation tracer the leaks pane shows, and its preflight (the calls counted first)
 LEAKS_PROBE = "leaks"
 PREFLIGHT_PROBE = "leakrate"
+#: the working-set probe (the drill-in's w): one measurement at a time
+WSS_PROBE = "wss"
 NO_BPF = "needs BPF (memtop runs with --no-bpf)"
 NO_BPF_HINT = "run memtop without --no-bpf"
 
@@ -582,6 +584,26 @@ class Bridge:
             self._set_status(ProbeStatus(tracer, "failed", NO_BPF, NO_BPF_HINT))
             return False
         return self.add_probe(make[tracer]())
+
+    def measure_working_set(self, pid: int, on: bool, window_s: float = 10.0) -> bool:
+        from memtop.probes.wss import WssProbe
+
+        with self._lock:
+            running = self._running(WSS_PROBE)
+        if running:  # stopped, or replaced by this one (one measurement at a time)
+            self.remove_probe(WSS_PROBE)
+            for names in self._focus.values():
+                if WSS_PROBE in names:
+                    names.remove(WSS_PROBE)
+        if not on:
+            return running
+        procfs = self._procfs()
+        root = str(procfs.root) if procfs is not None else "/proc"
+        if not self.add_probe(WssProbe(pid, window_s, root)):
+            return False
+        if pid in self._focus:  # the drill-in's: it stops when the drill-in closes
+            self._focus[pid].append(WSS_PROBE)
+        return True
 
     def watch(self, probes: Collection[str] | None) -> None:
         self._watched = None if probes is None else frozenset(probes)

@@ -819,6 +819,9 @@ class ReplaySource:
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         return False  # the recording holds what was traced, if anything
 
+    def measure_working_set(self, pid: int, on: bool, window_s: float = 10.0) -> bool:
+        return False  # the recording holds what was measured, if anything
+
     def watch(self, probes: Collection[str] | None) -> None:
         return None  # the recording holds what was read
 

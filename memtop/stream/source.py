@@ -119,6 +119,13 @@ class Source(Protocol):
         that cannot be done now (a replay; no BPF; already in that state)."""
         ...
 
+    def measure_working_set(self, pid: int, on: bool, window_s: float = 10.0) -> bool:
+        """Measure ``pid``'s working set (the drill-in's ``w``; ``on``), or stop: clear its
+        referenced bits and read the pages it touched every ``window_s`` seconds, until stopped
+        or its drill-in closes. One measurement at a time: a new one replaces the last. False
+        when that cannot be done now (a replay; nothing to stop)."""
+        ...
+
     def watch(self, probes: Collection[str] | None) -> None:
         """The probes that feed what is on screen now (the TUI's pane or drill-in); the others may
         read their costly parts less often (each record still says when it was read). None, as

@@ -17,7 +17,7 @@ from memtop.core import fmt
 from memtop.linux import cgroupfs
 from memtop.state import State
 from memtop.state.base import log2_le
-from memtop.state.cgroups import CgroupRow, CgroupsState
+from memtop.state.cgroups import NEEDED_WINDOW_NS, CgroupRow, CgroupsState, Needed
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
@@ -29,6 +29,7 @@ SORT_KEYS = (
     "limit_pct",
     "swap_bytes",
     "working_set_bytes",
+    "needed_bytes",
     "limit_hits_per_s",
     "psi_some_pct",
     "reclaim_episodes",
@@ -99,6 +100,45 @@ def matches(row: dict[str, Any], needle: str) -> bool:
     return n in row["path"].lower() or n in (row.get("container_name") or "").lower()
 
 
+def needed_detail(n: Needed | None, psi_some_pct: float | None) -> dict[str, Any] | None:
+    """The needed-memory estimate with its inputs and method, for the detail (None without the
+    inputs)."""
+    if n is None:
+        return None
+
+    def r(v: float | None) -> float | None:
+        return None if v is None else round(v, 1)
+
+    return {
+        "needed_bytes": n.needed_bytes,
+        "cold_bytes": n.cold_bytes,
+        "thrashing": n.thrashing,
+        "limit_bytes": n.limit_bytes,
+        "window_s": NEEDED_WINDOW_NS / 1e9,
+        "measured_s": round(n.measured_s, 3),
+        "anon_bytes": n.anon_bytes,
+        "shmem_bytes": n.shmem_bytes,
+        "active_file_bytes": n.active_file_bytes,
+        "inactive_file_bytes": n.inactive_file_bytes,
+        "activated_bytes": n.activated_bytes,
+        "refaulting_bytes": n.refaulting_bytes,
+        "refault_anon_bytes_per_s": r(n.refault_anon_bytes_per_s),
+        "refault_file_bytes_per_s": r(n.refault_file_bytes_per_s),
+        "activate_file_bytes_per_s": r(n.activate_file_bytes_per_s),
+        "psi_some_pct": psi_some_pct,
+        "method": NEEDED_METHOD,
+    }
+
+
+#: how the needed memory is estimated, in the detail and the JSON (docs/panes/cgroups.md has more)
+NEEDED_METHOD = (
+    "needed = anon + shmem + active file + inactive file activated in the window + evicted pages "
+    "read back in the window (refaults; anonymous at most what is on swap); cold = inactive file "
+    "not activated. From memory.stat only: nothing written, nothing reclaimed. PSI is the check: "
+    "stalls with needed under the limit mean the estimate is low."
+)
+
+
 class CgroupsView(View):
     name = "cgroups"
     title = "Cgroups"
@@ -115,6 +155,7 @@ class CgroupsView(View):
         Column("reclaim_episodes", "RECLAIMS", fmt.count_h),
         Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total),
         Column("reclaim_p99_ns", "P99", fmt.ns_h),
+        Column("needed_bytes", "NEEDED", fmt.bytes_h),
         Column("swap_bytes", "SWAP", fmt.bytes_h),
         Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
         Column("oom_kills", "OOM", fmt.count),
@@ -190,6 +231,7 @@ class CgroupsView(View):
         pct = s.usage_bytes * 100 / limit if limit and s.usage_bytes is not None else None
         c = s.container
         p = st.probed.get(path)
+        need = r.needed(st.polled_ns or r.ts_ns)
         return {
             "path": path,
             "name": "/" if path == "/" else path.rsplit("/", 1)[-1],
@@ -206,6 +248,9 @@ class CgroupsView(View):
             "swap_bytes": s.swap_bytes,
             "swap_limit_bytes": s.swap_limit_bytes,
             "working_set_bytes": cgroupfs.working_set(s.usage_bytes, stat.get("inactive_file")),
+            "needed_bytes": need.needed_bytes if need else None,
+            "cold_bytes": need.cold_bytes if need else None,
+            "thrashing": need.thrashing if need else None,
             "limit_hits_per_s": None if r.limit_hits_per_s is None else round(r.limit_hits_per_s, 3),
             "events": dict(s.events),
             "stat": stat,
@@ -385,6 +430,7 @@ class CgroupsView(View):
                 for ts, u, a, f, k, sh, sw in r.history
             ],
             "limit_bytes": row["limit_bytes"],
+            "needed": needed_detail(r.needed(st.polled_ns or r.ts_ns), row["psi_some_pct"]),
             "processes": processes,
             "reclaim_events": episodes,
             "oom_kills": kills,

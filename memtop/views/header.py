@@ -13,7 +13,9 @@ from memtop.core import fmt
 from memtop.records.host import HostFacts
 from memtop.state import State
 from memtop.state.host import HostState
+from memtop.state.swapin import SwapinState
 from memtop.views.levels import level
+from memtop.views.swapin import compressed_swap
 
 #: the style names of levels in the header (Rich style strings, as the other segments'); the UI
 #: shows them by weight only under NO_COLOR
@@ -94,9 +96,9 @@ def summary_line(state: State) -> str:
             f"Mem {fmt.bytes_h(m.total_bytes)} used {fmt.bytes_h(m.used_bytes)} free {fmt.bytes_h(m.free_bytes)}"
             f" avail {fmt.bytes_h(m.available_bytes)} cached {fmt.bytes_h(m.cached_bytes)}"
         )
-        parts.append(
-            f"Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}"
-        )
+        swap = f"Swap {fmt.bytes_h(m.swap_total_bytes - m.swap_free_bytes)}/{fmt.bytes_h(m.swap_total_bytes)}"
+        in_ram = compressed_swap(state.get(SwapinState).swapinfo, m.zswapped_bytes)
+        parts.append(swap + (f" ({fmt.bytes_h(in_ram)} compressed)" if in_ram else ""))
     p = host.pressure
     if p is not None:
         parts.append(f"PSI some {p.some_avg10:.2f} full {p.full_avg10:.2f}")
@@ -127,6 +129,11 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
         )
         swap_used = m.swap_total_bytes - m.swap_free_bytes
         rest.append(Segment(f"  Swap {fmt.bytes_h(swap_used)}/{fmt.bytes_h(m.swap_total_bytes)}"))
+        # zswap's pages hold swap slots but sit in RAM (zram's too): said apart, so the figure
+        # is not read as what went to disk
+        in_ram = compressed_swap(state.get(SwapinState).swapinfo, m.zswapped_bytes)
+        if in_ram:
+            rest.append(Segment(f" ({fmt.bytes_h(in_ram)} compressed)", "cyan"))
     p = host.pressure
     if p is not None:
         # coloured past the thresholds users read as pressure (memtop/views/levels.py)

@@ -21,7 +21,7 @@ from memtop.state.process import ProcessState, Target
 from memtop.state.processes import ProcessesState
 from memtop.views import Column, Options, View, measuring, probe_status, render_table, status_notes, taken_at
 
-SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings")
+SECTIONS = ("history", "fault_stacks", "fault_files", "growth", "mappings", "working_set")
 #: what the drill-in's per-pid fault events cost the process drilled into, per fault, as measured
 #: (bench/drill_fault_cost.py: a fault-heavy workload, medians of alternating runs); the fault
 #: sections say so, since the events run only while the drill-in is open
@@ -32,7 +32,14 @@ SECTION_TITLES = {
     "fault_files": "Page faults by mapping",
     "growth": "Heap growth (brk, mmap, munmap) by user stack",
     "mappings": "Mappings (pmap -x)",
+    "working_set": "Working set: the memory it touched in each window",
 }
+#: what a working-set measurement disturbs, said with its figures
+WSS_DISTURBS = (
+    "clearing the referenced bits makes reclaim see the process's pages as unused until it "
+    "touches them again (it may lose pages it would have kept); each clear and each smaps read "
+    "walks its page tables"
+)
 MAPPING_SORT_KEYS = (
     "start",
     "size_bytes",
@@ -98,6 +105,14 @@ SECTION_COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("swap_bytes", "Swap", kib),
         Column("mode", "Mode", numeric=False),
         Column("name", "Mapping", numeric=False),
+    ),
+    "working_set": (
+        Column("referenced_bytes", "TOUCHED", fmt.bytes_h),
+        Column("rss_bytes", "RSS", fmt.bytes_h),
+        Column("cold_bytes", "COLD", fmt.bytes_h),
+        Column("referenced_pct", "HOT %", lambda v: f"{v:.0f}%"),
+        Column("size_bytes", "SIZE", fmt.bytes_h),
+        Column("name", "MAPPING", numeric=False),
     ),
 }
 
@@ -257,7 +272,8 @@ def mapping_totals(t: Target | None) -> dict[str, Any]:
     ``size_bytes`` (not in the rollup) once a complete table is in. None where unknown."""
     rows, complete = shown_mappings(t)
     out: dict[str, Any] = {
-        k: None for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes")
+        k: None
+        for k in ("size_bytes", "rss_bytes", "pss_bytes", "dirty_bytes", "swap_bytes", "swap_pss_bytes")
     }
     out["from"] = None
     if complete and t is not None:
@@ -269,6 +285,7 @@ def mapping_totals(t: Target | None) -> dict[str, Any]:
             pss_bytes=roll.pss_bytes,
             dirty_bytes=roll.dirty_bytes,
             swap_bytes=roll.swap_bytes,
+            swap_pss_bytes=roll.swap_pss_bytes,
         )
         out["from"] = "smaps_rollup"
     elif complete:
@@ -278,11 +295,78 @@ def mapping_totals(t: Target | None) -> dict[str, Any]:
     return out
 
 
+def working_set(t: Target | None) -> dict[str, Any] | None:
+    """The latest working-set measurement: which source, what it disturbs, its window, and each
+    window's figures (the curve) with what reading it cost; None when none was taken."""
+    if t is None or t.wss_start is None:
+        return None
+    s = t.wss_start
+    windows = [
+        {
+            "start_ns": w.start_ns,
+            "end_ns": w.end_ns,
+            "referenced_bytes": w.referenced_bytes,
+            "rss_bytes": w.rss_bytes,
+            "cold_bytes": max(0, w.rss_bytes - w.referenced_bytes),
+            "anon_referenced_bytes": w.anon_referenced_bytes,
+            "file_referenced_bytes": w.file_referenced_bytes,
+            "cost_cpu_ns": w.cost_cpu_ns,
+            "cost_wall_ns": w.cost_wall_ns,
+        }
+        for w in t.wss
+    ]
+    return {
+        "source": s.source,
+        "disturbs": WSS_DISTURBS,
+        "window_s": s.window_ns / 1e9,
+        "started_ns": s.ts_ns,
+        "start_cost_cpu_ns": s.cost_cpu_ns,
+        "windows": windows,
+        "latest": windows[-1] if windows else None,
+    }
+
+
+def working_set_rows(t: Target | None) -> list[dict[str, Any]]:
+    """The latest window by mapping (grouped by name), the most touched first."""
+    if t is None or not t.wss:
+        return []
+    return [
+        {
+            "name": name,
+            "size_bytes": size,
+            "rss_bytes": rss,
+            "referenced_bytes": ref,
+            "cold_bytes": max(0, rss - ref),
+            "referenced_pct": round(100.0 * ref / rss, 1) if rss else 0.0,
+        }
+        for name, size, rss, ref in t.wss[-1].mappings
+    ]
+
+
+def working_set_text(wss: dict[str, Any] | None) -> str:
+    """The measurement in lines: the latest window's split, the curve, the source and its cost."""
+    if wss is None:
+        return "not measured: press w in the drill-in to measure (it clears the referenced bits)\n"
+    last = wss["latest"]
+    out = f"source: {wss['source']}, {wss['window_s']:g} s windows; disturbs: {wss['disturbs']}\n"
+    if last is None:
+        return out + "measuring: the first window is not over\n"
+    out += (
+        f"touched {fmt.bytes_h(last['referenced_bytes'])} of {fmt.bytes_h(last['rss_bytes'])} resident "
+        f"(cold {fmt.bytes_h(last['cold_bytes'])}; anon {fmt.bytes_h(last['anon_referenced_bytes'])}, "
+        f"file {fmt.bytes_h(last['file_referenced_bytes'])}); a window cost "
+        f"{fmt.ns_h(last['cost_cpu_ns'])} CPU\n"
+    )
+    out += "windows: " + " ".join(fmt.bytes_h(w["referenced_bytes"]) for w in wss["windows"][-20:]) + "\n"
+    return out
+
+
 def totals_text(tot: dict[str, Any]) -> str:
     return (
         f"total kB {_kib_or_dash(tot['size_bytes'])}  RSS {_kib_or_dash(tot['rss_bytes'])}"
         f"  PSS {_kib_or_dash(tot['pss_bytes'])}  Dirty {_kib_or_dash(tot['dirty_bytes'])}"
         f"  Swap {_kib_or_dash(tot['swap_bytes'])}"
+        + (f"  SwapPss {kib(tot['swap_pss_bytes'])}" if tot.get("swap_pss_bytes") is not None else "")
     )
 
 
@@ -332,7 +416,10 @@ class ProcessView(View):
         "fault_files": "faultstack",
         "growth": "growth",
         "mappings": "smaps",
+        "working_set": "wss",
     }
+    #: the working-set probe runs only when the user asks (``w``, or a flag): "off" until then
+    on_request = ("wss",)
     probes = tuple(dict.fromkeys(section_probes.values()))
     sections = SECTIONS
 
@@ -342,6 +429,11 @@ class ProcessView(View):
     def ready(self, state: State, opts: Options) -> bool:
         """The mappings' totals and a whole first table are in, or smaps is not measuring (failed,
         or the recording has none): a large table comes in parts over several ticks."""
+        if opts.pid is not None and opts.section == "working_set":
+            # a window is in, or the measurement failed (never asked for: nothing to wait for)
+            tw = state.get(ProcessState).target(opts.pid)
+            st = state.probe_state("wss")
+            return (tw is not None and bool(tw.wss)) or st is None or st.state in ("failed", "detached")
         if opts.pid is None or not measuring(state, "smaps"):
             return True
         t = state.get(ProcessState).target(opts.pid)
@@ -409,6 +501,12 @@ class ProcessView(View):
                 k: sum(r[k] for r in rows) if measured else None
                 for k in ("grown_bytes", "net_bytes", "calls")
             }
+        elif section == "working_set":
+            t = pstate.target(pid)
+            wss = working_set(t)
+            measured = measured or wss is not None
+            doc["working_set"] = wss
+            rows = working_set_rows(t) if measured else []
         else:
             t = pstate.target(pid)
             shown, complete = shown_mappings(t)
@@ -434,6 +532,8 @@ class ProcessView(View):
             head += " — exited"
         out = head + "\n" + status_notes(doc["probes"]) + coverage_text(doc.get("coverage"))
         if not doc["measured"]:
+            if section == "working_set":
+                return out + f"{SECTION_TITLES[section]}: " + working_set_text(None)
             return out + f"{SECTION_TITLES[section]}: not measured\n"
         out += render_table(SECTION_TITLES[section], SECTION_COLUMNS[section], doc["rows"])
         if section in ("fault_stacks", "growth"):
@@ -451,4 +551,6 @@ class ProcessView(View):
             if not doc["complete"]:
                 out += f"(still reading: {len(doc['rows'])} mappings so far)\n"
             out += totals_text(doc["totals"]) + "\n"
+        if section == "working_set":
+            out += working_set_text(doc["working_set"])
         return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
+from memtop.records.swapin import SwapInfo
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
@@ -145,24 +146,92 @@ class SwapinView(View):
         return "\n".join(out) + "\n"
 
 
+def compressed_swap(info: SwapInfo | None, zswapped_bytes: int | None = None) -> int:
+    """Bytes of used swap that are held compressed in RAM, not on a disk: what zswap holds plus
+    what swap devices on zram use (``zswapped_bytes`` from a fresher meminfo when given)."""
+    if info is None:
+        return zswapped_bytes or 0
+    zram = sum(d[3] for d in info.devices if d[0].startswith("/dev/zram"))
+    return (info.zswapped_bytes if zswapped_bytes is None else zswapped_bytes) + zram
+
+
+def zswap_doc(info: SwapInfo, host: HostState) -> dict[str, Any]:
+    params = dict(info.zswap_params)
+    debug = dict(info.zswap_debug)
+    pool = info.zswap_pool_bytes
+    has_debug = bool(debug)
+
+    def counter(name: str) -> int | None:
+        return debug.get(name) if has_debug else None
+
+    return {
+        "enabled": info.zswap_enabled,
+        "compressor": params.get("compressor"),
+        "zpool": params.get("zpool"),
+        "max_pool_percent": int(params["max_pool_percent"])
+        if params.get("max_pool_percent", "").isdigit()
+        else None,
+        "shrinker_enabled": params["shrinker_enabled"] in ("Y", "1")
+        if "shrinker_enabled" in params
+        else None,
+        "pool_bytes": pool,
+        "stored_bytes": info.zswapped_bytes,
+        "ratio": round(info.zswapped_bytes / pool, 3) if pool else None,
+        "debugfs": info.debugfs or None,
+        "stored_pages": counter("stored_pages"),
+        "pool_total_size_bytes": counter("pool_total_size"),
+        "written_back_pages": counter("written_back_pages"),
+        "pool_limit_hit": counter("pool_limit_hit"),
+        "rejected": {k: v for k, v in debug.items() if k.startswith("reject_")} if has_debug else None,
+        "zswpin_per_s": round(host.vmstat_rate("zswpin"), 3),
+        "zswpout_per_s": round(host.vmstat_rate("zswpout"), 3),
+        "zswpwb_per_s": round(host.vmstat_rate("zswpwb"), 3),
+    }
+
+
+def zram_doc(dev: tuple[str, str, int, tuple[tuple[str, int], ...]]) -> dict[str, Any]:
+    name, algorithm, disksize, pairs = dev
+    st = dict(pairs)
+    orig, compr = st.get("orig_data_size"), st.get("compr_data_size")
+    return {
+        "name": name,
+        "algorithm": algorithm or None,
+        "disksize_bytes": disksize,
+        "orig_data_bytes": orig,
+        "compr_data_bytes": compr,
+        "mem_used_bytes": st.get("mem_used_total"),
+        "mem_limit_bytes": st.get("mem_limit") or None,
+        "mem_used_max_bytes": st.get("mem_used_max"),
+        "ratio": round(orig / compr, 3) if orig and compr else None,
+        "same_pages": st.get("same_pages"),
+        "huge_pages": st.get("huge_pages"),
+        "pages_compacted": st.get("pages_compacted"),
+        "failed_reads": st.get("failed_reads"),
+        "failed_writes": st.get("failed_writes"),
+        "bd_count_pages": st.get("bd_count"),
+        "bd_reads_pages": st.get("bd_reads"),
+        "bd_writes_pages": st.get("bd_writes"),
+    }
+
+
 def system_line(state: State) -> dict[str, Any]:
     sys_state = state.get(HostState)
     info = state.get(SwapinState).swapinfo
     p = sys_state.pressure
     zswap: dict[str, Any] | None = None
     if info is not None and (info.zswap_enabled or info.zswapped_bytes):
-        zswap = {
-            "enabled": info.zswap_enabled,
-            "pool_bytes": info.zswap_pool_bytes,
-            "stored_bytes": info.zswapped_bytes,
-            "zswpin_per_s": round(sys_state.vmstat_rate("zswpin"), 3),
-            "zswpout_per_s": round(sys_state.vmstat_rate("zswpout"), 3),
-        }
+        zswap = zswap_doc(info, sys_state)
+    m = sys_state.meminfo
+    used = m.swap_total_bytes - m.swap_free_bytes if m is not None else None
+    in_ram = compressed_swap(info, m.zswapped_bytes if m is not None else None) if info is not None else None
     return {
         "pswpin_per_s": round(sys_state.vmstat_rate("pswpin"), 3),
         "pswpout_per_s": round(sys_state.vmstat_rate("pswpout"), 3),
         "pswpin_since_start": sys_state.vmstat_since_start("pswpin"),
         "pswpout_since_start": sys_state.vmstat_since_start("pswpout"),
+        "swap_used_bytes": used,
+        "swap_compressed_bytes": in_ram,
+        "swap_on_disk_bytes": None if used is None or in_ram is None else max(0, used - in_ram),
         "swap_devices": [
             {"name": d[0], "type": d[1], "size_bytes": d[2], "used_bytes": d[3], "priority": d[4]}
             for d in (info.devices if info else ())
@@ -170,6 +239,7 @@ def system_line(state: State) -> dict[str, Any]:
         if info is not None or measuring(state, "swapinfo")
         else None,
         "zswap": zswap,
+        "zram": [zram_doc(d) for d in info.zram] if info is not None else None,
         "psi": None
         if p is None
         else {
@@ -179,6 +249,24 @@ def system_line(state: State) -> dict[str, Any]:
             "full_avg60": p.full_avg60,
         },
     }
+
+
+def zswap_text(z: dict[str, Any]) -> str:
+    """One line of zswap: what it holds in how much, the ratio, its traffic and, from debugfs,
+    what it wrote back to disk and refused."""
+    ratio = f" ratio {z['ratio']:.1f}" if z["ratio"] else ""
+    line = (
+        f"zswap {'on' if z['enabled'] else 'off'} {z['compressor'] or ''}: {fmt.bytes_h(z['stored_bytes'])} stored in "
+        f"{fmt.bytes_h(z['pool_bytes'])}{ratio}  in {fmt.count_h(z['zswpin_per_s'])}/s out {fmt.count_h(z['zswpout_per_s'])}/s"
+    )
+    if z["written_back_pages"] is not None:
+        rejected = sum((z["rejected"] or {}).values())
+        line += (
+            f"  written back {fmt.count_h(z['written_back_pages'])} rejected {fmt.count_h(rejected)} pages"
+        )
+    else:
+        line += "  (written back, rejected: mount debugfs)"
+    return line
 
 
 def system_text(sysline: dict[str, Any]) -> list[str]:
@@ -193,9 +281,19 @@ def system_text(sysline: dict[str, Any]) -> list[str]:
         lines[0] += f"  PSI memory some {psi['some_avg10']:.2f} full {psi['full_avg10']:.2f} (avg10)"
     z = sysline.get("zswap")
     if z:
+        lines.append(zswap_text(z))
+    for d in sysline.get("zram") or ():
+        ratio = f" ratio {d['ratio']:.1f}" if d["ratio"] else ""
         lines.append(
-            f"zswap {'on' if z['enabled'] else 'off'}: {fmt.bytes_h(z['stored_bytes'])} stored in "
-            f"{fmt.bytes_h(z['pool_bytes'])}  in {fmt.count_h(z['zswpin_per_s'])}/s out {fmt.count_h(z['zswpout_per_s'])}/s"
+            f"{d['name']} {d['algorithm'] or '?'}: {fmt.bytes_h(d['orig_data_bytes'] or 0)} stored in "
+            f"{fmt.bytes_h(d['mem_used_bytes'] or 0)}{ratio}  same-filled {fmt.count_h(d['same_pages'] or 0)} pages"
+            f"  written back {fmt.count_h(d['bd_writes_pages'] or 0)} pages"
+        )
+    if sysline.get("swap_compressed_bytes"):
+        lines.append(
+            f"swap used {fmt.bytes_h(sysline['swap_used_bytes'] or 0)}: "
+            f"{fmt.bytes_h(sysline['swap_compressed_bytes'])} compressed in RAM, "
+            f"{fmt.bytes_h(sysline['swap_on_disk_bytes'] or 0)} on disk (pswpin/pswpout count disk only)"
         )
     devs = sysline.get("swap_devices")
     if devs is None:
@@ -212,4 +310,13 @@ def system_text(sysline: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["SwapinView", "render_table", "histogram", "hist_lines", "system_line", "system_text", "SORT_KEYS"]
+__all__ = [
+    "SwapinView",
+    "render_table",
+    "histogram",
+    "hist_lines",
+    "system_line",
+    "system_text",
+    "compressed_swap",
+    "SORT_KEYS",
+]

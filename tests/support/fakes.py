@@ -129,6 +129,7 @@ class FakeSource:
         self.declined: list[list[int]] = []
         self.trace_choices: list[int | None] = []
         self.kernel_traced: list[tuple[str, bool]] = []
+        self.working_set: list[tuple[int, bool, float]] = []
         #: what watch() was told, in order
         self.watched: list[frozenset[str] | None] = []
         self.closed = False
@@ -189,6 +190,10 @@ class FakeSource:
     def trace_kernel(self, tracer: str, on: bool) -> bool:
         self.kernel_traced.append((tracer, on))
         return False
+
+    def measure_working_set(self, pid: int, on: bool, window_s: float = 10.0) -> bool:
+        self.working_set.append((pid, on, window_s))
+        return on
 
     def watch(self, probes: Collection[str] | None) -> None:
         self.watched.append(None if probes is None else frozenset(probes))

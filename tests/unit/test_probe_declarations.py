@@ -65,6 +65,7 @@ def test_default_probes_in_load_order(tmp_path: Path) -> None:
         "slabstacks",
         "pagealloc",
         "shmsnoop",
+        "wss",
     }
     assert asked | {p.name for p in probes} == set(PROBES)
     # the /proc readers read the root they are given
@@ -77,9 +78,9 @@ def test_default_probes_in_load_order(tmp_path: Path) -> None:
 def test_drill_in_declares_each_sections_probe() -> None:
     view = ProcessView()
     assert tuple(view.section_probes) == SECTIONS
-    assert view.probes == ("procfs", "faultstack", "growth", "smaps")
+    assert view.probes == ("procfs", "faultstack", "growth", "smaps", "wss")
     # its status line: the probes it attaches for its target; procfs's is on the panes it feeds
-    assert view.own_probes == ("faultstack", "growth", "smaps")
+    assert view.own_probes == ("faultstack", "growth", "smaps", "wss")
 
 
 def probe_lines(checks: list[doctor.Check]) -> dict[str, str]:

@@ -133,7 +133,7 @@ def doc(state: State) -> dict[str, Any]:
 
 def test_state_takes_a_read_in_parts_and_the_rollup_first() -> None:
     state = State("bpf")
-    state.apply(Batch(1, (ProbeStatus("smaps", "attached"), MappingTotals(9, 100, 90, 10, 5))))
+    state.apply(Batch(1, (ProbeStatus("smaps", "attached"), MappingTotals(9, 100, 90, 10, 5, 3))))
     d = doc(state)
     assert d["rows"] == [] and d["complete"] is False
     assert d["totals"] == {
@@ -142,6 +142,7 @@ def test_state_takes_a_read_in_parts_and_the_rollup_first() -> None:
         "pss_bytes": 90,
         "dirty_bytes": 10,
         "swap_bytes": 5,
+        "swap_pss_bytes": 3,
         "from": "smaps_rollup",
     }
     state.apply(Batch(2, (Mappings(9, rows_of(3), append=False, complete=False),)))

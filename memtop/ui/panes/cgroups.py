@@ -121,6 +121,10 @@ class CgroupsPane(FilterablePane, SortableTablePane):
             if r[key] is not None:
                 parts.append(f"{label} {fmt.bytes_h(r[key])}")
         parts.append(f"working set {fmt.bytes_h(r['working_set_bytes'])}")
+        if r["needed_bytes"] is not None:  # anon + active file + what is touched again (docs)
+            parts.append(f"needed {fmt.bytes_h(r['needed_bytes'])} cold {fmt.bytes_h(r['cold_bytes'])}")
+            if r["thrashing"]:
+                parts.append("THRASHING: refaults high, needed over the limit")
         if r["swap_bytes"] is not None:
             parts.append(f"swap {fmt.bytes_h(r['swap_bytes'])}")
         if r["events"]:
@@ -139,6 +143,14 @@ class CgroupsPane(FilterablePane, SortableTablePane):
                     for k in ("anon", "file", "kernel", "slab", "shmem", "sock", "dirty", "writeback")
                     if k in stat
                 ),
+                style="dim",
+            )
+        if "zswapped" in stat:  # v2 only: its swap held compressed in RAM, not on disk
+            t.append("\n")
+            t.append(
+                f"zswap {fmt.bytes_h(stat['zswapped'])} in {fmt.bytes_h(stat.get('zswap', 0))}"
+                f"  in {fmt.count_h(stat.get('zswpin', 0))} out {fmt.count_h(stat.get('zswpout', 0))}"
+                f" written back {fmt.count_h(stat.get('zswpwb', 0))} pages",
                 style="dim",
             )
         show_text(box, t)

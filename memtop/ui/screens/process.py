@@ -55,6 +55,8 @@ from memtop.views.process import (
     shown_mappings,
     sorted_mappings,
     totals_text,
+    working_set,
+    working_set_rows,
 )
 
 TAB_LABELS = {
@@ -63,7 +65,10 @@ TAB_LABELS = {
     "fault_files": "Faults by file",
     "growth": "Heap growth",
     "mappings": "Mappings",
+    "working_set": "Working set",
 }
+#: the working-set window the drill-in's w asks for, seconds
+WSS_WINDOW_S = 10.0
 TREE_TOP = 100
 #: mapping rows put in the table (the rest are counted in its title; snapshots have them all)
 MAP_ROWS_SHOWN = 1000
@@ -127,6 +132,12 @@ class ProcessScreen(DrillScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", tooltip="back to the pane"),
         Binding("m", "leaks", "Leaks", tooltip="trace its allocations (Leaks pane)"),
+        Binding(
+            "w",
+            "working_set",
+            "Working set",
+            tooltip="measure the memory it touches every 10 s (clears its referenced bits); again: stop",
+        ),
         Binding("less_than_sign", "sort(-1)", "Sort ←", show=False, tooltip="sort by the previous column"),
         Binding("greater_than_sign", "sort(1)", "Sort →", show=False, tooltip="sort by the next column"),
         Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the sort"),
@@ -173,8 +184,8 @@ class ProcessScreen(DrillScreen):
             yield Static(
                 Text(SECTION_TITLES[sec], style="bold"), id=f"proc-{sec}-title", classes="proc-title"
             )
-            if sec == "mappings":  # totals first: they are in before any row
-                yield Static(id="proc-mappings-totals", classes="proc-totals")
+            if sec in ("mappings", "working_set"):  # totals first: they are in before any row
+                yield Static(id=f"proc-{sec}-totals", classes="proc-totals")
             yield FastTable(
                 id=f"proc-{sec}-table", cursor_type="row", zebra_stripes=True, classes="proc-table"
             )
@@ -241,6 +252,8 @@ class ProcessScreen(DrillScreen):
             self._draw_growth(state)
         elif sec == "mappings":
             self._draw_mappings(state)
+        elif sec == "working_set":
+            self._draw_working_set(state)
 
     def _draw_header(self, state: State) -> None:
         pstate = state.get(ProcessState)
@@ -302,7 +315,7 @@ class ProcessScreen(DrillScreen):
             lost = state.lost_total(name)
             if lost:
                 parts.append(f"  lost {lost}", style="bold red")
-        parts.append("   Esc back · 1-5 sections · m leaks · s snapshot", style="dim")
+        parts.append("   Esc back · 1-6 sections · w working set · m leaks · s snapshot", style="dim")
         return parts
 
     def _draw_history(self, state: State) -> None:
@@ -459,6 +472,41 @@ class ProcessScreen(DrillScreen):
             "start",
         )
 
+    def _draw_working_set(self, state: State) -> None:
+        t = state.get(ProcessState).target(self.pid)
+        wss = working_set(t)
+        st = state.probe_state("wss")
+        running = st is not None and st.state in ("pending", "attaching", "attached")
+        totals = Text()
+        if wss is None:
+            self._title("working_set", "w measures it (clears its referenced bits; w again stops)")
+            totals.append("not measured", style="dim")
+        else:
+            last = wss["latest"]
+            self._title(
+                "working_set",
+                f"{wss['source']}, {wss['window_s']:g} s windows"
+                + (" · measuring (w stops)" if running else " · stopped (w measures again)"),
+            )
+            if last is None:
+                totals.append("the first window is not over yet", style="dim")
+            else:
+                totals.append(f"touched {fmt.bytes_h(last['referenced_bytes'])}", style="bold")
+                totals.append(
+                    f" of {fmt.bytes_h(last['rss_bytes'])} resident (cold {fmt.bytes_h(last['cold_bytes'])})"
+                    f"  windows: {' '.join(fmt.bytes_h(w['referenced_bytes']) for w in wss['windows'][-12:])}"
+                )
+                totals.append(
+                    f"\na window cost {fmt.ns_h(last['cost_cpu_ns'])} CPU; {wss['disturbs']}", style="dim"
+                )
+        show_text(self.query_one("#proc-working_set-totals", Static), totals)
+        fill_table(
+            self.query_one("#proc-working_set-table", DataTable),
+            SECTION_COLUMNS["working_set"],
+            working_set_rows(t),
+            "name",
+        )
+
     def _title(self, sec: str, extra: str) -> None:
         t = Text(SECTION_TITLES[sec], style="bold")
         t.append(f"  {extra}", style="dim")
@@ -494,6 +542,15 @@ class ProcessScreen(DrillScreen):
     def action_section(self, index: int) -> None:
         if 1 <= index <= len(SECTIONS):
             self.query_one("#proc-tabs", TabbedContent).active = f"sec-{SECTIONS[index - 1]}"
+
+    def action_working_set(self) -> None:
+        """Start a working-set measurement of this process, or stop the one running (a key of
+        the user's: it clears the process's referenced bits, which reclaim reads too)."""
+        st = self.state.probe_state("wss")
+        running = st is not None and st.state in ("pending", "attaching", "attached")
+        self.source.measure_working_set(self.pid, not running, WSS_WINDOW_S)
+        self.query_one("#proc-tabs", TabbedContent).active = "sec-working_set"
+        self.refresh_from(self.state)
 
     def action_leaks(self) -> None:
         self.post_message(TraceAllocations(self.pid))
