@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from memtop.linux import files  # noqa: E402
 from memtop.state.processes import ProcessesState  # noqa: E402
-from memtop.stream.replay import Recording, ReplaySource  # noqa: E402
+from memtop.stream.recfile import Recording  # noqa: E402
+from memtop.stream.replay import ReplaySource  # noqa: E402
 from memtop.ui.app import MemtopApp  # noqa: E402
 from memtop.ui.panes.base import DrillIn  # noqa: E402
 from memtop.ui.screens import DrillScreen  # noqa: E402

@@ -85,7 +85,7 @@ def count_arg(text: str) -> int:
 
 
 def limit_arg(text: str) -> str:
-    from memtop.stream.replay import parse_limit
+    from memtop.stream.recfile import parse_limit
 
     try:
         parse_limit(text)

@@ -38,7 +38,7 @@ def run_batch(args: argparse.Namespace) -> int:
     opts = Options(pid=args.pid)
     try:
         if args.replay:
-            from memtop.stream.replay import limits_from
+            from memtop.stream.recfile import limits_from
 
             batch_replay(
                 args.replay,

@@ -36,7 +36,8 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from memtop.commands.tui import run_tui_app
-    from memtop.stream.replay import Recording, ReplaySource, limits_from
+    from memtop.stream.recfile import Recording, limits_from
+    from memtop.stream.replay import ReplaySource
 
     rec = Recording.load(args.file, salvage=args.salvage, limits=limits_from(args.limit))
     if args.info:

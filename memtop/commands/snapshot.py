@@ -147,7 +147,8 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 
 def run_replay_snapshot(args: argparse.Namespace) -> int:
-    from memtop.stream.replay import Recording, ReplaySource, limits_from
+    from memtop.stream.recfile import Recording, limits_from
+    from memtop.stream.replay import ReplaySource
 
     check_snapshot_args(args)
     rec = Recording.load(args.replay, salvage=args.salvage, limits=limits_from(args.limit))

@@ -47,7 +47,8 @@ def backfill(
 ) -> tuple[int, int]:
     """Write ``output``; (points, samples) written. MemtopError when the recording has no
     wall-clock time to stamp the points with (a recording made before memtop recorded it)."""
-    from memtop.stream.replay import Recording, ReplaySource
+    from memtop.stream.recfile import Recording
+    from memtop.stream.replay import ReplaySource
 
     files.check_target(output, force)
     source = ReplaySource(Recording.load(recording), at_s=0)

@@ -33,7 +33,7 @@ from memtop.views import Options, View, get_view, wall_ns
 from memtop.views.header import host_text, probe_count, summary_line
 
 if TYPE_CHECKING:
-    from memtop.stream.replay import Limits
+    from memtop.stream.recfile import Limits
 
 #: a snapshot whose view waits for a first complete read (the drill-in's mappings) waits at most this
 READY_WAIT_S = 10.0
@@ -268,7 +268,8 @@ def batch_replay(
     """The same output from a recording: a document for the first sample at least ``interval_s``
     of recorded time after the last one printed (a small interval prints every sample). The
     recording plays through the Runner as fast as it reads, sample by sample."""
-    from memtop.stream.replay import Recording, ReplaySource
+    from memtop.stream.recfile import Recording
+    from memtop.stream.replay import ReplaySource
 
     source = ReplaySource(Recording.load(recording_path, salvage=salvage, limits=limits), at_s=0)
     runner = Runner(source, interval_s=interval_s, checkpoints=False)

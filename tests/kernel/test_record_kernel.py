@@ -15,8 +15,9 @@ from support import compile_c, differences, documents, kb, memcg, proc_status, s
 
 from memtop.records.host import VmStat
 from memtop.state import State
+from memtop.stream.recfile import Recording
 from memtop.stream.recording import open_recorder
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.replay import ReplaySource
 from memtop.stream.runner import Runner
 
 MiB = 1 << 20

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 from support.waits import BOUND_S, WaitTimeout
 

@@ -13,7 +13,8 @@ from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch
 from memtop.records.host import HostFacts
 from memtop.stream.bridge import Bridge
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 
 

@@ -18,8 +18,9 @@ from memtop.records import Batch
 from memtop.records.host import MemInfo
 from memtop.state.host import HostState
 from memtop.stream.bridge import Bridge
+from memtop.stream.recfile import Recording
 from memtop.stream.recording import open_recorder
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 
 

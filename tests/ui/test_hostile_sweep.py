@@ -46,7 +46,8 @@ from memtop.headless.frontends import _emit, _probe_line
 from memtop.headless.snapshots import render
 from memtop.records import KIND_KEY, RECORD_TYPES, Record, from_json
 from memtop.state import State
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes import pane_names
 from memtop.ui.panes.base import DrillIn, Pane

@@ -11,7 +11,7 @@ from fakeproc import make_fake_proc
 
 from memtop.probes.procfs import ProcfsProbe
 from memtop.stream.bridge import Bridge
-from memtop.stream.replay import Recording
+from memtop.stream.recfile import Recording
 from memtop.stream.runner import STEP_MAX_S, STEP_MIN_S
 from memtop.ui.app import MemtopApp
 

@@ -9,7 +9,8 @@ from support.ui import settle
 from textual.widgets import Static
 
 from memtop.state.oom import OomState
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.screens.process import ProcessScreen
 from memtop.views import Options, get_view

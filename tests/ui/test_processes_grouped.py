@@ -7,7 +7,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.stream.runner import Runner
 from memtop.ui.app import MemtopApp
 from memtop.views import Options, get_view

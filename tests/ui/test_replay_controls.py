@@ -12,7 +12,8 @@ from support.ui import settle, tick_until
 
 from memtop.probes.procfs import ProcfsProbe
 from memtop.stream.bridge import Bridge
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.recplay import GotoScreen
 from memtop.views import Options, get_view

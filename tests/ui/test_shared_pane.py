@@ -15,7 +15,8 @@ from textual.widgets import DataTable, Static
 from memtop.records import Batch
 from memtop.records.shared import SharedCall, ShmSegment, ShmTable
 from memtop.state.shared import SharedState
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 
 DATA = Path(__file__).resolve().parents[1] / "data"

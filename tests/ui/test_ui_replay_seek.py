@@ -8,7 +8,8 @@ from pathlib import Path
 from support.ui import tick_until
 
 from memtop.state import State
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.views import Options, views
 

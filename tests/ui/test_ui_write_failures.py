@@ -15,7 +15,8 @@ from support.ui import drive, settle, tick_until
 
 from memtop.probes.procfs import ProcfsProbe
 from memtop.stream.bridge import Bridge
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.ui.app import MemtopApp
 
 COMPAT = Path(__file__).resolve().parent.parent / "data" / "recording-1.0.jsonl.gz"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memtop.core import fmt
 from memtop.state import State
-from memtop.stream.replay import Recording
+from memtop.stream.recfile import Recording
 from memtop.views import Options, views
 
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "pressure.jsonl.gz"

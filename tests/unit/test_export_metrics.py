@@ -22,7 +22,7 @@ from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.kernel import KernelState
 from memtop.state.processes import ProcessesState
-from memtop.stream.replay import Recording
+from memtop.stream.recfile import Recording
 
 ROOT = Path(__file__).resolve().parents[2]
 CGROUPS = ROOT / "tests" / "data" / "cgroups.jsonl.gz"

@@ -19,8 +19,9 @@ from memtop.records import Batch, from_json, to_json
 from memtop.records.host import HostFacts, MemInfo
 from memtop.state import State
 from memtop.state.host import HostState
+from memtop.stream.recfile import Recording
 from memtop.stream.recording import open_recorder
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.replay import ReplaySource
 from memtop.views.header import HeaderLine, header_line
 
 COMPAT = DATA / "recording-1.0.jsonl.gz"

@@ -24,7 +24,7 @@ from memtop.records.process import FaultCoverage, GrowthStack
 from memtop.state import State
 from memtop.state.swapin import SwapinState
 from memtop.state.vmscan import VmscanState
-from memtop.stream.replay import Recording
+from memtop.stream.recfile import Recording
 from memtop.views import Options, views
 from memtop.views.process import SECTIONS
 

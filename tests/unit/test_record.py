@@ -17,8 +17,9 @@ from memtop.core.errors import BadRecording, UnsafePath
 from memtop.records import Batch, ProbeStatus
 from memtop.records.host import MemInfo
 from memtop.records.processes import ProcSample
+from memtop.stream.recfile import Recording
 from memtop.stream.recording import SCHEMA, open_recorder
-from memtop.stream.replay import Recording, parse_time
+from memtop.stream.replay import parse_time
 from memtop.views import views
 
 COMPAT = DATA / "recording-1.0.jsonl.gz"

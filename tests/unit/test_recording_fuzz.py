@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from memtop.core.errors import BadRecording
 from memtop.records import KIND_KEY, RECORD_TYPES
 from memtop.state import State
-from memtop.stream.replay import Limits, Recording, ReplaySource
+from memtop.stream.recfile import Limits, Recording
+from memtop.stream.replay import ReplaySource
 
 HEADER = {"magic": "memtop-recording", "schema": [1, 0], "interval_s": 1.0}
 FIELDS = {kind: [f.name for f in dataclasses.fields(cls)] for kind, cls in RECORD_TYPES.items()}

@@ -20,7 +20,8 @@ from memtop.core.errors import BadRecording
 from memtop.records import KIND_KEY, from_json, to_json
 from memtop.records.host import MemInfo
 from memtop.records.processes import ProcSample
-from memtop.stream.replay import Limits, Recording, ReplaySource, limits_from, parse_limit
+from memtop.stream.recfile import Limits, Recording, limits_from, parse_limit
+from memtop.stream.replay import ReplaySource
 from memtop.views import Options, get_view
 from memtop.views.header import host_text
 

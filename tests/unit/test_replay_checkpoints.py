@@ -14,7 +14,8 @@ import pytest
 
 from memtop.core.errors import MemtopError
 from memtop.state import State
-from memtop.stream.replay import Recording, ReplaySource, freeze, pack
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource, freeze, pack
 from memtop.stream.runner import Runner
 from memtop.views import Options, views
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from memtop.core import fmt
 from memtop.state.processes import ProcessesState, rss_growth_per_s
-from memtop.stream.replay import Recording
+from memtop.stream.recfile import Recording
 from memtop.ui.panes.processes import SPARK_MIN_SPAN, SPARK_WIDTH
 from memtop.views import Options, get_view
 from memtop.views.processes import growth_h

@@ -23,7 +23,8 @@ from memtop.records import Batch, ProbeStatus
 from memtop.records.process import Focus
 from memtop.state.process import ProcessState
 from memtop.stream.bridge import Bridge
-from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.recfile import Recording
+from memtop.stream.replay import ReplaySource
 from memtop.stream.runner import Runner
 
 PRESSURE = DATA / "pressure.jsonl.gz"

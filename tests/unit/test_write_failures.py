@@ -20,8 +20,8 @@ from memtop.core.errors import BadRecording, UnsafePath, WriteFailed
 from memtop.linux import files
 from memtop.records import Batch
 from memtop.records.host import MemInfo
+from memtop.stream.recfile import Recording
 from memtop.stream.recording import open_recorder
-from memtop.stream.replay import Recording
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PRESSURE = DATA / "pressure.jsonl.gz"
