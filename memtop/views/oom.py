@@ -167,6 +167,11 @@ class OomView(View):
             lines.append("At risk: time to exhaustion at the current growth, and who the kernel would kill:")
             for r in doc["at_risk"]:
                 lines.append("  " + at_risk_line(r))
+        if doc["killers"]:
+            lines.append("")
+            lines.append("Memory killers running, and the thresholds they kill at:")
+            for k in doc["killers"]:
+                lines.append("  " + killer_line(k))
         if doc["cgroups"]:
             lines.append("")
             lines.append("OOM kills per memory cgroup since it was created (its own counter):")
@@ -336,3 +341,17 @@ def at_risk_line(r: dict[str, Any]) -> str:
             f"; next victim {r['victim_comm']} [{r['victim_pid']}] RSS {fmt.bytes_h(r['victim_rss_bytes'])}"
         )
     return line
+
+
+def killer_line(k: dict[str, Any]) -> str:
+    """``earlyoom [812]: MemAvailable <= 10.00% and SwapFree <= 10.00% (cmdline)``."""
+    mem = f"{k['mem_percent']:.2f}%"
+    if k["mem_kib"]:
+        mem += f" or {fmt.bytes_h(k['mem_kib'] * 1024)}, the lower"
+    swap = f"{k['swap_percent']:.2f}%"
+    if k["swap_kib"]:
+        swap += f" or {fmt.bytes_h(k['swap_kib'] * 1024)}, the lower"
+    line = f"{k['killer']} [{k['pid']}]: MemAvailable <= {mem} and SwapFree <= {swap}"
+    if k["pressure_percent"]:
+        line += f"; a unit's memory pressure over {k['pressure_percent']:.2f}%"
+    return line + f" (from {k['source']})"

@@ -302,18 +302,14 @@ def test_forecast_at_half_way_and_the_predicted_victim() -> None:
     kill = next(e for e in killed["events"] if e["victim_pid"] == w.pid)
     real_s = (kill["ts_ns"] - at_half["taken_at_ns"]) / 1e9  # both CLOCK_MONOTONIC
     assert real_s > 0
-    # the machine's MemAvailable moves with every other test on this shared machine (hundreds of
-    # MiB in seconds): the forecast is held to a factor of 2 here (a forecast run to 0 instead of
-    # earlyoom's threshold would be many times off: the machine has GiBs below it); the 30 % of
-    # the issue is held on a memcg's, which nothing else touches
-    assert real_s / 2 <= risk["seconds_left"] <= 2 * real_s, (risk, real_s)
-    # its margin is the kernel's MemAvailable, read as memtop showed it, less the threshold
-    assert abs(risk["margin_bytes"] - (avail_at_half - risk["threshold_bytes"])) <= 200 * MiB, (
-        risk,
-        avail_at_half,
-    )
+    assert abs(risk["seconds_left"] - real_s) <= 0.3 * real_s, (risk, real_s)
     assert risk["victim_pid"] == w.pid and risk["victim_comm"] == "grower", risk
     assert risk["limit_bytes"] == limit  # swap forbidden: nothing beyond the limit
+
+
+#: how far under the machine's MemAvailable earlyoom's threshold is set: 20 s of the workload's
+#: growth (its half-way past the forecast's 10 s window)
+MARGIN_MIB = 3000
 
 
 def meminfo_bytes(key: str) -> int:
@@ -334,8 +330,9 @@ def ns_pid(pid: int) -> int:
 @pytest.mark.bpf
 def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
     """A real earlyoom (its own PID namespace, only the workload in it) with a known threshold:
-    ``-m`` at the machine's MemAvailable less 1200 MiB, ``-s 100`` (its swap condition always
-    met). memtop reads the threshold from its command line; a workload growing 40 MiB/s makes the
+    ``-m`` at the machine's MemAvailable less 3000 MiB, ``-s 100`` (its swap condition always
+    met). memtop reads the threshold from its command line; a workload growing 150 MiB/s (fast,
+    against the other tests' load on this machine) makes the
     machine's forecast run to earlyoom's threshold: its margin is the kernel's MemAvailable less
     that threshold, and the forecast shown half-way is within a factor of 2 of the time earlyoom
     then took to send its SIGTERM (the signal tracepoint's timestamp; others' load on this shared
@@ -343,18 +340,10 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
     reason earlyoom printed for the kill is what memtop's parser reads from it (journald does not
     run on this machine: the test says so and parses earlyoom's own output)."""
     exe = compile_c("grower")
-    total_kib = next(
-        int(ln.split()[1])
-        for ln in Path("/proc/meminfo").read_text().splitlines()
-        if ln.startswith("MemTotal:")
-    )
+    total_kib = meminfo_bytes("MemTotal") // 1024
     with memtop_batch() as batch:
-        avail_kib = next(
-            int(ln.split()[1])
-            for ln in Path("/proc/meminfo").read_text().splitlines()
-            if ln.startswith("MemAvailable:")
-        )
-        pct = round((avail_kib - 1200 * 1024) * 100 / total_kib, 2)
+        avail_kib = meminfo_bytes("MemAvailable") // 1024
+        pct = round((avail_kib - MARGIN_MIB * 1024) * 100 / total_kib, 2)
         threshold = int(total_kib * 1024 * pct / 100)
         tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killx-{os.getpid()}-"))
         go = tmp / "go"
@@ -362,7 +351,7 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
         oom = subprocess.Popen(
             ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--", "sh", "-c"]
             + [
-                f'"$0" 4000 8 200 adj wait <{go} >/dev/null & exec earlyoom -r 0 -m {pct:.2f} -s 100 --prefer "^grower$"',
+                f'"$0" 8000 15 100 adj wait <{go} >/dev/null & exec earlyoom -r 0 -m {pct:.2f} -s 100 --prefer "^grower$"',
                 str(exe),
             ],
             stdout=subprocess.PIPE,
@@ -385,12 +374,18 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
             doc = batch.wait("earlyoom's thresholds", listed)
             (mine,) = [k for k in doc["killers"] if k["pid"] == earlyoom]
             assert (mine["mem_percent"], mine["swap_percent"], mine["source"]) == (pct, 100.0, "cmdline")
+            # the workload (its subshell, waiting on the pipe, has its pid already); earlyoom
+            # names it by its pid in the namespace
+            victim = next(c for c in children(earlyoom))
+            victim_ns = ns_pid(victim)
             with open(go, "w") as f:  # the workload starts growing
                 f.write("go\n")
 
             def half_way(d: Doc) -> bool:
                 return any(
-                    r["cgroup"] is None and r["killer"] == "earlyoom" and r["margin_bytes"] <= 600 * MiB
+                    r["cgroup"] is None
+                    and r["killer"] == "earlyoom"
+                    and r["margin_bytes"] <= MARGIN_MIB // 2 * MiB
                     for r in d["at_risk"]
                 )
 
@@ -402,9 +397,7 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
                 lines.append(line)
                 if EARLYOOM_KILL.search(line):
                     break
-            victim = next(c for c in children(earlyoom))
             doc = batch.wait("earlyoom's kill", lambda d: any(k["killer"] for k in kills_of(d, victim)))
-            victim_ns = ns_pid(victim)
         finally:
             oom.kill()  # --kill-child: the namespace (earlyoom, the workload) goes with it
             oom.wait()
@@ -421,7 +414,7 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
     # the issue is held on a memcg's, which nothing else touches
     assert real_s / 2 <= risk["seconds_left"] <= 2 * real_s, (risk, real_s)
     # its margin is the kernel's MemAvailable, read as memtop showed it, less the threshold
-    assert abs(risk["margin_bytes"] - (avail_at_half - risk["threshold_bytes"])) <= 200 * MiB, (
+    assert abs(risk["margin_bytes"] - (avail_at_half - risk["threshold_bytes"])) <= 300 * MiB, (
         risk,
         avail_at_half,
     )
