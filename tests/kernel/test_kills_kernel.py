@@ -425,3 +425,52 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
     assert said[0].reason.startswith(f"low memory! at or below SIGTERM limits: mem {pct:5.2f}%, swap 100.00%")
     if not journald_runs():
         print("journald does not run here: earlyoom's reason parsed from its captured output only")
+
+
+@pytest.mark.bpf
+def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
+    """A kill by a program named systemd-oomd (the system's kill(1) copied under that name: memtop
+    knows a killer by its executable) of a process in a cgroup2 group carrying the xattrs
+    systemd-oomd sets on what it kills (``user.oomd_ooms``, ``user.oomd_kill``): memtop names the
+    killer and gives the xattrs, as the kernel holds them, as its reason."""
+    from memtop import cgroupfs
+
+    unified = cgroupfs.layout().unified
+    if unified is None:
+        pytest.skip("no cgroup2 hierarchy mounted")
+    tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killx-{os.getpid()}-"))
+    killer = tmp / "systemd-oomd"
+    shutil.copy(shutil.which("kill") or "/usr/bin/kill", killer)
+    killer.chmod(0o755)
+    group = Path(unified.mountpoint) / f"memtop-killx-{os.getpid()}"
+    group.mkdir()
+    try:
+        os.setxattr(group, "user.oomd_ooms", b"1")
+        os.setxattr(group, "user.oomd_kill", b"3")
+        with memtop_batch() as batch:
+            w = grower("50", "50", "0")
+            try:
+                held(w, 50)
+                (group / "cgroup.procs").write_text(str(w.pid))
+                batch.ticks(2)
+                subprocess.run([str(killer), "-KILL", str(w.pid)], check=True)
+                # not reaped until memtop has read its cgroup (a zombie keeps it)
+                doc = batch.wait("the kill's reason", lambda d: any(k["reason"] for k in kills_of(d, w.pid)))
+            finally:
+                w.kill()
+                w.wait()
+        (k,) = kills_of(doc, w.pid)
+        assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+        held_xattrs = ", ".join(
+            f"{n}={os.getxattr(group, n).decode()}" for n in ("user.oomd_ooms", "user.oomd_kill")
+        )
+        assert k["reason"] == f"/{group.name}: {held_xattrs}", k
+        assert f"systemd-oomd said: /{group.name}: user.oomd_ooms=1, user.oomd_kill=3" in signal_kill_line(k)
+    finally:
+        deadline = time.monotonic() + WAIT_S
+        while group.exists() and time.monotonic() < deadline:
+            try:
+                group.rmdir()
+            except OSError:  # busy until the kernel has let the killed process go
+                time.sleep(0.1)
+        shutil.rmtree(tmp, ignore_errors=True)
