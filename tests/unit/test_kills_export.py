@@ -6,10 +6,15 @@ print; the machine's forecast against the first threshold a killer kills at."""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 from test_export_cadvisor import exposition
 
 from memtop.export.metrics import Accumulators, Options, cut_depth, families
+from memtop.probes import killreasons
 from memtop.probes.killreasons import earlyoom_reasons, oomd_reasons
 from memtop.probes.kills import earlyoom_thresholds, oomd_thresholds
 from memtop.records import Batch, ProbeStatus, Record
@@ -233,3 +238,52 @@ def test_killers_reasons_parsed_from_what_they_print() -> None:
         ]
     )
     assert o.cgroup == "/user.slice/user-1000.slice/app.scope" and o.rule == "pressure" and o.victim_pid == 0
+
+
+def test_journal_read_through_journalctl_json_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """journald does not run on the development machines, so journalctl stands in here, printing
+    journal entries in the shape ``journalctl -o json`` gives them (MESSAGE a string, or an array
+    of bytes when it is not UTF-8): the killers' lines are kept, others' dropped, and a journalctl
+    that does not answer is given up on (its timeout), not waited for."""
+    sock = tmp_path / "socket"
+    sock.touch()
+    monkeypatch.setattr(killreasons, "JOURNAL_SOCKET", str(sock))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    entries = [
+        {
+            "SYSLOG_IDENTIFIER": "earlyoom",
+            "MESSAGE": "low memory! at or below SIGTERM limits: mem 10.00%, swap 10.00%",
+        },
+        {"_COMM": "sshd", "MESSAGE": "Accepted publickey for root"},
+        {
+            "SYSLOG_IDENTIFIER": "earlyoom",
+            "MESSAGE": list(b'sending SIGTERM to process 42 uid 0 "h\xffg": badness 900'),
+        },
+        {
+            "_COMM": "systemd-oomd",
+            "MESSAGE": "Killed /x.slice/y.scope due to memory used (1.0G) / total (2.0G) and swap used (3.0G) / total (3.1G) being more than 90.00%",
+        },
+        {"_COMM": "earlyoom", "MESSAGE": None},
+    ]
+    (tmp_path / "out.json").write_text("\n".join(json.dumps(e) for e in entries) + "\nnot json\n")
+    journalctl = bindir / "journalctl"
+    journalctl.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\ncat {tmp_path}/out.json\n')
+    journalctl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    lines = killreasons.journal_lines(1000.0, ("earlyoom", "systemd-oomd"))
+    assert set(lines) == {"earlyoom", "systemd-oomd"}
+    assert lines["earlyoom"][1] == 'sending SIGTERM to process 42 uid 0 "h\\xffg": badness 900'
+    args = (tmp_path / "args").read_text().split()
+    assert "--since=@1000" in args and "json" in args and args[args.index("-n") + 1] == "2000"
+    said = {(s.killer, s.victim_pid, s.cgroup, s.rule) for s in killreasons.reasons(lines)}
+    assert said == {("earlyoom", 42, "", "low_memory"), ("systemd-oomd", 0, "/x.slice/y.scope", "swap")}
+    # one that never answers: nothing, once its timeout is up
+    journalctl.write_text("#!/bin/sh\nexec sleep 60\n")
+    assert killreasons.journal_lines(1000.0) == {}
+    # no journald: journalctl is not even run
+    sock.unlink()
+    journalctl.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
+    assert killreasons.journal_lines(1000.0) == {} and not (tmp_path / "ran").exists()
