@@ -17,6 +17,7 @@ from memtop.export.metrics import Accumulators, Options, cut_depth, families
 from memtop.probes import killreasons
 from memtop.probes.killreasons import earlyoom_reasons, oomd_reasons
 from memtop.probes.kills import earlyoom_thresholds, oomd_thresholds
+from memtop.probes.oom import parse_kmsg_kill
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.cgroups import CgroupSample
 from memtop.records.host import MemInfo
@@ -287,3 +288,10 @@ def test_journal_read_through_journalctl_json_bounded(
     sock.unlink()
     journalctl.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\n")
     assert killreasons.journal_lines(1000.0) == {} and not (tmp_path / "ran").exists()
+
+
+def test_the_kernel_logs_constraint_is_the_kills_scope() -> None:
+    line = "oom-kill:constraint=CONSTRAINT_{},nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/,task=hog,pid=42,uid=0"
+    assert parse_kmsg_kill(line.format("CPUSET")) == (42, "cpuset", "")
+    assert parse_kmsg_kill(line.format("MEMORY_POLICY")) == (42, "mempolicy", "")
+    assert parse_kmsg_kill(line.format("NONE")) == (42, "global", "")
