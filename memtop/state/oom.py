@@ -193,7 +193,10 @@ class OomState(SubState):
                 rate = (used - then[1] - (then[6] or 0)) * 1e9 / (at - then[0])
             out[path] = _forecast(path, used, limit + room, rate, age_ns=now - at)
         if self._available:
-            out[MACHINE] = self._machine()
+            # the killers' thresholds only while the kills probe reads them (an earlyoom that
+            # exited while it failed would otherwise be forecast against)
+            kills = state.statuses.get("kills")
+            out[MACHINE] = self._machine(kills is not None and kills.state == "attached")
         self.forecasts = out
         for path, f in out.items():
             if f.seconds_left is not None and f.seconds_left < FORECAST_NOTICE_S:
@@ -204,7 +207,7 @@ class OomState(SubState):
                 self._warned.discard(path)
         del self._unnoticed_forecasts[:-20]
 
-    def _machine(self) -> Forecast:
+    def _machine(self, with_killers: bool) -> Forecast:
         """The machine's forecast: when MemAvailable reaches the first threshold a killer kills
         at. The kernel's is 0; a userspace killer's (earlyoom's, systemd-oomd's) is MemAvailable
         at or under its memory threshold while SwapFree is at or under its swap threshold (no
@@ -221,7 +224,9 @@ class OomState(SubState):
         # the kernel's: MemAvailable at 0 (the "limit" is what is available; only the margin and
         # the rate matter)
         best = _forecast(MACHINE, 0, avail, rate)
-        for name, _pid, mem_pct, swap_pct, mem_kib, swap_kib, _psi, _where in self.killers:
+        for name, _pid, mem_pct, swap_pct, mem_kib, swap_kib, _psi, _where in (
+            self.killers if with_killers else ()
+        ):
             mem_at = _threshold(self.mem_total_bytes, mem_pct, mem_kib)
             swap_at = _threshold(self.swap_total_bytes, swap_pct, swap_kib)
             mem_s = _reach(avail, mem_at, rate)

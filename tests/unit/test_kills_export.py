@@ -189,6 +189,10 @@ def test_machine_forecast_against_the_first_killers_threshold() -> None:
     assert at_risk_line(risk).startswith("the machine (MemAvailable to earlyoom's 6.0G): 39.0s left")
     ((labels, _),) = _values(state, FORECAST).items()
     assert dict(labels) == {"cgroup": "", "killer": "earlyoom"}
+    # the kills probe stopped reading them: the thresholds are no longer forecast against
+    _apply(state, 5.5, ProbeStatus("kills", "erroring", "poll failed"))
+    assert state.get(OomState).forecasts[""].killer == "kernel"
+    _apply(state, 5.6, ProbeStatus("kills", "attached"))
     # a killer whose swap condition is not coming (swap free and not falling) will not kill: the
     # kernel's forecast then
     _apply(state, 6, MemoryKillers(killers=(("earlyoom", 812, 25.0, 10.0, 0, 0, 0.0, "cmdline"),)))
