@@ -32,7 +32,7 @@ from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
 from memtop.state.kernel import KernelState
-from memtop.state.oom import OomState
+from memtop.state.oom import MACHINE, OomState
 from memtop.state.processes import ProcessesState, ProcRow
 from memtop.state.reclaim import ReclaimState
 from memtop.state.shared import SharedState
@@ -132,6 +132,7 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     yield from _swapin(state, acc)
     yield from _compressed(state)
     yield from _oom(state)
+    yield from _kills(state, opts)
     yield from _cgroups(state, opts)
     yield from _processes(state, opts)
     yield from _kernel(state, opts)
@@ -357,7 +358,11 @@ def _oom(state: State) -> Iterator[Metric]:
         key = (
             victim_cg,
             k.memcg,
-            "CONSTRAINT_MEMCG" if k.scope == "memcg" else "CONSTRAINT_NONE",
+            {
+                "memcg": "CONSTRAINT_MEMCG",
+                "cpuset": "CONSTRAINT_CPUSET",
+                "mempolicy": "CONSTRAINT_MEMORY_POLICY",
+            }.get(k.scope, "CONSTRAINT_NONE"),
             container,
             pod,
             namespace,
@@ -375,6 +380,63 @@ def _oom(state: State) -> Iterator[Metric]:
     for labels, n in sorted(counts.items()):
         fam.add_metric(list(labels), float(n))
     yield fam
+
+
+def cut_depth(path: str, depth: int) -> str:
+    """``path`` cut to its first ``depth`` levels ("/a/b/c" at 2: "/a/b")."""
+    if _depth(path) <= depth:
+        return path
+    return "/" + "/".join(path.split("/")[1 : depth + 1]) if depth > 0 else "/"
+
+
+def _kills(state: State, opts: Options) -> Iterator[Metric]:
+    """Every memory kill memtop saw while it ran, whoever the killer, and each forecast of the
+    next: the kernel's kills while the oom probe measures, userspace killers' while the kills
+    probe does; a cgroup's forecast while the cgroups probe does, the machine's while the /proc
+    reader does."""
+    kernel, users = measuring(state, "oom"), measuring(state, "kills")
+    st = state.get(OomState)
+    if kernel or users:
+        fam = CounterMetricFamily(
+            "memtop_memory_kills",
+            "Memory kills seen since memtop started, by killer (kernel: the OOM killer; a userspace "
+            "killer by name), reason (the kernel's: its constraint memcg, global, cpuset, mempolicy; a "
+            "userspace killer's rule: low_memory, swap, pressure, unknown) and the victim's cgroup",
+            labels=["killer", "reason", "cgroup"],
+        )
+        # every label empty, at 0: before the first kill sum() is 0, not "No data" (no kill has
+        # an empty killer, so it is never a kill's own series)
+        fam.add_metric(["", "", ""], 0.0)
+        counts: dict[tuple[str, str, str], int] = {}
+        for (killer, reason, cgroup), n in st.kill_counts.items():
+            if not (kernel if killer == "kernel" else users):
+                continue
+            key = (killer, reason, cut_depth(cgroup, opts.cgroup_depth) if cgroup else "")
+            counts[key] = counts.get(key, 0) + n
+        for labels, n in sorted(counts.items()):
+            fam.add_metric(list(labels), float(n))
+        yield fam
+    machine, cgroups = measuring(state, "procfs"), measuring(state, "cgroups")
+    if not (machine or cgroups):
+        return
+    pattern = opts.cgroup_filter()
+    g = GaugeMetricFamily(
+        "memtop_memory_exhaustion_forecast_seconds",
+        "Seconds until a memory cgroup's usage + swap reaches its limit (cgroup empty: the machine's "
+        "MemAvailable reaches the first killer's threshold) at its growth over the last 10 s; absent "
+        "while it does not grow. killer: who kills then (kernel, or earlyoom / systemd-oomd)",
+        labels=["cgroup", "killer"],
+    )
+    for path, f in sorted(st.forecasts.items()):
+        if f.seconds_left is None:
+            continue
+        if path == MACHINE:
+            if not machine:
+                continue
+        elif not cgroups or _depth(path) > opts.cgroup_depth or (pattern and not pattern.search(path)):
+            continue
+        g.add_metric([path, f.killer], f.seconds_left)
+    yield g
 
 
 #: cAdvisor's labels on its container_* series: ``id`` the cgroup path, ``name`` the runtime's

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from memtop.core.text import clean
-from memtop.linux import tracefs
+from memtop.linux import cgroupfs, tracefs
+from memtop.probes import killreasons
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
-from memtop.records.oom import OomScoreAdj, SignalKill
+from memtop.records.oom import KillReason, MemoryKillers, OomScoreAdj, SignalKill
 
 #: executables (or scripts) of the userspace memory killers memtop knows
 KNOWN_KILLERS = ("earlyoom", "systemd-oomd", "oomd", "nohang", "kubelet", "low-memory-monitor")
@@ -35,6 +36,116 @@ SI_KERNEL = 0x80
 ADJ_EVERY_S = 5.0
 #: processes with a non-zero adj sent at most (a machine full of them: the first ones)
 ADJ_MAX = 4096
+
+
+#: earlyoom's defaults: SIGTERM when MemAvailable and SwapFree are both at or under 10 %
+EARLYOOM_DEFAULT_PERCENT = 10.0
+#: earlyoom's options that take a value, skipped (a ``--prefer`` regex may begin with "-m")
+EARLYOOM_VALUED = ("-r", "-N", "--prefer", "--avoid", "--ignore")
+#: systemd-oomd's configuration, the later overriding the earlier (systemd's drop-in order)
+OOMD_CONF = "/etc/systemd/oomd.conf"
+OOMD_DROPINS = ("/usr/lib/systemd/oomd.conf.d", "/run/systemd/oomd.conf.d", "/etc/systemd/oomd.conf.d")
+#: systemd-oomd's defaults (oomd.conf(5)): kill when memory and swap are both used over 90 %;
+#: a unit whose memory pressure stays over 60 % for 30 s
+OOMD_SWAP_USED_PERCENT = 90.0
+OOMD_PRESSURE_PERCENT = 60.0
+#: a kill's reason is looked for in the journal this long after it (a killer logs after it sends)
+REASON_AFTER_S = 1.0
+#: and given up after this long
+REASON_GIVE_UP_S = 10.0
+#: seconds between journal reads (each a journalctl)
+JOURNAL_EVERY_S = 2.0
+#: the killers whose thresholds memtop reads, by command name
+THRESHOLD_KILLERS = ("earlyoom", "systemd-oomd")
+
+#: a killer entry of MemoryKillers: (killer, pid, memory %, swap %, memory KiB, swap KiB, PSI %, where)
+Killer = tuple[str, int, float, float, int, int, float, str]
+
+
+def _percent(value: str) -> float | None:
+    """The first number of ``N[,M]`` as a percent in [0, 100] (None: not one)."""
+    try:
+        v = float(value.split(",", 1)[0])
+    except ValueError:
+        return None
+    return v if 0 <= v <= 100 else None
+
+
+def _kib(value: str) -> int | None:
+    try:
+        v = int(value.split(",", 1)[0])
+    except ValueError:
+        return None
+    return v if v >= 0 else None
+
+
+def earlyoom_thresholds(argv: list[str]) -> tuple[float, float, int, int]:
+    """(memory %, swap %, memory KiB, swap KiB) earlyoom sends SIGTERM at, from its command line:
+    ``-m PERCENT[,KILL]``, ``-s``, ``-M SIZE_KiB[,KILL]``, ``-S`` (as ``-m 5`` or ``-m5``); the KiB
+    0 when not given; its defaults for what is not."""
+    got: dict[str, str] = {}
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in EARLYOOM_VALUED:
+            i += 2
+            continue
+        if len(a) >= 2 and a[0] == "-" and a[1] in "msMS":
+            if len(a) > 2:
+                got[a[1]] = a[2:]
+            elif i + 1 < len(argv):
+                got[a[1]] = argv[i + 1]
+                i += 1
+        i += 1
+    mem = _percent(got.get("m", "")) if "m" in got else None
+    swap = _percent(got.get("s", "")) if "s" in got else None
+    mem_kib = _kib(got["M"]) if "M" in got else None
+    swap_kib = _kib(got["S"]) if "S" in got else None
+    # a size given alone replaces the percent (earlyoom takes the lower of both when both are)
+    if mem is None:
+        mem = 100.0 if mem_kib else EARLYOOM_DEFAULT_PERCENT
+    if swap is None:
+        swap = 100.0 if swap_kib else EARLYOOM_DEFAULT_PERCENT
+    return mem, swap, mem_kib or 0, swap_kib or 0
+
+
+def _oomd_percent(value: str) -> float | None:
+    """systemd's percent syntax: ``90%``, ``900‰`` or ``9000‱``."""
+    v = value.strip()
+    for suffix, scale in (("%", 1.0), ("‰", 10.0), ("‱", 100.0)):
+        if v.endswith(suffix):
+            try:
+                f = float(v[: -len(suffix)]) / scale
+            except ValueError:
+                return None
+            return f if 0 <= f <= 100 else None
+    return None
+
+
+def oomd_thresholds(texts: list[str]) -> tuple[float, float]:
+    """(SwapUsedLimit %, DefaultMemoryPressureLimit %) from oomd.conf and its drop-ins, in order
+    (a later setting wins), systemd-oomd's defaults for what none sets."""
+    swap, psi = OOMD_SWAP_USED_PERCENT, OOMD_PRESSURE_PERCENT
+    for text in texts:
+        section = ""
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("["):
+                section = line.strip("[]").strip()
+                continue
+            key, eq, value = line.partition("=")
+            if not eq or section != "OOM":
+                continue
+            v = _oomd_percent(value)
+            if v is None:
+                continue
+            if key.strip() == "SwapUsedLimit":
+                swap = v
+            elif key.strip() == "DefaultMemoryPressureLimit":
+                psi = v
+    return swap, psi
 
 
 class _Event(ctypes.Structure):
@@ -91,6 +202,15 @@ class KillsProbe(BpfProbe):
         self._pending: list[_Event] = []
         self._adj_at = 0.0
         self._adj: tuple[tuple[int, int], ...] | None = None
+        #: pid -> command name of the processes seen by the last scan (read once per process)
+        self._comms: dict[int, str] = {}
+        self._killers: tuple[Killer, ...] | None = None
+        self.oomd_conf = OOMD_CONF
+        #: kills by a killer that logs why, waiting for its line: (monotonic s, wall s, record)
+        self._unexplained: list[tuple[float, float, SignalKill]] = []
+        self._journal_at = 0.0
+        self._layout: cgroupfs.Layout | None = None
+        self.oomd_dropins = OOMD_DROPINS
 
     def configure(self, killers: Iterable[str], threshold_bytes: int) -> None:
         """The known killers plus the user's (``--killer``), and the threshold of other SIGKILLs."""
@@ -124,14 +244,25 @@ class KillsProbe(BpfProbe):
             return []
         self.bpf.ring_buffer_consume()
         events, self._pending = self._pending, []
-        out: list[Record] = [self._record(ev) for ev in events]
+        out: list[Record] = []
         now = time.monotonic()
+        for ev in events:
+            rec = self._record(ev)
+            out.append(rec)
+            out.extend(self._xattr_reason(rec))
+            if rec.killer in killreasons.JOURNAL_KILLERS and len(self._unexplained) < 256:
+                self._unexplained.append((now, time.time(), rec))
+        out.extend(self._journal_reasons(now))
         if now - self._adj_at >= ADJ_EVERY_S:
             self._adj_at = now
             adj = self.scan_adj()
             if adj != self._adj:
                 self._adj = adj
                 out.append(OomScoreAdj(adjusted=adj))
+            killers = self.scan_killers()
+            if killers != self._killers:
+                self._killers = killers
+                out.append(MemoryKillers(killers=killers))
         out.append(self.lost_record("kills_lost"))
         return out
 
@@ -154,6 +285,95 @@ class KillsProbe(BpfProbe):
                 if len(out) >= ADJ_MAX:
                     break
         return tuple(sorted(out))
+
+    def _xattr_reason(self, rec: SignalKill) -> list[Record]:
+        """systemd-oomd's (and Meta oomd's) marks on the victim's cgroup, while it is still
+        there (read with the event, before the victim is reaped)."""
+        if rec.killer not in ("systemd-oomd", "oomd"):
+            return []
+        if self._layout is None:
+            self._layout = cgroupfs.layout(self.proc)
+        text = cgroupfs.read_text(f"{self.proc}/{rec.victim_pid}/cgroup")
+        path = cgroupfs.proc_cgroups(text or "").get("unified")
+        hier = self._layout.unified
+        if path is None or hier is None:
+            return []
+        marks = killreasons.oomd_xattrs(hier.dir(path))
+        if not marks:
+            return []
+        return [KillReason(rec.victim_pid, rec.killer, f"{clean(os.fsencode(path))}: {marks}")]
+
+    def _journal_reasons(self, now: float) -> list[Record]:
+        """The killers' own lines for the kills waiting for them: one journalctl every few
+        seconds at most, once a kill is a second old (its line is written after the signal)."""
+        self._unexplained = [u for u in self._unexplained if now - u[0] < REASON_GIVE_UP_S]
+        due = [u for u in self._unexplained if now - u[0] >= REASON_AFTER_S]
+        if not due or now - self._journal_at < JOURNAL_EVERY_S:
+            return []
+        self._journal_at = now
+        lines = killreasons.journal_lines(min(u[1] for u in due) - 5, {u[2].killer for u in due})
+        if not lines:
+            return []
+        out: list[Record] = []
+        said = killreasons.reasons(lines)
+        for u in due:
+            rec = u[2]
+            for s in said:
+                if s.killer == rec.killer and s.victim_pid == rec.victim_pid:
+                    out.append(KillReason(rec.victim_pid, rec.killer, s.reason, s.rule))
+                    self._unexplained.remove(u)
+                    break
+        for s in said:  # systemd-oomd names the cgroup it killed, not the pids
+            if s.victim_pid == 0 and s.cgroup:
+                out.append(KillReason(0, s.killer, s.reason, s.rule, cgroup=s.cgroup))
+        return out
+
+    def scan_killers(self) -> tuple[Killer, ...]:
+        """The running earlyoom and systemd-oomd processes and their thresholds. A process's
+        command name is read once (when first seen); the command line of a killer each scan (a
+        restarted earlyoom may have new options)."""
+        try:
+            pids = [int(n) for n in os.listdir(self.proc) if n.isdigit()]
+        except OSError:
+            return ()
+        comms: dict[int, str] = {}
+        out: list[Killer] = []
+        for pid in pids:
+            comm = self._comms.get(pid)
+            if comm is None:
+                comm = clean(self._read(f"{self.proc}/{pid}/comm").rstrip(b"\n"))
+            comms[pid] = comm
+            if comm not in THRESHOLD_KILLERS:
+                continue
+            if comm == "earlyoom":
+                argv = [clean(a) for a in self._read(f"{self.proc}/{pid}/cmdline").split(b"\0")]
+                if not argv or not argv[0]:
+                    continue  # gone, or a kernel thread
+                mem, swap, mem_kib, swap_kib = earlyoom_thresholds(argv)
+                out.append(("earlyoom", pid, mem, swap, mem_kib, swap_kib, 0.0, "cmdline"))
+            else:
+                used, psi = oomd_thresholds(self._oomd_texts())
+                # it kills when memory and swap are both used over SwapUsedLimit: both free under
+                # 100 - it
+                out.append(("systemd-oomd", pid, 100 - used, 100 - used, 0, 0, psi, "oomd.conf"))
+        self._comms = comms
+        return tuple(sorted(out, key=lambda k: (k[0], k[1])))
+
+    def _oomd_texts(self) -> list[str]:
+        """oomd.conf, then its drop-ins by file name across the directories (a later directory's
+        file of the same name replaces the earlier's), as systemd reads them."""
+        texts = [clean(self._read(self.oomd_conf))]
+        dropins: dict[str, str] = {}
+        for d in self.oomd_dropins:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith(".conf"):
+                    dropins[name] = f"{d}/{name}"
+        texts.extend(clean(self._read(dropins[n])) for n in sorted(dropins))
+        return texts
 
     def _record(self, ev: _Event) -> SignalKill:
         sender = int(ev.sender_pid)

@@ -24,6 +24,13 @@ from memtop.records.oom import OomKill
 
 #: what the OOM killer had run out of, by the number the program gives it (``SCOPE_<NAME>``)
 SCOPES = ("unknown", "memcg", "global")
+#: the kernel log's constraint of a kill, as a scope: a cpuset's or a NUMA policy's nodes ran out
+#: (the machine may have memory elsewhere), else the machine's (CONSTRAINT_NONE)
+CONSTRAINTS = {
+    "CONSTRAINT_MEMCG": "memcg",
+    "CONSTRAINT_CPUSET": "cpuset",
+    "CONSTRAINT_MEMORY_POLICY": "mempolicy",
+}
 #: oom_score_adj when the kernel's mark_victim does not carry it (below the kernel's -1000)
 ADJ_UNKNOWN = -10000
 KMSG_TAIL = re.compile(r",task=(?P<task>.*),pid=(?P<pid>\d+),uid=(?P<uid>\d+)\s*$")
@@ -146,7 +153,7 @@ def parse_kmsg_kill(line: str) -> tuple[int, str, str] | None:
     constraint = kv.get("constraint", "")
     if not constraint:
         return None
-    scope = "memcg" if constraint == "CONSTRAINT_MEMCG" else "global"
+    scope = CONSTRAINTS.get(constraint, "global")
     return int(m.group("pid")), scope, clean(kmsg_unescape(kv.get("oom_memcg", "")))
 
 

@@ -18,7 +18,7 @@ class OomKill(Record):
     victim_comm: str
     trigger_pid: int
     trigger_comm: str
-    scope: str  # "memcg" | "global" | "unknown"
+    scope: str  # "memcg" | "global" | "cpuset" | "mempolicy" (from the kernel log) | "unknown"
     total_vm_bytes: int
     anon_rss_bytes: int
     file_rss_bytes: int
@@ -78,3 +78,33 @@ class OomScoreAdj(Record):
     every few seconds, sent when it changed): the OOM killer's bias, for the next victim."""
 
     adjusted: tuple[tuple[int, int], ...]
+
+
+@record("memory_killers")
+@dataclass(frozen=True, slots=True)
+class MemoryKillers(Record):
+    """The userspace memory killers running and the thresholds they kill at, as memtop read them
+    (kills probe, a scan every few seconds, sent when it changed): each (killer, pid, memory
+    percent, swap percent, memory KiB, swap KiB, pressure percent, where read). A killer kills when
+    MemAvailable is at or under its memory threshold and SwapFree at or under its swap threshold:
+    earlyoom's ``-m``/``-s`` (percent of MemTotal / SwapTotal) and ``-M``/``-S`` (KiB, 0 none: the
+    lower of the two applies) from its command line; systemd-oomd's ``SwapUsedLimit`` (memory and
+    swap used above it: 100 - it free) from oomd.conf. ``pressure percent``: a PSI limit
+    (systemd-oomd's ``DefaultMemoryPressureLimit``), shown, not forecast (0: none)."""
+
+    killers: tuple[tuple[str, int, float, float, int, int, float, str], ...]
+
+
+@record("kill_reason")
+@dataclass(frozen=True, slots=True)
+class KillReason(Record):
+    """Why a userspace killer killed, as it said (kills probe): its journal line (earlyoom's
+    ``mem avail: … <= SIGTERM threshold …``, systemd-oomd's ``Killed … due to …``) or the cgroup
+    xattrs systemd-oomd sets (``user.oomd_ooms``, ``user.oomd_kill``); ``rule`` the kind of rule it
+    names ("low_memory", "swap", "pressure", "" unknown)."""
+
+    victim_pid: int  # 0: the killer named a cgroup, not a process
+    killer: str
+    reason: str
+    rule: str = ""
+    cgroup: str = ""  # the cgroup the killer named (its processes' kills), when it named one

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memtop.records import Batch
 from memtop.records.host import MemInfo
-from memtop.records.oom import OomKill, OomScoreAdj, SignalKill
+from memtop.records.oom import KillReason, MemoryKillers, OomKill, OomScoreAdj, SignalKill
 from memtop.state.base import Notice, SubState
 
 if TYPE_CHECKING:
@@ -32,6 +32,12 @@ FORECAST_NOTICE_S = 60.0
 #: limits above this are "no limit" (v1 writes PAGE_COUNTER_MAX pages for unlimited)
 NO_LIMIT = 1 << 60
 MACHINE = ""  # the machine's forecast, keyed beside the cgroups' paths
+#: the rule a userspace killer kills on, when it has only one: earlyoom kills only when
+#: MemAvailable and SwapFree are both at or under its thresholds
+ONE_RULE = {"earlyoom": "low_memory"}
+#: (killer, reason, cgroup) series of the kills counted, at most (a machine that kills in ever
+#: new cgroups: the kills beyond count under cgroup "")
+KILL_SERIES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +50,11 @@ class Forecast:
     limit_bytes: int
     growth_bytes_per_s: float  # over the last FORECAST_WINDOW_NS (negative: shrinking)
     seconds_left: float | None  # None: not growing
+    #: who kills when it runs out: "kernel" (a memcg's limit, the machine's MemAvailable at 0), or
+    #: the userspace killer whose threshold the machine reaches first ("earlyoom")
+    killer: str = "kernel"
+    #: the machine's: the MemAvailable the killer kills at (0: the kernel's)
+    threshold_bytes: int = 0
 
     @property
     def margin_bytes(self) -> int:
@@ -64,6 +75,10 @@ class SignalKillRow:
     sender_comm: str = ""
     sender_exe: str = ""
     killer: str = ""  # the known memory killer that sent it ("" none)
+    #: why, as the killer said (its journal line, systemd-oomd's cgroup xattrs; "" not said), and
+    #: the kind of rule ("low_memory", "swap", "pressure"; "" unknown)
+    reason: str = ""
+    rule: str = ""
     rss_bytes: int | None = None
     swap_bytes: int | None = None
     cgroup: str | None = None
@@ -105,6 +120,11 @@ class OomState(SubState):
         #: pid -> oom_score_adj of the processes whose adj is not 0 (the kills probe's scan)
         self.adj: dict[int, int] = {}
         self.mem_total_bytes = 0
+        #: the userspace memory killers running and their thresholds (MemoryKillers.killers)
+        self.killers: tuple[tuple[str, int, float, float, int, int, float, str], ...] = ()
+        #: kills seen while memtop ran, by (killer, reason, cgroup): the kernel's by its constraint,
+        #: known userspace killers' by their rule (the exporter's counter; never goes down)
+        self.kill_counts: dict[tuple[str, str, str], int] = {}
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
@@ -116,6 +136,12 @@ class OomState(SubState):
             if isinstance(rec, OomScoreAdj):
                 self.adj = dict(rec.adjusted)
                 continue
+            if isinstance(rec, MemoryKillers):
+                self.killers = rec.killers
+                continue
+            if isinstance(rec, KillReason):
+                self._on_reason(rec)
+                continue
             if isinstance(rec, SignalKill):
                 self._on_signal(rec, state)
                 continue
@@ -126,6 +152,10 @@ class OomState(SubState):
                     continue
                 self.total += 1
                 self._unnoticed.append(rec)
+                from memtop.state.cgroups import CgroupsState
+
+                cgroup = rec.task_memcg or state.get(CgroupsState).memcg_of(rec.victim_pid) or ""
+                self._count("kernel", rec.scope, cgroup)
         del self._unnoticed[:-20]  # a storm of kills: the latest 20 notices are enough
         del self._unnoticed_signals[:-20]
         self._forecast(state)
@@ -163,16 +193,10 @@ class OomState(SubState):
                 rate = (used - then[1] - (then[6] or 0)) * 1e9 / (at - then[0])
             out[path] = _forecast(path, used, limit + room, rate, age_ns=now - at)
         if self._available:
-            ts, avail, _ = self._available[-1]
-            then_ts, then_avail = ts, avail
-            for t, a, _ in reversed(self._available):
-                then_ts, then_avail = t, a
-                if t <= ts - FORECAST_WINDOW_NS:
-                    break
-            rate = (then_avail - avail) * 1e9 / (ts - then_ts) if ts > then_ts else 0.0
-            # the machine runs out when MemAvailable reaches 0 (its "limit" is what is available
-            # plus what is used of it; only the margin and the rate matter)
-            out[MACHINE] = _forecast(MACHINE, 0, avail, rate)
+            # the killers' thresholds only while the kills probe reads them (an earlyoom that
+            # exited while it failed would otherwise be forecast against)
+            kills = state.statuses.get("kills")
+            out[MACHINE] = self._machine(kills is not None and kills.state == "attached")
         self.forecasts = out
         for path, f in out.items():
             if f.seconds_left is not None and f.seconds_left < FORECAST_NOTICE_S:
@@ -182,6 +206,37 @@ class OomState(SubState):
             else:
                 self._warned.discard(path)
         del self._unnoticed_forecasts[:-20]
+
+    def _machine(self, with_killers: bool) -> Forecast:
+        """The machine's forecast: when MemAvailable reaches the first threshold a killer kills
+        at. The kernel's is 0; a userspace killer's (earlyoom's, systemd-oomd's) is MemAvailable
+        at or under its memory threshold while SwapFree is at or under its swap threshold (no
+        swap: always): it kills when both are reached, the later of the two."""
+        ts, avail, swap_free = self._available[-1]
+        then_ts, then_avail, then_swap = ts, avail, swap_free
+        for t, a, sw in reversed(self._available):
+            then_ts, then_avail, then_swap = t, a, sw
+            if t <= ts - FORECAST_WINDOW_NS:
+                break
+        span_s = (ts - then_ts) / 1e9
+        rate = (then_avail - avail) / span_s if span_s > 0 else 0.0
+        swap_rate = (then_swap - swap_free) / span_s if span_s > 0 else 0.0
+        # the kernel's: MemAvailable at 0 (the "limit" is what is available; only the margin and
+        # the rate matter)
+        best = _forecast(MACHINE, 0, avail, rate)
+        for name, _pid, mem_pct, swap_pct, mem_kib, swap_kib, _psi, _where in (
+            self.killers if with_killers else ()
+        ):
+            mem_at = _threshold(self.mem_total_bytes, mem_pct, mem_kib)
+            swap_at = _threshold(self.swap_total_bytes, swap_pct, swap_kib)
+            mem_s = _reach(avail, mem_at, rate)
+            swap_s = 0.0 if self.swap_total_bytes == 0 else _reach(swap_free, swap_at, swap_rate)
+            if mem_s is None or swap_s is None:
+                continue  # one of its two conditions is not coming: it will not kill
+            left = max(mem_s, swap_s)
+            if best.seconds_left is None or left <= best.seconds_left:
+                best = Forecast(MACHINE, mem_at, avail, rate, left, killer=name, threshold_bytes=mem_at)
+        return best
 
     def _on_signal(self, rec: SignalKill, state: State) -> None:
         row = self._recent.get(rec.victim_pid)
@@ -207,6 +262,31 @@ class OomState(SubState):
             self.signal_kills.appendleft(row)
             self.signal_total += 1
             self._unnoticed_signals.append(row)
+            if row.killer:
+                self._count(row.killer, row.rule or ONE_RULE.get(row.killer, "unknown"), row.cgroup or "")
+
+    def _count(self, killer: str, reason: str, cgroup: str) -> None:
+        key = (killer, reason, cgroup)
+        if key not in self.kill_counts and len(self.kill_counts) >= KILL_SERIES:
+            key = (killer, reason, "")
+        self.kill_counts[key] = self.kill_counts.get(key, 0) + 1
+
+    def _on_reason(self, rec: KillReason) -> None:
+        """A killer's own reason, read after the kill (its journal line comes later): on the row
+        of that victim by that killer."""
+        if rec.victim_pid:
+            rows = [r for r in (self._recent.get(rec.victim_pid),) if r is not None]
+        else:  # a cgroup's kill: its processes' rows not yet explained (the latest minute's)
+            under = rec.cgroup.rstrip("/") + "/"
+            rows = [
+                r
+                for r in self._recent.values()
+                if not r.reason and r.cgroup and (r.cgroup == rec.cgroup or r.cgroup.startswith(under))
+            ]
+        for row in rows:
+            if row.killer == rec.killer:
+                row.reason = rec.reason
+                row.rule = rec.rule or row.rule
 
     def _at_kill(self, row: SignalKillRow, rec: SignalKill, state: State) -> None:
         """The victim's memory (read with the event, else memtop's last /proc sample of it), its
@@ -286,3 +366,17 @@ def _forecast(path: str, used: int, limit: int, rate: float, age_ns: int = 0) ->
     """``age_ns``: how old the figures are (the time left counts from now)."""
     left = max(0, limit - used)
     return Forecast(path, used, limit, rate, max(0.0, left / rate - age_ns / 1e9) if rate > 0 else None)
+
+
+def _threshold(total: int, percent: float, kib: int) -> int:
+    """A killer's threshold in bytes: ``percent`` of ``total``, or ``kib`` when given and lower."""
+    at = int(total * percent / 100)
+    return min(at, kib * 1024) if kib > 0 else at
+
+
+def _reach(now: int, at: int, fall_per_s: float) -> float | None:
+    """Seconds until a figure falling at ``fall_per_s`` reaches ``at`` (0: already; None: not
+    falling)."""
+    if now <= at:
+        return 0.0
+    return (now - at) / fall_per_s if fall_per_s > 0 else None

@@ -101,6 +101,19 @@ class OomView(View):
             "signal_total": st.signal_total if measuring(state, "kills") or st.signal_kills else None,
             "cgroups": _cgroup_counters(state),
             "at_risk": [_at_risk(state, f) for f in _growing(st)],
+            "killers": [
+                {
+                    "killer": name,
+                    "pid": pid,
+                    "mem_percent": mem_pct,
+                    "swap_percent": swap_pct,
+                    "mem_kib": mem_kib or None,
+                    "swap_kib": swap_kib or None,
+                    "pressure_percent": psi or None,
+                    "source": where,
+                }
+                for name, pid, mem_pct, swap_pct, mem_kib, swap_kib, psi, where in st.killers
+            ],
             "forecast_notice_s": FORECAST_NOTICE_S,
         }
 
@@ -155,6 +168,11 @@ class OomView(View):
             lines.append("At risk: time to exhaustion at the current growth, and who the kernel would kill:")
             for r in doc["at_risk"]:
                 lines.append("  " + at_risk_line(r))
+        if doc["killers"]:
+            lines.append("")
+            lines.append("Memory killers running, and the thresholds they kill at:")
+            for k in doc["killers"]:
+                lines.append("  " + killer_line(k))
         if doc["cgroups"]:
             lines.append("")
             lines.append("OOM kills per memory cgroup since it was created (its own counter):")
@@ -209,6 +227,8 @@ def _signal_kill(state: State, r: SignalKillRow) -> dict[str, Any]:
         "sender_comm": r.sender_comm,
         "sender_exe": r.sender_exe,
         "killer": r.killer or None,
+        "reason": r.reason or None,
+        "rule": r.rule or None,
         "rss_bytes": r.rss_bytes,
         "swap_bytes": r.swap_bytes,
         "cgroup": r.cgroup,
@@ -238,6 +258,8 @@ def signal_kill_line(k: dict[str, Any]) -> str:
         parts.append(f"cgroup PSI some {k['cgroup_psi_some_pct']:.2f}%")
     if k["at"]:
         parts.append(f"at {k['at']}")
+    if k.get("reason"):
+        parts.append(f"{k['killer']} said: {k['reason']}")
     return "; ".join(parts)
 
 
@@ -302,11 +324,15 @@ def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
         "victim_rss_bytes": best[3] if best else None,
         "victim_swap_bytes": best[4] if best else None,
         "victim_oom_score_adj": best[5] if best else None,
+        "killer": f.killer,
+        "threshold_bytes": None if f.path else f.threshold_bytes,
     }
 
 
 def at_risk_line(r: dict[str, Any]) -> str:
     where = f"memcg {r['cgroup']}" if r["cgroup"] else "the machine (MemAvailable)"
+    if not r["cgroup"] and r.get("killer", "kernel") != "kernel":
+        where = f"the machine (MemAvailable to {r['killer']}'s {fmt.bytes_h(r['threshold_bytes'])})"
     line = (
         f"{where}: {fmt.age_h(r['seconds_left'])} left at +{fmt.bytes_h(int(r['growth_bytes_per_s']))}/s, "
         f"margin {fmt.bytes_h(r['margin_bytes'])}"
@@ -316,3 +342,17 @@ def at_risk_line(r: dict[str, Any]) -> str:
             f"; next victim {r['victim_comm']} [{r['victim_pid']}] RSS {fmt.bytes_h(r['victim_rss_bytes'])}"
         )
     return line
+
+
+def killer_line(k: dict[str, Any]) -> str:
+    """``earlyoom [812]: MemAvailable <= 10.00% and SwapFree <= 10.00% (cmdline)``."""
+    mem = f"{k['mem_percent']:.2f}%"
+    if k["mem_kib"]:
+        mem += f" or {fmt.bytes_h(k['mem_kib'] * 1024)}, the lower"
+    swap = f"{k['swap_percent']:.2f}%"
+    if k["swap_kib"]:
+        swap += f" or {fmt.bytes_h(k['swap_kib'] * 1024)}, the lower"
+    line = f"{k['killer']} [{k['pid']}]: MemAvailable <= {mem} and SwapFree <= {swap}"
+    if k["pressure_percent"]:
+        line += f"; a unit's memory pressure over {k['pressure_percent']:.2f}%"
+    return line + f" (from {k['source']})"

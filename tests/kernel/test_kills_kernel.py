@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from support import compile_c, memtop_cmd
 
+from memtop.probes.killreasons import earlyoom_reasons, journald_runs
 from memtop.views.oom import signal_kill_line
 
 MiB = 1 << 20
@@ -304,3 +305,172 @@ def test_forecast_at_half_way_and_the_predicted_victim() -> None:
     assert abs(risk["seconds_left"] - real_s) <= 0.3 * real_s, (risk, real_s)
     assert risk["victim_pid"] == w.pid and risk["victim_comm"] == "grower", risk
     assert risk["limit_bytes"] == limit  # swap forbidden: nothing beyond the limit
+
+
+#: how far under the machine's MemAvailable earlyoom's threshold is set: 20 s of the workload's
+#: growth (its half-way past the forecast's 10 s window)
+MARGIN_MIB = 3000
+
+
+def meminfo_bytes(key: str) -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {key}")
+
+
+def ns_pid(pid: int) -> int:
+    """A process's pid in its own (innermost) PID namespace."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    raise AssertionError("no NSpid")
+
+
+@pytest.mark.bpf
+def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
+    """A real earlyoom (its own PID namespace, only the workload in it) with a known threshold:
+    ``-m`` at the machine's MemAvailable less 3000 MiB, ``-s 100`` (its swap condition always
+    met). memtop reads the threshold from its command line; a workload growing 150 MiB/s (fast,
+    against the other tests' load on this machine) makes the
+    machine's forecast run to earlyoom's threshold: its margin is the kernel's MemAvailable less
+    that threshold, and the forecast shown half-way is within a factor of 2 of the time earlyoom
+    then took to send its SIGTERM (the signal tracepoint's timestamp; others' load on this shared
+    machine moves MemAvailable, a forecast to 0 would be many times off). The
+    reason earlyoom printed for the kill is what memtop's parser reads from it (journald does not
+    run on this machine: the test says so and parses earlyoom's own output)."""
+    exe = compile_c("grower")
+    total_kib = meminfo_bytes("MemTotal") // 1024
+    with memtop_batch() as batch:
+        avail_kib = meminfo_bytes("MemAvailable") // 1024
+        pct = round((avail_kib - MARGIN_MIB * 1024) * 100 / total_kib, 2)
+        threshold = int(total_kib * 1024 * pct / 100)
+        tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killx-{os.getpid()}-"))
+        go = tmp / "go"
+        os.mkfifo(go)
+        oom = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "--", "sh", "-c"]
+            + [
+                f'"$0" 8000 15 100 adj wait <{go} >/dev/null & exec earlyoom -r 0 -m {pct:.2f} -s 100 --prefer "^grower$"',
+                str(exe),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        lines: list[str] = []
+        try:
+            deadline = time.monotonic() + WAIT_S
+            earlyoom = 0
+            while not earlyoom and time.monotonic() < deadline:
+                earlyoom = next(iter(children(oom.pid)), 0)
+                if not earlyoom:
+                    time.sleep(0.05)
+            assert earlyoom, "earlyoom never started"
+
+            def listed(d: Doc) -> bool:
+                return any(k["killer"] == "earlyoom" and k["pid"] == earlyoom for k in d["killers"])
+
+            doc = batch.wait("earlyoom's thresholds", listed)
+            (mine,) = [k for k in doc["killers"] if k["pid"] == earlyoom]
+            assert (mine["mem_percent"], mine["swap_percent"], mine["source"]) == (pct, 100.0, "cmdline")
+            # the workload (its subshell, waiting on the pipe, has its pid already); earlyoom
+            # names it by its pid in the namespace
+            victim = next(c for c in children(earlyoom))
+            victim_ns = ns_pid(victim)
+            with open(go, "w") as f:  # the workload starts growing
+                f.write("go\n")
+
+            def half_way(d: Doc) -> bool:
+                return any(
+                    r["cgroup"] is None
+                    and r["killer"] == "earlyoom"
+                    and r["margin_bytes"] <= MARGIN_MIB // 2 * MiB
+                    for r in d["at_risk"]
+                )
+
+            at_half = batch.wait("the machine half-way to earlyoom's threshold", half_way, timeout=60)
+            avail_at_half = meminfo_bytes("MemAvailable")
+            risk = next(r for r in at_half["at_risk"] if r["cgroup"] is None)
+            assert oom.stdout is not None
+            for line in oom.stdout:
+                lines.append(line)
+                if EARLYOOM_KILL.search(line):
+                    break
+            doc = batch.wait("earlyoom's kill", lambda d: any(k["killer"] for k in kills_of(d, victim)))
+        finally:
+            oom.kill()  # --kill-child: the namespace (earlyoom, the workload) goes with it
+            oom.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
+    # the threshold the forecast ran to is the earlyoom's (another test's earlyoom on this machine
+    # may have a higher one: memtop then runs to that, the first to kill)
+    assert risk["threshold_bytes"] >= threshold - 4096, (risk, threshold)
+    (k,) = kills_of(doc, victim)
+    real_s = (k["ts_ns"] - at_half["taken_at_ns"]) / 1e9  # both CLOCK_MONOTONIC
+    assert real_s > 0
+    # the machine's MemAvailable moves with every other test on this shared machine (hundreds of
+    # MiB in seconds): the forecast is held to a factor of 2 here (a forecast run to 0 instead of
+    # earlyoom's threshold would be many times off: the machine has GiBs below it); the 30 % of
+    # the issue is held on a memcg's, which nothing else touches
+    assert real_s / 2 <= risk["seconds_left"] <= 2 * real_s, (risk, real_s)
+    # its margin is the kernel's MemAvailable, read as memtop showed it, less the threshold
+    assert abs(risk["margin_bytes"] - (avail_at_half - risk["threshold_bytes"])) <= 300 * MiB, (
+        risk,
+        avail_at_half,
+    )
+    # earlyoom's own reason for the kill, as it printed it
+    said = [s for s in earlyoom_reasons(lines) if s.victim_pid == victim_ns]
+    assert said, lines[-5:]
+    assert said[0].rule == "low_memory"
+    assert said[0].reason.startswith(f"low memory! at or below SIGTERM limits: mem {pct:5.2f}%, swap 100.00%")
+    if not journald_runs():
+        print("journald does not run here: earlyoom's reason parsed from its captured output only")
+
+
+@pytest.mark.bpf
+def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
+    """A kill by a program named systemd-oomd (the system's kill(1) copied under that name: memtop
+    knows a killer by its executable) of a process in a cgroup2 group carrying the xattrs
+    systemd-oomd sets on what it kills (``user.oomd_ooms``, ``user.oomd_kill``): memtop names the
+    killer and gives the xattrs, as the kernel holds them, as its reason."""
+    from memtop.linux import cgroupfs
+
+    unified = cgroupfs.layout().unified
+    if unified is None:
+        pytest.skip("no cgroup2 hierarchy mounted")
+    tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killx-{os.getpid()}-"))
+    killer = tmp / "systemd-oomd"
+    shutil.copy(shutil.which("kill") or "/usr/bin/kill", killer)
+    killer.chmod(0o755)
+    group = Path(unified.mountpoint) / f"memtop-killx-{os.getpid()}"
+    group.mkdir()
+    try:
+        os.setxattr(group, "user.oomd_ooms", b"1")
+        os.setxattr(group, "user.oomd_kill", b"3")
+        with memtop_batch() as batch:
+            w = grower("50", "50", "0")
+            try:
+                held(w, 50)
+                (group / "cgroup.procs").write_text(str(w.pid))
+                batch.ticks(2)
+                subprocess.run([str(killer), "-KILL", str(w.pid)], check=True)
+                # not reaped until memtop has read its cgroup (a zombie keeps it)
+                doc = batch.wait("the kill's reason", lambda d: any(k["reason"] for k in kills_of(d, w.pid)))
+            finally:
+                w.kill()
+                w.wait()
+        (k,) = kills_of(doc, w.pid)
+        assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+        held_xattrs = ", ".join(
+            f"{n}={os.getxattr(group, n).decode()}" for n in ("user.oomd_ooms", "user.oomd_kill")
+        )
+        assert k["reason"] == f"/{group.name}: {held_xattrs}", k
+        assert f"systemd-oomd said: /{group.name}: user.oomd_ooms=1, user.oomd_kill=3" in signal_kill_line(k)
+    finally:
+        deadline = time.monotonic() + WAIT_S
+        while group.exists() and time.monotonic() < deadline:
+            try:
+                group.rmdir()
+            except OSError:  # busy until the kernel has let the killed process go
+                time.sleep(0.1)
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -23,7 +23,7 @@ def test_no_rate_of_a_gauge() -> None:
     counters = {n for n, t in types.items() if t == "counter"} | UNTYPED_COUNTERS
     counters |= {f"{n}_{s}" for n, t in types.items() if t == "histogram" for s in ("bucket", "count", "sum")}
     exprs = dashboard_expressions()
-    assert len([w for w, _ in exprs if w.startswith("rule")]) == 5
+    assert len([w for w, _ in exprs if w.startswith("rule")]) == 7
     for where, expr in exprs:
         for name in rated_metrics(expr):
             assert name in counters, f"{where}: rate of {name}, a {types.get(name, 'missing')} family"
