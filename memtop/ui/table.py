@@ -176,8 +176,8 @@ class FastTable(CompatDataTable):
         """Rows edited within: instead of the whole table, only the lines on screen that now
         show something else are repainted. DataTable repaints the whole table when a row comes,
         goes or moves, though most such rows are off screen (a process started and gone at the
-        bottom of a 500-row table): every line went through Textual's styles again, the largest
-        part of an idle tick (docs/performance.md)."""
+        bottom of a 500-row table): every line went through Textual's styles again
+        (docs/performance.md)."""
         self._quiet += 1
         try:
             yield
