@@ -1,95 +1,254 @@
-"""Case 4: memtop's own cost. CPU% of a core and memory (RssAnon, RssFile) at 1 s refresh with
-1,000 live processes (spawned sleepers), and under a fault storm (steady state: a window once
-every row's sparkline is full; the first window after attach is reported beside it); time to first frame and to all
-probes attached (from process start, reported by memtop through MEMTOP_READY_FILE). The targets
-are in bench/report.py."""
+"""Case 4: memtop's own cost as a user runs it (issue 36, "Performance"): the TUI on a real
+pseudo-terminal of 160x45 at 1 s refresh, beside htop (and atop, when installed) in the same run,
+idle, watching 1,000 live processes (spawned sleepers) and in a fault storm.
+
+    sudo .venv/bin/python bench/memtop_self.py [ROUNDS] [--window S] [--conditions A,B]
+
+Each round and condition starts memtop (the default probes) on its own terminal and waits for
+every probe to be attached or failed (MEMTOP_READY_FILE, which also gives the time to the first
+frame and to all probes attached, from memtop's process start), sampling its RssAnon every 50 ms
+meanwhile (the peak is the compiler's). Then htop (``-d 10``: 1 s), atop (``1``) and memtop
+``--no-bpf`` start, each on a terminal of the same size. Each one's CPU time (user + system, from
+/proc/PID/stat) is read 60 s after its own start (its first minute, memtop's including the BPF
+compilation) and over a common window of ``--window`` seconds after that (steady state, given as
+CPU seconds a minute); RssAnon and RssFile at the window's end. Nothing draws to a real screen;
+the terminals are drained and their output dropped.
+
+The targets are in bench/report.py; htop's and atop's figures are the same run's, so the load the
+shared machine is under moves all of them alike. htop and atop are Debian's packages (`apt-get
+install htop atop`, which the bench runs when they are missing); a tool that cannot be installed is
+left out of the run and of the report."""
 
 from __future__ import annotations
 
+import argparse
+import fcntl
+import json
 import os
+import pty
+import select
+import shutil
+import signal
 import statistics
-import sys
+import struct
+import subprocess
+import tempfile
+import termios
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import CONDITIONS, QUIET_S, load_condition, machine, memtop_ready, save, status_kb
-
-from memtop.probes.procfs import read_bytes  # the reader memtop itself polls with
+from harness import CONDITIONS, QUIET_S, load_condition, machine, memtop_cmd, save, status_kb
 
 CLK = os.sysconf("SC_CLK_TCK")
+#: the terminal every program draws on (rows, columns)
+SIZE = (45, 160)
+#: seconds from a program's start that make its first minute
+FIRST_MINUTE_S = 60.0
 
 
 def cpu_s(pid: int) -> float:
+    """CPU time (user + system) of ``pid`` so far, in seconds."""
     text = Path(f"/proc/{pid}/stat").read_text()
     f = text[text.rindex(")") + 2 :].split()
     return (int(f[11]) + int(f[12])) / CLK
 
 
-def proc_read_floor_pct(passes: int = 20) -> float:
-    """CPU (user + system, % of a core) of opening, reading and closing every /proc/PID/stat once
-    per second, as top-like tools do (memtop keeps the files open and re-reads quiet processes
-    less often, so it spends less than this)."""
-    import resource
+class OnTerminal:
+    """``cmd`` on a pseudo-terminal of SIZE (its controlling terminal), its output drained and
+    dropped (a full terminal would block it)."""
 
-    r0 = resource.getrusage(resource.RUSAGE_SELF)
-    for _ in range(passes):
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                read_bytes(f"/proc/{name}/stat")
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
-    spent = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return 100 * spent / passes
+    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[0], SIZE[1], 0, 0))
+        pid = os.fork()
+        if pid == 0:  # child: the program on the terminal
+            try:
+                os.setsid()
+                fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+                for fd in (0, 1, 2):
+                    os.dup2(slave, fd)
+                os.closerange(3, 4096)
+                os.execvpe(cmd[0], cmd, dict(env, TERM="xterm-256color"))
+            finally:
+                os._exit(127)
+        os.close(slave)
+        self.pid, self.master = pid, master
+        self.status: int | None = None
+        self.started = time.monotonic()
+        self._done = threading.Event()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
+
+    def _drain(self) -> None:
+        while not self._done.is_set():
+            r, _, _ = select.select([self.master], [], [], 0.1)
+            if r:
+                try:
+                    if not os.read(self.master, 65536):
+                        return
+                except OSError:
+                    return
+
+    def alive(self) -> bool:
+        if self.status is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.status = status
+        return self.status is None
+
+    def stop(self) -> None:
+        """SIGTERM (memtop detaches its probes on it), SIGKILL if it is still there 15 s later."""
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 15
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        self._done.set()
+        self._drainer.join()
+        os.close(self.master)
 
 
-def run_memtop(seconds: float) -> dict[str, float]:
-    with memtop_ready() as (proc, info):
-        # the first window starts 3 s after every probe is attached; the steady one once every
-        # row's RSS sparkline is full (12 samples), after which an idle row stops changing
-        time.sleep(3)
-        c0, t0 = cpu_s(proc.pid), time.monotonic()
-        time.sleep(seconds)
-        c1, t1 = cpu_s(proc.pid), time.monotonic()
-        time.sleep(max(0.0, 15 - seconds))
-        c2, t2 = cpu_s(proc.pid), time.monotonic()
-        time.sleep(seconds)
-        c3, t3 = cpu_s(proc.pid), time.monotonic()
-        mem = status_kb(proc.pid, "RssAnon", "RssFile")
-        return {
-            "cpu_pct_first_window": 100 * (c1 - c0) / (t1 - t0),
-            "proc_stat_floor_pct": proc_read_floor_pct(),
-            "cpu_pct_of_core": 100 * (c3 - c2) / (t3 - t2),
-            "rss_anon_mib": mem["RssAnon"] / 1024,
-            "rss_file_mib": mem["RssFile"] / 1024,
-            "first_frame_s": float(info.get("first_frame_s") or 0),
-            "all_probes_s": float(info.get("settled_s") or 0),
+#: the programs run beside memtop: the report's name, Debian's package, the command
+BESIDE = (("htop", "htop", ["htop", "-d", "10"]), ("atop", "atop", ["atop", "1"]))
+
+
+def install_beside() -> None:
+    """apt-get installs htop and atop when missing (as bench/export_cost.py does node_exporter);
+    one that cannot be installed is left out of the run."""
+    missing = [pkg for name, pkg, _ in BESIDE if shutil.which(name) is None]
+    if missing:
+        subprocess.run(["apt-get", "install", "-y", *missing], check=False, capture_output=True)
+
+
+def others() -> dict[str, list[str]]:
+    """The programs run beside memtop, by the name the report gives them (those installed)."""
+    return {name: cmd for name, _, cmd in BESIDE if shutil.which(name)}
+
+
+def start_memtop(*extra: str) -> tuple[OnTerminal, Path]:
+    ready = Path(tempfile.mkdtemp(prefix="memtop-self-")) / "ready"
+    env = dict(os.environ, MEMTOP_READY_FILE=str(ready))
+    return OnTerminal([*memtop_cmd(), *extra], env), ready
+
+
+def wait_ready(prog: OnTerminal, ready: Path, peak: list[int]) -> dict[str, Any]:
+    """memtop's ready document once written; ``peak``: its largest RssAnon (kB) meanwhile."""
+    deadline = time.monotonic() + 120
+    while True:
+        if not prog.alive():
+            raise RuntimeError("memtop exited before it was ready")
+        peak[0] = max(peak[0], status_kb(prog.pid, "RssAnon")["RssAnon"])
+        try:
+            text = ready.read_text()
+            if text.endswith("\n"):
+                doc: dict[str, Any] = json.loads(text)
+                return doc
+        except (OSError, ValueError):  # not written yet, or half written
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("memtop did not attach its probes within 120 s")
+        time.sleep(0.05)
+
+
+def sleep_until(t: float) -> None:
+    time.sleep(max(0.0, t - time.monotonic()))
+
+
+def run_condition(window_s: float) -> dict[str, dict[str, float]]:
+    """One run of every program in the current condition: {program: figures}."""
+    memtop, ready = start_memtop()
+    progs: dict[str, OnTerminal] = {"memtop": memtop}
+    dirs = [ready.parent]
+    out: dict[str, dict[str, float]] = {}
+    try:
+        peak = [0]
+        doc = wait_ready(memtop, ready, peak)
+        # the compiler's heap is given back once the probes are attached: a few ticks later
+        for _ in range(40):
+            peak[0] = max(peak[0], status_kb(memtop.pid, "RssAnon")["RssAnon"])
+            time.sleep(0.05)
+        out["memtop"] = {
+            "first_frame_s": float(doc.get("first_frame_s") or 0),
+            "all_probes_s": float(doc.get("settled_s") or 0),
+            "rss_anon_peak_mib": peak[0] / 1024,
+            "rss_anon_attached_mib": status_kb(memtop.pid, "RssAnon")["RssAnon"] / 1024,
         }
+        # the others start once memtop's compilations are done, so they do not slow them
+        for name, cmd in others().items():
+            progs[name] = OnTerminal(cmd, dict(os.environ))
+        progs["memtop --no-bpf"], ready_nobpf = start_memtop("--no-bpf")
+        dirs.append(ready_nobpf.parent)
+        first: dict[str, float] = {}
+        for name, p in sorted(progs.items(), key=lambda kv: kv[1].started):
+            sleep_until(p.started + FIRST_MINUTE_S)
+            first[name] = cpu_s(p.pid)
+        c0 = {name: cpu_s(p.pid) for name, p in progs.items()}
+        t0 = time.monotonic()
+        time.sleep(window_s)
+        c1 = {name: cpu_s(p.pid) for name, p in progs.items()}
+        t1 = time.monotonic()
+        for name, p in progs.items():
+            if not p.alive():
+                raise RuntimeError(f"{name} exited during the run")
+            mem = status_kb(p.pid, "RssAnon", "RssFile")
+            out.setdefault(name, {}).update(
+                first_minute_cpu_s=first[name],
+                cpu_s_per_min=60 * (c1[name] - c0[name]) / (t1 - t0),
+                rss_anon_mib=mem["RssAnon"] / 1024,
+                rss_file_mib=mem["RssFile"] / 1024,
+            )
+        return out
+    finally:
+        for p in progs.values():
+            p.stop()
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
-def main(rounds: int = 5, seconds: float = 10) -> dict[str, Any]:
-    results: dict[str, list[dict[str, float]]] = {c: [] for c in CONDITIONS}
+def main(rounds: int = 3, window_s: float = 30.0, conditions: tuple[str, ...] = CONDITIONS) -> dict[str, Any]:
+    install_beside()
+    samples: dict[str, dict[str, list[dict[str, float]]]] = {c: {} for c in conditions}
     for _ in range(rounds):
-        for condition in CONDITIONS:
+        for condition in conditions:
             # memtop starts 1 s into the condition (as in bench/startup_ab.py): a storm in progress,
-            # not its first second, when the workloads fault fresh memory (host-side noise here);
-            # and not right after the previous condition ended (QUIET_S)
+            # not its first second; and not right after the previous condition ended (QUIET_S)
             time.sleep(QUIET_S)
             with load_condition(condition, settle_s=1):
-                results[condition].append(run_memtop(seconds))
+                for prog, figures in run_condition(window_s).items():
+                    samples[condition].setdefault(prog, []).append(figures)
+            print(
+                condition,
+                {p: {k: round(v, 3) for k, v in s[-1].items()} for p, s in samples[condition].items()},
+            )
     summary = {
-        case: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for case, runs in results.items()
+        cond: {
+            prog: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for prog, runs in progs.items()
+        }
+        for cond, progs in samples.items()
     }
     result: dict[str, Any] = {
-        "case": "memtop itself",
+        "case": "memtop itself, TUI at 160x45 beside htop and atop",
         "machine": machine(),
+        "size": f"{SIZE[1]}x{SIZE[0]}",
+        "window_s": window_s,
         "summary": summary,
-        "samples": results,
+        "samples": samples,
     }
     save("memtop_self", result)
     return result
 
 
 if __name__ == "__main__":
-    r = main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
-    for case, v in r["summary"].items():
-        print(case, {k: round(x, 3) for k, x in v.items()})
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rounds", nargs="?", type=int, default=3)
+    ap.add_argument("--window", type=float, default=30.0, help="seconds of the steady window")
+    ap.add_argument("--conditions", default=",".join(CONDITIONS), help="of: " + ", ".join(CONDITIONS))
+    a = ap.parse_args()
+    main(a.rounds, a.window, tuple(c.strip() for c in a.conditions.split(",")))

@@ -16,7 +16,8 @@ The internals it needs are reached through memtop/ui/textual_compat.py only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
 from rich.cells import cell_len, set_cell_size
@@ -37,6 +38,10 @@ CACHE_LINES = 512
 
 
 class FastTable(CompatDataTable):
+    # class-level: DataTable.__init__ refreshes before __init__ below sets anything
+    _quiet = 0
+    _quiet_full = False
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._fast_lines: dict[tuple[Any, ...], Strip] = {}
@@ -45,6 +50,11 @@ class FastTable(CompatDataTable):
         self._frame: dict[Any, Any] | None = None
         self._partial_row: int | None = None
         self._single_line_rows = True  # every row one line high (as memtop's tables add them)
+        #: per line on screen (y): the key of what render_line drew there last (None: drawn by
+        #: DataTable's renderer, unknown)
+        self._drawn: dict[int, tuple[Any, ...] | None] = {}
+        #: >0 while the rows are being edited: a whole repaint asked meanwhile becomes a repaint
+        #: of the lines whose content changed (_repaint_changed)
 
     def add_row(
         self, *cells: CellType, height: int | None = 1, key: str | None = None, label: Any = None
@@ -107,8 +117,13 @@ class FastTable(CompatDataTable):
         by_value = {str(rk.value): rk for rk in self.rows}
         if len(keys) != len(by_value) or any(k not in by_value for k in keys):
             raise ValueError("order_rows needs every row's key once")
-        self.set_row_order([by_value[k] for k in keys])
-        self.refresh()
+        with self.quiet_repaint():
+            self.set_row_order([by_value[k] for k in keys])
+            self.refresh()
+
+    def remove_rows(self, keys: Iterable[RowKey]) -> None:
+        with self.quiet_repaint():
+            super().remove_rows(keys)
 
     def clear(self, columns: bool = False) -> Self:
         self._single_line_rows = True
@@ -147,7 +162,52 @@ class FastTable(CompatDataTable):
             if self.window_region.overlaps(region):
                 super().refresh(region.translate(-self.scroll_offset))
             return self
+        if self._quiet and not regions and not recompose:
+            # a whole repaint asked while rows are edited: the lines that changed are repainted
+            # when the edit ends; a size change is still laid out
+            self._quiet_full = self._quiet_full or repaint
+            if layout:
+                super().refresh(repaint=False, layout=True)
+            return self
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    @contextmanager
+    def quiet_repaint(self) -> Iterator[None]:
+        """Rows edited within: instead of the whole table, only the lines on screen that now
+        show something else are repainted. DataTable repaints the whole table when a row comes,
+        goes or moves, though most such rows are off screen (a process started and gone at the
+        bottom of a 500-row table): every line went through Textual's styles again
+        (docs/performance.md)."""
+        self._quiet += 1
+        try:
+            yield
+        finally:
+            self._quiet -= 1
+            if not self._quiet and self._quiet_full:
+                self._quiet_full = False
+                self._repaint_changed()
+
+    def _repaint_changed(self) -> None:
+        """Repaint the lines on screen whose key differs from what was drawn there (all of
+        them when the fast path is off)."""
+        height, width = self.size.height, self.size.width
+        self._frame = {}
+        try:
+            changed = (
+                [y for y in range(height) if (k := self._line_key(y)) is None or k != self._drawn.get(y)]
+                if self._view()[0]
+                else None
+            )
+        except Exception:  # noqa: BLE001 - Textual internals moved: repaint it all
+            log.exception("fast table diff failed; repainting the whole table")
+            changed = None
+        finally:
+            self._frame = None
+        if changed is None or len(changed) == height:
+            super().refresh()
+            return
+        for y in changed:
+            super().refresh(Region(0, y, width, 1))
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # styles, columns and their widths and the view's attributes are looked up once per
@@ -216,18 +276,37 @@ class FastTable(CompatDataTable):
         view = self._view()
         if view[0]:
             try:
-                strip = self._fast_line(y - view[1] + view[2]) if y >= view[1] else self._header_line(y)
+                key = self._line_key(y)
+                strip = None if key is None else self._line(y, key)
             except Exception:  # noqa: BLE001 - Textual internals moved: use its own renderer
                 log.exception("fast table line failed; using DataTable's renderer")
                 self._fast_ok = False
-                strip = None
+                key, strip = None, None
             if strip is not None:
+                self._drawn[y] = key
                 return strip
+        self._drawn[y] = None
         return super().render_line(y)
 
-    def _header_line(self, y: int) -> Strip:
-        """DataTable's own header line, kept while what it shows is the same: DataTable keys it on
-        the table-wide update counter, so every changed cell re-rendered the header through Rich
+    def _line_key(self, y: int) -> tuple[Any, ...] | None:
+        """What line ``y`` on screen shows, as a key (None: not drawn by the fast path)."""
+        view = self._view()
+        return self._body_key(y - view[1] + view[2]) if y >= view[1] else self._header_key(y)
+
+    def _line(self, y: int, key: tuple[Any, ...]) -> Strip | None:
+        strip = self._fast_lines.get(key)
+        if strip is not None:
+            return strip
+        strip = self._header_strip(y) if key[0] == "header" else self._body_strip(key)
+        if strip is not None:
+            if len(self._fast_lines) >= CACHE_LINES:
+                self._fast_lines.clear()
+            self._fast_lines[key] = strip
+        return strip
+
+    def _header_key(self, y: int) -> tuple[Any, ...]:
+        """DataTable's own header line is kept while what it shows is the same: DataTable keys it
+        on the table-wide update counter, so every changed cell re-rendered the header through Rich
         (in a fault storm, rows come and go every tick: a tenth of memtop's CPU, py-spy)."""
         _, _, _, scroll_x, width, _, pad, _, _ = self._view()
         columns, widths = self._columns_now()
@@ -238,7 +317,7 @@ class FastTable(CompatDataTable):
         header_style = self._per_frame(
             "header", lambda: self.get_component_styles("datatable--header").rich_style
         )
-        key = (
+        return (
             "header",
             y,
             labels,
@@ -251,18 +330,15 @@ class FastTable(CompatDataTable):
             self._per_frame("base", lambda: self.rich_style),
             header_style,
         )
-        strip = self._fast_lines.get(key)
-        if strip is None:
-            strip = super().render_line(y)
-            if len(self._fast_lines) >= CACHE_LINES:
-                self._fast_lines.clear()
-            self._fast_lines[key] = strip
-        return strip
 
-    def _fast_line(self, row_index: int) -> Strip | None:
+    def _header_strip(self, y: int) -> Strip:
+        return super().render_line(y)
+
+    def _body_key(self, row_index: int) -> tuple[Any, ...] | None:
+        """What the row at ``row_index`` shows, as a key (None: a row the fast path cannot draw)."""
         _, _, _, scroll_x, width, cursor_row, pad, hover_row, fixed = self._view()
         if row_index >= self.row_count:
-            return Strip.blank(width, self._styles(0, False)[0])
+            return ("blank", width, self._styles(0, False)[0])
         row_key = self.row_key_at(row_index)
         if row_key is None or self.rows[row_key].height != 1:
             return None
@@ -287,7 +363,8 @@ class FastTable(CompatDataTable):
                 cell_styles.append("")
         cursor = row_index == cursor_row
         base, row_style, component, post = self._styles(row_index, cursor, row_index == hover_row)
-        key = (
+        return (
+            "row",
             row_key,
             row_index,
             tuple(texts),
@@ -303,9 +380,30 @@ class FastTable(CompatDataTable):
             pad,
             fixed,
         )
-        strip = self._fast_lines.get(key)
-        if strip is not None:
-            return strip
+
+    def _body_strip(self, key: tuple[Any, ...]) -> Strip:
+        """The line a ``_body_key`` describes."""
+        if key[0] == "blank":
+            return Strip.blank(key[1], key[2])
+        (
+            _,
+            _,
+            row_index,
+            texts,
+            justify,
+            cell_styles,
+            widths,
+            scroll_x,
+            width,
+            row_style,
+            component,
+            post,
+            base,
+            pad,
+            fixed,
+        ) = key
+        _, _, _, _, _, cursor_row, _, hover_row, _ = self._view()
+        cursor = row_index == cursor_row
         style = row_style + component
         if fixed:
             hover = row_index == hover_row
@@ -346,8 +444,4 @@ class FastTable(CompatDataTable):
             )
         else:
             line = line.crop(scroll_x, scroll_x + width)
-        strip = line.adjust_cell_length(width, base)
-        if len(self._fast_lines) >= CACHE_LINES:
-            self._fast_lines.clear()
-        self._fast_lines[key] = strip
-        return strip
+        return line.adjust_cell_length(width, base)

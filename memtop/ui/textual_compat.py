@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from importlib.metadata import version
 from itertools import zip_longest
 from typing import Any
@@ -102,10 +103,16 @@ class CompatDataTable(DataTable[Any]):
     # -- measuring ---------------------------------------------------------------------------------
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         rows = list(new_rows)
-        if self.measure_new_rows(rows):
-            super()._update_dimensions([])  # nothing left to measure: only the virtual size
-            return
-        super()._update_dimensions(rows)
+        # the new virtual size repaints the whole table; quiet_repaint: only what changed
+        with self.quiet_repaint():
+            if self.measure_new_rows(rows):
+                super()._update_dimensions([])  # nothing left to measure: only the virtual size
+                return
+            super()._update_dimensions(rows)
+
+    def quiet_repaint(self) -> AbstractContextManager[None]:
+        """Where a whole repaint asked by rows edited within may be narrowed (FastTable)."""
+        return nullcontext()
 
     def measure_new_rows(self, new_rows: list[RowKey]) -> bool:
         """Widen the columns for ``new_rows`` and return True, or return False to let DataTable
@@ -242,6 +249,7 @@ def problems() -> list[str]:
         "set_row_order",
         "append_rows",
         "remove_rows",
+        "quiet_repaint",
         "measure_new_rows",
         "row_style",
         "body_cell_styles",

@@ -11,6 +11,7 @@ from rich.text import Text
 from support.ui import settle
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
@@ -136,16 +137,16 @@ def test_fast_table_draws_what_data_table_draws() -> None:
 def test_fast_table_draws_coloured_cells_itself(monkeypatch: Any) -> None:
     """A cell with a style of its own (a level's colour) is drawn on the fast path, not handed to
     DataTable's renderer (the screens above say it draws the same)."""
-    fast_line = FastTable._fast_line
+    body_key = FastTable._body_key
     fell_back: list[int] = []
 
     def counting(self: FastTable, row_index: int) -> Any:
-        strip = fast_line(self, row_index)
-        if strip is None:
+        key = body_key(self, row_index)
+        if key is None:
             fell_back.append(row_index)
-        return strip
+        return key
 
-    monkeypatch.setattr(FastTable, "_fast_line", counting)
+    monkeypatch.setattr(FastTable, "_body_key", counting)
     shots = asyncio.run(_screens(FastTable, fixed=2))
     assert "red" in shots[0] or "#" in shots[0]
     assert fell_back == []
@@ -204,6 +205,46 @@ def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> 
             assert len(header_renders) > drawn
 
     asyncio.run(run())
+
+
+def test_rows_that_come_and_go_off_screen_repaint_no_line_on_screen(monkeypatch: Any) -> None:
+    """A process started and gone at the bottom of a long table changes nothing on screen:
+    DataTable repaints every line for it, FastTable none (and the lines that did change, only
+    those). What it then draws is compared with DataTable's above."""
+    drawn: list[int] = []
+    render_line = FastTable.render_line
+
+    def counting(self: FastTable, y: int) -> Any:
+        drawn.append(y)
+        return render_line(self, y)
+
+    monkeypatch.setattr(FastTable, "render_line", counting)
+
+    async def run() -> tuple[list[int], list[int]]:
+        app = _app(FastTable)
+        async with app.run_test(size=(60, 24)) as pilot:
+            t = app.query_one("#t", FastTable)
+            for c in range(4):
+                t.add_column(Text(f"COL{c}"), key=f"c{c}")
+            t.add_keyed_rows([(str(r), [Text(f"{r}-{c}") for c in range(4)]) for r in range(100)])
+            await settle(pilot)
+            assert len(drawn) >= 20  # the first frame drew every line
+            drawn.clear()
+            for i in range(3):  # off screen: rows gone and added at the bottom, the order kept
+                t.remove_rows([RowKey(str(99 - i))])
+                t.add_keyed_rows([(f"n{i}", [Text(f"n{i}-{c}") for c in range(4)])])
+                await settle(pilot)
+            off_screen = list(drawn)
+            drawn.clear()
+            keys = [str(r.key.value) for r in t.ordered_rows]
+            t.order_rows([keys[1], keys[0], *keys[2:]])  # the first two rows swap places
+            await settle(pilot)
+            return off_screen, list(drawn)
+
+    off_screen, swapped = asyncio.run(run())
+    # at most the cursor's row (line 1), which the table re-validates and repaints when rows go
+    assert set(off_screen) <= {1}
+    assert sorted(set(swapped)) == [1, 2]  # below the header: the two rows that swapped
 
 
 async def _log_screens(cls: type[DataTable[Any]]) -> tuple[list[str], int]:

@@ -63,19 +63,31 @@ def rows_by_case(doc: dict[str, Any]) -> dict[str, Any]:
 
 def test_a_figure_past_its_target_is_a_miss_and_one_within_it_is_met() -> None:
     doc = memtop_self_doc()
-    for cond in doc["summary"]:
-        doc["summary"][cond]["first_frame_s"] = 0.4
-        doc["summary"][cond]["cpu_pct_of_core"] = 2.0  # at the bound: met
+    for cond, progs in doc["summary"].items():
+        progs["memtop"].update(first_frame_s=0.4, rss_anon_mib=40.0, all_probes_s=2.0)
+        progs["memtop"]["cpu_s_per_min"] = 0.25 if cond == "idle" else 1.2  # at the bound: met
     rows = rows_by_case(doc)
     assert {r.met for r in rows.values()} == {"yes"}
 
     worse = copy.deepcopy(doc)
-    worse["summary"]["idle"]["cpu_pct_of_core"] = 2.01
-    worse["summary"]["idle"]["rss_anon_mib"] = 151.0
+    worse["summary"]["idle"]["memtop"]["cpu_s_per_min"] = 0.26
+    worse["summary"]["fault storm"]["memtop"]["cpu_s_per_min"] = 1.0  # within the loaded bound
+    worse["summary"]["idle"]["memtop"]["rss_anon_mib"] = 40.1
     rows = rows_by_case(worse)
-    assert rows["4 · memtop's CPU at 1 s refresh, idle"].met == "**no**"
-    assert rows["4 · memtop's CPU at 1 s refresh, fault storm"].met == "yes"
+    size = doc["size"]
+    assert rows[f"4 · the TUI at {size}, 1 s refresh, steady, CPU s a minute: idle"].met == "**no**"
+    assert rows[f"4 · the TUI at {size}, 1 s refresh, steady, CPU s a minute: fault storm"].met == "yes"
     assert [r.met for c, r in rows.items() if "RssAnon" in c] == ["**no**"]
+
+
+def test_the_tools_beside_memtop_are_in_its_rows() -> None:
+    doc = memtop_self_doc()
+    rows = rows_by_case(doc)
+    cpu = next(r for c, r in rows.items() if c.endswith("CPU s a minute: idle"))
+    beside = [p for p in doc["summary"]["idle"] if p != "memtop"]
+    assert beside, "the run measured nothing beside memtop"
+    for prog in beside:
+        assert f"{prog} " in cpu.figure
 
 
 def test_strict_targets_miss_at_the_bound() -> None:

@@ -1,0 +1,167 @@
+"""Where memtop's own CPU goes (issue 36): the TUI on a 160x45 pseudo-terminal, its parts timed
+inside it by thread CPU time over a steady window, as docs/performance.md's table of memtop's own
+cost gives them.
+
+    sudo .venv/bin/python bench/self_profile.py [--warmup S] [--seconds S] [-- MEMTOP ARGS…]
+
+memtop runs in a Python that first wraps a few functions with timers (each call's
+``time.thread_time_ns``, so the poll thread's work is counted in the poll thread): Textual's
+screen update (layout and rendering, and within it the styles cache's and FastTable's lines and
+the compositor's reflow), the app's redraw (views and widgets), the state's apply, the bridge's
+poll and each probe's poll. After ``--warmup`` seconds it counts for ``--seconds``, then writes
+each part's CPU ms a second and calls a second, beside the whole process's CPU, and the bench
+prints that. The wrappers cost a little themselves: compare parts with each other, and the whole
+with bench/memtop_self.py's figures. A part whose function is no longer there (another Textual)
+is left out and named."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import pkgutil
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: (module, class, method, label): what is timed
+PARTS = (
+    ("textual.screen", "Screen", "_on_timer_update", "Textual's screen updates (layout and rendering)"),
+    ("textual._compositor", "Compositor", "reflow", "  of which: layout (the compositor's reflow)"),
+    ("textual._styles_cache", "StylesCache", "render_line", "  of which: lines through the styles cache"),
+    ("memtop.ui.table", "FastTable", "render_line", "    of which: the tables' own lines"),
+    ("textual.app", "App", "_display", "  of which: the terminal write"),
+    ("memtop.ui.app", "MemtopApp", "redraw", "the app's redraw (views, tables filled)"),
+    ("memtop.runner", "Runner", "_on_batch", "the state's apply"),
+    ("memtop.bridge", "Bridge", "poll_sync", "the probes' polls (poll thread)"),
+)
+
+
+def _timed(
+    spent: Counter[str], calls: Counter[str], label: str, fn: Callable[..., Any]
+) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.thread_time_ns()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[label] += time.thread_time_ns() - t0
+            calls[label] += 1
+
+    return timed
+
+
+def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
+    """In memtop's process: wrap, run memtop, write the figures to ``out`` once counted."""
+    spent: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    missing: list[str] = []
+    for module, cls_name, method, label in PARTS:
+        cls = getattr(importlib.import_module(module), cls_name, None)
+        fn = getattr(cls, method, None) if cls is not None else None
+        if cls is None or fn is None:
+            missing.append(f"{module}.{cls_name}.{method}")
+            continue
+        setattr(cls, method, _timed(spent, calls, label, fn))
+    import memtop.probes as probes
+    from memtop.probes.base import Probe
+
+    poll = "poll"  # each probe class's own poll, wrapped where it is defined
+    for info in pkgutil.iter_modules(probes.__path__):
+        mod = importlib.import_module(f"memtop.probes.{info.name}")
+        for v in list(vars(mod).values()):
+            if (
+                isinstance(v, type)
+                and issubclass(v, Probe)
+                and v.__module__ == mod.__name__
+                and poll in vars(v)
+            ):
+                setattr(v, poll, _timed(spent, calls, f"  poll: {v.__name__}", vars(v)[poll]))
+
+    def count() -> None:
+        time.sleep(warmup_s)
+        t0, s0, c0, p0 = time.monotonic(), Counter(spent), Counter(calls), os.times()
+        time.sleep(seconds)
+        dt, p1 = time.monotonic() - t0, os.times()
+        doc = {
+            "window_s": dt,
+            "process_cpu_ms_per_s": 1000 * ((p1.user + p1.system) - (p0.user + p0.system)) / dt,
+            "parts": {
+                k: {"cpu_ms_per_s": (spent[k] - s0[k]) / 1e6 / dt, "calls_per_s": (calls[k] - c0[k]) / dt}
+                for k in spent
+            },
+            "missing": missing,
+        }
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.rename(out)
+
+    threading.Thread(target=count, daemon=True).start()
+    from memtop.cli import entry
+
+    sys.argv = ["memtop", *argv]
+    return entry()
+
+
+def main(warmup_s: float, seconds: float, argv: list[str]) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import support.memtop_run as run
+    from support import PtyMemtop
+    from support.waits import wait_until
+
+    out = Path(tempfile.mkdtemp(prefix="memtop-self-profile-")) / "parts.json"
+    saved = run.memtop_cmd
+    run.memtop_cmd = lambda: [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--inside",
+        str(out),
+        "--warmup",
+        str(warmup_s),
+        "--seconds",
+        str(seconds),
+        "--",
+    ]
+    try:
+        m = PtyMemtop(argv, size=(45, 160))
+    finally:
+        run.memtop_cmd = saved
+    try:
+        wait_until(out.exists, "memtop's parts", warmup_s + seconds + 120)
+        doc: dict[str, Any] = json.loads(out.read_text())
+        return doc
+    finally:
+        m.kill()
+        out.unlink(missing_ok=True)
+        out.parent.rmdir()
+
+
+def show(doc: dict[str, Any]) -> None:
+    print(f"memtop's CPU over {doc['window_s']:.0f} s: {doc['process_cpu_ms_per_s']:.1f} ms a second")
+    order = [label for *_, label in PARTS]
+    parts: dict[str, dict[str, float]] = doc["parts"]
+    polls = sorted((k for k in parts if k.startswith("  poll: ")), key=lambda k: -parts[k]["cpu_ms_per_s"])
+    for label in [*order[:-1], order[-1], *polls]:
+        if label in parts:
+            p = parts[label]
+            print(f"{p['cpu_ms_per_s']:8.2f} ms/s  {p['calls_per_s']:7.2f} calls/s  {label}")
+    if doc["missing"]:
+        print("not timed (not in this Textual or memtop):", ", ".join(doc["missing"]))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--warmup", type=float, default=20.0, help="seconds before counting")
+    ap.add_argument("--seconds", type=float, default=30.0, help="seconds counted")
+    ap.add_argument("--inside", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("memtop_args", nargs="*", help="memtop's own arguments (after --)")
+    a = ap.parse_args()
+    if a.inside is not None:
+        raise SystemExit(inside(a.inside, a.warmup, a.seconds, a.memtop_args))
+    show(main(a.warmup, a.seconds, a.memtop_args))
