@@ -38,8 +38,8 @@ PARTS = (
     ("memtop.ui.table", "FastTable", "render_line", "    of which: the tables' own lines"),
     ("textual.app", "App", "_display", "  of which: the terminal write"),
     ("memtop.ui.app", "MemtopApp", "redraw", "the app's redraw (views, tables filled)"),
-    ("memtop.runner", "Runner", "_on_batch", "the state's apply"),
-    ("memtop.bridge", "Bridge", "poll_sync", "the probes' polls (poll thread)"),
+    ("memtop.stream.runner", "Runner", "_on_batch", "the state's apply"),
+    ("memtop.stream.bridge", "Bridge", "poll_sync", "the probes' polls (poll thread)"),
 )
 
 
