@@ -29,11 +29,16 @@ class Column:
     label: str
     fmt: Callable[[Any], str] = str
     numeric: bool = True
+    #: the widest cell the column shows, when its formatter does not say (memtop/views/layout.py)
     width: int = 0
     #: a metric of memtop.views.levels whose thresholds colour this cell, read from ``level_key``
     #: (default: this column's own value)
     level: str = ""
     level_key: str = ""
+    #: on a narrow terminal (memtop/views/layout.py): 0 always shown, higher dropped sooner
+    priority: int = 0
+    #: a name column may be cut to this many cells (an ellipsis marks the cut); 0: never cut
+    min_width: int = 0
 
     def cell(self, row: dict[str, Any]) -> str:
         value = row.get(self.key)

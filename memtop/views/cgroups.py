@@ -109,16 +109,17 @@ class CgroupsView(View):
         Column("tree", "CGROUP", numeric=False),
         Column("usage_bytes", "USAGE", fmt.bytes_h),
         Column("limit_bar", "OF LIMIT", numeric=False, level="limit_used_pct", level_key="limit_pct"),
-        Column("psi_some_pct", "PSI", _pct, level="psi_some_avg10"),
-        Column("limit_hits_per_s", "HITS/s", fmt.count_h),
-        Column("reclaim_episodes", "RECLAIMS", fmt.count_h),
-        Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total),
-        Column("reclaim_p99_ns", "P99", fmt.ns_h),
-        Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
-        Column("oom_kills", "OOM", fmt.count),
-        Column("limit_bytes", "LIMIT", fmt.bytes_h),
-        Column("nprocs", "PROCS"),
+        # on a narrow terminal (priority: higher drops sooner) pressure and stalls stay
+        Column("psi_some_pct", "PSI", _pct, level="psi_some_avg10", width=4, priority=1),
+        Column("limit_hits_per_s", "HITS/s", fmt.count_h, priority=2),
+        Column("reclaim_episodes", "RECLAIMS", fmt.count_h, priority=3),
+        Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total, priority=1),
+        Column("reclaim_p99_ns", "P99", fmt.ns_h, priority=3),
+        Column("swap_bytes", "SWAP", fmt.bytes_h, priority=2),
+        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total, priority=3),
+        Column("oom_kills", "OOM", fmt.count, priority=2),
+        Column("limit_bytes", "LIMIT", fmt.bytes_h, priority=4),
+        Column("nprocs", "PROCS", width=5, priority=4),
     )
 
     def default_options(self) -> Options:

@@ -99,21 +99,24 @@ class ProcessesView(View):
     # process in trouble is seen without scrolling
     columns = (
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("comm", "COMMAND", numeric=False, min_width=8),
         Column("rss_bytes", "RSS", fmt.bytes_h),
-        Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h, level="major_faults_per_s"),
+        # on a narrow terminal (priority: higher drops sooner) the trouble stays, the detail goes
+        Column("swap_bytes", "SWAP", fmt.bytes_h, priority=1),
+        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h, level="major_faults_per_s", priority=1),
         # totals since memtop started, beside per-second columns: Σ says which
-        Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
-        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
+        Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total, priority=1),
+        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total, priority=1),
         # RSS change per second over the sparkline's window (atop's RGROW): a leak's slope
-        Column("rss_growth_bytes_per_s", "GROW/s", growth_h, level="rss_growth_bytes_per_s"),
-        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
-        Column("anon_bytes", "ANON", fmt.bytes_h),
-        Column("file_bytes", "FILE", fmt.bytes_h),
-        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
-        Column("user", "USER", numeric=False),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column(
+            "rss_growth_bytes_per_s", "GROW/s", growth_h, level="rss_growth_bytes_per_s", width=7, priority=2
+        ),
+        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h, priority=3),
+        Column("anon_bytes", "ANON", fmt.bytes_h, priority=4),
+        Column("file_bytes", "FILE", fmt.bytes_h, priority=4),
+        Column("shmem_bytes", "SHMEM", fmt.bytes_h, priority=5),
+        Column("user", "USER", numeric=False, priority=5, min_width=6),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=6, min_width=10),
     )
 
     def __init__(self) -> None:

@@ -46,24 +46,25 @@ class ReclaimView(View):
     )
     columns = (
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("comm", "COMMAND", numeric=False, min_width=8),
         Column("events", "STALLS", fmt.count_h),
         Column("total_ns", "TOTAL", fmt.ns_h),
         Column("max_ns", "MAX", fmt.ns_h, level="reclaim_latency_ns"),
-        Column("avg_ns", "AVG", fmt.ns_h),
-        Column("direct_events", "DIRECT", fmt.count_h),
-        Column("memcg_events", "MEMCG", fmt.count_h),
-        Column("pages_reclaimed", "PAGES", fmt.count_h),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        # on a narrow terminal (priority: higher drops sooner) the split and the detail go first
+        Column("avg_ns", "AVG", fmt.ns_h, priority=1),
+        Column("direct_events", "DIRECT", fmt.count_h, priority=2),
+        Column("memcg_events", "MEMCG", fmt.count_h, priority=2),
+        Column("pages_reclaimed", "PAGES", fmt.count_h, priority=3),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=4, min_width=10),
     )
     event_columns = (
         Column("wall_ns", "TIME", fmt.clock_h, numeric=False),
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("comm", "COMMAND", numeric=False, min_width=8),
         Column("kind", "KIND", numeric=False),
         Column("latency_ns", "LATENCY", fmt.ns_h, level="reclaim_latency_ns"),
-        Column("pages_reclaimed", "PAGES", fmt.count_h),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column("pages_reclaimed", "PAGES", fmt.count_h, priority=1),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=2, min_width=10),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from memtop.state import State
 from memtop.ui.levels import style as level_style
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, View, get_view, no_reading_text, stale_probes
+from memtop.views.layout import Fit, cut, fit_columns, measured_widths
 
 
 class DrillIn(Message):
@@ -186,6 +187,8 @@ class TableMemo:
     shown: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
+    #: the columns shown and the widths names are cut to: when they change, the table is rebuilt
+    layout: tuple[tuple[str, ...], tuple[tuple[str, int], ...]] | None = None
 
 
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
@@ -210,25 +213,39 @@ def fill_table(
     extra_same: Callable[[dict[str, Any]], bool] | None = None,
     sort: tuple[str, bool] | None = None,
     edits: int | None = None,
+    extra_priority: int = 0,
 ) -> None:
     """Update ``table`` in place by stable row key (``row[key]``): cells change where values
     changed; rows are rebuilt only when the set or order of keys changed. The cursor stays on the
     same key. Every cell is a ``Text`` so traced-system strings are never parsed as markup.
-    ``extra`` adds computed columns; ``extra_same(row)`` may tell that they cannot have changed
-    for a row object shown last time (then they are not computed). ``edits``: how many rows may
-    come and go before the table is rebuilt rather than edited (default: a quarter of its rows, at
-    least 32)."""
-    if not table.columns:
-        for c in columns:
-            table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
-        for name in extra or {}:
-            table.add_column(Text(name), key=name)
-    if sort is not None:
-        mark_sort(table, columns, *sort)
+    ``extra`` adds computed columns (of ``extra_priority``); ``extra_same(row)`` may tell that
+    they cannot have changed for a row object shown last time (then they are not computed).
+    ``edits``: how many rows may come and go before the table is rebuilt rather than edited
+    (default: a quarter of its rows, at least 32). The columns shown are those that fit the
+    table's width (memtop/views/layout.py): a change of width or sort may rebuild them."""
     memo = _MEMOS.get(table)
     if memo is None:
         memo = _MEMOS[table] = TableMemo()
-    filler = _Filler(table, columns, extra or {}, extra_same, memo)
+    selected = cursor_key(table)
+    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort)
+    layout = (fit.keys, tuple(sorted(fit.cut_to.items())))
+    if memo.layout != layout:
+        if table.columns:  # another width or sort: the columns anew, then every row
+            table.clear(columns=True)
+            memo.shown.clear()
+            memo.rows.clear()
+            memo.keys = []
+        memo.layout = layout
+    shown = tuple(c for c in fit.columns if c.key not in (extra or {}))
+    shown_extra = {k: fn for k, fn in (extra or {}).items() if k in fit.keys}
+    if not table.columns:
+        for c in shown:
+            table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
+        for name in shown_extra:
+            table.add_column(Text(name), key=name)
+    if sort is not None:
+        mark_sort(table, shown, *sort)
+    filler = _Filler(table, shown, shown_extra, extra_same, memo, fit.cut_to)
 
     new_keys = _unique_keys(rows, key)
     # the order this function left the table in (it is the table's only writer); read it back
@@ -236,7 +253,6 @@ def fill_table(
     old_keys = memo.keys
     if len(old_keys) != table.row_count:
         old_keys = [str(r.key.value) for r in table.ordered_rows]
-    selected = cursor_key(table)
     new_set, old_set = set(new_keys), set(old_keys)
     gone = [k for k in old_keys if k not in new_set]
     added = [k for k in new_keys if k not in old_set]
@@ -255,6 +271,26 @@ def fill_table(
         index = new_keys.index(selected)
         if index != table.cursor_row:
             table.move_cursor(row=index, animate=False)
+
+
+def _fit(
+    table: DataTable[Any],
+    columns: tuple[Column, ...],
+    rows: list[dict[str, Any]],
+    extra: dict[str, Any],
+    extra_priority: int,
+    sort: tuple[str, bool] | None,
+) -> Fit:
+    """The columns of ``columns`` and ``extra`` that fit the table's width (before the first
+    layout: the terminal's), its vertical scrollbar's room kept whether shown or not (the columns
+    do not change as rows come and go)."""
+    every = columns + tuple(
+        Column(name, name, numeric=False, width=cell_len(name) + 1, priority=extra_priority) for name in extra
+    )
+    width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
+    if width <= 0:
+        return Fit(every, {})
+    return fit_columns(every, measured_widths(columns, rows), width, sort[0] if sort else "")
 
 
 def _unique_keys(rows: list[dict[str, Any]], key: str) -> list[str]:
@@ -281,6 +317,7 @@ class _Filler:
         extra: dict[str, Any],
         extra_same: Callable[[dict[str, Any]], bool] | None,
         memo: TableMemo,
+        cut_to: dict[str, int],
     ) -> None:
         self.table = table
         self.columns = columns
@@ -291,6 +328,8 @@ class _Filler:
         self.justify += ["left"] * len(extra)
         self.graded = {i for i, c in enumerate(columns) if c.level}
         self.col_keys = [c.key for c in columns] + list(extra)
+        #: the name columns cut to a width, by position
+        self.cut_to = [(i, cut_to[c.key]) for i, c in enumerate(columns) if c.key in cut_to]
 
     def cells_for(self, row: dict[str, Any], k: str) -> list[str]:
         """What row ``k`` shows now, as plain strings: cells that did not change are not touched
@@ -307,7 +346,10 @@ class _Filler:
         else:
             ex = [str(fn(row)) for fn in self.extra.values()]
         self.memo.rows[k] = row
-        return [c.cell(row) for c in self.columns] + ex
+        cells = [c.cell(row) for c in self.columns]
+        for i, w in self.cut_to:
+            cells[i] = cut(cells[i], w)
+        return cells + ex
 
     def as_text(self, i: int, value: str, row: dict[str, Any]) -> Text:
         if i in self.graded:

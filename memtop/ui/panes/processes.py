@@ -126,6 +126,8 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             "key" if grouped else "pid",
             extra={"RSS HISTORY": spark},
             extra_same=flat_before,
+            # the sparkline is the first to go on a narrow terminal: GROW/s says the slope
+            extra_priority=7,
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
         title = self.query_one("#processes-exited-title", Static)
