@@ -552,22 +552,31 @@ class SortableTablePane(Pane):
         if self._state is not None:
             self.refresh_from(self._state)
 
+    def _resorted(self) -> None:
+        """Redraw in the new order and show its top: the cursor on the first row, the table
+        scrolled home (a cursor kept on its row could leave the new top off screen)."""
+        self._redraw()
+        table = self.table()
+        if table.row_count:
+            table.move_cursor(row=0, column=0, animate=False)
+        table.scroll_home(animate=False, immediate=True)
+
     def action_sort(self, step: int) -> None:
         keys = list(self.sort_keys)
         cur = keys.index(self.opts.sort) if self.opts.sort in keys else keys.index(self.default_sort)
         self.opts.sort = keys[(cur + step) % len(keys)]
-        self._redraw()
+        self._resorted()
 
     def action_sort_by(self, key: str) -> None:
         if self.opts.sort == key:
             self.opts.reverse = not self.opts.reverse
         else:
             self.opts.sort, self.opts.reverse = key, key not in self.ascending
-        self._redraw()
+        self._resorted()
 
     def action_reverse(self) -> None:
         self.opts.reverse = not self.opts.reverse
-        self._redraw()
+        self._resorted()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Home / End move the text cursor while a text field (the filter) has the keyboard
