@@ -27,10 +27,18 @@ HOG_PID = 3620
 UPDATE = os.environ.get("MEMTOP_PIN_UPDATE") == "1"
 
 
+#: the options a pane's keys change, besides its defaults: (pane, variant) -> Options.extra
+VARIANTS: dict[tuple[str, str], dict[str, str]] = {
+    ("processes", "grouped"): {"group": "cgroup"},  # C
+    ("processes", "exited-all"): {"exited": "all"},  # E
+}
+
+
 def cases() -> list[tuple[str, str]]:
-    """(pane, section): every pane, and every section of the drill-in."""
+    """(pane, section or variant): every pane, every section of the drill-in, and the variants."""
     out = [(name, "") for name in views() if name != "process"]
     out += [("process", s) for s in SECTIONS]
+    out += list(VARIANTS)
     return out
 
 
@@ -41,7 +49,9 @@ def rendered(pane: str, section: str, fmt: str) -> str:
     at_s = rec.duration_s if own.exists() else AT_S
     state = rec.state_at(rec.ts_at(at_s))
     view = get_view(pane)
-    opts = options_for(view, HOG_PID if pane == "process" else None, section)
+    extra = VARIANTS.get((pane, section))
+    opts = options_for(view, HOG_PID if pane == "process" else None, "" if extra else section)
+    opts.extra.update(extra or {})
     return render(view, state, opts, fmt)
 
 
