@@ -11,6 +11,7 @@ shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop import cgroupfs, fmt
@@ -390,7 +391,7 @@ class CgroupsView(View):
             "oom_kills": kills,
         }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         lay = doc.get("layout")
         lines = [""]
         if lay:

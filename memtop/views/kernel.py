@@ -10,6 +10,7 @@ otherwise). ``section``: "" (everything), or one of :data:`SECTIONS` for `snapsh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop import fmt, kernelfs
@@ -395,7 +396,7 @@ class KernelView(View):
         return list(state.get(KernelState).history)
 
     # -- text -------------------------------------------------------------------------------------
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         lines = [""]
         slab = doc.get("slab") or {}
         if slab.get("readable") is False:

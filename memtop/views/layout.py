@@ -41,7 +41,7 @@ class Fit:
     """The columns shown, in the view's order, and the width a name column is cut to (those
     not named are shown whole)."""
 
-    columns: tuple[Column, ...]
+    columns: tuple[Column[str], ...]
     cut_to: dict[str, int]
 
     @property
@@ -49,14 +49,14 @@ class Fit:
         return tuple(c.key for c in self.columns)
 
 
-def natural_width(col: Column, names: dict[str, int], sort_key: str) -> int:
+def natural_width(col: Column[str], names: dict[str, int], sort_key: str) -> int:
     """The cells' width of ``col`` without cutting: its label (with the sort mark when it is the
     sort column), its declared width, what its formatter writes, the widest name measured."""
     label = cell_len(col.label) + (SORT_MARK if col.key == sort_key else 0)
     return max(label, col.width, _FORMAT_WIDTHS.get(col.fmt, 0), names.get(col.key, 0))
 
 
-def measured_widths(columns: tuple[Column, ...], rows: list[dict[str, Any]]) -> dict[str, int]:
+def measured_widths(columns: tuple[Column[str], ...], rows: list[dict[str, Any]]) -> dict[str, int]:
     """The widest cell in ``rows`` of each column whose width is not known beforehand: names, and
     figures with no declared width nor a formatter of known width (pids)."""
     out: dict[str, int] = {}
@@ -67,7 +67,9 @@ def measured_widths(columns: tuple[Column, ...], rows: list[dict[str, Any]]) -> 
     return out
 
 
-def fit_columns(columns: tuple[Column, ...], names: dict[str, int], width: int, sort_key: str = "") -> Fit:
+def fit_columns(
+    columns: tuple[Column[str], ...], names: dict[str, int], width: int, sort_key: str = ""
+) -> Fit:
     """The columns that fit ``width`` cells: the lowest priority (the rightmost of equals) drops
     first, never the sort column nor one of priority 0; before a column of priority below
     :data:`CUT_NAMES_FROM` drops, the name columns are cut toward their ``min_width``. When even

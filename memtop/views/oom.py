@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from memtop import cgroupfs, fmt
@@ -110,11 +111,11 @@ class OomView(View):
         cgroups_read = bool(state.get(CgroupsState).rows) or not measuring(state, "cgroups")
         return oom_polled and cgroups_read
 
-    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         events = doc.get("events", [])
         return events if isinstance(events, list) else []
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         lines = [""]
         for e in doc["events"]:
             extra = []

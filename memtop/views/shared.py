@@ -4,6 +4,7 @@ madvise calls for huge pages, page migrations by reason and khugepaged."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop import fmt
@@ -148,7 +149,7 @@ class SharedView(View):
             "migrate": _migrate(st, host, measuring(state, "shared")),
         }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         return "\n".join(text_sections(doc)) + "\n"
 
 
@@ -430,7 +431,9 @@ MIGRATE_COLUMNS = (
 )
 
 
-def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...], list[dict[str, Any]], str]:
+def section_table(
+    doc: Mapping[str, Any], section: str
+) -> tuple[tuple[Column[str], ...], list[dict[str, Any]], str]:
     """(columns, rows, row key) of the pane's table for ``section`` (one of PANE_SECTIONS)."""
     if section == "posix":
         rows: list[dict[str, Any]] = []
@@ -487,7 +490,7 @@ def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...]
     return SharedView.columns, doc["rows"], "shmid"
 
 
-def text_sections(doc: dict[str, Any]) -> list[str]:
+def text_sections(doc: Mapping[str, Any]) -> list[str]:
     """The sections after the segments' table, as text lines (text snapshot, batch)."""
     return [
         "",

@@ -3,6 +3,7 @@ line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop import cgroupfs, fmt
@@ -133,7 +134,7 @@ class SwapinView(View):
             "system": system_line(state),
         }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         out = ["", "Swap-in wait (log2 ns)"]
         lines = hist_lines(doc["histogram"])
         most = max((c for _, c in lines), default=0)

@@ -4,6 +4,7 @@ Totals are since memtop started (the probe attached); rates are per second over 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop import fmt
@@ -140,7 +141,7 @@ class VmscanView(View):
             doc["compaction"] = {"count": None, "total_ns": None, "histogram": [], "kcompactd_wakes": None}
         return doc
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         k = doc["kernel"]
         r = k["rates"]
         lines = [

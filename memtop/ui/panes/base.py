@@ -19,6 +19,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from memtop.state import State
 from memtop.ui.levels import style as level_style
+from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, View, get_view, no_reading_text, stale_probes
 from memtop.views.layout import Fit, cut, fit_columns, measured_widths
@@ -97,9 +98,10 @@ class Pane(Vertical):
     def _while_shown(self, on: bool) -> None:
         """The view's while-shown tracers attach when the pane shows and detach when it hides (a
         live source: a replay holds what was traced when it was recorded)."""
-        src = getattr(self.app, "source", None)
-        if src is None or getattr(src, "replay", None) is not None:
-            return
+        app = self.app
+        if not isinstance(app, RecordReplay) or app.replay is not None:
+            return  # a widget test's bare app, or a replay
+        src = app.runner.source
         for tracer in self.view.while_shown:
             src.trace_kernel(tracer, on)
 
@@ -206,7 +208,7 @@ def cursor_key(table: DataTable[Any]) -> str | None:
 
 def fill_table(
     table: DataTable[Any],
-    columns: tuple[Column, ...],
+    columns: tuple[Column[str], ...],
     rows: list[dict[str, Any]],
     key: str,
     extra: dict[str, Any] | None = None,
@@ -275,7 +277,7 @@ def fill_table(
 
 def _fit(
     table: DataTable[Any],
-    columns: tuple[Column, ...],
+    columns: tuple[Column[str], ...],
     rows: list[dict[str, Any]],
     extra: dict[str, Any],
     extra_priority: int,
@@ -313,7 +315,7 @@ class _Filler:
     def __init__(
         self,
         table: DataTable[Any],
-        columns: tuple[Column, ...],
+        columns: tuple[Column[str], ...],
         extra: dict[str, Any],
         extra_same: Callable[[dict[str, Any]], bool] | None,
         memo: TableMemo,
@@ -415,7 +417,7 @@ class _Filler:
                 self.table.add_row(*cells, key=k)
 
 
-def mark_sort(table: DataTable[Any], columns: tuple[Column, ...], key: str, reverse: bool) -> None:
+def mark_sort(table: DataTable[Any], columns: tuple[Column[str], ...], key: str, reverse: bool) -> None:
     """Mark the sort column in the header, as htop does: its label underlined, with ▼ (largest
     first) or ▲ when the column is wide enough for it (a column is never widened for the mark)."""
     for c in columns:
