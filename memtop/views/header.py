@@ -15,16 +15,11 @@ from memtop.state import State
 from memtop.state.host import HostState
 from memtop.views.layout import cell_len
 from memtop.views.levels import level
+from memtop.views.segments import Segment
 
 #: the style names of levels in the header (Rich style strings, as the other segments'); the UI
 #: shows them by weight only under NO_COLOR
 LEVEL_STYLES = {"": "", "warn": "yellow", "bad": "bold red"}
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    text: str
-    style: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ whole or not at all: a figure never loses its unit at the screen's edge (``+384K
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +57,7 @@ def natural_width(col: Column[str], names: dict[str, int], sort_key: str) -> int
     return max(label, col.width, _FORMAT_WIDTHS.get(col.fmt, 0), names.get(col.key, 0))
 
 
-def measured_widths(columns: tuple[Column[str], ...], rows: list[dict[str, Any]]) -> dict[str, int]:
+def measured_widths(columns: tuple[Column[str], ...], rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """The widest cell in ``rows`` of each column whose width is not known beforehand: names, and
     figures with no declared width nor a formatter of known width (pids)."""
     out: dict[str, int] = {}

@@ -16,6 +16,7 @@ from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Head, Options, View, measuring, render_table
 from memtop.views.cgroups import cut_middle
+from memtop.views.segments import Segment
 
 #: what the table can be sorted by: its columns' keys
 SortKey = Literal[
@@ -347,6 +348,22 @@ class ProcessesView(View):
             "exited_between": doc["exited_between"],
             "exited_between_shown": doc["exited_between_shown"],
         }
+
+    def summary(self, doc: ProcessesDoc, opts: Options) -> list[Segment]:
+        """What the status line says after the probes: how many processes, the sort, grouping
+        and the filter (``   20 processes · sort RSS ↓``)."""
+        label = next(c.label for c in self.columns if c.key == (opts.sort or "rss_bytes"))
+        out = [
+            Segment(
+                f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · sort {label} "
+                f"{'↓' if opts.reverse else '↑'}"
+            )
+        ]
+        if opts.extra.get("group") == "cgroup":
+            out.append(Segment(" · grouped by cgroup"))
+        if opts.filter:
+            out += [Segment(" · filter: "), Segment(opts.filter, "bold")]
+        return out
 
     def text_extra(self, doc: Mapping[str, Any]) -> str:
         exited: list[ExitedProcess] = doc["exited"]

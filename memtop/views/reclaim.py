@@ -17,6 +17,7 @@ from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import PidRow, ReclaimState
 from memtop.views import Column, Head, Options, View, measuring, render_table, wall_offset_ns
+from memtop.views.segments import Segment
 from memtop.views.vmscan import render_hist
 
 #: the processes table's columns
@@ -204,6 +205,25 @@ class ReclaimView(View):
             "unpaired": rs.unpaired,
             "events_per_s": {k: round(v, 2) for k, v in rs.events_per_s.items()},
         }
+
+    def summary(self, doc: ReclaimDoc, opts: Options) -> list[Segment]:
+        """What the status line says after the probe: episodes, received, not listed, lost, the
+        sort and the kind (``   36518 episodes · received 36516 · sort TOTAL ↓ · kind all``)."""
+        totals = [n for n in doc["events_total"].values() if n is not None]
+        total = sum(totals) if totals else None
+        out = [
+            Segment(
+                f"   {fmt.count(total)} episodes · received {fmt.count(doc['events_received'])}", "default"
+            )
+        ]
+        if doc["unlisted_events"]:
+            out.append(Segment(f" · {fmt.count(doc['unlisted_events'])} episodes not listed", "default"))
+        if doc["lost_events"]:  # the count itself is in the probe's part of the line
+            out.append(Segment(" (lost to the ring; histograms and totals count them)", "red"))
+        label = next(c.label for c in self.columns if c.key == (opts.sort or "total_ns"))
+        out.append(Segment(f" · sort {label} {'↓' if opts.reverse else '↑'}"))
+        out.append(Segment(f" · kind {opts.section or 'all'}"))
+        return out
 
     def text_extra(self, doc: Mapping[str, Any]) -> str:
         out = ""

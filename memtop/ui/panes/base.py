@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -19,10 +19,12 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from memtop.state import State
 from memtop.ui.levels import style as level_style
+from memtop.ui.lines import segments_text
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
-from memtop.views import Column, Options, View, get_view, no_reading_text, stale_probes
+from memtop.views import Column, Options, View, get_view, stale_probes
 from memtop.views.layout import Fit, cut, fit_columns, measured_widths
+from memtop.views.segments import probe_line
 
 
 class DrillIn(Message):
@@ -120,65 +122,12 @@ class Pane(Vertical):
     def options(self) -> Options:
         return self.opts
 
-    def _alternative_shown(self, state: State, name: str) -> bool:
-        """``name`` is one of a group of alternatives (View.alternatives) another of which the
-        status line shows: the one running (or on its way, or failed), else the first with a
-        state, else the group's first."""
-        rank = {"attached": 0, "erroring": 0, "attaching": 0, "pending": 0, "failed": 1}
-        for group in self.view.alternatives:
-            if name in group:
-                states = {n: st.state for n in group if (st := state.probe_state(n)) is not None}
-                shown = min(states, key=lambda n: rank.get(states[n], 2)) if states else group[0]
-                return name != shown
-        return False
-
     def status_text(self, state: State) -> Text:
-        """One line: what feeds this pane and whether it is attached, erroring (since when, why,
-        how often), failed (why, what to do). Past two ticks without a reading from one of its
-        probes the pane's figures grey (class ``stale``): they are that probe's last reading."""
+        """One line: what feeds this pane and whether it is attached, erroring, failed (the
+        view's sentence, memtop/views/segments.py). Past two ticks without a reading from one of
+        its probes the pane's figures grey (class ``stale``): they are that probe's last reading."""
         self.set_class(bool(stale_probes(state, self.probes)), "stale")
-        parts = Text()
-        for name in self.probes:
-            st = state.probe_state(name)
-            if st is None:
-                if self.quiet_when_absent or self._alternative_shown(state, name):
-                    continue
-                if name in self.view.on_request:  # it runs when asked (the pane's keys say how)
-                    parts.append(("  " if parts else "") + f"{name}: off", style="dim")
-                    continue
-                # not loaded at all (--no-bpf, or a recording made without it): its figures are
-                # not measurements, whatever the table shows
-                where = "in this recording" if state.mode == "replay" else "in this session"
-                parts.append(("  " if parts else "") + f"{name}: not running {where}", style="yellow")
-                continue
-            if parts:
-                parts.append("  ")
-            style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
-            if st.state == "erroring":
-                # the pane's figures are this probe's last reading: say how old, and why
-                parts.append(
-                    no_reading_text(state, name)
-                    or f"{name}: erroring (poll failed {st.failures}×: {st.message})",
-                    style="bold red",
-                )
-                lost = state.lost_total(name)
-                if lost:
-                    parts.append(f"  lost {lost}", style="bold red")
-                continue
-            parts.append(f"{name}: {st.state}", style=style)
-            if st.state == "failed":
-                parts.append(f" — {st.message}", style="red")
-                if st.hint:
-                    parts.append(f" ({st.hint})", style="italic")
-            elif st.state in ("attaching", "pending"):
-                parts.append(" …", style="yellow")
-            lost = state.lost_total(name)
-            if lost:
-                parts.append(f"  lost {lost}", style="bold red")
-        blind = self.view.blind_note(state)
-        if blind:
-            parts.append(("  " if parts else "") + blind, style="yellow")
-        return parts
+        return segments_text(probe_line(self.view, state, quiet_when_absent=self.quiet_when_absent))
 
 
 @dataclass
@@ -187,7 +136,7 @@ class TableMemo:
     came from, and the order of the keys (fill_table is a table's only writer)."""
 
     shown: dict[str, list[str]] = field(default_factory=dict)
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
     #: the columns shown and the widths names are cut to: when they change, the table is rebuilt
     layout: tuple[tuple[str, ...], tuple[tuple[str, int], ...]] | None = None
@@ -209,10 +158,10 @@ def cursor_key(table: DataTable[Any]) -> str | None:
 def fill_table(
     table: DataTable[Any],
     columns: tuple[Column[str], ...],
-    rows: list[dict[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
     key: str,
     extra: dict[str, Any] | None = None,
-    extra_same: Callable[[dict[str, Any]], bool] | None = None,
+    extra_same: Callable[[Mapping[str, Any]], bool] | None = None,
     sort: tuple[str, bool] | None = None,
     edits: int | None = None,
     extra_priority: int = 0,
@@ -278,7 +227,7 @@ def fill_table(
 def _fit(
     table: DataTable[Any],
     columns: tuple[Column[str], ...],
-    rows: list[dict[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
     extra: dict[str, Any],
     extra_priority: int,
     sort: tuple[str, bool] | None,
@@ -295,7 +244,7 @@ def _fit(
     return fit_columns(every, measured_widths(columns, rows), width, sort[0] if sort else "")
 
 
-def _unique_keys(rows: list[dict[str, Any]], key: str) -> list[str]:
+def _unique_keys(rows: Sequence[Mapping[str, Any]], key: str) -> list[str]:
     """Each row's key as a string; keys must be unique in a DataTable, so a repeated key gets a
     suffix (``k#1``, ``k#2`` …)."""
     out: list[str] = []
@@ -317,7 +266,7 @@ class _Filler:
         table: DataTable[Any],
         columns: tuple[Column[str], ...],
         extra: dict[str, Any],
-        extra_same: Callable[[dict[str, Any]], bool] | None,
+        extra_same: Callable[[Mapping[str, Any]], bool] | None,
         memo: TableMemo,
         cut_to: dict[str, int],
     ) -> None:
@@ -333,7 +282,7 @@ class _Filler:
         #: the name columns cut to a width, by position
         self.cut_to = [(i, cut_to[c.key]) for i, c in enumerate(columns) if c.key in cut_to]
 
-    def cells_for(self, row: dict[str, Any], k: str) -> list[str]:
+    def cells_for(self, row: Mapping[str, Any], k: str) -> list[str]:
         """What row ``k`` shows now, as plain strings: cells that did not change are not touched
         (with 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row
         dict that is the very object shown last time (views reuse unchanged rows) is not even
@@ -353,7 +302,7 @@ class _Filler:
             cells[i] = cut(cells[i], w)
         return cells + ex
 
-    def as_text(self, i: int, value: str, row: dict[str, Any]) -> Text:
+    def as_text(self, i: int, value: str, row: Mapping[str, Any]) -> Text:
         if i in self.graded:
             # a figure past its threshold (memtop/views/levels.py) is coloured
             lvl = self.columns[i].level_of(row)
@@ -361,10 +310,10 @@ class _Filler:
                 return Text(value, justify=self.justify[i], style=level_style(lvl))
         return Text(value, justify=self.justify[i])
 
-    def texts(self, plain: list[str], row: dict[str, Any]) -> list[Text]:
+    def texts(self, plain: list[str], row: Mapping[str, Any]) -> list[Text]:
         return [self.as_text(i, v, row) for i, v in enumerate(plain)]
 
-    def edit(self, rows: list[dict[str, Any]], keys: list[str], gone: list[str]) -> None:
+    def edit(self, rows: Sequence[Mapping[str, Any]], keys: list[str], gone: list[str]) -> None:
         """Remove the rows ``gone``, update the cells that changed, add the new rows at the end."""
         table, shown = self.table, self.memo.shown
         if isinstance(table, FastTable):  # all at once
@@ -388,7 +337,7 @@ class _Filler:
             shown[k] = plain
         self.add_rows(new_rows)
 
-    def update_cells(self, k: str, old: list[str], plain: list[str], row: dict[str, Any]) -> None:
+    def update_cells(self, k: str, old: list[str], plain: list[str], row: Mapping[str, Any]) -> None:
         for i, ck in enumerate(self.col_keys):
             if old[i] != plain[i]:
                 # a wider value widens its column (measuring only when it must: DataTable
@@ -397,7 +346,7 @@ class _Filler:
                 grow = col is not None and cell_len(plain[i]) > col.content_width
                 self.table.update_cell(k, ck, self.as_text(i, plain[i], row), update_width=grow)
 
-    def rebuild(self, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    def rebuild(self, rows: Sequence[Mapping[str, Any]], keys: list[str]) -> None:
         """Every row anew, in order."""
         self.table.clear()
         self.memo.shown.clear()
