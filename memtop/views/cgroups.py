@@ -12,7 +12,7 @@ shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from memtop import cgroupfs, fmt
 from memtop.state import State
@@ -22,8 +22,28 @@ from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Options, View, measuring
+from memtop.views.segments import Segment
 
-SORT_KEYS = (
+#: the tree table's columns and what it sorts by: fields of its rows
+CgroupKey = Literal[
+    "path",
+    "tree",
+    "usage_bytes",
+    "limit_bar",
+    "limit_pct",
+    "swap_bytes",
+    "working_set_bytes",
+    "limit_hits_per_s",
+    "psi_some_pct",
+    "reclaim_episodes",
+    "reclaim_stall_ns",
+    "reclaim_p99_ns",
+    "swapin_wait_ns",
+    "oom_kills",
+    "limit_bytes",
+    "nprocs",
+]
+SORT_KEYS: tuple[CgroupKey, ...] = (
     "path",
     "usage_bytes",
     "limit_pct",
@@ -125,6 +145,34 @@ class CgroupsView(View):
 
     def default_options(self) -> Options:
         return Options(sort="usage_bytes", reverse=True)
+
+    def summary(self, doc: Mapping[str, Any], opts: Options) -> list[Segment]:
+        """What the status line says after the probes: the cgroup layout, how many cgroups (and
+        how many past the probe's limit were left out), the sort, the depth and the filter."""
+        out: list[Segment] = []
+        lay = doc["layout"]
+        if lay:
+            out.append(Segment(f"   {lay['mode']}"))
+            if lay["memory_version"]:
+                out.append(Segment(f" · memory v{lay['memory_version']}"))
+            out.append(Segment(" · PSI " + ("on" if lay["psi"] else "off")))
+        out.append(Segment(f" · {fmt.plural(len(doc['rows']), 'cgroup')}"))
+        if doc["over_limit"]:
+            out.append(
+                Segment(
+                    f" · {doc['over_limit']:,} more past the limit of {doc['max_cgroups']:,} not read "
+                    "(the largest kept)",
+                    "yellow",
+                )
+            )
+        label = next((c.label for c in self.columns if c.key == opts.sort), opts.sort)
+        out.append(Segment(f" · sort {label} {'↓' if opts.reverse else '↑'}"))
+        depth = opts.extra.get("depth") or 0
+        if depth:
+            out.append(Segment(f" · depth {depth}"))
+        if opts.filter:
+            out += [Segment(" · filter: "), Segment(opts.filter, "bold")]
+        return out
 
     def ready(self, state: State, opts: Options) -> bool:
         return bool(state.get(CgroupsState).rows)
