@@ -30,18 +30,18 @@ class OomView(View):
     columns = (
         Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
         Column("victim_pid", "PID"),
-        Column("victim_comm", "VICTIM", numeric=False),
+        Column("victim_comm", "VICTIM", numeric=False, min_width=8),
         Column("scope", "SCOPE", numeric=False),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=1, min_width=10),
         Column("anon_rss_bytes", "ANON", fmt.bytes_h),
-        Column("file_rss_bytes", "FILE", fmt.bytes_h),
-        Column("shmem_rss_bytes", "SHMEM", fmt.bytes_h),
-        Column("total_vm_bytes", "VM", fmt.bytes_h),
-        Column("uid", "UID"),
-        Column("oom_score_adj", "ADJ", _adj),
-        Column("trigger_pid", "BY PID"),
-        Column("trigger_comm", "TRIGGERED BY", numeric=False),
-        Column("load1", "LOAD", lambda v: f"{v:.2f}"),
+        Column("file_rss_bytes", "FILE", fmt.bytes_h, priority=2),
+        Column("shmem_rss_bytes", "SHMEM", fmt.bytes_h, priority=3),
+        Column("total_vm_bytes", "VM", fmt.bytes_h, priority=2),
+        Column("uid", "UID", priority=4),
+        Column("oom_score_adj", "ADJ", _adj, priority=3),
+        Column("trigger_pid", "BY PID", priority=2),
+        Column("trigger_comm", "TRIGGERED BY", numeric=False, priority=2, min_width=8),
+        Column("load1", "LOAD", lambda v: f"{v:.2f}", priority=4),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:

@@ -61,17 +61,17 @@ class SharedView(View):
     )
     columns = (
         Column("shmid", "SHMID"),
-        Column("key", "KEY", key_hex, numeric=False),
+        Column("key", "KEY", key_hex, numeric=False, priority=1),
         Column("size_bytes", "SIZE", fmt.bytes_h),
         Column("rss_bytes", "RSS", fmt.bytes_h),
         Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("nattch", "ATT"),
+        Column("nattch", "ATT", priority=1),
         Column("orphan", "", _orphan, numeric=False),
-        Column("uid", "UID"),
-        Column("perms", "PERM", lambda p: f"{p:o}"),
-        Column("creator", "CREATOR", numeric=False),
-        Column("last", "LAST", numeric=False),
-        Column("ctime_age_s", "CREATED", fmt.age_h),
+        Column("uid", "UID", priority=2),
+        Column("perms", "PERM", lambda p: f"{p:o}", priority=3),
+        Column("creator", "CREATOR", numeric=False, priority=1, min_width=10),
+        Column("last", "LAST", numeric=False, priority=2, min_width=10),
+        Column("ctime_age_s", "CREATED", fmt.age_h, priority=2),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:

@@ -158,14 +158,14 @@ class SwapinView(View):
     vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))
     columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("pid", "PID"),
-        Column("command", "COMMAND", numeric=False),
+        Column("command", "COMMAND", numeric=False, min_width=8),
         Column("swapins", "SWAPINS", fmt.count_h),
-        Column("swapins_per_s", "SWAPIN/s", fmt.count_h),
+        Column("swapins_per_s", "SWAPIN/s", fmt.count_h, priority=1),
         Column("wait_ns_total", "WAITED", fmt.ns_h),
-        Column("wait_ns_avg", "AVG WAIT", fmt.ns_h),
-        Column("wait_ns_max", "MAX WAIT", fmt.ns_h),
-        Column("file_major_faults", "FILE MAJFLT", fmt.count_h),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column("wait_ns_avg", "AVG WAIT", fmt.ns_h, priority=1),
+        Column("wait_ns_max", "MAX WAIT", fmt.ns_h, priority=1),
+        Column("file_major_faults", "FILE MAJFLT", fmt.count_h, priority=3),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=3, min_width=10),
     )
 
     def document(self, state: State, opts: Options) -> SwapinDoc:
