@@ -12,7 +12,7 @@ shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from memtop import cgroupfs, fmt
 from memtop.state import State
@@ -21,7 +21,7 @@ from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring
+from memtop.views import Column, Head, Options, View, measuring
 from memtop.views.segments import Segment
 
 #: the tree table's columns and what it sorts by: fields of its rows
@@ -43,6 +43,129 @@ CgroupKey = Literal[
     "limit_bytes",
     "nprocs",
 ]
+
+
+class Container(TypedDict):
+    runtime: str
+    id: str
+    pod_uid: str
+    name: str
+    pod: str
+
+
+class CgroupRowDoc(TypedDict):
+    """A memory cgroup (``rows[]``): its files' figures, the probes' figures rolled up the tree
+    (null where the probe does not measure), and its place in the tree."""
+
+    path: str
+    name: str
+    depth: int
+    version: int
+    usage_bytes: int | None
+    limit_bytes: int | None
+    limit_pct: float | None
+    limit_bar: str
+    high_bytes: int | None
+    low_bytes: int | None
+    min_bytes: int | None
+    soft_limit_bytes: int | None
+    swap_bytes: int | None
+    swap_limit_bytes: int | None
+    working_set_bytes: int | None
+    limit_hits_per_s: float | None
+    events: dict[str, int]
+    stat: dict[str, int]
+    psi_some_pct: float | None
+    psi_full_pct: float | None
+    psi_some_total_us: int | None
+    psi_full_total_us: int | None
+    nprocs: int
+    cgroup_id: int | None
+    unit: str | None
+    container: Container | None
+    container_name: str | None
+    reclaim_episodes: int | None
+    reclaim_stall_ns: int | None
+    reclaim_p99_ns: int | None
+    reclaim_max_ns: int | None
+    swapins: int | None
+    swapin_wait_ns: int | None
+    oom_kills: int | None
+    oom_limit_kills: int
+    # the tree's, set when the tree is walked (last in the JSON, as they always were)
+    children: int
+    collapsed: bool
+    tree: str
+
+
+class Layout(TypedDict):
+    mode: str
+    memory_mount: str | None
+    memory_version: int | None
+    unified_mount: str | None
+    psi: bool
+
+
+class HistoryPoint(TypedDict):
+    ts_ns: int
+    usage_bytes: int | None
+    anon_bytes: int | None
+    file_bytes: int | None
+    kernel_bytes: int | None
+    shmem_bytes: int | None
+    swap_bytes: int | None
+
+
+class CgroupProcess(TypedDict):
+    pid: int
+    comm: str
+    rss_bytes: int
+    swap_bytes: int
+    major_faults_per_s: float
+    reclaim_stall_ns: int
+    unified: str | None
+
+
+class CgroupEpisode(TypedDict):
+    ts_ns: int
+    pid: int
+    comm: str
+    latency_ns: int
+    pages: int
+
+
+class CgroupKill(TypedDict):
+    ts_ns: int
+    victim_pid: int
+    victim_comm: str
+    oom_memcg: str | None
+    task_memcg: str | None
+    memcg_usage_bytes: int | None
+    memcg_limit_bytes: int | None
+
+
+class CgroupDetail(TypedDict):
+    """One cgroup's drill-in (``detail``)."""
+
+    path: str
+    history: list[HistoryPoint]
+    limit_bytes: int | None
+    processes: list[CgroupProcess]
+    reclaim_events: list[CgroupEpisode]
+    oom_kills: list[CgroupKill]
+
+
+class CgroupsDoc(Head):
+    """The Cgroups pane's document (docs/panes/cgroups.md)."""
+
+    layout: Layout | None
+    rows: list[CgroupRowDoc]
+    unattributed_reclaims: int | None
+    over_limit: int | None
+    max_cgroups: int | None
+    detail: NotRequired[CgroupDetail]
+
+
 SORT_KEYS: tuple[CgroupKey, ...] = (
     "path",
     "usage_bytes",
@@ -106,7 +229,7 @@ def cut_middle(name: str, cells: int = NAME_CELLS) -> str:
     return name[:half] + "…" + name[-(cells - 1 - half) :]
 
 
-def tree_label(row: dict[str, Any]) -> str:
+def tree_label(row: Mapping[str, Any]) -> str:
     name = cut_middle(str(row["name"]))
     if row.get("container_name"):
         name += f" [{row['container_name']}]"
@@ -114,7 +237,7 @@ def tree_label(row: dict[str, Any]) -> str:
     return "  " * int(row["depth"]) + mark + name
 
 
-def matches(row: dict[str, Any], needle: str) -> bool:
+def matches(row: Mapping[str, Any], needle: str) -> bool:
     n = needle.lower()
     return n in row["path"].lower() or n in (row.get("container_name") or "").lower()
 
@@ -126,7 +249,7 @@ class CgroupsView(View):
     probes = ("cgroups", "vmscan", "swapin", "oom")
     # what signals trouble first (share of the limit, pressure, limit hits, reclaim), then the
     # sizes: an 80-column terminal shows the first ones
-    columns = (
+    columns: ClassVar[tuple[Column[CgroupKey], ...]] = (
         Column("tree", "CGROUP", numeric=False),
         Column("usage_bytes", "USAGE", fmt.bytes_h),
         Column("limit_bar", "OF LIMIT", numeric=False, level="limit_used_pct", level_key="limit_pct"),
@@ -178,12 +301,12 @@ class CgroupsView(View):
         return bool(state.get(CgroupsState).rows)
 
     # -- rows -----------------------------------------------------------------------------------
-    def _rows(self, state: State) -> dict[str, dict[str, Any]]:
+    def _rows(self, state: State) -> dict[str, CgroupRowDoc]:
         st = state.get(CgroupsState)
         reclaim_on = measuring(state, "vmscan") or bool(st.probed)
         swapin_on = measuring(state, "swapin") or bool(st.swapin)
         oom_on = measuring(state, "oom") or bool(state.get(OomState).kills)
-        rows: dict[str, dict[str, Any]] = {}
+        rows: dict[str, CgroupRowDoc] = {}
         for path, r in st.rows.items():
             rows[path] = self._row(st, path, r)
         # roll the probes' figures up the tree (a cgroup's usage counts its children's too)
@@ -203,13 +326,13 @@ class CgroupsView(View):
             anc = path
             while True:
                 row = rows.get(anc)
-                if row is not None:
-                    row["reclaim_episodes"] += own[0]
-                    row["reclaim_stall_ns"] += own[1]
-                    row["oom_kills"] += own[2]
-                    row["reclaim_max_ns"] = max(row["reclaim_max_ns"], own[4])
-                    row["swapins"] += n
-                    row["swapin_wait_ns"] += w
+                if row is not None:  # the figures are counts yet (None comes after, if at all)
+                    row["reclaim_episodes"] = (row["reclaim_episodes"] or 0) + own[0]
+                    row["reclaim_stall_ns"] = (row["reclaim_stall_ns"] or 0) + own[1]
+                    row["oom_kills"] = (row["oom_kills"] or 0) + own[2]
+                    row["reclaim_max_ns"] = max(row["reclaim_max_ns"] or 0, own[4])
+                    row["swapins"] = (row["swapins"] or 0) + n
+                    row["swapin_wait_ns"] = (row["swapin_wait_ns"] or 0) + w
                     lat.setdefault(anc, []).extend(own[3])
                     if p is not None and p.hist:
                         h = hists.setdefault(anc, {})
@@ -220,7 +343,7 @@ class CgroupsView(View):
                 anc = cgroupfs.parent(anc)
         for path, row in rows.items():
             if path in hists:
-                row["reclaim_p99_ns"] = hist_p99(hists[path], row["reclaim_max_ns"])
+                row["reclaim_p99_ns"] = hist_p99(hists[path], row["reclaim_max_ns"] or 0)
             else:  # a recording made before the kernel's per-process histograms
                 row["reclaim_p99_ns"] = p99(lat.get(path, []))
             if not reclaim_on:
@@ -232,7 +355,7 @@ class CgroupsView(View):
                 row["oom_kills"] = None
         return rows
 
-    def _row(self, st: CgroupsState, path: str, r: CgroupRow) -> dict[str, Any]:
+    def _row(self, st: CgroupsState, path: str, r: CgroupRow) -> CgroupRowDoc:
         s = r.sample
         stat = dict(s.stat)
         limit = s.limit_bytes
@@ -277,9 +400,12 @@ class CgroupsView(View):
             "swapin_wait_ns": 0,
             "oom_kills": 0,
             "oom_limit_kills": p.oom_limit_kills if p else 0,
+            "children": 0,
+            "collapsed": False,
+            "tree": "",
         }
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> CgroupsDoc:
         st = state.get(CgroupsState)
         by_path = self._rows(state)
         children: dict[str, list[str]] = {}
@@ -310,7 +436,7 @@ class CgroupsView(View):
                         anc = cgroupfs.parent(anc)
         collapsed = set(opts.extra.get("collapsed", ()))
         depth = int(opts.extra.get("depth", 0) or 0)
-        rows: list[dict[str, Any]] = []
+        rows: list[CgroupRowDoc] = []
 
         def visit(path: str) -> None:
             row = by_path[path]
@@ -334,8 +460,13 @@ class CgroupsView(View):
         for root in roots:
             visit(root)
         lay = st.layout
-        doc: dict[str, Any] = {
-            **self.head(state),
+        head = self.head(state)
+        doc: CgroupsDoc = {
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "layout": (
                 {
                     "mode": lay.mode,
@@ -363,7 +494,7 @@ class CgroupsView(View):
         return doc
 
     # -- one cgroup ----------------------------------------------------------------------------
-    def detail(self, state: State, path: str, row: dict[str, Any]) -> dict[str, Any]:
+    def detail(self, state: State, path: str, row: CgroupRowDoc) -> CgroupDetail:
         """A cgroup's drill-in: its figures over time, its processes, its reclaim episodes and
         OOM kills."""
         st = state.get(CgroupsState)
@@ -375,7 +506,7 @@ class CgroupsView(View):
         def within(p: str | None) -> bool:
             return p is not None and (p == path or p.startswith(inside) or path == "/")
 
-        processes = []
+        processes: list[CgroupProcess] = []
         for pid, memcg in st.pid_memcg.items():
             if memcg != path:
                 continue
@@ -395,7 +526,7 @@ class CgroupsView(View):
                 }
             )
         processes.sort(key=lambda p: (p["rss_bytes"], p["pid"]), reverse=True)
-        episodes = [
+        episodes: list[CgroupEpisode] = [
             {
                 "ts_ns": e.ts_ns,
                 "pid": e.pid,
@@ -405,8 +536,9 @@ class CgroupsView(View):
             }
             for e in reclaim.events
             if e.kind == "memcg" and within(st.pid_memcg.get(e.pid))
-        ][-100:]
-        kills = [
+        ]
+        episodes = episodes[-100:]
+        kills: list[CgroupKill] = [
             {
                 "ts_ns": k.ts_ns,
                 "victim_pid": k.victim_pid,
