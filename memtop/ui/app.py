@@ -452,8 +452,14 @@ class MemtopApp(RecordReplay):
         for seg in head.lead:
             t.append(seg.text, style=mono(seg.style))
         t.append_text(self.recording_text())  # replay position / recording: first, never cut off
-        for seg in head.rest:
+        width = self.size.width
+        first, second = head.fit(width - t.cell_len, width) if width else (head.rest, ())
+        for seg in first:
             t.append(seg.text, style=mono(seg.style))
+        if second:  # swap and pressure did not fit beside the replay's position
+            t.append("\n")
+            for seg in second:
+                t.append(seg.text, style=mono(seg.style))
         show_text(self.main_screen.query_one("#header", Static), t)
         banner = self.main_screen.query_one("#banner", Static)
         if head.banner:

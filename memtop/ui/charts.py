@@ -9,9 +9,27 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rich.text import Text
+from textual.geometry import Size
+
+
+class Chart(Protocol):
+    """What ``draw`` needs of a chart: memtop.ui.plot.Chart (not imported here: plotext is slow
+    to import, and loads only where a chart is shown)."""
+
+    #: seconds of CPU its last build took
+    build_s: float
+
+    @property
+    def plt(self) -> Any: ...
+
+    @property
+    def size(self) -> Size: ...
+
+    def data_changed(self) -> None: ...
+
 
 #: (plotext colour, Rich colour) per series, in order: the same hue in the plot and its legend.
 #: True colours (Okabe and Ito's palette, told apart with every kind of colour vision), not the
@@ -94,7 +112,7 @@ def nice_ticks(hi: float, n: int = 4, binary: bool = False) -> list[float]:
 
 
 def draw(
-    plot: Any,
+    plot: Chart,
     legend: Any,
     title: str,
     series: Sequence[Series],
@@ -111,7 +129,7 @@ def draw(
     from memtop.ui.lines import show_text
 
     # a chart redraws only when what it shows changed (plotext re-renders the whole canvas)
-    size = tuple(getattr(plot, "size", (0, 0)))
+    size = (plot.size.width, plot.size.height)
     # x rounded to 0.1 s: "seconds ago" on a steady tick is the same list every tick, so an idle
     # chart (all ys unchanged) is not redrawn just because time moved on
     key = (
@@ -134,11 +152,7 @@ def draw(
     # drawn next time
     shown = sum(1 for t in list(_asked.values()) if 0 <= now - t < SHOWN_S)
     last = memo.drawn_at
-    if (
-        not force
-        and last is not None
-        and now - last < getattr(plot, "build_s", 0.0) * shown / CHART_CPU_BUDGET
-    ):
+    if not force and last is not None and now - last < plot.build_s * shown / CHART_CPU_BUDGET:
         return
     # only time moved on (a steady process's history, an idle machine's rates): what the chart
     # shows is the same line a little longer; redraw it every STEADY_REDRAW_S, not every tick
@@ -171,12 +185,11 @@ def draw(
         plt.xlim(*xlim)
     plt.xlabel(xlabel)
     # a memtop.ui.plot.Chart keeps its built canvas until this changes
-    plot.generation = getattr(plot, "generation", 0) + 1
-    plot.refresh()
+    plot.data_changed()
     show_text(legend, text)
 
 
-def redraw(plot: Any) -> None:
+def redraw(plot: Chart) -> None:
     """Draw what ``plot`` was last asked to show again, at its size now (a resize, or the first
     layout of a chart drawn while it was still 0x0): its y ticks follow its height."""
     memo = _memos.get(plot)

@@ -9,7 +9,7 @@ widget's box does not depend on its content (a height in cells or fractions, a w
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.style import Style
@@ -21,6 +21,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static
+
+from memtop.views.segments import Segment
 
 
 def _fixed_box(widget: Static) -> bool:
@@ -35,6 +37,15 @@ def span_at(spans: list[tuple[int, int, str]], x: int) -> str:
 
 #: what show_text last put in each widget (so the same text is not laid out again every tick)
 _SHOWN: weakref.WeakKeyDictionary[Static, Text] = weakref.WeakKeyDictionary()
+
+
+def segments_text(segments: Iterable[Segment], text: Text | None = None) -> Text:
+    """A view's styled segments (memtop/views/segments.py) as a Text, appended to ``text`` when
+    given: the one place a pane's sentence becomes something Rich draws (never markup)."""
+    out = Text() if text is None else text
+    for seg in segments:
+        out.append(seg.text, style=seg.style)
+    return out
 
 
 def show_text(widget: Static, text: Text) -> None:

@@ -25,6 +25,11 @@ class Chart(PlotextPlot):
         #: seconds of CPU the last build took (charts.draw spaces the redraws of costly charts)
         self.build_s = 0.0
 
+    def data_changed(self) -> None:
+        """What it plots changed (charts.draw): build the canvas anew on the next render."""
+        self.generation += 1
+        self.refresh()
+
     def on_resize(self) -> None:
         from memtop.ui import charts
 

@@ -41,6 +41,9 @@ class FastTable(CompatDataTable):
     # class-level: DataTable.__init__ refreshes before __init__ below sets anything
     _quiet = 0
     _quiet_full = False
+    #: the row update_cell is repainting; a class default, as DataTable.__init__ refreshes
+    #: before this class's __init__ has run
+    _partial_row: int | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -150,7 +153,7 @@ class FastTable(CompatDataTable):
     def refresh(
         self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
     ) -> Self:
-        row = getattr(self, "_partial_row", None)  # DataTable.__init__ refreshes before ours runs
+        row = self._partial_row
         if row is not None and not regions and not layout and not recompose:
             self._partial_row = None
             if not self._single_line_rows:

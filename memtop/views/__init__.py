@@ -13,33 +13,41 @@ import datetime
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 from memtop.core import fmt
 from memtop.core.errors import MemtopError
 from memtop.state import State
 from memtop.views.levels import Level, level
 
+#: a column's key: a field of its table's rows (each view names its keys as a Literal)
+K = TypeVar("K", bound=str, covariant=True)
+
 
 @dataclass(frozen=True)
-class Column:
-    key: str
+class Column(Generic[K]):
+    key: K
     label: str
     fmt: Callable[[Any], str] = str
     numeric: bool = True
+    #: the widest cell the column shows, when its formatter does not say (memtop/views/layout.py)
     width: int = 0
     #: a metric of memtop.views.levels whose thresholds colour this cell, read from ``level_key``
     #: (default: this column's own value)
     level: str = ""
     level_key: str = ""
+    #: on a narrow terminal (memtop/views/layout.py): 0 always shown, higher dropped sooner
+    priority: int = 0
+    #: a name column may be cut to this many cells (an ellipsis marks the cut); 0: never cut
+    min_width: int = 0
 
-    def cell(self, row: dict[str, Any]) -> str:
+    def cell(self, row: Mapping[str, Any]) -> str:
         value = row.get(self.key)
         return "-" if value is None else self.fmt(value)
 
-    def level_of(self, row: dict[str, Any]) -> Level:
+    def level_of(self, row: Mapping[str, Any]) -> Level:
         """The cell's level ("", "warn", "bad") when the column has thresholds."""
         if not self.level:
             return ""
@@ -97,7 +105,27 @@ MEASURING = ("attached", "detached")
 STALE_AFTER_TICKS = 2
 
 
-def probe_status(state: State, name: str) -> dict[str, Any]:
+class ProbeStatusDoc(TypedDict):
+    """A probe's status in a document (``probes.<name>``)."""
+
+    state: str
+    message: str
+    hint: str
+    failures: int
+    reading_age_s: float | None
+
+
+class Head(TypedDict):
+    """The fields every pane's document begins with."""
+
+    pane: str
+    source: str
+    taken_at_ns: int
+    taken_at: str | None
+    probes: dict[str, ProbeStatusDoc]
+
+
+def probe_status(state: State, name: str) -> ProbeStatusDoc:
     """``{"state", "message", "hint", "failures", "reading_age_s"}`` of probe ``name`` as the
     state last heard it; "absent" when this session never ran it (``--no-bpf``, a recording made
     without it). ``reading_age_s``: how old its latest good reading is (0 while attached, None
@@ -170,7 +198,7 @@ def measuring(state: State, name: str) -> bool:
     return st is not None and st.state in MEASURING
 
 
-def status_notes(statuses: dict[str, dict[str, Any]]) -> str:
+def status_notes(statuses: Mapping[str, Mapping[str, Any]]) -> str:
     """Text lines for the probes of a document that are not measuring: which, and why."""
     lines = []
     for name, st in statuses.items():
@@ -221,7 +249,7 @@ class View:
     #: kernel stacks): the status line names the one running, or the first as off
     alternatives: ClassVar[tuple[tuple[str, ...], ...]] = ()
     order: ClassVar[int] = 100
-    columns: ClassVar[tuple[Column, ...]] = ()
+    columns: ClassVar[tuple[Column[str], ...]] = ()
     #: the probes whose data this view shows, declared once here: documents carry their statuses
     #: (``"probes"``), text snapshots a note for each one not measuring, the pane its status line
     probes: ClassVar[tuple[str, ...]] = ()
@@ -256,18 +284,19 @@ class View:
         fed = panes_of_probes()
         return tuple(p for p in self.probes if fed.get(p) == (self.name,))
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> Mapping[str, Any]:
+        """The pane's document (its JSON snapshot): a TypedDict of the view's own, or a dict."""
         raise NotImplementedError
 
-    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows = doc.get("rows", [])
         return rows if isinstance(rows, list) else []
 
-    def statuses(self, state: State) -> dict[str, dict[str, Any]]:
+    def statuses(self, state: State) -> dict[str, ProbeStatusDoc]:
         """The statuses of this view's probes, for its document."""
         return {name: probe_status(state, name) for name in self.probes}
 
-    def head(self, state: State) -> dict[str, Any]:
+    def head(self, state: State) -> Head:
         """The fields every pane's document begins with: which pane, from what source, when, and
         the statuses of its probes."""
         return {
@@ -324,14 +353,14 @@ class View:
             notes += f"note: {blind}\n"
         return notes + render_table(self.title, self.columns, self.table_rows(doc)) + self.text_extra(doc)
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         return ""
 
     def export(self, state: State, opts: Options, fmt: str) -> str:
         raise MemtopError(f"pane {self.name!r} has no {fmt!r} export")
 
 
-def render_table(title: str, columns: tuple[Column, ...], rows: list[dict[str, Any]]) -> str:
+def render_table(title: str, columns: tuple[Column[str], ...], rows: Sequence[Mapping[str, Any]]) -> str:
     cells = [[c.cell(r) for c in columns] for r in rows]
     widths = [max([len(c.label)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     widths = [min(w, 60) for w in widths]

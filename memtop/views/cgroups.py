@@ -11,7 +11,8 @@ shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``d
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -21,9 +22,157 @@ from memtop.state.cgroups import NEEDED_WINDOW_NS, CgroupRow, CgroupsState, Need
 from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
-from memtop.views import Column, Options, View, measuring
+from memtop.views import Column, Head, Options, View, measuring
+from memtop.views.segments import Segment
 
-SORT_KEYS = (
+#: the tree table's columns and what it sorts by: fields of its rows
+CgroupKey = Literal[
+    "path",
+    "tree",
+    "usage_bytes",
+    "limit_bar",
+    "limit_pct",
+    "swap_bytes",
+    "working_set_bytes",
+    "limit_hits_per_s",
+    "psi_some_pct",
+    "reclaim_episodes",
+    "reclaim_stall_ns",
+    "reclaim_p99_ns",
+    "needed_bytes",
+    "swapin_wait_ns",
+    "oom_kills",
+    "limit_bytes",
+    "nprocs",
+]
+
+
+class Container(TypedDict):
+    runtime: str
+    id: str
+    pod_uid: str
+    name: str
+    pod: str
+
+
+class CgroupRowDoc(TypedDict):
+    """A memory cgroup (``rows[]``): its files' figures, the probes' figures rolled up the tree
+    (null where the probe does not measure), and its place in the tree."""
+
+    path: str
+    name: str
+    depth: int
+    version: int
+    usage_bytes: int | None
+    limit_bytes: int | None
+    limit_pct: float | None
+    limit_bar: str
+    high_bytes: int | None
+    low_bytes: int | None
+    min_bytes: int | None
+    soft_limit_bytes: int | None
+    swap_bytes: int | None
+    swap_limit_bytes: int | None
+    working_set_bytes: int | None
+    needed_bytes: int | None
+    cold_bytes: int | None
+    thrashing: bool | None
+    limit_hits_per_s: float | None
+    events: dict[str, int]
+    stat: dict[str, int]
+    psi_some_pct: float | None
+    psi_full_pct: float | None
+    psi_some_total_us: int | None
+    psi_full_total_us: int | None
+    nprocs: int
+    cgroup_id: int | None
+    unit: str | None
+    container: Container | None
+    container_name: str | None
+    reclaim_episodes: int | None
+    reclaim_stall_ns: int | None
+    reclaim_p99_ns: int | None
+    reclaim_max_ns: int | None
+    swapins: int | None
+    swapin_wait_ns: int | None
+    oom_kills: int | None
+    oom_limit_kills: int
+    # the tree's, set when the tree is walked (last in the JSON, as they always were)
+    children: int
+    collapsed: bool
+    tree: str
+
+
+class Layout(TypedDict):
+    mode: str
+    memory_mount: str | None
+    memory_version: int | None
+    unified_mount: str | None
+    psi: bool
+
+
+class HistoryPoint(TypedDict):
+    ts_ns: int
+    usage_bytes: int | None
+    anon_bytes: int | None
+    file_bytes: int | None
+    kernel_bytes: int | None
+    shmem_bytes: int | None
+    swap_bytes: int | None
+
+
+class CgroupProcess(TypedDict):
+    pid: int
+    comm: str
+    rss_bytes: int
+    swap_bytes: int
+    major_faults_per_s: float
+    reclaim_stall_ns: int
+    unified: str | None
+
+
+class CgroupEpisode(TypedDict):
+    ts_ns: int
+    pid: int
+    comm: str
+    latency_ns: int
+    pages: int
+
+
+class CgroupKill(TypedDict):
+    ts_ns: int
+    victim_pid: int
+    victim_comm: str
+    oom_memcg: str | None
+    task_memcg: str | None
+    memcg_usage_bytes: int | None
+    memcg_limit_bytes: int | None
+
+
+class CgroupDetail(TypedDict):
+    """One cgroup's drill-in (``detail``)."""
+
+    path: str
+    history: list[HistoryPoint]
+    limit_bytes: int | None
+    processes: list[CgroupProcess]
+    reclaim_events: list[CgroupEpisode]
+    oom_kills: list[CgroupKill]
+    needed: dict[str, Any] | None
+
+
+class CgroupsDoc(Head):
+    """The Cgroups pane's document (docs/panes/cgroups.md)."""
+
+    layout: Layout | None
+    rows: list[CgroupRowDoc]
+    unattributed_reclaims: int | None
+    over_limit: int | None
+    max_cgroups: int | None
+    detail: NotRequired[CgroupDetail]
+
+
+SORT_KEYS: tuple[CgroupKey, ...] = (
     "path",
     "usage_bytes",
     "limit_pct",
@@ -87,7 +236,7 @@ def cut_middle(name: str, cells: int = NAME_CELLS) -> str:
     return name[:half] + "…" + name[-(cells - 1 - half) :]
 
 
-def tree_label(row: dict[str, Any]) -> str:
+def tree_label(row: Mapping[str, Any]) -> str:
     name = cut_middle(str(row["name"]))
     if row.get("container_name"):
         name += f" [{row['container_name']}]"
@@ -95,7 +244,7 @@ def tree_label(row: dict[str, Any]) -> str:
     return "  " * int(row["depth"]) + mark + name
 
 
-def matches(row: dict[str, Any], needle: str) -> bool:
+def matches(row: Mapping[str, Any], needle: str) -> bool:
     n = needle.lower()
     return n in row["path"].lower() or n in (row.get("container_name") or "").lower()
 
@@ -146,36 +295,65 @@ class CgroupsView(View):
     probes = ("cgroups", "vmscan", "swapin", "oom")
     # what signals trouble first (share of the limit, pressure, limit hits, reclaim), then the
     # sizes: an 80-column terminal shows the first ones
-    columns = (
+    columns: ClassVar[tuple[Column[CgroupKey], ...]] = (
         Column("tree", "CGROUP", numeric=False),
         Column("usage_bytes", "USAGE", fmt.bytes_h),
         Column("limit_bar", "OF LIMIT", numeric=False, level="limit_used_pct", level_key="limit_pct"),
-        Column("psi_some_pct", "PSI", _pct, level="psi_some_avg10"),
-        Column("limit_hits_per_s", "HITS/s", fmt.count_h),
-        Column("reclaim_episodes", "RECLAIMS", fmt.count_h),
-        Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total),
-        Column("reclaim_p99_ns", "P99", fmt.ns_h),
-        Column("needed_bytes", "NEEDED", fmt.bytes_h),
-        Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
-        Column("oom_kills", "OOM", fmt.count),
-        Column("limit_bytes", "LIMIT", fmt.bytes_h),
-        Column("nprocs", "PROCS"),
+        # on a narrow terminal (priority: higher drops sooner) pressure and stalls stay
+        Column("psi_some_pct", "PSI", _pct, level="psi_some_avg10", width=4, priority=1),
+        Column("limit_hits_per_s", "HITS/s", fmt.count_h, priority=2),
+        Column("reclaim_episodes", "RECLAIMS", fmt.count_h, priority=3),
+        Column("reclaim_stall_ns", "STALL Σ", fmt.ns_total, priority=1),
+        Column("reclaim_p99_ns", "P99", fmt.ns_h, priority=3),
+        Column("needed_bytes", "NEEDED", fmt.bytes_h, priority=3),
+        Column("swap_bytes", "SWAP", fmt.bytes_h, priority=2),
+        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total, priority=3),
+        Column("oom_kills", "OOM", fmt.count, priority=2),
+        Column("limit_bytes", "LIMIT", fmt.bytes_h, priority=4),
+        Column("nprocs", "PROCS", width=5, priority=4),
     )
 
     def default_options(self) -> Options:
         return Options(sort="usage_bytes", reverse=True)
 
+    def summary(self, doc: Mapping[str, Any], opts: Options) -> list[Segment]:
+        """What the status line says after the probes: the cgroup layout, how many cgroups (and
+        how many past the probe's limit were left out), the sort, the depth and the filter."""
+        out: list[Segment] = []
+        lay = doc["layout"]
+        if lay:
+            out.append(Segment(f"   {lay['mode']}"))
+            if lay["memory_version"]:
+                out.append(Segment(f" · memory v{lay['memory_version']}"))
+            out.append(Segment(" · PSI " + ("on" if lay["psi"] else "off")))
+        out.append(Segment(f" · {fmt.plural(len(doc['rows']), 'cgroup')}"))
+        if doc["over_limit"]:
+            out.append(
+                Segment(
+                    f" · {doc['over_limit']:,} more past the limit of {doc['max_cgroups']:,} not read "
+                    "(the largest kept)",
+                    "yellow",
+                )
+            )
+        label = next((c.label for c in self.columns if c.key == opts.sort), opts.sort)
+        out.append(Segment(f" · sort {label} {'↓' if opts.reverse else '↑'}"))
+        depth = opts.extra.get("depth") or 0
+        if depth:
+            out.append(Segment(f" · depth {depth}"))
+        if opts.filter:
+            out += [Segment(" · filter: "), Segment(opts.filter, "bold")]
+        return out
+
     def ready(self, state: State, opts: Options) -> bool:
         return bool(state.get(CgroupsState).rows)
 
     # -- rows -----------------------------------------------------------------------------------
-    def _rows(self, state: State) -> dict[str, dict[str, Any]]:
+    def _rows(self, state: State) -> dict[str, CgroupRowDoc]:
         st = state.get(CgroupsState)
         reclaim_on = measuring(state, "vmscan") or bool(st.probed)
         swapin_on = measuring(state, "swapin") or bool(st.swapin)
         oom_on = measuring(state, "oom") or bool(state.get(OomState).kills)
-        rows: dict[str, dict[str, Any]] = {}
+        rows: dict[str, CgroupRowDoc] = {}
         for path, r in st.rows.items():
             rows[path] = self._row(st, path, r)
         # roll the probes' figures up the tree (a cgroup's usage counts its children's too)
@@ -195,13 +373,13 @@ class CgroupsView(View):
             anc = path
             while True:
                 row = rows.get(anc)
-                if row is not None:
-                    row["reclaim_episodes"] += own[0]
-                    row["reclaim_stall_ns"] += own[1]
-                    row["oom_kills"] += own[2]
-                    row["reclaim_max_ns"] = max(row["reclaim_max_ns"], own[4])
-                    row["swapins"] += n
-                    row["swapin_wait_ns"] += w
+                if row is not None:  # the figures are counts yet (None comes after, if at all)
+                    row["reclaim_episodes"] = (row["reclaim_episodes"] or 0) + own[0]
+                    row["reclaim_stall_ns"] = (row["reclaim_stall_ns"] or 0) + own[1]
+                    row["oom_kills"] = (row["oom_kills"] or 0) + own[2]
+                    row["reclaim_max_ns"] = max(row["reclaim_max_ns"] or 0, own[4])
+                    row["swapins"] = (row["swapins"] or 0) + n
+                    row["swapin_wait_ns"] = (row["swapin_wait_ns"] or 0) + w
                     lat.setdefault(anc, []).extend(own[3])
                     if p is not None and p.hist:
                         h = hists.setdefault(anc, {})
@@ -212,7 +390,7 @@ class CgroupsView(View):
                 anc = cgroupfs.parent(anc)
         for path, row in rows.items():
             if path in hists:
-                row["reclaim_p99_ns"] = hist_p99(hists[path], row["reclaim_max_ns"])
+                row["reclaim_p99_ns"] = hist_p99(hists[path], row["reclaim_max_ns"] or 0)
             else:  # a recording made before the kernel's per-process histograms
                 row["reclaim_p99_ns"] = p99(lat.get(path, []))
             if not reclaim_on:
@@ -224,7 +402,7 @@ class CgroupsView(View):
                 row["oom_kills"] = None
         return rows
 
-    def _row(self, st: CgroupsState, path: str, r: CgroupRow) -> dict[str, Any]:
+    def _row(self, st: CgroupsState, path: str, r: CgroupRow) -> CgroupRowDoc:
         s = r.sample
         stat = dict(s.stat)
         limit = s.limit_bytes
@@ -273,9 +451,12 @@ class CgroupsView(View):
             "swapin_wait_ns": 0,
             "oom_kills": 0,
             "oom_limit_kills": p.oom_limit_kills if p else 0,
+            "children": 0,
+            "collapsed": False,
+            "tree": "",
         }
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> CgroupsDoc:
         st = state.get(CgroupsState)
         by_path = self._rows(state)
         children: dict[str, list[str]] = {}
@@ -306,7 +487,7 @@ class CgroupsView(View):
                         anc = cgroupfs.parent(anc)
         collapsed = set(opts.extra.get("collapsed", ()))
         depth = int(opts.extra.get("depth", 0) or 0)
-        rows: list[dict[str, Any]] = []
+        rows: list[CgroupRowDoc] = []
 
         def visit(path: str) -> None:
             row = by_path[path]
@@ -330,8 +511,13 @@ class CgroupsView(View):
         for root in roots:
             visit(root)
         lay = st.layout
-        doc: dict[str, Any] = {
-            **self.head(state),
+        head = self.head(state)
+        doc: CgroupsDoc = {
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "layout": (
                 {
                     "mode": lay.mode,
@@ -359,7 +545,7 @@ class CgroupsView(View):
         return doc
 
     # -- one cgroup ----------------------------------------------------------------------------
-    def detail(self, state: State, path: str, row: dict[str, Any]) -> dict[str, Any]:
+    def detail(self, state: State, path: str, row: CgroupRowDoc) -> CgroupDetail:
         """A cgroup's drill-in: its figures over time, its processes, its reclaim episodes and
         OOM kills."""
         st = state.get(CgroupsState)
@@ -371,7 +557,7 @@ class CgroupsView(View):
         def within(p: str | None) -> bool:
             return p is not None and (p == path or p.startswith(inside) or path == "/")
 
-        processes = []
+        processes: list[CgroupProcess] = []
         for pid, memcg in st.pid_memcg.items():
             if memcg != path:
                 continue
@@ -391,7 +577,7 @@ class CgroupsView(View):
                 }
             )
         processes.sort(key=lambda p: (p["rss_bytes"], p["pid"]), reverse=True)
-        episodes = [
+        episodes: list[CgroupEpisode] = [
             {
                 "ts_ns": e.ts_ns,
                 "pid": e.pid,
@@ -401,8 +587,9 @@ class CgroupsView(View):
             }
             for e in reclaim.events
             if e.kind == "memcg" and within(st.pid_memcg.get(e.pid))
-        ][-100:]
-        kills = [
+        ]
+        episodes = episodes[-100:]
+        kills: list[CgroupKill] = [
             {
                 "ts_ns": k.ts_ns,
                 "victim_pid": k.victim_pid,
@@ -436,7 +623,7 @@ class CgroupsView(View):
             "oom_kills": kills,
         }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         lay = doc.get("layout")
         lines = [""]
         if lay:

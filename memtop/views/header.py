@@ -14,7 +14,9 @@ from memtop.records.host import HostFacts
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.state.swapin import SwapinState
+from memtop.views.layout import cell_len
 from memtop.views.levels import level
+from memtop.views.segments import Segment
 from memtop.views.swapin import compressed_swap
 
 #: the style names of levels in the header (Rich style strings, as the other segments'); the UI
@@ -23,20 +25,63 @@ LEVEL_STYLES = {"": "", "warn": "yellow", "bad": "bold red"}
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
-    text: str
-    style: str = ""
+class Part:
+    """A piece of the narrow header: its segments, and its priority (0 always shown, higher
+    left out sooner)."""
+
+    priority: int
+    segments: tuple[Segment, ...]
+
+    @property
+    def width(self) -> int:
+        return sum(cell_len(s.text) for s in self.segments)
 
 
 @dataclass(frozen=True, slots=True)
 class HeaderLine:
     """``lead`` goes first; the UI puts its recording / replay indicator between the two, so it
     is never cut off on a narrow terminal; ``rest`` follows. ``banner`` is empty when BPF can run
-    (or has not been tried), else why it cannot and what to do."""
+    (or has not been tried), else why it cannot and what to do. ``narrow``: what a terminal too
+    narrow for ``rest`` shows instead, in short words (``sw 273M/4G psi 24/22``), by priority."""
 
     lead: tuple[Segment, ...]
     rest: tuple[Segment, ...]
     banner: tuple[Segment, ...]
+    narrow: tuple[Part, ...] = ()
+
+    def fit(self, room: int, width: int) -> tuple[tuple[Segment, ...], tuple[Segment, ...]]:
+        """What follows the lead and the replay indicator on the first line, which has ``room``
+        cells left, and a second line of ``width`` cells (empty when not needed). The whole
+        ``rest`` when it fits; else the short parts that fit, by priority; when even swap and
+        pressure (priority 0) do not fit after the indicator, they go on a second line: a narrow
+        terminal never loses them."""
+        if sum(cell_len(s.text) for s in self.rest) <= room:
+            return self.rest, ()
+        essential = sum(p.width for p in self.narrow if p.priority == 0)
+        if essential <= room:
+            return _by_priority(self.narrow, room), ()
+        return (), _by_priority(self.narrow, width)
+
+
+def _by_priority(parts: tuple[Part, ...], room: int) -> tuple[Segment, ...]:
+    """The parts that fit ``room`` cells, the lowest priority left out first, in their order."""
+    kept = list(parts)
+    while kept and sum(p.width for p in kept) > room:
+        kept.remove(max(reversed(kept), key=lambda p: p.priority))
+    return tuple(s for p in kept for s in p.segments)
+
+
+def bytes_short(n: int) -> str:
+    """A size in at most four characters for the narrow header: ``273M``, ``4G``, ``1.5G``."""
+    out = fmt.bytes_h(n)
+    number, unit = out[:-1], out[-1]
+    try:
+        value = float(number)
+    except ValueError:
+        return out
+    if value >= 10 or value == int(value):
+        return f"{value:.0f}{unit}"
+    return f"{value:.1f}{unit}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,4 +201,47 @@ def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) 
     # live it is this machine: last, where a narrow terminal cuts first
     if where and mode != "replay":
         rest.append(Segment(f"  {where}", "dim"))
-    return HeaderLine(tuple(lead), tuple(rest), banner(host.facts))
+    return HeaderLine(tuple(lead), tuple(rest), banner(host.facts), narrow_parts(state, interval_s))
+
+
+def narrow_parts(state: State, interval_s: float) -> tuple[Part, ...]:
+    """The header in short words, for a terminal too narrow for the whole line: swap used and
+    memory pressure always (what a user reads the header for), then memory, the probes, the
+    host and the interval as room allows."""
+    host = state.get(HostState)
+    parts: list[Part] = []
+    where = host.facts.hostname if host.facts is not None else ""
+    if where and state.mode == "replay":  # whose figures these are
+        parts.append(Part(3, (Segment(f" {where}", "cyan"),)))
+    m = host.meminfo
+    if m is not None:
+        parts.append(Part(2, (Segment(f"  mem {bytes_short(m.used_bytes)}/{bytes_short(m.total_bytes)}"),)))
+        swap_used = m.swap_total_bytes - m.swap_free_bytes
+        parts.append(Part(0, (Segment(f"  sw {bytes_short(swap_used)}/{bytes_short(m.swap_total_bytes)}"),)))
+    p = host.pressure
+    if p is not None:
+        some, full = level("psi_some_avg10", p.some_avg10), level("psi_full_avg10", p.full_avg10)
+        parts.append(
+            Part(
+                0,
+                (
+                    Segment("  psi "),
+                    Segment(f"{p.some_avg10:.0f}", LEVEL_STYLES[some]),
+                    Segment("/"),
+                    Segment(f"{p.full_avg10:.0f}", LEVEL_STYLES[full]),
+                ),
+            )
+        )
+    n = probe_count(state)
+    probes = [Segment(f"  probes {n.attached}/{n.total}")]
+    if n.loading:
+        probes.append(Segment(f" ({n.loading}…)", "yellow"))
+    if n.failed:
+        probes.append(Segment(f" {len(n.failed)} failed", "red"))
+    if n.erroring:
+        probes.append(Segment(f" {len(n.erroring)} erroring", "bold red"))
+    parts.append(Part(1, tuple(probes)))
+    parts.append(Part(4, (Segment(f"  every {interval_s:g}s", "dim"),)))
+    if where and state.mode != "replay":
+        parts.append(Part(5, (Segment(f"  {where}", "dim"),)))
+    return tuple(parts)

@@ -10,6 +10,7 @@ otherwise). ``section``: "" (everything), or one of :data:`SECTIONS` for `snapsh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop.core import fmt
@@ -107,15 +108,15 @@ class KernelView(View):
     alternatives = (SLAB_TRACERS,)
     sections = SECTIONS
     columns = (
-        Column("name", "CACHE", numeric=False),
+        Column("name", "CACHE", numeric=False, min_width=12),
         Column("total_bytes", "SIZE", fmt.bytes_h),
         Column("bytes_per_s", "GROW/s", _rate),
-        Column("delta_bytes", "Δ START", _delta),
-        Column("active_objs", "ACTIVE", fmt.count_h),
-        Column("num_objs", "OBJS", fmt.count_h),
-        Column("objsize", "OBJSZ", fmt.bytes_h),
-        Column("allocs_per_s", "ALLOC/s", fmt.count_h),
-        Column("top_site", "TOP CALLER", numeric=False),
+        Column("delta_bytes", "Δ START", _delta, priority=1),
+        Column("active_objs", "ACTIVE", fmt.count_h, priority=3),
+        Column("num_objs", "OBJS", fmt.count_h, priority=2),
+        Column("objsize", "OBJSZ", fmt.bytes_h, priority=2),
+        Column("allocs_per_s", "ALLOC/s", fmt.count_h, priority=1),
+        Column("top_site", "TOP CALLER", numeric=False, priority=3, min_width=10),
     )
 
     def default_options(self) -> Options:
@@ -396,7 +397,7 @@ class KernelView(View):
         return list(state.get(KernelState).history)
 
     # -- text -------------------------------------------------------------------------------------
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         lines = [""]
         slab = doc.get("slab") or {}
         if slab.get("readable") is False:

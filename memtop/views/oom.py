@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypedDict
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -11,9 +12,149 @@ from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import FORECAST_NOTICE_S, SIGNAL_NAMES, Forecast, OomState, SignalKillRow
 from memtop.state.processes import ProcessesState
-from memtop.views import Column, Options, View, measuring, wall_ns
+from memtop.views import Column, Head, Options, View, measuring, wall_ns
 
 ADJ_UNKNOWN = -10000
+
+#: the kills table's columns
+KillKey = Literal[
+    "age_ns",
+    "victim_pid",
+    "victim_comm",
+    "scope",
+    "cgroup",
+    "anon_rss_bytes",
+    "file_rss_bytes",
+    "shmem_rss_bytes",
+    "total_vm_bytes",
+    "uid",
+    "oom_score_adj",
+    "trigger_pid",
+    "trigger_comm",
+    "load1",
+]
+
+
+class TopTask(TypedDict):
+    pid: int
+    comm: str
+    rss_bytes: int
+    oom_score_adj: int
+
+
+class Kill(TypedDict):
+    """A kernel OOM kill (``events[]``)."""
+
+    ts_ns: int
+    age_ns: int
+    victim_pid: int
+    victim_comm: str
+    trigger_pid: int
+    trigger_comm: str
+    scope: str
+    total_vm_bytes: int
+    anon_rss_bytes: int
+    file_rss_bytes: int
+    shmem_rss_bytes: int
+    uid: int
+    oom_score_adj: int | None
+    pgtables_bytes: int
+    memcg: str
+    cgroup: str | None
+    memcg_usage_bytes: int | None
+    memcg_limit_bytes: int | None
+    memcg_failcnt: int | None
+    loadavg: list[float]
+    load1: float
+    missing: list[str]
+    source: str
+    at: str | None
+    gfp_mask: str
+    order: int | None
+    top_tasks: list[TopTask]
+
+
+class Signal(TypedDict):
+    signal: str
+    ts_ns: int
+    sender_pid: int
+    sender_comm: str
+    result: int
+
+
+class SignalKill(TypedDict):
+    """A kill by a signal from user space (``signal_kills[]``): earlyoom, systemd-oomd…"""
+
+    ts_ns: int
+    age_ns: int
+    at: str | None
+    victim_pid: int
+    victim_comm: str
+    signals: list[Signal]
+    sender_pid: int
+    sender_comm: str
+    sender_exe: str
+    killer: str | None
+    rss_bytes: int | None
+    swap_bytes: int | None
+    cgroup: str | None
+    psi_some_pct: float | None
+    psi_full_pct: float | None
+    cgroup_psi_some_pct: float | None
+    cgroup_psi_full_pct: float | None
+    reason: str | None
+    rule: str | None
+
+
+class CgroupOoms(TypedDict):
+    path: str
+    oom_kill: int
+    oom: int | None
+
+
+class AtRisk(TypedDict):
+    """A memory limit a growth will reach soon (``at_risk[]``)."""
+
+    cgroup: str | None
+    used_bytes: int | None
+    limit_bytes: int | None
+    margin_bytes: int
+    growth_bytes_per_s: float
+    seconds_left: float
+    victim_pid: int | None
+    victim_comm: str | None
+    victim_rss_bytes: int | None
+    victim_swap_bytes: int | None
+    victim_oom_score_adj: int | None
+    killer: str
+    threshold_bytes: int | None
+
+
+class Killer(TypedDict):
+    """A userspace memory killer running here, with the thresholds it kills at (``killers[]``)."""
+
+    killer: str
+    pid: int
+    mem_percent: float
+    swap_percent: float
+    mem_kib: int | None
+    swap_kib: int | None
+    pressure_percent: float | None
+    source: str
+
+
+class OomDoc(Head):
+    """The OOM kills pane's document (docs/panes/oom.md)."""
+
+    events: list[Kill]
+    total: int | None
+    before_start: int
+    signal_kills: list[SignalKill]
+    signal_total: int | None
+    cgroups: list[CgroupOoms]
+    at_risk: list[AtRisk]
+    killers: list[Killer]
+    forecast_notice_s: float
 
 
 def _adj(v: Any) -> str:
@@ -27,27 +168,27 @@ class OomView(View):
     order = 50
     probes = ("oom", "kills", "cgroups")
     vmstat_fallback = ("oom", (("oom_kill", "OOM kills", "total"),))
-    columns = (
+    columns: ClassVar[tuple[Column[KillKey], ...]] = (
         Column("age_ns", "AGO", lambda ns: fmt.age_h(ns / 1e9)),
         Column("victim_pid", "PID"),
-        Column("victim_comm", "VICTIM", numeric=False),
+        Column("victim_comm", "VICTIM", numeric=False, min_width=8),
         Column("scope", "SCOPE", numeric=False),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=1, min_width=10),
         Column("anon_rss_bytes", "ANON", fmt.bytes_h),
-        Column("file_rss_bytes", "FILE", fmt.bytes_h),
-        Column("shmem_rss_bytes", "SHMEM", fmt.bytes_h),
-        Column("total_vm_bytes", "VM", fmt.bytes_h),
-        Column("uid", "UID"),
-        Column("oom_score_adj", "ADJ", _adj),
-        Column("trigger_pid", "BY PID"),
-        Column("trigger_comm", "TRIGGERED BY", numeric=False),
-        Column("load1", "LOAD", lambda v: f"{v:.2f}"),
+        Column("file_rss_bytes", "FILE", fmt.bytes_h, priority=2),
+        Column("shmem_rss_bytes", "SHMEM", fmt.bytes_h, priority=3),
+        Column("total_vm_bytes", "VM", fmt.bytes_h, priority=2),
+        Column("uid", "UID", priority=4),
+        Column("oom_score_adj", "ADJ", _adj, priority=3),
+        Column("trigger_pid", "BY PID", priority=2),
+        Column("trigger_comm", "TRIGGERED BY", numeric=False, priority=2, min_width=8),
+        Column("load1", "LOAD", lambda v: f"{v:.2f}", priority=4),
     )
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> OomDoc:
         st = state.get(OomState)
         memcg = state.get(CgroupsState).pid_memcg
-        events: list[dict[str, Any]] = []
+        events: list[Kill] = []
         for k in st.kills:
             if opts.pid is not None and opts.pid not in (k.victim_pid, k.trigger_pid):
                 continue
@@ -86,8 +227,13 @@ class OomView(View):
                     ],
                 }
             )
+        head = self.head(state)
         return {
-            **self.head(state),
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "events": events,
             # kills seen; None when the probe is not watching (no kill seen would not mean none)
             "total": st.total if measuring(state, "oom") or st.kills else None,
@@ -124,11 +270,11 @@ class OomView(View):
         cgroups_read = bool(state.get(CgroupsState).rows) or not measuring(state, "cgroups")
         return oom_polled and cgroups_read
 
-    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         events = doc.get("events", [])
         return events if isinstance(events, list) else []
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         lines = [""]
         for e in doc["events"]:
             extra = []
@@ -193,11 +339,11 @@ def _at(e: dict[str, Any]) -> str:
     return f" (at {e['at']})" if e["at"] else ""
 
 
-def _cgroup_counters(state: State) -> list[dict[str, Any]]:
+def _cgroup_counters(state: State) -> list[CgroupOoms]:
     """Each memory cgroup whose own counter says it had OOM kills (v1 ``memory.oom_control``
     ``oom_kill``; v2 ``memory.events`` ``oom_kill`` and ``oom``): kills before memtop started
     too, as long as the cgroup exists."""
-    out: list[dict[str, Any]] = []
+    out: list[CgroupOoms] = []
     for path, row in state.get(CgroupsState).rows.items():
         kills = row.event("oom_kill")
         if kills:
@@ -206,7 +352,7 @@ def _cgroup_counters(state: State) -> list[dict[str, Any]]:
     return out
 
 
-def _signal_kill(state: State, r: SignalKillRow) -> dict[str, Any]:
+def _signal_kill(state: State, r: SignalKillRow) -> SignalKill:
     return {
         "ts_ns": r.ts_ns,
         "age_ns": max(0, state.ts_ns - r.last_ts_ns),
@@ -281,11 +427,13 @@ def _growing(st: OomState) -> list[Forecast]:
     return out[:AT_RISK]
 
 
-def _at_risk(state: State, f: Forecast) -> dict[str, Any]:
+def _at_risk(state: State, f: Forecast) -> AtRisk:
     """A forecast with the process the kernel would choose, by its badness: RSS + swap plus
     oom_score_adj thousandths of what may be used (the memcg's limit, or the machine's RAM +
     swap), among the processes of the memcg and its children (or of the machine); a process at
     -1000 is never chosen."""
+    # only a growing limit is at risk (_growing): its time left is known
+    assert f.seconds_left is not None
     procs = state.get(ProcessesState)
     st = state.get(OomState)
     total = f.limit_bytes if f.path else st.mem_total_bytes + st.swap_total_bytes

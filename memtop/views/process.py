@@ -65,7 +65,7 @@ def caller_frame(row: dict[str, Any]) -> str:
     return frames[0] if frames else "-"
 
 
-SECTION_COLUMNS: dict[str, tuple[Column, ...]] = {
+SECTION_COLUMNS: dict[str, tuple[Column[str], ...]] = {
     "history": (
         Column("t_s", "T(s)", lambda v: f"{v:.1f}"),
         Column("anon_bytes", "ANON", fmt.bytes_h),

@@ -3,20 +3,122 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
+from memtop.records.processes import ProcSample
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Head, Options, View, measuring, render_table
 from memtop.views.cgroups import cut_middle
+from memtop.views.segments import Segment
 
-SORT_KEYS = (
+#: what the table can be sorted by: its columns' keys
+SortKey = Literal[
+    "pid",
+    "user",
+    "comm",
+    "rss_bytes",
+    "anon_bytes",
+    "file_bytes",
+    "shmem_bytes",
+    "swap_bytes",
+    "minor_faults_per_s",
+    "major_faults_per_s",
+    "reclaim_stall_ns",
+    "swapin_wait_ns",
+    "rss_growth_bytes_per_s",
+    "cgroup",
+]
+#: the sums a cgroup's line of totals has: every sort key but who the process is and where
+GroupSum = Literal[
+    "rss_bytes",
+    "anon_bytes",
+    "file_bytes",
+    "shmem_bytes",
+    "swap_bytes",
+    "minor_faults_per_s",
+    "major_faults_per_s",
+    "reclaim_stall_ns",
+    "swapin_wait_ns",
+    "rss_growth_bytes_per_s",
+]
+
+
+class ProcessRow(TypedDict):
+    """One live process (``rows[]``), in the order the JSON writes its fields."""
+
+    pid: int
+    comm: str
+    user: str
+    rss_bytes: int
+    anon_bytes: int
+    file_bytes: int
+    shmem_bytes: int
+    swap_bytes: int
+    minor_faults: int
+    major_faults: int
+    minor_faults_per_s: float
+    major_faults_per_s: float
+    cmdline: str
+    reclaim_stall_ns: int | None
+    swapin_wait_ns: int | None
+    cgroup: str | None
+    rss_growth_bytes_per_s: float
+
+
+class CgroupTotals(TypedDict):
+    """A memory cgroup's line of totals when grouped (``groups[]``): the sums of its rows."""
+
+    cgroup: str
+    processes: int
+    rss_bytes: int | None
+    anon_bytes: int | None
+    file_bytes: int | None
+    shmem_bytes: int | None
+    swap_bytes: int | None
+    minor_faults_per_s: float | None
+    major_faults_per_s: float | None
+    reclaim_stall_ns: int | None
+    swapin_wait_ns: int | None
+    rss_growth_bytes_per_s: float | None
+
+
+class ExitedProcess(TypedDict):
+    """A process that exited (``exited[]``): its last reading."""
+
+    pid: int
+    comm: str
+    exited_ns: int
+    lifetime_ns: int | None
+    rss_bytes: int | None
+    swap_bytes: int | None
+    minor_faults: int | None
+    major_faults: int | None
+
+
+#: what a row shows from other probes besides its sample: minor and major faults/s, reclaim
+#: stall, swap-in wait, memory cgroup, RSS growth/s
+Figures = tuple[float, float, int | None, int | None, str | None, float]
+
+
+class ProcessesDoc(Head):
+    """The Processes pane's document (docs/panes/processes.md)."""
+
+    rows: list[ProcessRow]
+    groups: NotRequired[list[CgroupTotals]]
+    exited: list[ExitedProcess]
+    exited_between: int
+    exited_between_shown: bool
+
+
+SORT_KEYS: tuple[SortKey, ...] = (
     "pid",
     "user",
     "comm",
@@ -53,7 +155,7 @@ EXITED_COLUMNS = (
 )
 
 
-def exited_title(doc: dict[str, Any]) -> str:
+def exited_title(doc: Mapping[str, Any]) -> str:
     """The "Recently exited" title, with how many processes came and went between two polls
     (a shell's millisecond children: never read from /proc, listed only on request)."""
     n = doc["exited_between"]
@@ -64,7 +166,7 @@ def exited_title(doc: dict[str, Any]) -> str:
     return f"Recently exited ({fmt.count(n)} born and gone between polls not listed; E lists them)"
 
 
-def matches(row: dict[str, Any], needle: str) -> bool:
+def matches(row: Mapping[str, object], needle: str) -> bool:
     if not needle:
         return True
     n = needle.lower()
@@ -98,33 +200,34 @@ class ProcessesView(View):
     # who (PID and COMMAND, which the pane keeps in place when it scrolls right), how much, then
     # the trouble (major faults, reclaim stalls, swap waits) before the detail: at 80 columns the
     # process in trouble is seen without scrolling
-    columns = (
+    columns: ClassVar[tuple[Column[SortKey], ...]] = (
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("comm", "COMMAND", numeric=False, min_width=8),
         Column("rss_bytes", "RSS", fmt.bytes_h),
-        Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h, level="major_faults_per_s"),
+        # on a narrow terminal (priority: higher drops sooner) the trouble stays, the detail goes
+        Column("swap_bytes", "SWAP", fmt.bytes_h, priority=1),
+        Column("major_faults_per_s", "MAJFLT/s", fmt.count_h, level="major_faults_per_s", priority=1),
         # totals since memtop started, beside per-second columns: Σ says which
-        Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total),
-        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total),
+        Column("reclaim_stall_ns", "RECLAIM Σ", fmt.ns_total, priority=1),
+        Column("swapin_wait_ns", "SWAPWAIT Σ", fmt.ns_total, priority=1),
         # RSS change per second over the sparkline's window (atop's RGROW): a leak's slope
-        Column("rss_growth_bytes_per_s", "GROW/s", growth_h, level="rss_growth_bytes_per_s"),
-        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h),
-        Column("anon_bytes", "ANON", fmt.bytes_h),
-        Column("file_bytes", "FILE", fmt.bytes_h),
-        Column("shmem_bytes", "SHMEM", fmt.bytes_h),
-        Column("user", "USER", numeric=False),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column(
+            "rss_growth_bytes_per_s", "GROW/s", growth_h, level="rss_growth_bytes_per_s", width=7, priority=2
+        ),
+        Column("minor_faults_per_s", "MINFLT/s", fmt.count_h, priority=3),
+        Column("anon_bytes", "ANON", fmt.bytes_h, priority=4),
+        Column("file_bytes", "FILE", fmt.bytes_h, priority=4),
+        Column("shmem_bytes", "SHMEM", fmt.bytes_h, priority=5),
+        Column("user", "USER", numeric=False, priority=5, min_width=6),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=6, min_width=10),
     )
 
     def __init__(self) -> None:
         # pid -> (sample, figures from other probes, row): a process whose sample object and
         # figures did not change keeps its row dict, so tables can tell it is unchanged by identity
-        self._row_cache: dict[
-            int, tuple[Any, tuple[float, float, int | None, int | None, str | None, float], dict[str, Any]]
-        ] = {}
+        self._row_cache: dict[int, tuple[ProcSample, Figures, ProcessRow]] = {}
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> ProcessesDoc:
         procs = state.get(ProcessesState)
         # columns the other probes feed: time stalled in direct/memcg reclaim, time waiting on
         # swap-ins (totals since memtop started; 0 where the probe saw nothing, None where it is
@@ -134,15 +237,13 @@ class ProcessesView(View):
         swap_default = 0 if measuring(state, "swapin") or swapin.rows else None
         stall = {pid: r.total_ns for pid, r in reclaim.pids.items()}
         swapwait = {pid: r.rec.swapin_wait_ns for pid, r in swapin.rows.items()}
-        rows: list[dict[str, Any]] = []
-        cache: dict[
-            int, tuple[Any, tuple[float, float, int | None, int | None, str | None, float], dict[str, Any]]
-        ] = {}
+        rows: list[ProcessRow] = []
+        cache: dict[int, tuple[ProcSample, Figures, ProcessRow]] = {}
         memcg = state.get(CgroupsState).pid_memcg
         old_cache = self._row_cache
         for pid, r in procs.rows.items():
             s = r.sample
-            figures = (
+            figures: Figures = (
                 r.minflt_per_s,
                 r.majflt_per_s,
                 stall.get(pid, stall_default),
@@ -156,7 +257,7 @@ class ProcessesView(View):
                 if matches(hit[2], opts.filter):
                     rows.append(hit[2])
                 continue
-            row = {
+            row: ProcessRow = {
                 "pid": pid,
                 "comm": s.comm,
                 "user": s.user,
@@ -188,7 +289,7 @@ class ProcessesView(View):
             rows.sort(key=lambda r: (r["cgroup"] or "", r["pid"]), reverse=opts.reverse)
         else:
             rows.sort(key=itemgetter(key, "pid"), reverse=opts.reverse)
-        groups: list[dict[str, Any]] | None = None
+        groups: list[CgroupTotals] | None = None
         if opts.extra.get("group") == "cgroup":
             # grouped: each cgroup's processes together under its totals, the cgroups in the
             # order of their totals of the sort column (by RSS when that column has no sum)
@@ -199,7 +300,7 @@ class ProcessesView(View):
         listed: list[ExitedRow] | deque[ExitedRow] = procs.exited
         if opts.extra.get("exited") == "all":
             listed = sorted([*procs.exited, *between], key=lambda e: e.exited_ns, reverse=True)
-        exited = [
+        exited: list[ExitedProcess] = [
             {
                 "pid": e.pid,
                 "comm": e.comm,
@@ -221,19 +322,55 @@ class ProcessesView(View):
                 opts.filter,
             )
         ]
-        return {
-            **self.head(state),
+        head = self.head(state)
+        doc: ProcessesDoc = {
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "rows": rows,
-            **({} if groups is None else {"groups": groups}),
             "exited": exited,
             "exited_between": procs.exited_between_total,
             "exited_between_shown": opts.extra.get("exited") == "all",
         }
+        if groups is None:
+            return doc
+        # grouped: the groups after the rows, as the JSON has always written them
+        return {
+            "pane": doc["pane"],
+            "source": doc["source"],
+            "taken_at_ns": doc["taken_at_ns"],
+            "taken_at": doc["taken_at"],
+            "probes": doc["probes"],
+            "rows": rows,
+            "groups": groups,
+            "exited": exited,
+            "exited_between": doc["exited_between"],
+            "exited_between_shown": doc["exited_between_shown"],
+        }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
-        return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, doc["exited"][:20])
+    def summary(self, doc: ProcessesDoc, opts: Options) -> list[Segment]:
+        """What the status line says after the probes: how many processes, the sort, grouping
+        and the filter (``   20 processes · sort RSS ↓``)."""
+        label = next(c.label for c in self.columns if c.key == (opts.sort or "rss_bytes"))
+        out = [
+            Segment(
+                f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · sort {label} "
+                f"{'↓' if opts.reverse else '↑'}"
+            )
+        ]
+        if opts.extra.get("group") == "cgroup":
+            out.append(Segment(" · grouped by cgroup"))
+        if opts.filter:
+            out += [Segment(" · filter: "), Segment(opts.filter, "bold")]
+        return out
 
-    def table_rows(self, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
+        exited: list[ExitedProcess] = doc["exited"]
+        return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, exited[:20])
+
+    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The table's rows, each keyed (``key``): grouped, each cgroup's line of totals (its
         COMMAND the cgroup and its count of processes) before its processes."""
         rows: list[dict[str, Any]] = doc["rows"]
@@ -262,29 +399,71 @@ class ProcessesView(View):
 
 #: the columns a cgroup's line sums over its processes (None where no process was measured):
 #: every sort key but who the process is and where
-GROUP_SUMS = tuple(k for k in SORT_KEYS if k not in ("pid", "user", "comm", "cgroup"))
+GROUP_SUMS: tuple[GroupSum, ...] = (
+    "rss_bytes",
+    "anon_bytes",
+    "file_bytes",
+    "shmem_bytes",
+    "swap_bytes",
+    "minor_faults_per_s",
+    "major_faults_per_s",
+    "reclaim_stall_ns",
+    "swapin_wait_ns",
+    "rss_growth_bytes_per_s",
+)
 
 
-def group_by_cgroup(rows: list[dict[str, Any]], key: str, reverse: bool) -> list[dict[str, Any]]:
+def group_by_cgroup(rows: list[ProcessRow], key: str, reverse: bool) -> list[CgroupTotals]:
     """One entry per memory cgroup of ``rows`` (``""``: not seen in one yet): its path, its count
     of processes and the sums of GROUP_SUMS; ordered by the sum of ``key`` (by RSS when ``key``
     has no sum, as PID or COMMAND), largest first unless ``reverse`` is off, then by path."""
-    groups: dict[str, dict[str, Any]] = {}
+    sums: dict[str, dict[GroupSum, float | None]] = {}
+    counts: dict[str, int] = {}
     for r in rows:
         path = r["cgroup"] or ""
-        g = groups.get(path)
-        if g is None:
-            g = groups[path] = {"cgroup": path, "processes": 0, **dict.fromkeys(GROUP_SUMS)}
-        g["processes"] += 1
+        got = sums.get(path)
+        if got is None:
+            got = sums[path] = dict.fromkeys(GROUP_SUMS)
+            counts[path] = 0
+        counts[path] += 1
         for f in GROUP_SUMS:
             v = r[f]
             if v is not None:
-                g[f] = v if g[f] is None else g[f] + v
-    for g in groups.values():
-        for f in ("minor_faults_per_s", "major_faults_per_s", "rss_growth_bytes_per_s"):
-            if g[f] is not None:
-                g[f] = round(g[f], 3)
-    by = key if key in GROUP_SUMS else "rss_bytes"
-    out = sorted(groups.values(), key=lambda g: g["cgroup"])
-    out.sort(key=lambda g: g[by] if g[by] is not None else -1, reverse=reverse)
-    return out
+                cur = got[f]
+                got[f] = v if cur is None else cur + v
+    by: GroupSum = next((f for f in GROUP_SUMS if f == key), "rss_bytes")
+    order = sorted(sums)
+
+    def total(path: str) -> float:
+        v = sums[path][by]
+        return -1 if v is None else v
+
+    order.sort(key=total, reverse=reverse)
+    return [_totals(path, counts[path], sums[path]) for path in order]
+
+
+def _whole(v: float | None) -> int | None:
+    # sums of byte and nanosecond counts: ints already (JSON writes them as such)
+    return None if v is None else int(v)
+
+
+def _rate(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+def _totals(path: str, n: int, s: dict[GroupSum, float | None]) -> CgroupTotals:
+    return {
+        "cgroup": path,
+        "processes": n,
+        "rss_bytes": _whole(s["rss_bytes"]),
+        "anon_bytes": _whole(s["anon_bytes"]),
+        "file_bytes": _whole(s["file_bytes"]),
+        "shmem_bytes": _whole(s["shmem_bytes"]),
+        "swap_bytes": _whole(s["swap_bytes"]),
+        "minor_faults_per_s": _rate(s["minor_faults_per_s"]),
+        "major_faults_per_s": _rate(s["major_faults_per_s"]),
+        "reclaim_stall_ns": _whole(s["reclaim_stall_ns"]),
+        "swapin_wait_ns": _whole(s["swapin_wait_ns"]),
+        # a growth of a tenth of a byte per second: rounded as the rows are
+        "rss_growth_bytes_per_s": _rate(s["rss_growth_bytes_per_s"]),
+    }

@@ -7,8 +7,8 @@ ring overflowed; the events list is a log of what reached user space: the kernel
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal, TypedDict
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -17,11 +17,76 @@ from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import PidRow, ReclaimState
-from memtop.views import Column, Options, View, measuring, render_table, wall_offset_ns
+from memtop.views import Column, Head, Options, View, measuring, render_table, wall_offset_ns
+from memtop.views.segments import Segment
 from memtop.views.vmscan import render_hist
 
-SORT_KEYS = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
+#: the processes table's columns
+RowKey = Literal[
+    "pid",
+    "comm",
+    "events",
+    "total_ns",
+    "max_ns",
+    "avg_ns",
+    "direct_events",
+    "memcg_events",
+    "pages_reclaimed",
+    "cgroup",
+]
+#: the recent episodes' columns
+EventKey = Literal["wall_ns", "pid", "comm", "kind", "latency_ns", "pages_reclaimed", "cgroup"]
+SORT_KEYS: tuple[RowKey, ...] = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
 EVENTS_SHOWN = 200
+
+
+class Bucket(TypedDict):
+    kind: str
+    le_ns: int
+    count: int
+
+
+class Episode(TypedDict):
+    """A logged reclaim episode (``events[]``)."""
+
+    ts_ns: int
+    wall_ns: int | None
+    pid: int
+    comm: str
+    kind: str
+    latency_ns: int
+    pages_reclaimed: int
+    cgroup: str | None
+
+
+class ReclaimRow(TypedDict):
+    """A process's stalls (``rows[]``)."""
+
+    pid: int
+    comm: str
+    events: int
+    total_ns: int
+    max_ns: int
+    avg_ns: int
+    direct_events: int
+    memcg_events: int
+    pages_reclaimed: int
+    cgroup: str | None
+
+
+class ReclaimDoc(Head):
+    """The Reclaim pane's document (docs/panes/reclaim.md); the counts are null while the vmscan
+    probe measures nothing."""
+
+    histogram: list[Bucket]
+    events: list[Episode]
+    rows: list[ReclaimRow]
+    events_total: dict[str, int | None]
+    events_received: int | None
+    lost_events: int | None
+    unlisted_events: int | None
+    unpaired: int | None
+    events_per_s: dict[str, float]
 
 
 class ReclaimView(View):
@@ -45,33 +110,34 @@ class ReclaimView(View):
             ("pgsteal_direct", "pages reclaimed directly", "rate"),
         ),
     )
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("comm", "COMMAND", numeric=False, min_width=8),
         Column("events", "STALLS", fmt.count_h),
         Column("total_ns", "TOTAL", fmt.ns_h),
         Column("max_ns", "MAX", fmt.ns_h, level="reclaim_latency_ns"),
-        Column("avg_ns", "AVG", fmt.ns_h),
-        Column("direct_events", "DIRECT", fmt.count_h),
-        Column("memcg_events", "MEMCG", fmt.count_h),
-        Column("pages_reclaimed", "PAGES", fmt.count_h),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        # on a narrow terminal (priority: higher drops sooner) the split and the detail go first
+        Column("avg_ns", "AVG", fmt.ns_h, priority=1),
+        Column("direct_events", "DIRECT", fmt.count_h, priority=2),
+        Column("memcg_events", "MEMCG", fmt.count_h, priority=2),
+        Column("pages_reclaimed", "PAGES", fmt.count_h, priority=3),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=4, min_width=10),
     )
-    event_columns = (
+    event_columns: ClassVar[tuple[Column[EventKey], ...]] = (
         Column("wall_ns", "TIME", fmt.clock_h, numeric=False),
         Column("pid", "PID"),
-        Column("comm", "COMMAND", numeric=False),
+        Column("comm", "COMMAND", numeric=False, min_width=8),
         Column("kind", "KIND", numeric=False),
         Column("latency_ns", "LATENCY", fmt.ns_h, level="reclaim_latency_ns"),
-        Column("pages_reclaimed", "PAGES", fmt.count_h),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column("pages_reclaimed", "PAGES", fmt.count_h, priority=1),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=2, min_width=10),
     )
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> ReclaimDoc:
         rs = state.get(ReclaimState)
         memcg = state.get(CgroupsState).pid_memcg
         kinds = [opts.section] if opts.section in RECLAIM_KINDS else list(RECLAIM_KINDS)
-        histogram = [
+        histogram: list[Bucket] = [
             {"kind": kind, "le_ns": log2_le(i), "count": n}
             for kind in kinds
             for i, n in sorted(rs.histogram.get(kind, {}).items())
@@ -84,7 +150,7 @@ class ReclaimView(View):
         if isinstance(limit, int):
             logged = itertools.islice((e for e in logged if e.kind in kinds), limit)
         off = wall_offset_ns(state)
-        events = [
+        events: list[Episode] = [
             {
                 "ts_ns": e.ts_ns,
                 "wall_ns": None if off is None or not e.ts_ns else e.ts_ns + off,
@@ -104,10 +170,32 @@ class ReclaimView(View):
             if (opts.pid is None or r.pid == opts.pid)
             and (opts.section not in RECLAIM_KINDS or r.by_kind.get(opts.section))
         ]
-        key = opts.sort if opts.sort in SORT_KEYS else "total_ns"
+        key: RowKey = next((k for k in SORT_KEYS if k == opts.sort), "total_ns")
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
-        doc: dict[str, Any] = {
-            **self.head(state),
+        head = self.head(state)
+        if not measuring(state, "vmscan") and rs.totals is None:  # no stall seen is not "no stall"
+            return {
+                "pane": head["pane"],
+                "source": head["source"],
+                "taken_at_ns": head["taken_at_ns"],
+                "taken_at": head["taken_at"],
+                "probes": head["probes"],
+                "histogram": [],
+                "events": [],
+                "rows": [],
+                "events_total": {k: None for k in RECLAIM_KINDS},
+                "events_received": None,
+                "lost_events": None,
+                "unlisted_events": None,
+                "unpaired": None,
+                "events_per_s": {},
+            }
+        return {
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "histogram": histogram,
             "events": events,
             "rows": rows,
@@ -118,13 +206,27 @@ class ReclaimView(View):
             "unpaired": rs.unpaired,
             "events_per_s": {k: round(v, 2) for k, v in rs.events_per_s.items()},
         }
-        if not measuring(state, "vmscan") and rs.totals is None:  # no stall seen is not "no stall"
-            doc.update(histogram=[], events=[], rows=[], events_per_s={})
-            doc.update(events_received=None, lost_events=None, unlisted_events=None, unpaired=None)
-            doc["events_total"] = {k: None for k in RECLAIM_KINDS}
-        return doc
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def summary(self, doc: ReclaimDoc, opts: Options) -> list[Segment]:
+        """What the status line says after the probe: episodes, received, not listed, lost, the
+        sort and the kind (``   36518 episodes · received 36516 · sort TOTAL ↓ · kind all``)."""
+        totals = [n for n in doc["events_total"].values() if n is not None]
+        total = sum(totals) if totals else None
+        out = [
+            Segment(
+                f"   {fmt.count(total)} episodes · received {fmt.count(doc['events_received'])}", "default"
+            )
+        ]
+        if doc["unlisted_events"]:
+            out.append(Segment(f" · {fmt.count(doc['unlisted_events'])} episodes not listed", "default"))
+        if doc["lost_events"]:  # the count itself is in the probe's part of the line
+            out.append(Segment(" (lost to the ring; histograms and totals count them)", "red"))
+        label = next(c.label for c in self.columns if c.key == (opts.sort or "total_ns"))
+        out.append(Segment(f" · sort {label} {'↓' if opts.reverse else '↑'}"))
+        out.append(Segment(f" · kind {opts.section or 'all'}"))
+        return out
+
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         out = ""
         for kind in RECLAIM_KINDS:
             buckets = [b for b in doc["histogram"] if b["kind"] == kind]
@@ -141,7 +243,7 @@ class ReclaimView(View):
         return out
 
 
-def pid_row(r: PidRow, cgroup: str | None, kind: str | None) -> dict[str, Any]:
+def pid_row(r: PidRow, cgroup: str | None, kind: str | None) -> ReclaimRow:
     """A process's row: its totals over every kind, or one kind's alone (the pane's K)."""
     if kind is None:
         events, total_ns, max_ns, pages = r.events, r.total_ns, r.max_ns, r.pages_reclaimed

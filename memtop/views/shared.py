@@ -4,6 +4,7 @@ madvise calls for huge pages, page migrations by reason and khugepaged."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memtop.core import fmt
@@ -60,17 +61,17 @@ class SharedView(View):
     )
     columns = (
         Column("shmid", "SHMID"),
-        Column("key", "KEY", key_hex, numeric=False),
+        Column("key", "KEY", key_hex, numeric=False, priority=1),
         Column("size_bytes", "SIZE", fmt.bytes_h),
         Column("rss_bytes", "RSS", fmt.bytes_h),
         Column("swap_bytes", "SWAP", fmt.bytes_h),
-        Column("nattch", "ATT"),
+        Column("nattch", "ATT", priority=1),
         Column("orphan", "", _orphan, numeric=False),
-        Column("uid", "UID"),
-        Column("perms", "PERM", lambda p: f"{p:o}"),
-        Column("creator", "CREATOR", numeric=False),
-        Column("last", "LAST", numeric=False),
-        Column("ctime_age_s", "CREATED", fmt.age_h),
+        Column("uid", "UID", priority=2),
+        Column("perms", "PERM", lambda p: f"{p:o}", priority=3),
+        Column("creator", "CREATOR", numeric=False, priority=1, min_width=10),
+        Column("last", "LAST", numeric=False, priority=2, min_width=10),
+        Column("ctime_age_s", "CREATED", fmt.age_h, priority=2),
     )
 
     def document(self, state: State, opts: Options) -> dict[str, Any]:
@@ -148,7 +149,7 @@ class SharedView(View):
             "migrate": _migrate(st, host, measuring(state, "shared")),
         }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         return "\n".join(text_sections(doc)) + "\n"
 
 
@@ -430,7 +431,9 @@ MIGRATE_COLUMNS = (
 )
 
 
-def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...], list[dict[str, Any]], str]:
+def section_table(
+    doc: Mapping[str, Any], section: str
+) -> tuple[tuple[Column[str], ...], list[dict[str, Any]], str]:
     """(columns, rows, row key) of the pane's table for ``section`` (one of PANE_SECTIONS)."""
     if section == "posix":
         rows: list[dict[str, Any]] = []
@@ -487,7 +490,7 @@ def section_table(doc: dict[str, Any], section: str) -> tuple[tuple[Column, ...]
     return SharedView.columns, doc["rows"], "shmid"
 
 
-def text_sections(doc: dict[str, Any]) -> list[str]:
+def text_sections(doc: Mapping[str, Any]) -> list[str]:
     """The sections after the segments' table, as text lines (text snapshot, batch)."""
     return [
         "",

@@ -3,7 +3,8 @@ line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypedDict
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -14,9 +15,96 @@ from memtop.state.cgroups import CgroupsState
 from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Head, Options, View, measuring, render_table
 
-SORT_KEYS = (
+#: the table's columns
+RowKey = Literal[
+    "pid",
+    "command",
+    "comm",
+    "swapins",
+    "swapins_per_s",
+    "wait_ns_total",
+    "wait_ns_avg",
+    "wait_ns_max",
+    "file_major_faults",
+    "cgroup",
+]
+
+
+class SwapinRow(TypedDict):
+    """A process that waited on swap-ins or file major faults (``rows[]``)."""
+
+    pid: int
+    comm: str
+    exited: bool
+    command: str
+    swapins: int
+    wait_ns_total: int
+    wait_ns_max: int
+    file_major_faults: int
+    swapins_per_s: float
+    wait_ns_avg: int
+    swapins_nowait: int
+    file_wait_ns_total: int
+    file_wait_ns_max: int
+    cgroup: str | None
+
+
+class Bucket(TypedDict):
+    le_ns: int
+    count: int
+
+
+class SwapDevice(TypedDict):
+    name: str
+    type: str
+    size_bytes: int
+    used_bytes: int
+    priority: int
+
+
+class Zswap(TypedDict):
+    enabled: bool
+    pool_bytes: int
+    stored_bytes: int
+    zswpin_per_s: float
+    zswpout_per_s: float
+
+
+class Psi(TypedDict):
+    some_avg10: float
+    full_avg10: float
+    some_avg60: float
+    full_avg60: float
+
+
+class SystemLine(TypedDict):
+    """The swap system line (``system``): swapping rates, devices, zswap, pressure."""
+
+    pswpin_per_s: float
+    pswpout_per_s: float
+    pswpin_since_start: int
+    pswpout_since_start: int
+    swap_used_bytes: int | None
+    swap_compressed_bytes: int | None
+    swap_on_disk_bytes: int | None
+    swap_devices: list[SwapDevice] | None
+    zswap: dict[str, Any] | None
+    zram: list[dict[str, Any]] | None
+    psi: Psi | None
+
+
+class SwapinDoc(Head):
+    """The Swap-in waiters pane's document (docs/panes/swapin.md)."""
+
+    rows: list[SwapinRow]
+    histogram: list[Bucket]
+    file_histogram: list[Bucket]
+    system: SystemLine
+
+
+SORT_KEYS: tuple[RowKey, ...] = (
     "pid",
     "comm",
     "swapins",
@@ -28,7 +116,7 @@ SORT_KEYS = (
 )
 
 
-def histogram(counts: tuple[int, ...]) -> list[dict[str, int]]:
+def histogram(counts: tuple[int, ...]) -> list[Bucket]:
     """``[{"le_ns", "count"}]`` from bucket 0 up to the highest non-empty bucket."""
     top = max((i for i, c in enumerate(counts) if c), default=-1)
     return [{"le_ns": log2_le(i), "count": int(counts[i])} for i in range(top + 1)]
@@ -46,7 +134,7 @@ def bar(count: int, most: int, width: int = 40) -> str:
     return "█" * (round(count * width / most) if most else 0)
 
 
-def hist_lines(hist: list[dict[str, int]]) -> list[tuple[str, int]]:
+def hist_lines(hist: list[Bucket]) -> list[tuple[str, int]]:
     """(label, count) per bucket to show: bucket 0 as "no wait" (faults that never blocked),
     then from the first non-empty bucket on (empty leading buckets say nothing)."""
     out: list[tuple[str, int]] = []
@@ -74,22 +162,22 @@ class SwapinView(View):
         ),
     )
     vmstat_fallback = ("swapin", (("pswpin", "swap-ins", "rate"), ("pgmajfault", "major faults", "rate")))
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("pid", "PID"),
-        Column("command", "COMMAND", numeric=False),
+        Column("command", "COMMAND", numeric=False, min_width=8),
         Column("swapins", "SWAPINS", fmt.count_h),
-        Column("swapins_per_s", "SWAPIN/s", fmt.count_h),
+        Column("swapins_per_s", "SWAPIN/s", fmt.count_h, priority=1),
         Column("wait_ns_total", "WAITED", fmt.ns_h),
-        Column("wait_ns_avg", "AVG WAIT", fmt.ns_h),
-        Column("wait_ns_max", "MAX WAIT", fmt.ns_h),
-        Column("file_major_faults", "FILE MAJFLT", fmt.count_h),
-        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False),
+        Column("wait_ns_avg", "AVG WAIT", fmt.ns_h, priority=1),
+        Column("wait_ns_max", "MAX WAIT", fmt.ns_h, priority=1),
+        Column("file_major_faults", "FILE MAJFLT", fmt.count_h, priority=3),
+        Column("cgroup", "CGROUP", cgroupfs.short_path, numeric=False, priority=3, min_width=10),
     )
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> SwapinDoc:
         st = state.get(SwapinState)
         running = state.get(ProcessesState).rows
-        rows: list[dict[str, Any]] = []
+        rows: list[SwapinRow] = []
         memcg = state.get(CgroupsState).pid_memcg
         for pid, r in st.rows.items():
             rec = r.rec
@@ -98,7 +186,7 @@ class SwapinView(View):
             if opts.pid is None and not rec.swapins and not rec.file_major_faults:
                 continue  # nothing to show (a dead sub-second process): not a row of waiters
             exited = bool(running) and pid not in running
-            row = {
+            row: SwapinRow = {
                 "pid": pid,
                 "comm": rec.comm,
                 "exited": exited,
@@ -117,7 +205,7 @@ class SwapinView(View):
             if opts.filter and opts.filter.lower() not in rec.comm.lower() and opts.filter != str(pid):
                 continue
             rows.append(row)
-        key = opts.sort if opts.sort in SORT_KEYS else "wait_ns_total"
+        key: RowKey = next((k for k in SORT_KEYS if k == opts.sort), "wait_ns_total")
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         hist = st.hist
         swap_counts: tuple[int, ...] = hist.swapin_counts if hist else ()
@@ -127,15 +215,20 @@ class SwapinView(View):
             swap_counts = dense(row_rec.swapin_hist if row_rec else ())
             file_counts = dense(row_rec.file_hist if row_rec else ())
         measured = measuring(state, "swapin") or bool(st.rows)  # no wait seen is not "no wait"
+        head = self.head(state)
         return {
-            **self.head(state),
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "rows": rows if measured else [],
             "histogram": histogram(swap_counts) if measured else [],
             "file_histogram": histogram(file_counts) if measured else [],
             "system": system_line(state),
         }
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         out = ["", "Swap-in wait (log2 ns)"]
         lines = hist_lines(doc["histogram"])
         most = max((c for _, c in lines), default=0)
@@ -214,7 +307,7 @@ def zram_doc(dev: tuple[str, str, int, tuple[tuple[str, int], ...]]) -> dict[str
     }
 
 
-def system_line(state: State) -> dict[str, Any]:
+def system_line(state: State) -> SystemLine:
     sys_state = state.get(HostState)
     info = state.get(SwapinState).swapinfo
     p = sys_state.pressure
@@ -269,7 +362,7 @@ def zswap_text(z: dict[str, Any]) -> str:
     return line
 
 
-def system_text(sysline: dict[str, Any]) -> list[str]:
+def system_text(sysline: SystemLine) -> list[str]:
     """The system line as plain text lines (text snapshot and the pane's header)."""
     lines = [
         f"pswpin {fmt.count_h(sysline['pswpin_per_s'])}/s  pswpout {fmt.count_h(sysline['pswpout_per_s'])}/s"
@@ -282,12 +375,12 @@ def system_text(sysline: dict[str, Any]) -> list[str]:
     z = sysline.get("zswap")
     if z:
         lines.append(zswap_text(z))
-    for d in sysline.get("zram") or ():
-        ratio = f" ratio {d['ratio']:.1f}" if d["ratio"] else ""
+    for zr in sysline.get("zram") or ():
+        ratio = f" ratio {zr['ratio']:.1f}" if zr["ratio"] else ""
         lines.append(
-            f"{d['name']} {d['algorithm'] or '?'}: {fmt.bytes_h(d['orig_data_bytes'] or 0)} stored in "
-            f"{fmt.bytes_h(d['mem_used_bytes'] or 0)}{ratio}  same-filled {fmt.count_h(d['same_pages'] or 0)} pages"
-            f"  written back {fmt.count_h(d['bd_writes_pages'] or 0)} pages"
+            f"{zr['name']} {zr['algorithm'] or '?'}: {fmt.bytes_h(zr['orig_data_bytes'] or 0)} stored in "
+            f"{fmt.bytes_h(zr['mem_used_bytes'] or 0)}{ratio}  same-filled {fmt.count_h(zr['same_pages'] or 0)} pages"
+            f"  written back {fmt.count_h(zr['bd_writes_pages'] or 0)} pages"
         )
     if sysline.get("swap_compressed_bytes"):
         lines.append(

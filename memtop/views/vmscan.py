@@ -4,14 +4,87 @@ Totals are since memtop started (the probe attached); rates are per second over 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypedDict
 
 from memtop.core import fmt
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.host import HostState
 from memtop.state.vmscan import VmscanState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Head, Options, View, measuring, render_table
+
+#: the origins table's columns
+OriginKey = Literal[
+    "origin",
+    "pages_scanned",
+    "pages_reclaimed",
+    "events",
+    "scanned_per_s",
+    "reclaimed_per_s",
+    "efficiency_pct",
+]
+#: the slab shrinkers table's columns
+ShrinkerKey = Literal["shrinker", "count", "total_ns", "avg_ns", "objects_freed", "count_per_s"]
+
+
+class OriginRow(TypedDict):
+    """Who reclaimed (``rows[]``): kswapd, direct or memcg."""
+
+    origin: str
+    pages_scanned: int
+    pages_reclaimed: int
+    events: int
+    scanned_per_s: float
+    reclaimed_per_s: float
+    efficiency_pct: float | None
+
+
+class ShrinkerRow(TypedDict):
+    shrinker: str
+    count: int
+    total_ns: int
+    avg_ns: int
+    objects_freed: int
+    count_per_s: float
+
+
+class Bucket(TypedDict):
+    le_ns: int
+    count: int
+
+
+class Compaction(TypedDict):
+    count: int | None
+    total_ns: int | None
+    histogram: list[Bucket]
+    kcompactd_wakes: int | None
+
+
+class KernelView(TypedDict):
+    """The kernel's own view, from /proc/vmstat (``kernel``)."""
+
+    rates: dict[str, float]
+    since_start: dict[str, int]
+    vmeff_pct: float | None
+    vmeff_all_pct: float | None
+    have_vmstat: bool
+
+
+class VmscanDoc(Head):
+    """The vmscan pane's document (docs/panes/vmscan.md); its counts are null while the vmscan
+    probe measures nothing."""
+
+    rows: list[OriginRow]
+    kswapd_wakes: int | None
+    kswapd_sleeps: int | None
+    kswapd_wakes_per_s: float | None
+    kswapd_sleeps_per_s: float | None
+    slab_shrink: list[ShrinkerRow]
+    slab_dropped: int | None
+    compaction: Compaction
+    kernel: KernelView
+
 
 #: /proc/vmstat counters whose per-second rates the pane shows (sar -B and thrashing)
 KERNEL_RATES = (
@@ -38,7 +111,7 @@ def efficiency(reclaimed: float, scanned: float) -> float | None:
     return round(100.0 * reclaimed / scanned, 1) if scanned > 0 else None
 
 
-def kernel_section(sys_state: HostState) -> dict[str, Any]:
+def kernel_section(sys_state: HostState) -> KernelView:
     """The kernel's view from /proc/vmstat: rates over the last tick, totals since start, and
     %vmeff. sar's %vmeff is pgsteal/s over (pgscank/s + pgscand/s); the kernel leaves memcg-limit
     reclaim out of those per-origin counters, so ``vmeff_all_pct`` (pgsteal_anon+file over
@@ -71,7 +144,7 @@ class VmscanView(View):
             ("allocstall*", "direct stalls", "rate"),
         ),
     )
-    columns = (
+    columns: ClassVar[tuple[Column[OriginKey], ...]] = (
         Column("origin", "ORIGIN", numeric=False),
         Column("pages_scanned", "SCANNED", fmt.count_h),
         Column("pages_reclaimed", "RECLAIMED", fmt.count_h),
@@ -80,7 +153,7 @@ class VmscanView(View):
         Column("reclaimed_per_s", "RECL/s", fmt.count_h),
         Column("efficiency_pct", "EFF%", fmt.pct),
     )
-    slab_columns = (
+    slab_columns: ClassVar[tuple[Column[ShrinkerKey], ...]] = (
         Column("shrinker", "SHRINKER", numeric=False),
         Column("count", "CALLS", fmt.count_h),
         Column("total_ns", "TIME", fmt.ns_h),
@@ -89,10 +162,10 @@ class VmscanView(View):
         Column("count_per_s", "CALLS/s", fmt.count_h),
     )
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> VmscanDoc:
         vs = state.get(VmscanState)
         t = vs.totals
-        rows = [
+        rows: list[OriginRow] = [
             {
                 "origin": r.origin,
                 "pages_scanned": r.pages_scanned,
@@ -104,7 +177,7 @@ class VmscanView(View):
             }
             for r in vs.origins.values()
         ]
-        slab = [
+        slab: list[ShrinkerRow] = [
             {
                 "shrinker": s.shrinker,
                 "count": s.count,
@@ -115,9 +188,33 @@ class VmscanView(View):
             }
             for s in sorted(vs.shrinkers.values(), key=lambda s: (-s.total_ns, s.shrinker))
         ]
-        hist = [{"le_ns": log2_le(i), "count": n} for i, n in (t.compaction_hist if t is not None else ())]
-        doc: dict[str, Any] = {
-            **self.head(state),
+        hist: list[Bucket] = [
+            {"le_ns": log2_le(i), "count": n} for i, n in (t.compaction_hist if t is not None else ())
+        ]
+        head = self.head(state)
+        if not measuring(state, "vmscan") and not vs.has_data:  # zeros would read as "no reclaim"
+            return {
+                "pane": head["pane"],
+                "source": head["source"],
+                "taken_at_ns": head["taken_at_ns"],
+                "taken_at": head["taken_at"],
+                "probes": head["probes"],
+                "rows": [],
+                "kswapd_wakes": None,
+                "kswapd_sleeps": None,
+                "kswapd_wakes_per_s": None,
+                "kswapd_sleeps_per_s": None,
+                "slab_shrink": [],
+                "slab_dropped": None,
+                "compaction": {"count": None, "total_ns": None, "histogram": [], "kcompactd_wakes": None},
+                "kernel": kernel_section(state.get(HostState)),
+            }
+        return {
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "rows": rows,
             "kswapd_wakes": t.kswapd_wakes if t else 0,
             "kswapd_sleeps": t.kswapd_sleeps if t else 0,
@@ -133,14 +230,8 @@ class VmscanView(View):
             },
             "kernel": kernel_section(state.get(HostState)),
         }
-        if not measuring(state, "vmscan") and not vs.has_data:  # zeros would read as "no reclaim"
-            doc.update(rows=[], slab_shrink=[], slab_dropped=None)
-            for k in ("kswapd_wakes", "kswapd_sleeps", "kswapd_wakes_per_s", "kswapd_sleeps_per_s"):
-                doc[k] = None
-            doc["compaction"] = {"count": None, "total_ns": None, "histogram": [], "kcompactd_wakes": None}
-        return doc
 
-    def text_extra(self, doc: dict[str, Any]) -> str:
+    def text_extra(self, doc: Mapping[str, Any]) -> str:
         k = doc["kernel"]
         r = k["rates"]
         lines = [

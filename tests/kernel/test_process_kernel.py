@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ def apply(state: State, probe: Probe) -> None:
     state.apply(Batch(now_ns(), tuple(probe.poll())))
 
 
-def section(state: State, pid: int, name: str) -> dict[str, Any]:
+def section(state: State, pid: int, name: str) -> Mapping[str, Any]:
     return get_view("process").document(state, Options(pid=pid, section=name))
 
 
@@ -224,7 +224,7 @@ def test_mappings_totals_equal_smaps_under_pressure(workload: Workload) -> None:
 
             wait_until(complete, "the mappings table read")
 
-            def ours() -> dict[str, Any]:
+            def ours() -> Mapping[str, Any]:
                 apply(state, probe)  # totals: smaps_rollup, read again at every poll
                 return section(state, workload.pid, "mappings")
 

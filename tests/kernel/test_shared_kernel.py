@@ -17,7 +17,7 @@ import os
 import select
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,7 @@ class Driven:
         )
         self.state.apply(Batch(now_ns(), tuple(recs)))
 
-    def doc(self) -> dict[str, Any]:
+    def doc(self) -> Mapping[str, Any]:
         return get_view("shared").document(self.state, Options(sort="shmid", reverse=False))
 
     def close(self) -> None:

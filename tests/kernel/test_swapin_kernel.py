@@ -4,7 +4,7 @@ major faults told apart from swap-ins, kallsyms lookups on the running kernel.""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ def probe() -> Iterator[SwapinProbe]:
         p.close()
 
 
-def snapshot(probe: SwapinProbe, state: State, pid: int | None = None) -> dict[str, Any]:
+def snapshot(probe: SwapinProbe, state: State, pid: int | None = None) -> Mapping[str, Any]:
     state.apply(Batch(now_ns(), tuple(probe.poll())))
     return get_view("swapin").document(state, Options(pid=pid))
 

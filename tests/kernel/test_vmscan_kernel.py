@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -119,13 +119,13 @@ class Live:
         self.received.update(r.pid for r in records if isinstance(r, ReclaimEvent))
         self.state.apply(Batch(now_ns(), records))
 
-    def vmscan(self) -> dict[str, Any]:
+    def vmscan(self) -> Mapping[str, Any]:
         return get_view("vmscan").document(self.state, Options())
 
-    def reclaim(self) -> dict[str, Any]:
+    def reclaim(self) -> Mapping[str, Any]:
         return get_view("reclaim").document(self.state, Options())
 
-    def settle(self, tries: int = 50) -> dict[str, Any]:
+    def settle(self, tries: int = 50) -> Mapping[str, Any]:
         """Tick until no reclaim episode is in flight between the ring drain and the map reads
         (other tests may be reclaiming too), then return the reclaim document. A real mismatch
         never settles, so the caller's equality check still fails."""
@@ -153,7 +153,7 @@ def live() -> Iterator[Live]:
         lv.close()
 
 
-def origin_rows(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
+def origin_rows(doc: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     return {r["origin"]: r for r in doc["rows"]}
 
 

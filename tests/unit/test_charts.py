@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import pytest
+from textual.geometry import Size
 
 from memtop.core import fmt
 from memtop.ui.charts import nice_ticks
@@ -38,11 +40,24 @@ class FakePlt:
 
 
 class FakePlot:
-    def __init__(self) -> None:
-        self.plt = FakePlt()
+    """A chart as charts.draw sees it (memtop.ui.charts.Chart)."""
 
-    def refresh(self) -> None:
-        pass
+    def __init__(self, plt: FakePlt | None = None) -> None:
+        self.plt_ = plt or FakePlt()
+        self.build_s = 0.0
+        self.changes = 0
+        self.size_ = Size(0, 0)
+
+    @property
+    def plt(self) -> Any:
+        return self.plt_
+
+    @property
+    def size(self) -> Size:
+        return self.size_
+
+    def data_changed(self) -> None:
+        self.changes += 1
 
 
 def test_a_chart_redraws_only_when_its_data_changed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,8 +105,8 @@ def test_a_steady_line_redraws_every_few_seconds_a_costly_chart_within_its_budge
 
     clock[0] += charts.SHOWN_S  # the first chart is no longer shown
     costly = FakePlot()
-    costly.build_s = 0.012  # type: ignore[attr-defined]
-    gap = costly.build_s / charts.CHART_CPU_BUDGET  # type: ignore[attr-defined]
+    costly.build_s = 0.012
+    gap = costly.build_s / charts.CHART_CPU_BUDGET
     for i in range(10):
         clock[0] += 1
         charts.draw(costly, None, "rate", [("scan", [0.0, 1.0], [float(i), 1.0])], str)
@@ -101,7 +116,7 @@ def test_a_steady_line_redraws_every_few_seconds_a_costly_chart_within_its_budge
     clock[0] += charts.SHOWN_S
     pair = [FakePlot(), FakePlot()]
     for p in pair:
-        p.build_s = 0.012  # type: ignore[attr-defined]
+        p.build_s = 0.012
     for i in range(20):
         clock[0] += 1
         for p in pair:
@@ -118,13 +133,9 @@ class SizedPlt(FakePlt):
         self.yticks_seen.append(list(ticks))
 
 
-class SizedPlot:
+class SizedPlot(FakePlot):
     def __init__(self) -> None:
-        self.plt = SizedPlt()
-        self.size = (0, 0)
-
-    def refresh(self) -> None:
-        pass
+        super().__init__(SizedPlt())
 
 
 def test_y_ticks_follow_the_charts_height_and_a_resize_redraws(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,7 +149,7 @@ def test_y_ticks_follow_the_charts_height_and_a_resize_redraws(monkeypatch: pyte
     series: list[charts.Series] = [("swap", [0.0, 1.0], [200e6, 231e6])]
     charts.draw(plot, None, "memory", series, fmt.bytes_h, binary=True)
     assert len(plot.plt.yticks_seen[-1]) == 2  # 0x0: the bottom and a round top
-    plot.size = (100, 13)
+    plot.size_ = Size(100, 13)
     charts.redraw(plot)  # what the Chart widget does on a resize, whatever the redraw budget
     ticks = plot.plt.yticks_seen[-1]
     assert len(ticks) == 4 and ticks[-1] >= 231e6 and ticks[-1] < 400 * 2**20

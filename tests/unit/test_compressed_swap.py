@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -21,7 +22,7 @@ from memtop.records.swapin import SwapInfo
 from memtop.state import State
 from memtop.views import Options, get_view
 from memtop.views.header import header_line, summary_line
-from memtop.views.swapin import system_text
+from memtop.views.swapin import SystemLine, system_text
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "kernel" / "compressed"
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "swapin.jsonl"
@@ -95,7 +96,7 @@ def _doc(info: SwapInfo, zswapped_bytes: int) -> tuple[State, dict[str, object]]
         zswapped_bytes=zswapped_bytes,
     )
     state.apply(Batch(1, (ProbeStatus("swapinfo", "attached"), ProbeStatus("swapin", "attached"), mem, info)))
-    return state, get_view("swapin").document(state, Options())
+    return state, dict(get_view("swapin").document(state, Options()))
 
 
 def test_swap_in_ram_is_told_apart_from_swap_on_disk(tmp_path: Path) -> None:
@@ -115,7 +116,7 @@ def test_swap_in_ram_is_told_apart_from_swap_on_disk(tmp_path: Path) -> None:
     assert (z["compressor"], z["max_pool_percent"], z["shrinker_enabled"]) == ("zstd", 20, False)
     zram = system["zram"][0]
     assert (zram["ratio"], zram["mem_limit_bytes"], zram["bd_writes_pages"]) == (4.0, None, 10)
-    text = "\n".join(system_text(system))
+    text = "\n".join(system_text(cast(SystemLine, system)))
     assert "ratio 3.3" in text and "written back 512" in text and "zram0 lz4" in text
     assert "compressed in RAM" in text
     # the header says how much of the swap figure is compressed in RAM, not on disk
@@ -133,7 +134,7 @@ def test_without_debugfs_the_counters_are_null_and_the_line_says_why(tmp_path: P
     z = system["zswap"]
     assert z["stored_pages"] is None and z["rejected"] is None and z["debugfs"] is None
     assert z["stored_bytes"] == 100 * MiB  # meminfo is still read
-    assert "mount debugfs" in "\n".join(system_text(system))
+    assert "mount debugfs" in "\n".join(system_text(cast(SystemLine, system)))
 
 
 def test_no_compressed_swap_says_nothing_of_it(tmp_path: Path) -> None:

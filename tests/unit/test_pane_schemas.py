@@ -13,6 +13,9 @@ import dataclasses
 import functools
 import json
 import re
+import types
+import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +199,7 @@ def preflight_state(decision: str) -> State:
     return state
 
 
-def documents(name: str, section: str) -> list[dict[str, Any]]:
+def documents(name: str, section: str) -> list[Mapping[str, Any]]:
     """The view's documents of the recording, and of a session where no probe ran (nothing
     measured: its figures are null)."""
     docs = []
@@ -247,3 +250,78 @@ def test_documented_fields_are_the_fields_produced(name: str, section: str) -> N
 def test_the_process_page_has_a_table_per_section() -> None:
     tables = schema_tables(PANES_DOCS / "process.md")
     assert set(tables) == {"every section", *SECTIONS}
+
+
+SCALAR_NAMES = {int: "int", float: "float", str: "str", bool: "bool"}
+
+
+def typed_fields(td: Any, schema: Schema, path: str = "") -> Schema:
+    """The fields of a TypedDict document type, as the page documents them: ``path -> type``
+    (``list[object]`` and ``[]`` for a list of objects, ``object`` and the page's placeholder for
+    a map keyed by names, ``… or null`` for an optional value)."""
+    out: Schema = {}
+    for name, hint in typing.get_type_hints(td).items():
+        here = f"{path}.{name}" if path else name
+        out.update(typed_field(hint, schema, here))
+    return out
+
+
+def typed_field(hint: Any, schema: Schema, path: str) -> Schema:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) < len(typing.get_args(hint)):
+        assert len(args) == 1, f"{path}: one type or null, as the pages document it"
+        inner = typed_field(args[0], schema, path)
+        inner[path] += " or null"
+        return inner
+    if typing.is_typeddict(hint):
+        return {path: "object", **typed_fields(hint, schema, path)}
+    origin = typing.get_origin(hint)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        if typing.is_typeddict(item):
+            return {path: "list[object]", **typed_fields(item, schema, f"{path}[]")}
+        return {path: f"list[{typed_field(item, schema, path)[path]}]"}
+    if origin is dict:
+        _, value = typing.get_args(hint)
+        placeholder = placeholders(schema).get(path)
+        if placeholder is not None and typing.is_typeddict(value):
+            return {path: "object", **typed_field(value, schema, f"{path}.{placeholder}")}
+        return {path: f"map[str, {typed_field(value, schema, path)[path]}]"}
+    return {path: SCALAR_NAMES[hint]}
+
+
+def typed_views() -> list[str]:
+    """The panes whose ``document`` returns a TypedDict (issue 36: every one, pane by pane)."""
+    return [
+        name
+        for name, view in views().items()
+        if typing.is_typeddict(typing.get_type_hints(view.document).get("return"))
+    ]
+
+
+def test_typed_panes_are_counted() -> None:
+    assert "processes" in typed_views()
+
+
+@pytest.mark.parametrize("name", typed_views())
+def test_documented_fields_are_the_document_type(name: str) -> None:
+    """A typed document's page documents exactly its type's fields, with the type's types."""
+    schema = schema_tables(PANES_DOCS / f"{name}.md")[""]
+    doc_type = typing.get_type_hints(views()[name].document)["return"]
+    typed = typed_fields(doc_type, schema)
+    assert set(typed) - set(schema) == set(), f"docs/panes/{name}.md lacks these fields of the type"
+    assert set(schema) - set(typed) == set(), f"docs/panes/{name}.md documents fields the type lacks"
+    wrong = {f: (schema[f], t) for f, t in typed.items() if schema[f] != t}
+    assert not wrong, f"docs/panes/{name}.md: documented types are not the type's"
+
+
+def test_column_keys_are_fields_of_the_rows() -> None:
+    """A typed pane's columns are keyed by a Literal of the fields of the rows its table lists
+    (one of the document's lists: ``rows``, the OOM pane's ``events``)."""
+    for name in typed_views():
+        view = views()[name]
+        hints = typing.get_type_hints(typing.get_type_hints(view.document)["return"])
+        lists = [typing.get_args(h)[0] for h in hints.values() if typing.get_origin(h) is list]
+        row_fields = [set(typing.get_type_hints(t)) for t in lists if typing.is_typeddict(t)]
+        keys = {c.key for c in view.columns}
+        assert any(keys <= fields for fields in row_fields), name

@@ -4,6 +4,7 @@ state and view: parts of a read, totals from the rollup, sorting and capping."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def rows_of(n: int, start: int = 0) -> tuple[MappingRow, ...]:
     )
 
 
-def doc(state: State) -> dict[str, Any]:
+def doc(state: State) -> Mapping[str, Any]:
     return get_view("process").document(state, Options(pid=9, section="mappings"))
 
 

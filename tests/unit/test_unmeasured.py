@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ def state_with(tmp_path: Path, *statuses: ProbeStatus) -> State:
     return state
 
 
-def doc(state: State, pane: str, **kw: Any) -> dict[str, Any]:
+def doc(state: State, pane: str, **kw: Any) -> Mapping[str, Any]:
     return get_view(pane).document(state, Options(**kw))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from memtop.state.reclaim import ReclaimState
 from memtop.views import Options, get_view
 
 
-def origin_rows(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
+def origin_rows(doc: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     return {r["origin"]: r for r in doc["rows"]}
 
 

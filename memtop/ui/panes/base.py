@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -19,8 +19,12 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from memtop.state import State
 from memtop.ui.levels import style as level_style
+from memtop.ui.lines import segments_text
+from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
-from memtop.views import Column, Options, View, get_view, no_reading_text, stale_probes
+from memtop.views import Column, Options, View, get_view, stale_probes
+from memtop.views.layout import Fit, cut, fit_columns, measured_widths
+from memtop.views.segments import probe_line
 
 
 class DrillIn(Message):
@@ -96,9 +100,10 @@ class Pane(Vertical):
     def _while_shown(self, on: bool) -> None:
         """The view's while-shown tracers attach when the pane shows and detach when it hides (a
         live source: a replay holds what was traced when it was recorded)."""
-        src = getattr(self.app, "source", None)
-        if src is None or getattr(src, "replay", None) is not None:
-            return
+        app = self.app
+        if not isinstance(app, RecordReplay) or app.replay is not None:
+            return  # a widget test's bare app, or a replay
+        src = app.runner.source
         for tracer in self.view.while_shown:
             src.trace_kernel(tracer, on)
 
@@ -117,65 +122,12 @@ class Pane(Vertical):
     def options(self) -> Options:
         return self.opts
 
-    def _alternative_shown(self, state: State, name: str) -> bool:
-        """``name`` is one of a group of alternatives (View.alternatives) another of which the
-        status line shows: the one running (or on its way, or failed), else the first with a
-        state, else the group's first."""
-        rank = {"attached": 0, "erroring": 0, "attaching": 0, "pending": 0, "failed": 1}
-        for group in self.view.alternatives:
-            if name in group:
-                states = {n: st.state for n in group if (st := state.probe_state(n)) is not None}
-                shown = min(states, key=lambda n: rank.get(states[n], 2)) if states else group[0]
-                return name != shown
-        return False
-
     def status_text(self, state: State) -> Text:
-        """One line: what feeds this pane and whether it is attached, erroring (since when, why,
-        how often), failed (why, what to do). Past two ticks without a reading from one of its
-        probes the pane's figures grey (class ``stale``): they are that probe's last reading."""
+        """One line: what feeds this pane and whether it is attached, erroring, failed (the
+        view's sentence, memtop/views/segments.py). Past two ticks without a reading from one of
+        its probes the pane's figures grey (class ``stale``): they are that probe's last reading."""
         self.set_class(bool(stale_probes(state, self.probes)), "stale")
-        parts = Text()
-        for name in self.probes:
-            st = state.probe_state(name)
-            if st is None:
-                if self.quiet_when_absent or self._alternative_shown(state, name):
-                    continue
-                if name in self.view.on_request:  # it runs when asked (the pane's keys say how)
-                    parts.append(("  " if parts else "") + f"{name}: off", style="dim")
-                    continue
-                # not loaded at all (--no-bpf, or a recording made without it): its figures are
-                # not measurements, whatever the table shows
-                where = "in this recording" if state.mode == "replay" else "in this session"
-                parts.append(("  " if parts else "") + f"{name}: not running {where}", style="yellow")
-                continue
-            if parts:
-                parts.append("  ")
-            style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
-            if st.state == "erroring":
-                # the pane's figures are this probe's last reading: say how old, and why
-                parts.append(
-                    no_reading_text(state, name)
-                    or f"{name}: erroring (poll failed {st.failures}×: {st.message})",
-                    style="bold red",
-                )
-                lost = state.lost_total(name)
-                if lost:
-                    parts.append(f"  lost {lost}", style="bold red")
-                continue
-            parts.append(f"{name}: {st.state}", style=style)
-            if st.state == "failed":
-                parts.append(f" — {st.message}", style="red")
-                if st.hint:
-                    parts.append(f" ({st.hint})", style="italic")
-            elif st.state in ("attaching", "pending"):
-                parts.append(" …", style="yellow")
-            lost = state.lost_total(name)
-            if lost:
-                parts.append(f"  lost {lost}", style="bold red")
-        blind = self.view.blind_note(state)
-        if blind:
-            parts.append(("  " if parts else "") + blind, style="yellow")
-        return parts
+        return segments_text(probe_line(self.view, state, quiet_when_absent=self.quiet_when_absent))
 
 
 @dataclass
@@ -184,8 +136,10 @@ class TableMemo:
     came from, and the order of the keys (fill_table is a table's only writer)."""
 
     shown: dict[str, list[str]] = field(default_factory=dict)
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
+    #: the columns shown and the widths names are cut to: when they change, the table is rebuilt
+    layout: tuple[tuple[str, ...], tuple[tuple[str, int], ...]] | None = None
 
 
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
@@ -203,32 +157,46 @@ def cursor_key(table: DataTable[Any]) -> str | None:
 
 def fill_table(
     table: DataTable[Any],
-    columns: tuple[Column, ...],
-    rows: list[dict[str, Any]],
+    columns: tuple[Column[str], ...],
+    rows: Sequence[Mapping[str, Any]],
     key: str,
     extra: dict[str, Any] | None = None,
-    extra_same: Callable[[dict[str, Any]], bool] | None = None,
+    extra_same: Callable[[Mapping[str, Any]], bool] | None = None,
     sort: tuple[str, bool] | None = None,
     edits: int | None = None,
+    extra_priority: int = 0,
 ) -> None:
     """Update ``table`` in place by stable row key (``row[key]``): cells change where values
     changed; rows are rebuilt only when the set or order of keys changed. The cursor stays on the
     same key. Every cell is a ``Text`` so traced-system strings are never parsed as markup.
-    ``extra`` adds computed columns; ``extra_same(row)`` may tell that they cannot have changed
-    for a row object shown last time (then they are not computed). ``edits``: how many rows may
-    come and go before the table is rebuilt rather than edited (default: a quarter of its rows, at
-    least 32)."""
-    if not table.columns:
-        for c in columns:
-            table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
-        for name in extra or {}:
-            table.add_column(Text(name), key=name)
-    if sort is not None:
-        mark_sort(table, columns, *sort)
+    ``extra`` adds computed columns (of ``extra_priority``); ``extra_same(row)`` may tell that
+    they cannot have changed for a row object shown last time (then they are not computed).
+    ``edits``: how many rows may come and go before the table is rebuilt rather than edited
+    (default: a quarter of its rows, at least 32). The columns shown are those that fit the
+    table's width (memtop/views/layout.py): a change of width or sort may rebuild them."""
     memo = _MEMOS.get(table)
     if memo is None:
         memo = _MEMOS[table] = TableMemo()
-    filler = _Filler(table, columns, extra or {}, extra_same, memo)
+    selected = cursor_key(table)
+    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort)
+    layout = (fit.keys, tuple(sorted(fit.cut_to.items())))
+    if memo.layout != layout:
+        if table.columns:  # another width or sort: the columns anew, then every row
+            table.clear(columns=True)
+            memo.shown.clear()
+            memo.rows.clear()
+            memo.keys = []
+        memo.layout = layout
+    shown = tuple(c for c in fit.columns if c.key not in (extra or {}))
+    shown_extra = {k: fn for k, fn in (extra or {}).items() if k in fit.keys}
+    if not table.columns:
+        for c in shown:
+            table.add_column(Text(c.label, justify="right" if c.numeric else "left"), key=c.key)
+        for name in shown_extra:
+            table.add_column(Text(name), key=name)
+    if sort is not None:
+        mark_sort(table, shown, *sort)
+    filler = _Filler(table, shown, shown_extra, extra_same, memo, fit.cut_to)
 
     new_keys = _unique_keys(rows, key)
     # the order this function left the table in (it is the table's only writer); read it back
@@ -236,7 +204,6 @@ def fill_table(
     old_keys = memo.keys
     if len(old_keys) != table.row_count:
         old_keys = [str(r.key.value) for r in table.ordered_rows]
-    selected = cursor_key(table)
     new_set, old_set = set(new_keys), set(old_keys)
     gone = [k for k in old_keys if k not in new_set]
     added = [k for k in new_keys if k not in old_set]
@@ -257,7 +224,27 @@ def fill_table(
             table.move_cursor(row=index, animate=False)
 
 
-def _unique_keys(rows: list[dict[str, Any]], key: str) -> list[str]:
+def _fit(
+    table: DataTable[Any],
+    columns: tuple[Column[str], ...],
+    rows: Sequence[Mapping[str, Any]],
+    extra: dict[str, Any],
+    extra_priority: int,
+    sort: tuple[str, bool] | None,
+) -> Fit:
+    """The columns of ``columns`` and ``extra`` that fit the table's width (before the first
+    layout: the terminal's), its vertical scrollbar's room kept whether shown or not (the columns
+    do not change as rows come and go)."""
+    every = columns + tuple(
+        Column(name, name, numeric=False, width=cell_len(name) + 1, priority=extra_priority) for name in extra
+    )
+    width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
+    if width <= 0:
+        return Fit(every, {})
+    return fit_columns(every, measured_widths(columns, rows), width, sort[0] if sort else "")
+
+
+def _unique_keys(rows: Sequence[Mapping[str, Any]], key: str) -> list[str]:
     """Each row's key as a string; keys must be unique in a DataTable, so a repeated key gets a
     suffix (``k#1``, ``k#2`` …)."""
     out: list[str] = []
@@ -277,10 +264,11 @@ class _Filler:
     def __init__(
         self,
         table: DataTable[Any],
-        columns: tuple[Column, ...],
+        columns: tuple[Column[str], ...],
         extra: dict[str, Any],
-        extra_same: Callable[[dict[str, Any]], bool] | None,
+        extra_same: Callable[[Mapping[str, Any]], bool] | None,
         memo: TableMemo,
+        cut_to: dict[str, int],
     ) -> None:
         self.table = table
         self.columns = columns
@@ -291,8 +279,10 @@ class _Filler:
         self.justify += ["left"] * len(extra)
         self.graded = {i for i, c in enumerate(columns) if c.level}
         self.col_keys = [c.key for c in columns] + list(extra)
+        #: the name columns cut to a width, by position
+        self.cut_to = [(i, cut_to[c.key]) for i, c in enumerate(columns) if c.key in cut_to]
 
-    def cells_for(self, row: dict[str, Any], k: str) -> list[str]:
+    def cells_for(self, row: Mapping[str, Any], k: str) -> list[str]:
         """What row ``k`` shows now, as plain strings: cells that did not change are not touched
         (with 1,000 idle processes nearly nothing changes, and update_cell is what costs); a row
         dict that is the very object shown last time (views reuse unchanged rows) is not even
@@ -307,9 +297,12 @@ class _Filler:
         else:
             ex = [str(fn(row)) for fn in self.extra.values()]
         self.memo.rows[k] = row
-        return [c.cell(row) for c in self.columns] + ex
+        cells = [c.cell(row) for c in self.columns]
+        for i, w in self.cut_to:
+            cells[i] = cut(cells[i], w)
+        return cells + ex
 
-    def as_text(self, i: int, value: str, row: dict[str, Any]) -> Text:
+    def as_text(self, i: int, value: str, row: Mapping[str, Any]) -> Text:
         if i in self.graded:
             # a figure past its threshold (memtop/views/levels.py) is coloured
             lvl = self.columns[i].level_of(row)
@@ -317,10 +310,10 @@ class _Filler:
                 return Text(value, justify=self.justify[i], style=level_style(lvl))
         return Text(value, justify=self.justify[i])
 
-    def texts(self, plain: list[str], row: dict[str, Any]) -> list[Text]:
+    def texts(self, plain: list[str], row: Mapping[str, Any]) -> list[Text]:
         return [self.as_text(i, v, row) for i, v in enumerate(plain)]
 
-    def edit(self, rows: list[dict[str, Any]], keys: list[str], gone: list[str]) -> None:
+    def edit(self, rows: Sequence[Mapping[str, Any]], keys: list[str], gone: list[str]) -> None:
         """Remove the rows ``gone``, update the cells that changed, add the new rows at the end."""
         table, shown = self.table, self.memo.shown
         if isinstance(table, FastTable):  # all at once
@@ -344,7 +337,7 @@ class _Filler:
             shown[k] = plain
         self.add_rows(new_rows)
 
-    def update_cells(self, k: str, old: list[str], plain: list[str], row: dict[str, Any]) -> None:
+    def update_cells(self, k: str, old: list[str], plain: list[str], row: Mapping[str, Any]) -> None:
         for i, ck in enumerate(self.col_keys):
             if old[i] != plain[i]:
                 # a wider value widens its column (measuring only when it must: DataTable
@@ -353,7 +346,7 @@ class _Filler:
                 grow = col is not None and cell_len(plain[i]) > col.content_width
                 self.table.update_cell(k, ck, self.as_text(i, plain[i], row), update_width=grow)
 
-    def rebuild(self, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    def rebuild(self, rows: Sequence[Mapping[str, Any]], keys: list[str]) -> None:
         """Every row anew, in order."""
         self.table.clear()
         self.memo.shown.clear()
@@ -373,7 +366,7 @@ class _Filler:
                 self.table.add_row(*cells, key=k)
 
 
-def mark_sort(table: DataTable[Any], columns: tuple[Column, ...], key: str, reverse: bool) -> None:
+def mark_sort(table: DataTable[Any], columns: tuple[Column[str], ...], key: str, reverse: bool) -> None:
     """Mark the sort column in the header, as htop does: its label underlined, with ▼ (largest
     first) or ▲ when the column is wide enough for it (a column is never widened for the mark)."""
     for c in columns:
@@ -510,22 +503,31 @@ class SortableTablePane(Pane):
         if self._state is not None:
             self.refresh_from(self._state)
 
+    def _resorted(self) -> None:
+        """Redraw in the new order and show its top: the cursor on the first row, the table
+        scrolled home (a cursor kept on its row could leave the new top off screen)."""
+        self._redraw()
+        table = self.table()
+        if table.row_count:
+            table.move_cursor(row=0, column=0, animate=False)
+        table.scroll_home(animate=False, immediate=True)
+
     def action_sort(self, step: int) -> None:
         keys = list(self.sort_keys)
         cur = keys.index(self.opts.sort) if self.opts.sort in keys else keys.index(self.default_sort)
         self.opts.sort = keys[(cur + step) % len(keys)]
-        self._redraw()
+        self._resorted()
 
     def action_sort_by(self, key: str) -> None:
         if self.opts.sort == key:
             self.opts.reverse = not self.opts.reverse
         else:
             self.opts.sort, self.opts.reverse = key, key not in self.ascending
-        self._redraw()
+        self._resorted()
 
     def action_reverse(self) -> None:
         self.opts.reverse = not self.opts.reverse
-        self._redraw()
+        self._resorted()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Home / End move the text cursor while a text field (the filter) has the keyboard

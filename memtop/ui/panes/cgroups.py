@@ -13,10 +13,10 @@ from textual.widgets import DataTable, Static
 
 from memtop.core import fmt
 from memtop.state import State
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.cgroups import SORT_KEYS
+from memtop.views.cgroups import SORT_KEYS, CgroupsView
 
 
 class CgroupsPane(FilterablePane, SortableTablePane):
@@ -56,28 +56,8 @@ class CgroupsPane(FilterablePane, SortableTablePane):
     def refresh_from(self, state: State) -> None:
         self._state = state
         doc = self.view.document(state, self.opts)
-        status = self.status_text(state)
-        lay = doc["layout"]
-        if lay:
-            status.append(f"   {lay['mode']}")
-            if lay["memory_version"]:
-                status.append(f" · memory v{lay['memory_version']}")
-            status.append(" · PSI " + ("on" if lay["psi"] else "off"))
-        status.append(f" · {fmt.plural(len(doc['rows']), 'cgroup')}")
-        if doc["over_limit"]:
-            status.append(
-                f" · {doc['over_limit']:,} more past the limit of {doc['max_cgroups']:,} not read "
-                "(the largest kept)",
-                style="yellow",
-            )
-        label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
-        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
-        depth = self.opts.extra.get("depth") or 0
-        if depth:
-            status.append(f" · depth {depth}")
-        if self.opts.filter:
-            status.append(" · filter: ")
-            status.append(self.opts.filter, style="bold")
+        assert isinstance(self.view, CgroupsView)
+        status = segments_text(self.view.summary(doc, self.opts), self.status_text(state))
         show_text(self.query_one("#cgroups-status", StatusLine), status)
         self._rows = {r["path"]: r for r in doc["rows"]}
         table = self.query_one("#cgroups-table", DataTable)

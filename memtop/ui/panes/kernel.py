@@ -9,6 +9,7 @@ pressing the key again, or leaving the pane, detaches them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -23,6 +24,7 @@ from memtop.state.kernel import KernelState
 from memtop.stream.source import Source
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
+from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
 from memtop.views.kernel import SLAB_TRACERS, SORT_KEYS, mode_label
 
@@ -134,7 +136,7 @@ class KernelPane(FilterablePane, SortableTablePane):
         self.mode = "sites"
         self._rows: dict[str, dict[str, Any]] = {}
         self._tracing: set[str] = set()
-        self._doc: dict[str, Any] | None = None
+        self._doc: Mapping[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="kernel-status", classes="pane-status")
@@ -170,7 +172,7 @@ class KernelPane(FilterablePane, SortableTablePane):
         )
         self._detail(doc, state)
 
-    def _breakdown(self, doc: dict[str, Any]) -> None:
+    def _breakdown(self, doc: Mapping[str, Any]) -> None:
         box = self.query_one("#kernel-breakdown", Static)
         b = doc["breakdown"]
         if b is None:
@@ -198,7 +200,7 @@ class KernelPane(FilterablePane, SortableTablePane):
         key = cursor_key(table)
         return None if key is None else self._rows.get(key)
 
-    def _detail(self, doc: dict[str, Any], state: State) -> None:
+    def _detail(self, doc: Mapping[str, Any], state: State) -> None:
         box = self.query_one("#kernel-detail", Static)
         slab = doc["slab"]
         # one line per figure, cut at the edge (wrapped lines took the rows of a small terminal)
@@ -220,7 +222,7 @@ class KernelPane(FilterablePane, SortableTablePane):
             self._sites(doc, t)
         show_text(box, t)
 
-    def _sites(self, doc: dict[str, Any], t: Text) -> None:
+    def _sites(self, doc: Mapping[str, Any], t: Text) -> None:
         s = doc["sites"]
         if not s["sample"]:
             t.append("Slab call sites: not traced. ", style="bold")
@@ -257,7 +259,7 @@ class KernelPane(FilterablePane, SortableTablePane):
                 callers = r["stacks"][0]["frames"][1:] if r["stacks"] else []
                 t.append("  ↳ " + (" ← ".join(callers) if callers else "no stack yet"), style="dim")
 
-    def _pages(self, doc: dict[str, Any], t: Text) -> None:
+    def _pages(self, doc: Mapping[str, Any], t: Text) -> None:
         p = doc["pages"]
         t.append("Free blocks by order", style="bold")
         t.append("  (buddyinfo; unusable: share of free memory too fragmented for order 3 / 9)", style="dim")
@@ -281,7 +283,7 @@ class KernelPane(FilterablePane, SortableTablePane):
                 style="dim",
             )
 
-    def _vmalloc(self, doc: dict[str, Any], t: Text) -> None:
+    def _vmalloc(self, doc: Mapping[str, Any], t: Text) -> None:
         v = doc["vmalloc"]
         if v is None:
             t.append("vmalloc: not read yet", style="dim")
@@ -294,7 +296,7 @@ class KernelPane(FilterablePane, SortableTablePane):
             t.append("\n")
             t.append(f"{fmt.bytes_h(r['bytes']):>8} {r['areas']:>5}  {(r['kind'] or '-'):<8} {r['caller']}")
 
-    def _allocinfo(self, doc: dict[str, Any], t: Text) -> None:
+    def _allocinfo(self, doc: Mapping[str, Any], t: Text) -> None:
         a = doc["allocinfo"]
         if a is None:
             t.append("Allocation profiling: not read yet", style="dim")
@@ -324,7 +326,7 @@ class KernelPane(FilterablePane, SortableTablePane):
             if not r["accurate"]:
                 t.append(" (not accurate)", style="yellow")
 
-    def _history(self, state: State, doc: dict[str, Any], t: Text) -> None:
+    def _history(self, state: State, doc: Mapping[str, Any], t: Text) -> None:
         b = doc["breakdown"]
         if b is None:
             return
@@ -337,8 +339,8 @@ class KernelPane(FilterablePane, SortableTablePane):
 
     # -- intents ----------------------------------------------------------------------------------
     def _source(self) -> Source | None:
-        src = getattr(self.app, "source", None)
-        return src
+        app = self.app
+        return app.runner.source if isinstance(app, RecordReplay) else None
 
     def _trace(self, tracer: str, on: bool) -> None:
         src = self._source()

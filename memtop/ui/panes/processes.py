@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
@@ -14,10 +15,10 @@ from textual.widgets import DataTable, Static
 from memtop.core import fmt
 from memtop.state import State
 from memtop.state.processes import ProcessesState
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS, exited_title
+from memtop.views.processes import EXITED_COLUMNS, SORT_KEYS, ProcessesView, exited_title
 
 SPARK_WIDTH = 12
 #: a sparkline spans at least this share of the process's RSS: a row's own min..max made a few
@@ -82,25 +83,18 @@ class ProcessesPane(FilterablePane, SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
-        doc = self.view.document(state, self.opts)
+        view = self.view
+        assert isinstance(view, ProcessesView)
+        doc = view.document(state, self.opts)
         procs = state.get(ProcessesState)
-        status = self.status_text(state)
-        sort_label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "rss_bytes"))
-        status.append(
-            f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · sort {sort_label} {'↓' if self.opts.reverse else '↑'}"
-        )
-        if self.opts.extra.get("group") == "cgroup":
-            status.append(" · grouped by cgroup")
-        if self.opts.filter:
-            status.append(" · filter: ")
-            status.append(self.opts.filter, style="bold")
+        status = segments_text(view.summary(doc, self.opts), self.status_text(state))
         show_text(self.query_one("#processes-status", StatusLine), status)
 
         sparks = self._sparks
         if len(sparks) > 4096:
             sparks.clear()
 
-        def spark(row: dict[str, Any]) -> str:
+        def spark(row: Mapping[str, Any]) -> str:
             r = procs.rows.get(row["pid"])
             if r is not None and r.spark_same >= SPARK_WIDTH:  # a flat line: no copy of the window
                 vals: tuple[int, ...] = (r.spark[-1],) * SPARK_WIDTH
@@ -111,7 +105,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
                 text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH, SPARK_MIN_SPAN)
             return text
 
-        def flat_before(row: dict[str, Any]) -> bool:
+        def flat_before(row: Mapping[str, Any]) -> bool:
             # the sparkline was already a flat line of this value last tick
             r = procs.rows.get(row["pid"])
             return r is not None and r.spark_same > SPARK_WIDTH
@@ -126,6 +120,8 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             "key" if grouped else "pid",
             extra={"RSS HISTORY": spark},
             extra_same=flat_before,
+            # the sparkline is the first to go on a narrow terminal: GROW/s says the slope
+            extra_priority=7,
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
         title = self.query_one("#processes-exited-title", Static)

@@ -18,7 +18,7 @@ from memtop.core import fmt
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.ui import hist
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
 from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
@@ -69,24 +69,13 @@ class ReclaimPane(SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
+        view = self.view
+        assert isinstance(view, ReclaimView)
         # only the episodes the table lists (the document of a snapshot has all 1,000)
-        doc = self.view.document(
+        doc = view.document(
             state, replace(self.opts, extra={**self.opts.extra, "events_limit": EVENTS_SHOWN})
         )
-        status = self.status_text(state)
-        totals = [n for n in doc["events_total"].values() if n is not None]
-        total = sum(totals) if totals else None
-        status.append(
-            f"   {fmt.count(total)} episodes · received {fmt.count(doc['events_received'])}",
-            style="default",
-        )
-        if doc["unlisted_events"]:
-            status.append(f" · {fmt.count(doc['unlisted_events'])} episodes not listed", style="default")
-        if doc["lost_events"]:  # the count itself is in the probe's part of the line
-            status.append(" (lost to the ring; histograms and totals count them)", style="red")
-        label = next(c.label for c in self.view.columns if c.key == (self.opts.sort or "total_ns"))
-        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
-        status.append(f" · kind {self.opts.section or 'all'}")
+        status = segments_text(view.summary(doc, self.opts), self.status_text(state))
         show_text(self.query_one("#reclaim-status", StatusLine), status)
 
         # the histograms share the width side by side and shrink with the height (merged
@@ -114,18 +103,18 @@ class ReclaimPane(SortableTablePane):
             "pid",
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
-        assert isinstance(self.view, ReclaimView)
         # the log is newest first and turns over in a storm (up to 64 episodes a second per CPU):
         # an episode already listed keeps its row object, so it is not formatted again, and the
         # table drops the oldest rows and adds the newest rather than being rebuilt
         rows: list[dict[str, Any]] = []
         for e in doc["events"][:EVENTS_SHOWN]:
-            row = dict(e, key=f"{e['ts_ns']}-{e['pid']}")
-            old = self._episodes.get(row["key"])
+            key = f"{e['ts_ns']}-{e['pid']}"
+            row: dict[str, Any] = {**e, "key": key}
+            old = self._episodes.get(key)
             rows.append(old if old == row else row)
         self._episodes = {r["key"]: r for r in rows}
         table = self.query_one("#reclaim-events", DataTable)
-        fill_table(table, self.view.event_columns, rows, "key", edits=EVENTS_SHOWN * 2)
+        fill_table(table, view.event_columns, rows, "key", edits=EVENTS_SHOWN * 2)
 
     # -- actions ----------------------------------------------------------------------------------
     def action_kind(self) -> None:

@@ -6,6 +6,7 @@ processes mapping it (Enter again: back to the log); on a process, drills into i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -47,7 +48,7 @@ class SharedPane(FilterablePane):
         self.opts.sort, self.opts.reverse = "rss_bytes", True
         self.section = PANE_SECTIONS[0]
         self._state: State | None = None
-        self._doc: dict[str, Any] | None = None
+        self._doc: Mapping[str, Any] | None = None
         self._rows: dict[str, dict[str, Any]] = {}
         #: the segment whose mappers the detail box lists (Enter), None: the call log
         self._open: int | None = None
@@ -121,7 +122,7 @@ class SharedPane(FilterablePane):
             self.post_message(DrillIn(int(row["pid"])))
 
 
-def summary(doc: dict[str, Any], section: str) -> Text:
+def summary(doc: Mapping[str, Any], section: str) -> Text:
     """The lines above the table: Shmem broken down, then the section's own figures."""
     t = Text(no_wrap=True, overflow="ellipsis")
     sh = doc["shmem"]
@@ -183,7 +184,7 @@ def summary(doc: dict[str, Any], section: str) -> Text:
     return t
 
 
-def detail(doc: dict[str, Any], section: str, row: dict[str, Any] | None, open_shmid: int | None) -> Text:
+def detail(doc: Mapping[str, Any], section: str, row: dict[str, Any] | None, open_shmid: int | None) -> Text:
     """The box under the table: the selected row's story (a segment's mappers, the call log, a
     process's madvise ranges, the pools, khugepaged)."""
     t = Text(no_wrap=True, overflow="ellipsis")
