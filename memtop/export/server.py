@@ -186,6 +186,9 @@ def text_format(fams: list[Metric]) -> bytes | None:
     name (the library's encoder escapes those)."""
     out: list[str] = []
     label_sets: dict[tuple[str, ...], bool] = {}
+    #: a label set's text by the set's identity: a cgroup's one set is shared by its samples in
+    #: every family (memtop.export.metrics), written once (the families outlive this call)
+    written: dict[int, str] = {}
     for metric in fams:
         mname, mtype = metric.name, metric.type
         if mtype == "counter":
@@ -203,13 +206,16 @@ def text_format(fams: list[Metric]) -> bytes | None:
             if not _METRIC_NAME.fullmatch(name) or sample.timestamp is not None:
                 return None
             if labels:
-                keys = tuple(labels)
-                ok = label_sets.get(keys)
-                if ok is None:
-                    ok = label_sets[keys] = all(_LABEL_NAME.fullmatch(k) for k in keys)
-                if not ok:
-                    return None
-                inner = ",".join([f'{k}="{_label_value(v)}"' for k, v in sorted(labels.items())])
+                inner = written.get(id(labels))
+                if inner is None:
+                    keys = tuple(labels)
+                    ok = label_sets.get(keys)
+                    if ok is None:
+                        ok = label_sets[keys] = all(_LABEL_NAME.fullmatch(k) for k in keys)
+                    if not ok:
+                        return None
+                    inner = ",".join([f'{k}="{_label_value(v)}"' for k, v in sorted(labels.items())])
+                    written[id(labels)] = inner
                 line = f"{name}{{{inner}}} {_go_float(sample.value)}\n"
             else:
                 line = f"{name} {_go_float(sample.value)}\n"
