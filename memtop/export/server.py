@@ -12,6 +12,7 @@ each scrape. The HTTP side (deadlines, connection limits, client errors) is ``me
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import json
 import math
@@ -34,6 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from memtop.bridge import release_heap
 from memtop.errors import MemtopError
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import Accumulators, Budget, Options, families
@@ -528,6 +530,11 @@ async def export(
         if out is not None:
             sys.stderr.write(f"memtop: writing {out.path} every {interval_s:g} s\n")
         await _begin(runner, stop, None, ())
+        # every probe is attached: what start-up made (modules, BCC's objects, the probes) lives
+        # as long as the exporter; frozen, the collector's full passes skip it for weeks
+        gc.collect()
+        gc.freeze()
+        release_heap()
         async for n in runner.ticks(stop):
             if server is not None:  # off the loop: a build must not delay the signals' handling
                 await asyncio.to_thread(exporter.prebuild)
