@@ -280,6 +280,8 @@ class Exporter(Collector):
         self.runner = runner
         self.opts = opts
         self.background = background
+        #: monotonic seconds (tests step it)
+        self.clock: Callable[[], float] = time.monotonic
         self.acc = Accumulators()
         self._lock = threading.Lock()  # one build at a time: builds share running sums
         #: the scrape counter and the scrapers' schedule (never held across a build)
@@ -292,7 +294,7 @@ class Exporter(Collector):
         self.stats = Stats()  # the HTTP server's, once it serves
         #: bumped by every batch the Runner applies: a cached exposition of an older one is stale
         self.generation = 0
-        self._generation_at = time.monotonic()
+        self._generation_at = self.clock()
         self._built: dict[str, _Built] = {}
         #: the kinds of scrape seen, keyed by what they ask (content type, gzip), not by the
         #: Accept header's text: a few entries whatever clients send
@@ -300,7 +302,7 @@ class Exporter(Collector):
         runner.subscribe(self._changed)
 
     def _changed(self, _batch: object) -> None:
-        self._generation_at = time.monotonic()
+        self._generation_at = self.clock()
         self.generation += 1
 
     def collect(self) -> Iterator[Metric]:
@@ -309,7 +311,7 @@ class Exporter(Collector):
         with self._meta:
             self.scrapes += 1
         yield from out
-        yield from self._live_metrics(time.monotonic())
+        yield from self._live_metrics(self.clock())
 
     def _build(self) -> list[Metric]:
         """memtop's families now and the build's own figures (the caller holds ``_lock``)."""
@@ -336,7 +338,7 @@ class Exporter(Collector):
         ``latest``: of the state now, whatever a background build is doing (a textfile write)."""
         encoder, ctype = choose_encoder(accept)
         openmetrics = ctype.startswith("application/openmetrics-text")
-        now = time.monotonic()
+        now = self.clock()
         self._note_scrape(accept, ctype, gzip, now)
         built = self._built.get(ctype)
         if latest or not self._servable(built, gzip):
@@ -381,11 +383,13 @@ class Exporter(Collector):
         return built
 
     def _due(self) -> list[_Scraper]:
-        """The kinds of scrape to build for after this tick: those whose next scrape may come
-        before the tick after next (from its period), or, period not known yet, not built for
-        since their last scrape; those gone quiet are forgotten. A scraper far slower than the
-        tick costs one or two builds per scrape, not one per tick."""
-        now = time.monotonic()
+        """The kinds of scrape to build for after this tick: those whose next scrape is due
+        within a tick and a half (from their period) and not overdue by more than a tick (a
+        scraper that stopped, or a burst of back-to-back scrapes, costs no build a tick
+        afterwards; a scrape later than that builds for itself), or, period not known yet, not built for since their last scrape; those
+        gone quiet are forgotten. A scraper far slower than the tick costs one or two builds
+        per scrape, not one per tick."""
+        now = self.clock()
         interval = self.runner.interval_s
         due: list[_Scraper] = []
         with self._meta:
@@ -393,7 +397,13 @@ class Exporter(Collector):
                 period = min(sc.gaps) if sc.gaps else 0.0
                 if now - sc.last > max(FORGET_S, FORGET_PERIODS * period):
                     del self._scrapers[k]
-                elif (sc.gaps and now + 2 * interval >= sc.last + period) or not sc.built:
+                    continue
+                expected = sc.last + period
+                if sc.gaps:
+                    wanted = expected - 1.5 * interval <= now <= expected + interval
+                else:
+                    wanted = not sc.built
+                if wanted:
                     sc.built = True
                     due.append(sc)
         return due

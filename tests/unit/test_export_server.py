@@ -347,3 +347,47 @@ def test_a_scrape_never_waits_for_a_build() -> None:
     asyncio.run(runner.tick())  # two ticks behind: a scrape builds rather than serve it
     ex.exposition()
     assert ex.builds == 3
+
+
+def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
+    """At a 1 s interval, a scraper every 10 s is answered from an exposition built at the tick
+    before its scrape (never by the scrape itself, never more than one tick old), for one or two
+    builds per scrape; once it stops, or after a burst of back-to-back scrapes, ticks build
+    nothing."""
+    two = vmscan_batches()
+    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(120)]
+    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
+    ex = ServedExporter(runner, Options(), background=True)
+    now = [1000.0]
+    ex.clock = lambda: now[0]
+
+    def tick() -> None:
+        now[0] += 1.0
+        asyncio.run(runner.tick())
+        ex.prebuild()
+
+    ages: list[float] = []
+    for t in range(1, 61):
+        tick()
+        if t % 10 == 3:  # a scrape 0.3 s after the tick
+            now[0] += 0.3
+            before = ex.builds
+            text = ex.exposition(gzip=True)[0]
+            now[0] -= 0.3
+            age = re.search(rb"^memtop_exporter_exposition_age_seconds (\S+)$", gzip.decompress(text), re.M)
+            assert age is not None
+            ages.append(float(age.group(1)))
+            if t > 23:  # its period is known after two gaps' worth of scrapes
+                assert ex.builds == before, f"the scrape at {t} s waited for a build"
+    assert ex.builds <= 2 * len(ages) + 2  # not one per tick (60)
+    assert max(ages[2:]) <= 1.3  # the tick's state, never older than a tick
+    stopped = ex.builds
+    for _ in range(30):  # the scraper went away: the builds for its next scrape, then none
+        tick()
+    assert ex.builds - stopped <= 3
+    for _ in range(50):  # a burst of back-to-back scrapes
+        ex.exposition()
+    burst = ex.builds
+    for _ in range(10):
+        tick()
+    assert ex.builds - burst <= 2
