@@ -423,7 +423,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
             "Time the cgroup's own processes stalled in memcg reclaim",
             labels=CONTAINER_LABELS,
         )
-        for path, r in rows:
+        for path, _r in rows:
             p = cg.probed.get(path)
             _add(eps, labs[path], float(p.reclaim_events if p else 0))
             _add(stall, labs[path], (p.reclaim_ns if p else 0) * NS)
@@ -436,7 +436,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
             labels=CONTAINER_LABELS,
         )
         by_path = cg.swapin_by_path()
-        for path, r in rows:
+        for path, _r in rows:
             _add(sw, labs[path], by_path.get(path, (0, 0))[1] * NS)
         yield sw
 
