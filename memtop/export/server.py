@@ -297,6 +297,7 @@ class Exporter(Collector):
         #: bumped by every batch the Runner applies: a cached exposition of an older one is stale
         self.generation = 0
         self._generation_at = self.clock()
+        self._prebuild_pending = False
         self._built: dict[str, _Built] = {}
         #: the kinds of scrape seen, keyed by what they ask (content type, gzip), not by the
         #: Accept header's text: a few entries whatever clients send
@@ -305,6 +306,9 @@ class Exporter(Collector):
 
     def _changed(self, _batch: object) -> None:
         self._generation_at = self.clock()
+        # the export loop's prebuild follows: until it is done, the tick before's exposition is
+        # what a scrape gets (never older: a scrape outside that window builds)
+        self._prebuild_pending = self.background
         self.generation += 1
 
     def collect(self) -> Iterator[Metric]:
@@ -329,11 +333,14 @@ class Exporter(Collector):
 
     def _servable(self, built: _Built | None, gzip: bool) -> bool:
         """Whether a scrape may have ``built`` without a build: it shows the state now, or (in
-        the background) the tick before, while that tick's build runs."""
+        the background) the tick before, while this tick's prebuild is to come or runs; so what
+        is served is never more than a tick (and a build) old."""
         if built is None or (gzip and built.gz_state is None):
             return False
         behind = self.generation - built.key[0]
-        return behind == 0 or (self.background and behind == 1)
+        if behind == 0:
+            return True
+        return self.background and behind == 1 and (self._prebuild_pending or self._lock.locked())
 
     def exposition(self, accept: str = "", gzip: bool = False, latest: bool = False) -> tuple[bytes, str]:
         """(body, content type) for a scraper's ``Accept``, gzip-compressed when asked.
@@ -415,10 +422,13 @@ class Exporter(Collector):
         are answered from the cache instead of waiting for a build (nothing when the cache is
         current already)."""
         due = self._due()
-        if due:
-            with self._lock:
-                for sc in due:
-                    self._fresh(sc.accept, sc.gzip)
+        try:
+            if due:
+                with self._lock:
+                    for sc in due:
+                        self._fresh(sc.accept, sc.gzip)
+        finally:
+            self._prebuild_pending = False
 
     def respond(self, request: Request) -> Response:
         """The HTTP server's handler (its worker thread)."""
