@@ -395,9 +395,9 @@ class Exporter(Collector):
         """The kinds of scrape to build for after this tick: those whose next scrape is due
         within a tick and a half (from their period) and not overdue by more than a tick (a
         scraper that stopped, or a burst of back-to-back scrapes, costs no build a tick
-        afterwards; a scrape later than that builds for itself), or, period not known yet, not built for since their last scrape; those
-        gone quiet are forgotten. A scraper far slower than the tick costs one or two builds
-        per scrape, not one per tick."""
+        afterwards; a scrape later than that builds for itself), or, period not known yet, not
+        built for since their last scrape; those gone quiet are forgotten. A scraper far slower
+        than the tick costs one or two builds per scrape, not one per tick."""
         now = self.clock()
         interval = self.runner.interval_s
         due: list[_Scraper] = []
