@@ -478,6 +478,10 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         values = zip(CONTAINER_LABELS, [path, *container_labels(r.sample)], strict=True)
         return {k: v for k, v in values if v or k in ("id", "name")}
 
+    # one label set per cgroup, shared by its samples of every family (read-only): built once
+    # per exposition, not once per series (7,000 of them with 500 cgroups)
+    labs = {path: labels(path, r) for path, r in rows}
+
     # cAdvisor's names and labels (id = the cgroup path, name = the container's)
     spec: list[tuple[str, str, Callable[[CgroupRow], int | None]]] = [
         (
@@ -509,7 +513,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         for path, r in rows:
             v = get(r)
             if v is not None:
-                _add(g, labels(path, r), float(v))
+                _add(g, labs[path], float(v))
         yield g
     # cAdvisor's name has no _total (it predates the convention), and prometheus_client's counters
     # always add one: untyped, under exactly cAdvisor's name, so its queries find it
@@ -524,11 +528,11 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
         if hits is not None:
             fail.add_sample(
                 "container_memory_failcnt",
-                labels(path, r),
+                labs[path],
                 float(hits),
             )
         if r.event("oom_kill") is not None:
-            _add(ooms, labels(path, r), float(r.event("oom_kill") or 0))
+            _add(ooms, labs[path], float(r.event("oom_kill") or 0))
     yield fail
     yield ooms
     some = CounterMetricFamily(
@@ -543,8 +547,8 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
     )
     for path, r in rows:
         if r.sample.psi_some_us is not None:
-            _add(some, labels(path, r), r.sample.psi_some_us * 1e-6)
-            _add(full, labels(path, r), (r.sample.psi_full_us or 0) * 1e-6)
+            _add(some, labs[path], r.sample.psi_some_us * 1e-6)
+            _add(full, labs[path], (r.sample.psi_full_us or 0) * 1e-6)
     yield some
     yield full
     yield from _needed(cg, rows, labels)
@@ -560,10 +564,10 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
             "Time the cgroup's own processes stalled in memcg reclaim",
             labels=CONTAINER_LABELS,
         )
-        for path, r in rows:
+        for path, _r in rows:
             p = cg.probed.get(path)
-            _add(eps, labels(path, r), float(p.reclaim_events if p else 0))
-            _add(stall, labels(path, r), (p.reclaim_ns if p else 0) * NS)
+            _add(eps, labs[path], float(p.reclaim_events if p else 0))
+            _add(stall, labs[path], (p.reclaim_ns if p else 0) * NS)
         yield eps
         yield stall
     if measuring(state, "swapin"):
@@ -573,8 +577,8 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
             labels=CONTAINER_LABELS,
         )
         by_path = cg.swapin_by_path()
-        for path, r in rows:
-            _add(sw, labels(path, r), by_path.get(path, (0, 0))[1] * NS)
+        for path, _r in rows:
+            _add(sw, labs[path], by_path.get(path, (0, 0))[1] * NS)
         yield sw
 
 

@@ -5,7 +5,9 @@ disconnect or reset early, malformed requests; and gzip when the scraper asks fo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
+import math
 import os
 import re
 import signal
@@ -21,11 +23,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import CollectorRegistry
 from support import FakeSource, memtop_cmd, vmscan_batches
 
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
-from memtop.export.metrics import Options
+from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.server import Exporter as ServedExporter
+from memtop.export.server import _Fixed, text_format
+from memtop.state import State
+from memtop.stream.recfile import Recording
 from memtop.stream.runner import Runner
 
 #: a bound on waits for the server; generous (the machine is shared), never asserted
@@ -226,7 +234,7 @@ def test_gzip_decodes_to_the_same_exposition() -> None:
         assert len(packed) < len(plain)
         unpacked = gzip.decompress(packed)
         # the same but for the scrape counter, which counts this scrape too
-        scrapes = re.compile(rb"^memtop_exporter_scrapes_total .*$", re.M)
+        scrapes = re.compile(rb"^memtop_exporter_(scrapes_total|exposition_age_seconds) .*$", re.M)
         assert scrapes.sub(b"", unpacked) == scrapes.sub(b"", plain)
         assert unpacked.count(b"\nmemtop_exporter_scrapes_total ") == 1
         # OpenMetrics gzipped: still one exposition, ending with its end marker
@@ -273,7 +281,7 @@ def test_the_exposition_is_built_once_per_batch() -> None:
     packed, ctype = ex.exposition(gzip=True)
     again = ex.exposition()[0]
     assert ex.builds == 1  # three scrapes, one build
-    scrapes = re.compile(rb"^memtop_exporter_scrapes_total .*$", re.M)
+    scrapes = re.compile(rb"^memtop_exporter_(scrapes_total|exposition_age_seconds) .*$", re.M)
     assert scrapes.sub(b"", gzip.decompress(packed)) == scrapes.sub(b"", plain) == scrapes.sub(b"", again)
     assert b"memtop_exporter_scrapes_total 3.0" in again  # the self-metrics are fresh
     asyncio.run(runner.tick())
@@ -283,3 +291,103 @@ def test_the_exposition_is_built_once_per_batch() -> None:
     assert ex.builds == 2  # answered from the prebuilt exposition
     ex.prebuild()
     assert ex.builds == 2  # nothing changed since: nothing to build
+
+
+def test_the_text_format_is_the_librarys_byte_for_byte() -> None:
+    """memtop writes the text format itself (prometheus_client's encoder checked every name of
+    every sample: a third of a build); what it writes is the library's, byte for byte, on a
+    recorded state's every family plus hostile label values, a histogram and special floats;
+    a name the format would have to escape goes to the library."""
+    rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
+    state = rec.state_at(rec.ts_at(rec.duration_s))
+    assert isinstance(state, State)
+    fams = list(families(state, Options(), Accumulators()))
+    odd = GaugeMetricFamily("memtop_test_odd", 'help with \\ and\nnewline "quoted"', labels=["comm", "id"])
+    for i, v in enumerate(['a"b', "back\\slash", "new\nline", "\x1b[31m", "é\u202e", "", "\u00a0tab\t"]):
+        odd.add_metric([v, str(i)], [0.0, -0.0, 1e6, 1234567.0, 1e-7, math.inf, -math.inf][i])
+    odd.add_metric(["nan", "z"], math.nan)
+    hist = HistogramMetricFamily(
+        "memtop_test_hist", "h", buckets=[("0.5", 1.0), ("+Inf", 3.0)], sum_value=2.5
+    )
+    fams += [odd, hist, CounterMetricFamily("memtop_test_c", "c", value=7.0)]
+    assert sum(len(f.samples) for f in fams) > 100
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(fams))
+    assert text_format(fams) == generate_latest(reg)
+    dotted = GaugeMetricFamily("memtop.dotted", "d", value=1.0)
+    assert text_format([dotted]) is None  # not ours to escape: the library's encoder does
+
+
+def test_a_scrape_never_waits_for_a_build() -> None:
+    """In the background (the served exporter), a scrape that lands while the tick's build runs
+    gets the exposition of the tick before, with its age, instead of waiting; one more tick
+    behind, it builds (never two ticks stale); the next prebuild catches up."""
+    two = vmscan_batches()
+    later = [dataclasses.replace(b, ts_ns=b.ts_ns + 2 * 10**9) for b in two]
+    runner = Runner(FakeSource(two + later), checkpoints=False)
+    ex = ServedExporter(runner, Options(), background=True)
+    asyncio.run(runner.tick())
+    first = ex.exposition()[0]
+    assert ex.builds == 1 and b"memtop_exporter_exposition_age_seconds " in first
+    asyncio.run(runner.tick())
+    got: list[bytes] = []
+    with ex._lock:  # the tick's build, running
+        t = threading.Thread(target=lambda: got.append(ex.exposition()[0]))
+        t.start()
+        t.join(WAIT_S)
+        served = not t.is_alive()
+    t.join()
+    assert served, "the scrape waited for the build"
+    assert ex.builds == 1  # the previous tick's exposition, served as it was
+    drop = re.compile(rb"^memtop_exporter_(scrapes_total|exposition_age_seconds) .*$", re.M)
+    assert drop.sub(b"", got[0]) == drop.sub(b"", first)
+    ex.prebuild()
+    assert ex.builds == 2
+    asyncio.run(runner.tick())
+    asyncio.run(runner.tick())  # two ticks behind: a scrape builds rather than serve it
+    ex.exposition()
+    assert ex.builds == 3
+
+
+def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
+    """At a 1 s interval, a scraper every 10 s is answered from an exposition built at the tick
+    before its scrape (never by the scrape itself, never more than one tick old), for one or two
+    builds per scrape; once it stops, or after a burst of back-to-back scrapes, ticks build
+    nothing."""
+    two = vmscan_batches()
+    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(120)]
+    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
+    ex = ServedExporter(runner, Options(), background=True)
+    now = [1000.0]
+    ex.clock = lambda: now[0]
+
+    def tick() -> None:
+        now[0] += 1.0
+        asyncio.run(runner.tick())
+        ex.prebuild()
+
+    ages: list[float] = []
+    for t in range(1, 61):
+        tick()
+        if t % 10 == 3:  # a scrape 0.3 s after the tick
+            now[0] += 0.3
+            before = ex.builds
+            text = ex.exposition(gzip=True)[0]
+            now[0] -= 0.3
+            age = re.search(rb"^memtop_exporter_exposition_age_seconds (\S+)$", gzip.decompress(text), re.M)
+            assert age is not None
+            ages.append(float(age.group(1)))
+            if t > 23:  # its period is known after two gaps' worth of scrapes
+                assert ex.builds == before, f"the scrape at {t} s waited for a build"
+    assert ex.builds <= 2 * len(ages) + 2  # not one per tick (60)
+    assert max(ages[2:]) <= 1.3  # the tick's state, never older than a tick
+    stopped = ex.builds
+    for _ in range(30):  # the scraper went away: the builds for its next scrape, then none
+        tick()
+    assert ex.builds - stopped <= 3
+    for _ in range(50):  # a burst of back-to-back scrapes
+        ex.exposition()
+    burst = ex.builds
+    for _ in range(10):
+        tick()
+    assert ex.builds - burst <= 2
