@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from memtop.errors import MemtopError
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import Accumulators, Budget, Options, families
+from memtop.export.node import with_node
 from memtop.export.textfile import Textfile
 from memtop.runner import Runner
 from memtop.source import Source
@@ -134,9 +135,9 @@ class _Fixed(Collector):
         yield from self.fams
 
 
-def _encode(encoder: Callable[[CollectorRegistry], bytes], fams: list[Metric]) -> bytes:
+def _encode(encoder: Callable[[CollectorRegistry], bytes], fams: list[Metric], node: str = "") -> bytes:
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Fixed(fams))
+    reg.register(_Fixed(with_node(fams, node)))
     return encoder(reg)
 
 
@@ -206,7 +207,7 @@ class Exporter(Collector):
             built = self._fresh(accept, gzip)
             self._wanted[(ctype, gzip)] = accept
             self.scrapes += 1
-            live = _encode(encoder, list(self._live_metrics()))
+            live = _encode(encoder, list(self._live_metrics()), self.opts.node)
             if openmetrics and not live.endswith(EOF):
                 live += EOF
             if not gzip:
@@ -221,7 +222,7 @@ class Exporter(Collector):
         key = (self.generation, ctype)
         built = self._built.get(ctype)
         if built is None or built.key != key:
-            text = _encode(encoder, self._build())
+            text = _encode(encoder, self._build(), self.opts.node)
             if ctype.startswith("application/openmetrics-text") and text.endswith(EOF):
                 text = text[: -len(EOF)]  # the self-metrics go before the end marker
             built = self._built[ctype] = _Built(key, text)
