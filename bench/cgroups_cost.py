@@ -25,7 +25,7 @@ from typing import Any
 from harness import QUIET_S, machine, memtop_ready, pane_tick_ms, save
 from memtop_self import cpu_s
 
-from memtop import cgroupfs
+from memtop.linux import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.state.cgroups import CgroupsState
 

@@ -63,9 +63,9 @@ async def drive(pid: int, expected: int) -> dict[str, Any]:
     """One run, in the process of the revision being measured (PYTHONPATH is its tree)."""
     from textual.widgets import DataTable
 
-    from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
     from memtop.state.process import ProcessState
+    from memtop.stream.bridge import Bridge
     from memtop.ui.app import MemtopApp
     from memtop.ui.screens.process import ProcessScreen
 

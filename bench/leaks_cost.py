@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import machine, polled, save, summary  # noqa: E402
 
-from memtop import bcc_compat  # noqa: E402
+from memtop.linux import bcc_compat  # noqa: E402
 from memtop.probes.leaks import LeaksProbe  # noqa: E402
 
 BCC_MEMLEAK = "/usr/sbin/memleak-bpfcc"

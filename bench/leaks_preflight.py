@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import machine, polled, save  # noqa: E402
 
-from memtop import bcc_compat  # noqa: E402
+from memtop.linux import bcc_compat  # noqa: E402
 from memtop.probes.leakrate import LeakRateProbe  # noqa: E402
 from memtop.probes.leaks import LeaksProbe  # noqa: E402
 from memtop.records.leaks import LeakPreflight  # noqa: E402

@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from harness import machine, save  # noqa: E402
 from leaks_cost import Workload, phase_bare  # noqa: E402
 
-from memtop import bcc_compat  # noqa: E402
+from memtop.linux import bcc_compat  # noqa: E402
 from memtop.probes import bpfstats  # noqa: E402
 from memtop.probes.leaks import LeaksProbe  # noqa: E402
 

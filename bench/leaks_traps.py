@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from harness import machine, save, summary  # noqa: E402
 from leaks_cost import Workload, phase_bare  # noqa: E402
 
-from memtop import bcc_compat  # noqa: E402
+from memtop.linux import bcc_compat  # noqa: E402
 from memtop.probes import allocators, symbols  # noqa: E402
 from memtop.probes.leaks import probe_offset  # noqa: E402
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memtop.recording import open_recorder  # noqa: E402
 from memtop.records import Batch, ProbeStatus, Record  # noqa: E402
 from memtop.records.host import MemInfo, Pressure, VmStat
 from memtop.records.processes import ProcSample  # noqa: E402
-from memtop.replay import Recording, ReplaySource, freeze, thaw  # noqa: E402
 from memtop.state import State  # noqa: E402
+from memtop.stream.recording import open_recorder  # noqa: E402
+from memtop.stream.replay import Recording, ReplaySource, freeze, thaw  # noqa: E402
 
 
 def make_recording(path: Path, seconds: int = 3600, procs: int = 300, busy: int = 60, seed: int = 1) -> Path:

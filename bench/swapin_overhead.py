@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import alternate, build, machine, nothing, parse_kv, save, summary  # noqa: E402
 
-from memtop import bcc_compat  # noqa: E402
+from memtop.linux import bcc_compat  # noqa: E402
 from memtop.probes.swapin import SwapinProbe  # noqa: E402
 from memtop.probes.unit import Section, Unit  # noqa: E402
 

@@ -42,10 +42,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support import compile_c, memcg, swapfile  # noqa: E402
 
-from memtop.bridge import Bridge  # noqa: E402
 from memtop.probes.base import Probe  # noqa: E402
 from memtop.probes.registry import default_probes  # noqa: E402
-from memtop.recording import open_recorder  # noqa: E402
+from memtop.stream.bridge import Bridge  # noqa: E402
+from memtop.stream.recording import open_recorder  # noqa: E402
 
 MiB = 1 << 20
 
@@ -350,7 +350,7 @@ async def shared_session(out: Path, duration_s: float, steps: list[Any]) -> None
 def unified_twin(name: str) -> Path | None:
     """On a hybrid machine, the cgroup2 directory of the same name as a v1 memcg (where its PSI is
     measured), created; None elsewhere."""
-    from memtop import cgroupfs
+    from memtop.linux import cgroupfs
 
     lay = cgroupfs.layout()
     if lay.mode != "hybrid" or lay.unified is None:

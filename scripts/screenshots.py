@@ -22,9 +22,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memtop import files  # noqa: E402
-from memtop.replay import Recording, ReplaySource  # noqa: E402
+from memtop.linux import files  # noqa: E402
 from memtop.state.processes import ProcessesState  # noqa: E402
+from memtop.stream.replay import Recording, ReplaySource  # noqa: E402
 from memtop.ui.app import MemtopApp  # noqa: E402
 from memtop.ui.panes.base import DrillIn  # noqa: E402
 from memtop.ui.screens import DrillScreen  # noqa: E402

@@ -19,8 +19,8 @@ sys.path.insert(0, str(TESTS))
 
 from support import bpf_unavailable_reason, missing_programs  # noqa: E402
 
-from memtop import bcc_compat  # noqa: E402
-from memtop.errors import NoPrivilege  # noqa: E402
+from memtop.core.errors import NoPrivilege  # noqa: E402
+from memtop.linux import bcc_compat  # noqa: E402
 
 REQUIRE_BPF = os.environ.get("MEMTOP_REQUIRE_BPF") == "1"
 

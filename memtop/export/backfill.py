@@ -16,10 +16,10 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.samples import Sample, Timestamp
 
-from memtop import files
-from memtop.errors import MemtopError
+from memtop.core.errors import MemtopError
 from memtop.export.metrics import Accumulators, Budget, Options, families
-from memtop.runner import Runner
+from memtop.linux import files
+from memtop.stream.runner import Runner
 from memtop.views import wall_ns
 
 
@@ -47,7 +47,7 @@ def backfill(
 ) -> tuple[int, int]:
     """Write ``output``; (points, samples) written. MemtopError when the recording has no
     wall-clock time to stamp the points with (a recording made before memtop recorded it)."""
-    from memtop.replay import Recording, ReplaySource
+    from memtop.stream.replay import Recording, ReplaySource
 
     files.check_target(output, force)
     source = ReplaySource(Recording.load(recording), at_s=0)

@@ -440,7 +440,7 @@ def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
 
 
 def _wset(r: CgroupRow) -> int | None:
-    from memtop.cgroupfs import working_set
+    from memtop.linux.cgroupfs import working_set
 
     return working_set(r.sample.usage_bytes, r.stat("inactive_file"))
 
@@ -503,7 +503,7 @@ def _kernel(state: State, opts: Options) -> Iterator[Metric]:
     """The Kernel pane: where MemTotal went (one series per breakdown line, adding up to
     MemTotal, "unexplained" among them) and the slab caches: the top K by size, the rest summed
     in ``rest="true"``."""
-    from memtop import kernelfs
+    from memtop.linux import kernelfs
 
     if not measuring(state, "kernel"):
         return

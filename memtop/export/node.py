@@ -12,7 +12,7 @@ import socket
 
 from prometheus_client.metrics_core import Metric
 
-from memtop.cgroupfs import read_text
+from memtop.linux.cgroupfs import read_text
 
 #: a host name is at most 64 bytes (HOST_NAME_MAX); a Kubernetes node name at most 253
 MAX_NODE_NAME = 253

@@ -31,13 +31,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from memtop.errors import MemtopError
+from memtop.core.errors import MemtopError
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import Accumulators, Budget, Options, families
 from memtop.export.node import with_node
 from memtop.export.textfile import Textfile
-from memtop.runner import Runner
-from memtop.source import Source
+from memtop.stream.runner import Runner
+from memtop.stream.source import Source
 
 DEFAULT_LISTEN = "127.0.0.1:9479"
 EOF = b"# EOF\n"
@@ -336,7 +336,7 @@ async def export(
 ) -> int:
     """Run until SIGINT/SIGTERM (or ``duration_s``): serve /metrics and/or write ``textfile``
     every interval. A textfile that cannot be written is an error (exit 2)."""
-    from memtop.headless import _begin, _stop_on_signals
+    from memtop.headless.frontends import _begin, _stop_on_signals
 
     # the textfile's directory is opened and checked once, before anything else starts, and its
     # earlier runs' temporary files removed

@@ -7,7 +7,7 @@ descriptor (``openat``, ``renameat``), so a parent directory swapped for a symli
 followed: the writes stay in the directory that was checked. The temporary file has a name that
 says whose it is (``.NAME.<pid>.tmp``), so a later start removes those of runs that were killed
 (their pid no longer alive) and leaves those of a run still going. A failed write is
-:class:`~memtop.errors.WriteFailed` (exit 2), with the temporary file removed.
+:class:`~memtop.core.errors.WriteFailed` (exit 2), with the temporary file removed.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import stat
 import time
 from pathlib import Path
 
-from memtop.errors import UnsafePath, WriteFailed
-from memtop.files import MODE, temp_prefix
+from memtop.core.errors import UnsafePath, WriteFailed
+from memtop.linux.files import MODE, temp_prefix
 
 #: temporary files of the memtop that wrote with random names (mkstemp): removed at start once
 #: older than this, as no write takes that long

@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memtop.core.text import clean
 from memtop.probes import symbols
-from memtop.text import clean
 
 _LIBC = re.compile(r"^libc(\.so(\.\d+)*|-[\d.]+\.so|\.musl-[^/]*\.so(\.\d+)*)$|^ld-musl-[^/]*\.so(\.\d+)*$")
 #: allocator libraries by family (a library of another name that defines malloc is "other")

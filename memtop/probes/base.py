@@ -15,9 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from memtop import bcc_compat, resources, tracefs
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.linux import bcc_compat, tracefs
 from memtop.records import Lost, Record
+from memtop.runtime import resources
 
 if TYPE_CHECKING:  # imported where a program is built, after the first frame (its regexes cost)
     from memtop.probes import unit
@@ -161,7 +162,7 @@ class BpfProbe(Probe):
 
     def array_slots(self, table: str, n: int) -> list[int]:
         """Slots 0..n-1 of a (per-CPU) array of u64, each summed over the CPUs: one batched lookup
-        (memtop.bcc_compat.percpu_sums) rather than a syscall per slot; slot by slot from then on
+        (memtop.linux.bcc_compat.percpu_sums) rather than a syscall per slot; slot by slot from then on
         where the kernel cannot batch (before 5.6)."""
         if self._batch_reads:
             try:

@@ -1,5 +1,5 @@
 """The cgroups probe: every cgroup's memory figures from cgroupfs (no BPF), over v1, v2 and hybrid
-layouts (memtop.cgroupfs).
+layouts (memtop.linux.cgroupfs).
 
 At most ``max_cgroups`` are read. Past that, a walk lists up to WALK_FACTOR times as many to know
 what it leaves out, and keeps the root and the largest (memory usage, then the shallowest): a
@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import zlib
 
-from memtop import cgroupfs
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.linux import cgroupfs
 from memtop.probes.base import Probe
 from memtop.records import Lost, Record
 from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupPoll, CgroupSample
@@ -63,7 +63,7 @@ class CgroupsProbe(Probe):
         self._names = cgroupfs.RuntimeNames(runtime_root)
         self._tick = 0
         self._sent_layout = False
-        #: every cgroup's usage and pressure files, held open (memtop.cgroupfs.HeldFiles)
+        #: every cgroup's usage and pressure files, held open (memtop.linux.cgroupfs.HeldFiles)
         self._held = cgroupfs.HeldFiles()
         #: per cgroup: (memory dir, cgroup2 dir, usage file, pressure file, a spread for full reads)
         self._files: dict[str, tuple[str | None, str | None, str | None, str | None, int]] = {}

@@ -21,8 +21,8 @@ import resource
 import threading
 import time
 
-from memtop import bcc_compat
-from memtop.errors import PidNotFound, ProbeError
+from memtop.core.errors import PidNotFound, ProbeError
+from memtop.linux import bcc_compat
 from memtop.probes.base import BpfProbe, enumerated
 from memtop.probes.procmaps import AddressMap, MapEntry, is_alive, read_maps
 from memtop.probes.symbols import Symbolizer

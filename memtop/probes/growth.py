@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from memtop.errors import PidNotFound
+from memtop.core.errors import PidNotFound
 from memtop.probes.base import BpfProbe
 from memtop.probes.procmaps import is_alive, read_maps
 from memtop.probes.symbols import Symbolizer

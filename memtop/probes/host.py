@@ -12,10 +12,10 @@ import socket
 import time
 from pathlib import Path
 
-from memtop import bcc_compat
-from memtop.errors import MemtopError, NoHeaders
+from memtop.core.errors import MemtopError, NoHeaders
+from memtop.core.text import clean
+from memtop.linux import bcc_compat
 from memtop.records.host import HostFacts
-from memtop.text import clean
 
 #: the longest host name or kernel release kept (both are far shorter on any real system)
 MAX_NAME = 256

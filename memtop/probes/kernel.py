@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
-from memtop import kernelfs
-from memtop.cgroupfs import read_text
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.linux import kernelfs
+from memtop.linux.cgroupfs import read_text
 from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.kernel import AllocProfile, BuddyInfo, KernelMem, SlabCaches, VmallocCallers

@@ -16,11 +16,11 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from memtop import tracefs
+from memtop.core.text import clean
+from memtop.linux import tracefs
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
 from memtop.records.oom import OomScoreAdj, SignalKill
-from memtop.text import clean
 
 #: executables (or scripts) of the userspace memory killers memtop knows
 KNOWN_KILLERS = ("earlyoom", "systemd-oomd", "oomd", "nohang", "kubelet", "low-memory-monitor")

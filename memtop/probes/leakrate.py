@@ -1,6 +1,6 @@
 """leakrate: the leaks preflight. Counts, for about a second, the calls to the allocator functions
 the leaks probe would trace in the target, then detaches: the allocation rate the expected cost of
-tracing is computed from (memtop.leakcost), shown before the leaks probe attaches.
+tracing is computed from (memtop.core.leakcost), shown before the leaks probe attaches.
 
 The cheapest way to count (``bpf/leakrate.bpf.c``): one entry uprobe per function of the target's
 allocator lane, placed where the leaks probe would place it (memtop.probes.leaks.probe_offset),
@@ -25,14 +25,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from memtop import bcc_compat
-from memtop.errors import PidNotFound, ProbeError
+from memtop.core.errors import PidNotFound, ProbeError
+from memtop.core.text import clean
+from memtop.linux import bcc_compat
 from memtop.probes import allocators, bpfstats, symbols
 from memtop.probes.base import BpfProbe
 from memtop.probes.leaks import REQUIRED, _start_time, probe_offset, probe_plan
 from memtop.records import Record
 from memtop.records.leaks import LeakPreflight
-from memtop.text import clean
 
 #: slots in the program's counter array, one program count_<i> each (bpf/leakrate.bpf.c)
 N_FNS = 40

@@ -29,14 +29,15 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat, fmt
-from memtop.errors import PidNotFound, ProbeError
+from memtop.core import fmt
+from memtop.core.errors import PidNotFound, ProbeError
+from memtop.core.text import clean
+from memtop.linux import bcc_compat
 from memtop.probes import allocators, symbols
 from memtop.probes.base import BpfProbe
 from memtop.probes.layout import Packed
 from memtop.records import Lost, Record
 from memtop.records.leaks import AGE_BUCKETS_S, LeakCalls, LeakStack, LeakTarget
-from memtop.text import clean
 
 #: (symbol, entry program, return program) with sizes read from glibc's chunk headers.
 #: free and munmap come first so no block is recorded whose release we could not see; malloc last.

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memtop import tracefs
+from memtop.core.text import clean
+from memtop.linux import tracefs
 from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.oom import OomKill
-from memtop.text import clean
 
 #: what the OOM killer had run out of, by the number the program gives it (``SCOPE_<NAME>``)
 SCOPES = ("unknown", "memcg", "global")

@@ -26,12 +26,12 @@ import resource
 from pathlib import Path
 from typing import Self
 
-from memtop.kernelfs import parse_meminfo
+from memtop.core.text import clean
+from memtop.linux.kernelfs import parse_meminfo
 from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.host import MemInfo, Pressure, VmStat
 from memtop.records.processes import ProcSample
-from memtop.text import clean
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

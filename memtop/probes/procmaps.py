@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memtop.core.text import clean
 from memtop.records.process import HUGETLB_LABEL, MappingRow
-from memtop.text import clean
 
 #: mappings of a file whose pages live in shmem (tmpfs, memfd, SysV segments): their pages go to
 #: swap, not back to a file, so a major fault there is a swap-in

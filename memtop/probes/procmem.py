@@ -5,10 +5,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from memtop.core.text import clean
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
 from memtop.records.processes import ProcEvent
-from memtop.text import clean
 
 #: event kinds by the number the program sends (``EV_<NAME>``; 0 is none)
 KINDS = {1: "exec", 2: "exit"}

@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from memtop import tracefs
-from memtop.cgroupfs import read_text
-from memtop.kernelfs import parse_meminfo
+from memtop.core.text import clean
+from memtop.linux import tracefs
+from memtop.linux.cgroupfs import read_text
+from memtop.linux.kernelfs import parse_meminfo
 from memtop.probes.base import BpfProbe, Probe, enumerated
 from memtop.records import Record
 from memtop.records.shared import (
@@ -39,7 +40,6 @@ from memtop.records.shared import (
     ShmTable,
     TmpfsMount,
 )
-from memtop.text import clean
 
 #: the calls the program reports, by the number it sends (``SHARED_<CALL>``)
 CALLS = ("shmget", "shmat", "shmdt", "shmctl", "madvise", "memfd_create")

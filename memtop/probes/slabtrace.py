@@ -28,13 +28,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from memtop import btf
-from memtop.ksyms import KernelSymbols
+from memtop.core.text import clean
+from memtop.linux import btf
+from memtop.linux.ksyms import KernelSymbols
 from memtop.probes import bpfstats
 from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.kernel import SlabTrace
-from memtop.text import clean
 
 SAMPLE = 64
 #: kernel stacks kept per (cache, call site), and frames per stack, in a record

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from memtop.errors import PidNotFound
+from memtop.core.errors import PidNotFound
 from memtop.probes.base import Probe
 from memtop.probes.procmaps import SmapsParser, is_alive, read_rollup
 from memtop.records import Record

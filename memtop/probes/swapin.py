@@ -15,13 +15,13 @@ import ctypes
 from pathlib import Path
 from typing import Self
 
-from memtop import bcc_compat
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.core.text import clean
+from memtop.linux import bcc_compat
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
-from memtop.text import clean
 
 #: cflag prefix -> kernel functions whose text range it covers (first found wins)
 SYMBOLS: dict[str, tuple[str, ...]] = {

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memtop.core.text import clean
 from memtop.probes.procmaps import AddressMap, read_maps
-from memtop.text import clean
 
 #: the longest one request to the helper may take before the helper is killed
 LOOKUP_TIMEOUT_S = 3.0
@@ -473,7 +473,7 @@ class _Server:
                 hit = pmap.lookup(a) if pmap is not None else None
                 if hit is not None:
                     (name, offset), module = hit, ppath
-            # bytes that are not UTF-8 as \xNN, as memtop.text.clean shows them everywhere else
+            # bytes that are not UTF-8 as \xNN, as memtop.core.text.clean shows them everywhere else
             # (the pipe carries UTF-8: no surrogate may cross it)
             shown = (
                 module.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

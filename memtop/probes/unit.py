@@ -46,8 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat, resources
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.linux import bcc_compat
+from memtop.runtime import resources
 
 _DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)", re.M)
 _TRACEPOINT = re.compile(r"\bTRACEPOINT_PROBE\(\s*(\w+)\s*,\s*(\w+)\s*\)")

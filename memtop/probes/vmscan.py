@@ -18,11 +18,11 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+from memtop.core.text import clean
 from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import ORIGINS, VmscanTotals
-from memtop.text import clean
 
 #: log2 latency buckets of each histogram (a u64 of nanoseconds has 64)
 HIST_SLOTS = 64

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memtop.text import LIMIT, clean
+from memtop.core.text import LIMIT, clean
 
 __all__ = [
     "Record",
@@ -38,7 +38,7 @@ class Record:
     """Marker base class; concrete records are frozen slotted dataclasses.
 
     The record boundary: every string a record is built with (a field of type str, or str inside
-    a tuple or an optional field) is cleaned here, once, by :func:`memtop.text.clean`, whoever
+    a tuple or an optional field) is cleaned here, once, by :func:`memtop.core.text.clean`, whoever
     builds it (a probe, ``from_json``, a test), so no output (the TUI, SVG, text, JSON, batch
     lines, exported labels) gets text from outside that could steer a terminal or an encoder."""
 
@@ -321,7 +321,7 @@ def from_json(data: dict[str, Any]) -> Record:
     for an unknown kind, a missing required field or a value that does not fit its field's type
     hint (ints within int64/uint64, finite floats: JSON's NaN and Infinity, which Python's json
     accepts, are refused; lists where tuples are). Strings longer than :data:`MAX_STRING` are
-    refused, others come out printable and at most :data:`memtop.text.LIMIT` long, as a probe's do
+    refused, others come out printable and at most :data:`memtop.core.text.LIMIT` long, as a probe's do
     (the record cleans them: :class:`Record`).
     Unknown fields are ignored, missing optional ones take their defaults; a probe renamed since
     (:data:`RENAMED_PROBES`) takes its new name."""

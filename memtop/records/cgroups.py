@@ -32,7 +32,7 @@ class CgroupSample(Record):
     exists only in the cgroup2 hierarchy of a hybrid machine, which has no memory figures).
     Limits None: no limit; any other None: this version or kernel does not have the figure.
     ``events``: v2 memory.events as named there, v1 failcnt/oom_kill/under_oom; ``stat``:
-    memory.stat under memtop's common names (memtop.cgroupfs.STAT_NAMES; hierarchical on v1);
+    memory.stat under memtop's common names (memtop.linux.cgroupfs.STAT_NAMES; hierarchical on v1);
     ``psi_*_us``: memory.pressure totals, from the cgroup2 directory of the same path.
     ``pids``: processes in it (memory hierarchy); ``unified_pids``: those in the cgroup2
     directory of the same path, when that is another hierarchy. ``cgroup_id``: that cgroup2

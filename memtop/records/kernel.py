@@ -62,7 +62,7 @@ class VmallocCallers(Record):
 @record("alloc_profile")
 @dataclass(frozen=True, slots=True)
 class AllocProfile(Record):
-    """Kernel allocation profiling: ``state`` one of memtop.kernelfs.PROFILING_STATES and what to
+    """Kernel allocation profiling: ``state`` one of memtop.linux.kernelfs.PROFILING_STATES and what to
     do (``hint``); when on, /proc/allocinfo's format ``version`` and its largest call sites
     ``(bytes, calls, file, line, module, function, accurate)`` of ``nsites``, with totals."""
 

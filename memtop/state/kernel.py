@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memtop import kernelfs
+from memtop.linux import kernelfs
 from memtop.records import Batch
 from memtop.records.kernel import (
     AllocProfile,
@@ -152,7 +152,7 @@ class KernelState(SubState):
 
     # -- derived ----------------------------------------------------------------------------------
     def breakdown(self) -> dict[str, int]:
-        """Where MemTotal went now (memtop.kernelfs.breakdown); {} before the first read."""
+        """Where MemTotal went now (memtop.linux.kernelfs.breakdown); {} before the first read."""
         if not self.meminfo:
             return {}
         return kernelfs.breakdown(self.meminfo, self.zspages_bytes, self.vmap_stack)

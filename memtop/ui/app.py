@@ -21,13 +21,14 @@ from textual.screen import ModalScreen, Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.widgets import Static
 
-from memtop import lifecycle, ready, resources, snapshot, startup_gc
-from memtop.errors import Interrupted, MemtopError
+from memtop.core.errors import Interrupted, MemtopError
+from memtop.headless import snapshots
+from memtop.headless.snapshots import SnapshotRequest
 from memtop.records import Batch
-from memtop.runner import Runner
-from memtop.snapshot import SnapshotRequest
-from memtop.source import Source
+from memtop.runtime import lifecycle, ready, resources, startup_gc
 from memtop.state import State
+from memtop.stream.runner import Runner
+from memtop.stream.source import Source
 from memtop.ui import help, term_compat
 from memtop.ui.levels import mono
 from memtop.ui.lines import KeyLine, TabLine, show_text
@@ -285,7 +286,7 @@ class MemtopApp(RecordReplay):
         self.run_worker(self._announce_ready())
 
     async def _announce_ready(self) -> None:
-        """For scripts and benchmarks (memtop.ready): once every probe is attached or failed."""
+        """For scripts and benchmarks (memtop.runtime.ready): once every probe is attached or failed."""
         await self.source.wait_settled(120.0)
         ready.announce(self.source.statuses(), self.first_frame_s)
 
@@ -596,9 +597,11 @@ class MemtopApp(RecordReplay):
         if fmt_name == "svg":  # a picture of the screen
             data = self.export_screenshot(title=f"memtop {target.title}")
         else:  # the same document `memtop snapshot` writes, from the view
-            data = snapshot.render(target.view, self.state, target.options(), fmt_name)
+            data = snapshots.render(target.view, self.state, target.options(), fmt_name)
         name = target.snapshot_name if isinstance(target, DrillScreen) else target.view_name
-        path = snapshot.write(output or snapshot.default_path(self.snapshot_dir, name, fmt_name), data, force)
+        path = snapshots.write(
+            output or snapshots.default_path(self.snapshot_dir, name, fmt_name), data, force
+        )
         self.last_snapshot = path
         return path
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from memtop import fmt
+from memtop.core import fmt
 
 #: a column chart's glyphs, lowest to highest (a bucket with a count is never drawn blank)
 COLUMNS = "▁▂▃▄▅▆▇█"

@@ -16,17 +16,17 @@ from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from memtop import fmt
-from memtop.errors import MemtopError
+from memtop.core import fmt
+from memtop.core.errors import MemtopError
 from memtop.records import Batch, Lost, Record
-from memtop.runner import Runner
-from memtop.source import ReplayControls
 from memtop.state.host import HostState
+from memtop.stream.runner import Runner
+from memtop.stream.source import ReplayControls
 
 REPLAY_ACTIONS = {"replay_step", "replay_jump", "replay_goto"}
 
 if TYPE_CHECKING:  # json and gzip load when a recording starts, not before the first frame
-    from memtop.recording import Recorder
+    from memtop.stream.recording import Recorder
 
 
 class GotoScreen(ModalScreen[float | None]):
@@ -44,7 +44,7 @@ class GotoScreen(ModalScreen[float | None]):
         self.duration_s = duration_s
 
     def compose(self) -> ComposeResult:
-        from memtop.replay import fmt_clock
+        from memtop.stream.replay import fmt_clock
 
         yield Static(
             Text(
@@ -59,7 +59,7 @@ class GotoScreen(ModalScreen[float | None]):
         self.query_one("#goto-input", Input).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        from memtop.replay import parse_time
+        from memtop.stream.replay import parse_time
 
         try:
             seconds = parse_time(event.value)
@@ -143,7 +143,10 @@ class RecordReplay(App[int]):
         if rec is not None:
             self._end_recording(rec)
             return
-        from memtop.recording import default_name, open_recorder  # json and gzip: not before the first frame
+        from memtop.stream.recording import (  # json and gzip: not before the first frame
+            default_name,
+            open_recorder,
+        )
 
         state = self.runner.state
         # what the live state already knows that the recording would otherwise lack

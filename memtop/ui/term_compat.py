@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.drivers.linux_driver import LinuxDriver
 
-from memtop import lifecycle
+from memtop.runtime import lifecycle
 from memtop.ui import textual_compat
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from memtop import fmt
-from memtop.errors import MemtopError
+from memtop.core import fmt
+from memtop.core.errors import MemtopError
 from memtop.state import State
 from memtop.views.levels import Level, level
 

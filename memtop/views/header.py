@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.records.host import HostFacts
 from memtop.state import State
 from memtop.state.host import HostState

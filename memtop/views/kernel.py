@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtop import fmt, kernelfs
+from memtop.core import fmt
+from memtop.linux import kernelfs
 from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState, Traced

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from memtop import fmt, leakcost
-from memtop.errors import MemtopError
+from memtop.core import fmt, leakcost
+from memtop.core.errors import MemtopError
 from memtop.records.leaks import AGE_BUCKETS_S, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
@@ -29,7 +29,7 @@ ROW_KEYS = (
 
 def preflight_doc(pf: LeakPreflight | None) -> dict[str, Any] | None:
     """The preflight as the document shows it: the rates counted, what tracing would cost at
-    them (memtop.leakcost), the proposal and the decision; None when there was none."""
+    them (memtop.core.leakcost), the proposal and the decision; None when there was none."""
     if pf is None:
         return None
     measured = pf.state in ("measured", "exited") and pf.window_ns > 0
@@ -277,9 +277,9 @@ class LeaksView(View):
     @staticmethod
     def rate(state: State) -> dict[str, Any]:
         """The traced programs' allocation rate, what tracing them costs at that rate in the mode
-        they are traced in (memtop.leakcost's measured costs, each allocation taken with its
+        they are traced in (memtop.core.leakcost's measured costs, each allocation taken with its
         free: bench/leaks_cost.py), and byte sampling proposed past a tenth of a core
-        (memtop.leakcost.PROPOSE_AT_CPU), as the preflight proposes it."""
+        (memtop.core.leakcost.PROPOSE_AT_CPU), as the preflight proposes it."""
         leaks = state.get(LeaksState)
         sample = leaks.calls.sample_bytes if leaks.calls is not None else 0
         per_s = leaks.calls_per_s

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from memtop import cgroupfs, fmt
+from memtop.core import fmt
+from memtop.linux import cgroupfs
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import FORECAST_NOTICE_S, SIGNAL_NAMES, Forecast, OomState, SignalKillRow

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any, ClassVar
 
-from memtop import fmt
-from memtop.errors import MemtopError
+from memtop.core import fmt
+from memtop.core.errors import MemtopError
 from memtop.records.oom import OomKill
 from memtop.records.process import HUGETLB_LABEL, MappingRow
 from memtop.state import State

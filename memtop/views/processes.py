@@ -6,7 +6,8 @@ from collections import deque
 from operator import itemgetter
 from typing import Any
 
-from memtop import cgroupfs, fmt
+from memtop.core import fmt
+from memtop.linux import cgroupfs
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s

@@ -10,7 +10,8 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from memtop import cgroupfs, fmt
+from memtop.core import fmt
+from memtop.linux import cgroupfs
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent
 from memtop.state import State
 from memtop.state.base import log2_le

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.state.shared import SharedState

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memtop import cgroupfs, fmt
+from memtop.core import fmt
+from memtop.linux import cgroupfs
 from memtop.state import State
 from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState

@@ -1,7 +1,7 @@
-"""memtop.btf against bpftool's reading of the same kernel BTF (/sys/kernel/btf/vmlinux).
+"""memtop.linux.btf against bpftool's reading of the same kernel BTF (/sys/kernel/btf/vmlinux).
 
-The slab tracer reads ``struct kmem_cache`` at the offsets memtop.btf finds and trusts a raw
-tracepoint's arguments to be what memtop.btf says the prototype is: both are compared with
+The slab tracer reads ``struct kmem_cache`` at the offsets memtop.linux.btf finds and trusts a raw
+tracepoint's arguments to be what memtop.linux.btf says the prototype is: both are compared with
 bpftool's dump here, for the structs and tracepoints memtop uses and a spread of others.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memtop import btf
+from memtop.linux import btf
 from memtop.probes.slabtrace import RAW_PROTOTYPES, raw_config
 
 VMLINUX = Path("/sys/kernel/btf/vmlinux")
@@ -72,7 +72,7 @@ def test_raw_tracepoint_prototypes_are_bpftools(types: btf.Btf, c_dump: str) -> 
         assert event in dict(protos)
     checked = 0
     for event, args in protos:
-        if "(" in args or "[" in args:  # function pointers, arrays: not spelled by memtop.btf
+        if "(" in args or "[" in args:  # function pointers, arrays: not spelled by memtop.linux.btf
             continue
         want = [a.strip() for a in args.split(",")] if args else []
         assert types.raw_tracepoint_args(event) == want, event

@@ -25,13 +25,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 from support import between, bracket, compile_c, memtop_cmd
 
-from memtop.bridge import now_ns
 from memtop.export.metrics import Accumulators, families
 from memtop.export.metrics import Options as ExportOptions
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 MiB = 1 << 20

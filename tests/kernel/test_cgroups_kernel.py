@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 from support import MemCgroup, compile_c, memcg, swapfile, wait_until
 
-from memtop import cgroupfs
-from memtop.bridge import now_ns
+from memtop.linux import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.oom import OomProbe
 from memtop.probes.vmscan import VmscanProbe
 from memtop.records import Batch, Record
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 MiB = 1 << 20

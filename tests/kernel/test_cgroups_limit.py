@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 from support import CG1
 
-from memtop.cgroupfs import layout, parse_int, read_text, walk
 from memtop.export.metrics import Accumulators, families
 from memtop.export.metrics import Options as ExportOptions
+from memtop.linux.cgroupfs import layout, parse_int, read_text, walk
 from memtop.probes.cgroups import OVER_LIMIT, CgroupsProbe
 from memtop.records import Batch, Lost, ProbeStatus
 from memtop.records.cgroups import CgroupPoll, CgroupSample

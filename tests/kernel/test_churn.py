@@ -13,13 +13,13 @@ pytestmark = pytest.mark.bpf
 
 
 def test_ten_thousand_short_lived_processes() -> None:
-    from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
     from memtop.probes.procmem import ProcmemProbe
     from memtop.records import Batch
     from memtop.records.processes import ProcEvent
     from memtop.state import State
     from memtop.state.processes import EXITED_LEN, ProcessesState
+    from memtop.stream.bridge import Bridge
 
     exe = compile_c("churn")
 

@@ -59,7 +59,7 @@ def with_stderr_closed(code: str) -> subprocess.CompletedProcess[str]:
 def test_a_warning_with_stderr_closed_does_not_abort_llvm() -> None:
     """What memtop's main does first (fds 0-2 opened), then BCC compiling as it would."""
     code = (
-        "from memtop import bcc_compat, lifecycle; lifecycle.ensure_std_fds(); bcc_compat.ensure_headers();"
+        "from memtop.linux import bcc_compat; from memtop.runtime import lifecycle; lifecycle.ensure_std_fds(); bcc_compat.ensure_headers();"
         f"import bcc; bcc.BPF(text={WARNS!r}); print('compiled')"
     )
     out = with_stderr_closed(code)
@@ -69,6 +69,6 @@ def test_a_warning_with_stderr_closed_does_not_abort_llvm() -> None:
 def test_compile_text_with_stderr_closed_does_not_abort_llvm() -> None:
     """memtop's one way to compile, whatever fd 2 is."""
     out = with_stderr_closed(
-        f"from memtop import bcc_compat; bcc_compat.compile_text({WARNS!r}); print('compiled')"
+        f"from memtop.linux import bcc_compat; bcc_compat.compile_text({WARNS!r}); print('compiled')"
     )
     assert (out.returncode, out.stdout) == (0, "compiled\n")

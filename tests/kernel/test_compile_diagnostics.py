@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memtop import bcc_compat
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.linux import bcc_compat
 from memtop.probes.base import bcc_errors
 
 pytestmark = pytest.mark.bpf

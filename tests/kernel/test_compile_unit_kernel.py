@@ -13,15 +13,15 @@ from typing import Any, ClassVar
 import pytest
 from support import PausedWorkload, compile_c, memcg, proc_stat_faults, swapfile, vmstat, within
 
-from memtop import bcc_compat
-from memtop.bridge import Bridge
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
+from memtop.linux import bcc_compat
 from memtop.probes.base import BpfProbe, load_together
 from memtop.probes.registry import default_probes
 from memtop.probes.unit import Section
 from memtop.records import Record
 from memtop.records.processes import ProcEvent
 from memtop.state import State
+from memtop.stream.bridge import Bridge
 from memtop.views import Options, get_view
 
 MiB = 1 << 20

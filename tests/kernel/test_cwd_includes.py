@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from support import compile_c, memtop_cmd
 
-from memtop import headers, resources
+from memtop.linux import headers
 from memtop.probes.base import BpfProbe
 from memtop.probes.registry import all_probe_classes, on_demand
+from memtop.runtime import resources
 
 pytestmark = pytest.mark.bpf
 

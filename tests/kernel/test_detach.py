@@ -96,8 +96,8 @@ STATES: dict[str, tuple[list[str], bytes, str]] = {
 def recorded(directory: Path) -> int:
     """Batches the recording under way in ``directory`` holds so far (it is flushed batch by
     batch; read from a copy, as a cut-short file)."""
-    from memtop.errors import BadRecording
-    from memtop.replay import Recording
+    from memtop.core.errors import BadRecording
+    from memtop.stream.replay import Recording
 
     for tmp in directory.glob(".memtop-*.tmp"):
         copy = directory.parent / f"{directory.name}-partial.jsonl.gz"
@@ -148,7 +148,7 @@ def test_terminal_closed_in_every_state(state: str, target: int, tmp_path: Path)
     if int3_is_ours:  # a uprobe closed as memtop died stayed in the target ("leaking uprobe")
         assert code_byte(target, malloc) != 0xCC, "a uprobe breakpoint is still in the target's malloc"
     if state == "recording":
-        from memtop.replay import Recording
+        from memtop.stream.replay import Recording
 
         done = list(tmp_path.glob("memtop-*.jsonl.gz"))
         assert len(done) == 1 and not list(tmp_path.glob(".*.tmp")), list(tmp_path.iterdir())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import memtop_cmd
 
-from memtop import headers
+from memtop.linux import headers
 from memtop.probes.base import BpfProbe
 from memtop.probes.registry import all_probe_classes, on_demand
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from memtop import bcc_compat
-from memtop.bridge import Bridge
+from memtop.linux import bcc_compat
 from memtop.probes.oom import OomProbe
 from memtop.records import Batch
 from memtop.records.host import HostFacts
 from memtop.state import State
 from memtop.state.host import HostState
+from memtop.stream.bridge import Bridge
 from memtop.views.header import header_line
 
 

@@ -31,8 +31,7 @@ from typing import TypeVar
 
 import pytest
 
-from memtop import kernelfs, tracefs
-from memtop.bridge import now_ns
+from memtop.linux import kernelfs, tracefs
 from memtop.probes.base import Probe
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.pagealloc import PageAllocProbe
@@ -41,6 +40,7 @@ from memtop.records import Batch, ProbeStatus
 from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 P = TypeVar("P", bound=Probe)

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from support import LineReader, case_lines, compile_c, run_snapshot
 
-from memtop.bridge import now_ns
 from memtop.probes.base import Probe
 from memtop.probes.leaks import A_EMPTY, A_FREED, LeaksProbe, alloc_slots
 from memtop.records import Batch
 from memtop.records.leaks import LeakStack
 from memtop.state import State
 from memtop.state.leaks import LeaksState
+from memtop.stream.bridge import now_ns
 from memtop.views import Options
 from memtop.views.leaks import LeaksView
 

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from support import LineReader
 
-from memtop.bridge import now_ns
 from memtop.probes.allocators import find_allocator
 from memtop.probes.leaks import LeaksProbe
 from memtop.records import Batch
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options
 from memtop.views.leaks import LeaksView
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from support import bpf_left_behind, compile_c, function_address, prog_ids_of, run_snapshot, wait_until
 
-from memtop import bcc_compat
+from memtop.linux import bcc_compat
 from memtop.probes.leakrate import LeakRateProbe
 from memtop.records.leaks import LeakPreflight
 from memtop.views.leaks import preflight_doc

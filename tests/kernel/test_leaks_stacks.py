@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from support import case_lines, compile_c
 
-from memtop.bridge import now_ns
 from memtop.records import Batch
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options
 from memtop.views.leaks import LeaksView
 

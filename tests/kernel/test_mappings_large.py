@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from support import ROOT, wait_until
 
-from memtop.bridge import now_ns
 from memtop.probes.procmaps import parse_rollup
 from memtop.probes.smaps import SmapsProbe
 from memtop.records import Batch
 from memtop.records.process import Mappings
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 MAPPINGS = 8000

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support import compile_c, memtop_cmd
 
-from memtop.text import clean
+from memtop.core.text import clean
 
 NAME = b"lk\xff\xfe\x1b[31m"
 SHOWN = clean(NAME)  # 'lk\ufffd\ufffd\\x1b[31m'

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from support import compile_c, memcg, vmstat, wait_until
 
-from memtop.bridge import now_ns
 from memtop.probes.oom import OomProbe
 from memtop.records import Batch
 from memtop.records.oom import OomKill
 from memtop.state import State
 from memtop.state.oom import OomState
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 MiB = 1 << 20

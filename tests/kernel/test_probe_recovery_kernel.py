@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 from support import MemCgroup, between, bracket, memcg
 
-from memtop import cgroupfs
-from memtop.bridge import Bridge
 from memtop.export.metrics import Options
 from memtop.export.server import Exporter, serve
+from memtop.linux import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
-from memtop.runner import Runner
 from memtop.state.cgroups import CgroupsState
+from memtop.stream.bridge import Bridge
+from memtop.stream.runner import Runner
 
 MiB = 1 << 20
 LAYOUT = cgroupfs.layout()

@@ -27,13 +27,13 @@ from support import (
     wait_until,
 )
 
-from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe
 from memtop.probes.faultstack import FaultStackProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch
 from memtop.records.process import GrowthStack
 from memtop.state import State
+from memtop.stream.bridge import Bridge, now_ns
 from memtop.views import Options, get_view
 
 TOUCH_BYTES = 64 << 20

@@ -63,11 +63,11 @@ def test_256mib_child_through_memtop_snapshot() -> None:
 
 
 def test_rss_and_swap_track_status_under_memcg_pressure() -> None:
-    from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
     from memtop.records.processes import ProcSample
     from memtop.state import State
     from memtop.state.processes import ProcessesState
+    from memtop.stream.bridge import Bridge
 
     with swapfile(), memcg(100 << 20) as cg:
         # the workload joins the cgroup before it allocates: start it stopped via a shell
@@ -114,11 +114,11 @@ def test_short_lived_process_between_ticks_is_counted_and_listed_on_request() ->
     (a shell's millisecond children would push those out), listed with E."""
     import asyncio
 
-    from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
     from memtop.probes.procmem import ProcmemProbe
     from memtop.state import State
     from memtop.state.processes import ProcessesState
+    from memtop.stream.bridge import Bridge
 
     async def run() -> None:
         bridge = Bridge([ProcfsProbe(), ProcmemProbe()])

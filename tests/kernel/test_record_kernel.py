@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from support import compile_c, differences, documents, kb, memcg, proc_status, swapfile, vmstat
 
-from memtop.recording import open_recorder
 from memtop.records.host import VmStat
-from memtop.replay import Recording, ReplaySource
-from memtop.runner import Runner
 from memtop.state import State
+from memtop.stream.recording import open_recorder
+from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.runner import Runner
 
 MiB = 1 << 20
 
@@ -59,8 +59,8 @@ def on_demand_probes(hog_pid: int, leak_pid: int) -> list[Any]:
 
 @pytest.mark.bpf
 def test_replay_equals_live_under_pressure(tmp_path: Path) -> None:
-    from memtop.bridge import Bridge
     from memtop.probes.registry import default_probes
+    from memtop.stream.bridge import Bridge
 
     out = tmp_path / "live.jsonl.gz"
     with swapfile(), memcg(100 * MiB, swap=True) as cg:

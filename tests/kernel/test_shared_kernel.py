@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 from support import compile_c
 
-from memtop.bridge import now_ns
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.shared import SharedinfoProbe, SharedProbe, ShmSnoopProbe
 from memtop.records import Batch, Lost, Record
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 MiB = 1 << 20

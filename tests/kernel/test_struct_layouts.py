@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from memtop import bcc_compat
+from memtop.linux import bcc_compat
 from memtop.probes import unit
 from memtop.probes.base import BpfProbe
 from memtop.probes.faultstack import FaultStackProbe

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from support import PausedWorkload, compile_c, memcg, proc_stat_faults, swapfile, within, zram_filesystem
 
-from memtop.bridge import now_ns
 from memtop.probes.swapin import SwapinProbe
 from memtop.records import Batch
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 MiB = 1 << 20

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from support import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat, wait_until
 
-from memtop.bridge import now_ns
 from memtop.records import Batch
 from memtop.records.reclaim import ReclaimEvent
 from memtop.state import State
+from memtop.stream.bridge import now_ns
 from memtop.views import Options, get_view
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -361,7 +361,7 @@ def slot_by_slot(t: Any) -> list[int]:
 def test_per_cpu_arrays_read_in_one_batch_match_slot_by_slot(live: Live) -> None:
     """The probe reads its per-CPU histograms and counters in one batched lookup each: every slot
     is what bcc's getvalue reads slot by slot (read before and after: other tests may reclaim)."""
-    from memtop import bcc_compat
+    from memtop.linux import bcc_compat
 
     with hog_in_memcg(32, 96, passes=1) as hog:
         live.tick()

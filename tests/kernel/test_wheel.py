@@ -30,7 +30,7 @@ def test_wheel_ships_bpf_and_styles_and_loads_a_probe(tmp_path: Path) -> None:
         [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True
     )
     code = (
-        "import memtop.resources as r, memtop.probes.procmem as p\n"
+        "import memtop.runtime.resources as r, memtop.probes.procmem as p\n"
         "assert '/_data/' in str(r.bpf_dir()), r.bpf_dir()\n"
         "pr = p.ProcmemProbe(); pr.load(); print(len(pr.poll())); pr.close()\n"
     )

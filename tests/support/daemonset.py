@@ -51,7 +51,7 @@ def pod_options(ds: dict[str, Any], empty_dir: Path) -> list[str]:
     sc = c["securityContext"]
     opts = ["--pid=host"] if pod.get("hostPID") else []
     # the cgroup namespace: a pod's own on cgroup v2 nodes (memtop takes the host's hierarchies
-    # from the mount above its namespace's root, memtop.cgroupfs.find_layout)
+    # from the mount above its namespace's root, memtop.linux.cgroupfs.find_layout)
     opts += ["--cgroupns=private"]
     opts += ["--cap-drop=ALL", *(f"--cap-add={cap}" for cap in sc["capabilities"]["add"])]
     if sc.get("seccompProfile", {}).get("type") == "Unconfined":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memtop.errors import MemtopError
+from memtop.core.errors import MemtopError
 from memtop.state import State
 from memtop.views import Options, views
 

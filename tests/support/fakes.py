@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
+from memtop.core.text import clean
 from memtop.records import Batch, Lost, ProbeStatus
 from memtop.records.host import HostFacts, VmStat
 from memtop.records.oom import OomKill
 from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import VmscanTotals
-from memtop.text import clean
 
 if TYPE_CHECKING:
     from memtop.ui.app import MemtopApp
@@ -106,7 +106,7 @@ def vmscan_batches() -> list[Batch]:
 
 def force_tick(app: MemtopApp) -> None:
     """One poll of every probe regardless of cadence, applied and drawn as the timer would."""
-    from memtop.bridge import Bridge
+    from memtop.stream.bridge import Bridge
 
     source = app.source
     assert isinstance(source, Bridge)
@@ -116,7 +116,7 @@ def force_tick(app: MemtopApp) -> None:
 
 
 class FakeSource:
-    """A source for UI tests (memtop.source.Source): hands out the given batches one per poll,
+    """A source for UI tests (memtop.stream.source.Source): hands out the given batches one per poll,
     attaches nothing, and notes the intents it gets. ``mode`` is what the header shows."""
 
     def __init__(self, batches: list[Batch] | None = None, mode: str = "bpf") -> None:

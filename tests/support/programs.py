@@ -32,7 +32,7 @@ def bpf_unavailable_reason() -> str | None:
         import bcc  # noqa: F401
     except ImportError as exc:
         return f"bcc not importable: {exc}"
-    from memtop import headers
+    from memtop.linux import headers
 
     if headers.find_headers().kind == "missing":
         return "no kernel headers"

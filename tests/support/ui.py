@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from memtop.replay import Recording, ReplaySource
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from support.waits import BOUND_S, WaitTimeout
 

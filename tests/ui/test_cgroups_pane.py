@@ -8,7 +8,7 @@ from pathlib import Path
 from support.ui import settle
 from textual.widgets import DataTable
 
-from memtop.replay import Recording, ReplaySource
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.screens.cgroup import CgroupScreen
 

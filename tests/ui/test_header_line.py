@@ -9,11 +9,11 @@ from fakeproc import make_fake_proc
 from support import DATA
 from support.ui import settle
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch
 from memtop.records.host import HostFacts
-from memtop.replay import Recording, ReplaySource
+from memtop.stream.bridge import Bridge
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 
 

@@ -12,8 +12,8 @@ from fakeproc import make_fake_proc
 from support import force_tick
 from support.ui import settle
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
+from memtop.stream.bridge import Bridge
 from memtop.ui.app import HelpScreen, MemtopApp
 from memtop.ui.screens.process import ProcessScreen
 

@@ -13,13 +13,13 @@ from fakeproc import make_fake_proc
 from support import RECORDED_FACTS as RECORDED
 from support.ui import drive, settle
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
-from memtop.recording import open_recorder
 from memtop.records import Batch
 from memtop.records.host import MemInfo
-from memtop.replay import Recording, ReplaySource
 from memtop.state.host import HostState
+from memtop.stream.bridge import Bridge
+from memtop.stream.recording import open_recorder
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 
 

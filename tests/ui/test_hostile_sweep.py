@@ -10,7 +10,7 @@ every pane drawn through every output: the JSON and text snapshots, ``--batch`` 
 exporter's exposition (parsed by prometheus_client, checked by ``promtool check metrics``) and
 the TUI (each pane, the process and cgroup drill-ins, their SVG parsed as XML). Nothing may carry
 a raw control character, a bidi control, a surrogate or a line separator; no markup may be
-interpreted; strings stay within the record limit (memtop.text.LIMIT)."""
+interpreted; strings stay within the record limit (memtop.core.text.LIMIT)."""
 
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from support.ui import tick_until, wait_until
 from textual.pilot import Pilot
 
+from memtop.core.text import LIMIT, is_clean
 from memtop.export.metrics import Accumulators, families
 from memtop.export.metrics import Options as ExportOptions
-from memtop.headless import _emit, _probe_line
+from memtop.headless.frontends import _emit, _probe_line
+from memtop.headless.snapshots import render
 from memtop.records import KIND_KEY, RECORD_TYPES, Record, from_json
-from memtop.replay import Recording, ReplaySource
-from memtop.snapshot import render
 from memtop.state import State
-from memtop.text import LIMIT, is_clean
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes import pane_names
 from memtop.ui.panes.base import DrillIn, Pane
@@ -108,7 +108,7 @@ SHOWN = ("\\x1b]0;pwned\\x07", "c1\\x9b31mcsi", "bad\\xff\\xfeutf8", "\\u202eevi
 
 def assert_lines_bounded(text: str, where: str) -> None:
     """A 4 KiB name makes a line no longer than the record limit allows: a table cell is cut, a
-    line naming one thing shows it whole (memtop.text.LIMIT) beside a few words."""
+    line naming one thing shows it whole (memtop.core.text.LIMIT) beside a few words."""
     longest = max((len(line) for line in text.splitlines()), default=0)
     assert longest <= LIMIT + 512, f"{where}: a line of {longest} characters"
 

@@ -83,8 +83,8 @@ async def test_tui_renders_hostile_text_literally(hostile: subprocess.Popen[byte
     from rich.text import Text
     from textual.widgets import DataTable
 
-    from memtop.bridge import Bridge
     from memtop.probes.procfs import ProcfsProbe
+    from memtop.stream.bridge import Bridge
     from memtop.ui.app import MemtopApp
 
     app = MemtopApp(Bridge([ProcfsProbe()]))

@@ -10,8 +10,8 @@ from support import force_tick
 from support.ui import settle
 from textual.widgets import DataTable, Input
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
+from memtop.stream.bridge import Bridge
 from memtop.ui.app import HelpScreen, MemtopApp
 
 

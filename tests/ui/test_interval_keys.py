@@ -9,10 +9,10 @@ from typing import Any
 
 from fakeproc import make_fake_proc
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
-from memtop.replay import Recording
-from memtop.runner import STEP_MAX_S, STEP_MIN_S
+from memtop.stream.bridge import Bridge
+from memtop.stream.replay import Recording
+from memtop.stream.runner import STEP_MAX_S, STEP_MIN_S
 from memtop.ui.app import MemtopApp
 
 
@@ -38,7 +38,7 @@ async def test_plus_and_minus_change_the_runner_s_interval(tmp_path: Path) -> No
 def test_keys_keep_the_interval_within_their_range() -> None:
     from support import FakeSource
 
-    from memtop.runner import Runner
+    from memtop.stream.runner import Runner
 
     runner = Runner(FakeSource([]), interval_s=60.0)  # `--interval 60`: beyond what the keys reach
     assert runner.change_interval(-0.5) == STEP_MAX_S

@@ -7,10 +7,10 @@ from typing import Any
 
 from support.ui import settle
 
-from memtop.bridge import Bridge, now_ns
 from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.leaks import LeakStack, LeakTarget
+from memtop.stream.bridge import Bridge, now_ns
 
 
 class FakeLeakProbe(Probe):
@@ -137,7 +137,7 @@ async def test_status_says_the_rate_and_what_tracing_costs_while_tracing() -> No
     """While tracing, the status line gives the allocation rate the probe sees and what tracing
     costs at it (the preflight's estimate, as the text and JSON give it); past a tenth of a core
     it proposes byte sampling."""
-    from memtop import fmt, leakcost
+    from memtop.core import fmt, leakcost
     from memtop.records import Batch
     from memtop.records.leaks import LeakCalls
     from memtop.ui.app import MemtopApp

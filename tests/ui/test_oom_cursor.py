@@ -9,7 +9,7 @@ from support import FakeSource
 from support.ui import drive
 from textual.widgets import DataTable
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.records import Batch, ProbeStatus
 from memtop.records.oom import OomKill
 from memtop.ui.app import MemtopApp

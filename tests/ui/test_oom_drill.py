@@ -8,8 +8,8 @@ from pathlib import Path
 from support.ui import settle
 from textual.widgets import Static
 
-from memtop.replay import Recording, ReplaySource
 from memtop.state.oom import OomState
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.screens.process import ProcessScreen
 from memtop.views import Options, get_view

@@ -8,8 +8,8 @@ from pathlib import Path
 from support import OOM_KILL, FakeSource
 
 from memtop.records import Batch
-from memtop.replay import Recording, ReplaySource
-from memtop.runner import Runner
+from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.runner import Runner
 
 PRESSURE = Path(__file__).parent.parent / "data" / "pressure.jsonl.gz"
 

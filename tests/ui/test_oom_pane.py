@@ -9,9 +9,9 @@ import pytest
 from support import OOM_KILL
 from support.ui import drive, settle
 
-from memtop.bridge import Bridge
 from memtop.probes.base import Probe
 from memtop.records import Record
+from memtop.stream.bridge import Bridge
 from memtop.views import Options, get_view
 
 

@@ -12,11 +12,11 @@ from fakeproc import make_fake_proc
 from support import force_tick
 from support.ui import settle, tick_until, wait_for_screen, wait_until
 
-from memtop.bridge import Bridge, now_ns
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch
 from memtop.records.process import FaultStack
 from memtop.state.process import ProcessState
+from memtop.stream.bridge import Bridge, now_ns
 
 
 async def test_enter_opens_screen_esc_returns_and_exit_keeps_data(tmp_path: Path, no_bpf: None) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from memtop.replay import Recording, ReplaySource
-from memtop.runner import Runner
+from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.runner import Runner
 from memtop.ui.app import MemtopApp
 from memtop.views import Options, get_view
 from memtop.views.processes import GROUP_SUMS

@@ -16,10 +16,10 @@ from support.ui import settle, wait_until
 from textual.screen import Screen
 from textual.widgets import DataTable
 
-from memtop import fmt
-from memtop.bridge import Bridge
+from memtop.core import fmt
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.procmem import ProcmemProbe
+from memtop.stream.bridge import Bridge
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes.processes import SPARK_MIN_SPAN, SPARK_WIDTH
 from memtop.views import Options, get_view

@@ -10,9 +10,9 @@ from fakeproc import make_fake_proc
 from support import DATA, force_tick
 from support.ui import settle, tick_until
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
-from memtop.replay import Recording, ReplaySource
+from memtop.stream.bridge import Bridge
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.recplay import GotoScreen
 from memtop.views import Options, get_view

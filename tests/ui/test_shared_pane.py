@@ -14,8 +14,8 @@ from textual.widgets import DataTable, Static
 
 from memtop.records import Batch
 from memtop.records.shared import SharedCall, ShmSegment, ShmTable
-from memtop.replay import Recording, ReplaySource
 from memtop.state.shared import SharedState
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 
 DATA = Path(__file__).resolve().parents[1] / "data"

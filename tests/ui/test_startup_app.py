@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from support.ui import settle
 
-from memtop import bcc_compat
-from memtop.bridge import Bridge
+from memtop.linux import bcc_compat
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
+from memtop.stream.bridge import Bridge
 
 
 class Recorder(BpfProbe):
@@ -36,8 +36,8 @@ async def test_app_compiles_after_its_first_frame_and_collects_again(monkeypatch
     it), and the garbage collector, held from start-up, runs again once it is on screen."""
     import gc
 
-    from memtop import startup_gc
     from memtop.probes.procfs import ProcfsProbe
+    from memtop.runtime import startup_gc
     from memtop.ui.app import MemtopApp
 
     monkeypatch.setattr(bcc_compat, "check_can_load", lambda: None)

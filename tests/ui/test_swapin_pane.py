@@ -7,12 +7,12 @@ from typing import Any, ClassVar
 import pytest
 from support.ui import settle
 
-from memtop.bridge import Bridge
+from memtop.core.text import clean
 from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.host import VmStat
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
-from memtop.text import clean
+from memtop.stream.bridge import Bridge
 from memtop.views import Options, get_view
 
 

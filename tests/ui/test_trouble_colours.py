@@ -12,7 +12,7 @@ from support.ui import settle
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
-from memtop.replay import Recording, ReplaySource
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.ui.levels import mono
 from memtop.views.header import header_line

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from support.ui import tick_until
 
-from memtop.replay import Recording, ReplaySource
 from memtop.state import State
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 from memtop.views import Options, views
 

@@ -13,9 +13,9 @@ from fakeproc import add_proc, make_fake_proc
 from support import fill, small_tmpfs
 from support.ui import drive, settle, tick_until
 
-from memtop.bridge import Bridge
 from memtop.probes.procfs import ProcfsProbe
-from memtop.replay import Recording, ReplaySource
+from memtop.stream.bridge import Bridge
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.ui.app import MemtopApp
 
 COMPAT = Path(__file__).resolve().parent.parent / "data" / "recording-1.0.jsonl.gz"

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from memtop import resources
 from memtop.probes.base import BpfProbe
 from memtop.probes.faultstack import FaultStackProbe
 from memtop.probes.growth import GrowthProbe
 from memtop.probes.leakrate import LeakRateProbe
 from memtop.probes.leaks import LeaksProbe
 from memtop.probes.registry import PROBES, probe_class
+from memtop.runtime import resources
 
 #: the on-demand probes made for a target (their constructors need one)
 ON_A_TARGET: dict[str, Callable[[int], BpfProbe]] = {

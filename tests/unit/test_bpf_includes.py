@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memtop import resources
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
 from memtop.probes.base import BpfProbe
 from memtop.probes.registry import all_probe_classes
 from memtop.probes.unit import Section, build, expand_includes
+from memtop.runtime import resources
 
 INCLUDE = re.compile(r"^\s*#\s*(include|include_next|import)\b(.*)$", re.M)
 

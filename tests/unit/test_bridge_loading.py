@@ -9,9 +9,9 @@ import asyncio
 import threading
 from typing import ClassVar
 
-from memtop.bridge import Bridge
 from memtop.probes.base import Probe
 from memtop.records import Record
+from memtop.stream.bridge import Bridge
 
 
 class HeldLoad(Probe):

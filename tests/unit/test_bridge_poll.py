@@ -15,9 +15,9 @@ import threading
 
 from support.waits import wait_until_async
 
-from memtop.bridge import Bridge
 from memtop.probes.base import Probe
 from memtop.records import Batch, ProbeStatus, Record
+from memtop.stream.bridge import Bridge
 
 
 class GatedProbe(Probe):

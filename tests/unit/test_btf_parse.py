@@ -1,4 +1,4 @@
-"""memtop.btf on BTF blobs built here: what the slab tracer does when the kernel's BTF is missing,
+"""memtop.linux.btf on BTF blobs built here: what the slab tracer does when the kernel's BTF is missing,
 malformed or describes a raw tracepoint differently (tests/kernel/test_btf.py compares the real
 kernel's BTF with bpftool)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memtop import btf
+from memtop.linux import btf
 from memtop.probes.slabtrace import ALLOC_EVENTS, SlabFreesProbe, SlabTraceProbe, raw_config
 
 
@@ -119,7 +119,7 @@ def test_only_the_slabfrees_probe_hooks_the_frees() -> None:
 
 
 def test_doctor_says_which_hook_slab_tracing_gets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtop import doctor
+    from memtop.headless import doctor
     from memtop.probes import slabtrace
 
     path = tmp_path / "vmlinux"

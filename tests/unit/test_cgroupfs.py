@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memtop import cgroupfs
+from memtop.linux import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.records import Batch
 from memtop.records.cgroups import CgroupGone, CgroupPoll, CgroupSample

@@ -6,7 +6,7 @@ import weakref
 
 import pytest
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.ui.charts import nice_ticks
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memtop.cli import MAX_INTERVAL_S, MIN_INTERVAL_S, build_parser, main
+from memtop.cli import build_parser, main
+from memtop.commands.args import MAX_INTERVAL_S, MIN_INTERVAL_S
 from memtop.views.process import ProcessView
 
 REC = Path(__file__).resolve().parent.parent / "data" / "recording-1.0.jsonl.gz"

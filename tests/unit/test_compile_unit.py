@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from memtop import resources
-from memtop.errors import ProbeError
+from memtop.core.errors import ProbeError
 from memtop.probes.base import BpfProbe
 from memtop.probes.registry import all_probe_classes, default_probes
 from memtop.probes.unit import Section, build
+from memtop.runtime import resources
 
 
 def shared_classes() -> list[type[BpfProbe]]:

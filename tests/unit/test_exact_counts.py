@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memtop import fmt
-from memtop.replay import Recording
+from memtop.core import fmt
 from memtop.state import State
+from memtop.stream.replay import Recording
 from memtop.views import Options, views
 
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "pressure.jsonl.gz"

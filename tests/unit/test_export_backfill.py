@@ -13,9 +13,9 @@ from support import RECORDED_FACTS
 
 from memtop.export.backfill import backfill
 from memtop.export.metrics import Options
-from memtop.recording import open_recorder
 from memtop.records import Batch, ProbeStatus
 from memtop.records.host import MemInfo
+from memtop.stream.recording import open_recorder
 
 POINTS = 31
 

@@ -13,8 +13,8 @@ import pytest
 from prometheus_client.core import Metric
 from test_export_metrics import generate_latest_of, state_at_end
 
-from memtop import cgroupfs
 from memtop.export.metrics import Accumulators, Options, families
+from memtop.linux import cgroupfs
 from memtop.records import Batch, ProbeStatus
 from memtop.records.cgroups import CgroupSample
 from memtop.records.oom import OomKill

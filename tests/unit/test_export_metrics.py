@@ -15,14 +15,14 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 from support import memtop_cmd
 
-from memtop.errors import MemtopError
+from memtop.core.errors import MemtopError
 from memtop.export.metrics import Accumulators, Budget, Options, families, log2_buckets
 from memtop.export.server import parse_listen
-from memtop.replay import Recording
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.kernel import KernelState
 from memtop.state.processes import ProcessesState
+from memtop.stream.replay import Recording
 
 ROOT = Path(__file__).resolve().parents[2]
 CGROUPS = ROOT / "tests" / "data" / "cgroups.jsonl.gz"

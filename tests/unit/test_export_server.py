@@ -26,7 +26,7 @@ from support import FakeSource, memtop_cmd, vmscan_batches
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
 from memtop.export.metrics import Options
 from memtop.export.server import Exporter as ServedExporter
-from memtop.runner import Runner
+from memtop.stream.runner import Runner
 
 #: a bound on waits for the server; generous (the machine is shared), never asserted
 WAIT_S = 60.0

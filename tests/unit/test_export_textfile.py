@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support import fill, memtop_cmd, small_tmpfs
 
-from memtop.errors import UnsafePath
+from memtop.core.errors import UnsafePath
 from memtop.export.textfile import Textfile
 
 WAIT_S = 60.0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support import memtop_cmd
 
-from memtop import files
-from memtop.errors import UnsafePath
+from memtop.core.errors import UnsafePath
+from memtop.linux import files
 
 
 def test_refuses_symlink_even_with_force(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def _headers_tree(root: Path, version: str, common_name: str) -> None:
 
 
 def test_headers_standin_merges_split_debian_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtop import headers
+    from memtop.linux import headers
 
     monkeypatch.setenv("MEMTOP_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "src"
@@ -57,7 +57,7 @@ def test_headers_standin_merges_split_debian_tree(tmp_path: Path, monkeypatch: p
 
 
 def test_headers_ubuntu_layout_and_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtop import headers
+    from memtop.linux import headers
 
     monkeypatch.setenv("MEMTOP_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "src"
@@ -71,7 +71,7 @@ def test_headers_ubuntu_layout_and_exact(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_headers_missing_names_the_package(tmp_path: Path) -> None:
-    from memtop import headers
+    from memtop.linux import headers
 
     info = headers.find_headers("6.18.0-test", src_root=tmp_path / "none", modules_root=tmp_path / "none")
     assert info.kind == "missing"
@@ -147,7 +147,7 @@ def test_cli_pid_of_a_zombie_says_it_exited_not_kernel_thread() -> None:
 def test_doctor_says_info_not_warn_for_what_memtop_does_not_need(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 36, item 7: kprobes and fentry are absent here and memtop needs neither, yet doctor
     said [warn]: a new user took it for a problem to fix."""
-    from memtop import doctor
+    from memtop.headless import doctor
 
     monkeypatch.setattr(doctor, "_kprobes_available", lambda: False)
     monkeypatch.setattr(doctor, "_fentry_available", lambda: False)

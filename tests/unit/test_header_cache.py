@@ -1,4 +1,4 @@
-"""The stand-in header cache (memtop/headers.py) trusts only what is root's: no symlink followed,
+"""The stand-in header cache (memtop/linux/headers.py) trusts only what is root's: no symlink followed,
 nothing deleted or written outside it, foreign or loose entries rebuilt, 0755 whatever the umask,
 and concurrent first starts all get one finished tree."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from support import ROOT, memtop_cmd
 
-from memtop import headers
+from memtop.linux import headers
 
 VERSION = "6.1.0-9-amd64"
 RELEASE = "6.18.0-test"
@@ -357,7 +357,7 @@ def test_doctor_neither_deletes_nor_writes_through_a_planted_link(tmp_path: Path
 GATED_FIND = """
 import json, os, sys, time
 from pathlib import Path
-from memtop import headers
+from memtop.linux import headers
 gate = Path(sys.argv[1])
 deadline = time.monotonic() + 60
 while not gate.exists() and time.monotonic() < deadline:

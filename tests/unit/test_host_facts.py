@@ -15,12 +15,12 @@ import pytest
 from support import DATA, memtop_cmd
 from support import RECORDED_FACTS as RECORDED
 
-from memtop.recording import open_recorder
 from memtop.records import Batch, from_json, to_json
 from memtop.records.host import HostFacts, MemInfo
-from memtop.replay import Recording, ReplaySource
 from memtop.state import State
 from memtop.state.host import HostState
+from memtop.stream.recording import open_recorder
+from memtop.stream.replay import Recording, ReplaySource
 from memtop.views.header import HeaderLine, header_line
 
 COMPAT = DATA / "recording-1.0.jsonl.gz"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memtop import kernelfs
-from memtop.doctor import kernel_checks
+from memtop.headless.doctor import kernel_checks
+from memtop.linux import kernelfs
 from memtop.probes.kernel import KernelProbe
 from memtop.records import Batch, ProbeStatus, from_json, to_json
 from memtop.records.kernel import AllocProfile, PageAlloc, SlabCaches, SlabTrace

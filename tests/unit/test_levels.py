@@ -25,7 +25,7 @@ def test_no_color_shows_levels_by_weight(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_plural() -> None:
-    from memtop import fmt
+    from memtop.core import fmt
 
     assert fmt.plural(1, "process", "processes") == "1 process"
     assert fmt.plural(0, "process", "processes") == "0 processes"
@@ -35,7 +35,7 @@ def test_plural() -> None:
 def test_clock_h(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from memtop import fmt
+    from memtop.core import fmt
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
@@ -49,7 +49,7 @@ def test_clock_h(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_bytes_switch_units_before_four_digits() -> None:
     """Issue 22, item 11: `1012.0K` read as a typo; from 1000 of a unit on, the next unit."""
-    from memtop import fmt
+    from memtop.core import fmt
 
     assert fmt.bytes_h(999) == "999B"
     assert fmt.bytes_h(1012 * 1024) == "0.99M"
@@ -60,7 +60,7 @@ def test_bytes_switch_units_before_four_digits() -> None:
 
 def test_doctor_shows_swap_in_human_units() -> None:
     """Issue 22, item 11: doctor printed /proc/swaps' raw KiB."""
-    from memtop.doctor import _swap_line
+    from memtop.headless.doctor import _swap_line
 
     assert _swap_line("/swapfile file 4194300 230656 -2") == "/swapfile (file) 4.0G, 225.2M used"
     assert _swap_line("/dev/zram0 partition 1048572 0 100") == "/dev/zram0 (partition) 1.0G, 0B used"
@@ -69,6 +69,6 @@ def test_doctor_shows_swap_in_human_units() -> None:
 
 def test_a_total_of_nothing_is_blank_and_unmeasured_is_a_dash() -> None:
     """Issue 22, item 11: RECLAIM and SWAPWAIT showed 0ns on every idle row."""
-    from memtop import fmt
+    from memtop.core import fmt
 
     assert fmt.ns_total(0) == "" and fmt.ns_total(None) == "-" and fmt.ns_total(1_500_000) == "1.50ms"

@@ -1,4 +1,4 @@
-"""The process around the app (memtop.lifecycle): the log file fd 2 goes to under the TUI, fds
+"""The process around the app (memtop.runtime.lifecycle): the log file fd 2 goes to under the TUI, fds
 0-2 opened when closed, the exit deadline no thread can outlive, perf events released at once."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memtop import lifecycle
+from memtop.runtime import lifecycle
 
 
 def test_log_is_created_private_to_its_owner_and_appended(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_log_rotates_when_large(tmp_path: Path) -> None:
 def test_closed_std_fds_are_opened_on_dev_null() -> None:
     """`memtop 2>&-`: fd 2 is /dev/null before anything else can take its number."""
     code = (
-        "import os, sys; from memtop import lifecycle; lifecycle.ensure_std_fds();"
+        "import os, sys; from memtop.runtime import lifecycle; lifecycle.ensure_std_fds();"
         "f = open('/proc/self/status'); print(os.readlink('/proc/self/fd/2'), f.fileno());"
         "print('to stderr', file=sys.stderr)"
     )
@@ -93,7 +93,7 @@ def test_no_thread_outlives_the_exit_deadline() -> None:
     """A non-daemon thread stuck for good (as Textual's input thread was) would keep the
     interpreter in threading._shutdown forever; the deadline ends the process with its code."""
     code = (
-        "import threading; from memtop import lifecycle;"
+        "import threading; from memtop.runtime import lifecycle;"
         "threading.Thread(target=threading.Event().wait).start();"
         "lifecycle.arm_exit_deadline(7, 0.5); lifecycle.arm_exit_deadline(9, 0.1)"
     )

@@ -21,10 +21,10 @@ import pytest
 from memtop.records import Batch, from_json
 from memtop.records.leaks import LeakPreflight
 from memtop.records.process import FaultCoverage, GrowthStack
-from memtop.replay import Recording
 from memtop.state import State
 from memtop.state.swapin import SwapinState
 from memtop.state.vmscan import VmscanState
+from memtop.stream.replay import Recording
 from memtop.views import Options, views
 from memtop.views.process import SECTIONS
 

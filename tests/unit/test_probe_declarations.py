@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memtop import doctor, tracefs
+from memtop.headless import doctor
+from memtop.linux import tracefs
 from memtop.probes.base import Probe
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.procfs import ProcfsProbe

@@ -19,14 +19,14 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import generate_latest
 from test_cgroupfs import MiB, v2_tree
 
-from memtop import cgroupfs
-from memtop.bridge import BACKOFF_MAX_S, Bridge, backoff_s, poll_reason
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.server import Exporter, registry_for
+from memtop.linux import cgroupfs
 from memtop.probes.base import Probe
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.records import Record
-from memtop.runner import Runner
+from memtop.stream.bridge import BACKOFF_MAX_S, Bridge, backoff_s, poll_reason
+from memtop.stream.runner import Runner
 from memtop.views import get_view
 
 APP = "/system.slice/app.service"

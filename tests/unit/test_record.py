@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from support import DATA, documents, kb, memtop_cmd, proc_status, wait_until
 
-from memtop.errors import BadRecording, UnsafePath
-from memtop.recording import SCHEMA, open_recorder
+from memtop.core.errors import BadRecording, UnsafePath
 from memtop.records import Batch, ProbeStatus
 from memtop.records.host import MemInfo
 from memtop.records.processes import ProcSample
-from memtop.replay import Recording, parse_time
+from memtop.stream.recording import SCHEMA, open_recorder
+from memtop.stream.replay import Recording, parse_time
 from memtop.views import views
 
 COMPAT = DATA / "recording-1.0.jsonl.gz"
@@ -332,7 +332,7 @@ def test_disk_full_keeps_what_was_written(tmp_path: Path) -> None:
     """A full disk stops the recording with a message; the samples written so far stay readable."""
     if os.geteuid() != 0:
         pytest.skip("needs root to mount a small tmpfs")
-    from memtop.errors import MemtopError as Err
+    from memtop.core.errors import MemtopError as Err
 
     mnt = tmp_path / "small"
     mnt.mkdir()

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memtop.errors import BadRecording
+from memtop.core.errors import BadRecording
 from memtop.records import KIND_KEY, RECORD_TYPES
-from memtop.replay import Limits, Recording, ReplaySource
 from memtop.state import State
+from memtop.stream.replay import Limits, Recording, ReplaySource
 
 HEADER = {"magic": "memtop-recording", "schema": [1, 0], "interval_s": 1.0}
 FIELDS = {kind: [f.name for f in dataclasses.fields(cls)] for kind, cls in RECORD_TYPES.items()}

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from support import memtop_cmd
 
-from memtop.errors import BadRecording
+from memtop.core.errors import BadRecording
 from memtop.records import KIND_KEY, from_json, to_json
 from memtop.records.host import MemInfo
 from memtop.records.processes import ProcSample
-from memtop.replay import Limits, Recording, ReplaySource, limits_from, parse_limit
+from memtop.stream.replay import Limits, Recording, ReplaySource, limits_from, parse_limit
 from memtop.views import Options, get_view
 from memtop.views.header import host_text
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from memtop.errors import MemtopError
-from memtop.replay import Recording, ReplaySource, freeze, pack
-from memtop.runner import Runner
+from memtop.core.errors import MemtopError
 from memtop.state import State
+from memtop.stream.replay import Recording, ReplaySource, freeze, pack
+from memtop.stream.runner import Runner
 from memtop.views import Options, views
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memtop import fmt
-from memtop.replay import Recording
+from memtop.core import fmt
 from memtop.state.processes import ProcessesState, rss_growth_per_s
+from memtop.stream.replay import Recording
 from memtop.ui.panes.processes import SPARK_MIN_SPAN, SPARK_WIDTH
 from memtop.views import Options, get_view
 from memtop.views.processes import growth_h

@@ -17,14 +17,14 @@ import pytest
 from fakeproc import make_fake_proc
 from support import DATA, FakeSource
 
-import memtop.runner as runner_mod
-from memtop.bridge import Bridge
+import memtop.stream.runner as runner_mod
 from memtop.probes.procfs import ProcfsProbe
 from memtop.records import Batch, ProbeStatus
 from memtop.records.process import Focus
-from memtop.replay import Recording, ReplaySource
-from memtop.runner import Runner
 from memtop.state.process import ProcessState
+from memtop.stream.bridge import Bridge
+from memtop.stream.replay import Recording, ReplaySource
+from memtop.stream.runner import Runner
 
 PRESSURE = DATA / "pressure.jsonl.gz"
 HOG_PID = 3620  # the workload of that recording with drill-in data

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memtop import startup_gc
+from memtop.runtime import startup_gc
 
 
 def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
@@ -20,17 +20,18 @@ def test_commands_import_asyncio_without_tls(tmp_path: Path) -> None:
     code = textwrap.dedent("""
         import sys
         from memtop import cli
+        from memtop.commands import snapshot
 
         def fake_snapshot(args):
             import asyncio.base_events
-            import memtop.bridge, memtop.ui.app
+            import memtop.stream.bridge, memtop.ui.app
             assert "ssl" not in sys.modules, "ssl loaded on the way to the app"
             assert asyncio.base_events.ssl is None
             import ssl
             assert sys.modules["ssl"] is ssl and ssl.SSLContext
             return 0
 
-        cli.run_snapshot = fake_snapshot
+        snapshot.run_snapshot = fake_snapshot
         sys.exit(cli.main(["snapshot", "--pane", "processes", "--output", sys.argv[1]]))
     """)
     proc = subprocess.run(
@@ -63,9 +64,9 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
         seen["export"] = gc.isenabled()
         return 0
 
-    monkeypatch.setattr(cli, "run_snapshot", fake_snapshot)
-    monkeypatch.setattr("memtop.doctor.report", fake_report)
-    monkeypatch.setattr(cli, "run_export", fake_export)
+    monkeypatch.setattr("memtop.commands.snapshot.run_snapshot", fake_snapshot)
+    monkeypatch.setattr("memtop.headless.doctor.report", fake_report)
+    monkeypatch.setattr("memtop.commands.export.run_export", fake_export)
     try:
         assert gc.isenabled()
         assert cli.main(["snapshot", "--pane", "processes", "--output", str(tmp_path / "o.json")]) == 0

@@ -1,4 +1,4 @@
-"""memtop.text.clean on generated text (hypothesis): whatever it is given, str or bytes, what comes
+"""memtop.core.text.clean on generated text (hypothesis): whatever it is given, str or bytes, what comes
 out is safe to show (no control, bidi control, separator or surrogate), bounded, and clean again
 unchanged; bytes that are not UTF-8 show as the kernel's log shows them."""
 
@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtop.text import LIMIT, clean, is_clean
+from memtop.core.text import LIMIT, clean, is_clean
 
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 #: text with what an attacker reaches for mixed in

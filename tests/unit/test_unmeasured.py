@@ -15,10 +15,10 @@ from support import memtop_cmd
 
 from memtop.cli import main
 from memtop.probes.procfs import ProcfsProbe
-from memtop.recording import open_recorder
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.process import FaultCoverage, FaultStack
 from memtop.state import State
+from memtop.stream.recording import open_recorder
 from memtop.views import Options, get_view
 
 FAILED = ProbeStatus("vmscan", "failed", "kernel lacks tracepoint(s) vmscan:mm_vmscan_x", "see memtop doctor")

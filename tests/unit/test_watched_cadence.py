@@ -10,12 +10,12 @@ from pathlib import Path
 
 from test_sharedinfo import HEADER, fake_proc, fake_sys, row
 
-from memtop.bridge import Bridge
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.shared import SharedinfoProbe
 from memtop.records import Record
 from memtop.records.kernel import SlabCaches, VmallocCallers
 from memtop.records.shared import HugePools, SharedScan, ShmTable
+from memtop.stream.bridge import Bridge
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernel"
 

@@ -16,12 +16,12 @@ from typing import Any, BinaryIO, cast
 import pytest
 from support import fill, memtop_cmd, small_tmpfs, wait_until
 
-from memtop import files
-from memtop.errors import BadRecording, UnsafePath, WriteFailed
-from memtop.recording import open_recorder
+from memtop.core.errors import BadRecording, UnsafePath, WriteFailed
+from memtop.linux import files
 from memtop.records import Batch
 from memtop.records.host import MemInfo
-from memtop.replay import Recording
+from memtop.stream.recording import open_recorder
+from memtop.stream.replay import Recording
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PRESSURE = DATA / "pressure.jsonl.gz"

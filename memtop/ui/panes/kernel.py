@@ -17,10 +17,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
-from memtop.source import Source
+from memtop.core import fmt
 from memtop.state import State
 from memtop.state.kernel import KernelState
+from memtop.stream.source import Source
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
@@ -28,7 +28,7 @@ from memtop.views.kernel import SLAB_TRACERS, SORT_KEYS, mode_label
 
 #: the lines below the table, in the order `v` cycles them
 MODES = ("sites", "pages", "vmalloc", "allocinfo", "breakdown")
-#: one colour per breakdown line (stacking order of memtop.kernelfs.BREAKDOWN); free is blank
+#: one colour per breakdown line (stacking order of memtop.linux.kernelfs.BREAKDOWN); free is blank
 COLOURS = {
     "anon": "red",
     "file_mapped": "green",

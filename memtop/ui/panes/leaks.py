@@ -25,7 +25,7 @@ from textual.binding import Binding
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from memtop import fmt, leakcost
+from memtop.core import fmt, leakcost
 from memtop.records.leaks import LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState

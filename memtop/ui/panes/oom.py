@@ -11,7 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.state import State
 from memtop.state.processes import ProcessesState
 from memtop.ui.lines import show_text

@@ -14,7 +14,7 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.ui import hist

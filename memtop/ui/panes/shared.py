@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, FilterablePane, StatusLine, cursor_key, fill_table

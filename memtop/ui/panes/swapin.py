@@ -11,7 +11,7 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.state import State
 from memtop.state.swapin import SwapinState
 from memtop.ui import hist

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.records.vmscan import ORIGINS
 from memtop.state import State
 from memtop.state.base import Ring

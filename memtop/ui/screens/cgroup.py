@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
 
-from memtop import fmt
+from memtop.core import fmt
 from memtop.state import State
 from memtop.ui import charts
 from memtop.ui.lines import show_text

@@ -26,10 +26,10 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tree
 from textual.widgets.tree import TreeNode
 
-from memtop import fmt
-from memtop.source import Source
+from memtop.core import fmt
 from memtop.state import State
 from memtop.state.process import ProcessState
+from memtop.stream.source import Source
 from memtop.ui import charts
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import TraceAllocations, fill_table

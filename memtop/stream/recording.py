@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memtop import __version__, files
-from memtop.errors import UnsafePath, WriteFailed
+from memtop import __version__
+from memtop.core.errors import UnsafePath, WriteFailed
+from memtop.linux import files
 from memtop.records import Batch, ProbeStatus, Record, to_json
 
 MAGIC = "memtop-recording"
@@ -153,7 +154,7 @@ class Recorder:
     def write(self, batch: Batch) -> None:
         """Append ``batch``. A failed write (disk full, I/O error) stops the recording: the samples
         written so far become the file at the target, cut short (:meth:`_keep_partial`), and
-        :class:`~memtop.errors.WriteFailed` says so."""
+        :class:`~memtop.core.errors.WriteFailed` says so."""
         if self.closed:
             return
         records = batch.records

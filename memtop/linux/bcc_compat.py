@@ -7,7 +7,7 @@ BCC puts the process's working directory first on clang's include path (``-I <cw
 kernel's own directories), so any header name, quoted or angle, memtop's or one the kernel headers
 include, would be read from wherever memtop was started (``/tmp``, a user's directory). A compile
 therefore runs with the working directory set to the kernel header tree it compiles against
-(checked by :mod:`memtop.headers`; BCC itself changes into it for the compile), and restored
+(checked by :mod:`memtop.linux.headers`; BCC itself changes into it for the compile), and restored
 through a directory fd afterwards.
 """
 
@@ -25,11 +25,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memtop.errors import NoBcc, NoHeaders, NoPrivilege
+from memtop.core.errors import NoBcc, NoHeaders, NoPrivilege
 
 COMPILE_LOCK = threading.Lock()
 if TYPE_CHECKING:  # imported when the headers are looked for, after the first frame
-    from memtop import headers
+    from memtop.linux import headers
 
 _header_info: headers.HeaderInfo | None = None
 
@@ -73,7 +73,7 @@ def have_privilege() -> bool:
 def ensure_headers() -> headers.HeaderInfo:
     """Find headers once per process and point BCC at them."""
     global _header_info
-    from memtop import headers
+    from memtop.linux import headers
 
     if _header_info is None:
         try:
@@ -128,7 +128,7 @@ def compile_text(text: str, cflags: list[str] | None = None) -> Any:
 
 def _errors(diagnostics: bytearray) -> str:
     """clang's first few ``error:`` lines, printable."""
-    from memtop.text import clean
+    from memtop.core.text import clean
 
     lines = [ln.strip() for ln in diagnostics.decode("utf-8", "replace").splitlines() if "error:" in ln]
     return "; ".join(clean(ln, 300) for ln in lines[:3])

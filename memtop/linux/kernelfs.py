@@ -1,11 +1,11 @@
 """The kernel's own memory accounting files, read and parsed (no BPF): /proc/meminfo, /proc/slabinfo,
 /proc/buddyinfo, /proc/vmallocinfo, /proc/allocinfo and the vm.mem_profiling sysctl.
 
-Every read goes through :func:`memtop.cgroupfs.read_text` (no symlink followed, regular files
+Every read goes through :func:`memtop.linux.cgroupfs.read_text` (no symlink followed, regular files
 only, bounded): memtop runs as root and a proc root given on the command line, or a fixture tree,
 is not trusted. Parsers take text and skip what they cannot read (a line of another kernel's
 format) instead of failing the whole file; text that names things (cache names, symbols, source
-files) is made printable with :func:`memtop.text.clean`.
+files) is made printable with :func:`memtop.core.text.clean`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import gzip
 import os
 from dataclasses import dataclass
 
-from memtop.cgroupfs import read_text
-from memtop.text import clean
+from memtop.core.text import clean
+from memtop.linux.cgroupfs import read_text
 
 #: /proc/slabinfo and /proc/vmallocinfo may be long on a big machine: read at most this much
 MAX_PROC_FILE = 8 << 20

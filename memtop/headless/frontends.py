@@ -18,20 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from memtop import __version__, files, ready
-from memtop.errors import Interrupted
-from memtop.recording import Recorder, open_recorder
+from memtop import __version__
+from memtop.core.errors import Interrupted
+from memtop.headless.snapshots import SnapshotRequest, options_for, render, write
+from memtop.linux import files
 from memtop.records import Record
-from memtop.runner import Runner, wait_or_stop
-from memtop.snapshot import SnapshotRequest, options_for, render, write
-from memtop.source import Source
+from memtop.runtime import ready
 from memtop.state import State
 from memtop.state.host import HostState
+from memtop.stream.recording import Recorder, open_recorder
+from memtop.stream.runner import Runner, wait_or_stop
+from memtop.stream.source import Source
 from memtop.views import Options, View, get_view, wall_ns
 from memtop.views.header import host_text, probe_count, summary_line
 
 if TYPE_CHECKING:
-    from memtop.replay import Limits
+    from memtop.stream.replay import Limits
 
 #: a snapshot whose view waits for a first complete read (the drill-in's mappings) waits at most this
 READY_WAIT_S = 10.0
@@ -173,7 +175,7 @@ async def snapshot(
 
 def encodable(out: IO[str], text: str) -> str:
     """``text`` as ``out`` can encode it: what its encoding lacks (a non-ASCII process name on a
-    stdout in ASCII or latin-1, LANG=C) becomes a backslash escape, as memtop.text shows control
+    stdout in ASCII or latin-1, LANG=C) becomes a backslash escape, as memtop.core.text shows control
     characters, rather than a UnicodeEncodeError ending the run."""
     enc = getattr(out, "encoding", None)
     if not enc:
@@ -262,7 +264,7 @@ def batch_replay(
     """The same output from a recording: a document for the first sample at least ``interval_s``
     of recorded time after the last one printed (a small interval prints every sample). The
     recording plays through the Runner as fast as it reads, sample by sample."""
-    from memtop.replay import Recording, ReplaySource
+    from memtop.stream.replay import Recording, ReplaySource
 
     source = ReplaySource(Recording.load(recording_path, salvage=salvage, limits=limits), at_s=0)
     runner = Runner(source, interval_s=interval_s, checkpoints=False)

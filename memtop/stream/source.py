@@ -1,5 +1,5 @@
-"""What a front end talks to: a live source (memtop.bridge.Bridge), a replay
-(memtop.replay.ReplaySource) or a test's fake. Typed, no bcc: the UI imports this, never the bridge
+"""What a front end talks to: a live source (memtop.stream.bridge.Bridge), a replay
+(memtop.stream.replay.ReplaySource) or a test's fake. Typed, no bcc: the UI imports this, never the bridge
 or a probe (the import-linter contracts in pyproject.toml hold it to that).
 
 A front end never builds a probe or reaches into one: it states *intents* (focus a pid, trace the

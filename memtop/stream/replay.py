@@ -1,15 +1,15 @@
-"""Replay: a recording as a :class:`~memtop.bridge.Source` (mode ``"replay"``).
+"""Replay: a recording as a :class:`~memtop.stream.bridge.Source` (mode ``"replay"``).
 
 A recording is untrusted input. :class:`Recording` validates a file once (header, every line, the
 end line) within :class:`Limits` (line length, records per sample, number of samples,
-decompressed size: a one-line :class:`~memtop.errors.BadRecording` names the limit and the
+decompressed size: a one-line :class:`~memtop.core.errors.BadRecording` names the limit and the
 ``--limit`` flag that raises it), and keeps only the timestamp of each batch plus a reading
 position every :data:`POSITION_EVERY` batches, so memory stays small whatever the length;
 batches are decoded again, streaming from the nearest position, whenever they are needed.
 
 Every record is checked against its type hints (:func:`memtop.records.from_json`): ints within
 int64/uint64, finite floats (JSON's NaN and Infinity, which Python's json accepts, are refused), bounded strings made
-printable as a probe makes them (:func:`memtop.text.clean`), so nothing from a file reaches the
+printable as a probe makes them (:func:`memtop.core.text.clean`), so nothing from a file reaches the
 terminal raw. Records of kinds this version does not know are skipped and counted, so are
 malformed ones; fields it does not know are ignored; missing optional ones take their defaults.
 
@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from memtop.errors import BadRecording
-from memtop.recording import MAGIC, SCHEMA
+from memtop.core.errors import BadRecording
+from memtop.core.text import clean
 from memtop.records import INT_MAX, KIND_KEY, RECORD_TYPES, Batch, ProbeStatus, Record, from_json
 from memtop.records.host import HostFacts
 from memtop.records.process import Focus
-from memtop.source import Subscriber
-from memtop.text import clean
+from memtop.stream.recording import MAGIC, SCHEMA
+from memtop.stream.source import Subscriber
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: decompressed bytes handed on per read (also the most a reading position holds of them)

@@ -3,7 +3,7 @@
 Never follow a symlink at the target, never overwrite without ``force``, refuse directories and
 unwritable places with a clear message, write atomically (temp file in the same directory, fsync,
 rename) with mode 0644. A write that fails anywhere (the data, the flush, fsync, close, the
-rename) is a :class:`~memtop.errors.WriteFailed` and leaves neither the target nor the temporary
+rename) is a :class:`~memtop.core.errors.WriteFailed` and leaves neither the target nor the temporary
 file behind.
 """
 
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from memtop.errors import UnsafePath, WriteFailed
+from memtop.core.errors import UnsafePath, WriteFailed
 
 MODE = 0o644
 #: NAME_MAX on Linux file systems (bytes, not characters)

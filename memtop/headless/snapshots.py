@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memtop import files
+from memtop.linux import files
 from memtop.state import State
 from memtop.views import Options, View
 from memtop.views.header import summary_line
@@ -57,5 +57,5 @@ def default_path(directory: str | Path, name: str, fmt: str) -> Path:
 
 
 def write(output: str | Path, data: str, force: bool = False) -> Path:
-    """Write atomically; a failure is memtop.errors.WriteFailed (exit 2), never a partial file."""
+    """Write atomically; a failure is memtop.core.errors.WriteFailed (exit 2), never a partial file."""
     return files.write_atomic(output, data, force=force)

@@ -18,7 +18,6 @@ cannot work (a missing hook, no permission) is ``failed`` for good.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import functools
 import logging
 import threading
@@ -27,16 +26,17 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memtop import bcc_compat
-from memtop.errors import MemtopError
+from memtop.core.errors import MemtopError
+from memtop.core.text import clean
+from memtop.linux import bcc_compat
 from memtop.probes.base import BpfProbe, Probe, load_together
 from memtop.probes.host import collect_host_facts
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.host import HostFacts
 from memtop.records.leaks import LeakPreflight
 from memtop.records.process import Focus
-from memtop.source import ReplayControls, Source, Subscriber
-from memtop.text import clean
+from memtop.runtime.heap import release_heap, tune_heap
+from memtop.stream.source import ReplayControls, Source, Subscriber
 
 if TYPE_CHECKING:
     from memtop.probes.leakrate import LeakRateProbe
@@ -101,42 +101,9 @@ def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-M_ARENA_MAX = -8
-M_MMAP_THRESHOLD = -3
 #: seconds between heap trims while running (a trim of a small heap is cheap; once a minute keeps
 #: freed memory from piling up between them)
 TRIM_EVERY_S = 60.0
-
-
-def _libc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL(None)
-    except OSError:
-        return None
-
-
-def release_heap() -> None:
-    """Give back to the OS the heap LLVM used while compiling (glibc keeps freed memory)."""
-    libc = _libc()
-    try:
-        if libc is not None:
-            libc.malloc_trim(0)
-    except AttributeError:  # not glibc
-        pass
-
-
-def tune_heap() -> None:
-    """Keep a long session's heap from creeping up (measured in bench/soak.py): glibc raises its
-    mmap threshold after large blocks are freed (map dumps are megabytes), after which such blocks
-    come from the heap and fragment it; and every polling thread gets its own arena. A fixed
-    threshold returns large blocks to the OS on free; two arenas are plenty for memtop."""
-    libc = _libc()
-    try:
-        if libc is not None:
-            libc.mallopt(M_MMAP_THRESHOLD, 256 * 1024)
-            libc.mallopt(M_ARENA_MAX, 2)
-    except AttributeError:  # not glibc
-        pass
 
 
 async def in_daemon_thread(fn: Callable[[], T], name: str) -> T:
@@ -529,7 +496,7 @@ class Bridge:
             self._publish_now(self._preflight)
 
     def _start_preflight(self, pids: Sequence[int], auto: bool) -> bool:
-        from memtop.leakcost import PROPOSED_SAMPLE_BYTES
+        from memtop.core.leakcost import PROPOSED_SAMPLE_BYTES
         from memtop.probes.leakrate import LeakRateProbe
 
         probe = LeakRateProbe(list(pids), sample_bytes=self.leaks_sample_bytes or PROPOSED_SAMPLE_BYTES)
@@ -548,7 +515,7 @@ class Bridge:
     def _preflight_done(self, probe: Probe, exc: Exception | None) -> None:
         """The preflight counted (or failed): its record, and in a non-interactive session the
         decision and the leaks probe queued (the loader picks it up next, in this thread)."""
-        from memtop.leakcost import estimate
+        from memtop.core.leakcost import estimate
         from memtop.probes.leakrate import LeakRateProbe
         from memtop.probes.leaks import LeaksProbe
 
@@ -764,14 +731,14 @@ class Bridge:
 
     def _cancel_preflight(self, wait_s: float = 1.0) -> None:
         """End a preflight's count now and wait (briefly) for it to detach its uprobes: one left
-        to the kernel at exit stays in the target (memtop.bcc_compat.stop_attaching_uprobes)."""
+        to the kernel at exit stays in the target (memtop.linux.bcc_compat.stop_attaching_uprobes)."""
         probe = self._preflight_probe
         if probe is not None:
             probe.cancel(wait_s)
 
     def stop_attaching(self) -> None:
         """Attach no new uprobe from now on: memtop is exiting (see
-        memtop.bcc_compat.stop_attaching_uprobes)."""
+        memtop.linux.bcc_compat.stop_attaching_uprobes)."""
         bcc_compat.stop_attaching_uprobes()
 
     async def stop(self) -> None:

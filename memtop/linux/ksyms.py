@@ -7,8 +7,8 @@ from __future__ import annotations
 import bisect
 import os
 
-from memtop.cgroupfs import read_text
-from memtop.text import clean
+from memtop.core.text import clean
+from memtop.linux.cgroupfs import read_text
 
 MAX_KALLSYMS = 64 << 20
 

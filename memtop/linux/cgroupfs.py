@@ -639,7 +639,7 @@ class RuntimeNames:
                 stored_name, stored_image = self.storage().get(c.id, ("", ""))
                 # CRI-O's stored name is its own (k8s_...): a Kubernetes name from the config wins
                 name, image = name or stored_name, image or stored_image
-            from memtop.text import clean
+            from memtop.core.text import clean
 
             if len(self._cache) >= self.max_entries:
                 self._cache.pop(next(iter(self._cache)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PKG = Path(__file__).resolve().parent
+# this module is memtop/runtime/resources.py: the package is its parent's parent
+_PKG = Path(__file__).resolve().parent.parent
 
 
 def _find(name: str) -> Path:

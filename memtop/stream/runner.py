@@ -17,9 +17,9 @@ import time
 from collections.abc import AsyncIterator
 
 from memtop.records import Batch
-from memtop.source import Source, Subscriber
 from memtop.state import State
 from memtop.state.base import Notice
+from memtop.stream.source import Source, Subscriber
 
 #: how long a headless front end waits for the probes to attach before going on without them
 SETTLE_TIMEOUT_S = 120.0
@@ -151,12 +151,12 @@ class Runner:
             self.state = State(mode=self.source.mode)
 
     def save_state(self) -> bytes:
-        from memtop.replay import freeze
+        from memtop.stream.replay import freeze
 
         return freeze(self.state)
 
     def restore_state(self, saved: bytes) -> None:
-        from memtop.replay import thaw
+        from memtop.stream.replay import thaw
 
         state = thaw(saved)
         assert isinstance(state, State)

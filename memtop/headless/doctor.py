@@ -8,10 +8,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memtop import bcc_compat, fmt, headers, tracefs
+from memtop.core import fmt
+from memtop.core.text import clean
+from memtop.linux import bcc_compat, headers, tracefs
 from memtop.probes.base import Probe
 from memtop.probes.registry import PROBES, all_probe_classes
-from memtop.text import clean
 from memtop.views import panes_of_probes
 
 
@@ -209,7 +210,7 @@ def run_checks() -> list[Check]:
             required=False,
         )
     )
-    from memtop import cgroupfs
+    from memtop.linux import cgroupfs
 
     lay = cgroupfs.layout()
     checks.append(
@@ -239,9 +240,9 @@ def run_checks() -> list[Check]:
 
 def kernel_checks(proc: str = "/proc") -> list[Check]:
     """The Kernel pane's files: /proc/slabinfo (root only) and allocation profiling's state
-    (not built, never, off, on: memtop.kernelfs.profiling_state)."""
-    from memtop import kernelfs
-    from memtop.cgroupfs import read_text
+    (not built, never, off, on: memtop.linux.kernelfs.profiling_state)."""
+    from memtop.linux import kernelfs
+    from memtop.linux.cgroupfs import read_text
     from memtop.probes.slabtrace import raw_config
 
     slab = read_text(os.path.join(proc, "slabinfo"), 256) is not None

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from memtop.errors import NoTerminal
+from memtop.core.errors import NoTerminal
 
 #: from the first exit request (q, a signal, the terminal gone) to the process being gone
 EXIT_DEADLINE_S = 2.5
