@@ -122,7 +122,7 @@ def main() -> None:
                 wait_attached(ctr_port, "container exporter")
                 time.sleep(SCRAPE_S)  # past start-up: BCC's compiles, the first walks
                 window_s = args.minutes * 60 / WINDOWS
-                cpu_ratio, host_pct, ctr_pct = [], [], []
+                host_s, ctr_s, host_pct, ctr_pct = [], [], [], []
                 for _ in range(WINDOWS):
                     h0, c0, t0 = cpu_s(host.pid), cpu_s(ctr_pid), time.monotonic()
                     while time.monotonic() - t0 < window_s:
@@ -133,7 +133,8 @@ def main() -> None:
                     h, c_ = cpu_s(host.pid) - h0, cpu_s(ctr_pid) - c0
                     host_pct.append(100 * h / dt)
                     ctr_pct.append(100 * c_ / dt)
-                    cpu_ratio.append(c_ / h if h else float("nan"))
+                    host_s.append(h)
+                    ctr_s.append(c_)
                 hk = status_kb(host.pid, "VmRSS", "RssAnon")
                 ck = status_kb(ctr_pid, "VmRSS", "RssAnon")
                 peak = Path(f"/sys/fs/cgroup/memory/libpod_parent/libpod-{cid}/memory.max_usage_in_bytes")
@@ -151,9 +152,13 @@ def main() -> None:
         "minutes": args.minutes,
         "interval_args": c["args"][2:],
         "image_bytes": size,
-        "host_cpu_pct": statistics.median(host_pct),
-        "container_cpu_pct": statistics.median(ctr_pct),
-        "cpu_ratio": statistics.median(cpu_ratio),
+        "host_cpu_pct": statistics.mean(host_pct),
+        "container_cpu_pct": statistics.mean(ctr_pct),
+        # the whole run's CPU time, not a median of per-window ratios: a window's figure is a few
+        # dozen clock ticks, too coarse for a 5 % comparison
+        "cpu_ratio": sum(ctr_s) / sum(host_s),
+        "host_cpu_s": host_s,
+        "container_cpu_s": ctr_s,
         "host_rss_kib": hk["VmRSS"],
         "container_rss_kib": ck["VmRSS"],
         "host_rss_anon_kib": hk["RssAnon"],
