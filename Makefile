@@ -3,7 +3,7 @@ VENV ?= .venv
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test setup lint typecheck bench screenshots recording clean
+.PHONY: run test setup lint typecheck bench screenshots recording image clean
 
 run: setup
 	$(VENV)/bin/memtop $(ARGS)
@@ -36,6 +36,12 @@ recording: setup
 # every case (root), each into bench/results/NAME.json, then bench/report.py: bench/RESULTS.md
 bench: setup
 	$(VENV)/bin/python bench/run.py
+
+# the exporter's container image (contrib/container/Containerfile; IMAGE names its tag): memtop's
+# wheel and its dependencies' built here with pip, then podman builds from build/
+IMAGE ?= localhost/memtop:latest
+image: setup
+	PIP=$(VENV)/bin/pip bash scripts/container_image.sh $(IMAGE)
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

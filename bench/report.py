@@ -100,6 +100,9 @@ TARGETS: dict[str, Target] = {
     # issue 26: the Kernel pane shown, no tracing; on-demand slab tracing with sampling
     "kernel_cpu_pct": Target("≤ 2 % of a core", 2.0),
     "slabtrace_ratio": Target("≤ 1.10× bare", 1.10),
+    # issue 41: the exporter's image, and the exporter in it beside the host-run one
+    "image_mb": Target("≤ 400 MB", 400.0),
+    "container_ratio": Target("within 5 % of the host-run exporter's", 1.05),
 }
 
 NONE = "—"
@@ -851,6 +854,32 @@ def micro(r: dict[str, Any]) -> Iterator[Row]:
         )
 
 
+def container_cost(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/container_cost.py --minutes {r['minutes']:g}`"
+    t = TARGETS["image_mb"]
+    mb = r["image_bytes"] / 1e6
+    yield Row("container · the exporter's image (contrib/container)", cmd, f"{mb:.0f} MB", t.text, t.met(mb))
+    t = TARGETS["container_ratio"]
+    args = " ".join(r["interval_args"])
+    yield Row(
+        f"container · the exporter in it beside the host-run one, both `{args}`, scraped every 15 s: CPU",
+        cmd,
+        f"{r['container_cpu_pct']:.2f} % of a core against {r['host_cpu_pct']:.2f} %: {x(r['cpu_ratio'])}",
+        t.text,
+        t.met(r["cpu_ratio"]),
+    )
+    peak = r["container_peak_bytes"]
+    yield Row(
+        "container · the same: RSS and RssAnon",
+        cmd,
+        f"{r['container_rss_kib'] / 1024:.0f} MiB against {r['host_rss_kib'] / 1024:.0f} MiB ({x(r['rss_ratio'])}); "
+        f"anon {r['container_rss_anon_kib'] / 1024:.0f} against {r['host_rss_anon_kib'] / 1024:.0f} MiB "
+        f"({x(r['rss_anon_ratio'])})" + (f"; the container's peak {peak / 2**20:.0f} MiB" if peak else ""),
+        t.text,
+        t.met(r["rss_ratio"], r["rss_anon_ratio"]),
+    )
+
+
 #: (results file, rows from it), in the table's order
 CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("fault_overhead", fault_overhead),
@@ -873,6 +902,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("lost_counts", lost_counts),
     ("soak", soak),
     ("soak_export", soak_export),
+    ("container_cost", container_cost),
     ("swapin_overhead", swapin_overhead),
     ("startup_ab", startup_ab),
     ("large_maps", large_maps),

@@ -9,6 +9,7 @@ import sys
 from memtop.commands.args import Parser, common, count_arg, nonneg_int, positive_float
 from memtop.commands.common import make_source
 from memtop.core.errors import MemtopError
+from memtop.core.text import clean
 
 
 def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
@@ -46,6 +47,11 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
     e.add_argument(
         "--max-series", type=count_arg, default=10000, help="series per scrape at most (default 10000)"
     )
+    e.add_argument(
+        "--node-name",
+        metavar="NAME",
+        help="the node label on every series (default: $MEMTOP_NODE_NAME, else the host's name; '' for none)",
+    )
     e.add_argument("--replay", metavar="FILE", help="read a recording instead (with --openmetrics)")
     e.add_argument(
         "--openmetrics", metavar="OUT", help="--replay: write timestamped OpenMetrics for promtool"
@@ -54,6 +60,21 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         "--step", type=positive_float, default=15.0, help="--replay: seconds between points (default 15)"
     )
     e.add_argument("--force", action="store_true", help="overwrite an existing --openmetrics file")
+
+
+def say_what_is_lacking() -> None:
+    """In one line at start, what the exporter cannot see here (the doctor's failing checks): in
+    a container, the mount or capability it was not given."""
+    from memtop.headless.doctor import run_checks
+
+    failed = [c for c in run_checks() if not c.ok and c.required]
+    # a tracepoint's or a probe's check fails because of one above it (privileges, tracefs):
+    # counted only, `memtop doctor` lists them
+    lacking = [f"{c.name} ({c.detail})" for c in failed if not c.name.startswith(("tracepoint ", "probe "))]
+    hooks = sum(c.name.startswith("tracepoint ") for c in failed)
+    lacking += [f"{hooks} tracepoints (memtop doctor lists them)"] if hooks else []
+    if lacking:
+        sys.stderr.write("memtop: lacking: " + "; ".join(clean(w) for w in lacking) + "\n")
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -68,7 +89,10 @@ def run_export(args: argparse.Namespace) -> int:
         raise MemtopError(
             f"--cgroup-regex: {exc}", "a Python regular expression, e.g. 'docker|kubepods'"
         ) from None
+    from memtop.export.node import node_name
+
     opts = ExportOptions(
+        node=node_name(args.node_name),
         topk=args.topk,
         pid_labels=args.pid_labels,
         cgroup_depth=args.cgroup_depth,
@@ -87,6 +111,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     if args.no_listen and not args.textfile:
         raise MemtopError("--no-listen without --textfile exports nothing", "add --textfile PATH")
+    say_what_is_lacking()
     from memtop.export.server import DEFAULT_LISTEN, export, parse_listen
 
     listen = None if args.no_listen else parse_listen(args.listen or DEFAULT_LISTEN)

@@ -49,6 +49,8 @@ REST_LABEL = "rest"
 class Options:
     """The exporter's cardinality guards."""
 
+    #: the ``node`` label on every series ("" for none): memtop.export.node
+    node: str = ""
     topk: int = 10
     pid_labels: bool = False
     cgroup_depth: int = 3  # deepest cgroup level exported (the root is 0)

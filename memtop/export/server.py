@@ -38,6 +38,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from memtop.core.errors import MemtopError
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import Accumulators, Budget, Options, families
+from memtop.export.node import with_node
 from memtop.export.textfile import Textfile
 from memtop.runtime.heap import release_heap
 from memtop.stream.runner import Runner
@@ -141,7 +142,8 @@ class _Fixed(Collector):
         yield from self.fams
 
 
-def _encode(encoder: Callable[[CollectorRegistry], bytes], fams: list[Metric]) -> bytes:
+def _encode(encoder: Callable[[CollectorRegistry], bytes], fams: list[Metric], node: str = "") -> bytes:
+    fams = with_node(fams, node)
     if encoder is generate_latest:  # the text format Prometheus asks for by default
         text = text_format(fams)
         if text is not None:
@@ -354,7 +356,7 @@ class Exporter(Collector):
             with self._lock:
                 built = self._fresh(accept, gzip)
         assert built is not None
-        live = _encode(encoder, list(self._live_metrics(now, built)))
+        live = _encode(encoder, list(self._live_metrics(now, built)), self.opts.node)
         if openmetrics and not live.endswith(EOF):
             live += EOF
         if not gzip:
@@ -380,7 +382,7 @@ class Exporter(Collector):
         built = self._built.get(ctype)
         if built is None or built.key != key:
             at = self._generation_at
-            text = _encode(encoder, self._build())
+            text = _encode(encoder, self._build(), self.opts.node)
             if ctype.startswith("application/openmetrics-text") and text.endswith(EOF):
                 text = text[: -len(EOF)]  # the self-metrics go before the end marker
             built = _Built(key, text, at)

@@ -97,6 +97,11 @@ def parse_mountinfo(text: str) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _depth(root: str) -> int:
+    """How deep a mount's root is in its hierarchy: 0 for "/", 2 for "/a/b", -2 for "/../.."."""
+    return sum(-1 if part == ".." else 1 for part in root.split("/") if part)
+
+
 def find_layout(mountinfo: str, read_controllers: bool = True) -> Layout:
     """The layout described by the text of a mountinfo file. The cgroup2 root's controllers come
     from its cgroup.controllers (``read_controllers``); PSI from whether its root's
@@ -117,6 +122,12 @@ def find_layout(mountinfo: str, read_controllers: bool = True) -> Layout:
             known = {"memory", "cpu", "cpuacct", "cpuset", "io", "blkio", "pids", "devices", "freezer"}
             names = tuple(o for o in opts.split(",") if o in known or o.startswith("name="))
             hierarchies.append(Hierarchy(mountpoint, 1, names, root))
+    # A hierarchy mounted at its root sees every cgroup; a container's own view (the runtime
+    # mounts the container's subtree at /sys/fs/cgroup) sees one. memtop in a container with the
+    # host's cgroupfs mounted beside its own (contrib/container) must take the host's: the mount
+    # whose root is highest. In a cgroup namespace of the container's own, mountinfo names roots
+    # relative to it, and the host's root is above it ("/../.."): highest of all.
+    hierarchies.sort(key=lambda h: _depth(h.root))
     v1 = [h for h in hierarchies if h.version == 1]
     v2 = [h for h in hierarchies if h.version == 2]
     unified = v2[0] if v2 else None

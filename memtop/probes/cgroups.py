@@ -33,6 +33,10 @@ WALK_FACTOR = 4
 OVER_LIMIT = "cgroups over limit"
 
 
+#: where the host's files are mounted when memtop runs in a container ("/" on the host)
+HOST_ROOT_ENV = "MEMTOP_HOST_ROOT"
+
+
 class CgroupsProbe(Probe):
     name = "cgroups"
     needs_bpf = False
@@ -71,7 +75,9 @@ class CgroupsProbe(Probe):
 
     @classmethod
     def at_start(cls, proc_root: str | os.PathLike[str]) -> CgroupsProbe:
-        return cls(str(proc_root))
+        # in a container, the host's runtime files (container and pod names) are mounted below
+        # $MEMTOP_HOST_ROOT (contrib/kubernetes mounts them at /host)
+        return cls(str(proc_root), runtime_root=os.environ.get(HOST_ROOT_ENV) or "/")
 
     def load(self) -> None:
         self.layout = cgroupfs.layout(self.proc_root)

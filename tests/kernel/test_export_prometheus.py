@@ -210,7 +210,7 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
                     target["expr"]
                     .replace("$__rate_interval", "1m")
                     .replace("$__range", "1h")
-                    .replace("$instance", ".*")
+                    .replace("$node", ".*")
                 )
                 assert query(api, expr), f"dashboard panel {panel['title']!r}: {expr} has no data"
         # the exposition passes promtool's lint
@@ -340,7 +340,7 @@ def test_rules_and_backfill_pass_promtool(tmp_path: Path) -> None:
 
 
 #: what Grafana's variables stand for in the queries: a rate window of ten 1 s scrapes
-GRAFANA = {"$__rate_interval": "10s", "$__range": "1h", "$__interval": "1s", "$instance": ".*"}
+GRAFANA = {"$__rate_interval": "10s", "$__range": "1h", "$__interval": "1s", "$node": ".*"}
 
 
 def grafana(expr: str) -> str:

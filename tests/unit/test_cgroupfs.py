@@ -53,6 +53,30 @@ def test_layouts_from_mountinfo() -> None:
     assert cpu.mountpoint == "/sys/fs/cgroup/cpu,cpuacct" and "cpuacct" in cpu.controllers
 
 
+#: memtop in a container (contrib/container): the runtime's mount of the container's own cgroup
+#: at /sys/fs/cgroup, and the host's hierarchies mounted at /host/sys/fs/cgroup; in the host's
+#: cgroup namespace the container's mount root is its own subtree (as mountinfo says here) ...
+IN_CONTAINER = """\
+105 100 0:32 /libpod_parent/libpod-c1 /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory
+110 100 0:38 /libpod_parent/libpod-c1 /sys/fs/cgroup/unified ro,nosuid - cgroup2 cgroup2 rw
+117 113 0:32 / /host/sys/fs/cgroup/memory ro,relatime - cgroup cgroup rw,memory
+119 113 0:38 / /host/sys/fs/cgroup/unified ro,relatime - cgroup2 cgroup2 rw
+"""
+#: ... and in a cgroup namespace of its own, roots are relative to it: the host's is above it
+IN_CONTAINER_NS = IN_CONTAINER.replace("/libpod_parent/libpod-c1 ", "/ ", 2).replace(
+    " / /host", " /../.. /host"
+)
+
+
+@pytest.mark.parametrize("mountinfo", [IN_CONTAINER, IN_CONTAINER_NS], ids=["host-cgroupns", "own-cgroupns"])
+def test_in_a_container_the_hosts_hierarchies_are_taken(mountinfo: str) -> None:
+    lay = cgroupfs.find_layout(mountinfo, read_controllers=False)
+    assert lay.memory is not None and lay.memory.mountpoint == "/host/sys/fs/cgroup/memory"
+    assert lay.unified is not None and lay.unified.mountpoint == "/host/sys/fs/cgroup/unified"
+    # a cgroup the walk found under the host's mount is that directory
+    assert lay.memory.dir("/kubepods/pod1") == "/host/sys/fs/cgroup/memory/kubepods/pod1"
+
+
 def test_this_machine_layout_is_what_mountinfo_says() -> None:
     lay = cgroupfs.layout()
     mounts = cgroupfs.parse_mountinfo(Path("/proc/self/mountinfo").read_text())

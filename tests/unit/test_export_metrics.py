@@ -173,14 +173,26 @@ def test_textfile_refuses_a_symlink_and_a_failed_write_exits_2(tmp_path: Path) -
     assert run.returncode == 2 and target.read_text() == "keep\n", run.stderr
     ok = tmp_path / "ok.prom"
     run = subprocess.run(
-        [*memtop_cmd(), "export", "--no-bpf", "--no-listen", "--textfile", str(ok), "--duration", "2"],
+        [
+            *memtop_cmd(),
+            "export",
+            "--no-bpf",
+            "--node-name",
+            "test",
+            "--no-listen",
+            "--textfile",
+            str(ok),
+            "--duration",
+            "2",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert run.returncode == 0, run.stderr
     text = ok.read_text()
-    assert 'memtop_probe_up{probe="procfs",reason="",state="attached"} 1.0' in text
+    # every series says which node it is from (--node-name)
+    assert 'memtop_probe_up{node="test",probe="procfs",reason="",state="attached"} 1.0' in text
     # --no-bpf: the BPF figures are left out (not zeros), the probes say why
     assert "memtop_reclaim_latency_seconds" not in text and "memtop_swapins_total" not in text
 

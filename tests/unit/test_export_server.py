@@ -94,7 +94,16 @@ def exporter(*extra: str) -> Iterator[Exporter]:
         err = Path(tmp) / "stderr"
         with err.open("wb") as f:
             proc = subprocess.Popen(
-                [*memtop_cmd(), "export", "--no-bpf", "--listen", f"127.0.0.1:{port}", *extra],
+                # no node label: these tests read series by their text
+                [
+                    *memtop_cmd(),
+                    "export",
+                    "--no-bpf",
+                    "--node-name=",
+                    "--listen",
+                    f"127.0.0.1:{port}",
+                    *extra,
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=f,
             )
