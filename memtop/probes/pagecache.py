@@ -1,0 +1,565 @@
+"""pagecacheinfo (no BPF): which files are in the page cache. The files processes hold open
+(/proc/PID/fd) or map (/proc/PID/maps), deduplicated by device and inode, and the regular files
+below the directories the user names (``--cache-path``, recursive, bounded), each measured with
+``cachestat(2)`` (Linux 6.5+: cached, dirty, writeback, evicted and recently evicted pages) or,
+where the kernel has no cachestat, ``mincore(2)`` over a read-only mapping (cached pages only).
+
+Refreshing everything every tick would cost a syscall or four per file: the fds and maps are
+rescanned every ``scan_every`` ticks, the ``--cache-path`` directories every ``walk_every``;
+each tick measures the files that hold the most, the files new since the last tick, and a
+rotating slice of the others sized so the refresh takes at most ``budget`` of a core.
+
+Files are opened only to be measured and closed at once (an fd kept would pin a deleted file's
+space): an ``O_PATH`` open first (it never opens a device or a FIFO, has no side effect), its
+fstat checked (a regular file, the device and inode scanned), then a read-only reopen of that
+very inode through /proc/self/fd. A ``--cache-path`` name is opened with ``O_NOFOLLOW``.
+
+pagecache (BPF, ``bpf/pagecache.bpf.c``): pages added to and deleted from the page cache per file
+and per process, from the filemap tracepoints, counted in kernel maps read once per tick.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat as stat_mod
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Self
+
+from memtop.cgroupfs import read_text
+from memtop.probes.base import BpfProbe, Probe
+from memtop.records import Record
+from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
+from memtop.text import clean
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+#: cachestat's number: new system calls have one number on every architecture but alpha
+NR_CACHESTAT = 451
+#: holders kept per file
+MAX_HOLDERS = 8
+#: the share of a core the per-tick refresh may take (at one tick a second)
+BUDGET = 0.01
+
+
+class _CachestatRange(ctypes.Structure):
+    # struct cachestat_range (include/uapi/linux/mman.h): off, len (0: to the end of the file)
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Cachestat(ctypes.Structure):
+    # struct cachestat (include/uapi/linux/mman.h), in pages
+    _fields_ = [
+        ("nr_cache", ctypes.c_uint64),
+        ("nr_dirty", ctypes.c_uint64),
+        ("nr_writeback", ctypes.c_uint64),
+        ("nr_evicted", ctypes.c_uint64),
+        ("nr_recently_evicted", ctypes.c_uint64),
+    ]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+_mmap = _libc.mmap
+_mmap.restype = ctypes.c_void_p
+_mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_munmap = _libc.munmap
+_munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_mincore = _libc.mincore
+_mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def cachestat(fd: int) -> tuple[int, int, int, int, int]:
+    """(cached, dirty, writeback, evicted, recently evicted) pages of the whole file open as
+    ``fd``; OSError (ENOSYS: the kernel has no cachestat) otherwise."""
+    rng = _CachestatRange(0, 0)
+    cs = _Cachestat()
+    ret = _syscall(
+        ctypes.c_long(NR_CACHESTAT), ctypes.c_int(fd), ctypes.byref(rng), ctypes.byref(cs), ctypes.c_uint(0)
+    )
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return (
+        int(cs.nr_cache),
+        int(cs.nr_dirty),
+        int(cs.nr_writeback),
+        int(cs.nr_evicted),
+        int(cs.nr_recently_evicted),
+    )
+
+
+def mincore_pages(fd: int, size: int) -> int:
+    """Pages of the file open as ``fd`` (``size`` bytes) in the page cache, by mincore(2) over a
+    read-only shared mapping (nothing is read: a mapping's pages are not faulted by mincore)."""
+    if size <= 0:
+        return 0
+    pages = (size + PAGE_SIZE - 1) // PAGE_SIZE
+    addr = _mmap(None, size, 0x1, 0x01, fd, 0)  # PROT_READ, MAP_SHARED
+    if addr is None or addr == _MAP_FAILED:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    try:
+        vec = (ctypes.c_ubyte * pages)()
+        if _mincore(addr, size, vec) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        # the low bit is "resident"; the others are reserved (0)
+        return sum(1 for b in bytes(vec) if b & 1) if pages < 64 else pages - bytes(vec).count(0)
+    finally:
+        _munmap(addr, size)
+
+
+def open_checked(path: str, key: tuple[int, int] | None, follow: bool) -> tuple[int, os.stat_result] | None:
+    """A read-only fd of the regular file at ``path`` (of device and inode ``key`` when given)
+    and its fstat, or None. ``follow`` False: the last component is not followed (O_NOFOLLOW);
+    True for /proc's magic links (fd/N, map_files/…), which name the inode itself. An O_PATH
+    open first: it does not open what it names (no device's open, no FIFO to block on)."""
+    try:
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(pfd)
+        if not stat_mod.S_ISREG(st.st_mode) or (key is not None and (st.st_dev, st.st_ino) != key):
+            return None
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(f"/proc/self/fd/{pfd}", flags | os.O_NOATIME)
+        except PermissionError:  # O_NOATIME: only the owner or CAP_FOWNER
+            fd = os.open(f"/proc/self/fd/{pfd}", flags)
+        return fd, st
+    except OSError:
+        return None
+    finally:
+        os.close(pfd)
+
+
+@dataclass
+class _File:
+    """A file the probe knows: where to reopen it and what it last sent of it."""
+
+    key: tuple[int, int]
+    path: str
+    #: (path, follow) to open it by, the first that works is used
+    opens: list[tuple[str, bool]]
+    size_bytes: int = 0
+    holders: dict[int, str] = field(default_factory=dict)
+    under_path: bool = False
+    #: (cached, dirty, writeback, evicted, recently evicted) pages, mincore: (cached, 0, …)
+    pages: tuple[int, int, int, int, int] | None = None
+    sent: CachedFile | None = None
+    #: ticks since it was last measured
+    measured_tick: int = -1
+
+
+class PagecacheinfoProbe(Probe):
+    """The files in the page cache: processes' open and mapped files, ``--cache-path`` trees."""
+
+    name = "pagecacheinfo"
+    needs_bpf = False
+    cadence_s = 1.0
+
+    @classmethod
+    def at_start(cls, proc_root: str | Path) -> Self:
+        return cls(str(proc_root))
+
+    def __init__(
+        self,
+        proc_root: str = "/proc",
+        paths: tuple[str, ...] = (),
+        scan_every: int = 5,
+        walk_every: int = 30,
+        max_procs: int = 8192,
+        max_fds: int = 16384,
+        max_files: int = 200_000,
+        top_n: int = 256,
+        budget: float = BUDGET,
+        method: str = "",
+    ) -> None:
+        self.proc = proc_root
+        self.paths = paths
+        self.scan_every = scan_every
+        self.walk_every = walk_every
+        self.max_procs = max_procs
+        self.max_fds = max_fds
+        self.max_files = max_files
+        self.top_n = top_n
+        self.budget = budget
+        #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
+        self.method = method or "cachestat"
+        self._tick = 0
+        self._files: dict[tuple[int, int], _File] = {}
+        self._path_files: dict[tuple[int, int], _File] = {}
+        #: (maps' dev field, inode) -> the key stat gave (maps name devices as the superblock's,
+        #: which stat may not: overlayfs, btrfs)
+        self._map_keys: dict[tuple[str, int], tuple[int, int] | None] = {}
+        self._next_scan = 0
+        self._next_walk = 0
+        self._cursor = 0
+        #: seconds a file's measurement took, smoothed (sizes the rotating slice)
+        self.per_file_s = 20e-6
+        self.last_scan_s = 0.0
+        self.last_walk_s = 0.0
+        self.last_refresh_s = 0.0
+        self._listed: tuple[tuple[int, int], ...] | None = None
+        self._scan_info: dict[str, int | bool | str] = {}
+        self._walk_info: dict[str, int | bool | str] = {}
+
+    def configure(self, paths: tuple[str, ...]) -> None:
+        self.paths = tuple(paths)
+
+    def load(self) -> None:
+        pass  # nothing to attach; a file that cannot be opened is left out
+
+    def note(self) -> str:
+        return "mincore: cached pages only" if self.method == "mincore" else ""
+
+    def poll_failed(self) -> None:
+        self._next_scan = self._tick + 1
+
+    # -- the scans: which files ------------------------------------------------------------------
+    def _scan_procs(self) -> dict[tuple[int, int], _File]:
+        found: dict[tuple[int, int], _File] = {}
+        procs = fds = 0
+        truncated = False
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except OSError:
+            pids = []
+        if len(pids) > self.max_procs:
+            pids, truncated = pids[: self.max_procs], True
+        for pid in pids:
+            comm_text = read_text(os.path.join(self.proc, pid, "comm"), 256)
+            if comm_text is None:
+                continue
+            procs += 1
+            comm = clean(comm_text.rstrip("\n"), 64)
+            n = self._scan_fds(pid, comm, found)
+            fds += n
+            truncated |= n >= self.max_fds
+            self._scan_maps(pid, comm, found)
+            if len(found) >= self.max_files:
+                truncated = True
+                break
+        self._scan_info = {"processes": procs, "fds_seen": fds, "truncated": truncated}
+        return found
+
+    def _hold(
+        self, found: dict[tuple[int, int], _File], key: tuple[int, int], pid: str, comm: str
+    ) -> _File | None:
+        f = found.get(key)
+        if f is None:
+            if len(found) >= self.max_files:
+                return None
+            prev = self._files.get(key)
+            f = _File(key, prev.path if prev else "", [], size_bytes=prev.size_bytes if prev else 0)
+            if prev is not None:
+                f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
+            found[key] = f
+        if len(f.holders) < MAX_HOLDERS:
+            f.holders[int(pid)] = comm
+        return f
+
+    def _scan_fds(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> int:
+        fd_dir = os.path.join(self.proc, pid, "fd")
+        n = 0
+        try:
+            it = os.scandir(fd_dir)
+        except OSError:
+            return 0
+        with it:
+            for entry in it:
+                n += 1
+                if n > self.max_fds:
+                    break
+                try:
+                    # stat of the magic link: the open file's inode (nothing opened)
+                    st = os.stat(entry.path)
+                except OSError:
+                    continue
+                if not stat_mod.S_ISREG(st.st_mode):
+                    continue
+                f = self._hold(found, (st.st_dev, st.st_ino), pid, comm)
+                if f is None:
+                    continue
+                f.size_bytes = st.st_size
+                if len(f.opens) < 2:
+                    f.opens.append((entry.path, True))
+                if not f.path:
+                    try:
+                        f.path = clean(os.readlink(entry.path), 1024)
+                    except OSError:
+                        pass
+        return n
+
+    def _scan_maps(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> None:
+        text = read_text(os.path.join(self.proc, pid, "maps"), 8 << 20, errors="surrogateescape")
+        if not text:
+            return
+        seen: set[tuple[str, int]] = set()
+        for line in text.splitlines():
+            parts = line.split(None, 5)
+            if len(parts) < 6 or not parts[5].startswith("/"):
+                continue
+            try:
+                inode = int(parts[4])
+            except ValueError:
+                continue
+            mkey = (parts[3], inode)
+            if inode == 0 or mkey in seen:
+                continue
+            seen.add(mkey)
+            link = os.path.join(self.proc, pid, "map_files", parts[0])
+            if mkey not in self._map_keys:
+                try:
+                    st = os.stat(link)
+                    self._map_keys[mkey] = (st.st_dev, st.st_ino) if stat_mod.S_ISREG(st.st_mode) else None
+                except OSError:
+                    continue
+            key = self._map_keys[mkey]
+            if key is None:
+                continue
+            f = self._hold(found, key, pid, comm)
+            if f is None:
+                continue
+            if len(f.opens) < 2:
+                f.opens.append((link, True))
+            if not f.path:
+                f.path = clean(parts[5], 1024)
+
+    def _walk(self) -> dict[tuple[int, int], _File]:
+        """Regular files below ``paths`` (lstat: no symlink followed; nothing but directories
+        opened), at most ``max_files`` in all."""
+        out: dict[tuple[int, int], _File] = {}
+        truncated = False
+        for top in self.paths:
+            stack = [top]
+            while stack:
+                d = stack.pop()
+                try:
+                    it = os.scandir(d)
+                except OSError:
+                    continue
+                with it:
+                    for entry in it:
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if stat_mod.S_ISDIR(st.st_mode):
+                            stack.append(entry.path)
+                        elif stat_mod.S_ISREG(st.st_mode):
+                            if len(out) >= self.max_files:
+                                truncated = True
+                                stack.clear()
+                                break
+                            key = (st.st_dev, st.st_ino)
+                            prev = self._path_files.get(key) or self._files.get(key)
+                            f = _File(
+                                key,
+                                clean(entry.path, 1024),
+                                [(entry.path, False)],
+                                st.st_size,
+                                under_path=True,
+                            )
+                            if prev is not None:
+                                f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
+                            out[key] = f
+        self._walk_info = {"files_under_paths": len(out), "truncated": truncated}
+        return out
+
+    # -- measuring -------------------------------------------------------------------------------
+    def _measure(self, f: _File) -> bool:
+        """Read the file's pages now; False when it could not be opened (gone, replaced)."""
+        for path, follow in f.opens:
+            opened = open_checked(path, f.key, follow)
+            if opened is None:
+                continue
+            fd, st = opened
+            try:
+                f.size_bytes = st.st_size
+                if self.method == "cachestat":
+                    try:
+                        f.pages = cachestat(fd)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSYS:
+                            raise
+                        self.method = "mincore"  # this kernel has no cachestat (before 6.5)
+                if self.method == "mincore":
+                    f.pages = (mincore_pages(fd, st.st_size), 0, 0, 0, 0)
+                f.measured_tick = self._tick
+                return True
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+        return False
+
+    def _record(self, f: _File) -> CachedFile:
+        pages = f.pages or (0, 0, 0, 0, 0)
+        exact = self.method == "cachestat"
+        return CachedFile(
+            dev=f.key[0],
+            ino=f.key[1],
+            path=f.path,
+            size_bytes=f.size_bytes,
+            cached_bytes=pages[0] * PAGE_SIZE,
+            dirty_bytes=pages[1] * PAGE_SIZE if exact else None,
+            writeback_bytes=pages[2] * PAGE_SIZE if exact else None,
+            evicted_bytes=pages[3] * PAGE_SIZE if exact else None,
+            recently_evicted_bytes=pages[4] * PAGE_SIZE if exact else None,
+            method=self.method,
+            holders=tuple(sorted(f.holders.items())),
+            under_path=f.under_path,
+        )
+
+    def _choose(self, files: list[_File], fresh: bool) -> Iterator[_File]:
+        """What to measure this tick: everything after a scan that found new files (``fresh``),
+        else the files holding the most, those never measured and a rotating slice."""
+        if fresh:
+            yield from files
+            return
+        top = sorted(
+            (f for f in files if f.pages is not None), key=lambda f: -(f.pages[0] if f.pages else 0)
+        )[: self.top_n]
+        chosen = {id(f) for f in top}
+        yield from top
+        for f in files:
+            if f.pages is None and id(f) not in chosen:
+                chosen.add(id(f))
+                yield f
+        n = max(64, int(self.budget / max(self.per_file_s, 1e-7)))
+        if not files:
+            return
+        start = self._cursor % len(files)
+        for i in range(min(n, len(files))):
+            f = files[(start + i) % len(files)]
+            if id(f) not in chosen:
+                yield f
+        self._cursor = start + min(n, len(files))
+
+    def poll(self) -> list[Record]:
+        self._tick += 1
+        out: list[Record] = []
+        fresh = False
+        if self._tick == 1 or self._tick >= self._next_scan:
+            t0 = time.monotonic()
+            procs = self._scan_procs()
+            self.last_scan_s = time.monotonic() - t0
+            self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s / self.budget))
+            fresh = fresh or any(k not in self._files for k in procs)
+            self._files = procs
+        if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
+            t0 = time.monotonic()
+            walked = self._walk()
+            self.last_walk_s = time.monotonic() - t0
+            self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s / self.budget))
+            fresh = fresh or self._tick == 1
+            self._path_files = walked
+        every = dict(self._path_files)
+        for key, f in self._files.items():
+            under = every.get(key)
+            if under is not None:
+                f.under_path = True
+                if under.measured_tick > f.measured_tick:
+                    f.pages, f.measured_tick = under.pages, under.measured_tick
+                f.opens = f.opens + under.opens
+            every[key] = f
+        files = list(every.values())
+        t0 = time.monotonic()
+        measured = 0
+        for f in self._choose(files, fresh):
+            measured += 1
+            if not self._measure(f) and f.pages is None:
+                continue
+        took = time.monotonic() - t0
+        self.last_refresh_s = took
+        if measured:
+            self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / measured)
+        for f in files:
+            if f.pages is None:
+                continue
+            if f.sent is None and not any(f.pages) and not f.holders:
+                continue  # never had a page: not listed (counted in the scan's figures)
+            rec = self._record(f)
+            if rec != f.sent:
+                out.append(rec)
+                f.sent = rec
+                under = self._path_files.get(f.key)
+                if under is not None:
+                    under.sent = rec
+        listed = tuple(sorted(f.key for f in files if f.sent is not None))
+        if listed != self._listed or fresh:
+            self._listed = listed
+            out.append(
+                CachedFiles(
+                    keys=listed,
+                    method=self.method,
+                    paths=tuple(clean(p, 1024) for p in self.paths),
+                    processes=int(self._scan_info.get("processes", 0)),
+                    fds_seen=int(self._scan_info.get("fds_seen", 0)),
+                    files_under_paths=int(self._walk_info.get("files_under_paths", 0)),
+                    truncated=bool(self._scan_info.get("truncated") or self._walk_info.get("truncated")),
+                    why=self._why(),
+                )
+            )
+        return out
+
+    def measured(self) -> list[CachedFile]:
+        """Every file known and measured, with its latest figures (listed or not)."""
+        every = {**self._path_files, **self._files}
+        return [self._record(f) for f in every.values() if f.pages is not None]
+
+    def _why(self) -> str:
+        parts = []
+        if self._scan_info.get("truncated"):
+            parts.append(f"processes' files cut at {self.max_files} files / {self.max_fds} fds a process")
+        if self._walk_info.get("truncated"):
+            parts.append(f"--cache-path walk cut at {self.max_files} files")
+        return "; ".join(parts)
+
+
+class PagecacheProbe(BpfProbe):
+    """Pages added to and deleted from the page cache per file and per process (filemap
+    tracepoints, counted in kernel maps)."""
+
+    name = "pagecache"
+    program = "pagecache"
+    shares_unit = True
+    tracepoints: ClassVar[tuple[str, ...]] = (
+        "filemap:mm_filemap_add_to_page_cache",
+        "filemap:mm_filemap_delete_from_page_cache",
+    )
+
+    def __init__(self, max_files: int = 16384, max_pids: int = 4096) -> None:
+        super().__init__()
+        self.max_files = max_files
+        self.max_pids = max_pids
+
+    def defines(self) -> dict[str, int]:
+        return {"PC_MAX_FILES": self.max_files, "PC_MAX_PIDS": self.max_pids, "PC_ADDED": 0, "PC_DELETED": 1}
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        added, deleted = self.array_slots("pc_totals", 2)
+        files = []
+        for k, v in self.bpf["pc_files"].items():
+            # the kernel's dev_t (major << 20 | minor) as stat's st_dev encodes it
+            dev = os.makedev(int(k.dev) >> 20, int(k.dev) & 0xFFFFF)
+            files.append((dev, int(k.ino), int(v.added), int(v.deleted)))
+        pids = []
+        for k, v in self.bpf["pc_pids"].items():
+            comm = clean(bytes(v.comm).split(b"\0", 1)[0], 16)
+            pids.append((int(k.value), comm, int(v.added), int(v.deleted)))
+        return [
+            PagecacheActivity(
+                added=added, deleted=deleted, files=tuple(sorted(files)), pids=tuple(sorted(pids))
+            )
+        ]
