@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import heapq
 import os
 import stat as stat_mod
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Self
 
+from memtop import bcc_compat
 from memtop.cgroupfs import read_text
 from memtop.probes.base import BpfProbe, Probe
+from memtop.probes.layout import Packed
 from memtop.records import Record
 from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
 from memtop.text import clean
@@ -43,6 +45,15 @@ NR_CACHESTAT = 451
 MAX_HOLDERS = 8
 #: the share of a core the per-tick refresh may take (at one tick a second)
 BUDGET = 0.01
+#: how a --cache-path file is opened: never through a symlink, never blocking, no controlling tty
+NAMED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOATIME
+
+
+#: bpf/pagecache.bpf.c's map entries (the layouts are checked: tests/kernel/test_struct_layouts.py)
+FILE_KEY = Packed("struct pc_file_key_t", "<QII", ("ino", "dev", "pad"))
+COUNTS = Packed("struct pc_counts_t", "<QQ", ("added", "deleted"))
+#: followed by comm[16] (read as the bytes after the counts)
+PID_COUNTS = Packed("struct pc_pid_counts_t", "<QQ", ("added", "deleted"), whole=False)
 
 
 class _CachestatRange(ctypes.Structure):
@@ -146,7 +157,8 @@ class _File:
 
     key: tuple[int, int]
     path: str
-    #: (path, follow) to open it by, the first that works is used
+    #: (path, magic) to open it by, the first that works is used; magic: a /proc link (fd/N,
+    #: map_files/…) naming the inode itself, else a name the walk found
     opens: list[tuple[str, bool]]
     size_bytes: int = 0
     holders: dict[int, str] = field(default_factory=dict)
@@ -207,7 +219,13 @@ class PagecacheinfoProbe(Probe):
         self.last_scan_s = 0.0
         self.last_walk_s = 0.0
         self.last_refresh_s = 0.0
-        self._listed: tuple[tuple[int, int], ...] | None = None
+        #: every file known (the processes' and the walk's, merged at each scan), in one order
+        self._all: dict[tuple[int, int], _File] = {}
+        self._order: list[_File] = []
+        #: the files holding the most at the last scan (measured every tick)
+        self._top: list[_File] = []
+        #: files known before and gone since the last CachedFiles
+        self._gone: list[tuple[int, int]] = []
         self._scan_info: dict[str, int | bool | str] = {}
         self._walk_info: dict[str, int | bool | str] = {}
 
@@ -375,10 +393,34 @@ class PagecacheinfoProbe(Probe):
         return out
 
     # -- measuring -------------------------------------------------------------------------------
+    def _open(self, path: str, key: tuple[int, int], magic: bool) -> tuple[int, os.stat_result] | None:
+        if magic:
+            return open_checked(path, key, True)
+        # a name the walk found a regular file: opened as read_text opens (no symlink followed,
+        # never blocking: a FIFO renamed into its place opens at once and fails the check)
+        try:
+            fd = os.open(path, NAMED_FLAGS)
+        except PermissionError:  # O_NOATIME: only the owner or CAP_FOWNER
+            try:
+                fd = os.open(path, NAMED_FLAGS & ~os.O_NOATIME)
+            except OSError:
+                return None
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if not stat_mod.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != key:
+            os.close(fd)
+            return None
+        return fd, st
+
     def _measure(self, f: _File) -> bool:
         """Read the file's pages now; False when it could not be opened (gone, replaced)."""
-        for path, follow in f.opens:
-            opened = open_checked(path, f.key, follow)
+        for path, magic in f.opens:
+            opened = self._open(path, f.key, magic)
             if opened is None:
                 continue
             fd, st = opened
@@ -419,49 +461,26 @@ class PagecacheinfoProbe(Probe):
             under_path=f.under_path,
         )
 
-    def _choose(self, files: list[_File], fresh: bool) -> Iterator[_File]:
-        """What to measure this tick: everything after a scan that found new files (``fresh``),
-        else the files holding the most, those never measured and a rotating slice."""
-        if fresh:
-            yield from files
-            return
-        top = sorted(
-            (f for f in files if f.pages is not None), key=lambda f: -(f.pages[0] if f.pages else 0)
-        )[: self.top_n]
-        chosen = {id(f) for f in top}
-        yield from top
-        for f in files:
-            if f.pages is None and id(f) not in chosen:
-                chosen.add(id(f))
-                yield f
-        n = max(64, int(self.budget / max(self.per_file_s, 1e-7)))
-        if not files:
-            return
-        start = self._cursor % len(files)
-        for i in range(min(n, len(files))):
-            f = files[(start + i) % len(files)]
-            if id(f) not in chosen:
-                yield f
-        self._cursor = start + min(n, len(files))
+    def _choose(self, fresh: list[_File]) -> list[_File]:
+        """What to measure this tick: the files a scan found new or changed (``fresh``), the files
+        that held the most at the last scan, and a rotating slice of the others as large as the
+        budget allows."""
+        chosen = {id(f): f for f in fresh}
+        for f in self._top:
+            chosen.setdefault(id(f), f)
+        files = self._order
+        if files:
+            n = min(len(files), max(64, int(self.budget / max(self.per_file_s, 1e-7))))
+            start = self._cursor % len(files)
+            for i in range(n):
+                f = files[(start + i) % len(files)]
+                chosen.setdefault(id(f), f)
+            self._cursor = start + n
+        return list(chosen.values())
 
-    def poll(self) -> list[Record]:
-        self._tick += 1
-        out: list[Record] = []
-        fresh = False
-        if self._tick == 1 or self._tick >= self._next_scan:
-            t0 = time.monotonic()
-            procs = self._scan_procs()
-            self.last_scan_s = time.monotonic() - t0
-            self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s / self.budget))
-            fresh = fresh or any(k not in self._files for k in procs)
-            self._files = procs
-        if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
-            t0 = time.monotonic()
-            walked = self._walk()
-            self.last_walk_s = time.monotonic() - t0
-            self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s / self.budget))
-            fresh = fresh or self._tick == 1
-            self._path_files = walked
+    def _merge(self) -> list[_File]:
+        """After a scan or a walk: one table of every file known, and the files to measure now
+        (new ones, and those whose holders changed)."""
         every = dict(self._path_files)
         for key, f in self._files.items():
             under = every.get(key)
@@ -471,19 +490,47 @@ class PagecacheinfoProbe(Probe):
                     f.pages, f.measured_tick = under.pages, under.measured_tick
                 f.opens = f.opens + under.opens
             every[key] = f
-        files = list(every.values())
-        t0 = time.monotonic()
-        measured = 0
-        for f in self._choose(files, fresh):
-            measured += 1
-            if not self._measure(f) and f.pages is None:
-                continue
-        took = time.monotonic() - t0
-        self.last_refresh_s = took
-        if measured:
-            self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / measured)
-        for f in files:
+        fresh = []
+        for f in every.values():
             if f.pages is None:
+                fresh.append(f)
+            elif f.sent is not None and (
+                f.sent.under_path != f.under_path or f.sent.holders != tuple(sorted(f.holders.items()))
+            ):
+                fresh.append(f)
+        gone = [k for k in self._all if k not in every]
+        self._gone += gone
+        self._all = every
+        self._order = list(every.values())
+        return fresh
+
+    def _rank(self) -> None:
+        """The files holding the most, measured every tick until the next scan ranks again."""
+        self._top = heapq.nlargest(
+            self.top_n, (f for f in self._order if f.pages), key=lambda f: f.pages[0] if f.pages else 0
+        )
+
+    def poll(self) -> list[Record]:
+        self._tick += 1
+        out: list[Record] = []
+        changed = False
+        if self._tick == 1 or self._tick >= self._next_scan:
+            t0 = time.monotonic()
+            self._files = self._scan_procs()
+            self.last_scan_s = time.monotonic() - t0
+            self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s / self.budget))
+            changed = True
+        if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
+            t0 = time.monotonic()
+            self._path_files = self._walk()
+            self.last_walk_s = time.monotonic() - t0
+            self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s / self.budget))
+            changed = True
+        fresh = self._merge() if changed else []
+        t0 = time.monotonic()
+        todo = self._choose(fresh)
+        for f in todo:
+            if not self._measure(f) or f.pages is None:
                 continue
             if f.sent is None and not any(f.pages) and not f.holders:
                 continue  # never had a page: not listed (counted in the scan's figures)
@@ -494,16 +541,23 @@ class PagecacheinfoProbe(Probe):
                 under = self._path_files.get(f.key)
                 if under is not None:
                     under.sent = rec
-        listed = tuple(sorted(f.key for f in files if f.sent is not None))
-        if listed != self._listed or fresh:
-            self._listed = listed
+        took = time.monotonic() - t0
+        self.last_refresh_s = took
+        if changed:
+            self._rank()
+        if todo:
+            self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / len(todo))
+        if changed:
+            gone = tuple(sorted(self._gone))
+            self._gone = []
             out.append(
                 CachedFiles(
-                    keys=listed,
+                    gone=gone,
                     method=self.method,
                     paths=tuple(clean(p, 1024) for p in self.paths),
                     processes=int(self._scan_info.get("processes", 0)),
                     fds_seen=int(self._scan_info.get("fds_seen", 0)),
+                    files_known=len(self._all),
                     files_under_paths=int(self._walk_info.get("files_under_paths", 0)),
                     truncated=bool(self._scan_info.get("truncated") or self._walk_info.get("truncated")),
                     why=self._why(),
@@ -513,8 +567,7 @@ class PagecacheinfoProbe(Probe):
 
     def measured(self) -> list[CachedFile]:
         """Every file known and measured, with its latest figures (listed or not)."""
-        every = {**self._path_files, **self._files}
-        return [self._record(f) for f in every.values() if f.pages is not None]
+        return [self._record(f) for f in self._all.values() if f.pages is not None]
 
     def _why(self) -> str:
         parts = []
@@ -541,6 +594,9 @@ class PagecacheProbe(BpfProbe):
         super().__init__()
         self.max_files = max_files
         self.max_pids = max_pids
+        #: what the last poll sent, per file and per pid (only changes are sent again)
+        self._files: dict[tuple[int, int], tuple[int, int]] = {}
+        self._pids: dict[int, tuple[str, int, int]] = {}
 
     def defines(self) -> dict[str, int]:
         return {"PC_MAX_FILES": self.max_files, "PC_MAX_PIDS": self.max_pids, "PC_ADDED": 0, "PC_DELETED": 1}
@@ -549,17 +605,34 @@ class PagecacheProbe(BpfProbe):
         if self.bpf is None:
             return []
         added, deleted = self.array_slots("pc_totals", 2)
-        files = []
-        for k, v in self.bpf["pc_files"].items():
+        # the maps in a few batched lookups: a syscall per entry would cost 16,384 a tick
+        keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_files")
+        files_now: dict[tuple[int, int], tuple[int, int]] = {}
+        for i in range(n):
+            ino, kdev, _pad = FILE_KEY.unpack_from(keys, i * ksz)
+            a, d = COUNTS.unpack_from(values, i * vsz)
             # the kernel's dev_t (major << 20 | minor) as stat's st_dev encodes it
-            dev = os.makedev(int(k.dev) >> 20, int(k.dev) & 0xFFFFF)
-            files.append((dev, int(k.ino), int(v.added), int(v.deleted)))
-        pids = []
-        for k, v in self.bpf["pc_pids"].items():
-            comm = clean(bytes(v.comm).split(b"\0", 1)[0], 16)
-            pids.append((int(k.value), comm, int(v.added), int(v.deleted)))
+            files_now[(os.makedev(kdev >> 20, kdev & 0xFFFFF), ino)] = (a, d)
+        keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_pids")
+        pids_now: dict[int, tuple[str, int, int]] = {}
+        for i in range(n):
+            pid = int.from_bytes(keys[i * ksz : i * ksz + 4], "little")
+            a, d = PID_COUNTS.unpack_from(values, i * vsz)
+            comm = values[i * vsz + 16 : i * vsz + 32]
+            prev = self._pids.get(pid)
+            name = prev[0] if prev is not None else clean(comm.split(b"\0", 1)[0], 16)
+            pids_now[pid] = (name, a, d)
+        files = tuple(sorted((*k, *v) for k, v in files_now.items() if self._files.get(k) != v))
+        pids = tuple(sorted((p, *v) for p, v in pids_now.items() if self._pids.get(p) != v))
+        self._files, self._pids = files_now, pids_now
         return [
             PagecacheActivity(
-                added=added, deleted=deleted, files=tuple(sorted(files)), pids=tuple(sorted(pids))
+                added=added,
+                deleted=deleted,
+                files=files,
+                pids=pids,
+                files_tracked=len(files_now),
+                pids_tracked=len(pids_now),
+                page_bytes=PAGE_SIZE,
             )
         ]

@@ -43,16 +43,18 @@ class CachedFile(Record):
 @dataclass(frozen=True, slots=True)
 class CachedFiles(Record):
     """Ends a scan of which files exist (processes' fds and maps, the ``--cache-path`` walk):
-    the files listed are ``keys`` ((dev, ino) each); the others are gone. ``method``:
+    ``gone``: (dev, ino) of the files known before and not found now (the list is sent as
+    changes, not whole: 100,000 keys every few seconds would fill a recording). ``method``:
     "cachestat", or "mincore" where the kernel has no cachestat (ENOSYS; then dirty, writeback
-    and evictions are not measured). ``why``: what limits the reach (bounds met). Sent when the
-    set changed, and every ``scan`` of its probe that found a bound."""
+    and evictions are not measured). ``files_known``: every file the scans found, listed or
+    not (a file with nothing cached is not sent). ``why``: which bound cut the list."""
 
-    keys: tuple[tuple[int, int], ...]
+    gone: tuple[tuple[int, int], ...] = ()
     method: str = "cachestat"
     paths: tuple[str, ...] = ()
     processes: int = 0
     fds_seen: int = 0
+    files_known: int = 0
     files_under_paths: int = 0
     truncated: bool = False
     why: str = ""
@@ -61,13 +63,18 @@ class CachedFiles(Record):
 @record("pagecache_activity")
 @dataclass(frozen=True, slots=True)
 class PagecacheActivity(Record):
-    """Cumulative pages added to and deleted from the page cache (the filemap tracepoints):
-    ``files``: (dev, ino, added, deleted) per file, ``pids``: (pid, comm, added, deleted) per
-    process that caused it (the task current at the tracepoint: for deletions often kswapd or
-    the process whose allocation reclaimed), each bounded by its map (LRU; the least recent go
-    first, their counts with them); ``added``/``deleted``: every page, whichever the maps kept."""
+    """Pages added to and deleted from the page cache (the filemap tracepoints), cumulative:
+    ``added``/``deleted``: every page machine-wide; ``files``: (dev, ino, added, deleted) of the
+    files whose counts changed since the last poll; ``pids``: (pid, comm, added, deleted) of the
+    processes whose did (the task current at the tracepoint: for deletions often kswapd, or
+    whoever's allocation reclaimed). Only changes are sent (16,384 files a tick would fill a
+    recording); each map is an LRU of ``files_tracked``/``pids_tracked`` entries now, whose least
+    recently counted go first, their counts with them. ``page_bytes``: the page size."""
 
     added: int
     deleted: int
     files: tuple[tuple[int, int, int, int], ...] = ()
     pids: tuple[tuple[int, str, int, int], ...] = ()
+    files_tracked: int = 0
+    pids_tracked: int = 0
+    page_bytes: int = 4096

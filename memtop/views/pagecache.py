@@ -4,13 +4,14 @@ memory cgroups' page cache, and how much of the cache the list can see (``scope`
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from memtop import fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.state.host import HostState
-from memtop.state.pagecache import PagecacheState
+from memtop.state.pagecache import FileSeen, PagecacheState
 from memtop.views import Column, Options, View, measuring
 
 SORT_KEYS = (
@@ -86,53 +87,37 @@ class PagecacheView(View):
         listing = measuring(state, "pagecacheinfo") or bool(st.files)
         files_rate, pids_rate = st.activity_rates()
         traced = measuring(state, "pagecache")
-        rows: list[dict[str, Any]] = []
         needle = opts.filter.lower()
+        sort = opts.sort if opts.sort in SORT_KEYS else "cached_bytes"
+        # every file is matched and its sort key taken from the record; only the rows shown are
+        # built (a --cache-path of 100,000 files must not cost 100,000 dicts a tick)
+        matched: list[tuple[Any, FileSeen, int, int]] = []
+        listed = dirty = 0
         for key, seen in st.files.items():
             r = seen.rec
             if opts.pid is not None and all(pid != opts.pid for pid, _ in r.holders):
                 continue
             if needle and needle not in r.path.lower():
                 continue
-            evicted, back = seen.window(state.ts_ns)
-            add, dele = files_rate.get(key, (0.0, 0.0)) if traced else (None, None)
-            row = {
-                "key": f"{r.dev}:{r.ino}",
-                "dev": r.dev,
-                "ino": r.ino,
-                "path": r.path,
-                "size_bytes": r.size_bytes,
-                "cached_bytes": r.cached_bytes,
-                "cached_pct": round(min(100.0, r.cached_bytes * 100 / r.size_bytes), 1)
-                if r.size_bytes
-                else 0.0,
-                "dirty_bytes": r.dirty_bytes,
-                "writeback_bytes": r.writeback_bytes,
-                "evicted_bytes": r.evicted_bytes,
-                "recently_evicted_bytes": r.recently_evicted_bytes,
-                "evicted_window_bytes": evicted,
-                "read_back_window_bytes": back,
-                "thrashing": back > 0,
-                "added_per_s": None if add is None else round(add, 3),
-                "deleted_per_s": None if dele is None else round(dele, 3),
-                "method": r.method,
-                "holders": [{"pid": pid, "comm": comm} for pid, comm in r.holders],
-                "holder_names": ", ".join(f"{comm}[{pid}]" for pid, comm in r.holders),
-                "under_path": r.under_path,
-                "cgroup": r.cgroup or None,
-            }
+            evicted, back = st.window(seen, state.ts_ns)
             if not (r.cached_bytes or r.dirty_bytes or r.writeback_bytes or r.recently_evicted_bytes or back):
                 continue  # nothing in the cache now: not a row of the cache
-            rows.append(row)
-        sort = opts.sort if opts.sort in SORT_KEYS else "cached_bytes"
-        if sort == "path":
-            rows.sort(key=lambda row: (row["path"], row["key"]), reverse=opts.reverse)
-        else:
-            rows.sort(
-                key=lambda row: (row[sort] if row[sort] is not None else -1, row["key"]), reverse=opts.reverse
-            )
+            listed += r.cached_bytes
+            dirty += r.dirty_bytes or 0
+            if sort == "path":
+                k: Any = r.path
+            elif sort == "evicted_window_bytes":
+                k = evicted
+            elif sort == "added_per_s":
+                k = files_rate.get(key, (0.0, 0.0))[0]
+            else:
+                v = getattr(r, sort)
+                k = -1 if v is None else v
+            matched.append(((k, key), seen, evicted, back))
+        pick = heapq.nlargest if opts.reverse else heapq.nsmallest
+        shown = pick(MAX_ROWS, matched, key=lambda m: m[0])
+        rows = [_row(seen, evicted, back, files_rate, traced) for _, seen, evicted, back in shown]
         table = st.table
-        listed = sum(r["cached_bytes"] for r in rows)
         meminfo = host.meminfo.cached_bytes if host.meminfo is not None else None
         return {
             **self.head(state),
@@ -142,19 +127,19 @@ class PagecacheView(View):
                 "paths": list(table.paths) if table is not None else [],
                 "processes": table.processes if table is not None else None,
                 "fds_seen": table.fds_seen if table is not None else None,
-                "files_known": len(st.files) if listing else None,
+                "files_known": table.files_known if table is not None else None,
                 "files_under_paths": table.files_under_paths if table is not None else None,
                 "truncated": table.truncated if table is not None else False,
                 "why": table.why if table is not None else "",
             },
             "totals": {
                 "listed_cached_bytes": listed if listing else None,
-                "listed_dirty_bytes": sum(r["dirty_bytes"] or 0 for r in rows) if listing else None,
+                "listed_dirty_bytes": dirty if listing else None,
                 "meminfo_cached_bytes": meminfo,
                 "listed_share": round(listed / meminfo, 4) if listing and meminfo else None,
             },
-            "rows_total": len(rows),
-            "rows": rows[:MAX_ROWS],
+            "rows_total": len(matched),
+            "rows": rows,
             "activity": _activity(st, pids_rate, traced),
             "refaults": _refaults(host),
             "cgroups": cgroups(state),
@@ -162,6 +147,40 @@ class PagecacheView(View):
 
     def text_extra(self, doc: dict[str, Any]) -> str:
         return "\n" + "\n".join(summary_lines(doc)) + "\n"
+
+
+def _row(
+    seen: FileSeen,
+    evicted: int,
+    back: int,
+    files_rate: dict[tuple[int, int], tuple[float, float]],
+    traced: bool,
+) -> dict[str, Any]:
+    r = seen.rec
+    add, dele = files_rate.get((r.dev, r.ino), (0.0, 0.0)) if traced else (None, None)
+    return {
+        "key": f"{r.dev}:{r.ino}",
+        "dev": r.dev,
+        "ino": r.ino,
+        "path": r.path,
+        "size_bytes": r.size_bytes,
+        "cached_bytes": r.cached_bytes,
+        "cached_pct": round(min(100.0, r.cached_bytes * 100 / r.size_bytes), 1) if r.size_bytes else 0.0,
+        "dirty_bytes": r.dirty_bytes,
+        "writeback_bytes": r.writeback_bytes,
+        "evicted_bytes": r.evicted_bytes,
+        "recently_evicted_bytes": r.recently_evicted_bytes,
+        "evicted_window_bytes": evicted,
+        "read_back_window_bytes": back,
+        "thrashing": back > 0,
+        "added_per_s": None if add is None else round(add, 3),
+        "deleted_per_s": None if dele is None else round(dele, 3),
+        "method": r.method,
+        "holders": [{"pid": pid, "comm": comm} for pid, comm in r.holders],
+        "holder_names": ", ".join(f"{comm}[{pid}]" for pid, comm in r.holders),
+        "under_path": r.under_path,
+        "cgroup": r.cgroup or None,
+    }
 
 
 def _activity(
