@@ -191,6 +191,7 @@ class PagecacheinfoProbe(Probe):
         max_fds: int = 16384,
         max_files: int = 200_000,
         top_n: int = 256,
+        list_top: int = 500,
         budget: float = BUDGET,
         method: str = "",
     ) -> None:
@@ -202,6 +203,7 @@ class PagecacheinfoProbe(Probe):
         self.max_fds = max_fds
         self.max_files = max_files
         self.top_n = top_n
+        self.list_top = list_top
         self.budget = budget
         #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
         self.method = method or "cachestat"
@@ -224,8 +226,15 @@ class PagecacheinfoProbe(Probe):
         self._order: list[_File] = []
         #: the files holding the most at the last scan (measured every tick)
         self._top: list[_File] = []
-        #: files known before and gone since the last CachedFiles
+        #: files listed before and not since the last CachedFiles (gone, or out of the listing)
         self._gone: list[tuple[int, int]] = []
+        #: the files sent to the state: the top ``list_top`` by cached, dirty, recently evicted
+        self._listed: set[tuple[int, int]] = set()
+        #: the last listed file's cached, dirty, recently evicted pages at the last rank: a file
+        #: measured at or above one of them is listed at once
+        self._floors = (1, 1, 1)
+        #: cached and dirty pages of every file known (not only the listed)
+        self._totals = [0, 0]
         self._scan_info: dict[str, int | bool | str] = {}
         self._walk_info: dict[str, int | bool | str] = {}
 
@@ -498,17 +507,54 @@ class PagecacheinfoProbe(Probe):
                 f.sent.under_path != f.under_path or f.sent.holders != tuple(sorted(f.holders.items()))
             ):
                 fresh.append(f)
-        gone = [k for k in self._all if k not in every]
-        self._gone += gone
+        for k in self._all:
+            if k not in every:
+                self._drop(k)
         self._all = every
         self._order = list(every.values())
         return fresh
 
+    def _drop(self, key: tuple[int, int]) -> None:
+        """A file gone: out of the totals, and out of the listing (the state is told)."""
+        f = self._all.get(key)
+        if f is not None and f.pages is not None:
+            self._totals[0] -= f.pages[0]
+            self._totals[1] -= f.pages[1]
+            f.pages = None
+        if key in self._listed:
+            self._listed.discard(key)
+            self._gone.append(key)
+
     def _rank(self) -> None:
-        """The files holding the most, measured every tick until the next scan ranks again."""
-        self._top = heapq.nlargest(
-            self.top_n, (f for f in self._order if f.pages), key=lambda f: f.pages[0] if f.pages else 0
-        )
+        """After a scan: the files holding the most (measured every tick until the next rank)
+        and the listing, the top ``list_top`` files by cached, dirty and recently evicted pages
+        (a figure of 0 lists nothing); the files that left it are sent as gone."""
+        measured = [f for f in self._order if f.pages is not None and any(f.pages)]
+        self._top = heapq.nlargest(self.top_n, measured, key=lambda f: f.pages[0] if f.pages else 0)
+        listed: set[tuple[int, int]] = set()
+        floors = []
+        for slot in (0, 1, 4):
+            best = heapq.nlargest(self.list_top, measured, key=lambda f: f.pages[slot] if f.pages else 0)
+            best = [f for f in best if f.pages and f.pages[slot]]
+            listed.update(f.key for f in best)
+            # below the listing's last file a file is not listed by this figure (all are while
+            # fewer than list_top have it)
+            full = len(best) >= self.list_top
+            floors.append(best[-1].pages[slot] if full and best[-1].pages else 1)
+        self._floors = (floors[0], floors[1], floors[2])
+        for k in self._listed - listed:
+            self._gone.append(k)
+            f = self._all.get(k)
+            if f is not None:
+                f.sent = None
+        self._listed = listed
+
+    def _qualifies(self, f: _File) -> bool:
+        p = f.pages
+        if p is None:
+            return False
+        c, d, r = self._floors
+        return (p[0] > 0 and p[0] >= c) or (p[1] > 0 and p[1] >= d) or (p[4] > 0 and p[4] >= r)
 
     def poll(self) -> list[Record]:
         self._tick += 1
@@ -529,40 +575,55 @@ class PagecacheinfoProbe(Probe):
         fresh = self._merge() if changed else []
         t0 = time.monotonic()
         todo = self._choose(fresh)
+        totals = self._totals
         for f in todo:
-            if not self._measure(f) or f.pages is None:
+            before = f.pages
+            if not self._measure(f) and before is not None:
+                self._drop(f.key)  # gone or replaced: measured again once a scan finds it
                 continue
-            if f.sent is None and not any(f.pages) and not f.holders:
-                continue  # never had a page: not listed (counted in the scan's figures)
+            if f.pages is None:
+                continue
+            if before is not None:
+                totals[0] -= before[0]
+                totals[1] -= before[1]
+            totals[0] += f.pages[0]
+            totals[1] += f.pages[1]
+        took = time.monotonic() - t0
+        self.last_refresh_s = took
+        if todo:
+            self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / len(todo))
+        if changed:
+            self._rank()
+            todo = self._order  # the listing may have changed: every listed file is sent if new
+        for f in todo:
+            if f.pages is None:
+                continue
+            if f.key not in self._listed:
+                if not self._qualifies(f):
+                    continue
+                self._listed.add(f.key)
             rec = self._record(f)
             if rec != f.sent:
                 out.append(rec)
                 f.sent = rec
-                under = self._path_files.get(f.key)
-                if under is not None:
-                    under.sent = rec
-        took = time.monotonic() - t0
-        self.last_refresh_s = took
-        if changed:
-            self._rank()
-        if todo:
-            self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / len(todo))
-        if changed:
-            gone = tuple(sorted(self._gone))
-            self._gone = []
-            out.append(
-                CachedFiles(
-                    gone=gone,
-                    method=self.method,
-                    paths=tuple(clean(p, 1024) for p in self.paths),
-                    processes=int(self._scan_info.get("processes", 0)),
-                    fds_seen=int(self._scan_info.get("fds_seen", 0)),
-                    files_known=len(self._all),
-                    files_under_paths=int(self._walk_info.get("files_under_paths", 0)),
-                    truncated=bool(self._scan_info.get("truncated") or self._walk_info.get("truncated")),
-                    why=self._why(),
-                )
+        # a file that left the listing at the rank and came back in the same poll is not gone
+        gone = tuple(sorted({k for k in self._gone if k not in self._listed}))
+        self._gone = []
+        out.append(
+            CachedFiles(
+                gone=gone,
+                method=self.method,
+                paths=tuple(clean(p, 1024) for p in self.paths),
+                processes=int(self._scan_info.get("processes", 0)),
+                fds_seen=int(self._scan_info.get("fds_seen", 0)),
+                files_known=len(self._all),
+                files_under_paths=int(self._walk_info.get("files_under_paths", 0)),
+                truncated=bool(self._scan_info.get("truncated") or self._walk_info.get("truncated")),
+                why=self._why(),
+                cached_bytes=totals[0] * PAGE_SIZE,
+                dirty_bytes=totals[1] * PAGE_SIZE if self.method == "cachestat" else None,
             )
+        )
         return out
 
     def measured(self) -> list[CachedFile]:

@@ -42,9 +42,11 @@ class CachedFile(Record):
 @record("cached_files")
 @dataclass(frozen=True, slots=True)
 class CachedFiles(Record):
-    """Ends a scan of which files exist (processes' fds and maps, the ``--cache-path`` walk):
-    ``gone``: (dev, ino) of the files known before and not found now (the list is sent as
-    changes, not whole: 100,000 keys every few seconds would fill a recording). ``method``:
+    """Sent every poll after the files: what the list can see. Only the files listed are sent
+    (the top 500 by cached, dirty and recently evicted bytes: 100,000 records a scan would cost
+    more than the scan); ``gone``: (dev, ino) of files listed before that are gone or no longer
+    among the top (the list is sent as changes, not whole). ``cached_bytes``/``dirty_bytes``:
+    of every file known, listed or not. ``method``:
     "cachestat", or "mincore" where the kernel has no cachestat (ENOSYS; then dirty, writeback
     and evictions are not measured). ``files_known``: every file the scans found, listed or
     not (a file with nothing cached is not sent). ``why``: which bound cut the list."""
@@ -58,6 +60,8 @@ class CachedFiles(Record):
     files_under_paths: int = 0
     truncated: bool = False
     why: str = ""
+    cached_bytes: int = 0
+    dirty_bytes: int | None = None
 
 
 @record("pagecache_activity")

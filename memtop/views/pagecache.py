@@ -84,7 +84,7 @@ class PagecacheView(View):
     def document(self, state: State, opts: Options) -> dict[str, Any]:
         st = state.get(PagecacheState)
         host = state.get(HostState)
-        listing = measuring(state, "pagecacheinfo") or bool(st.files)
+        listing = st.table is not None
         files_rate, pids_rate = st.activity_rates()
         traced = measuring(state, "pagecache")
         needle = opts.filter.lower()
@@ -92,7 +92,6 @@ class PagecacheView(View):
         # every file is matched and its sort key taken from the record; only the rows shown are
         # built (a --cache-path of 100,000 files must not cost 100,000 dicts a tick)
         matched: list[tuple[Any, FileSeen, int, int]] = []
-        listed = dirty = 0
         for key, seen in st.files.items():
             r = seen.rec
             if opts.pid is not None and all(pid != opts.pid for pid, _ in r.holders):
@@ -102,8 +101,6 @@ class PagecacheView(View):
             evicted, back = st.window(seen, state.ts_ns)
             if not (r.cached_bytes or r.dirty_bytes or r.writeback_bytes or r.recently_evicted_bytes or back):
                 continue  # nothing in the cache now: not a row of the cache
-            listed += r.cached_bytes
-            dirty += r.dirty_bytes or 0
             if sort == "path":
                 k: Any = r.path
             elif sort == "evicted_window_bytes":
@@ -119,6 +116,8 @@ class PagecacheView(View):
         rows = [_row(seen, evicted, back, files_rate, traced) for _, seen, evicted, back in shown]
         table = st.table
         meminfo = host.meminfo.cached_bytes if host.meminfo is not None else None
+        listed = table.cached_bytes if table is not None else 0
+        dirty = table.dirty_bytes if table is not None else None
         return {
             **self.head(state),
             "scope": {

@@ -262,8 +262,7 @@ def test_pages_added_and_deleted_for_a_file_read_once_cold_equal_its_pages(tree:
 
 def test_a_read_loop_in_a_small_memcg_thrashes_exactly_its_files(tree: Path) -> None:
     """300 MiB of files read in a loop inside a 100 MiB v1 memcg: each is marked thrashing and,
-    read just after another, shows recently evicted bytes; a file read outside it and a hot file
-    that stays cached show neither; the memcg's refaults as the cgroups probe reads them equal
+    read just after another, shows recently evicted bytes; a file read outside it shows neither; the memcg's refaults as the cgroups probe reads them equal
     its memory.stat delta."""
     files = [tree / f"big{i}.bin" for i in range(3)]
     chunk = os.urandom(MiB)
@@ -354,7 +353,8 @@ def test_a_read_loop_in_a_small_memcg_thrashes_exactly_its_files(tree: Path) -> 
     for p in files:
         assert recent[str(p)] > 0, (p, recent)
         assert str(p) in thrashing, (p, thrashing)
-    for p in (control, hot):
-        assert recent.get(str(p), 0) == 0 and str(p) not in thrashing, p
+    # the file read outside the memcg is neither (the hot file is read in the loop too: some of
+    # its pages may be evicted, so it is not asserted either way)
+    assert recent.get(str(control), 0) == 0 and str(control) not in thrashing
     rows = {r["path"]: r for r in doc["rows"]}
     assert rows[str(control)]["cached_bytes"] == kernel_cachestat(control)[0]
