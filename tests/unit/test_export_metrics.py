@@ -233,8 +233,14 @@ def pagecache_state(paths: bool) -> State:
     from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
 
     state = State(mode="bpf")
-    stat = (("file", 300 << 20), ("active_file", 200 << 20), ("inactive_file", 100 << 20), ("dirty", 4096))
-    stat += (("writeback", 0), ("refault_file", 1234))
+    stat: tuple[tuple[str, int], ...] = (
+        ("file", 300 << 20),
+        ("active_file", 200 << 20),
+        ("inactive_file", 100 << 20),
+        ("dirty", 4096),
+        ("writeback", 0),
+        ("refault_file", 1234),
+    )
     recs = (
         *(ProbeStatus(p, "attached") for p in ("cgroups", "procfs", "pagecacheinfo", "pagecache")),
         CgroupSample(path="/web", version=1, usage_bytes=400 << 20, stat=stat),
