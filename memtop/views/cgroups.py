@@ -21,6 +21,7 @@ from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Options, View, measuring
+from memtop.views.pagecache import cgroup_cache
 
 SORT_KEYS = (
     "path",
@@ -384,6 +385,7 @@ class CgroupsView(View):
                 for ts, u, a, f, k, sh, sw in r.history
             ],
             "limit_bytes": row["limit_bytes"],
+            "page_cache": cgroup_cache(path, r),
             "processes": processes,
             "reclaim_events": episodes,
             "oom_kills": kills,

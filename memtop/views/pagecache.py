@@ -9,7 +9,7 @@ from typing import Any
 
 from memtop import fmt
 from memtop.state import State
-from memtop.state.cgroups import CgroupsState
+from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
 from memtop.state.pagecache import FileSeen, PagecacheState
 from memtop.views import Column, Options, View, measuring
@@ -207,34 +207,35 @@ def _refaults(host: HostState) -> dict[str, Any]:
     return out
 
 
+def cgroup_cache(path: str, row: CgroupRow) -> dict[str, Any]:
+    """One memory cgroup's page cache: memory.stat's file, active/inactive file, dirty,
+    writeback (v1's total_* names, v2's own, read by the cgroups probe) and its file refaults,
+    per second over the probe's last interval (the Cgroups pane's drill-in shows it too)."""
+    refault: float | None = None
+    cur = row.stat("refault_file")
+    if row.prev is not None and cur is not None:
+        prev = dict(row.prev.stat).get("refault_file")
+        dt = row.ts_ns - row.prev_ts_ns
+        if prev is not None and dt > 0:
+            refault = round(max(0, cur - prev) * 1e9 / dt, 3)
+    return {
+        "path": path,
+        "version": row.sample.version,
+        "cache_bytes": row.stat("file"),
+        "active_file_bytes": row.stat("active_file"),
+        "inactive_file_bytes": row.stat("inactive_file"),
+        "dirty_bytes": row.stat("dirty"),
+        "writeback_bytes": row.stat("writeback"),
+        "refaults": cur,
+        "refaults_per_s": refault,
+    }
+
+
 def cgroups(state: State) -> list[dict[str, Any]]:
-    """Each memory cgroup's page cache, most cached first: memory.stat's file, active/inactive
-    file, dirty, writeback (v1's total_* names, v2's own, read by the cgroups probe) and its file
-    refaults per second over the probe's last interval."""
-    out: list[dict[str, Any]] = []
-    for path, row in state.get(CgroupsState).rows.items():
-        if row.sample.version == 0:
-            continue
-        refault: float | None = None
-        cur = row.stat("refault_file")
-        if row.prev is not None and cur is not None:
-            prev = dict(row.prev.stat).get("refault_file")
-            dt = row.ts_ns - row.prev_ts_ns
-            if prev is not None and dt > 0:
-                refault = round(max(0, cur - prev) * 1e9 / dt, 3)
-        out.append(
-            {
-                "path": path,
-                "version": row.sample.version,
-                "cache_bytes": row.stat("file"),
-                "active_file_bytes": row.stat("active_file"),
-                "inactive_file_bytes": row.stat("inactive_file"),
-                "dirty_bytes": row.stat("dirty"),
-                "writeback_bytes": row.stat("writeback"),
-                "refaults": cur,
-                "refaults_per_s": refault,
-            }
-        )
+    """Each memory cgroup's page cache (:func:`cgroup_cache`), most cached first."""
+    out = [
+        cgroup_cache(path, row) for path, row in state.get(CgroupsState).rows.items() if row.sample.version
+    ]
     out.sort(key=lambda c: (-(c["cache_bytes"] or 0), c["path"]))
     return out
 
@@ -270,13 +271,15 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cache_line(c: dict[str, Any]) -> str:
+    """A cgroup's page cache in one line (:func:`cgroup_cache`)."""
+    rps = c["refaults_per_s"]
+    return (
+        f"cache {fmt.bytes_h(c['cache_bytes'])} active {fmt.bytes_h(c['active_file_bytes'])}"
+        f" inactive {fmt.bytes_h(c['inactive_file_bytes'])} dirty {fmt.bytes_h(c['dirty_bytes'])}"
+        f" wb {fmt.bytes_h(c['writeback_bytes'])} refaults {'-' if rps is None else fmt.count_h(rps)}/s"
+    )
+
+
 def cgroup_lines(doc: dict[str, Any], limit: int = 10) -> list[str]:
-    out = []
-    for c in doc["cgroups"][:limit]:
-        rps = c["refaults_per_s"]
-        out.append(
-            f"{c['path']}: cache {fmt.bytes_h(c['cache_bytes'])} active {fmt.bytes_h(c['active_file_bytes'])}"
-            f" inactive {fmt.bytes_h(c['inactive_file_bytes'])} dirty {fmt.bytes_h(c['dirty_bytes'])}"
-            f" wb {fmt.bytes_h(c['writeback_bytes'])} refaults {'-' if rps is None else fmt.count_h(rps)}/s"
-        )
-    return out
+    return [f"{c['path']}: {cache_line(c)}" for c in doc["cgroups"][:limit]]
