@@ -24,6 +24,7 @@ CASES = [
     "memtop_self",
     "cgroups_cost",
     "shared_cost",
+    "pagecache_cost",
     "export_cost",
     "pane_cost",
     "drill_fault_cost",
