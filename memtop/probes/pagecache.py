@@ -241,6 +241,12 @@ class PagecacheinfoProbe(Probe):
         self._scan_info: dict[str, int | bool | str] = {}
         self._walk_info: dict[str, int | bool | str] = {}
 
+    def _budget(self) -> float:
+        """The share of a core it may take now: a quarter of ``budget`` while the Page cache
+        pane is not on screen (``watched`` False; snapshots, recordings and the exporter leave
+        it True), what it feeds elsewhere (the totals, the exporter) then older."""
+        return self.budget if self.watched else self.budget / 4
+
     def configure(self, paths: tuple[str, ...]) -> None:
         self.paths = tuple(paths)
 
@@ -486,7 +492,7 @@ class PagecacheinfoProbe(Probe):
             chosen.setdefault(id(f), f)
         files = self._order
         if files:
-            room = int(self.budget / 2 / max(self.per_file_s, 1e-7)) - len(chosen)
+            room = int(self._budget() / 2 / max(self.per_file_s, 1e-7)) - len(chosen)
             n = min(len(files), max(16, room))
             start = self._cursor % len(files)
             for i in range(n):
@@ -573,13 +579,13 @@ class PagecacheinfoProbe(Probe):
             self._files = self._scan_procs()
             self.last_scan_s = time.monotonic() - t0
             # the scans and the walk take a quarter of the budget each, the refresh the rest
-            self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s * 4 / self.budget))
+            self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s * 4 / self._budget()))
             changed = True
         if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
             t0 = time.monotonic()
             self._path_files = self._walk()
             self.last_walk_s = time.monotonic() - t0
-            self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s * 4 / self.budget))
+            self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s * 4 / self._budget()))
             changed = True
         fresh = self._merge() if changed else []
         t0 = time.monotonic()
