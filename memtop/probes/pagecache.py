@@ -544,6 +544,10 @@ class PagecacheinfoProbe(Probe):
         and the listing, the top ``list_top`` files by cached, dirty and recently evicted pages
         (a figure of 0 lists nothing); the files that left it are sent as gone."""
         measured = [f for f in self._order if f.pages is not None and any(f.pages)]
+        # summed afresh at each rank: between ranks they follow each measurement (a file held
+        # and under a --cache-path is two objects, whose figures can differ until it is measured)
+        self._totals[0] = sum(f.pages[0] for f in measured if f.pages)
+        self._totals[1] = sum(f.pages[1] for f in measured if f.pages)
         self._top = heapq.nlargest(self.top_n, measured, key=lambda f: f.pages[0] if f.pages else 0)
         listed: set[tuple[int, int]] = set()
         floors = []
