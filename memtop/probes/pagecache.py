@@ -86,24 +86,31 @@ _mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
+#: cachestat through a prototype of syscall(2) with its argument types declared, and one range
+#: and one result struct reused: building ctypes objects for each call was half its cost
+_cachestat_call = ctypes.CFUNCTYPE(
+    ctypes.c_long,
+    ctypes.c_long,
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint,
+    use_errno=True,
+)(("syscall", _libc))
+_RANGE = _CachestatRange(0, 0)  # the whole file
+_RESULT = _Cachestat()
+_RANGE_P, _RESULT_P = ctypes.addressof(_RANGE), ctypes.addressof(_RESULT)
+
+
 def cachestat(fd: int) -> tuple[int, int, int, int, int]:
     """(cached, dirty, writeback, evicted, recently evicted) pages of the whole file open as
-    ``fd``; OSError (ENOSYS: the kernel has no cachestat) otherwise."""
-    rng = _CachestatRange(0, 0)
-    cs = _Cachestat()
-    ret = _syscall(
-        ctypes.c_long(NR_CACHESTAT), ctypes.c_int(fd), ctypes.byref(rng), ctypes.byref(cs), ctypes.c_uint(0)
-    )
-    if ret != 0:
+    ``fd``; OSError (ENOSYS: the kernel has no cachestat) otherwise. Not thread-safe (one
+    result buffer): the probe that calls it polls in one thread."""
+    if _cachestat_call(NR_CACHESTAT, fd, _RANGE_P, _RESULT_P, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
-    return (
-        int(cs.nr_cache),
-        int(cs.nr_dirty),
-        int(cs.nr_writeback),
-        int(cs.nr_evicted),
-        int(cs.nr_recently_evicted),
-    )
+    cs = _RESULT
+    return (cs.nr_cache, cs.nr_dirty, cs.nr_writeback, cs.nr_evicted, cs.nr_recently_evicted)
 
 
 def mincore_pages(fd: int, size: int) -> int:
