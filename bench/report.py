@@ -81,6 +81,10 @@ TARGETS: dict[str, Target] = {
     "shared_cpu_pct": Target("≤ 2 % of a core", 2.0),
     # issue 27: no cost on a fault-heavy workload (within the noise of fault_ratio)
     "shared_fault_ratio": Target("≤ 1.03× bare", 1.03),
+    # issue 37: the Page cache pane with 10,000 open files and 100,000 under --cache-path
+    "pagecache_full_cpu_s": Target("≤ 1 s of CPU", 1.0),
+    "pagecache_cpu_pct": Target("≤ 2 % of a core", 2.0),
+    "pagecache_read_ratio": Target("≤ 1.03× bare", 1.03),
     # issue 39: the kills probe attached, a signal-heavy workload
     "signal_ratio": Target("≤ 1.03× bare", 1.03),
     # issue 39: the forecasts of 500 cgroups
@@ -476,6 +480,42 @@ def shared_cost(r: dict[str, Any]) -> Iterator[Row]:
         f"{x(f['shared probe']['ratio'])} bare ({f['bare']['median']:.0f} → {f['shared probe']['median']:.0f} ns/fault)",
         t.text,
         t.met(f["shared probe"]["ratio"]),
+    )
+
+
+def pagecache_cost(r: dict[str, Any]) -> Iterator[Row]:
+    cmd = f"`{PY} bench/pagecache_cost.py {r['rounds']}`"
+    p = r["pane"]
+    what = f"{r['open_files']:,} open files, {r['path_files']:,} under --cache-path"
+    t = TARGETS["pagecache_full_cpu_s"]
+    yield Row(
+        f"pagecache · full refresh, {what}",
+        cmd,
+        f"{p['full_refresh_cpu_s']:.2f} s of CPU ({p['files_known']:,.0f} files: the scan, the walk and "
+        f"cachestat of each {p['full_poll_cpu_s']:.2f} s, the state {p['full_apply_cpu_s']:.2f} s, the view "
+        f"{p['full_document_cpu_s']:.2f} s)",
+        t.text,
+        t.met(p["full_refresh_cpu_s"]),
+    )
+    t = TARGETS["pagecache_cpu_pct"]
+    yield Row(
+        f"pagecache · pane shown, steady, {what}",
+        cmd,
+        f"{r['steady_cpu_pct']:.2f} % of a core (a tick {p['steady_tick_ms_mean']:.1f} ms on average, "
+        f"{p['steady_tick_ms_max']:.0f} ms at most; {p['per_file_us']:.0f} µs a file measured)",
+        t.text,
+        t.met(r["steady_cpu_pct"]),
+    )
+    w, c = r["read_warm"], r["read_cold"]
+    t = TARGETS["pagecache_read_ratio"]
+    yield Row(
+        "pagecache · read-heavy workload (cat of a cached tree), pagecache probe attached",
+        cmd,
+        f"{x(w['pagecache probe']['ratio'])} bare ({w['bare']['median']:.0f} → "
+        f"{w['pagecache probe']['median']:.0f} ms of CPU); read cold (every page added and deleted): "
+        f"{x(c['pagecache probe']['ratio'])} ({c['bare']['median']:.0f} → {c['pagecache probe']['median']:.0f} ns a page)",
+        t.text,
+        t.met(w["pagecache probe"]["ratio"]),
     )
 
 
@@ -892,6 +932,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("cgroups_cost", cgroups_cost),
     ("needed_cost", needed_cost),
     ("shared_cost", shared_cost),
+    ("pagecache_cost", pagecache_cost),
     ("signal_cost", signal_cost),
     ("forecast_cost", forecast_cost),
     ("export_cost", export_cost),

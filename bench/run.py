@@ -25,6 +25,7 @@ CASES = [
     "cgroups_cost",
     "needed_cost",
     "shared_cost",
+    "pagecache_cost",
     "export_cost",
     "pane_cost",
     "drill_fault_cost",

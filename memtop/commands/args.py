@@ -148,6 +148,14 @@ def common(p: argparse.ArgumentParser) -> None:
         "low-memory-monitor (repeatable)",
     )
     p.add_argument(
+        "--cache-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Page cache pane: also list the files below DIR (recursive, bounded, no symlink followed), "
+        "held open or not (repeatable)",
+    )
+    p.add_argument(
         "--kill-threshold-mib",
         type=nonneg_int,
         default=100,

@@ -27,6 +27,11 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
 
             if isinstance(p, KillsProbe):
                 p.configure(getattr(args, "killer", []), getattr(args, "kill_threshold_mib", 100) << 20)
+        elif p.name == "pagecacheinfo":
+            from memtop.probes.pagecache import PagecacheinfoProbe
+
+            if isinstance(p, PagecacheinfoProbe):
+                p.configure(tuple(os.path.abspath(d) for d in getattr(args, "cache_path", [])))
     bridge = Bridge(probes, defer_bpf=defer_bpf)
     bridge.leaks_sample_bytes = getattr(args, "sample_bytes", None)
     atexit.register(bridge.close)

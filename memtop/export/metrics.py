@@ -33,6 +33,7 @@ from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
 from memtop.state.kernel import KernelState
 from memtop.state.oom import MACHINE, OomState
+from memtop.state.pagecache import PagecacheState
 from memtop.state.processes import ProcessesState, ProcRow
 from memtop.state.reclaim import ReclaimState
 from memtop.state.shared import SharedState
@@ -139,6 +140,7 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     yield from _processes(state, opts)
     yield from _kernel(state, opts)
     yield from _shared(state)
+    yield from _pagecache(state, opts)
 
 
 def measuring(state: State, probe: str) -> bool:
@@ -462,23 +464,30 @@ def _add(fam: Metric, labels: dict[str, str], value: float) -> None:
     fam.add_sample(fam.name + ("_total" if fam.type == "counter" else ""), labels, value)
 
 
-def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
-    cg = state.get(CgroupsState)
-    if not cg.rows or not measuring(state, "cgroups"):
-        return
+def _cgroup_rows(cg: CgroupsState, opts: Options) -> list[tuple[str, CgroupRow]]:
+    """The cgroups exported: down to ``--cgroup-depth``, matching ``--cgroup-regex``."""
     pattern = opts.cgroup_filter()
-    rows = [
+    return [
         (path, r)
         for path, r in sorted(cg.rows.items())
         if _depth(path) <= opts.cgroup_depth and (pattern is None or pattern.search(path))
     ]
 
-    def labels(path: str, r: CgroupRow) -> dict[str, str]:
-        # a label left out is one whose value is "" (the same series to Prometheus): the four
-        # container labels are empty on most cgroups of most machines, and would cost ~40 bytes
-        # on every cgroup series
-        values = zip(CONTAINER_LABELS, [path, *container_labels(r.sample)], strict=True)
-        return {k: v for k, v in values if v or k in ("id", "name")}
+
+def _cgroup_labels(path: str, r: CgroupRow) -> dict[str, str]:
+    # a label left out is one whose value is "" (the same series to Prometheus): the four
+    # container labels are empty on most cgroups of most machines, and would cost ~40 bytes
+    # on every cgroup series
+    values = zip(CONTAINER_LABELS, [path, *container_labels(r.sample)], strict=True)
+    return {k: v for k, v in values if v or k in ("id", "name")}
+
+
+def _cgroups(state: State, opts: Options) -> Iterator[Metric]:
+    cg = state.get(CgroupsState)
+    if not cg.rows or not measuring(state, "cgroups"):
+        return
+    rows = _cgroup_rows(cg, opts)
+    labels = _cgroup_labels
 
     # one label set per cgroup, shared by its samples of every family (read-only): built once
     # per exposition, not once per series (7,000 of them with 500 cgroups)
@@ -761,3 +770,97 @@ def _shared(state: State) -> Iterator[Metric]:
         yield segs
         yield rss
         yield swap
+
+
+#: /proc/vmstat's workingset counters of file pages, by the ``event`` label
+WORKINGSET_EVENTS = (
+    ("refault", "workingset_refault_file"),
+    ("activate", "workingset_activate_file"),
+    ("restore", "workingset_restore_file"),
+)
+#: memory.stat's page cache figures, by the ``state`` label (memtop.linux.cgroupfs.STAT_NAMES names)
+CGROUP_CACHE_STATES = (
+    ("active", "active_file"),
+    ("inactive", "inactive_file"),
+    ("dirty", "dirty"),
+    ("writeback", "writeback"),
+)
+
+
+def _pagecache(state: State, opts: Options) -> Iterator[Metric]:
+    """The Page cache pane's figures: per cgroup its page cache by state and its file refaults
+    (the cgroups probe; the whole of it is cAdvisor's container_memory_cache), the machine's
+    workingset events (/proc/vmstat), pages added to and deleted from the cache (the pagecache
+    probe), the listed files' total, and per file only for the files under the directories the
+    user named with --cache-path (a series per open file would be unbounded)."""
+    cg = state.get(CgroupsState)
+    if cg.rows and measuring(state, "cgroups"):
+        rows = _cgroup_rows(cg, opts)
+        g = GaugeMetricFamily(
+            "memtop_cgroup_page_cache_bytes",
+            "The cgroup's page cache by state (memory.stat: active/inactive file, dirty, writeback)",
+            labels=[*CONTAINER_LABELS, "state"],
+        )
+        refaults = CounterMetricFamily(
+            "memtop_cgroup_page_cache_refaults",
+            "File pages the cgroup read back after their eviction (memory.stat workingset_refault_file)",
+            labels=CONTAINER_LABELS,
+        )
+        for path, r in rows:
+            for label, name in CGROUP_CACHE_STATES:
+                v = r.stat(name)
+                if v is not None:
+                    _add(g, {**_cgroup_labels(path, r), "state": label}, float(v))
+            ref = r.stat("refault_file")
+            if ref is not None:
+                _add(refaults, _cgroup_labels(path, r), float(ref))
+        yield g
+        yield refaults
+    host = state.get(HostState)
+    if host.vmstat and measuring(state, "procfs"):
+        ws = CounterMetricFamily(
+            "memtop_page_cache_workingset_events",
+            "File pages refaulted (read back after eviction), of those activated at once, and restored"
+            " (/proc/vmstat workingset_*_file)",
+            labels=["event"],
+        )
+        for label, name in WORKINGSET_EVENTS:
+            if name in host.vmstat:
+                ws.add_metric([label], float(host.vmstat[name]))
+        yield ws
+    pc = state.get(PagecacheState)
+    if pc.activity is not None and measuring(state, "pagecache"):
+        pages = CounterMetricFamily(
+            "memtop_page_cache_pages",
+            "Pages added to and deleted from the page cache (filemap tracepoints)",
+            labels=["op"],
+        )
+        pages.add_metric(["added"], float(pc.activity.added))
+        pages.add_metric(["deleted"], float(pc.activity.deleted))
+        yield pages
+    if measuring(state, "pagecacheinfo") and pc.table is not None:
+        listed = GaugeMetricFamily(
+            "memtop_page_cache_listed_bytes",
+            "Page cache of the files memtop lists (open, mapped or under --cache-path): not all of Cached",
+        )
+        listed.add_metric([], float(sum(f.rec.cached_bytes for f in pc.files.values())))
+        yield listed
+        named = [f.rec for f in pc.files.values() if f.rec.under_path]
+        if named:
+            per = GaugeMetricFamily(
+                "memtop_page_cache_file_bytes",
+                "Files under --cache-path, the top --topk by cached bytes: cached, dirty, writeback,"
+                " recently evicted bytes (cachestat)",
+                labels=["path", "state"],
+            )
+            named.sort(key=lambda f: (-f.cached_bytes, f.path))
+            for f in named[: opts.topk]:
+                for label, v in (
+                    ("cached", f.cached_bytes),
+                    ("dirty", f.dirty_bytes),
+                    ("writeback", f.writeback_bytes),
+                    ("recently_evicted", f.recently_evicted_bytes),
+                ):
+                    if v is not None:
+                        per.add_metric([f.path, label], float(v))
+            yield per

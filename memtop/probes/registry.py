@@ -37,6 +37,8 @@ PROBES: dict[str, tuple[str, str]] = {
     "sharedinfo": ("memtop.probes.shared:SharedinfoProbe", AT_START),
     "shared": ("memtop.probes.shared:SharedProbe", AT_START),
     "shmsnoop": ("memtop.probes.shared:ShmSnoopProbe", ON_DEMAND),
+    "pagecacheinfo": ("memtop.probes.pagecache:PagecacheinfoProbe", AT_START),
+    "pagecache": ("memtop.probes.pagecache:PagecacheProbe", AT_START),
 }
 
 

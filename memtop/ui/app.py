@@ -119,6 +119,8 @@ class MemtopApp(RecordReplay):
         Binding("minus", "interval(-0.5)", "Faster", show=False, tooltip="refresh more often"),
     ]
     BINDINGS += [Binding(str(i), f"show_pane({i})", show=False) for i in range(1, 10)]
+    # the tenth pane's key is 0, as the tenth key of the number row
+    BINDINGS += [Binding("0", "show_pane(10)", show=False)]
     #: whether a timer calls :meth:`tick` every ``interval_s``. The UI tests turn it off and call
     #: ``tick`` themselves (tests/support/ui.py ``drive``): a timer firing whenever a loaded
     #: machine lets it made what a test saw depend on the clock
@@ -544,6 +546,7 @@ class MemtopApp(RecordReplay):
             first = (f"{get_view(self.active_name).title} pane", help.merge(keys))
         everywhere = [
             ("1-9", "show pane (tabs above)"),
+            ("0", "show pane 10"),
             ("Tab Shift-Tab", "move the focus"),
             *help.entries(help.class_bindings(type(self))),
         ]

@@ -23,6 +23,7 @@ from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Head, Options, View, measuring
+from memtop.views.pagecache import CgroupCache, cgroup_cache
 from memtop.views.segments import Segment
 
 #: the tree table's columns and what it sorts by: fields of its rows
@@ -158,7 +159,8 @@ class CgroupDetail(TypedDict):
     processes: list[CgroupProcess]
     reclaim_events: list[CgroupEpisode]
     oom_kills: list[CgroupKill]
-    needed: dict[str, Any] | None
+    needed: NeededDetail | None
+    page_cache: CgroupCache
 
 
 class CgroupsDoc(Head):
@@ -249,7 +251,29 @@ def matches(row: Mapping[str, Any], needle: str) -> bool:
     return n in row["path"].lower() or n in (row.get("container_name") or "").lower()
 
 
-def needed_detail(n: Needed | None, psi_some_pct: float | None) -> dict[str, Any] | None:
+class NeededDetail(TypedDict):
+    """A cgroup's needed memory with its inputs and method (``detail.needed``)."""
+
+    needed_bytes: int
+    cold_bytes: int
+    thrashing: bool
+    limit_bytes: int | None
+    window_s: float
+    measured_s: float
+    anon_bytes: int
+    shmem_bytes: int
+    active_file_bytes: int
+    inactive_file_bytes: int
+    activated_bytes: int
+    refaulting_bytes: int
+    refault_anon_bytes_per_s: float | None
+    refault_file_bytes_per_s: float | None
+    activate_file_bytes_per_s: float | None
+    psi_some_pct: float | None
+    method: str
+
+
+def needed_detail(n: Needed | None, psi_some_pct: float | None) -> NeededDetail | None:
     """The needed-memory estimate with its inputs and method, for the detail (None without the
     inputs)."""
     if n is None:
@@ -618,6 +642,7 @@ class CgroupsView(View):
             ],
             "limit_bytes": row["limit_bytes"],
             "needed": needed_detail(r.needed(st.polled_ns or r.ts_ns), row["psi_some_pct"]),
+            "page_cache": cgroup_cache(path, r),
             "processes": processes,
             "reclaim_events": episodes,
             "oom_kills": kills,

@@ -65,11 +65,47 @@ class SwapDevice(TypedDict):
 
 
 class Zswap(TypedDict):
+    """zswap's parameters and pool, and debugfs' counters where mounted (``system.zswap``)."""
+
     enabled: bool
+    compressor: str | None
+    zpool: str | None
+    max_pool_percent: int | None
+    shrinker_enabled: bool | None
     pool_bytes: int
     stored_bytes: int
+    ratio: float | None
+    debugfs: str | None
+    stored_pages: int | None
+    pool_total_size_bytes: int | None
+    written_back_pages: int | None
+    pool_limit_hit: int | None
+    rejected: dict[str, int] | None
     zswpin_per_s: float
     zswpout_per_s: float
+    zswpwb_per_s: float
+
+
+class Zram(TypedDict):
+    """A zram device's mm_stat, io_stat and bd_stat (``system.zram[]``)."""
+
+    name: str
+    algorithm: str | None
+    disksize_bytes: int
+    orig_data_bytes: int | None
+    compr_data_bytes: int | None
+    mem_used_bytes: int | None
+    mem_limit_bytes: int | None
+    mem_used_max_bytes: int | None
+    ratio: float | None
+    same_pages: int | None
+    huge_pages: int | None
+    pages_compacted: int | None
+    failed_reads: int | None
+    failed_writes: int | None
+    bd_count_pages: int | None
+    bd_reads_pages: int | None
+    bd_writes_pages: int | None
 
 
 class Psi(TypedDict):
@@ -90,8 +126,8 @@ class SystemLine(TypedDict):
     swap_compressed_bytes: int | None
     swap_on_disk_bytes: int | None
     swap_devices: list[SwapDevice] | None
-    zswap: dict[str, Any] | None
-    zram: list[dict[str, Any]] | None
+    zswap: Zswap | None
+    zram: list[Zram] | None
     psi: Psi | None
 
 
@@ -248,7 +284,7 @@ def compressed_swap(info: SwapInfo | None, zswapped_bytes: int | None = None) ->
     return (info.zswapped_bytes if zswapped_bytes is None else zswapped_bytes) + zram
 
 
-def zswap_doc(info: SwapInfo, host: HostState) -> dict[str, Any]:
+def zswap_doc(info: SwapInfo, host: HostState) -> Zswap:
     params = dict(info.zswap_params)
     debug = dict(info.zswap_debug)
     pool = info.zswap_pool_bytes
@@ -282,7 +318,7 @@ def zswap_doc(info: SwapInfo, host: HostState) -> dict[str, Any]:
     }
 
 
-def zram_doc(dev: tuple[str, str, int, tuple[tuple[str, int], ...]]) -> dict[str, Any]:
+def zram_doc(dev: tuple[str, str, int, tuple[tuple[str, int], ...]]) -> Zram:
     name, algorithm, disksize, pairs = dev
     st = dict(pairs)
     orig, compr = st.get("orig_data_size"), st.get("compr_data_size")
@@ -311,7 +347,7 @@ def system_line(state: State) -> SystemLine:
     sys_state = state.get(HostState)
     info = state.get(SwapinState).swapinfo
     p = sys_state.pressure
-    zswap: dict[str, Any] | None = None
+    zswap: Zswap | None = None
     if info is not None and (info.zswap_enabled or info.zswapped_bytes):
         zswap = zswap_doc(info, sys_state)
     m = sys_state.meminfo
@@ -344,7 +380,7 @@ def system_line(state: State) -> SystemLine:
     }
 
 
-def zswap_text(z: dict[str, Any]) -> str:
+def zswap_text(z: Zswap) -> str:
     """One line of zswap: what it holds in how much, the ratio, its traffic and, from debugfs,
     what it wrote back to disk and refused."""
     ratio = f" ratio {z['ratio']:.1f}" if z["ratio"] else ""

@@ -30,6 +30,7 @@ SAMPLES: dict[str, str | None] = {
     "--limit": "line=8M",
     "--killer": "nohang2",
     "--kill-threshold-mib": "300",
+    "--cache-path": "/tmp/cache-elsewhere",
 }
 #: each subcommand with the arguments it requires
 COMMANDS = {

@@ -234,3 +234,69 @@ def test_shared_families_absent_without_the_probe() -> None:
     """No sharedinfo in a recording: no pool or segment series (absent, not zeros)."""
     fams = by_name()
     assert "memtop_hugetlb_pool_pages" not in fams and "memtop_sysv_shm_segments" not in fams
+
+
+def pagecache_state(paths: bool) -> State:
+    """A live state with the page cache pane's probes attached: a memcg's memory.stat, two files
+    (one under a --cache-path when ``paths``), the tracepoints' counts, vmstat's workingset."""
+    from memtop.records import Batch, ProbeStatus
+    from memtop.records.cgroups import CgroupSample
+    from memtop.records.host import VmStat
+    from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
+
+    state = State(mode="bpf")
+    stat: tuple[tuple[str, int], ...] = (
+        ("file", 300 << 20),
+        ("active_file", 200 << 20),
+        ("inactive_file", 100 << 20),
+        ("dirty", 4096),
+        ("writeback", 0),
+        ("refault_file", 1234),
+    )
+    recs = (
+        *(ProbeStatus(p, "attached") for p in ("cgroups", "procfs", "pagecacheinfo", "pagecache")),
+        CgroupSample(path="/web", version=1, usage_bytes=400 << 20, stat=stat),
+        VmStat(
+            counters=(
+                ("workingset_refault_file", 50),
+                ("workingset_activate_file", 7),
+                ("workingset_restore_file", 3),
+            )
+        ),
+        CachedFile(
+            dev=1, ino=2, path="/srv/a.db", size_bytes=8 << 20, cached_bytes=8 << 20, under_path=paths
+        ),
+        CachedFile(dev=1, ino=3, path="/usr/lib/libc.so.6", size_bytes=2 << 20, cached_bytes=2 << 20),
+        CachedFiles(paths=("/srv",) if paths else (), files_known=2, cached_bytes=10 << 20),
+        PagecacheActivity(added=1000, deleted=400),
+    )
+    state.apply(Batch(ts_ns=1_000_000_000, records=recs))
+    return state
+
+
+def test_pagecache_series_per_cgroup_and_per_named_file_only() -> None:
+    fams = {f.name: f for f in families(pagecache_state(paths=False), Options(), Accumulators())}
+    cache = {s.labels["state"]: s.value for s in fams["memtop_cgroup_page_cache_bytes"].samples}
+    assert cache == {"active": 200 << 20, "inactive": 100 << 20, "dirty": 4096, "writeback": 0}
+    assert fams["memtop_cgroup_page_cache_refaults"].type == "counter"
+    assert [s.value for s in fams["memtop_cgroup_page_cache_refaults"].samples] == [1234]
+    ws = {s.labels["event"]: s.value for s in fams["memtop_page_cache_workingset_events"].samples}
+    assert ws == {"refault": 50, "activate": 7, "restore": 3}
+    pages = {s.labels["op"]: s.value for s in fams["memtop_page_cache_pages"].samples}
+    assert pages == {"added": 1000, "deleted": 400}
+    assert [s.value for s in fams["memtop_page_cache_listed_bytes"].samples] == [10 << 20]
+    # no path named: no series per file (an open file each would be unbounded)
+    assert "memtop_page_cache_file_bytes" not in fams
+    named = {f.name: f for f in families(pagecache_state(paths=True), Options(), Accumulators())}
+    per = {(s.labels["path"], s.labels["state"]) for s in named["memtop_page_cache_file_bytes"].samples}
+    assert ("/srv/a.db", "cached") in per and all(p == "/srv/a.db" for p, _ in per)
+    text = generate_latest_of(named.values())
+    assert 'memtop_page_cache_file_bytes{path="/srv/a.db",state="cached"} 8.388608e+06' in text
+
+
+def test_pagecache_series_absent_without_their_probes() -> None:
+    """A recording made before the page cache probes: none of what they feed (vmstat's
+    workingset events come from the /proc reader, which it has)."""
+    fams = by_name()
+    fed = {"memtop_page_cache_pages", "memtop_page_cache_listed_bytes", "memtop_page_cache_file_bytes"}
+    assert not fed & set(fams) and "memtop_page_cache_workingset_events" in fams

@@ -76,6 +76,7 @@ WHERE: dict[str, list[type]] = {
     "cgroups": [PANE["cgroups"]],
     "kernel": [PANE["kernel"]],
     "shared": [PANE["shared"]],
+    "page cache": [PANE["pagecache"]],
     "drill-in": [ProcessScreen],
     "live": [MemtopApp],
     "replay": [MemtopApp],
@@ -120,9 +121,9 @@ def keys_table() -> list[tuple[set[str], list[str], str]]:
         if not line.startswith("| `"):
             continue
         keys_cell, where, action = (c.strip() for c in line.strip().strip("|").split(" | "))
-        span = re.fullmatch(r"`(\d)`–`(\d)`", keys_cell)
+        span = re.fullmatch(r"`(\d)`–`(\d)`(?: `(\d)`)?", keys_cell)  # `1`–`9` `0`: pane 10 is `0`
         if span:
-            keys = {str(i) for i in range(int(span[1]), int(span[2]) + 1)}
+            keys = {str(i) for i in range(int(span[1]), int(span[2]) + 1)} | ({span[3]} if span[3] else set())
         else:
             keys = {key_name(t) for t in re.findall(r"`([^`]+)`", keys_cell)}
         rows.append((keys, [w.strip() for w in where.split(",")], action))
@@ -135,7 +136,7 @@ def help_keys() -> set[str]:
     (memtop/ui/help.py, from the bindings and the panes' own entries)."""
     classes: list[type] = [*PANE.values(), ProcessScreen, CgroupScreen, MemtopApp, HelpScreen]
     entries = [e for cls in classes for e in help_text.entries(help_text.class_bindings(cls))]
-    entries += [("1-9", ""), ("Tab Shift-Tab", ""), ("Enter", "")]  # the app's own entries
+    entries += [("1-9", ""), ("0", ""), ("Tab Shift-Tab", ""), ("Enter", "")]  # the app's own entries
     entries += [e for name in PANE for e in PANE[name].help_entries()]
     entries += ProcessScreen.help_entries(ProcessScreen.__new__(ProcessScreen))
     keys: set[str] = set()

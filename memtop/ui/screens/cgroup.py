@@ -21,6 +21,7 @@ from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, get_view
+from memtop.views.pagecache import cache_line
 
 PROC_COLUMNS = (
     Column("pid", "PID"),
@@ -101,6 +102,7 @@ class CgroupScreen(DrillScreen):
         )
         if row["container_name"]:
             t.append(f"  {row['container_name']}")
+        t.append("\npage " + cache_line(detail["page_cache"]))
         show_text(header, t)
         self._chart(detail)
         fill_table(self.query_one("#cg-procs", DataTable), PROC_COLUMNS, detail["processes"], "pid")

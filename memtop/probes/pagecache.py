@@ -1,0 +1,732 @@
+"""pagecacheinfo (no BPF): which files are in the page cache. The files processes hold open
+(/proc/PID/fd) or map (/proc/PID/maps), deduplicated by device and inode, and the regular files
+below the directories the user names (``--cache-path``, recursive, bounded), each measured with
+``cachestat(2)`` (Linux 6.5+: cached, dirty, writeback, evicted and recently evicted pages) or,
+where the kernel has no cachestat, ``mincore(2)`` over a read-only mapping (cached pages only).
+
+Refreshing everything every tick would cost a syscall or four per file: the fds and maps are
+rescanned every ``scan_every`` ticks, the ``--cache-path`` directories every ``walk_every``;
+each tick measures the files that hold the most, the files new since the last tick, and a
+rotating slice of the others sized so the refresh takes at most ``budget`` of a core.
+
+Files are opened only to be measured and closed at once (an fd kept would pin a deleted file's
+space): an ``O_PATH`` open first (it never opens a device or a FIFO, has no side effect), its
+fstat checked (a regular file, the device and inode scanned), then a read-only reopen of that
+very inode through /proc/self/fd. A ``--cache-path`` name is opened with ``O_NOFOLLOW``.
+
+pagecache (BPF, ``bpf/pagecache.bpf.c``): pages added to and deleted from the page cache per file
+and per process, from the filemap tracepoints, counted in kernel maps read once per tick.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import heapq
+import os
+import stat as stat_mod
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Self
+
+from memtop.core.text import clean
+from memtop.linux import bcc_compat
+from memtop.linux.cgroupfs import read_text
+from memtop.probes.base import BpfProbe, Probe
+from memtop.probes.layout import Packed
+from memtop.records import Record
+from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+#: cachestat's number: new system calls have one number on every architecture but alpha
+NR_CACHESTAT = 451
+#: holders kept per file
+MAX_HOLDERS = 8
+#: the share of a core the probe may take (at one tick a second): half for the refresh, a quarter
+#: each for the scan of the processes and the walk of the --cache-path trees
+BUDGET = 0.01
+#: how a --cache-path file is opened: never through a symlink, never blocking, no controlling tty
+NAMED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOATIME
+
+
+#: bpf/pagecache.bpf.c's map entries (the layouts are checked: tests/kernel/test_struct_layouts.py)
+FILE_KEY = Packed("struct pc_file_key_t", "<QII", ("ino", "dev", "pad"))
+COUNTS = Packed("struct pc_counts_t", "<QQ", ("added", "deleted"))
+#: followed by comm[16] (read as the bytes after the counts)
+PID_COUNTS = Packed("struct pc_pid_counts_t", "<QQ", ("added", "deleted"), whole=False)
+
+
+class _CachestatRange(ctypes.Structure):
+    # struct cachestat_range (include/uapi/linux/mman.h): off, len (0: to the end of the file)
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Cachestat(ctypes.Structure):
+    # struct cachestat (include/uapi/linux/mman.h), in pages
+    _fields_ = [
+        ("nr_cache", ctypes.c_uint64),
+        ("nr_dirty", ctypes.c_uint64),
+        ("nr_writeback", ctypes.c_uint64),
+        ("nr_evicted", ctypes.c_uint64),
+        ("nr_recently_evicted", ctypes.c_uint64),
+    ]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+_mmap = _libc.mmap
+_mmap.restype = ctypes.c_void_p
+_mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_munmap = _libc.munmap
+_munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_mincore = _libc.mincore
+_mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+#: cachestat through a prototype of syscall(2) with its argument types declared, and one range
+#: and one result struct reused: building ctypes objects for each call was half its cost
+_cachestat_call = ctypes.CFUNCTYPE(
+    ctypes.c_long,
+    ctypes.c_long,
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_uint,
+    use_errno=True,
+)(("syscall", _libc))
+_RANGE = _CachestatRange(0, 0)  # the whole file
+_RESULT = _Cachestat()
+_RANGE_P, _RESULT_P = ctypes.addressof(_RANGE), ctypes.addressof(_RESULT)
+
+
+def cachestat(fd: int) -> tuple[int, int, int, int, int]:
+    """(cached, dirty, writeback, evicted, recently evicted) pages of the whole file open as
+    ``fd``; OSError (ENOSYS: the kernel has no cachestat) otherwise. Not thread-safe (one
+    result buffer): the probe that calls it polls in one thread."""
+    if _cachestat_call(NR_CACHESTAT, fd, _RANGE_P, _RESULT_P, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    cs = _RESULT
+    return (cs.nr_cache, cs.nr_dirty, cs.nr_writeback, cs.nr_evicted, cs.nr_recently_evicted)
+
+
+def mincore_pages(fd: int, size: int) -> int:
+    """Pages of the file open as ``fd`` (``size`` bytes) in the page cache, by mincore(2) over a
+    read-only shared mapping (nothing is read: a mapping's pages are not faulted by mincore)."""
+    if size <= 0:
+        return 0
+    pages = (size + PAGE_SIZE - 1) // PAGE_SIZE
+    addr = _mmap(None, size, 0x1, 0x01, fd, 0)  # PROT_READ, MAP_SHARED
+    if addr is None or addr == _MAP_FAILED:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    try:
+        vec = (ctypes.c_ubyte * pages)()
+        if _mincore(addr, size, vec) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        # the low bit is "resident"; the others are reserved (0)
+        return sum(1 for b in bytes(vec) if b & 1) if pages < 64 else pages - bytes(vec).count(0)
+    finally:
+        _munmap(addr, size)
+
+
+def open_checked(path: str, key: tuple[int, int] | None, follow: bool) -> tuple[int, os.stat_result] | None:
+    """A read-only fd of the regular file at ``path`` (of device and inode ``key`` when given)
+    and its fstat, or None. ``follow`` False: the last component is not followed (O_NOFOLLOW);
+    True for /proc's magic links (fd/N, map_files/…), which name the inode itself. An O_PATH
+    open first: it does not open what it names (no device's open, no FIFO to block on)."""
+    try:
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(pfd)
+        if not stat_mod.S_ISREG(st.st_mode) or (key is not None and (st.st_dev, st.st_ino) != key):
+            return None
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(f"/proc/self/fd/{pfd}", flags | os.O_NOATIME)
+        except PermissionError:  # O_NOATIME: only the owner or CAP_FOWNER
+            fd = os.open(f"/proc/self/fd/{pfd}", flags)
+        return fd, st
+    except OSError:
+        return None
+    finally:
+        os.close(pfd)
+
+
+@dataclass(slots=True)
+class _File:
+    """A file the probe knows: where to reopen it and what it last sent of it."""
+
+    key: tuple[int, int]
+    path: str
+    #: (path, magic) to open it by, the first that works is used; magic: a /proc link (fd/N,
+    #: map_files/…) naming the inode itself, else a name the walk found
+    opens: list[tuple[str, bool]]
+    size_bytes: int = 0
+    holders: dict[int, str] = field(default_factory=dict)
+    under_path: bool = False
+    #: (cached, dirty, writeback, evicted, recently evicted) pages, mincore: (cached, 0, …)
+    pages: tuple[int, int, int, int, int] | None = None
+    sent: CachedFile | None = None
+    #: ticks since it was last measured
+    measured_tick: int = -1
+
+
+class PagecacheinfoProbe(Probe):
+    """The files in the page cache: processes' open and mapped files, ``--cache-path`` trees."""
+
+    name = "pagecacheinfo"
+    needs_bpf = False
+    cadence_s = 1.0
+
+    @classmethod
+    def at_start(cls, proc_root: str | Path) -> Self:
+        return cls(str(proc_root))
+
+    def __init__(
+        self,
+        proc_root: str = "/proc",
+        paths: tuple[str, ...] = (),
+        scan_every: int = 5,
+        walk_every: int = 30,
+        max_procs: int = 8192,
+        max_fds: int = 16384,
+        max_files: int = 200_000,
+        top_n: int = 64,
+        list_top: int = 500,
+        resend_every: int = 30,
+        budget: float = BUDGET,
+        method: str = "",
+    ) -> None:
+        self.proc = proc_root
+        self.paths = paths
+        self.scan_every = scan_every
+        self.walk_every = walk_every
+        self.max_procs = max_procs
+        self.max_fds = max_fds
+        self.max_files = max_files
+        self.top_n = top_n
+        self.list_top = list_top
+        self.resend_every = resend_every
+        self.budget = budget
+        #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
+        self.method = method or "cachestat"
+        self._tick = 0
+        self._files: dict[tuple[int, int], _File] = {}
+        self._path_files: dict[tuple[int, int], _File] = {}
+        #: (maps' dev field, inode) -> the key stat gave (maps name devices as the superblock's,
+        #: which stat may not: overlayfs, btrfs)
+        self._map_keys: dict[tuple[str, int], tuple[int, int] | None] = {}
+        self._next_scan = 0
+        self._next_walk = 0
+        self._cursor = 0
+        #: seconds a file's measurement took, smoothed (sizes the rotating slice)
+        self.per_file_s = 20e-6
+        self.last_scan_s = 0.0
+        self.last_walk_s = 0.0
+        self.last_refresh_s = 0.0
+        #: every file known (the processes' and the walk's, merged at each scan), in one order
+        self._all: dict[tuple[int, int], _File] = {}
+        self._order: list[_File] = []
+        #: the files holding the most at the last scan (measured every tick)
+        self._top: list[_File] = []
+        #: files listed before and not since the last CachedFiles (gone, or out of the listing)
+        self._gone: list[tuple[int, int]] = []
+        #: the files sent to the state: the top ``list_top`` by cached, dirty, recently evicted
+        self._listed: set[tuple[int, int]] = set()
+        #: past the last listed file's cached, dirty, recently evicted pages at the last rank: a
+        #: file measured at or above one of these is listed at once
+        self._floors = (1, 1, 1)
+        #: cached and dirty pages of every file known (not only the listed)
+        self._totals = [0, 0]
+        self._scan_info: dict[str, int | bool | str] = {}
+        self._walk_info: dict[str, int | bool | str] = {}
+
+    def _budget(self) -> float:
+        """The share of a core it may take now: a quarter of ``budget`` while the Page cache
+        pane is not on screen (``watched`` False; snapshots, recordings and the exporter leave
+        it True), what it feeds elsewhere (the totals, the exporter) then older."""
+        return self.budget if self.watched else self.budget / 4
+
+    def configure(self, paths: tuple[str, ...]) -> None:
+        self.paths = tuple(paths)
+
+    def load(self) -> None:
+        pass  # nothing to attach; a file that cannot be opened is left out
+
+    def note(self) -> str:
+        return "mincore: cached pages only" if self.method == "mincore" else ""
+
+    def poll_failed(self) -> None:
+        self._next_scan = self._tick + 1
+
+    # -- the scans: which files ------------------------------------------------------------------
+    def _scan_procs(self) -> dict[tuple[int, int], _File]:
+        found: dict[tuple[int, int], _File] = {}
+        procs = fds = 0
+        truncated = False
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except OSError:
+            pids = []
+        if len(pids) > self.max_procs:
+            pids, truncated = pids[: self.max_procs], True
+        for pid in pids:
+            comm_text = read_text(os.path.join(self.proc, pid, "comm"), 256)
+            if comm_text is None:
+                continue
+            procs += 1
+            comm = clean(comm_text.rstrip("\n"), 64)
+            n = self._scan_fds(pid, comm, found)
+            fds += n
+            truncated |= n >= self.max_fds
+            self._scan_maps(pid, comm, found)
+            if len(found) >= self.max_files:
+                truncated = True
+                break
+        self._scan_info = {"processes": procs, "fds_seen": fds, "truncated": truncated}
+        return found
+
+    def _hold(
+        self, found: dict[tuple[int, int], _File], key: tuple[int, int], pid: str, comm: str
+    ) -> _File | None:
+        f = found.get(key)
+        if f is None:
+            if len(found) >= self.max_files:
+                return None
+            prev = self._files.get(key)
+            f = _File(key, prev.path if prev else "", [], size_bytes=prev.size_bytes if prev else 0)
+            if prev is not None:
+                f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
+            found[key] = f
+        if len(f.holders) < MAX_HOLDERS:
+            f.holders[int(pid)] = comm
+        return f
+
+    def _scan_fds(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> int:
+        fd_dir = os.path.join(self.proc, pid, "fd")
+        n = 0
+        try:
+            it = os.scandir(fd_dir)
+        except OSError:
+            return 0
+        with it:
+            for entry in it:
+                n += 1
+                if n > self.max_fds:
+                    break
+                try:
+                    # stat of the magic link: the open file's inode (nothing opened)
+                    st = os.stat(entry.path)
+                except OSError:
+                    continue
+                if not stat_mod.S_ISREG(st.st_mode):
+                    continue
+                f = self._hold(found, (st.st_dev, st.st_ino), pid, comm)
+                if f is None:
+                    continue
+                f.size_bytes = st.st_size
+                if len(f.opens) < 2:
+                    f.opens.append((entry.path, True))
+                if not f.path:
+                    try:
+                        f.path = clean(os.readlink(entry.path), 1024)
+                    except OSError:
+                        pass
+        return n
+
+    def _scan_maps(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> None:
+        text = read_text(os.path.join(self.proc, pid, "maps"), 8 << 20, errors="surrogateescape")
+        if not text:
+            return
+        seen: set[tuple[str, int]] = set()
+        for line in text.splitlines():
+            parts = line.split(None, 5)
+            if len(parts) < 6 or not parts[5].startswith("/"):
+                continue
+            try:
+                inode = int(parts[4])
+            except ValueError:
+                continue
+            mkey = (parts[3], inode)
+            if inode == 0 or mkey in seen:
+                continue
+            seen.add(mkey)
+            link = os.path.join(self.proc, pid, "map_files", parts[0])
+            if mkey not in self._map_keys:
+                try:
+                    st = os.stat(link)
+                    self._map_keys[mkey] = (st.st_dev, st.st_ino) if stat_mod.S_ISREG(st.st_mode) else None
+                except OSError:
+                    continue
+            key = self._map_keys[mkey]
+            if key is None:
+                continue
+            f = self._hold(found, key, pid, comm)
+            if f is None:
+                continue
+            if len(f.opens) < 2:
+                f.opens.append((link, True))
+            if not f.path:
+                f.path = clean(parts[5], 1024)
+
+    def _walk(self) -> dict[tuple[int, int], _File]:
+        """Regular files below ``paths``, at most ``max_files`` in all: no symlink followed and
+        nothing opened but directories. A file's type and inode come from the directory entry (no
+        stat each: 100,000 files cost 100,000 system calls less), its device from its directory's
+        stat; measuring it checks both against the file opened (and its size)."""
+        out: dict[tuple[int, int], _File] = {}
+        truncated = False
+        old = self._path_files
+        for top in self.paths:
+            stack = [top]
+            while stack:
+                d = stack.pop()
+                try:
+                    dev = os.stat(d, follow_symlinks=False).st_dev
+                    it = os.scandir(d)
+                except OSError:
+                    continue
+                with it:
+                    for entry in it:
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                stack.append(entry.path)
+                                continue
+                            if not entry.is_file(follow_symlinks=False):
+                                continue  # a symlink, FIFO, socket or device: never opened
+                            key = (dev, entry.inode())
+                        except OSError:
+                            continue
+                        if len(out) >= self.max_files:
+                            truncated = True
+                            stack.clear()
+                            break
+                        prev = old.get(key)
+                        if prev is not None:
+                            out[key] = prev  # known: its figures and where to open it kept
+                            continue
+                        # the path is cleaned once, by the record it goes in (if it is listed)
+                        f = _File(key, entry.path, [(entry.path, False)], under_path=True)
+                        held = self._files.get(key)
+                        if held is not None:
+                            f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
+                        out[key] = f
+        self._walk_info = {"files_under_paths": len(out), "truncated": truncated}
+        return out
+
+    # -- measuring -------------------------------------------------------------------------------
+    def _open(self, path: str, key: tuple[int, int], magic: bool) -> tuple[int, os.stat_result] | None:
+        if magic:
+            return open_checked(path, key, True)
+        # a name the walk found a regular file: opened as read_text opens (no symlink followed,
+        # never blocking: a FIFO renamed into its place opens at once and fails the check)
+        try:
+            fd = os.open(path, NAMED_FLAGS)
+        except PermissionError:  # O_NOATIME: only the owner or CAP_FOWNER
+            try:
+                fd = os.open(path, NAMED_FLAGS & ~os.O_NOATIME)
+            except OSError:
+                return None
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if not stat_mod.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != key:
+            os.close(fd)
+            return None
+        return fd, st
+
+    def _measure(self, f: _File) -> bool:
+        """Read the file's pages now; False when it could not be opened (gone, replaced)."""
+        for path, magic in f.opens:
+            opened = self._open(path, f.key, magic)
+            if opened is None:
+                continue
+            fd, st = opened
+            try:
+                f.size_bytes = st.st_size
+                if self.method == "cachestat":
+                    try:
+                        f.pages = cachestat(fd)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSYS:
+                            raise
+                        self.method = "mincore"  # this kernel has no cachestat (before 6.5)
+                if self.method == "mincore":
+                    f.pages = (mincore_pages(fd, st.st_size), 0, 0, 0, 0)
+                f.measured_tick = self._tick
+                return True
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+        return False
+
+    def _record(self, f: _File) -> CachedFile:
+        pages = f.pages or (0, 0, 0, 0, 0)
+        exact = self.method == "cachestat"
+        return CachedFile(
+            dev=f.key[0],
+            ino=f.key[1],
+            path=f.path,
+            size_bytes=f.size_bytes,
+            cached_bytes=pages[0] * PAGE_SIZE,
+            dirty_bytes=pages[1] * PAGE_SIZE if exact else None,
+            writeback_bytes=pages[2] * PAGE_SIZE if exact else None,
+            evicted_bytes=pages[3] * PAGE_SIZE if exact else None,
+            recently_evicted_bytes=pages[4] * PAGE_SIZE if exact else None,
+            method=self.method,
+            holders=tuple(sorted(f.holders.items())),
+            under_path=f.under_path,
+        )
+
+    def _choose(self, fresh: list[_File]) -> list[_File]:
+        """What to measure this tick: the files a scan found new or changed (``fresh``), the files
+        that held the most at the last scan, and a rotating slice of the others as large as the
+        budget allows."""
+        chosen = {id(f): f for f in fresh}
+        for f in self._top:
+            chosen.setdefault(id(f), f)
+        files = self._order
+        if files:
+            room = int(self._budget() / 2 / max(self.per_file_s, 1e-7)) - len(chosen)
+            n = min(len(files), max(16, room))
+            start = self._cursor % len(files)
+            for i in range(n):
+                f = files[(start + i) % len(files)]
+                chosen.setdefault(id(f), f)
+            self._cursor = start + n
+        return list(chosen.values())
+
+    def _merge(self) -> list[_File]:
+        """After a scan or a walk: one table of every file known, and the files to measure now
+        (new ones, and those whose holders changed)."""
+        every = dict(self._path_files)
+        for key, f in self._files.items():
+            under = every.get(key)
+            if under is not None:
+                f.under_path = True
+                if under.measured_tick > f.measured_tick:
+                    f.pages, f.measured_tick = under.pages, under.measured_tick
+                f.opens = f.opens + under.opens
+            every[key] = f
+        fresh = []
+        for f in every.values():
+            if f.pages is None:
+                fresh.append(f)
+            elif f.sent is not None and (
+                f.sent.under_path != f.under_path or f.sent.holders != tuple(sorted(f.holders.items()))
+            ):
+                fresh.append(f)
+        for k in self._all:
+            if k not in every:
+                self._drop(k)
+        self._all = every
+        self._order = list(every.values())
+        return fresh
+
+    def _drop(self, key: tuple[int, int]) -> None:
+        """A file gone: out of the totals, and out of the listing (the state is told)."""
+        f = self._all.get(key)
+        if f is not None and f.pages is not None:
+            self._totals[0] -= f.pages[0]
+            self._totals[1] -= f.pages[1]
+            f.pages = None
+        if key in self._listed:
+            self._listed.discard(key)
+            self._gone.append(key)
+
+    def _rank(self) -> None:
+        """After a scan: the files holding the most (measured every tick until the next rank)
+        and the listing, the top ``list_top`` files by cached, dirty and recently evicted pages
+        (a figure of 0 lists nothing); the files that left it are sent as gone."""
+        measured = [f for f in self._order if f.pages is not None and any(f.pages)]
+        # summed afresh at each rank: between ranks they follow each measurement (a file held
+        # and under a --cache-path is two objects, whose figures can differ until it is measured)
+        self._totals[0] = sum(f.pages[0] for f in measured if f.pages)
+        self._totals[1] = sum(f.pages[1] for f in measured if f.pages)
+        self._top = heapq.nlargest(self.top_n, measured, key=lambda f: f.pages[0] if f.pages else 0)
+        listed: set[tuple[int, int]] = set()
+        floors = []
+        for slot in (0, 1, 4):
+            best = heapq.nlargest(self.list_top, measured, key=lambda f: f.pages[slot] if f.pages else 0)
+            best = [f for f in best if f.pages and f.pages[slot]]
+            listed.update(f.key for f in best)
+            # a file joins by this figure only past the listing's last file (ties stay out: 100,000
+            # files of one page each must not all join); while fewer than list_top have it, any
+            full = len(best) >= self.list_top
+            floors.append(best[-1].pages[slot] + 1 if full and best[-1].pages else 1)
+        self._floors = (floors[0], floors[1], floors[2])
+        for k in self._listed - listed:
+            self._gone.append(k)
+            f = self._all.get(k)
+            if f is not None:
+                f.sent = None
+        self._listed = listed
+
+    def _qualifies(self, f: _File) -> bool:
+        p = f.pages
+        if p is None:
+            return False
+        c, d, r = self._floors
+        return (p[0] > 0 and p[0] >= c) or (p[1] > 0 and p[1] >= d) or (p[4] > 0 and p[4] >= r)
+
+    def poll(self) -> list[Record]:
+        self._tick += 1
+        out: list[Record] = []
+        changed = False
+        if self._tick == 1 or self._tick >= self._next_scan:
+            t0 = time.monotonic()
+            self._files = self._scan_procs()
+            self.last_scan_s = time.monotonic() - t0
+            # the scans and the walk take a quarter of the budget each, the refresh the rest
+            self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s * 4 / self._budget()))
+            changed = True
+        if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
+            t0 = time.monotonic()
+            self._path_files = self._walk()
+            self.last_walk_s = time.monotonic() - t0
+            self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s * 4 / self._budget()))
+            changed = True
+        fresh = self._merge() if changed else []
+        t0 = time.monotonic()
+        todo = self._choose(fresh)
+        totals = self._totals
+        for f in todo:
+            before = f.pages
+            if not self._measure(f) and before is not None:
+                self._drop(f.key)  # gone or replaced: measured again once a scan finds it
+                continue
+            if f.pages is None:
+                continue
+            if before is not None:
+                totals[0] -= before[0]
+                totals[1] -= before[1]
+            totals[0] += f.pages[0]
+            totals[1] += f.pages[1]
+        took = time.monotonic() - t0
+        self.last_refresh_s = took
+        if todo:
+            self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / len(todo))
+        if changed:
+            self._rank()
+            todo = self._order  # the listing may have changed: every listed file is sent if new
+        if self._tick % self.resend_every == 0:
+            # the whole listing again now and then: files are sent when they change, and a
+            # recording begun after the first poll (once the BPF probes attached) or a replay
+            # seeking to its middle must not lack the files that held still
+            for f in self._order:
+                f.sent = None
+            todo = self._order
+        for f in todo:
+            if f.pages is None:
+                continue
+            if f.key not in self._listed:
+                if not self._qualifies(f):
+                    continue
+                self._listed.add(f.key)
+            rec = self._record(f)
+            if rec != f.sent:
+                out.append(rec)
+                f.sent = rec
+        # a file that left the listing at the rank and came back in the same poll is not gone
+        gone = tuple(sorted({k for k in self._gone if k not in self._listed}))
+        self._gone = []
+        out.append(
+            CachedFiles(
+                gone=gone,
+                method=self.method,
+                paths=tuple(clean(p, 1024) for p in self.paths),
+                processes=int(self._scan_info.get("processes", 0)),
+                fds_seen=int(self._scan_info.get("fds_seen", 0)),
+                files_known=len(self._all),
+                files_under_paths=int(self._walk_info.get("files_under_paths", 0)),
+                truncated=bool(self._scan_info.get("truncated") or self._walk_info.get("truncated")),
+                why=self._why(),
+                cached_bytes=totals[0] * PAGE_SIZE,
+                dirty_bytes=totals[1] * PAGE_SIZE if self.method == "cachestat" else None,
+            )
+        )
+        return out
+
+    def measured(self) -> list[CachedFile]:
+        """Every file known and measured, with its latest figures (listed or not)."""
+        return [self._record(f) for f in self._all.values() if f.pages is not None]
+
+    def _why(self) -> str:
+        parts = []
+        if self._scan_info.get("truncated"):
+            parts.append(f"processes' files cut at {self.max_files} files / {self.max_fds} fds a process")
+        if self._walk_info.get("truncated"):
+            parts.append(f"--cache-path walk cut at {self.max_files} files")
+        return "; ".join(parts)
+
+
+class PagecacheProbe(BpfProbe):
+    """Pages added to and deleted from the page cache per file and per process (filemap
+    tracepoints, counted in kernel maps)."""
+
+    name = "pagecache"
+    program = "pagecache"
+    shares_unit = True
+    tracepoints: ClassVar[tuple[str, ...]] = (
+        "filemap:mm_filemap_add_to_page_cache",
+        "filemap:mm_filemap_delete_from_page_cache",
+    )
+
+    def __init__(self, max_files: int = 16384, max_pids: int = 4096) -> None:
+        super().__init__()
+        self.max_files = max_files
+        self.max_pids = max_pids
+        #: what the last poll sent, per file and per pid (only changes are sent again)
+        self._files: dict[tuple[int, int], tuple[int, int]] = {}
+        self._pids: dict[int, tuple[str, int, int]] = {}
+
+    def defines(self) -> dict[str, int]:
+        return {"PC_MAX_FILES": self.max_files, "PC_MAX_PIDS": self.max_pids, "PC_ADDED": 0, "PC_DELETED": 1}
+
+    def poll(self) -> list[Record]:
+        if self.bpf is None:
+            return []
+        added, deleted = self.array_slots("pc_totals", 2)
+        # the maps in a few batched lookups: a syscall per entry would cost 16,384 a tick
+        keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_files")
+        files_now: dict[tuple[int, int], tuple[int, int]] = {}
+        for i in range(n):
+            ino, kdev, _pad = FILE_KEY.unpack_from(keys, i * ksz)
+            a, d = COUNTS.unpack_from(values, i * vsz)
+            # the kernel's dev_t (major << 20 | minor) as stat's st_dev encodes it
+            files_now[(os.makedev(kdev >> 20, kdev & 0xFFFFF), ino)] = (a, d)
+        keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_pids")
+        pids_now: dict[int, tuple[str, int, int]] = {}
+        for i in range(n):
+            pid = int.from_bytes(keys[i * ksz : i * ksz + 4], "little")
+            a, d = PID_COUNTS.unpack_from(values, i * vsz)
+            comm = values[i * vsz + 16 : i * vsz + 32]
+            prev = self._pids.get(pid)
+            name = prev[0] if prev is not None else clean(comm.split(b"\0", 1)[0], 16)
+            pids_now[pid] = (name, a, d)
+        files = tuple(sorted((*k, *v) for k, v in files_now.items() if self._files.get(k) != v))
+        pids = tuple(sorted((p, *v) for p, v in pids_now.items() if self._pids.get(p) != v))
+        self._files, self._pids = files_now, pids_now
+        return [
+            PagecacheActivity(
+                added=added,
+                deleted=deleted,
+                files=files,
+                pids=pids,
+                files_tracked=len(files_now),
+                pids_tracked=len(pids_now),
+                page_bytes=PAGE_SIZE,
+            )
+        ]
