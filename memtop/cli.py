@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from memtop.ui.app import MemtopApp
     from memtop.views import View
 
-SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded")
+SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded", "pprof")
 
 
 def positive_float(text: str) -> float:

@@ -41,8 +41,9 @@ def options_for(view: View, pid: int | None = None, section: str = "") -> Option
     return opts
 
 
-def render(view: View, state: State, opts: Options, fmt: str) -> str:
-    """``fmt`` is json, txt or one of the view's extra formats (SVG is the app's)."""
+def render(view: View, state: State, opts: Options, fmt: str) -> str | bytes:
+    """``fmt`` is json, txt or one of the view's extra formats (SVG is the app's); binary ones
+    (pprof's gzipped protobuf) as bytes."""
     if fmt == "json":
         return json.dumps(view.document(state, opts), indent=1, ensure_ascii=False) + "\n"
     if fmt == "txt":
@@ -56,6 +57,6 @@ def default_path(directory: str | Path, name: str, fmt: str) -> Path:
     return Path(directory) / f"memtop-{name}-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
 
 
-def write(output: str | Path, data: str, force: bool = False) -> Path:
+def write(output: str | Path, data: str | bytes, force: bool = False) -> Path:
     """Write atomically; a failure is memtop.errors.WriteFailed (exit 2), never a partial file."""
     return files.write_atomic(output, data, force=force)

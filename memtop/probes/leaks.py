@@ -354,6 +354,16 @@ class _Target:
     #: the program image traced (_image) and how many execs replaced it while traced
     image: tuple[int, int, int] | None = None
     execs: int = 0
+    #: the files it maps with their build ids (a pprof profile's mappings), read again when a
+    #: stack names a file not among them (a library loaded since), at most every MAPPINGS_EVERY_S
+    mappings: tuple[tuple[str, str, int, int, int], ...] = ()
+    mappings_stale: bool = True
+    mappings_next: float = 0.0
+
+
+#: how often a target's mapped files may be read again (each is opened for its build id)
+MAPPINGS_EVERY_S = 10.0
+_MODULE = re.compile(r" \[([^\]]*)\]")
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -649,6 +659,7 @@ class LeaksProbe(BpfProbe):
         t.execs += 1
         t.comm = _comm(t.pid, self.proc_root)
         t.symbols, t.failed, t.state = [], [], "attaching"
+        t.mappings, t.mappings_stale, t.mappings_next = (), True, 0.0
         self._attach_pid(t)
         t.message = (
             f"exec'd (was {was or 'not traced'}; {dropped} outstanding allocations of the old image "
@@ -739,8 +750,26 @@ class LeaksProbe(BpfProbe):
                     frames = tuple(f"0x{ip:x}" for ip in ips)
             else:
                 frames = tuple(f"0x{ip:x}" for ip in ips)
+            if target is not None and not target.mappings_stale:
+                known = {os.path.basename(m[0]) for m in target.mappings}
+                if any(m.group(1) not in known for f in frames if (m := _MODULE.search(f))):
+                    target.mappings_stale = True
         self._frames[key] = frames
         return frames
+
+    def _refresh_mappings(self, t: _Target) -> None:
+        """The files ``t`` maps and their build ids, when a stack named one not known yet."""
+        now = time.monotonic()
+        if not t.mappings_stale or now < t.mappings_next:
+            return
+        t.mappings_next = now + MAPPINGS_EVERY_S
+        try:
+            found = symbols.mappings(t.pid)
+        except symbols.SymbolError:
+            return  # the helper could not answer: the profile names fewer files, no build ids
+        if found:
+            t.mappings = tuple((clean(p, 4096), clean(b, 128), lo, hi, off) for p, b, lo, hi, off in found)
+            t.mappings_stale = False
 
     def _alloc_table(self) -> tuple[mmap.mmap, mmap.mmap]:
         """The address table's two arrays (addresses, and what each slot's block is), mapped
@@ -809,6 +838,9 @@ class LeaksProbe(BpfProbe):
             stats[(pid, sid)] = (ab, ac, fb, fc)
         self._scan_ages(now_ns)
         live = {t.pid for t in self.targets.values() if t.state == "tracing"}
+        for t in self.targets.values():
+            if t.pid in live:
+                self._refresh_mappings(t)
         tracked: dict[int, int] = {}
         for (pid, sid), (ab, ac, fb, fc) in stats.items():
             if pid not in live:
@@ -857,6 +889,7 @@ class LeaksProbe(BpfProbe):
                     exited_ts_ns=t.exited_ts_ns,
                     allocator=t.allocator,
                     execs=t.execs,
+                    mappings=t.mappings,
                 )
             )
         c = self._counters()

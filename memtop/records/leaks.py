@@ -58,6 +58,9 @@ class LeakTarget(Record):
     #: how many times it exec'd while traced: each exec drops the old image's allocations (the
     #: state forgets its stacks) and traces the new image's allocator
     execs: int = 0
+    #: the files it maps, for profiles: (path, GNU build id in hex or "", lowest start, highest
+    #: end, file offset); the frames name them by their base name
+    mappings: tuple[tuple[str, str, int, int, int], ...] = ()
 
 
 @record("leak_calls")

@@ -593,6 +593,7 @@ class MemtopApp(RecordReplay):
         target = self.snapshot_target()
         if target is None:
             raise MemtopError("nothing to snapshot")
+        data: str | bytes
         if fmt_name == "svg":  # a picture of the screen
             data = self.export_screenshot(title=f"memtop {target.title}")
         else:  # the same document `memtop snapshot` writes, from the view

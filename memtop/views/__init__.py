@@ -327,7 +327,7 @@ class View:
     def text_extra(self, doc: dict[str, Any]) -> str:
         return ""
 
-    def export(self, state: State, opts: Options, fmt: str) -> str:
+    def export(self, state: State, opts: Options, fmt: str) -> str | bytes:
         raise MemtopError(f"pane {self.name!r} has no {fmt!r} export")
 
 

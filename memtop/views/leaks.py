@@ -6,15 +6,17 @@ naming the process (``comm [pid N]``), so several pids share one tree and one fl
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from typing import Any
 
-from memtop import fmt, leakcost
+from memtop import fmt, leakcost, pprof
 from memtop.errors import MemtopError
 from memtop.records.leaks import AGE_BUCKETS_S, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Column, Options, View, render_table, status_notes
+from memtop.views import Column, Options, View, render_table, status_notes, wall_offset_ns
 
 SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
 ROW_KEYS = (
@@ -143,7 +145,7 @@ class LeaksView(View):
     title = "Leaks"
     order = 60
     probes = ("leaks", "leakrate")
-    extra_formats = ("folded",)
+    extra_formats = ("folded", "pprof")
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
         Column("allocations", "ALLOCS", fmt.count_h),
@@ -303,7 +305,9 @@ class LeaksView(View):
     def losses(state: State) -> dict[str, int]:
         return {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks" and n}
 
-    def export(self, state: State, opts: Options, fmt_name: str) -> str:
+    def export(self, state: State, opts: Options, fmt_name: str) -> str | bytes:
+        if fmt_name == "pprof":
+            return pprof.gzipped(self.profile(state, opts))
         if fmt_name != "folded":
             raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
         # what was not counted, as lines flamegraph.pl and inferno skip (no trailing count)
@@ -314,3 +318,69 @@ class LeaksView(View):
             stack = ";".join(f.replace(";", ":").replace("\n", " ") for f in reversed(row["frames"]))
             lines.append(f"{stack} {row['outstanding_bytes']}")
         return "\n".join(lines) + ("\n" if lines else "")
+
+    def profile(self, state: State, opts: Options) -> pprof.Profile:
+        """The pane as a pprof heap profile, as Go's own: inuse_space/inuse_objects for what is
+        outstanding, alloc_space/alloc_objects for everything allocated since tracing began
+        (every stack, those with nothing outstanding too), one sample per (pid, stack) with the
+        pid and process name as labels. With byte sampling the bytes are the kernel's unbiased
+        estimates, the objects count samples, and the period is the sampling interval, as a
+        comment in the profile says."""
+        leaks = state.get(LeaksState)
+        sample = leaks.calls.sample_bytes if leaks.calls is not None else 0
+        prof = pprof.Profile(
+            sample_types=(
+                ("alloc_objects", "count"),
+                ("alloc_space", "bytes"),
+                ("inuse_objects", "count"),
+                ("inuse_space", "bytes"),
+            ),
+            period_type=("space", "bytes"),
+            period=sample or 1,
+            default_sample_type="inuse_space",
+        )
+        offset = wall_offset_ns(state)
+        if offset is not None and state.ts_ns:
+            prof.time_ns = state.ts_ns + offset
+        prof.comments.append(f"memtop leaks: pids {', '.join(map(str, sorted(leaks.targets))) or 'none'}")
+        if sample:
+            prof.comments.append(
+                f"memtop: byte sampling every ~{sample} bytes: space values are estimates, "
+                "object values count samples"
+            )
+        prof.comments += [f"memtop: {n} {what} lost, not counted" for what, n in self.losses(state).items()]
+        paths: dict[tuple[int, str], str] = {}
+        for pid, t in sorted(leaks.targets.items()):
+            for path, build_id, lo, hi, off in t.mappings:
+                prof.mappings.append(pprof.Mapping(path, build_id, lo, hi, off))
+                paths.setdefault((pid, path.rsplit("/", 1)[-1]), path)
+        every = dataclasses.replace(opts, extra={**opts.extra, "min_bytes": 0})
+        for row in self.rows(state, every):
+            frames = tuple(profile_frame(f, row["pid"], paths) for f in row["frames"][:-1])
+            prof.add(
+                frames,
+                (row["alloc_count"], row["alloc_bytes"], row["allocations"], row["outstanding_bytes"]),
+                labels=(("comm", row["comm"]),),
+                num_labels=(("pid", row["pid"], ""),),
+            )
+        return prof
+
+
+#: a frame as memtop.probes.symbols writes it: "name+0xoff [module] file:line", "0xaddr [module]"
+_FRAME = re.compile(r"(?P<head>.*?)(?: \[(?P<module>[^\]]*)\])?(?: (?P<file>\S+):(?P<line>\d+))?", re.S)
+_OFFSET = re.compile(r"\+0x[0-9a-f]+$")
+
+
+def profile_frame(frame: str, pid: int, paths: dict[tuple[int, str], str]) -> pprof.Frame:
+    """A shown frame as a profile's: the function without its offset, file:line when known, and
+    the mapped file it is in (its full path, as the pid's mappings name it)."""
+    m = _FRAME.fullmatch(frame)
+    if m is None:  # cannot happen (everything matches the head): kept whole
+        return pprof.Frame(frame)
+    module = m.group("module") or ""
+    return pprof.Frame(
+        function=_OFFSET.sub("", m.group("head")) or frame,
+        file=m.group("file") or "",
+        line=int(m.group("line") or 0),
+        module=paths.get((pid, module), ""),
+    )
