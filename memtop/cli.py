@@ -283,7 +283,7 @@ def check_snapshot_args(args: argparse.Namespace) -> None:
     from memtop.views import get_view
 
     view = get_view(args.pane)
-    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
+    if args.format not in ("svg", "txt", "json", *view.extra_formats, *view.binary_formats):
         raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
     check_section(view, args.section)
     if args.pane == "process" and args.pid is None:

@@ -23,7 +23,7 @@ from memtop.errors import Interrupted
 from memtop.recording import Recorder, open_recorder
 from memtop.records import Record
 from memtop.runner import Runner, wait_or_stop
-from memtop.snapshot import SnapshotRequest, options_for, render, write
+from memtop.snapshot import SnapshotRequest, options_for, render_file, write
 from memtop.source import Source
 from memtop.state import State
 from memtop.state.host import HostState
@@ -165,7 +165,7 @@ async def snapshot(
             await runner.tick()
         if stop.is_set():
             raise Interrupted(f"interrupted; {req.output} was not written")
-        return write(req.output, render(view, runner.state, opts, req.fmt), req.force)
+        return write(req.output, render_file(view, runner.state, opts, req.fmt), req.force)
     finally:
         undo()
         await runner.stop()

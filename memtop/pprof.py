@@ -93,7 +93,9 @@ class Profile:
     default_sample_type: str = ""
     mappings: list[Mapping] = field(default_factory=list)
     samples: list[
-        tuple[tuple[Frame, ...], tuple[int, ...], tuple[tuple[str, str], ...], tuple[tuple[str, int, str], ...]]
+        tuple[
+            tuple[Frame, ...], tuple[int, ...], tuple[tuple[str, str], ...], tuple[tuple[str, int, str], ...]
+        ]
     ] = field(default_factory=list)
 
     def add(
@@ -167,7 +169,11 @@ def encode(profile: Profile) -> bytes:
                     fid = functions[fkey] = len(functions) + 1
                     name = st(fr.function)
                     fn_bytes += bytes_field(
-                        5, int_field(1, fid) + int_field(2, name) + int_field(3, name) + int_field(4, st(fr.file))
+                        5,
+                        int_field(1, fid)
+                        + int_field(2, name)
+                        + int_field(3, name)
+                        + int_field(4, st(fr.file)),
                     )
                 lid = locations[fr] = len(locations) + 1
                 line = bytes_field(4, int_field(1, fid) + int_field(2, fr.line))

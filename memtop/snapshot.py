@@ -41,9 +41,16 @@ def options_for(view: View, pid: int | None = None, section: str = "") -> Option
     return opts
 
 
-def render(view: View, state: State, opts: Options, fmt: str) -> str | bytes:
-    """``fmt`` is json, txt or one of the view's extra formats (SVG is the app's); binary ones
-    (pprof's gzipped protobuf) as bytes."""
+def render_file(view: View, state: State, opts: Options, fmt: str) -> str | bytes:
+    """What a snapshot file of ``fmt`` holds: ``render``'s text, or the bytes of one of the
+    view's binary formats (pprof's gzipped protobuf)."""
+    if fmt in view.binary_formats:
+        return view.export_binary(state, opts, fmt)
+    return render(view, state, opts, fmt)
+
+
+def render(view: View, state: State, opts: Options, fmt: str) -> str:
+    """``fmt`` is json, txt or one of the view's extra formats (SVG is the app's)."""
     if fmt == "json":
         return json.dumps(view.document(state, opts), indent=1, ensure_ascii=False) + "\n"
     if fmt == "txt":

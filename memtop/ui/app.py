@@ -597,7 +597,7 @@ class MemtopApp(RecordReplay):
         if fmt_name == "svg":  # a picture of the screen
             data = self.export_screenshot(title=f"memtop {target.title}")
         else:  # the same document `memtop snapshot` writes, from the view
-            data = snapshot.render(target.view, self.state, target.options(), fmt_name)
+            data = snapshot.render_file(target.view, self.state, target.options(), fmt_name)
         name = target.snapshot_name if isinstance(target, DrillScreen) else target.view_name
         path = snapshot.write(output or snapshot.default_path(self.snapshot_dir, name, fmt_name), data, force)
         self.last_snapshot = path

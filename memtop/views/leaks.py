@@ -135,6 +135,25 @@ def matches(row: dict[str, Any], opts: Options) -> bool:
     return True
 
 
+def sampling(state: State) -> bool:
+    """Whether the figures are byte sampling's: bytes are estimates (shown ``~``), counts are
+    samples, not allocations."""
+    calls = state.get(LeaksState).calls
+    return calls is not None and calls.sample_bytes > 0
+
+
+def estimate_h(v: float) -> str:
+    """Bytes estimated from samples, as the pane shows them: ``~9.5M``."""
+    return "~" + fmt.bytes_h(v)
+
+
+#: the columns with byte sampling: bytes marked as estimates, counts named as samples
+SAMPLED_COLUMNS = {
+    "outstanding_bytes": Column("outstanding_bytes", "~OUTSTANDING", estimate_h),
+    "allocations": Column("allocations", "SAMPLES", fmt.count_h),
+}
+
+
 def leaks_asked(state: State) -> bool:
     """Whether the leaks pane was asked for at all (with no target, the pane says how to ask)."""
     return bool(state.get(LeaksState).targets) or "leaks" in state.statuses
@@ -145,7 +164,8 @@ class LeaksView(View):
     title = "Leaks"
     order = 60
     probes = ("leaks", "leakrate")
-    extra_formats = ("folded", "pprof")
+    extra_formats = ("folded",)
+    binary_formats = ("pprof",)
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
         Column("allocations", "ALLOCS", fmt.count_h),
@@ -163,7 +183,7 @@ class LeaksView(View):
         """Every (pid, stack) row with its internals (pid, stack id, age histogram), filtered and
         sorted; ``document`` keeps only the schema's keys."""
         leaks = state.get(LeaksState)
-        sampling = leaks.calls is not None and leaks.calls.sample_bytes > 0
+        sampled = sampling(state)
         out: list[dict[str, Any]] = []
         for (pid, sid), r in leaks.stacks.items():
             t = leaks.targets.get(pid)
@@ -184,7 +204,7 @@ class LeaksView(View):
                 "site": rec.frames[0] if rec.frames else "",
                 # byte sampling: the relative standard error of an estimate from n samples
                 "estimate_error_pct": (
-                    round(100 / math.sqrt(max(1, rec.outstanding_count)), 1) if sampling else None
+                    round(100 / math.sqrt(max(1, rec.outstanding_count)), 1) if sampled else None
                 ),
                 "process": root_frame(comm, pid),
             }
@@ -218,6 +238,8 @@ class LeaksView(View):
                 for _, t in sorted(leaks.targets.items())
             ],
             **self.rate(state),
+            # byte sampling: outstanding bytes are estimates and allocations count samples
+            "estimates": sampling(state),
             # the calls counted before tracing, the expected cost, and what was decided
             "preflight": preflight_doc(leaks.preflight),
             # what the figures leave out: allocations not counted (full maps, failed stack walks)
@@ -227,8 +249,10 @@ class LeaksView(View):
 
     def text(self, state: State, opts: Options) -> str:
         rows = self.rows(state, opts)
+        sampled = sampling(state)
         text = status_notes(self.statuses(state)) if leaks_asked(state) else ""
-        text += render_table(self.title, self.columns, rows)
+        columns = tuple(SAMPLED_COLUMNS.get(c.key, c) for c in self.columns) if sampled else self.columns
+        text += render_table(self.title, columns, rows)
         pf = preflight_doc(state.get(LeaksState).preflight)
         if pf is not None:
             text += "\n" + preflight_text(pf) + "\n"
@@ -248,8 +272,13 @@ class LeaksView(View):
         for row in rows[:10]:
             if not row["outstanding_bytes"]:
                 continue
+            amount = (
+                f"{estimate_h(row['outstanding_bytes'])} (estimated) in {row['allocations']} samples"
+                if sampled
+                else f"{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations"
+            )
             text += (
-                f"\n{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations, "
+                f"\n{amount}, "
                 f"oldest {fmt.age_h(row['oldest_age_s'])}, {growth_h(row['growth_bytes_per_s'])}:\n"
             )
             text += "".join(f"    {f}\n" for f in row["frames"])
@@ -305,9 +334,12 @@ class LeaksView(View):
     def losses(state: State) -> dict[str, int]:
         return {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks" and n}
 
-    def export(self, state: State, opts: Options, fmt_name: str) -> str | bytes:
-        if fmt_name == "pprof":
-            return pprof.gzipped(self.profile(state, opts))
+    def export_binary(self, state: State, opts: Options, fmt_name: str) -> bytes:
+        if fmt_name != "pprof":
+            raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
+        return pprof.gzipped(self.profile(state, opts))
+
+    def export(self, state: State, opts: Options, fmt_name: str) -> str:
         if fmt_name != "folded":
             raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
         # what was not counted, as lines flamegraph.pl and inferno skip (no trailing count)

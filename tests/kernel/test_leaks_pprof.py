@@ -76,7 +76,7 @@ def test_pprof_names_the_leak_with_memtops_bytes_and_build_id(leakies: list[Leak
         rows = view.rows(state, Options())
         leak = [r for r in rows if r["frames"][0].startswith("leak_here+")]
         assert leak and rows[0] is leak[0], rows[:2]
-        profile = view.export(state, Options(), "pprof")
+        profile = view.export_binary(state, Options(), "pprof")
         assert isinstance(profile, bytes) and profile[:2] == b"\x1f\x8b"  # gzip
     finally:
         probe.close()
