@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pane", help="pane to show at start")
     p.add_argument("--leaks", type=pid_list, help="trace allocations of (leaks pane) PID[,PID…] at start")
     add_sample_bytes(p)
+    add_budget(p)
     p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
     p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
     sub = p.add_subparsers(dest="command", parser_class=Parser, action=Subcommands)
@@ -206,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--section", default="")
     s.add_argument("--leaks", type=pid_list, help="pids for --pane leaks")
     add_sample_bytes(s)
+    add_budget(s)
     add_record_replay_args(p, sub, s)
     add_export_args(sub)
     return p
@@ -224,6 +226,30 @@ def add_sample_bytes(p: argparse.ArgumentParser) -> None:
     )
 
 
+def budget_arg(text: str) -> float:
+    """``--budget``: "1%" or "0.01", a share of one core in (0, 1]."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a budget: {text!r} (e.g. 1%)") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a budget is over 0 and at most 100% of a core: {text!r}")
+    return value
+
+
+def add_budget(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--budget",
+        type=budget_arg,
+        default=None,
+        metavar="PCT",
+        help="leaks: keep tracing's CPU cost (the target's added CPU and memtop's) under PCT of one "
+        "core (e.g. 1%%) by tracing in windows; a stack whose blocks live past a window and are "
+        "never freed is reported as a leak with a confidence (docs/panes/leaks.md)",
+    )
+
+
 def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
     """The live source: the default probes. ``defer_bpf``: BPF compiles once the TUI's first frame
     is on screen (the app calls begin_bpf)."""
@@ -239,6 +265,7 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
                 p.configure(getattr(args, "killer", []), getattr(args, "kill_threshold_mib", 100) << 20)
     bridge = Bridge(probes, defer_bpf=defer_bpf)
     bridge.leaks_sample_bytes = getattr(args, "sample_bytes", None)
+    bridge.leaks_budget = getattr(args, "budget", None) or 0.0
     atexit.register(bridge.close)
     return bridge
 
@@ -381,7 +408,7 @@ def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] |
         initial_pane=args.pane,
         leak_pids=leak_pids,
         # `--sample-bytes N` (0 too) is the answer to the preflight's question, given up front
-        ask_before_tracing=getattr(args, "sample_bytes", None) is None,
+        ask_before_tracing=getattr(args, "sample_bytes", None) is None and not getattr(args, "budget", None),
     )
     return run_app(app)
 
@@ -551,6 +578,7 @@ def add_record_replay_args(
         "--leaks", type=pid_list, default=None, help="also trace allocations of (leaks pane) PID[,PID…]"
     )
     add_sample_bytes(r)
+    add_budget(r)
     rp = sub.add_parser("replay", help="open the TUI on a recording")
     rp.add_argument("file", metavar="FILE")
     rp.add_argument("--speed", type=speed_arg, default=1.0, help="playback speed (default 1)")

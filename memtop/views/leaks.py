@@ -13,7 +13,7 @@ from typing import Any
 
 from memtop import fmt, leakcost, pprof
 from memtop.errors import MemtopError
-from memtop.records.leaks import AGE_BUCKETS_S, LeakPreflight
+from memtop.records.leaks import AGE_BUCKETS_S, LEAK_CONFIDENCE, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.views import Column, Options, View, render_table, status_notes, wall_offset_ns
@@ -107,6 +107,81 @@ def preflight_text(pf: dict[str, Any]) -> str:
     if pf["decision"]:
         line += f" Decided: {pf['decision']} ({pf['decided_by']})."
     return line
+
+
+def budget_doc(state: State) -> dict[str, Any] | None:
+    """Tracing in windows on a CPU budget: the duty cycle, what it costs (memtop's CPU measured,
+    the targets' estimated from the calls counted) and the stacks reported as leaks, the most
+    confident first; None when not tracing on a budget."""
+    leaks = state.get(LeaksState)
+    b = leaks.budget
+    if b is None:
+        return None
+    elapsed_s = b.elapsed_ns / 1e9
+    cost = (b.own_cpu_ns + b.target_cpu_ns) / b.elapsed_ns if b.elapsed_ns else None
+    found: list[dict[str, Any]] = []
+    for key, v in leaks.verdicts.items():
+        if v.confidence < LEAK_CONFIDENCE:
+            continue
+        row = leaks.stacks.get(key)
+        t = leaks.targets.get(v.pid)
+        frames = list(row.rec.frames) if row is not None else []
+        found.append(
+            {
+                "frames": frames + [root_frame(t.comm if t else "?", v.pid)],
+                "confidence": round(v.confidence, 4),
+                "unresolved": v.unresolved,
+                "unresolved_bytes": v.unresolved_bytes,
+                "candidates": v.born,
+                "resolved": v.resolved,
+                "growing_since_s": (
+                    round(max(0.0, (leaks.ts_ns - v.growing_since_ns) / 1e9), 1)
+                    if v.growing_since_ns
+                    else None
+                ),
+            }
+        )
+    found.sort(key=lambda f: (-f["confidence"], -f["unresolved_bytes"], f["frames"]))
+    return {
+        "budget_pct": round(100 * b.budget, 3),
+        "windows": b.windows,
+        "slice_s": round(b.on_ns / 1e9, 3),
+        "period_s": round(b.period_ns / 1e9, 3),
+        "duty_pct": round(100 * b.on_ns / b.period_ns, 3) if b.period_ns else None,
+        "calls_per_s": b.calls_per_s,
+        "cost_pct_of_core": round(100 * cost, 3) if cost is not None else None,
+        "own_cpu_s": round(b.own_cpu_ns / 1e9, 3),
+        "target_cpu_s": round(b.target_cpu_ns / 1e9, 3),
+        "elapsed_s": round(elapsed_s, 1),
+        "resolve_rate": b.p_resolve if b.p_resolve >= 0 else None,
+        "candidates": b.candidates,
+        "aged_out": b.aged_out,
+        "leaks": found,
+    }
+
+
+def budget_text(doc: dict[str, Any]) -> str:
+    """The budget in words, then each leak found with its confidence."""
+    duty = f"{doc['duty_pct']:.1f} %" if doc["duty_pct"] is not None else "?"
+    cost = f"{doc['cost_pct_of_core']:.2f} %" if doc["cost_pct_of_core"] is not None else "?"
+    text = (
+        f"budget {doc['budget_pct']:g} % of a core: tracing {doc['slice_s']:.2f} s of every "
+        f"{doc['period_s']:.1f} s (duty {duty}), {doc['windows']} windows; cost {cost} of a core "
+        f"(memtop {doc['own_cpu_s']:.2f} CPU s measured, targets ~{doc['target_cpu_s']:.2f} CPU s "
+        f"estimated, over {doc['elapsed_s']:.0f} s); {doc['candidates']} candidates followed\n"
+    )
+    if not doc["leaks"]:
+        text += (
+            "no leak found (yet)\n"
+            if doc["resolve_rate"] is not None
+            else ("no leak can be told yet: no stack has freed a candidate\n")
+        )
+    for f in doc["leaks"]:
+        text += (
+            f"leak ({100 * f['confidence']:.1f} % confident): {fmt.bytes_h(f['unresolved_bytes'])} in "
+            f"{f['unresolved']} blocks never freed, of {f['candidates']} followed; at {f['frames'][0]}\n"
+        )
+    return text
 
 
 def root_frame(comm: str, pid: int) -> str:
@@ -242,6 +317,8 @@ class LeaksView(View):
             "estimates": sampling(state),
             # the calls counted before tracing, the expected cost, and what was decided
             "preflight": preflight_doc(leaks.preflight),
+            # tracing on a CPU budget (--budget): the windows, their cost, the leaks found
+            "budget": budget_doc(state),
             # what the figures leave out: allocations not counted (full maps, failed stack walks)
             "lost": {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks"},
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
@@ -269,6 +346,9 @@ class LeaksView(View):
             text += "\n"
         if r["proposal"]:
             text += f"proposal: {r['proposal']}\n"
+        bd = budget_doc(state)
+        if bd is not None:
+            text += budget_text(bd)
         for row in rows[:10]:
             if not row["outstanding_bytes"]:
                 continue

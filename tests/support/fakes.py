@@ -174,7 +174,9 @@ class FakeSource:
         if pid in self.focused:
             self.focused.remove(pid)
 
-    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
+    def trace_allocations(
+        self, pids: Sequence[int], sample_bytes: int | None = None, budget: float = 0.0
+    ) -> bool:
         self.traced.append(list(pids))
         self.trace_choices.append(sample_bytes)
         return False
