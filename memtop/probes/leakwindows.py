@@ -40,7 +40,7 @@ MAX_CANDIDATES = 1 << 18
 #: between their starts at least MIN_PERIOD_S and at most MAX_PERIOD_S
 MIN_ON_S = 0.02
 MIN_PERIOD_S = 2.0
-MAX_PERIOD_S = 30.0
+MAX_PERIOD_S = 120.0
 
 Key = tuple[int, int]  # (pid, stack id)
 

@@ -4,10 +4,11 @@
 // Every millisecond (absolute deadlines) it does CALLS/1000 malloc+free pairs, spread over
 // churn_0() .. churn_9(), each keeping its last RING blocks (a block lives RING of its stack's
 // calls: in flight when a window ends, freed soon after), and leaks LEAK_BPS bytes per second
-// from leak_here() in LEAK_SIZE blocks (0: no leak). Waits for a uprobe on malloc first, prints
-// "start", then "leaked <bytes> <count>" every second, and exits after DURATION_S seconds.
+// from leak_here() in LEAK_SIZE blocks (0: no leak). Waits for a uprobe on malloc first (not with
+// "nowait": a bench's untraced run), prints "start", then "leaked <bytes> <count>" every second,
+// and exits after DURATION_S seconds.
 //
-// usage: budgetchurn CALLS_PER_S LEAK_BPS LEAK_SIZE DURATION_S
+// usage: budgetchurn CALLS_PER_S LEAK_BPS LEAK_SIZE DURATION_S [nowait]
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -61,7 +62,8 @@ int main(int argc, char **argv) {
     printf("ready %d\n", (int)getpid());
     fflush(stdout);
     double give_up = now_s() + 120;
-    while (*m != 0xcc && now_s() < give_up) {
+    int wait = !(argc > 5 && strcmp(argv[5], "nowait") == 0);
+    while (wait && *m != 0xcc && now_s() < give_up) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
