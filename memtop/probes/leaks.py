@@ -416,7 +416,8 @@ class LeaksProbe(BpfProbe):
         #: tracing on a budget (a share of one core; 0: all the time): windows, candidates
         self.budget = max(0.0, float(budget))
         self._window_calls_per_s = max(0.0, float(calls_per_s))
-        self.candidates = leakwindows.Candidates()
+        # half the address table at most: the rest for the blocks a window sees come and go
+        self.candidates = leakwindows.Candidates(max(1024, max_allocs // 2))
         self._win_lock = threading.RLock()
         self._win_stop = threading.Event()
         self._win_thread: threading.Thread | None = None
@@ -1056,12 +1057,18 @@ class LeaksProbe(BpfProbe):
         addr_map, info_map = self._alloc_table()
         isz = ALLOC_INFO.layout.size or 0
         blocks: dict[tuple[int, int], tuple[tuple[int, int], int, int]] = {}
+        slots: dict[tuple[int, int], int] = {}
         with memoryview(info_map) as info, memoryview(addr_map) as addrs:
             for i in live_slots(addr_map):
                 pid, sid, size, ts = ALLOC_INFO.unpack_from(info, i * isz)
                 (addr,) = struct.unpack_from("<Q", addrs, i * 8)
                 blocks[(pid, addr)] = ((pid, sid), size, ts)
-        self.candidates.end_window(blocks)
+                slots[(pid, addr)] = i
+        # candidates forgotten to stay bounded leave the table too (tombstones, as after an
+        # exec): nothing traces now, so the slot still holds that block
+        table = self.bpf["alloc_addr"]
+        for key in self.candidates.end_window(blocks):
+            table[table.Key(slots[key])] = table.Leaf(A_FREED)
         self._win_ends[self.candidates.window] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         self._win_ends.pop(self.candidates.window - 4096, None)  # bounded: growing_since's range
 

@@ -33,8 +33,9 @@ from memtop.records.leaks import LEAK_CONFIDENCE
 
 #: a candidate is judged once it has lived this many windows
 AGE_WINDOWS = 1
-#: candidates followed at most (the address table's live blocks are more when it is larger); past
-#: it the oldest are summarised per stack (counted unresolved) and forgotten
+#: candidates followed at most; past it the oldest are summarised per stack (counted unresolved
+#: for good) and forgotten, here and in the kernel's address table (end_window returns them): the
+#: table never fills with a leak's blocks, however long it runs
 MAX_CANDIDATES = 1 << 18
 #: windows: at least this long a slice (shorter ones catch too few allocations to judge), and
 #: between their starts at least MIN_PERIOD_S and at most MAX_PERIOD_S
@@ -77,6 +78,8 @@ class StackVerdict:
     judged: int = 0
     survivors: int = 0
     confidence: float = 0.0
+    #: its candidates summarised away (MAX_CANDIDATES): unresolved for good
+    aged_out: int = 0
     #: the window its unresolved candidates began to pile up in (-1: they do not)
     growing_since: int = -1
     #: candidates born in each of the last AGE_WINDOWS windows (not judged yet)
@@ -122,10 +125,12 @@ class Candidates:
         self.aged_out = 0
         self.p_resolve: float | None = None
 
-    def end_window(self, blocks: dict[tuple[int, int], tuple[Key, int, int]]) -> None:
+    def end_window(self, blocks: dict[tuple[int, int], tuple[Key, int, int]]) -> list[tuple[int, int]]:
         """The address table's live blocks at a window's end: (pid, address) -> (stack, bytes,
         birth ns). Those not seen before are born in this window; those followed and gone (or
-        whose address holds a block born since) are resolved."""
+        whose address holds a block born since) are resolved. Returns the (pid, address) of the
+        candidates forgotten to keep within ``max_candidates``: the caller drops them from the
+        address table (else they would come back as new)."""
         self.window += 1
         w = self.window
         born: dict[Key, int] = {}
@@ -150,8 +155,9 @@ class Candidates:
         for key, wb, _size, _ts in self.live.values():
             if wb == w - 1:
                 self._exposed[key] = self._exposed.get(key, 0) + 1
-        self._age_out()
+        evicted = self._age_out()
         self._judge()
+        return evicted
 
     def _resolve(self, have: tuple[Key, int, int, int], w: int) -> None:
         key, wb, _size, _ts = have
@@ -162,16 +168,20 @@ class Candidates:
             self._resolved_next[key] = self._resolved_next.get(key, 0) + 1
             self._exposed[key] = self._exposed.get(key, 0) + 1
 
-    def _age_out(self) -> None:
-        """Past MAX_CANDIDATES the oldest candidates are forgotten (their stacks keep them as
-        unresolved in ``aged_out``): memory stays bounded however long it runs."""
+    def _age_out(self) -> list[tuple[int, int]]:
+        """Past ``max_candidates`` the oldest candidates are forgotten (their stacks keep them
+        as unresolved in ``aged_out``): memory stays bounded however long it runs."""
         extra = len(self.live) - self.max_candidates
         if extra <= 0:
-            return
-        oldest = sorted(self.live.items(), key=lambda kv: kv[1][1])[:extra]
-        for addr, _ in oldest:
+            return []
+        oldest = sorted(self.live.items(), key=lambda kv: (kv[1][1], kv[1][3]))[:extra]
+        for addr, (key, _wb, _size, _ts) in oldest:
             del self.live[addr]
+            v = self.stacks.get(key)
+            if v is not None:
+                v.aged_out += 1
         self.aged_out += extra
+        return [addr for addr, _ in oldest]
 
     def _judge(self) -> None:
         # each stack's share by Laplace's rule ((r+1)/(n+2)): never a certainty from a few
@@ -186,6 +196,8 @@ class Candidates:
             unresolved[key] = (n + 1, b + size, old + (wb <= cutoff))
         for key, v in self.stacks.items():
             n, b, old = unresolved.get(key, (0, 0, 0))
+            n += v.aged_out  # forgotten, never resolved: old and unresolved for good
+            old += v.aged_out
             grew = n > v.unresolved
             v.unresolved, v.unresolved_bytes = n, b
             v.judged = v.born - sum(v.recent)
