@@ -513,7 +513,7 @@ class Bridge:
             return self._start_preflight(pids, auto=True)
         pre = self._preflight
         if pre is not None and not pre.decision and set(pids) <= set(pre.pids):
-            how = "sampled" if sample_bytes else "exact"
+            how = "budget" if budget or self.leaks_budget else "sampled" if sample_bytes else "exact"
             self._preflight = replace(
                 pre, decision=how, decided_by="user", sample_bytes=sample_bytes or pre.sample_bytes
             )

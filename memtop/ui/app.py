@@ -507,9 +507,11 @@ class MemtopApp(RecordReplay):
         if event.sample_bytes is None:
             self.source.decline_allocations(event.pids)
             self.notify(f"not tracing pid {pids}", timeout=3)
-        elif self.source.trace_allocations(event.pids, sample_bytes=event.sample_bytes):
+        elif self.source.trace_allocations(event.pids, sample_bytes=event.sample_bytes, budget=event.budget):
             how = (
-                f"byte sampling every ~{event.sample_bytes} bytes"
+                f"in windows on a {event.budget:.0%} CPU budget"
+                if event.budget
+                else f"byte sampling every ~{event.sample_bytes} bytes"
                 if event.sample_bytes
                 else "every allocation"
             )

@@ -128,6 +128,7 @@ class FakeSource:
         self.measured: list[list[int]] = []
         self.declined: list[list[int]] = []
         self.trace_choices: list[int | None] = []
+        self.trace_budgets: list[float] = []
         self.kernel_traced: list[tuple[str, bool]] = []
         #: what watch() was told, in order
         self.watched: list[frozenset[str] | None] = []
@@ -179,6 +180,7 @@ class FakeSource:
     ) -> bool:
         self.traced.append(list(pids))
         self.trace_choices.append(sample_bytes)
+        self.trace_budgets.append(budget)
         return False
 
     def measure_allocations(self, pids: Sequence[int]) -> bool:

@@ -34,6 +34,7 @@ from memtop.ui.panes.base import ChooseTracing, FilterablePane, StatusLine
 from memtop.views.leaks import (
     LeaksView,
     age_label,
+    budget_doc,
     estimate_h,
     growth_h,
     preflight_doc,
@@ -135,6 +136,7 @@ class LeaksPane(FilterablePane):
         # the preflight's answers, while it waits for one
         Binding("e", "choose('exact')", "Exact", tooltip="trace every allocation (the preflight's cost)"),
         Binding("S", "choose('sampled')", "Sampled", tooltip="trace with byte sampling"),
+        Binding("B", "choose('budget')", "Budget", tooltip="trace in windows on a 1 % CPU budget"),
         Binding("n", "choose('cancel')", "Cancel", tooltip="do not trace"),
     ]
 
@@ -203,6 +205,7 @@ class LeaksPane(FilterablePane):
             for key, what, choice in (
                 ("e", "trace every allocation", "exact"),
                 ("S", "byte sampling", "sampled"),
+                ("B", f"on a {leakcost.DEFAULT_BUDGET:.0%} CPU budget", "budget"),
                 ("n", "do not trace", ""),
             ):
                 t.append(f" {key} ", style="reverse bold")
@@ -222,7 +225,8 @@ class LeaksPane(FilterablePane):
         if pf is None:
             return
         sample = None if choice == "cancel" else (pf.sample_bytes if choice == "sampled" else 0)
-        self.post_message(ChooseTracing(pf.pids, sample))
+        budget = leakcost.DEFAULT_BUDGET if choice == "budget" else 0.0
+        self.post_message(ChooseTracing(pf.pids, sample, budget))
 
     def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
         leaks = state.get(LeaksState)
@@ -253,6 +257,18 @@ class LeaksPane(FilterablePane):
                 status.append(
                     f" (over a tenth: --sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES})", style="yellow"
                 )
+        bd = budget_doc(state)
+        if bd is not None:  # tracing in windows: the duty cycle, the cost, the leaks found
+            cost = bd["cost_pct_of_core"]
+            status.append(
+                f" · budget {bd['budget_pct']:g} %: duty {bd['duty_pct'] or 0:.1f} %, cost "
+                + (f"{cost:.2f} %" if cost is not None else "?")
+                + " of a core",
+                style="yellow" if cost is not None and cost > bd["budget_pct"] else "",
+            )
+            for f in bd["leaks"][:1]:
+                status.append(f" · leak {100 * f['confidence']:.1f} % confident: ", style="bold red")
+                status.append(f["frames"][0])  # untrusted: plain text
         total = sum(r["outstanding_bytes"] for r in rows)
         shown = estimate_h(total) if self._lk_sampled else fmt.bytes_h(total)
         status.append(
