@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from support import LineReader, compile_c, run_snapshot
+from support import LineReader, compile_c, memtop_cmd, run_snapshot
 
 RATE = 200_000
 LEAK_BPS = 64 * 4096  # 256 KiB/s in 4 KiB blocks
@@ -77,3 +78,21 @@ def test_budget_no_leak_reports_none(churns: list[Churn]) -> None:
     assert b is not None and b["windows"] >= 2, b
     assert b["resolve_rate"] is not None  # judged, not merely too early to tell
     assert b["leaks"] == [], [(f["frames"][0], f["confidence"]) for f in b["leaks"]]
+
+
+@pytest.mark.bpf
+def test_a_recording_keeps_the_windows_and_when_the_leak_began(churns: list[Churn], tmp_path: Path) -> None:
+    """`memtop record --leaks PID --budget 1%` keeps the leak tables: replayed, the leak is there
+    at the end with how long it had been growing, and was not yet at the start."""
+    target = Churn(LEAK_BPS)
+    churns.append(target)
+    rec = tmp_path / "budget.jsonl.gz"
+    cmd = memtop_cmd() + ["record", "--leaks", str(target.proc.pid), "--budget", "1%", "--output", str(rec)]
+    proc = subprocess.run(cmd + ["--duration", "45", "--quiet"], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    end = run_snapshot("leaks", 0, "--replay", str(rec))
+    leaks = end["budget"]["leaks"]
+    assert leaks and leaks[0]["frames"][0].startswith("leak_here+"), end["budget"]
+    assert leaks[0]["growing_since_s"] is not None and leaks[0]["growing_since_s"] > 0
+    start = run_snapshot("leaks", 0, "--replay", str(rec), "--at", "1")
+    assert not (start["budget"] or {}).get("leaks"), start["budget"]
