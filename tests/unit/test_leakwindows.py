@@ -124,3 +124,16 @@ def test_an_exec_forgets_the_pid() -> None:
         c.end_window(t.window())
     c.forget_pid(1)
     assert not c.live and not c.stacks and c.leaks() == []
+
+
+def test_the_budget_argument() -> None:
+    import argparse
+
+    from memtop.cli import budget_arg
+
+    assert budget_arg("1%") == pytest.approx(0.01)
+    assert budget_arg(" 0.5% ") == pytest.approx(0.005)
+    assert budget_arg("0.05") == pytest.approx(0.05)
+    for bad in ("0", "0%", "150%", "-1%", "x", "%"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            budget_arg(bad)
