@@ -694,6 +694,7 @@ class LeaksProbe(BpfProbe):
         was = t.allocator
         self._detach_pid(t)
         dropped = self._forget_pid(t.pid)
+        self.candidates.forget_pid(t.pid)  # the old image's candidates went with it
         if t.symbolizer is not None:
             t.symbolizer.close()
             t.symbolizer = None
@@ -749,16 +750,17 @@ class LeaksProbe(BpfProbe):
         if self._win_thread is not None and self._win_thread is not threading.current_thread():
             self._win_thread.join(timeout=30)
         self._win_thread = None
-        if self._allocs_map is not None:
-            for m in self._allocs_map:
-                m.close()
-            self._allocs_map = None
-        for t in self.targets.values():
-            if t.symbolizer is not None:
-                t.symbolizer.close()
-                t.symbolizer = None
-            t.events.clear()
-        super().close()
+        with self._win_lock:  # a window thread that outlived the join finds bpf gone, never half
+            if self._allocs_map is not None:
+                for m in self._allocs_map:
+                    m.close()
+                self._allocs_map = None
+            for t in self.targets.values():
+                if t.symbolizer is not None:
+                    t.symbolizer.close()
+                    t.symbolizer = None
+                t.events.clear()
+            super().close()
 
     def note(self) -> str:
         tracing = [t for t in self.targets.values() if t.state == "tracing"]
