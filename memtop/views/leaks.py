@@ -460,6 +460,12 @@ class LeaksView(View):
                 f"memtop: byte sampling every ~{sample} bytes: space values are estimates, "
                 "object values count samples"
             )
+        bd = budget_doc(state)
+        if bd is not None:  # what the windows saw, not everything the program did
+            prof.comments.append(
+                f"memtop: traced in windows on a {bd['budget_pct']:g} % CPU budget (duty "
+                f"{bd['duty_pct'] or 0:g} %, {bd['windows']} windows): values count what the windows saw"
+            )
         prof.comments += [f"memtop: {n} {what} lost, not counted" for what, n in self.losses(state).items()]
         paths: dict[tuple[int, str], str] = {}
         for pid, t in sorted(leaks.targets.items()):

@@ -116,3 +116,15 @@ def test_frames_as_shown_become_functions_files_and_mappings() -> None:
     )
     assert profile_frame("0x7f00 [leaker]", 7, paths) == pprof.Frame("0x7f00", module="/opt/leaker")
     assert profile_frame("[stack unavailable]", 7, paths) == pprof.Frame("[stack unavailable]")
+
+
+def test_budgeted_profile_says_what_the_windows_saw() -> None:
+    from memtop.records.leaks import LeakBudget
+
+    st = state(0)
+    st.apply(Batch(2_000_000_000, (LeakBudget(0.01, 5, 300_000_000, 15_000_000_000, 1e5, 1, 1, 10**10),)))
+    raw = go_pprof(LeaksView().export_binary(st, Options(), "pprof"), "-raw")
+    assert (
+        "traced in windows on a 1 % CPU budget (duty 2 %, 5 windows): values count what the windows saw"
+        in raw
+    )
