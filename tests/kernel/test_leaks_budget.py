@@ -7,11 +7,15 @@ bench/leaks_budget.py (from /proc), not asserted here."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import LineReader, compile_c, memtop_cmd, run_snapshot
+from support import LineReader, compile_c, memtop_cmd, run_snapshot, wait_until
+from test_leaks_kernel import our_uprobes
+
+from memtop.probes.leaks import LeaksProbe
 
 RATE = 200_000
 LEAK_BPS = 64 * 4096  # 256 KiB/s in 4 KiB blocks
@@ -96,3 +100,20 @@ def test_a_recording_keeps_the_windows_and_when_the_leak_began(churns: list[Chur
     assert leaks[0]["growing_since_s"] is not None and leaks[0]["growing_since_s"] > 0
     start = run_snapshot("leaks", 0, "--replay", str(rec), "--at", "1")
     assert not (start["budget"] or {}).get("leaks"), start["budget"]
+
+
+@pytest.mark.bpf
+def test_closing_mid_window_leaves_no_uprobe(churns: list[Churn]) -> None:
+    """Closed while its window thread traces or waits, the budgeted probe leaves no uprobe and
+    no thread behind (every exit path detaches every probe)."""
+    target = Churn(LEAK_BPS)
+    churns.append(target)
+    probe = LeaksProbe([target.proc.pid], budget=0.01, calls_per_s=RATE)
+    try:
+        probe.load()
+        wait_until(lambda: probe.candidates.window >= 1, "a first window")
+        wait_until(lambda: bool(our_uprobes()), "the probes attached again")  # mid-window
+    finally:
+        probe.close()
+    assert our_uprobes() == []
+    assert not any(t.name == "memtop-leak-windows" for t in threading.enumerate())
