@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from memtop import __version__
 from memtop.commands import batch, doctor, export, record, replay, snapshot, tui
-from memtop.commands.args import SNAPSHOT_FORMATS, Parser, add_sample_bytes, common, pid_arg, pid_list
+from memtop.commands.args import (
+    SNAPSHOT_FORMATS,
+    Parser,
+    add_budget,
+    add_sample_bytes,
+    common,
+    pid_arg,
+    pid_list,
+)
 from memtop.core.errors import MemtopError
 from memtop.runtime import startup_gc
 
@@ -66,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pane", help="pane to show at start")
     p.add_argument("--leaks", type=pid_list, help="trace allocations of (leaks pane) PID[,PID…] at start")
     add_sample_bytes(p)
+    add_budget(p)
     p.add_argument("--snapshot-format", choices=SNAPSHOT_FORMATS[:3], default="svg", help="format for `s`")
     p.add_argument("--snapshot-dir", default=".", help="directory for `s` snapshots (default: .)")
     sub = p.add_subparsers(dest="command", parser_class=Parser, action=Subcommands)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded")
+SNAPSHOT_FORMATS = ("svg", "txt", "json", "folded", "pprof")
 
 
 def positive_float(text: str) -> float:
@@ -174,4 +174,28 @@ def add_sample_bytes(p: argparse.ArgumentParser) -> None:
         "become estimates (0: every allocation, exact; not given: memtop counts the target's "
         "allocation calls for 1 s first and proposes sampling when exact tracing would cost more "
         "than a tenth of a core; without a terminal the proposal is taken)",
+    )
+
+
+def budget_arg(text: str) -> float:
+    """``--budget``: "1%" or "0.01", a share of one core in (0, 1]."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a budget: {text!r} (e.g. 1%)") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a budget is over 0 and at most 100% of a core: {text!r}")
+    return value
+
+
+def add_budget(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--budget",
+        type=budget_arg,
+        default=None,
+        metavar="PCT",
+        help="leaks: keep tracing's CPU cost (the target's added CPU and memtop's) under PCT of one "
+        "core (e.g. 1%%) by tracing in windows; a stack whose blocks live past a window and are "
+        "never freed is reported as a leak with a confidence (docs/panes/leaks.md)",
     )

@@ -34,6 +34,7 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
                 p.configure(tuple(os.path.abspath(d) for d in getattr(args, "cache_path", [])))
     bridge = Bridge(probes, defer_bpf=defer_bpf)
     bridge.leaks_sample_bytes = getattr(args, "sample_bytes", None)
+    bridge.leaks_budget = getattr(args, "budget", None) or 0.0
     atexit.register(bridge.close)
     return bridge
 

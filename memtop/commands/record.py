@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from memtop.commands.args import Parser, add_sample_bytes, common, pid_list, positive_float
+from memtop.commands.args import Parser, add_budget, add_sample_bytes, common, pid_list, positive_float
 from memtop.commands.common import check_pid, make_source
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         "--leaks", type=pid_list, default=None, help="also trace allocations of (leaks pane) PID[,PID…]"
     )
     add_sample_bytes(r)
+    add_budget(r)
 
 
 def run_record(args: argparse.Namespace) -> int:

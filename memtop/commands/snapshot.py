@@ -9,6 +9,7 @@ from memtop.commands.args import (
     LIMIT_HELP,
     SNAPSHOT_FORMATS,
     Parser,
+    add_budget,
     add_sample_bytes,
     common,
     limit_arg,
@@ -54,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> argparse.ArgumentPars
     )
     s.add_argument("--leaks", type=pid_list, help="pids for --pane leaks")
     add_sample_bytes(s)
+    add_budget(s)
     return s
 
 
@@ -74,7 +76,7 @@ def check_snapshot_args(args: argparse.Namespace) -> None:
     from memtop.views import get_view
 
     view = get_view(args.pane)
-    if args.format not in ("svg", "txt", "json") and args.format not in view.extra_formats:
+    if args.format not in ("svg", "txt", "json", *view.extra_formats, *view.binary_formats):
         raise MemtopError(f"pane {args.pane!r} has no {args.format!r} format", "use svg, txt or json")
     check_section(view, args.section)
     if args.pane == "process" and args.pid is None:

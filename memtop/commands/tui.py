@@ -52,7 +52,7 @@ def run_tui_app(args: argparse.Namespace, source: Source, leak_pids: list[int] |
         initial_pane=args.pane,
         leak_pids=leak_pids,
         # `--sample-bytes N` (0 too) is the answer to the preflight's question, given up front
-        ask_before_tracing=getattr(args, "sample_bytes", None) is None,
+        ask_before_tracing=getattr(args, "sample_bytes", None) is None and not getattr(args, "budget", None),
     )
     return run_app(app)
 

@@ -35,6 +35,8 @@ SAMPLED_PROGRAM_NS = 257
 PROPOSE_AT_CPU = 0.10
 #: the mean bytes between samples proposed (tcmalloc's default heap-profiling interval)
 PROPOSED_SAMPLE_BYTES = 524288
+#: the budget the Leaks pane's `B` traces on (a share of one core; `--budget` sets any other)
+DEFAULT_BUDGET = 0.01
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 from memtop import __version__
 from memtop.core.errors import Interrupted
-from memtop.headless.snapshots import SnapshotRequest, options_for, render, write
+from memtop.headless.snapshots import SnapshotRequest, options_for, render_file, write
 from memtop.linux import files
 from memtop.records import Record
 from memtop.runtime import ready
@@ -171,7 +171,7 @@ async def snapshot(
             await runner.tick()
         if stop.is_set():
             raise Interrupted(f"interrupted; {req.output} was not written")
-        return write(req.output, render(view, runner.state, opts, req.fmt), req.force)
+        return write(req.output, render_file(view, runner.state, opts, req.fmt), req.force)
     finally:
         undo()
         await runner.stop()

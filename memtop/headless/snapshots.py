@@ -44,6 +44,14 @@ def options_for(view: View, pid: int | None = None, section: str = "") -> Option
     return opts
 
 
+def render_file(view: View, state: State, opts: Options, fmt: str) -> str | bytes:
+    """What a snapshot file of ``fmt`` holds: ``render``'s text, or the bytes of one of the
+    view's binary formats (pprof's gzipped protobuf)."""
+    if fmt in view.binary_formats:
+        return view.export_binary(state, opts, fmt)
+    return render(view, state, opts, fmt)
+
+
 def render(view: View, state: State, opts: Options, fmt: str) -> str:
     """``fmt`` is json, txt or one of the view's extra formats (SVG is the app's)."""
     if fmt == "json":
@@ -59,6 +67,6 @@ def default_path(directory: str | Path, name: str, fmt: str) -> Path:
     return Path(directory) / f"memtop-{name}-{time.strftime('%Y%m%d-%H%M%S')}.{fmt}"
 
 
-def write(output: str | Path, data: str, force: bool = False) -> Path:
+def write(output: str | Path, data: str | bytes, force: bool = False) -> Path:
     """Write atomically; a failure is memtop.core.errors.WriteFailed (exit 2), never a partial file."""
     return files.write_atomic(output, data, force=force)

@@ -29,15 +29,22 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from memtop.core import fmt
+from memtop.core import fmt, leakcost
 from memtop.core.errors import PidNotFound, ProbeError
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
-from memtop.probes import allocators, symbols
+from memtop.probes import allocators, leakwindows, symbols
 from memtop.probes.base import BpfProbe
 from memtop.probes.layout import Packed
 from memtop.records import Lost, Record
-from memtop.records.leaks import AGE_BUCKETS_S, LeakCalls, LeakStack, LeakTarget
+from memtop.records.leaks import (
+    AGE_BUCKETS_S,
+    LeakBudget,
+    LeakCalls,
+    LeakStack,
+    LeakTarget,
+    LeakVerdict,
+)
 
 #: (symbol, entry program, return program) with sizes read from glibc's chunk headers.
 #: free and munmap come first so no block is recorded whose release we could not see; malloc last.
@@ -355,6 +362,24 @@ class _Target:
     #: the program image traced (_image) and how many execs replaced it while traced
     image: tuple[int, int, int] | None = None
     execs: int = 0
+    #: the files it maps with their build ids (a pprof profile's mappings), read again when a
+    #: stack names a file not among them (a library loaded since), at most every MAPPINGS_EVERY_S
+    mappings: tuple[tuple[str, str, int, int, int], ...] = ()
+    mappings_stale: bool = True
+    mappings_next: float = 0.0
+    #: what was attached, to attach again at each budgeted window: (program, file, offset, ret,
+    #: hot)
+    attach_list: list[tuple[str, str, int, bool, bool]] = field(default_factory=list)
+    #: the events of the functions a program calls most (malloc, free & co.): detached first
+    hot: set[str] = field(default_factory=set)
+
+
+#: the functions a program calls most: their probes are detached first when a window ends (each
+#: detach takes the kernel ~0.1 s, and the hot ones cost while they wait their turn)
+HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
+#: how often a target's mapped files may be read again (each is opened for its build id)
+MAPPINGS_EVERY_S = 10.0
+_MODULE = re.compile(r" \[([^\]]*)\]")
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -385,8 +410,25 @@ class LeaksProbe(BpfProbe):
         trap_floor: bool = False,
         kernel_stacks: bool = False,
         stack_at_entry: bool = False,
+        budget: float = 0.0,
+        calls_per_s: float = 0.0,
     ) -> None:
         super().__init__()
+        #: tracing on a budget (a share of one core; 0: all the time): windows, candidates
+        self.budget = max(0.0, float(budget))
+        self._window_calls_per_s = max(0.0, float(calls_per_s))
+        # half the address table at most: the rest for the blocks a window sees come and go
+        self.candidates = leakwindows.Candidates(max(1024, max_allocs // 2))
+        self._win_lock = threading.RLock()
+        self._win_stop = threading.Event()
+        self._win_thread: threading.Thread | None = None
+        self._win_on = False
+        self._win_on_s, self._win_period_s, self._win_wait_s = 0.0, 0.0, 0.0
+        self._win_own_ns = 0
+        self._win_target_ns = 0
+        self._win_start_ns = 0
+        self._win_ends: dict[int, int] = {}
+        self._last_verdicts: dict[tuple[int, int], tuple[int, int, int, int, float]] = {}
         self.pids = list(dict.fromkeys(int(p) for p in pids))
         self.max_allocs = max_allocs
         self.max_stacks = max_stacks
@@ -482,6 +524,8 @@ class LeaksProbe(BpfProbe):
             t = _Target(pid, _comm(pid, self.proc_root), _start_time(pid, self.proc_root))
             self.targets[pid] = t
             self._attach_pid(t)
+        if self.budget and any(t.state == "tracing" for t in self.targets.values()):
+            self._start_windows()
         if not any(t.state == "tracing" for t in self.targets.values()):
             reasons = "; ".join(f"pid {t.pid}: {t.message}" for t in self.targets.values())
             self.close()
@@ -522,6 +566,7 @@ class LeaksProbe(BpfProbe):
             plan = [(p, [(s, e, EXACT_RETURNS.get(r or "", r)) for s, e, r in sp]) for p, sp in plan]
         if self.stack_at_entry:
             plan = [(p, [(s, "enter_stack" if r == "ret_hdr" else e, r) for s, e, r in sp]) for p, sp in plan]
+        t.attach_list, t.hot = [], set()
         t.symbolizer = symbols.Symbolizer(t.pid, self.proc_root)
         t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
         seen: dict[tuple[str, int], str] = {}
@@ -572,14 +617,21 @@ class LeaksProbe(BpfProbe):
             # still finds the return address at rsp
             delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
             try:
+                hot = sym.removeprefix(alloc.prefix) in HOT_SYMBOLS
                 if enter_fn is not None:
                     t.events.append(
                         bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False)
                     )
+                    t.attach_list.append((enter_fn, mod_path, off + delta, False, hot))
+                    if hot:
+                        t.hot.add(t.events[-1])
                 if ret_fn is not None:
                     t.events.append(
                         bcc_compat.attach_uprobe_at(self.bpf, ret_fn, mod_path, off + delta, t.pid, True)
                     )
+                    t.attach_list.append((ret_fn, mod_path, off + delta, True, hot))
+                    if hot:
+                        t.hot.add(t.events[-1])
             except Exception as exc:  # noqa: BLE001
                 t.failed.append(f"{sym}: {clean(str(exc), 200)}")
                 continue
@@ -643,6 +695,7 @@ class LeaksProbe(BpfProbe):
         was = t.allocator
         self._detach_pid(t)
         dropped = self._forget_pid(t.pid)
+        self.candidates.forget_pid(t.pid)  # the old image's candidates went with it
         if t.symbolizer is not None:
             t.symbolizer.close()
             t.symbolizer = None
@@ -650,6 +703,7 @@ class LeaksProbe(BpfProbe):
         t.execs += 1
         t.comm = _comm(t.pid, self.proc_root)
         t.symbols, t.failed, t.state = [], [], "attaching"
+        t.mappings, t.mappings_stale, t.mappings_next = (), True, 0.0
         self._attach_pid(t)
         t.message = (
             f"exec'd (was {was or 'not traced'}; {dropped} outstanding allocations of the old image "
@@ -693,16 +747,21 @@ class LeaksProbe(BpfProbe):
         t.events.clear()
 
     def close(self) -> None:
-        if self._allocs_map is not None:
-            for m in self._allocs_map:
-                m.close()
-            self._allocs_map = None
-        for t in self.targets.values():
-            if t.symbolizer is not None:
-                t.symbolizer.close()
-                t.symbolizer = None
-            t.events.clear()
-        super().close()
+        self._win_stop.set()
+        if self._win_thread is not None and self._win_thread is not threading.current_thread():
+            self._win_thread.join(timeout=30)
+        self._win_thread = None
+        with self._win_lock:  # a window thread that outlived the join finds bpf gone, never half
+            if self._allocs_map is not None:
+                for m in self._allocs_map:
+                    m.close()
+                self._allocs_map = None
+            for t in self.targets.values():
+                if t.symbolizer is not None:
+                    t.symbolizer.close()
+                    t.symbolizer = None
+                t.events.clear()
+            super().close()
 
     def note(self) -> str:
         tracing = [t for t in self.targets.values() if t.state == "tracing"]
@@ -740,8 +799,26 @@ class LeaksProbe(BpfProbe):
                     frames = tuple(f"0x{ip:x}" for ip in ips)
             else:
                 frames = tuple(f"0x{ip:x}" for ip in ips)
+            if target is not None and not target.mappings_stale:
+                known = {os.path.basename(m[0]) for m in target.mappings}
+                if any(m.group(1) not in known for f in frames if (m := _MODULE.search(f))):
+                    target.mappings_stale = True
         self._frames[key] = frames
         return frames
+
+    def _refresh_mappings(self, t: _Target) -> None:
+        """The files ``t`` maps and their build ids, when a stack named one not known yet."""
+        now = time.monotonic()
+        if not t.mappings_stale or now < t.mappings_next:
+            return
+        t.mappings_next = now + MAPPINGS_EVERY_S
+        try:
+            found = symbols.mappings(t.pid)
+        except symbols.SymbolError:
+            return  # the helper could not answer: the profile names fewer files, no build ids
+        if found:
+            t.mappings = tuple((clean(p, 4096), clean(b, 128), lo, hi, off) for p, b, lo, hi, off in found)
+            t.mappings_stale = False
 
     def _alloc_table(self) -> tuple[mmap.mmap, mmap.mmap]:
         """The address table's two arrays (addresses, and what each slot's block is), mapped
@@ -786,6 +863,13 @@ class LeaksProbe(BpfProbe):
         self._ages_next = t0 + max(0.0, 20 * self._ages_cost_s)
 
     def poll(self) -> list[Record]:
+        with self._win_lock:  # never while a window attaches or detaches
+            out = self._poll()
+            if self.budget:
+                out += self._budget_records()
+            return out
+
+    def _poll(self) -> list[Record]:
         if self.bpf is None:
             return []
         out: list[Record] = []
@@ -810,6 +894,9 @@ class LeaksProbe(BpfProbe):
             stats[(pid, sid)] = (ab, ac, fb, fc)
         self._scan_ages(now_ns)
         live = {t.pid for t in self.targets.values() if t.state == "tracing"}
+        for t in self.targets.values():
+            if t.pid in live:
+                self._refresh_mappings(t)
         tracked: dict[int, int] = {}
         for (pid, sid), (ab, ac, fb, fc) in stats.items():
             if pid not in live:
@@ -858,6 +945,7 @@ class LeaksProbe(BpfProbe):
                     exited_ts_ns=t.exited_ts_ns,
                     allocator=t.allocator,
                     execs=t.execs,
+                    mappings=t.mappings,
                 )
             )
         c = self._counters()
@@ -870,3 +958,157 @@ class LeaksProbe(BpfProbe):
         """All kernel-side counters by name (drops, failed allocations, internal mmaps)."""
         c = self._counters()
         return {what: c[i] for i, what in COUNTERS.items()}
+
+    # -- tracing on a budget ----------------------------------------------------------------------
+    def _start_windows(self) -> None:
+        """The first window is on (load attached everything): the window thread ends it, then
+        attaches and detaches every target's uprobes in slices sized to the budget."""
+        self._win_on = True
+        self._win_start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        self._win_wait_s, self._win_period_s = leakwindows.plan_window(
+            self.budget, self._window_calls_per_s, 0.0, 0.0
+        )
+        self._win_on_s = self._win_wait_s
+        self._win_thread = threading.Thread(target=self._windows, name="memtop-leak-windows", daemon=True)
+        self._win_thread.start()
+
+    def _windows(self) -> None:
+        """Each window: wait the slice, detach, follow the candidates, plan the next window from
+        what this one cost, wait the rest of the period, attach again. The probes are on from
+        the first attach to the last detach (both take time: the kernel removes a uprobe's
+        breakpoints one by one), so that whole span is the window's."""
+        calls0 = self._counters()[Counter.CALLS]
+        attach_began = time.monotonic()
+        attach_ns = 0
+        while not self._win_stop.wait(self._win_wait_s):
+            cpu0 = time.thread_time_ns()
+            # the window lasts until the hot probes are off: from there it costs next to nothing
+            hot_off = attach_began
+            for t in list(self.targets.values()):
+                hot_off = max(hot_off, self._detach_window(t))
+            on_s = hot_off - attach_began
+            with self._win_lock:
+                if self.bpf is None:
+                    return
+                self._win_on = False
+                calls = max(calls0, self._counters()[Counter.CALLS]) - calls0
+                if on_s > 0:
+                    self._window_calls_per_s = calls / on_s
+                # the targets' added CPU: each call (with its free) at leakcost's exact cost
+                self._win_target_ns += int(calls * leakcost.estimate(1.0, 1.0).exact_cpu * 1e9)
+                self._end_window()
+            spent_ns = time.thread_time_ns() - cpu0
+            self._win_own_ns += spent_ns
+            # memtop's own work per window (this detach and scan, the last attach) and the time
+            # the probes were on beyond the slice (attaching, detaching)
+            overhead_s = (spent_ns + attach_ns) / 1e9
+            latency_s = max(0.0, on_s - self._win_wait_s)
+            wait, period = leakwindows.plan_window(
+                self.budget, self._window_calls_per_s, overhead_s, latency_s
+            )
+            self._win_wait_s, self._win_period_s = wait, period
+            self._win_on_s = wait + latency_s
+            if self._win_stop.wait(max(0.0, period - on_s)):
+                return
+            cpu0 = time.thread_time_ns()
+            with self._win_lock:
+                if self.bpf is None:
+                    return
+                calls0 = self._counters()[Counter.CALLS]
+                attach_began = time.monotonic()
+                for t in self.targets.values():
+                    if t.state == "tracing":
+                        self._reattach(t)
+                self._win_on = True
+            attach_ns = time.thread_time_ns() - cpu0
+            self._win_own_ns += attach_ns
+
+    def _reattach(self, t: _Target) -> None:
+        """``t``'s uprobes again, as the first attach placed them (no symbol lookups); the hot
+        ones last (attaching is quick, but they cost from the moment they land)."""
+        t.events, t.hot = [], set()
+        for fn, path, off, ret, hot in sorted(t.attach_list, key=lambda sp: sp[4]):
+            try:
+                ev = bcc_compat.attach_uprobe_at(self.bpf, fn, path, off, t.pid, ret)
+            except OSError:
+                return  # exiting, or the process is gone: the next poll says which
+            t.events.append(ev)
+            if hot:
+                t.hot.add(ev)
+
+    def _detach_window(self, t: _Target) -> float:
+        """``t``'s uprobes off at a window's end, the hot ones first, each under the lock on its
+        own (a detach takes the kernel ~0.1 s: a poll waits for one, not for all). Returns when
+        the hot ones were off (monotonic s)."""
+        hot_off = time.monotonic()
+        with self._win_lock:
+            # the hot entry probes (free) first, the hot return probes (malloc, which count the
+            # calls) last of the hot: the calls are counted for as long as the window costs
+            events, t.events = sorted(t.events, key=lambda e: (e not in t.hot, e.startswith("r_"))), []
+        for ev in events:
+            with self._win_lock:
+                if self.bpf is None:
+                    break
+                bcc_compat.detach_uprobe_event(self.bpf, ev)
+            if ev in t.hot:
+                hot_off = time.monotonic()
+        t.hot = set()
+        return hot_off
+
+    def _end_window(self) -> None:
+        """The address table's live blocks are the candidates: followed across windows."""
+        addr_map, info_map = self._alloc_table()
+        isz = ALLOC_INFO.layout.size or 0
+        blocks: dict[tuple[int, int], tuple[tuple[int, int], int, int]] = {}
+        slots: dict[tuple[int, int], int] = {}
+        with memoryview(info_map) as info, memoryview(addr_map) as addrs:
+            for i in live_slots(addr_map):
+                pid, sid, size, ts = ALLOC_INFO.unpack_from(info, i * isz)
+                (addr,) = struct.unpack_from("<Q", addrs, i * 8)
+                blocks[(pid, addr)] = ((pid, sid), size, ts)
+                slots[(pid, addr)] = i
+        # candidates forgotten to stay bounded leave the table too (tombstones, as after an
+        # exec): nothing traces now, so the slot still holds that block
+        table = self.bpf["alloc_addr"]
+        for key in self.candidates.end_window(blocks):
+            table[table.Key(slots[key])] = table.Leaf(A_FREED)
+        self._win_ends[self.candidates.window] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        self._win_ends.pop(self.candidates.window - 4096, None)  # bounded: growing_since's range
+
+    def _budget_records(self) -> list[Record]:
+        """The windows' figures and each stack's verdict (when it changed)."""
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        c = self.candidates
+        out: list[Record] = [
+            LeakBudget(
+                budget=self.budget,
+                windows=c.window,
+                on_ns=int(self._win_on_s * 1e9),
+                period_ns=int(self._win_period_s * 1e9),
+                calls_per_s=round(self._window_calls_per_s, 1),
+                own_cpu_ns=self._win_own_ns,
+                target_cpu_ns=self._win_target_ns,
+                elapsed_ns=max(0, now - self._win_start_ns),
+                p_resolve=-1.0 if c.p_resolve is None else round(c.p_resolve, 4),
+                candidates=len(c.live),
+                aged_out=c.aged_out,
+            )
+        ]
+        for key, v in c.stacks.items():
+            cur = (v.born, v.resolved, v.unresolved, v.unresolved_bytes, round(v.confidence, 6))
+            if self._last_verdicts.get(key) == cur:
+                continue
+            self._last_verdicts[key] = cur
+            out.append(
+                LeakVerdict(
+                    pid=key[0],
+                    stack_id=key[1],
+                    born=v.born,
+                    resolved=v.resolved,
+                    unresolved=v.unresolved,
+                    unresolved_bytes=v.unresolved_bytes,
+                    confidence=round(v.confidence, 6),
+                    growing_since_ns=self._win_ends.get(v.growing_since, 0) if v.growing_since > 0 else 0,
+                )
+            )
+        return out

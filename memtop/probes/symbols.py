@@ -216,6 +216,20 @@ def dynamic(pid: int, module: str) -> tuple[list[str], str] | None:
     return None if res is None else ([str(n) for n in res[0]], str(res[1]))
 
 
+#: object files of a process named with their build ids, at most (a real program maps tens)
+MAX_MAPPINGS = 512
+
+
+def mappings(pid: int) -> list[tuple[str, str, int, int, int]]:
+    """The files ``pid`` maps, one row each: (path as shown, build id in hex or "", lowest start,
+    highest end, file offset of the lowest mapping); what a pprof profile names its mappings
+    with. Empty when the process cannot be read."""
+    res = HELPER.call("mappings", pid=pid)
+    if not isinstance(res, list):
+        return []
+    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in res[:MAX_MAPPINGS]]
+
+
 class Symbolizer:
     """Frames of one process, through the helper, cached per address."""
 
@@ -382,6 +396,8 @@ class _Server:
             return self.resolve(proc_root, pid, str(req["module"]), [str(n) for n in req["names"]])
         if op == "dynamic":
             return self.dynamic(proc_root, pid, str(req["module"]))
+        if op == "mappings":
+            return self.mappings(proc_root, pid)
         if op == "forget":
             self.maps.pop(pid, None)
             self.perf_maps.pop(pid, None)
@@ -484,6 +500,37 @@ class _Server:
         for fd, items in want_lines.items():
             for (i, _v), line in zip(items, _addr2line(fd, [v for _, v in items]), strict=True):
                 out[i][3] = line
+        return out
+
+    def mappings(self, proc_root: str, pid: int) -> list[list[Any]]:
+        """Each file ``pid`` maps (by path, its mappings merged) with the build id from its ELF
+        notes, read from the mapped file itself (memtop.probes.symbols.mappings)."""
+        try:
+            maps = _read_maps_raw(proc_root, pid)
+        except OSError:
+            return []
+        self.maps[pid] = maps
+        first: dict[str, _Map] = {}
+        end: dict[str, int] = {}
+        for m in maps:
+            if not m.path.startswith("/") or m.inode == 0:
+                continue
+            if m.path not in first:
+                if len(first) >= MAX_MAPPINGS:
+                    break
+                first[m.path] = m
+            end[m.path] = max(end.get(m.path, 0), m.end)
+        out: list[list[Any]] = []
+        for path, m in first.items():
+            build_id = ""
+            opened = self._open_mapped(proc_root, pid, m)
+            if opened is not None:
+                try:
+                    build_id = opened[1].build_id() or ""
+                finally:
+                    os.close(opened[0])
+            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            out.append([shown, build_id, m.start, end[path], m.offset])
         return out
 
     def dynamic(self, proc_root: str, pid: int, module: str) -> list[Any] | None:

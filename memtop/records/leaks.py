@@ -8,6 +8,8 @@ from memtop.records import Record, record
 
 #: upper bounds (exclusive, seconds) of the age histogram's buckets; the last bucket is open
 AGE_BUCKETS_S: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: tracing on a budget: the confidence at which a stack is reported as a leak
+LEAK_CONFIDENCE = 0.999
 
 
 @record("leak_stack")
@@ -58,6 +60,9 @@ class LeakTarget(Record):
     #: how many times it exec'd while traced: each exec drops the old image's allocations (the
     #: state forgets its stacks) and traces the new image's allocator
     execs: int = 0
+    #: the files it maps, for profiles: (path, GNU build id in hex or "", lowest start, highest
+    #: end, file offset); the frames name them by their base name
+    mappings: tuple[tuple[str, str, int, int, int], ...] = ()
 
 
 @record("leak_calls")
@@ -108,3 +113,47 @@ class LeakPreflight(Record):
     @property
     def frees_per_s(self) -> float:
         return self.free_calls * 1e9 / self.window_ns if self.window_ns else 0.0
+
+
+@record("leak_budget")
+@dataclass(frozen=True, slots=True)
+class LeakBudget(Record):
+    """Tracing on a CPU budget (``--budget``): the leaks probe's uprobes attached for ``on_ns``
+    of every ``period_ns`` (memtop.probes.leakwindows). ``budget``: the share of one core allowed
+    for the targets' added CPU and memtop's; ``own_cpu_ns``: memtop's CPU time on the windows
+    (attach, detach, the table's scan), measured; ``target_cpu_ns``: the targets' added CPU, from
+    the calls counted in the windows at memtop.core.leakcost's cost per call; ``elapsed_ns`` since
+    tracing began. ``p_resolve``: the share of a window's candidates resolved by the next (the
+    median stack's; -1 while unknown). ``candidates``: followed now; ``aged_out``: summarised
+    away (the bound)."""
+
+    budget: float
+    windows: int
+    on_ns: int
+    period_ns: int
+    calls_per_s: float
+    own_cpu_ns: int
+    target_cpu_ns: int
+    elapsed_ns: int
+    p_resolve: float = -1.0
+    candidates: int = 0
+    aged_out: int = 0
+
+
+@record("leak_verdict")
+@dataclass(frozen=True, slots=True)
+class LeakVerdict(Record):
+    """One stack's candidates across budgeted windows: ``born`` (blocks live at a window's end),
+    ``resolved`` (freed or their address handed out again, seen in a later window),
+    ``unresolved`` now (``unresolved_bytes``), and ``confidence`` that the stack leaks (a
+    binomial test of its old unresolved candidates: memtop.probes.leakwindows).
+    ``growing_since_ns``: when its unresolved candidates began to pile up (0: they do not)."""
+
+    pid: int
+    stack_id: int
+    born: int
+    resolved: int
+    unresolved: int
+    unresolved_bytes: int
+    confidence: float
+    growing_since_ns: int = 0

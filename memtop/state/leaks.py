@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
-from memtop.records.leaks import LeakCalls, LeakPreflight, LeakStack, LeakTarget
+from memtop.records.leaks import (
+    LeakBudget,
+    LeakCalls,
+    LeakPreflight,
+    LeakStack,
+    LeakTarget,
+    LeakVerdict,
+)
 from memtop.state.base import SubState
 
 if TYPE_CHECKING:
@@ -45,6 +52,9 @@ class LeaksState(SubState):
         self.calls_per_s: float | None = None
         #: the last preflight (the calls counted before tracing) and its decision
         self.preflight: LeakPreflight | None = None
+        #: tracing on a budget: the windows' figures, and each stack's verdict
+        self.budget: LeakBudget | None = None
+        self.verdicts: dict[tuple[int, int], LeakVerdict] = {}
 
     def apply(self, batch: Batch, state: State) -> None:
         ts = batch.ts_ns
@@ -68,9 +78,16 @@ class LeaksState(SubState):
                     # it exec'd: the old image's allocations went with its address space
                     for key in [k for k in self.stacks if k[0] == rec.pid]:
                         del self.stacks[key]
+                    for key in [k for k in self.verdicts if k[0] == rec.pid]:
+                        del self.verdicts[key]
                 self.targets[rec.pid] = rec
             elif isinstance(rec, LeakPreflight):
                 self.preflight = rec
+            elif isinstance(rec, LeakBudget):
+                self.budget = rec
+            elif isinstance(rec, LeakVerdict):
+                if (rec.pid, rec.stack_id) in self.verdicts or len(self.verdicts) < MAX_STACKS:
+                    self.verdicts[(rec.pid, rec.stack_id)] = rec
             elif isinstance(rec, LeakCalls):
                 if self.calls is not None and ts > self.calls_ts_ns and rec.calls >= self.calls.calls:
                     self.calls_per_s = (rec.calls - self.calls.calls) * 1e9 / (ts - self.calls_ts_ns)

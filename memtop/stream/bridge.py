@@ -162,6 +162,8 @@ class Bridge:
         #: byte sampling for the leaks probe as `--sample-bytes` said (0: exact; None: not said,
         #: so a non-interactive trace takes the preflight's proposal)
         self.leaks_sample_bytes: int | None = None
+        #: `--budget`: trace in windows within this share of a core (0: all the time)
+        self.leaks_budget = 0.0
         #: the last leaks preflight's record, and whether its decision is taken without asking
         self._preflight: LeakPreflight | None = None
         self._preflight_auto = False
@@ -465,7 +467,9 @@ class Bridge:
             return False  # still attaching or measuring: the pids it was asked for are on their way
         return None
 
-    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
+    def trace_allocations(
+        self, pids: Sequence[int], sample_bytes: int | None = None, budget: float = 0.0
+    ) -> bool:
         """``sample_bytes`` None: count the calls first (the preflight), then trace as
         `--sample-bytes` says, else as the preflight proposes (non-interactive front ends). An
         int: the user's choice (0: exact), traced at once."""
@@ -478,12 +482,15 @@ class Bridge:
             return self._start_preflight(pids, auto=True)
         pre = self._preflight
         if pre is not None and not pre.decision and set(pids) <= set(pre.pids):
-            how = "sampled" if sample_bytes else "exact"
+            how = "budget" if budget or self.leaks_budget else "sampled" if sample_bytes else "exact"
             self._preflight = replace(
                 pre, decision=how, decided_by="user", sample_bytes=sample_bytes or pre.sample_bytes
             )
             self._publish_now(self._preflight)
-        return self.add_probe(LeaksProbe(list(pids), sample_bytes=sample_bytes))
+        budget = budget or self.leaks_budget
+        return self.add_probe(
+            LeaksProbe(list(pids), sample_bytes=0 if budget else sample_bytes, budget=budget)
+        )
 
     def measure_allocations(self, pids: Sequence[int]) -> bool:
         busy = self._leaks_busy(pids)
@@ -539,6 +546,8 @@ class Bridge:
             given = self.leaks_sample_bytes
             if rec.state == "exited":
                 rec = replace(rec, decision="cancelled", decided_by="exited")
+            elif self.leaks_budget:
+                rec = replace(rec, decision="budget", decided_by="--budget")
             elif given is not None:
                 rec = replace(rec, decision="sampled" if given else "exact", decided_by="--sample-bytes")
             elif rec.state != "measured":  # nothing measured to propose from: exact, as before
@@ -550,7 +559,10 @@ class Bridge:
                 )
             if rec.decision != "cancelled":
                 leaks = LeaksProbe(
-                    list(pids), sample_bytes=rec.sample_bytes if rec.decision == "sampled" else 0
+                    list(pids),
+                    sample_bytes=rec.sample_bytes if rec.decision == "sampled" else 0,
+                    budget=self.leaks_budget,
+                    calls_per_s=rec.allocs_per_s if rec.state == "measured" else 0.0,
                 )
                 with self._lock:
                     self.probes.append(leaks)

@@ -178,7 +178,9 @@ class ReplaySource:
             self._focused.remove(pid)
             self._publish(Focus(pid, False))
 
-    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
+    def trace_allocations(
+        self, pids: Sequence[int], sample_bytes: int | None = None, budget: float = 0.0
+    ) -> bool:
         return False  # nothing can attach to the past
 
     def measure_allocations(self, pids: Sequence[int]) -> bool:

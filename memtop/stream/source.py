@@ -93,11 +93,15 @@ class Source(Protocol):
 
     def unfocus(self, pid: int) -> None: ...
 
-    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
+    def trace_allocations(
+        self, pids: Sequence[int], sample_bytes: int | None = None, budget: float = 0.0
+    ) -> bool:
         """Trace the allocations of ``pids`` (the leaks pane), added to any traced already. False
         when that cannot start now (a replay; the tracer still attaching). ``sample_bytes``: the
         user's choice (0: every allocation; N: byte sampling every ~N bytes), at once; None: count
-        the calls first (the preflight), then follow `--sample-bytes` or the proposal, unasked."""
+        the calls first (the preflight), then follow `--sample-bytes` or the proposal, unasked.
+        ``budget``: trace in windows within that share of one core (`--budget`; 0: all the
+        time, or `--budget` when given)."""
         ...
 
     def measure_allocations(self, pids: Sequence[int]) -> bool:

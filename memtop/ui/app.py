@@ -516,9 +516,11 @@ class MemtopApp(RecordReplay):
         if event.sample_bytes is None:
             self.source.decline_allocations(event.pids)
             self.notify(f"not tracing pid {pids}", timeout=3)
-        elif self.source.trace_allocations(event.pids, sample_bytes=event.sample_bytes):
+        elif self.source.trace_allocations(event.pids, sample_bytes=event.sample_bytes, budget=event.budget):
             how = (
-                f"byte sampling every ~{event.sample_bytes} bytes"
+                f"in windows on a {event.budget:.0%} CPU budget"
+                if event.budget
+                else f"byte sampling every ~{event.sample_bytes} bytes"
                 if event.sample_bytes
                 else "every allocation"
             )
@@ -603,10 +605,11 @@ class MemtopApp(RecordReplay):
         target = self.snapshot_target()
         if target is None:
             raise MemtopError("nothing to snapshot")
+        data: str | bytes
         if fmt_name == "svg":  # a picture of the screen
             data = self.export_screenshot(title=f"memtop {target.title}")
         else:  # the same document `memtop snapshot` writes, from the view
-            data = snapshots.render(target.view, self.state, target.options(), fmt_name)
+            data = snapshots.render_file(target.view, self.state, target.options(), fmt_name)
         name = target.snapshot_name if isinstance(target, DrillScreen) else target.view_name
         path = snapshots.write(
             output or snapshots.default_path(self.snapshot_dir, name, fmt_name), data, force

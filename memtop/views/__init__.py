@@ -257,6 +257,8 @@ class View:
     sections: ClassVar[tuple[str, ...]] = ()
     #: export formats besides json/txt/svg (e.g. "folded")
     extra_formats: ClassVar[tuple[str, ...]] = ()
+    #: export formats written as bytes (e.g. "pprof": a gzipped protobuf), by ``export_binary``
+    binary_formats: ClassVar[tuple[str, ...]] = ()
     #: what the pane's marks and status-line counts mean, (mark, meaning) each: the help screen's
     #: legend, before the marks every pane shares (LEGEND)
     legend: ClassVar[tuple[tuple[str, str], ...]] = ()
@@ -357,6 +359,9 @@ class View:
         return ""
 
     def export(self, state: State, opts: Options, fmt: str) -> str:
+        raise MemtopError(f"pane {self.name!r} has no {fmt!r} export")
+
+    def export_binary(self, state: State, opts: Options, fmt: str) -> bytes:
         raise MemtopError(f"pane {self.name!r} has no {fmt!r} export")
 
 

@@ -6,15 +6,17 @@ naming the process (``comm [pid N]``), so several pids share one tree and one fl
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from typing import Any
 
-from memtop.core import fmt, leakcost
+from memtop.core import fmt, leakcost, pprof
 from memtop.core.errors import MemtopError
-from memtop.records.leaks import AGE_BUCKETS_S, LeakPreflight
+from memtop.records.leaks import AGE_BUCKETS_S, LEAK_CONFIDENCE, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Column, Options, View, render_table, status_notes
+from memtop.views import Column, Options, View, render_table, status_notes, wall_offset_ns
 
 SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
 ROW_KEYS = (
@@ -107,6 +109,81 @@ def preflight_text(pf: dict[str, Any]) -> str:
     return line
 
 
+def budget_doc(state: State) -> dict[str, Any] | None:
+    """Tracing in windows on a CPU budget: the duty cycle, what it costs (memtop's CPU measured,
+    the targets' estimated from the calls counted) and the stacks reported as leaks, the most
+    confident first; None when not tracing on a budget."""
+    leaks = state.get(LeaksState)
+    b = leaks.budget
+    if b is None:
+        return None
+    elapsed_s = b.elapsed_ns / 1e9
+    cost = (b.own_cpu_ns + b.target_cpu_ns) / b.elapsed_ns if b.elapsed_ns else None
+    found: list[dict[str, Any]] = []
+    for key, v in leaks.verdicts.items():
+        if v.confidence < LEAK_CONFIDENCE:
+            continue
+        row = leaks.stacks.get(key)
+        t = leaks.targets.get(v.pid)
+        frames = list(row.rec.frames) if row is not None else []
+        found.append(
+            {
+                "frames": frames + [root_frame(t.comm if t else "?", v.pid)],
+                "confidence": round(v.confidence, 4),
+                "unresolved": v.unresolved,
+                "unresolved_bytes": v.unresolved_bytes,
+                "candidates": v.born,
+                "resolved": v.resolved,
+                "growing_since_s": (
+                    round(max(0.0, (leaks.ts_ns - v.growing_since_ns) / 1e9), 1)
+                    if v.growing_since_ns
+                    else None
+                ),
+            }
+        )
+    found.sort(key=lambda f: (-f["confidence"], -f["unresolved_bytes"], f["frames"]))
+    return {
+        "budget_pct": round(100 * b.budget, 3),
+        "windows": b.windows,
+        "slice_s": round(b.on_ns / 1e9, 3),
+        "period_s": round(b.period_ns / 1e9, 3),
+        "duty_pct": round(100 * b.on_ns / b.period_ns, 3) if b.period_ns else None,
+        "calls_per_s": b.calls_per_s,
+        "cost_pct_of_core": round(100 * cost, 3) if cost is not None else None,
+        "own_cpu_s": round(b.own_cpu_ns / 1e9, 3),
+        "target_cpu_s": round(b.target_cpu_ns / 1e9, 3),
+        "elapsed_s": round(elapsed_s, 1),
+        "resolve_rate": b.p_resolve if b.p_resolve >= 0 else None,
+        "candidates": b.candidates,
+        "aged_out": b.aged_out,
+        "leaks": found,
+    }
+
+
+def budget_text(doc: dict[str, Any]) -> str:
+    """The budget in words, then each leak found with its confidence."""
+    duty = f"{doc['duty_pct']:.1f} %" if doc["duty_pct"] is not None else "?"
+    cost = f"{doc['cost_pct_of_core']:.2f} %" if doc["cost_pct_of_core"] is not None else "?"
+    text = (
+        f"budget {doc['budget_pct']:g} % of a core: tracing {doc['slice_s']:.2f} s of every "
+        f"{doc['period_s']:.1f} s (duty {duty}), {doc['windows']} windows; cost {cost} of a core "
+        f"(memtop {doc['own_cpu_s']:.2f} CPU s measured, targets ~{doc['target_cpu_s']:.2f} CPU s "
+        f"estimated, over {doc['elapsed_s']:.0f} s); {doc['candidates']} candidates followed\n"
+    )
+    if not doc["leaks"]:
+        text += (
+            "no leak found (yet)\n"
+            if doc["resolve_rate"] is not None
+            else ("no leak can be told yet: no stack has freed a candidate\n")
+        )
+    for f in doc["leaks"]:
+        text += (
+            f"leak ({100 * f['confidence']:.1f} % confident): {fmt.bytes_h(f['unresolved_bytes'])} in "
+            f"{f['unresolved']} blocks never freed, of {f['candidates']} followed; at {f['frames'][0]}\n"
+        )
+    return text
+
+
 def root_frame(comm: str, pid: int) -> str:
     return f"{comm} [pid {pid}]"
 
@@ -133,6 +210,25 @@ def matches(row: dict[str, Any], opts: Options) -> bool:
     return True
 
 
+def sampling(state: State) -> bool:
+    """Whether the figures are byte sampling's: bytes are estimates (shown ``~``), counts are
+    samples, not allocations."""
+    calls = state.get(LeaksState).calls
+    return calls is not None and calls.sample_bytes > 0
+
+
+def estimate_h(v: float) -> str:
+    """Bytes estimated from samples, as the pane shows them: ``~9.5M``."""
+    return "~" + fmt.bytes_h(v)
+
+
+#: the columns with byte sampling: bytes marked as estimates, counts named as samples
+SAMPLED_COLUMNS = {
+    "outstanding_bytes": Column("outstanding_bytes", "~OUTSTANDING", estimate_h),
+    "allocations": Column("allocations", "SAMPLES", fmt.count_h),
+}
+
+
 def leaks_asked(state: State) -> bool:
     """Whether the leaks pane was asked for at all (with no target, the pane says how to ask)."""
     return bool(state.get(LeaksState).targets) or "leaks" in state.statuses
@@ -144,6 +240,7 @@ class LeaksView(View):
     order = 60
     probes = ("leaks", "leakrate")
     extra_formats = ("folded",)
+    binary_formats = ("pprof",)
     columns = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
         Column("allocations", "ALLOCS", fmt.count_h),
@@ -161,7 +258,7 @@ class LeaksView(View):
         """Every (pid, stack) row with its internals (pid, stack id, age histogram), filtered and
         sorted; ``document`` keeps only the schema's keys."""
         leaks = state.get(LeaksState)
-        sampling = leaks.calls is not None and leaks.calls.sample_bytes > 0
+        sampled = sampling(state)
         out: list[dict[str, Any]] = []
         for (pid, sid), r in leaks.stacks.items():
             t = leaks.targets.get(pid)
@@ -182,7 +279,7 @@ class LeaksView(View):
                 "site": rec.frames[0] if rec.frames else "",
                 # byte sampling: the relative standard error of an estimate from n samples
                 "estimate_error_pct": (
-                    round(100 / math.sqrt(max(1, rec.outstanding_count)), 1) if sampling else None
+                    round(100 / math.sqrt(max(1, rec.outstanding_count)), 1) if sampled else None
                 ),
                 "process": root_frame(comm, pid),
             }
@@ -216,8 +313,12 @@ class LeaksView(View):
                 for _, t in sorted(leaks.targets.items())
             ],
             **self.rate(state),
+            # byte sampling: outstanding bytes are estimates and allocations count samples
+            "estimates": sampling(state),
             # the calls counted before tracing, the expected cost, and what was decided
             "preflight": preflight_doc(leaks.preflight),
+            # tracing on a CPU budget (--budget): the windows, their cost, the leaks found
+            "budget": budget_doc(state),
             # what the figures leave out: allocations not counted (full maps, failed stack walks)
             "lost": {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks"},
             "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
@@ -225,8 +326,10 @@ class LeaksView(View):
 
     def text(self, state: State, opts: Options) -> str:
         rows = self.rows(state, opts)
+        sampled = sampling(state)
         text = status_notes(self.statuses(state)) if leaks_asked(state) else ""
-        text += render_table(self.title, self.columns, rows)
+        columns = tuple(SAMPLED_COLUMNS.get(c.key, c) for c in self.columns) if sampled else self.columns
+        text += render_table(self.title, columns, rows)
         pf = preflight_doc(state.get(LeaksState).preflight)
         if pf is not None:
             text += "\n" + preflight_text(pf) + "\n"
@@ -243,11 +346,19 @@ class LeaksView(View):
             text += "\n"
         if r["proposal"]:
             text += f"proposal: {r['proposal']}\n"
+        bd = budget_doc(state)
+        if bd is not None:
+            text += budget_text(bd)
         for row in rows[:10]:
             if not row["outstanding_bytes"]:
                 continue
+            amount = (
+                f"{estimate_h(row['outstanding_bytes'])} (estimated) in {row['allocations']} samples"
+                if sampled
+                else f"{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations"
+            )
             text += (
-                f"\n{fmt.bytes_h(row['outstanding_bytes'])} in {row['allocations']} allocations, "
+                f"\n{amount}, "
                 f"oldest {fmt.age_h(row['oldest_age_s'])}, {growth_h(row['growth_bytes_per_s'])}:\n"
             )
             text += "".join(f"    {f}\n" for f in row["frames"])
@@ -303,6 +414,11 @@ class LeaksView(View):
     def losses(state: State) -> dict[str, int]:
         return {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks" and n}
 
+    def export_binary(self, state: State, opts: Options, fmt_name: str) -> bytes:
+        if fmt_name != "pprof":
+            raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
+        return pprof.gzipped(self.profile(state, opts))
+
     def export(self, state: State, opts: Options, fmt_name: str) -> str:
         if fmt_name != "folded":
             raise MemtopError(f"pane {self.name!r} has no {fmt_name!r} export")
@@ -314,3 +430,75 @@ class LeaksView(View):
             stack = ";".join(f.replace(";", ":").replace("\n", " ") for f in reversed(row["frames"]))
             lines.append(f"{stack} {row['outstanding_bytes']}")
         return "\n".join(lines) + ("\n" if lines else "")
+
+    def profile(self, state: State, opts: Options) -> pprof.Profile:
+        """The pane as a pprof heap profile, as Go's own: inuse_space/inuse_objects for what is
+        outstanding, alloc_space/alloc_objects for everything allocated since tracing began
+        (every stack, those with nothing outstanding too), one sample per (pid, stack) with the
+        pid and process name as labels. With byte sampling the bytes are the kernel's unbiased
+        estimates, the objects count samples, and the period is the sampling interval, as a
+        comment in the profile says."""
+        leaks = state.get(LeaksState)
+        sample = leaks.calls.sample_bytes if leaks.calls is not None else 0
+        prof = pprof.Profile(
+            sample_types=(
+                ("alloc_objects", "count"),
+                ("alloc_space", "bytes"),
+                ("inuse_objects", "count"),
+                ("inuse_space", "bytes"),
+            ),
+            period_type=("space", "bytes"),
+            period=sample or 1,
+            default_sample_type="inuse_space",
+        )
+        offset = wall_offset_ns(state)
+        if offset is not None and state.ts_ns:
+            prof.time_ns = state.ts_ns + offset
+        prof.comments.append(f"memtop leaks: pids {', '.join(map(str, sorted(leaks.targets))) or 'none'}")
+        if sample:
+            prof.comments.append(
+                f"memtop: byte sampling every ~{sample} bytes: space values are estimates, "
+                "object values count samples"
+            )
+        bd = budget_doc(state)
+        if bd is not None:  # what the windows saw, not everything the program did
+            prof.comments.append(
+                f"memtop: traced in windows on a {bd['budget_pct']:g} % CPU budget (duty "
+                f"{bd['duty_pct'] or 0:g} %, {bd['windows']} windows): values count what the windows saw"
+            )
+        prof.comments += [f"memtop: {n} {what} lost, not counted" for what, n in self.losses(state).items()]
+        paths: dict[tuple[int, str], str] = {}
+        for pid, t in sorted(leaks.targets.items()):
+            for path, build_id, lo, hi, off in t.mappings:
+                prof.mappings.append(pprof.Mapping(path, build_id, lo, hi, off))
+                paths.setdefault((pid, path.rsplit("/", 1)[-1]), path)
+        every = dataclasses.replace(opts, extra={**opts.extra, "min_bytes": 0})
+        for row in self.rows(state, every):
+            frames = tuple(profile_frame(f, row["pid"], paths) for f in row["frames"][:-1])
+            prof.add(
+                frames,
+                (row["alloc_count"], row["alloc_bytes"], row["allocations"], row["outstanding_bytes"]),
+                labels=(("comm", row["comm"]),),
+                num_labels=(("pid", row["pid"], ""),),
+            )
+        return prof
+
+
+#: a frame as memtop.probes.symbols writes it: "name+0xoff [module] file:line", "0xaddr [module]"
+_FRAME = re.compile(r"(?P<head>.*?)(?: \[(?P<module>[^\]]*)\])?(?: (?P<file>\S+):(?P<line>\d+))?", re.S)
+_OFFSET = re.compile(r"\+0x[0-9a-f]+$")
+
+
+def profile_frame(frame: str, pid: int, paths: dict[tuple[int, str], str]) -> pprof.Frame:
+    """A shown frame as a profile's: the function without its offset, file:line when known, and
+    the mapped file it is in (its full path, as the pid's mappings name it)."""
+    m = _FRAME.fullmatch(frame)
+    if m is None:  # cannot happen (everything matches the head): kept whole
+        return pprof.Frame(frame)
+    module = m.group("module") or ""
+    return pprof.Frame(
+        function=_OFFSET.sub("", m.group("head")) or frame,
+        file=m.group("file") or "",
+        line=int(m.group("line") or 0),
+        module=paths.get((pid, module), ""),
+    )

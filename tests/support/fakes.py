@@ -128,6 +128,7 @@ class FakeSource:
         self.measured: list[list[int]] = []
         self.declined: list[list[int]] = []
         self.trace_choices: list[int | None] = []
+        self.trace_budgets: list[float] = []
         self.kernel_traced: list[tuple[str, bool]] = []
         self.working_set: list[tuple[int, bool, float]] = []
         #: what watch() was told, in order
@@ -175,9 +176,12 @@ class FakeSource:
         if pid in self.focused:
             self.focused.remove(pid)
 
-    def trace_allocations(self, pids: Sequence[int], sample_bytes: int | None = None) -> bool:
+    def trace_allocations(
+        self, pids: Sequence[int], sample_bytes: int | None = None, budget: float = 0.0
+    ) -> bool:
         self.traced.append(list(pids))
         self.trace_choices.append(sample_bytes)
+        self.trace_budgets.append(budget)
         return False
 
     def measure_allocations(self, pids: Sequence[int]) -> bool:

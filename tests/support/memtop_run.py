@@ -22,8 +22,11 @@ def memtop_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "memtop"]
 
 
-def run_snapshot(pane: str, after_s: float, *extra: str, fmt: str = "json", timeout: float = 120) -> Any:
-    """Run `memtop snapshot` as a user would and return the parsed document (or text)."""
+def run_snapshot(
+    pane: str, after_s: float, *extra: str, fmt: str = "json", timeout: float = 120, raw: bool = False
+) -> Any:
+    """Run `memtop snapshot` as a user would and return the parsed document (or text; the file's
+    bytes with ``raw``, as for pprof's gzipped profiles)."""
     out = Path(tempfile.mkdtemp(prefix="memtop-snap-")) / f"snap.{fmt}"
     try:
         proc = subprocess.run(
@@ -45,6 +48,8 @@ def run_snapshot(pane: str, after_s: float, *extra: str, fmt: str = "json", time
             timeout=timeout,
         )
         assert proc.returncode == 0, f"memtop snapshot failed ({proc.returncode}): {proc.stderr}"
+        if raw:
+            return out.read_bytes()
         text = out.read_text()
         return json.loads(text) if fmt == "json" else text
     finally:

@@ -36,6 +36,7 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
+from support.protobuf import profile_strings
 from support.ui import tick_until, wait_until
 from textual.pilot import Pilot
 
@@ -301,6 +302,9 @@ def test_snapshots_and_batch_lines(recordings: dict[str, Recording], name: str) 
         seen += text
         for fmt in view.extra_formats:
             assert_safe(render(view, state, opts, fmt), f"{name}/{pane}.{fmt}")
+        for fmt in view.binary_formats:  # a profile's strings: no control character comes through
+            strings = profile_strings(gzip.decompress(view.export_binary(state, opts, fmt)))
+            assert_safe("\n".join(strings), f"{name}/{pane}.{fmt}")
         for as_json in (False, True):
             out = io.StringIO()
             _emit(out, view, state, opts, as_json, _probe_line(state))

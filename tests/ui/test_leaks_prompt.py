@@ -1,7 +1,8 @@
 """The leaks preflight in the TUI (issue 25, item 3): once the calls are counted the Leaks pane shows
 the rate and what tracing would cost, marks the proposal (byte sampling past a tenth of a core,
-exact below), and `e`, `S`, `n` answer it through the source; the keys do nothing before the count
-is in or once it is answered."""
+exact below), and `e`, `S`, `B`, `n` answer it through the source; the keys do nothing before the
+count is in or once it is answered. Tracing on a budget, the status line shows the duty cycle, the
+cost and the leak found."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from memtop.records import Batch
-from memtop.records.leaks import LeakPreflight
+from memtop.records.leaks import LeakBudget, LeakPreflight, LeakStack, LeakTarget, LeakVerdict
 from memtop.ui.app import MemtopApp
 from memtop.ui.lines import shown_text
 
@@ -85,3 +86,36 @@ async def test_n_declines_and_the_keys_wait_for_the_count() -> None:
         await pilot.press("e")
         await settle(pilot)
         assert source.traced == []
+
+
+async def test_b_traces_on_a_budget() -> None:
+    source = FakeSource()
+    app = MemtopApp(source, leak_pids=[4242])
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        text = await shown(app, pilot, source, counted(1_000_000))
+        assert " B  on a 1% CPU budget" in text
+        await pilot.press("B")
+        await settle(pilot)
+        assert source.traced == [[4242]] and source.trace_choices == [0] and source.trace_budgets == [0.01]
+
+
+async def test_the_status_line_shows_the_budget_and_the_leak() -> None:
+    source = FakeSource()
+    app = MemtopApp(source, leak_pids=[4242])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        recs = (
+            LeakTarget(4242, "leaker", "tracing", "glibc"),
+            LeakStack(4242, 7, ("leak_here+0x1 [leaker]", "main+0x2 [leaker]"), 409600, 100, 0, 0),
+            LeakBudget(
+                0.01, 5, 300_000_000, 15_000_000_000, 199_000.0, 150_000_000, 600_000_000, 85 * 10**9, 0.97
+            ),
+            LeakVerdict(4242, 7, 100, 0, 100, 409600, 1.0, growing_since_ns=10**9),
+        )
+        source.batches.append(Batch(ts_ns=30 * 10**9, records=recs))
+        await drive(app, pilot)
+        status = shown_text(app.query_one("#leaks-status", Static))
+        assert status is not None
+        assert "budget 1 %: duty 2.0 %, cost 0.88 % of a core" in status.plain, status.plain
+        assert "leak 100.0 % confident: leak_here+0x1 [leaker]" in status.plain

@@ -21,6 +21,7 @@ SAMPLES: dict[str, str | None] = {
     "--pane": "leaks",
     "--leaks": "4242",
     "--sample-bytes": "4096",
+    "--budget": "1%",
     "--snapshot-format": "json",
     "--snapshot-dir": "/tmp/snaps-elsewhere",
     "--batch": None,

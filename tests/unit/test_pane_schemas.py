@@ -199,6 +199,23 @@ def preflight_state(decision: str) -> State:
     return state
 
 
+def budget_state() -> State:
+    """A live session tracing on a CPU budget (--budget) that found a leak."""
+    from memtop.records.leaks import LeakBudget, LeakStack, LeakTarget, LeakVerdict
+
+    state = State(mode="bpf")
+    recs = (
+        LeakTarget(42, "leaker", "tracing", "glibc"),
+        LeakStack(42, 7, ("leak_here+0x1 [leaker]", "main+0x2 [leaker]"), 409600, 100, 0, 0),
+        LeakBudget(
+            0.01, 5, 300_000_000, 17_000_000_000, 199_000.0, 150_000_000, 600_000_000, 85 * 10**9, 0.97
+        ),
+        LeakVerdict(42, 7, 100, 0, 100, 409600, 1.0, growing_since_ns=10**9),
+    )
+    state.apply(Batch(ts_ns=30 * 10**9, records=recs))
+    return state
+
+
 def documents(name: str, section: str) -> list[Mapping[str, Any]]:
     """The view's documents of the recording, and of a session where no probe ran (nothing
     measured: its figures are null)."""
@@ -211,6 +228,7 @@ def documents(name: str, section: str) -> list[Mapping[str, Any]]:
         docs.append(view.document(state, Options()))
         if name == "leaks":  # before tracing: the preflight's count, waiting for an answer or answered
             docs += [view.document(preflight_state(d), Options()) for d in ("", "sampled")]
+            docs.append(view.document(budget_state(), Options()))
         if name in ("swapin", "reclaim", "oom"):  # one process's view of the pane: the same fields
             docs.append(view.document(state, Options(pid=HOG_PID)))
         if name == "processes":  # grouped by cgroup (C) adds each cgroup's totals

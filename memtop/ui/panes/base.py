@@ -44,13 +44,15 @@ class TraceAllocations(Message):
 
 
 class ChooseTracing(Message):
-    """The user's answer to the leaks preflight (the leaks pane's `e`, `S`, `n`): trace ``pids``
-    with ``sample_bytes`` (0: every allocation), or not at all (``sample_bytes`` None)."""
+    """The user's answer to the leaks preflight (the leaks pane's `e`, `S`, `B`, `n`): trace
+    ``pids`` with ``sample_bytes`` (0: every allocation), in windows on ``budget`` (a share of a
+    core; 0: all the time), or not at all (``sample_bytes`` None)."""
 
-    def __init__(self, pids: tuple[int, ...], sample_bytes: int | None) -> None:
+    def __init__(self, pids: tuple[int, ...], sample_bytes: int | None, budget: float = 0.0) -> None:
         super().__init__()
         self.pids = pids
         self.sample_bytes = sample_bytes
+        self.budget = budget
 
 
 class Pane(Vertical):

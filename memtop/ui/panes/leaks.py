@@ -31,7 +31,16 @@ from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import ChooseTracing, FilterablePane, StatusLine
-from memtop.views.leaks import LeaksView, age_label, growth_h, preflight_doc, preflight_text
+from memtop.views.leaks import (
+    LeaksView,
+    age_label,
+    budget_doc,
+    estimate_h,
+    growth_h,
+    preflight_doc,
+    preflight_text,
+    sampling,
+)
 
 MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 MIN_SIZES = (1, 4096, 65536, 1 << 20, 16 << 20, 0)
@@ -84,11 +93,17 @@ HEADER = (
     f"  {'OUTSTAND':>8} {'ALLOCS':>6} {'GROWTH':>11} {'OLDEST':>8}  STACK (top-down; "
     "counted since tracing began: allocations made before it are not seen)"
 )
+#: with byte sampling: bytes are estimates (~), the counts are samples
+SAMPLED_HEADER = (
+    f"  {'~OUTSTND':>8} {'SAMPLES':>7}{'GROWTH':>11} {'OLDEST':>8}  STACK (top-down; "
+    "byte sampling: bytes estimated from the samples counted since tracing began)"
+)
 
 
-def label(agg: Agg) -> Text:
+def label(agg: Agg, sampled: bool = False) -> Text:
     t = Text(no_wrap=True, overflow="ellipsis")
-    t.append(f"{fmt.bytes_h(agg.outstanding_bytes):>8}", style="bold")
+    shown = estimate_h(agg.outstanding_bytes) if sampled else fmt.bytes_h(agg.outstanding_bytes)
+    t.append(f"{shown:>8}", style="bold")
     t.append(f" {fmt.count_h(agg.allocations):>6}", style="cyan")
     g = agg.growth_bytes_per_s
     t.append(f" {growth_h(g):>11}", style="red" if g > 0 else "dim")
@@ -121,6 +136,7 @@ class LeaksPane(FilterablePane):
         # the preflight's answers, while it waits for one
         Binding("e", "choose('exact')", "Exact", tooltip="trace every allocation (the preflight's cost)"),
         Binding("S", "choose('sampled')", "Sampled", tooltip="trace with byte sampling"),
+        Binding("B", "choose('budget')", "Budget", tooltip="trace in windows on a 1 % CPU budget"),
         Binding("n", "choose('cancel')", "Cancel", tooltip="do not trace"),
     ]
 
@@ -134,6 +150,7 @@ class LeaksPane(FilterablePane):
         self._lk_expanded: set[tuple[str, ...]] = set()
         self._lk_built = False
         self._lk_asking = False
+        self._lk_sampled = False
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="leaks-status", classes="pane-status")
@@ -153,6 +170,14 @@ class LeaksPane(FilterablePane):
         self._lk_state = state
         assert isinstance(self.view, LeaksView)
         rows = self.view.rows(state, self.opts)
+        sampled = sampling(state)
+        if sampled != self._lk_sampled:  # the labels' figures change meaning: every label again
+            self._lk_sampled = sampled
+            self._lk_shape = []
+            header = SAMPLED_HEADER if sampled else HEADER
+            self.query_one("#leaks-header", Static).update(
+                Text(header, style="bold", no_wrap=True, overflow="ellipsis")
+            )
         show_text(self.query_one("#leaks-status", StatusLine), self._status(state, rows))
         self._show_preflight(state)
         root = build_tree(rows, self.inverted)
@@ -180,6 +205,7 @@ class LeaksPane(FilterablePane):
             for key, what, choice in (
                 ("e", "trace every allocation", "exact"),
                 ("S", "byte sampling", "sampled"),
+                ("B", f"on a {leakcost.DEFAULT_BUDGET:.0%} CPU budget", "budget"),
                 ("n", "do not trace", ""),
             ):
                 t.append(f" {key} ", style="reverse bold")
@@ -199,7 +225,8 @@ class LeaksPane(FilterablePane):
         if pf is None:
             return
         sample = None if choice == "cancel" else (pf.sample_bytes if choice == "sampled" else 0)
-        self.post_message(ChooseTracing(pf.pids, sample))
+        budget = leakcost.DEFAULT_BUDGET if choice == "budget" else 0.0
+        self.post_message(ChooseTracing(pf.pids, sample, budget))
 
     def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
         leaks = state.get(LeaksState)
@@ -230,10 +257,22 @@ class LeaksPane(FilterablePane):
                 status.append(
                     f" (over a tenth: --sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES})", style="yellow"
                 )
+        bd = budget_doc(state)
+        if bd is not None:  # tracing in windows: the duty cycle, the cost, the leaks found
+            cost = bd["cost_pct_of_core"]
+            status.append(
+                f" · budget {bd['budget_pct']:g} %: duty {bd['duty_pct'] or 0:.1f} %, cost "
+                + (f"{cost:.2f} %" if cost is not None else "?")
+                + " of a core",
+                style="yellow" if cost is not None and cost > bd["budget_pct"] else "",
+            )
+            for f in bd["leaks"][:1]:
+                status.append(f" · leak {100 * f['confidence']:.1f} % confident: ", style="bold red")
+                status.append(f["frames"][0])  # untrusted: plain text
         total = sum(r["outstanding_bytes"] for r in rows)
+        shown = estimate_h(total) if self._lk_sampled else fmt.bytes_h(total)
         status.append(
-            f"   {len(rows)} stacks, {fmt.bytes_h(total)} outstanding · sort "
-            f"{SORTS.get(self.opts.sort, 'bytes')}"
+            f"   {len(rows)} stacks, {shown} outstanding · sort {SORTS.get(self.opts.sort, 'bytes')}"
         )
         if self.opts.extra.get("min_age_s"):
             status.append(f" · age ≥ {self.opts.extra['min_age_s']:g}s")
@@ -274,7 +313,7 @@ class LeaksPane(FilterablePane):
         self._lk_aggs = aggs
         if shape == self._lk_shape and self._lk_nodes:
             for p, node in self._lk_nodes.items():
-                node.set_label(label(aggs[p]))
+                node.set_label(label(aggs[p], self._lk_sampled))
             return
         # structure or order changed: rebuild, keeping what was expanded and where the cursor was
         cursor = tree.cursor_node.data if tree.cursor_node is not None else None
@@ -290,9 +329,9 @@ class LeaksPane(FilterablePane):
             parent = tree.root if len(p) == 1 else self._lk_nodes[p[:-1]]
             agg = aggs[p]
             if agg.children:
-                node = parent.add(label(agg), data=p, expand=p in self._lk_expanded)
+                node = parent.add(label(agg, self._lk_sampled), data=p, expand=p in self._lk_expanded)
             else:
-                node = parent.add_leaf(label(agg), data=p)
+                node = parent.add_leaf(label(agg, self._lk_sampled), data=p)
             self._lk_nodes[p] = node
         self._lk_shape = shape
         if cursor is not None and cursor in self._lk_nodes:
@@ -324,8 +363,13 @@ class LeaksPane(FilterablePane):
             )
             return
         t = Text()
+        amount = (
+            f"{estimate_h(agg.outstanding_bytes)} outstanding (estimated) in {agg.allocations} samples"
+            if self._lk_sampled
+            else f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations"
+        )
         t.append(
-            f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations · "
+            f"{amount} · "
             f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
             f"oldest {fmt.age_h(agg.oldest_age_s)}\n"
         )

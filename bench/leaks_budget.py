@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Leak hunting on a CPU budget (issue 40, item 1): what `memtop --leaks PID --budget B%` costs,
+measured from /proc, and how often it finds the leak (recall) or calls churn a leak (false
+positives).
+
+The target (tests/workloads/budgetchurn.c) does RATE malloc+free per second across ten churning
+stacks, with or without a slow leak from one more (1 MiB/min in 4 KiB blocks, the issue's). Each
+run is `memtop snapshot --pane leaks --leaks PID --budget B% --after DURATION` as a user runs it:
+
+* **cost**: the target's CPU time (/proc/PID/schedstat) over the traced span minus the same span
+  of an untraced run of the same target, plus memtop's CPU time (/proc/PID/stat, from its ready
+  file to its exit) minus that of `memtop snapshot --pane leaks` without --leaks over the same
+  span; as a share of one core, against the budget. memtop's start (compiling its programs) is
+  before its ready file and not counted; the leaks preflight (1 s) and the tracer's compile come
+  after it and are.
+* **recall**: leak runs whose first reported leak is leak_here's stack; **false positives**: any
+  stack reported that is not leak_here's (no-leak runs: any stack at all).
+
+Writes bench/results/leaks_budget.json (bench/report.py puts it in bench/RESULTS.md).
+
+With ``--soak-minutes M`` it runs the shortened soak instead (issue 40, item 2): the budgeted
+tracer left on a leaking target for M minutes, memtop's RssAnon sampled every 5 s, its growth
+after the first quarter (warm-up), and the candidates followed, summarised and lost at the end;
+added to the same results file.
+
+usage: sudo .venv/bin/python bench/leaks_budget.py [--rates 100000,1000000] [--budgets 1]
+           [--cost-budgets 0.5,1,5] [--runs 2] [--duration 150]
+       sudo .venv/bin/python bench/leaks_budget.py --soak-minutes 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness import machine, save  # noqa: E402
+
+WORKLOAD = ROOT / "tests" / "workloads" / "budgetchurn.c"
+LEAK_BPS = round((1 << 20) / 60)  # 1 MiB/min
+LEAK_SIZE = 4096
+MEMTOP = [str(Path(sys.executable).parent / "memtop")]
+
+
+def build(tmp: Path) -> Path:
+    exe = tmp / "budgetchurn"
+    subprocess.run(
+        ["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(exe), str(WORKLOAD)],
+        check=True,
+    )
+    return exe
+
+
+def cpu_ns(pid: int) -> int | None:
+    """A process's time on CPU (ns), /proc/PID/schedstat's first field."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Target:
+    def __init__(self, exe: Path, rate: int, leak: bool, seconds: float, traced: bool) -> None:
+        args = [
+            str(exe),
+            str(rate),
+            str(LEAK_BPS if leak else 0),
+            str(LEAK_SIZE if leak else 0),
+            str(seconds),
+        ]
+        self.proc = subprocess.Popen(args + ([] if traced else ["nowait"]), stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("ready"), line
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def memtop_run(
+    pid: int | None, budget_pct: float, seconds: float, tmp: Path
+) -> tuple[dict[str, Any], int, float]:
+    """`memtop snapshot --pane leaks` for ``seconds`` (tracing ``pid`` on the budget when given):
+    its document, its CPU ns from its ready file to its exit, and that span in seconds."""
+    out, ready = tmp / "snap.json", tmp / "ready"
+    for f in (out, ready):
+        f.unlink(missing_ok=True)
+    cmd = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--output", str(out)]
+    cmd += ["--after", str(seconds)]
+    if pid is not None:
+        cmd += ["--leaks", str(pid), "--budget", f"{budget_pct}%"]
+    proc = subprocess.Popen(
+        cmd, env={**os.environ, "MEMTOP_READY_FILE": str(ready)}, stdout=subprocess.DEVNULL
+    )
+    start_cpu = start_t = None
+    last_cpu, last_t = 0, time.monotonic()
+    while proc.poll() is None:
+        if start_cpu is None and ready.exists():
+            start_cpu, start_t = cpu_ns(proc.pid), time.monotonic()
+        c = cpu_ns(proc.pid)
+        if c is not None:
+            last_cpu, last_t = c, time.monotonic()
+        time.sleep(0.05)
+    assert proc.returncode == 0, f"memtop exited {proc.returncode}"
+    doc = json.loads(out.read_text())
+    if start_cpu is None or start_t is None:
+        return doc, 0, 0.0
+    return doc, last_cpu - start_cpu, last_t - start_t
+
+
+def traced_run(
+    exe: Path, rate: int, leak: bool, budget_pct: float, seconds: float, tmp: Path
+) -> dict[str, Any]:
+    t = Target(exe, rate, leak, seconds + 60, traced=True)
+    try:
+        c0, t0 = cpu_ns(t.proc.pid) or 0, time.monotonic()
+        doc, memtop_ns, memtop_s = memtop_run(t.proc.pid, budget_pct, seconds, tmp)
+        c1, t1 = cpu_ns(t.proc.pid) or 0, time.monotonic()
+    finally:
+        t.stop()
+    b = doc.get("budget") or {}
+    leaks = b.get("leaks") or []
+    firsts = [f["frames"][0] for f in leaks]
+    return {
+        "leak": leak,
+        "target_cpu_per_s": (c1 - c0) / 1e9 / (t1 - t0),
+        "memtop_cpu_per_s": memtop_ns / 1e9 / memtop_s if memtop_s else None,
+        "reported": firsts,
+        "found": bool(firsts) and firsts[0].startswith("leak_here+"),
+        "false_positives": sum(1 for f in firsts if not f.startswith("leak_here+")),
+        "windows": b.get("windows"),
+        "duty_pct": b.get("duty_pct"),
+        "period_s": b.get("period_s"),
+        "cost_pct_shown": b.get("cost_pct_of_core"),
+        "calls_per_s_seen": b.get("calls_per_s"),
+    }
+
+
+def baseline(exe: Path, rate: int, seconds: float, tmp: Path) -> tuple[float, float]:
+    """(the untraced target's CPU s/s, memtop's CPU s/s without --leaks) over ``seconds``."""
+    t = Target(exe, rate, False, seconds + 60, traced=False)
+    try:
+        c0, t0 = cpu_ns(t.proc.pid) or 0, time.monotonic()
+        _doc, memtop_ns, memtop_s = memtop_run(None, 0, seconds, tmp)
+        c1, t1 = cpu_ns(t.proc.pid) or 0, time.monotonic()
+    finally:
+        t.stop()
+    return (c1 - c0) / 1e9 / (t1 - t0), memtop_ns / 1e9 / memtop_s if memtop_s else 0.0
+
+
+def rss_anon_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def soak(exe: Path, minutes: float, rate: int, budget_pct: float, tmp: Path) -> dict[str, Any]:
+    seconds = minutes * 60
+    t = Target(exe, rate, True, seconds + 120, traced=True)
+    out = tmp / "soak.json"
+    samples: list[tuple[float, int]] = []
+    try:
+        cmd = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--output", str(out)]
+        cmd += ["--after", str(seconds), "--leaks", str(t.proc.pid), "--budget", f"{budget_pct}%"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        while proc.poll() is None:
+            kib = rss_anon_kib(proc.pid)
+            if kib is not None:
+                samples.append((time.monotonic() - t0, kib))
+            time.sleep(5)
+        assert proc.returncode == 0, f"memtop exited {proc.returncode}"
+    finally:
+        t.stop()
+    doc = json.loads(out.read_text())
+    b = doc["budget"] or {}
+    warm = [k for s_, k in samples if s_ >= seconds / 4]
+    return {
+        "minutes": minutes,
+        "rate_pairs_per_s": rate,
+        "budget_pct": budget_pct,
+        "rss_anon_mib": [[round(s_, 1), round(k / 1024, 2)] for s_, k in samples],
+        "rss_growth_after_warmup_mib": (max(warm) - warm[0]) / 1024 if warm else 0.0,
+        "windows": b.get("windows"),
+        "candidates": b.get("candidates"),
+        "aged_out": b.get("aged_out"),
+        "lost": sum(doc.get("lost", {}).values()),
+        "cost_pct_shown": b.get("cost_pct_of_core"),
+        "leak_found": bool(b.get("leaks")) and b["leaks"][0]["frames"][0].startswith("leak_here+"),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rates", default="100000,1000000")
+    ap.add_argument("--budgets", default="1", help="budgets (%%) for recall and false positives")
+    ap.add_argument("--cost-budgets", default="0.5,1,5", help="budgets (%%) for the cost, leak runs")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--duration", type=float, default=150.0)
+    ap.add_argument("--soak-minutes", type=float, default=0.0, help="the shortened soak instead")
+    args = ap.parse_args()
+    if args.soak_minutes:
+        path = ROOT / "bench" / "results" / "leaks_budget.json"
+        saved: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"cases": []}
+        with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-soak-") as d:
+            saved["soak"] = soak(build(Path(d)), args.soak_minutes, 100_000, 1.0, Path(d))
+        print(json.dumps({k: v for k, v in saved["soak"].items() if k != "rss_anon_mib"}), flush=True)
+        saved.setdefault("machine", machine())
+        saved.setdefault("runs", 0)
+        saved.setdefault("duration_s", 0)
+        saved.setdefault("leak_bytes_per_s", LEAK_BPS)
+        save("leaks_budget", saved)
+        return 0
+    rates = [int(r) for r in args.rates.split(",")]
+    budgets = [float(b) for b in args.budgets.split(",")]
+    cost_budgets = [float(b) for b in args.cost_budgets.split(",")]
+    result: dict[str, Any] = {
+        "machine": machine(),
+        "duration_s": args.duration,
+        "runs": args.runs,
+        "leak_bytes_per_s": LEAK_BPS,
+        "leak_block_bytes": LEAK_SIZE,
+        "cases": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-bench-") as d:
+        tmp = Path(d)
+        exe = build(tmp)
+        for rate in rates:
+            base_target, base_memtop = baseline(exe, rate, args.duration, tmp)
+            print(
+                f"{rate}/s: untraced target {base_target:.4f} CPU s/s, memtop alone {base_memtop:.4f}",
+                flush=True,
+            )
+            for budget in sorted(set(budgets) | set(cost_budgets)):
+                runs = []
+                n = args.runs if budget in budgets else 1
+                for leak in [True] * n + ([False] * n if budget in budgets else []):
+                    r = traced_run(exe, rate, leak, budget, args.duration, tmp)
+                    r["cost_pct"] = 100 * (
+                        r["target_cpu_per_s"] - base_target + (r["memtop_cpu_per_s"] or 0) - base_memtop
+                    )
+                    print(f"  budget {budget}% leak={leak}: {json.dumps(r)}", flush=True)
+                    runs.append(r)
+                leak_runs = [r for r in runs if r["leak"]]
+                clean_runs = [r for r in runs if not r["leak"]]
+                result["cases"].append(
+                    {
+                        "rate_pairs_per_s": rate,
+                        "budget_pct": budget,
+                        "untraced_target_cpu_per_s": base_target,
+                        "memtop_alone_cpu_per_s": base_memtop,
+                        "cost_pct_median": statistics.median(r["cost_pct"] for r in runs),
+                        "cost_pct_max": max(r["cost_pct"] for r in runs),
+                        "recall": f"{sum(r['found'] for r in leak_runs)}/{len(leak_runs)}",
+                        "false_positives_leak_runs": sum(r["false_positives"] for r in leak_runs),
+                        "false_positives_clean_runs": f"{sum(1 for r in clean_runs if r['reported'])}/{len(clean_runs)}"
+                        if clean_runs
+                        else None,
+                        "runs": runs,
+                    }
+                )
+    path = ROOT / "bench" / "results" / "leaks_budget.json"
+    if path.exists() and "soak" in (old := json.loads(path.read_text())):
+        result["soak"] = old["soak"]  # the soak's figures are their own run's (--soak-minutes)
+    save("leaks_budget", result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Leak hunting on a CPU budget (``memtop --leaks PID --budget 1%``): the leaks probe traces in
+windows (its uprobes attached for a slice, then detached) and tells leaks from churn by what
+becomes of the blocks still live when a window ends.
+
+Those blocks are the *candidates*. They stay in the kernel's address table while the probes are
+off, so a later window sees each one that is freed while it traces, and one that was freed while
+nothing traced as soon as the allocator hands its address out again (the program's allocation
+path counts a recorded address coming back as freed): either way it is *resolved*. Churn's
+candidates are blocks in flight when the window closed; their addresses are recycled at once
+(glibc's tcache is last-in first-out), so nearly all are resolved by the next window. A leak's
+are never freed, never handed out again, and pile up.
+
+The test, per stack, at each window's end: of the ``n`` candidates born at least ``AGE_WINDOWS``
+windows ago, ``u`` are unresolved. A stack that is not leaking resolves a candidate in a window
+with the probability the target's stacks show (``p``: the median stack's share of candidates
+resolved by the next window, by Laplace's rule), so each of its old candidates is still unresolved with probability
+``s = (1-p)^AGE_WINDOWS``; the confidence that the stack leaks is the probability of seeing fewer
+than ``u`` survivors out of ``n`` were it not (one minus the binomial tail). A target whose
+stacks resolve nothing gives no ``p``: no stack is called a leak.
+
+Pure Python (the probe feeds it the address table's live blocks): bench/leaks_budget.py and the
+unit tests drive it directly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from memtop.core import leakcost
+from memtop.records.leaks import LEAK_CONFIDENCE
+
+#: a candidate is judged once it has lived this many windows
+AGE_WINDOWS = 1
+#: candidates followed at most; past it the oldest are summarised per stack (counted unresolved
+#: for good) and forgotten, here and in the kernel's address table (end_window returns them): the
+#: table never fills with a leak's blocks, however long it runs
+MAX_CANDIDATES = 1 << 18
+#: windows: at least this long a slice (shorter ones catch too few allocations to judge), and
+#: between their starts at least MIN_PERIOD_S and at most MAX_PERIOD_S
+MIN_ON_S = 0.02
+MIN_PERIOD_S = 2.0
+MAX_PERIOD_S = 120.0
+
+Key = tuple[int, int]  # (pid, stack id)
+
+
+def plan_window(
+    budget: float, calls_per_s: float, overhead_s: float, latency_s: float
+) -> tuple[float, float]:
+    """(slice, period) in seconds for a budget (a share of one core) at an allocation rate
+    (calls/s, each with its free): ``overhead_s`` is memtop's CPU per window (attach, detach,
+    the table's scan), ``latency_s`` how long the probes stay on beyond the slice (attaching and
+    detaching take time). Per window the cost is ``overhead_s`` plus the traced calls of
+    ``slice + latency_s`` at memtop.core.leakcost's exact cost; the period is the shortest that keeps
+    it within the budget with at least MIN_ON_S of slice (at most MAX_PERIOD_S: past that the
+    cost shown says by how much the budget is exceeded), and the slice spends what is left. A
+    slice that would fill the period means tracing all the time."""
+    budget = max(1e-4, budget)
+    per_s = leakcost.estimate(calls_per_s, calls_per_s).exact_cpu if calls_per_s > 0 else 0.0
+    need = (overhead_s + per_s * (latency_s + MIN_ON_S)) / budget
+    period = min(MAX_PERIOD_S, max(MIN_PERIOD_S, need))
+    spend = budget * period - overhead_s
+    on = period if per_s <= 0 else spend / per_s - latency_s
+    return max(MIN_ON_S, min(period, on)), period
+
+
+@dataclass(slots=True)
+class StackVerdict:
+    """One stack's candidates: born in all, resolved, unresolved now, the ``n``/``u`` of the test
+    and the confidence that it leaks (0 when it cannot be told)."""
+
+    born: int = 0
+    resolved: int = 0
+    unresolved: int = 0
+    unresolved_bytes: int = 0
+    judged: int = 0
+    survivors: int = 0
+    confidence: float = 0.0
+    #: its candidates summarised away (MAX_CANDIDATES): unresolved for good
+    aged_out: int = 0
+    #: the window its unresolved candidates began to pile up in (-1: they do not)
+    growing_since: int = -1
+    #: candidates born in each of the last AGE_WINDOWS windows (not judged yet)
+    recent: deque[int] = field(default_factory=lambda: deque(maxlen=AGE_WINDOWS))
+
+
+def binomial_tail(n: int, s: float, u: int) -> float:
+    """P(X >= u) for X ~ Binomial(n, s), summed in logs (n is up to a few hundred thousand)."""
+    if u <= 0:
+        return 1.0
+    if u > n or s <= 0.0:
+        return 0.0
+    if s >= 1.0:
+        return 1.0
+    ls, lq = math.log(s), math.log1p(-s)
+    lgn = math.lgamma(n + 1)
+    total = 0.0
+    term_max = None
+    # the terms fall fast past the mean: sum from u up while they matter
+    for k in range(u, n + 1):
+        lt = lgn - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * ls + (n - k) * lq
+        if term_max is None:
+            term_max = lt
+        elif lt < term_max - 40:
+            break
+        total += math.exp(lt)
+    return min(1.0, total)
+
+
+class Candidates:
+    """The candidates of every traced stack across windows, and each stack's verdict."""
+
+    def __init__(self, max_candidates: int = MAX_CANDIDATES) -> None:
+        self.max_candidates = max_candidates
+        self.window = 0
+        #: (pid, address) -> (stack, window born, bytes, birth ns) for each unresolved candidate
+        self.live: dict[tuple[int, int], tuple[Key, int, int, int]] = {}
+        self.stacks: dict[Key, StackVerdict] = {}
+        #: candidates resolved by the next window / followed into it, per stack (the rate p)
+        self._exposed: dict[Key, int] = {}
+        self._resolved_next: dict[Key, int] = {}
+        #: candidates summarised away (MAX_CANDIDATES): counted unresolved, never resolved
+        self.aged_out = 0
+        self.p_resolve: float | None = None
+
+    def end_window(self, blocks: dict[tuple[int, int], tuple[Key, int, int]]) -> list[tuple[int, int]]:
+        """The address table's live blocks at a window's end: (pid, address) -> (stack, bytes,
+        birth ns). Those not seen before are born in this window; those followed and gone (or
+        whose address holds a block born since) are resolved. Returns the (pid, address) of the
+        candidates forgotten to keep within ``max_candidates``: the caller drops them from the
+        address table (else they would come back as new)."""
+        self.window += 1
+        w = self.window
+        born: dict[Key, int] = {}
+        for addr, (key, size, ts) in blocks.items():
+            have = self.live.get(addr)
+            if have is not None and have[3] == ts:
+                continue  # the same block: still unresolved
+            if have is not None:  # its address was handed out again: the old block was freed
+                self._resolve(have, w)
+            self.live[addr] = (key, w, size, ts)
+            born[key] = born.get(key, 0) + 1
+        for addr in [a for a in self.live if a not in blocks]:
+            self._resolve(self.live.pop(addr), w)
+        for key, v in self.stacks.items():
+            v.recent.append(born.pop(key, 0))
+        for key, n in born.items():
+            self.stacks[key] = StackVerdict()
+            self.stacks[key].recent.append(n)
+        for v in self.stacks.values():
+            v.born += v.recent[-1]
+        # exposure: candidates of the previous window followed into this one
+        for key, wb, _size, _ts in self.live.values():
+            if wb == w - 1:
+                self._exposed[key] = self._exposed.get(key, 0) + 1
+        evicted = self._age_out()
+        self._judge()
+        return evicted
+
+    def _resolve(self, have: tuple[Key, int, int, int], w: int) -> None:
+        key, wb, _size, _ts = have
+        v = self.stacks.get(key)
+        if v is not None:
+            v.resolved += 1
+        if wb == w - 1:  # resolved by the very next window
+            self._resolved_next[key] = self._resolved_next.get(key, 0) + 1
+            self._exposed[key] = self._exposed.get(key, 0) + 1
+
+    def _age_out(self) -> list[tuple[int, int]]:
+        """Past ``max_candidates`` the oldest candidates are forgotten (their stacks keep them
+        as unresolved in ``aged_out``): memory stays bounded however long it runs."""
+        extra = len(self.live) - self.max_candidates
+        if extra <= 0:
+            return []
+        oldest = sorted(self.live.items(), key=lambda kv: (kv[1][1], kv[1][3]))[:extra]
+        for addr, (key, _wb, _size, _ts) in oldest:
+            del self.live[addr]
+            v = self.stacks.get(key)
+            if v is not None:
+                v.aged_out += 1
+        self.aged_out += extra
+        return [addr for addr, _ in oldest]
+
+    def _judge(self) -> None:
+        # each stack's share by Laplace's rule ((r+1)/(n+2)): never a certainty from a few
+        rates = sorted(
+            (self._resolved_next.get(k, 0) + 1) / (n + 2) for k, n in self._exposed.items() if n >= 5
+        )
+        self.p_resolve = rates[len(rates) // 2] if rates else None
+        unresolved: dict[Key, tuple[int, int, int]] = {}
+        cutoff = self.window - AGE_WINDOWS
+        for key, wb, size, _ts in self.live.values():
+            n, b, old = unresolved.get(key, (0, 0, 0))
+            unresolved[key] = (n + 1, b + size, old + (wb <= cutoff))
+        for key, v in self.stacks.items():
+            n, b, old = unresolved.get(key, (0, 0, 0))
+            n += v.aged_out  # forgotten, never resolved: old and unresolved for good
+            old += v.aged_out
+            grew = n > v.unresolved
+            v.unresolved, v.unresolved_bytes = n, b
+            v.judged = v.born - sum(v.recent)
+            v.survivors = old
+            if v.survivors and grew and v.growing_since < 0:
+                v.growing_since = self.window
+            elif not v.survivors:
+                v.growing_since = -1
+            if self.p_resolve is None or v.judged <= 0 or old <= 0:
+                v.confidence = 0.0
+                continue
+            s = (1.0 - self.p_resolve) ** AGE_WINDOWS
+            v.confidence = max(0.0, 1.0 - binomial_tail(v.judged, s, old))
+
+    def leaks(self) -> list[tuple[Key, StackVerdict]]:
+        """Stacks reported as leaks, the most confident (then the most bytes) first."""
+        found = [(k, v) for k, v in self.stacks.items() if v.confidence >= LEAK_CONFIDENCE]
+        return sorted(found, key=lambda kv: (-kv[1].confidence, -kv[1].unresolved_bytes, kv[0]))
+
+    def forget_pid(self, pid: int) -> None:
+        for addr in [a for a in self.live if a[0] == pid]:
+            del self.live[addr]
+        for d in (self.stacks, self._exposed, self._resolved_next):
+            for key in [k for k in d if k[0] == pid]:
+                del d[key]
