@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -221,3 +222,70 @@ def test_the_daemonset_runs_the_image_as_the_test_does() -> None:
     # the podman options of the container test come from this same spec
     opts = pod_options(ds, Path("/nonexistent"))
     assert "--pid=host" in opts and "--cap-drop=ALL" in opts
+
+
+def test_the_scrape_config_keeps_the_daemonsets_pods_and_names_them(tmp_path: Path) -> None:
+    """contrib/kubernetes/prometheus-scrape.yml's relabelling, run by a real Prometheus. Debian's
+    Prometheus is built without kubernetes_sd, so the pods come from a file_sd file holding the
+    labels kubernetes_sd gives a pod: the DaemonSet's own annotations (read from the manifest) on
+    one pod, whose address is the pod's IP with another port; none on a second pod. Every other
+    line of the shipped file is used as it is."""
+    import json
+    import re
+
+    shipped = (ROOT / "contrib" / "kubernetes" / "prometheus-scrape.yml").read_text()
+    sd = tmp_path / "pods.json"
+    cfg = re.sub(
+        r"    kubernetes_sd_configs:\n(?:      .*\n)+",
+        f"    file_sd_configs:\n      - files: ['{sd}']\n",
+        shipped.replace("scrape_interval: 15s", "scrape_interval: 1s"),
+    )
+    assert "file_sd_configs" in cfg and "relabel_configs" in cfg
+    ann = daemonset()["spec"]["template"]["metadata"]["annotations"]
+    with exporter("--node-name", "node-a") as (_, port):
+
+        def pod(name: str, annotations: dict[str, str]) -> dict[str, object]:
+            labels = {"__meta_kubernetes_namespace": "memtop", "__meta_kubernetes_pod_name": name}
+            for k, v in annotations.items():
+                labels["__meta_kubernetes_pod_annotation_" + re.sub(r"[^a-zA-Z0-9_]", "_", k)] = v
+            labels["__meta_kubernetes_pod_annotation_prometheus_io_port"] = str(port)  # the pod's port
+            return {"targets": ["127.0.0.1:1"], "labels": labels}
+
+        other = {k: v for k, v in ann.items() if k != "prometheus.io/scrape"}
+        sd.write_text(json.dumps([pod("memtop-abcde", ann), pod("not-annotated", other)]))
+        (tmp_path / "prometheus.yml").write_text(cfg)
+        api_port = free_port()
+        prom = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'data'}",
+                f"--web.listen-address=127.0.0.1:{api_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        api = f"http://127.0.0.1:{api_port}"
+        try:
+
+            def targets() -> list[dict[str, object]]:
+                doc = json.loads(get(f"{api}/api/v1/targets")[2])
+                active: list[dict[str, object]] = doc["data"]["activeTargets"]
+                return active
+
+            wait_for("prometheus scraping the pod", lambda: any(t.get("health") == "up" for t in targets()))
+            (t,) = targets()  # the pod without the annotation is dropped
+            labels = t["labels"]
+            assert isinstance(labels, dict)
+            assert labels["pod"] == "memtop-abcde" and labels["namespace"] == "memtop"
+            assert labels["instance"] == f"127.0.0.1:{port}"
+            q = 'memtop_probe_up{job="memtop",pod="memtop-abcde",node="node-a",probe="procfs"}'
+            wait_for(
+                "memtop's series with its node and the pod",
+                lambda: bool(
+                    json.loads(get(f"{api}/api/v1/query?query=" + urllib.parse.quote(q))[2])["data"]["result"]
+                ),
+            )
+        finally:
+            prom.terminate()
+            prom.wait(timeout=30)
