@@ -156,11 +156,18 @@ def test_unsafe_directories_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_is_exit_2_and_leaves_no_temp_file() -> None:
-    with small_tmpfs("256k") as mnt:
+    # room for any machine's exposition (500 cgroups made it bigger than 256 KiB, and memtop failed
+    # at its first write): the disk is filled up to ENOSPC once memtop has written, whatever its size
+    with small_tmpfs("16m") as mnt:
         target = mnt / "memtop.prom"
         proc = start(target, "--interval", "0.2")
         try:
-            until("the first write", target.exists)
+
+            def written() -> bool:
+                assert proc.poll() is None, proc.communicate()
+                return target.exists()
+
+            until("the first write", written)
 
             def failed() -> bool:
                 # the disk full, and kept full: each write that replaces the file frees the old
