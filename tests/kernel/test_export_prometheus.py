@@ -58,7 +58,19 @@ def wait_for(what: str, ok: Any, timeout_s: float = 60) -> None:
 def exporter(*extra: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     port = free_port()
     proc = subprocess.Popen(
-        [*memtop_cmd(), "export", "--listen", f"127.0.0.1:{port}", *extra],
+        # every series, whatever the machine's size: past the default 10000 (800 cgroups here, a
+        # bench leaves 500 with workloads) the budget cut the families built last, the per-cgroup
+        # ones, for the cgroups sorted after the others' (/memtop-test-* after /memtop-bench-*);
+        # ``extra`` comes after, so a test of the budget still sets its own
+        [
+            *memtop_cmd(),
+            "export",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--max-series",
+            str(UNBOUNDED_SERIES),
+            *extra,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -137,10 +149,7 @@ def majflt(pid: int) -> int:
 @pytest.mark.bpf
 def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
     hog_exe, fill_exe = compile_c("reclaim_hog"), compile_c("swapfill")
-    # every series, whatever the machine's size: past the default 10000 (800 cgroups here, a bench
-    # leaves 500 with workloads) the budget cut the families built last, the per-cgroup reclaim
-    # episodes, for the cgroups sorted after the others' (/memtop-test-* after /memtop-bench-*)
-    with exporter("--max-series", str(UNBOUNDED_SERIES)) as (proc, port), prometheus(port) as api:
+    with exporter() as (proc, port), prometheus(port) as api:
         wait_for("a first scrape", lambda: scraped_after(api, 0))
         with swapfile(), memcg(100 * MiB) as cg:
             path = "/" + cg.name
