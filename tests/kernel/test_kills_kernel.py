@@ -254,17 +254,23 @@ def test_earlyoom_is_named_as_the_killer() -> None:
 
 @pytest.mark.bpf
 def test_forecast_at_half_way_and_the_predicted_victim() -> None:
-    """A workload growing steadily (20 MiB/s) toward its memcg's 700 MiB limit, swap forbidden,
-    beside a larger process (300 MiB): the forecast memtop shows half-way through the growth is
-    within 30 % of the time the kernel then took to kill (mark_victim's timestamp), and the victim
-    it names is the one killed: the smaller, whose oom_score_adj 500 counts as half the limit."""
+    """A workload growing steadily (10 MiB/s, its steps at fixed deadlines: the same average
+    whatever the load) toward its memcg's 700 MiB limit, swap forbidden, beside a larger process
+    (300 MiB): the forecast memtop shows half-way through the growth is within 30 % of the time the
+    kernel then took to kill (mark_victim's timestamp), and the victim it names is the one killed:
+    the smaller, whose oom_score_adj 500 counts as half the limit.
+
+    Half-way comes after 20 s of growth, twice the forecast's window (FORECAST_WINDOW_NS): the rate
+    it shows is the growth's alone. At 20 MiB/s (relative sleeps) half-way came just as the window
+    filled, so the figure depended on how fast the workload and memtop's samples went under load
+    (3.3 s forecast for a 10 s kill once)."""
     from support import memcg
 
     limit, big_mib = 700 * MiB, 300
     with memtop_batch() as batch, memcg(limit, swap=False) as cg:
         path = f"/{cg.name}"
         big = grower(str(big_mib), str(big_mib), "0", "wait")
-        w = grower("1000", "4", "200", "adj=500", "wait")
+        w = grower("1000", "2", "200", "adj=500", "wait", "steady")
         try:
             assert big.stdout is not None and big.stdin is not None
             assert w.stdout is not None and w.stdin is not None

@@ -26,6 +26,8 @@ from support import (
 pytestmark = pytest.mark.bpf
 
 GONE_WITHIN_S = 3.0
+#: longer than any test here runs: the fixture kills the leaker before it stops leaking
+LEAK_S = 600
 
 
 @pytest.fixture
@@ -54,8 +56,9 @@ def trap(tmp_path: Path) -> Iterator[tuple[int, list[Path]]]:
     (tmp_path / ".debug").mkdir()
     fifos = [tmp_path / "leaky.debug", tmp_path / ".debug" / "leaky.debug"]
     # leaking starts at the first breakpoint in malloc: the leaks preflight's count, a second and a
-    # compilation before the leaks probe attaches, so it leaks long enough to be seen by that one
-    proc = subprocess.Popen([str(exe), "a", "10", "600"], stdout=subprocess.DEVNULL)
+    # compilation before the leaks probe attaches (6-11 s under load); so it leaks until killed
+    # (400 KiB/s), whenever that probe attaches, rather than for a fixed time that may end first
+    proc = subprocess.Popen([str(exe), "a", str(LEAK_S), "0"], stdout=subprocess.DEVNULL)
     # the dynamic loader maps libc a moment after the fork returns
     wait_until(lambda: "libc.so" in Path(f"/proc/{proc.pid}/maps").read_text(), "libc mapped")
     fifos.append(Path(f"/tmp/perf-{proc.pid}.map"))

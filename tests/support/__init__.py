@@ -29,7 +29,7 @@ from support.memtop_run import (
     prog_ids_of,
     run_snapshot,
 )
-from support.mounts import fill, small_tmpfs, zram_filesystem
+from support.mounts import fill, fill_up, small_tmpfs, zram_filesystem
 from support.paths import DATA, PROGRAMS, ROOT, WORKLOADS
 from support.procs import (
     between,
@@ -75,6 +75,7 @@ __all__ = [
     "documents",
     "exit_deadline_hit",
     "fill",
+    "fill_up",
     "force_tick",
     "function_address",
     "kb",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import tempfile
@@ -60,3 +61,21 @@ def fill(directory: Path, leave_bytes: int = 0, name: str = "filler") -> None:
     free = st.f_bavail * st.f_frsize
     with open(directory / name, "wb") as f:
         f.write(b"\0" * max(0, free - leave_bytes))
+
+
+def fill_up(directory: Path, name: str = "filler") -> None:
+    """Append to the file ``name`` until the file system of ``directory`` says ENOSPC: full
+    whatever another process writes or frees meanwhile (``fill`` sizes its one write from a
+    statvfs that a concurrent writer makes stale). Call it again to take what was freed since."""
+    chunk = b"\0" * (1 << 16)
+    fd = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        while True:
+            try:
+                os.write(fd, chunk)  # a short write fills the last page; the next one fails
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    return
+                raise
+    finally:
+        os.close(fd)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import fill, memtop_cmd, small_tmpfs
+from support import fill_up, memtop_cmd, small_tmpfs
 
 from memtop.core.errors import UnsafePath
 from memtop.export.textfile import Textfile
@@ -156,13 +156,26 @@ def test_unsafe_directories_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_is_exit_2_and_leaves_no_temp_file() -> None:
-    with small_tmpfs("256k") as mnt:
+    # room for any machine's exposition (500 cgroups made it bigger than 256 KiB, and memtop failed
+    # at its first write): the disk is filled up to ENOSPC once memtop has written, whatever its size
+    with small_tmpfs("16m") as mnt:
         target = mnt / "memtop.prom"
         proc = start(target, "--interval", "0.2")
         try:
-            until("the first write", target.exists)
-            target.unlink()
-            fill(mnt)  # the disk is full now: the next write fails
+
+            def written() -> bool:
+                assert proc.poll() is None, proc.communicate()
+                return target.exists()
+
+            until("the first write", written)
+
+            def failed() -> bool:
+                # the disk full, and kept full: each write that replaces the file frees the old
+                # one's pages, which the next write could take (one fill raced those writes)
+                fill_up(mnt)
+                return proc.poll() is not None
+
+            until("memtop's exit on a failed write", failed)
             rc = proc.wait(timeout=WAIT_S)
         finally:
             if proc.poll() is None:
@@ -170,4 +183,6 @@ def test_a_failed_write_is_exit_2_and_leaves_no_temp_file() -> None:
             _, err = proc.communicate()
         assert rc == 2, err
         assert "cannot write" in err.decode(errors="replace")
-        assert sorted(p.name for p in mnt.iterdir()) == ["filler"]
+        # no temporary file: the filler, and the last file memtop wrote whole (a rename)
+        assert sorted(p.name for p in mnt.iterdir()) == ["filler", "memtop.prom"]
+        assert target.read_bytes().endswith(b"\n")

@@ -9,12 +9,13 @@ import errno
 import os
 import signal
 import subprocess
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import pytest
-from support import fill, memtop_cmd, small_tmpfs, wait_until
+from support import fill, fill_up, memtop_cmd, small_tmpfs, wait_until
 
 from memtop.core.errors import BadRecording, UnsafePath, WriteFailed
 from memtop.linux import files
@@ -219,14 +220,52 @@ def test_cli_record_on_full_disk(small: Path) -> None:
     assert names(small) == {"filler"}
 
 
-def test_cli_record_filling_the_disk(small: Path) -> None:
-    fill(small, leave_bytes=4096)
-    out = small / "r.jsonl.gz"
-    proc = run_memtop(["record", "--no-bpf", "--output", str(out), "--duration", "120", "--interval", "0.1"])
-    line = assert_one_line_error(proc)
-    assert "No space left on device" in line and "--salvage" in line
-    assert names(small) == {"filler", "r.jsonl.gz"}
-    assert len(Recording.load(out, salvage=True).index) > 0
+def recorded_samples(directory: Path) -> int:
+    """The whole samples in the recording memtop is writing in ``directory`` (its temporary file,
+    sync-flushed after every sample: what a salvage would read), 0 before it exists."""
+    temps = [p for p in directory.iterdir() if p.name.endswith(".tmp")]
+    if not temps:
+        return 0
+    try:
+        data = temps[0].read_bytes()
+    except FileNotFoundError:  # renamed or removed meanwhile
+        return 0
+    text = zlib.decompressobj(wbits=31).decompress(data)  # a gzip stream cut short is fine
+    return max(0, text.count(b"\n") - 1)  # the first line is the header
+
+
+def test_cli_record_filling_the_disk() -> None:
+    """The disk fills up once memtop has recorded two samples (filled then, whatever a sample's
+    size on this machine: 500 cgroups made the first one bigger than a fixed slack): exit 2, the
+    samples so far kept at the target and the message says how many and that --salvage reads
+    them."""
+    with small_tmpfs("16m") as small:
+        out = small / "r.jsonl.gz"
+        proc = subprocess.Popen(
+            memtop_cmd()
+            + ["record", "--no-bpf", "--output", str(out), "--duration", "120", "--interval", "0.1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+
+            def two_samples() -> bool:
+                assert proc.poll() is None, proc.communicate()
+                return recorded_samples(small) >= 2
+
+            wait_until(two_samples, "two samples recorded", 60)
+            # full now; kept full until memtop's next sample needs a page (a sample may still fit
+            # in the last page's slack)
+            fill_up(small)
+            stdout, stderr = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+        line = assert_one_line_error(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr))
+        assert "No space left on device" in line and "--salvage" in line
+        assert names(small) == {"filler", "r.jsonl.gz"}
+        kept = len(Recording.load(out, salvage=True).index)
+        assert kept >= 2 and f"after {kept} samples" in line, (kept, line)
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:

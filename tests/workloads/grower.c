@@ -2,7 +2,9 @@
 // Prints "held N" (MiB) after each step. With "stubborn" it ignores SIGTERM (only SIGKILL ends
 // it); with "adj" it sets its own oom_score_adj to 1000, so that a killer choosing by oom_score
 // picks it over anything else on the machine ("adj=N": N); with "wait" it starts growing on a line on stdin
-// (the test places it in a cgroup first).
+// (the test places it in a cgroup first); with "steady" each step is due at a fixed deadline
+// (STEP_MS after the previous one was due): a step delayed by others' load is caught up, so the
+// growth over a few steps averages STEP_MIB per STEP_MS whatever the load.
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,10 +18,12 @@ int main(int argc, char **argv) {
     size_t total = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
     size_t step = argc > 2 ? strtoul(argv[2], NULL, 10) : 8;
     long step_ms = argc > 3 ? atol(argv[3]) : 100;
-    int wait = 0;
+    int wait = 0, steady = 0;
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "wait"))
             wait = 1;
+        if (!strcmp(argv[i], "steady"))
+            steady = 1;
         if (!strcmp(argv[i], "stubborn"))
             signal(SIGTERM, SIG_IGN);
         if (!strcmp(argv[i], "adj") || !strncmp(argv[i], "adj=", 4)) {
@@ -37,6 +41,8 @@ int main(int argc, char **argv) {
     char line[64];
     if (wait && !fgets(line, sizeof(line), stdin))
         return 1;
+    struct timespec due;
+    clock_gettime(CLOCK_MONOTONIC, &due);
     for (size_t held = 0; held < total;) {
         size_t n = step < total - held ? step : total - held;
         char *p = mmap(NULL, n << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -47,7 +53,15 @@ int main(int argc, char **argv) {
         held += n;
         printf("held %zu\n", held);
         fflush(stdout);
-        if (held < total)
+        if (held < total && steady) {
+            due.tv_sec += pause_ts.tv_sec;
+            due.tv_nsec += pause_ts.tv_nsec;
+            if (due.tv_nsec >= 1000000000L) {
+                due.tv_nsec -= 1000000000L;
+                due.tv_sec++;
+            }
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL);
+        } else if (held < total)
             nanosleep(&pause_ts, NULL);
     }
     for (;;)
