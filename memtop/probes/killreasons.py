@@ -1,5 +1,6 @@
 """Why a userspace memory killer killed, where it says so: its lines in the journal (earlyoom's
-stderr, systemd-oomd's log) and the cgroup xattrs systemd-oomd sets on what it killed.
+stderr, systemd-oomd's log) and the cgroup xattrs systemd-oomd and Meta's oomd set on what they
+killed.
 
 The journal is read with ``journalctl -o json``, bounded (the lines since a few seconds before the
 kill, at most ``JOURNAL_LINES``) and with a timeout, from the kills probe's poll (a worker thread,
@@ -31,6 +32,12 @@ JOURNAL_MAX_BYTES = 4 << 20
 JOURNAL_KILLERS = ("earlyoom", "systemd-oomd", "nohang")
 #: systemd-oomd's xattrs on a cgroup it acted on: how many times, and how many processes it killed
 OOMD_XATTRS = ("user.oomd_ooms", "user.oomd_kill")
+#: Meta's oomd's (its BaseKillPlugin): kills begun and processes killed in the cgroup, and the
+#: uuid of its latest kill (newer versions also write the user.* twins, read when the trusted.*
+#: ones are not there)
+META_OOMD_XATTRS = ("trusted.oomd_ooms", "trusted.oomd_kill", "trusted.oomd_kill_uuid")
+#: the xattrs each killer sets, by the name memtop knows it by
+KILLER_XATTRS = {"systemd-oomd": OOMD_XATTRS, "oomd": META_OOMD_XATTRS}
 #: a reason's text, at most (a line or two)
 REASON_MAX = 400
 
@@ -146,13 +153,17 @@ def reasons(lines: dict[str, list[str]]) -> list[Said]:
     return earlyoom_reasons(lines.get("earlyoom", [])) + oomd_reasons(lines.get("systemd-oomd", []))
 
 
-def oomd_xattrs(cgroup_dir: str) -> str:
-    """systemd-oomd's marks on a cgroup directory ("user.oomd_ooms=2, user.oomd_kill=5"; "" none)."""
+def oomd_xattrs(cgroup_dir: str, names: Iterable[str] = OOMD_XATTRS) -> str:
+    """A killer's marks on a cgroup directory ("user.oomd_ooms=2, user.oomd_kill=5"; "" none):
+    systemd-oomd's by default, Meta oomd's with ``META_OOMD_XATTRS`` (a trusted.* one missing is
+    looked for as its user.* twin)."""
     parts = []
-    for name in OOMD_XATTRS:
-        try:
-            value = os.getxattr(cgroup_dir, name, follow_symlinks=False)
-        except OSError:
-            continue
-        parts.append(f"{name}={clean(value[:64])}")
+    for name in names:
+        for attr in (name, "user." + name[len("trusted.") :]) if name.startswith("trusted.") else (name,):
+            try:
+                value = os.getxattr(cgroup_dir, attr, follow_symlinks=False)
+            except OSError:
+                continue
+            parts.append(f"{attr}={clean(value[:64])}")
+            break
     return ", ".join(parts)

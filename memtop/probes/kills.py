@@ -298,7 +298,7 @@ class KillsProbe(BpfProbe):
         hier = self._layout.unified
         if path is None or hier is None:
             return []
-        marks = killreasons.oomd_xattrs(hier.dir(path))
+        marks = killreasons.oomd_xattrs(hier.dir(path), killreasons.KILLER_XATTRS[rec.killer])
         if not marks:
             return []
         return [KillReason(rec.victim_pid, rec.killer, f"{clean(os.fsencode(path))}: {marks}")]

@@ -427,26 +427,24 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
         print("journald does not run here: earlyoom's reason parsed from its captured output only")
 
 
-@pytest.mark.bpf
-def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
-    """A kill by a program named systemd-oomd (the system's kill(1) copied under that name: memtop
-    knows a killer by its executable) of a process in a cgroup2 group carrying the xattrs
-    systemd-oomd sets on what it kills (``user.oomd_ooms``, ``user.oomd_kill``): memtop names the
-    killer and gives the xattrs, as the kernel holds them, as its reason."""
+def _xattr_kill(killer_name: str, xattrs: list[tuple[str, bytes]]) -> tuple[Doc, int, str]:
+    """A kill by the system's kill(1) copied as ``killer_name`` (memtop knows a killer by its
+    executable) of a process in a new cgroup2 group carrying ``xattrs``: memtop's document once
+    the kill has its reason, the victim, and the group (removed afterwards)."""
     from memtop.linux import cgroupfs
 
     unified = cgroupfs.layout().unified
     if unified is None:
         pytest.skip("no cgroup2 hierarchy mounted")
     tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killx-{os.getpid()}-"))
-    killer = tmp / "systemd-oomd"
+    killer = tmp / killer_name
     shutil.copy(shutil.which("kill") or "/usr/bin/kill", killer)
     killer.chmod(0o755)
-    group = Path(unified.mountpoint) / f"memtop-killx-{os.getpid()}"
+    group = Path(unified.mountpoint) / f"memtop-killx-{killer_name}-{os.getpid()}"
     group.mkdir()
     try:
-        os.setxattr(group, "user.oomd_ooms", b"1")
-        os.setxattr(group, "user.oomd_kill", b"3")
+        for name, value in xattrs:
+            os.setxattr(group, name, value)
         with memtop_batch() as batch:
             w = grower("50", "50", "0")
             try:
@@ -456,16 +454,12 @@ def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
                 subprocess.run([str(killer), "-KILL", str(w.pid)], check=True)
                 # not reaped until memtop has read its cgroup (a zombie keeps it)
                 doc = batch.wait("the kill's reason", lambda d: any(k["reason"] for k in kills_of(d, w.pid)))
+                # the xattrs as the kernel holds them, while the group is there
+                held_xattrs = ", ".join(f"{n}={os.getxattr(group, n).decode()}" for n, _ in xattrs)
             finally:
                 w.kill()
                 w.wait()
-        (k,) = kills_of(doc, w.pid)
-        assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
-        held_xattrs = ", ".join(
-            f"{n}={os.getxattr(group, n).decode()}" for n in ("user.oomd_ooms", "user.oomd_kill")
-        )
-        assert k["reason"] == f"/{group.name}: {held_xattrs}", k
-        assert f"systemd-oomd said: /{group.name}: user.oomd_ooms=1, user.oomd_kill=3" in signal_kill_line(k)
+        return doc, w.pid, f"/{group.name}: {held_xattrs}"
     finally:
         deadline = time.monotonic() + WAIT_S
         while group.exists() and time.monotonic() < deadline:
@@ -474,3 +468,35 @@ def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
             except OSError:  # busy until the kernel has let the killed process go
                 time.sleep(0.1)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.bpf
+def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
+    """A kill by a program named systemd-oomd of a process in a cgroup2 group carrying the xattrs
+    systemd-oomd sets on what it kills (``user.oomd_ooms``, ``user.oomd_kill``): memtop names the
+    killer and gives the xattrs, as the kernel holds them, as its reason."""
+    xattrs = [("user.oomd_ooms", b"1"), ("user.oomd_kill", b"3")]
+    doc, pid, expected = _xattr_kill("systemd-oomd", xattrs)
+    (k,) = kills_of(doc, pid)
+    assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+    assert k["reason"] == expected, k
+    assert k["reason"].endswith(": user.oomd_ooms=1, user.oomd_kill=3")
+    assert f"systemd-oomd said: {expected}" in signal_kill_line(k)
+
+
+@pytest.mark.bpf
+def test_meta_oomd_trusted_xattrs_are_the_reason() -> None:
+    """Meta's oomd marks the cgroup it kills in with ``trusted.oomd_ooms`` (kills begun),
+    ``trusted.oomd_kill`` (processes killed) and ``trusted.oomd_kill_uuid``: a kill by a program
+    named oomd of a process in a group carrying them has them, as the kernel holds them, as its
+    reason (and systemd-oomd's user.* ones, absent here, are not what is read)."""
+    uuid = b"8c774f00-8202-4893-a58d-74bd1515660e"
+    xattrs = [("trusted.oomd_ooms", b"2"), ("trusted.oomd_kill", b"1"), ("trusted.oomd_kill_uuid", uuid)]
+    doc, pid, expected = _xattr_kill("oomd", xattrs)
+    (k,) = kills_of(doc, pid)
+    assert k["killer"] == "oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+    assert k["reason"] == expected, k
+    assert k["reason"].endswith(
+        f": trusted.oomd_ooms=2, trusted.oomd_kill=1, trusted.oomd_kill_uuid={uuid.decode()}"
+    )
+    assert f"oomd said: {expected}" in signal_kill_line(k)
