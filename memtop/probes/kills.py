@@ -18,10 +18,10 @@ from typing import Any
 
 from memtop.core.text import clean
 from memtop.linux import cgroupfs, tracefs
-from memtop.probes import killreasons
+from memtop.probes import killreasons, oomctl
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
-from memtop.records.oom import KillReason, MemoryKillers, OomScoreAdj, SignalKill
+from memtop.records.oom import KillReason, MemoryKillers, OomdMonitored, OomScoreAdj, SignalKill
 
 #: executables (or scripts) of the userspace memory killers memtop knows
 KNOWN_KILLERS = ("earlyoom", "systemd-oomd", "oomd", "nohang", "kubelet", "low-memory-monitor")
@@ -211,6 +211,9 @@ class KillsProbe(BpfProbe):
         self._journal_at = 0.0
         self._layout: cgroupfs.Layout | None = None
         self.oomd_dropins = OOMD_DROPINS
+        #: systemd-oomd's own account (oomctl dump), off the poll's thread
+        self.oomctl = oomctl.Reader()
+        self._oomd_seen: OomdMonitored | None = None
 
     def configure(self, killers: Iterable[str], threshold_bytes: int) -> None:
         """The known killers plus the user's (``--killer``), and the threshold of other SIGKILLs."""
@@ -263,8 +266,31 @@ class KillsProbe(BpfProbe):
             if killers != self._killers:
                 self._killers = killers
                 out.append(MemoryKillers(killers=killers))
+        out.extend(self._oomctl())
         out.append(self.lost_record("kills_lost"))
         return out
+
+    def _oomctl(self) -> list[Record]:
+        """systemd-oomd's monitored cgroups, when a run of oomctl finished (sent when changed)."""
+        got = self.oomctl.take()
+        if got is None:
+            return []
+        dump, why = got
+        if dump is None:
+            rec = OomdMonitored(status=why)
+        else:
+            rec = OomdMonitored(
+                status="",
+                dry_run=dump.dry_run,
+                swap_used_limit_percent=dump.swap_used_limit_percent,
+                pressure_limit_percent=dump.pressure_limit_percent,
+                pressure_duration_s=dump.pressure_duration_s,
+                monitored=tuple((m.path, m.rule, m.limit_percent, m.duration_s) for m in dump.monitored),
+            )
+        if rec == self._oomd_seen:
+            return []
+        self._oomd_seen = rec
+        return [rec]
 
     def scan_adj(self) -> tuple[tuple[int, int], ...]:
         """(pid, oom_score_adj) of every process whose adj is not 0."""

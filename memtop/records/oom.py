@@ -108,3 +108,20 @@ class KillReason(Record):
     reason: str
     rule: str = ""
     cgroup: str = ""  # the cgroup the killer named (its processes' kills), when it named one
+
+
+@record("oomd_monitored")
+@dataclass(frozen=True, slots=True)
+class OomdMonitored(Record):
+    """What systemd-oomd watches, as ``oomctl dump`` said (kills probe, at most every 30 s, only
+    where oomctl is installed; sent when it changed): its ``SwapUsedLimit``, its default memory
+    pressure limit and duration, and each monitored cgroup as (path, rule "swap" or "pressure",
+    its pressure limit %, its duration s; None: not given). ``status``: "" when read, else why
+    not (one line: systemd-oomd not running, oomctl timed out)."""
+
+    status: str
+    dry_run: bool = False
+    swap_used_limit_percent: float | None = None
+    pressure_limit_percent: float | None = None
+    pressure_duration_s: float | None = None
+    monitored: tuple[tuple[str, str, float | None, float | None], ...] = ()

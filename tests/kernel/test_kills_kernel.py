@@ -500,3 +500,16 @@ def test_meta_oomd_trusted_xattrs_are_the_reason() -> None:
         f": trusted.oomd_ooms=2, trusted.oomd_kill=1, trusted.oomd_kill_uuid={uuid.decode()}"
     )
     assert f"oomd said: {expected}" in signal_kill_line(k)
+
+
+@pytest.mark.bpf
+def test_oomctl_without_systemd_oomd_says_why_and_memtop_ticks_on() -> None:
+    """oomctl installed (tests/programs.txt), systemd-oomd not running (no systemd as PID 1 on
+    this machine): memtop's OOM document says why in one line, and its ticks go on."""
+    assert shutil.which("oomctl"), "oomctl (Debian package systemd-oomd) is in tests/programs.txt"
+    with memtop_batch() as batch:
+        doc = batch.wait("oomctl's status", lambda d: d.get("oomd") is not None)
+        batch.ticks(3)  # the tick did not wait for it, nor stopped
+    oomd = doc["oomd"]
+    assert oomd["status"].startswith("oomctl dump failed (systemd-oomd not running?): "), oomd
+    assert "\n" not in oomd["status"] and oomd["monitored"] == []
