@@ -50,6 +50,15 @@ EARLYOOM_STATUS = re.compile(r"^mem avail:.*swap free:.*$")
 # "Killed /user.slice/… due to memory used (…) / total (…) and swap used (…) / total (…) being
 # more than 90.00%"
 OOMD_KILLED = re.compile(r"Killed (/\S*) due to (.*)")
+# nohang (0.2): "Memory status that requires corrective actions:" then its indented reasons
+# ("  MemAvailable [9340 MiB, 38.7 %] <= soft_threshold_min_mem [9342 MiB, 38.8 %]", "  SwapFree
+# […] <= soft_threshold_min_swap […]", "  Current PSI metric value (…) >= soft_threshold_max_psi
+# (…)", "  MemUsedZram […] >= …"), the victim ("  PID: 3, name: grower, badness: 2338" after
+# "process with highest badness:", and "  PID:       3, name: grower, state: …" under "Victim
+# status"), then "Implementing a corrective action:" / "  Sending SIGTERM to the victim"
+NOHANG_STATUS = "Memory status that requires corrective actions:"
+NOHANG_VICTIM = re.compile(r"^\s*PID:\s+(\d+), name: ")
+NOHANG_SEND = re.compile(r"Sending SIG(?:TERM|KILL) to the victim")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +92,43 @@ def earlyoom_reasons(lines: Iterable[str]) -> list[Said]:
             out.append(
                 Said("earlyoom", int(m.group(1)), "", clean(reason.encode())[:REASON_MAX], "low_memory")
             )
+    return out
+
+
+def nohang_reasons(lines: Iterable[str]) -> list[Said]:
+    """nohang's kills in its output (its messages span lines: each is split), each with the
+    memory status it acted on and the victim it named."""
+    out: list[Said] = []
+    status: list[str] = []
+    in_status = False
+    victim = 0
+    for line in (part for msg in lines for part in msg.rstrip("\n").split("\n")):
+        if not line.strip():
+            continue
+        if line.strip() == NOHANG_STATUS:
+            in_status, status = True, []
+            continue
+        if in_status and line.startswith("  ") and ("<=" in line or ">=" in line or "exceeded" in line):
+            status.append(line.strip())
+            continue
+        in_status = False
+        m = NOHANG_VICTIM.match(line)
+        if m:
+            victim = int(m.group(1))
+            continue
+        if NOHANG_SEND.search(line) and victim:
+            reason = "; ".join(status) or line.strip()
+            rule = (
+                "pressure"
+                if "PSI" in reason
+                else "zram"
+                if "MemUsedZram" in reason
+                else "low_memory"
+                if reason.startswith("MemAvailable")
+                else ""
+            )
+            out.append(Said("nohang", victim, "", clean(reason.encode())[:REASON_MAX], rule))
+            victim = 0
     return out
 
 
@@ -150,7 +196,11 @@ def journal_lines(since_s: float, killers: Iterable[str] = JOURNAL_KILLERS) -> d
 
 
 def reasons(lines: dict[str, list[str]]) -> list[Said]:
-    return earlyoom_reasons(lines.get("earlyoom", [])) + oomd_reasons(lines.get("systemd-oomd", []))
+    return (
+        earlyoom_reasons(lines.get("earlyoom", []))
+        + oomd_reasons(lines.get("systemd-oomd", []))
+        + nohang_reasons(lines.get("nohang", []))
+    )
 
 
 def oomd_xattrs(cgroup_dir: str, names: Iterable[str] = OOMD_XATTRS) -> str:
