@@ -1,5 +1,6 @@
 """Why a userspace memory killer killed, where it says so: its lines in the journal (earlyoom's
-stderr, systemd-oomd's log) and the cgroup xattrs systemd-oomd sets on what it killed.
+stderr, systemd-oomd's log) and the cgroup xattrs systemd-oomd and Meta's oomd set on what they
+killed.
 
 The journal is read with ``journalctl -o json``, bounded (the lines since a few seconds before the
 kill, at most ``JOURNAL_LINES``) and with a timeout, from the kills probe's poll (a worker thread,
@@ -31,6 +32,12 @@ JOURNAL_MAX_BYTES = 4 << 20
 JOURNAL_KILLERS = ("earlyoom", "systemd-oomd", "nohang")
 #: systemd-oomd's xattrs on a cgroup it acted on: how many times, and how many processes it killed
 OOMD_XATTRS = ("user.oomd_ooms", "user.oomd_kill")
+#: Meta's oomd's (its BaseKillPlugin): kills begun and processes killed in the cgroup, and the
+#: uuid of its latest kill (newer versions also write the user.* twins, read when the trusted.*
+#: ones are not there)
+META_OOMD_XATTRS = ("trusted.oomd_ooms", "trusted.oomd_kill", "trusted.oomd_kill_uuid")
+#: the xattrs each killer sets, by the name memtop knows it by
+KILLER_XATTRS = {"systemd-oomd": OOMD_XATTRS, "oomd": META_OOMD_XATTRS}
 #: a reason's text, at most (a line or two)
 REASON_MAX = 400
 
@@ -43,6 +50,15 @@ EARLYOOM_STATUS = re.compile(r"^mem avail:.*swap free:.*$")
 # "Killed /user.slice/… due to memory used (…) / total (…) and swap used (…) / total (…) being
 # more than 90.00%"
 OOMD_KILLED = re.compile(r"Killed (/\S*) due to (.*)")
+# nohang (0.2): "Memory status that requires corrective actions:" then its indented reasons
+# ("  MemAvailable [9340 MiB, 38.7 %] <= soft_threshold_min_mem [9342 MiB, 38.8 %]", "  SwapFree
+# […] <= soft_threshold_min_swap […]", "  Current PSI metric value (…) >= soft_threshold_max_psi
+# (…)", "  MemUsedZram […] >= …"), the victim ("  PID: 3, name: grower, badness: 2338" after
+# "process with highest badness:", and "  PID:       3, name: grower, state: …" under "Victim
+# status"), then "Implementing a corrective action:" / "  Sending SIGTERM to the victim"
+NOHANG_STATUS = "Memory status that requires corrective actions:"
+NOHANG_VICTIM = re.compile(r"^\s*PID:\s+(\d+), name: ")
+NOHANG_SEND = re.compile(r"Sending SIG(?:TERM|KILL) to the victim")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +92,43 @@ def earlyoom_reasons(lines: Iterable[str]) -> list[Said]:
             out.append(
                 Said("earlyoom", int(m.group(1)), "", clean(reason.encode())[:REASON_MAX], "low_memory")
             )
+    return out
+
+
+def nohang_reasons(lines: Iterable[str]) -> list[Said]:
+    """nohang's kills in its output (its messages span lines: each is split), each with the
+    memory status it acted on and the victim it named."""
+    out: list[Said] = []
+    status: list[str] = []
+    in_status = False
+    victim = 0
+    for line in (part for msg in lines for part in msg.rstrip("\n").split("\n")):
+        if not line.strip():
+            continue
+        if line.strip() == NOHANG_STATUS:
+            in_status, status = True, []
+            continue
+        if in_status and line.startswith("  ") and ("<=" in line or ">=" in line or "exceeded" in line):
+            status.append(line.strip())
+            continue
+        in_status = False
+        m = NOHANG_VICTIM.match(line)
+        if m:
+            victim = int(m.group(1))
+            continue
+        if NOHANG_SEND.search(line) and victim:
+            reason = "; ".join(status) or line.strip()
+            rule = (
+                "pressure"
+                if "PSI" in reason
+                else "zram"
+                if "MemUsedZram" in reason
+                else "low_memory"
+                if reason.startswith("MemAvailable")
+                else ""
+            )
+            out.append(Said("nohang", victim, "", clean(reason.encode())[:REASON_MAX], rule))
+            victim = 0
     return out
 
 
@@ -143,16 +196,24 @@ def journal_lines(since_s: float, killers: Iterable[str] = JOURNAL_KILLERS) -> d
 
 
 def reasons(lines: dict[str, list[str]]) -> list[Said]:
-    return earlyoom_reasons(lines.get("earlyoom", [])) + oomd_reasons(lines.get("systemd-oomd", []))
+    return (
+        earlyoom_reasons(lines.get("earlyoom", []))
+        + oomd_reasons(lines.get("systemd-oomd", []))
+        + nohang_reasons(lines.get("nohang", []))
+    )
 
 
-def oomd_xattrs(cgroup_dir: str) -> str:
-    """systemd-oomd's marks on a cgroup directory ("user.oomd_ooms=2, user.oomd_kill=5"; "" none)."""
+def oomd_xattrs(cgroup_dir: str, names: Iterable[str] = OOMD_XATTRS) -> str:
+    """A killer's marks on a cgroup directory ("user.oomd_ooms=2, user.oomd_kill=5"; "" none):
+    systemd-oomd's by default, Meta oomd's with ``META_OOMD_XATTRS`` (a trusted.* one missing is
+    looked for as its user.* twin)."""
     parts = []
-    for name in OOMD_XATTRS:
-        try:
-            value = os.getxattr(cgroup_dir, name, follow_symlinks=False)
-        except OSError:
-            continue
-        parts.append(f"{name}={clean(value[:64])}")
+    for name in names:
+        for attr in (name, "user." + name[len("trusted.") :]) if name.startswith("trusted.") else (name,):
+            try:
+                value = os.getxattr(cgroup_dir, attr, follow_symlinks=False)
+            except OSError:
+                continue
+            parts.append(f"{attr}={clean(value[:64])}")
+            break
     return ", ".join(parts)

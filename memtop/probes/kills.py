@@ -18,10 +18,10 @@ from typing import Any
 
 from memtop.core.text import clean
 from memtop.linux import cgroupfs, tracefs
-from memtop.probes import killreasons
+from memtop.probes import killreasons, oomctl
 from memtop.probes.base import BpfProbe
 from memtop.records import Record
-from memtop.records.oom import KillReason, MemoryKillers, OomScoreAdj, SignalKill
+from memtop.records.oom import KillReason, MemoryKillers, OomdMonitored, OomScoreAdj, SignalKill
 
 #: executables (or scripts) of the userspace memory killers memtop knows
 KNOWN_KILLERS = ("earlyoom", "systemd-oomd", "oomd", "nohang", "kubelet", "low-memory-monitor")
@@ -56,7 +56,9 @@ REASON_GIVE_UP_S = 10.0
 #: seconds between journal reads (each a journalctl)
 JOURNAL_EVERY_S = 2.0
 #: the killers whose thresholds memtop reads, by command name
-THRESHOLD_KILLERS = ("earlyoom", "systemd-oomd")
+THRESHOLD_KILLERS = ("earlyoom", "systemd-oomd", "nohang")
+#: nohang's configuration when its command line names none (``-c FILE``, ``--config FILE``)
+NOHANG_CONF = "/etc/nohang/nohang.conf"
 
 #: a killer entry of MemoryKillers: (killer, pid, memory %, swap %, memory KiB, swap KiB, PSI %, where)
 Killer = tuple[str, int, float, float, int, int, float, str]
@@ -148,6 +150,59 @@ def oomd_thresholds(texts: list[str]) -> tuple[float, float]:
     return swap, psi
 
 
+def _lines(raw: bytes) -> str:
+    """A configuration file's text, each line cleaned apart (clean() escapes a newline and
+    caps a string's length: the whole file cleaned at once would be one line, cut short)."""
+    return "\n".join(clean(line) for line in raw.split(b"\n"))
+
+
+def nohang_conf_path(argv: list[str]) -> str:
+    """The configuration file nohang reads, from its command line (``-c FILE``, ``--config FILE``,
+    ``--config=FILE``), else its default."""
+    for i, a in enumerate(argv):
+        if a in ("-c", "--config") and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+    return NOHANG_CONF
+
+
+def _nohang_value(value: str) -> tuple[float, int] | None:
+    """nohang's ``N %`` (percent, KiB 0) or ``N M`` (MiB: percent 100, KiB) (None: neither)."""
+    v = value.split("#", 1)[0].strip()
+    try:
+        if v.endswith("%"):
+            pct = float(v[:-1])
+            return (pct, 0) if 0 <= pct <= 100 else None
+        if v.endswith("M"):
+            mib = float(v[:-1])
+            return (100.0, int(mib * 1024)) if mib >= 0 else None
+    except ValueError:
+        return None
+    return None
+
+
+def nohang_thresholds(text: str) -> tuple[float, float, int, int, float]:
+    """(memory %, swap %, memory KiB, swap KiB, PSI %) nohang sends SIGTERM at, from its config:
+    ``soft_threshold_min_mem`` / ``soft_threshold_min_swap`` (``N %`` or ``N M``: it acts when
+    MemAvailable and SwapFree are both at or under them), and ``soft_threshold_max_psi`` when
+    ``psi_checking_enabled`` (0: PSI not checked). Its defaults (5 %, 10 %) for what is not set."""
+    got: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#@":
+            continue
+        key, eq, value = line.partition("=")
+        if eq:
+            got[key.strip()] = value.strip()
+    mem = _nohang_value(got.get("soft_threshold_min_mem", "")) or (5.0, 0)
+    swap = _nohang_value(got.get("soft_threshold_min_swap", "")) or (10.0, 0)
+    psi = 0.0
+    if got.get("psi_checking_enabled", "").split("#", 1)[0].strip() == "True":
+        psi = _percent(got.get("soft_threshold_max_psi", "").split("#", 1)[0].strip()) or 0.0
+    return mem[0], swap[0], mem[1], swap[1], psi
+
+
 class _Event(ctypes.Structure):
     C_STRUCT = "struct kill_event_t"  # in bpf/kills.bpf.c; the layout is checked (memtop.probes.layout)
     _fields_ = [
@@ -211,6 +266,9 @@ class KillsProbe(BpfProbe):
         self._journal_at = 0.0
         self._layout: cgroupfs.Layout | None = None
         self.oomd_dropins = OOMD_DROPINS
+        #: systemd-oomd's own account (oomctl dump), off the poll's thread
+        self.oomctl = oomctl.Reader()
+        self._oomd_seen: OomdMonitored | None = None
 
     def configure(self, killers: Iterable[str], threshold_bytes: int) -> None:
         """The known killers plus the user's (``--killer``), and the threshold of other SIGKILLs."""
@@ -263,8 +321,31 @@ class KillsProbe(BpfProbe):
             if killers != self._killers:
                 self._killers = killers
                 out.append(MemoryKillers(killers=killers))
+        out.extend(self._oomctl())
         out.append(self.lost_record("kills_lost"))
         return out
+
+    def _oomctl(self) -> list[Record]:
+        """systemd-oomd's monitored cgroups, when a run of oomctl finished (sent when changed)."""
+        got = self.oomctl.take()
+        if got is None:
+            return []
+        dump, why = got
+        if dump is None:
+            rec = OomdMonitored(status=why)
+        else:
+            rec = OomdMonitored(
+                status="",
+                dry_run=dump.dry_run,
+                swap_used_limit_percent=dump.swap_used_limit_percent,
+                pressure_limit_percent=dump.pressure_limit_percent,
+                pressure_duration_s=dump.pressure_duration_s,
+                monitored=tuple((m.path, m.rule, m.limit_percent, m.duration_s) for m in dump.monitored),
+            )
+        if rec == self._oomd_seen:
+            return []
+        self._oomd_seen = rec
+        return [rec]
 
     def scan_adj(self) -> tuple[tuple[int, int], ...]:
         """(pid, oom_score_adj) of every process whose adj is not 0."""
@@ -298,7 +379,7 @@ class KillsProbe(BpfProbe):
         hier = self._layout.unified
         if path is None or hier is None:
             return []
-        marks = killreasons.oomd_xattrs(hier.dir(path))
+        marks = killreasons.oomd_xattrs(hier.dir(path), killreasons.KILLER_XATTRS[rec.killer])
         if not marks:
             return []
         return [KillReason(rec.victim_pid, rec.killer, f"{clean(os.fsencode(path))}: {marks}")]
@@ -345,7 +426,18 @@ class KillsProbe(BpfProbe):
             comms[pid] = comm
             if comm not in THRESHOLD_KILLERS:
                 continue
-            if comm == "earlyoom":
+            if comm == "nohang":
+                argv = [clean(a) for a in self._read(f"{self.proc}/{pid}/cmdline").split(b"\0")]
+                conf = nohang_conf_path(argv)
+                # the path as nohang sees it: its root and, for a relative one, its working directory
+                where = (
+                    f"{self.proc}/{pid}/root{conf}"
+                    if conf.startswith("/")
+                    else f"{self.proc}/{pid}/cwd/{conf}"
+                )
+                mem, swap, mem_kib, swap_kib, psi = nohang_thresholds(_lines(self._read(where)))
+                out.append(("nohang", pid, mem, swap, mem_kib, swap_kib, psi, conf))
+            elif comm == "earlyoom":
                 argv = [clean(a) for a in self._read(f"{self.proc}/{pid}/cmdline").split(b"\0")]
                 if not argv or not argv[0]:
                     continue  # gone, or a kernel thread
@@ -362,7 +454,7 @@ class KillsProbe(BpfProbe):
     def _oomd_texts(self) -> list[str]:
         """oomd.conf, then its drop-ins by file name across the directories (a later directory's
         file of the same name replaces the earlier's), as systemd reads them."""
-        texts = [clean(self._read(self.oomd_conf))]
+        texts = [_lines(self._read(self.oomd_conf))]
         dropins: dict[str, str] = {}
         for d in self.oomd_dropins:
             try:
@@ -372,7 +464,7 @@ class KillsProbe(BpfProbe):
             for name in names:
                 if name.endswith(".conf"):
                     dropins[name] = f"{d}/{name}"
-        texts.extend(clean(self._read(dropins[n])) for n in sorted(dropins))
+        texts.extend(_lines(self._read(dropins[n])) for n in sorted(dropins))
         return texts
 
     def _record(self, ev: _Event) -> SignalKill:

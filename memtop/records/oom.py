@@ -89,8 +89,10 @@ class MemoryKillers(Record):
     MemAvailable is at or under its memory threshold and SwapFree at or under its swap threshold:
     earlyoom's ``-m``/``-s`` (percent of MemTotal / SwapTotal) and ``-M``/``-S`` (KiB, 0 none: the
     lower of the two applies) from its command line; systemd-oomd's ``SwapUsedLimit`` (memory and
-    swap used above it: 100 - it free) from oomd.conf. ``pressure percent``: a PSI limit
-    (systemd-oomd's ``DefaultMemoryPressureLimit``), shown, not forecast (0: none)."""
+    swap used above it: 100 - it free) from oomd.conf; nohang's ``soft_threshold_min_mem`` /
+    ``soft_threshold_min_swap`` from the config its command line names. ``pressure percent``: a
+    PSI limit (systemd-oomd's ``DefaultMemoryPressureLimit``, nohang's ``soft_threshold_max_psi``),
+    shown, not forecast (0: none)."""
 
     killers: tuple[tuple[str, int, float, float, int, int, float, str], ...]
 
@@ -100,11 +102,29 @@ class MemoryKillers(Record):
 class KillReason(Record):
     """Why a userspace killer killed, as it said (kills probe): its journal line (earlyoom's
     ``mem avail: … <= SIGTERM threshold …``, systemd-oomd's ``Killed … due to …``) or the cgroup
-    xattrs systemd-oomd sets (``user.oomd_ooms``, ``user.oomd_kill``); ``rule`` the kind of rule it
-    names ("low_memory", "swap", "pressure", "" unknown)."""
+    xattrs systemd-oomd and Meta's oomd set (``user.oomd_*``, ``trusted.oomd_*``), nohang's memory
+    status lines; ``rule`` the kind of rule it names ("low_memory", "swap", "pressure", "zram",
+    "" unknown)."""
 
     victim_pid: int  # 0: the killer named a cgroup, not a process
     killer: str
     reason: str
     rule: str = ""
     cgroup: str = ""  # the cgroup the killer named (its processes' kills), when it named one
+
+
+@record("oomd_monitored")
+@dataclass(frozen=True, slots=True)
+class OomdMonitored(Record):
+    """What systemd-oomd watches, as ``oomctl dump`` said (kills probe, at most every 30 s, only
+    where oomctl is installed; sent when it changed): its ``SwapUsedLimit``, its default memory
+    pressure limit and duration, and each monitored cgroup as (path, rule "swap" or "pressure",
+    its pressure limit %, its duration s; None: not given). ``status``: "" when read, else why
+    not (one line: systemd-oomd not running, oomctl timed out)."""
+
+    status: str
+    dry_run: bool = False
+    swap_used_limit_percent: float | None = None
+    pressure_limit_percent: float | None = None
+    pressure_duration_s: float | None = None
+    monitored: tuple[tuple[str, str, float | None, float | None], ...] = ()

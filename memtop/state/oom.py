@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memtop.records import Batch
 from memtop.records.host import MemInfo
-from memtop.records.oom import KillReason, MemoryKillers, OomKill, OomScoreAdj, SignalKill
+from memtop.records.oom import KillReason, MemoryKillers, OomdMonitored, OomKill, OomScoreAdj, SignalKill
 from memtop.state.base import Notice, SubState
 
 if TYPE_CHECKING:
@@ -125,6 +125,8 @@ class OomState(SubState):
         #: kills seen while memtop ran, by (killer, reason, cgroup): the kernel's by its constraint,
         #: known userspace killers' by their rule (the exporter's counter; never goes down)
         self.kill_counts: dict[tuple[str, str, str], int] = {}
+        #: systemd-oomd's monitored cgroups as oomctl said (None: oomctl not installed, not run)
+        self.oomd: OomdMonitored | None = None
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
@@ -138,6 +140,9 @@ class OomState(SubState):
                 continue
             if isinstance(rec, MemoryKillers):
                 self.killers = rec.killers
+                continue
+            if isinstance(rec, OomdMonitored):
+                self.oomd = rec
                 continue
             if isinstance(rec, KillReason):
                 self._on_reason(rec)

@@ -143,6 +143,26 @@ class Killer(TypedDict):
     source: str
 
 
+class OomdCgroup(TypedDict):
+    """A cgroup systemd-oomd monitors (``oomd.monitored[]``)."""
+
+    cgroup: str
+    rule: str
+    pressure_limit_percent: float | None
+    pressure_duration_s: float | None
+
+
+class Oomd(TypedDict):
+    """systemd-oomd's account of what it watches, from ``oomctl dump`` (``oomd``)."""
+
+    status: str
+    dry_run: bool
+    swap_used_limit_percent: float | None
+    pressure_limit_percent: float | None
+    pressure_duration_s: float | None
+    monitored: list[OomdCgroup]
+
+
 class OomDoc(Head):
     """The OOM kills pane's document (docs/panes/oom.md)."""
 
@@ -154,6 +174,7 @@ class OomDoc(Head):
     cgroups: list[CgroupOoms]
     at_risk: list[AtRisk]
     killers: list[Killer]
+    oomd: Oomd | None
     forecast_notice_s: float
 
 
@@ -260,6 +281,7 @@ class OomView(View):
                 }
                 for name, pid, mem_pct, swap_pct, mem_kib, swap_kib, psi, where in st.killers
             ],
+            "oomd": _oomd(st),
             "forecast_notice_s": FORECAST_NOTICE_S,
         }
 
@@ -319,6 +341,11 @@ class OomView(View):
             lines.append("Memory killers running, and the thresholds they kill at:")
             for k in doc["killers"]:
                 lines.append("  " + killer_line(k))
+        if doc["oomd"] is not None:
+            lines.append("")
+            lines.append(oomd_line(doc["oomd"]))
+            for m in doc["oomd"]["monitored"]:
+                lines.append("  " + oomd_cgroup_line(m))
         if doc["cgroups"]:
             lines.append("")
             lines.append("OOM kills per memory cgroup since it was created (its own counter):")
@@ -326,6 +353,49 @@ class OomView(View):
                 oom = "" if c["oom"] is None else f", {fmt.plural(c['oom'], 'OOM')}"
                 lines.append(f"  {c['path']}: {fmt.plural(c['oom_kill'], 'kill')}{oom}")
         return "\n".join(lines) + "\n"
+
+
+def _oomd(st: OomState) -> Oomd | None:
+    o = st.oomd
+    if o is None:
+        return None
+    return {
+        "status": o.status,
+        "dry_run": o.dry_run,
+        "swap_used_limit_percent": o.swap_used_limit_percent,
+        "pressure_limit_percent": o.pressure_limit_percent,
+        "pressure_duration_s": o.pressure_duration_s,
+        "monitored": [
+            {"cgroup": path, "rule": rule, "pressure_limit_percent": limit, "pressure_duration_s": dur}
+            for path, rule, limit, dur in o.monitored
+        ],
+    }
+
+
+def oomd_line(o: Mapping[str, Any]) -> str:
+    """One line: what systemd-oomd watches, or why memtop cannot say."""
+    if o["status"]:
+        return f"systemd-oomd (oomctl): {o['status']}"
+    limits = []
+    if o["swap_used_limit_percent"] is not None:
+        limits.append(f"swap used over {o['swap_used_limit_percent']:.2f}%")
+    if o["pressure_limit_percent"] is not None:
+        dur = "" if o["pressure_duration_s"] is None else f" for {o['pressure_duration_s']:g}s"
+        limits.append(f"memory pressure over {o['pressure_limit_percent']:.2f}%{dur} by default")
+    dry = " (dry run: it kills nothing)" if o["dry_run"] else ""
+    n = len(o["monitored"])
+    return (
+        f"systemd-oomd (oomctl) kills on {', '.join(limits) or 'its limits'}{dry}; "
+        f"{fmt.plural(n, 'cgroup')} monitored{':' if n else ''}"
+    )
+
+
+def oomd_cgroup_line(m: Mapping[str, Any]) -> str:
+    if m["rule"] == "swap":
+        return f"{m['cgroup']}: swap (killed first when swap use is over the limit)"
+    limit = "" if m["pressure_limit_percent"] is None else f" over {m['pressure_limit_percent']:.2f}%"
+    dur = "" if m["pressure_duration_s"] is None else f" for {m['pressure_duration_s']:g}s"
+    return f"{m['cgroup']}: memory pressure{limit}{dur}"
 
 
 def _iso(ns: int | None) -> str | None:

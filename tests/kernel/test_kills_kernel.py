@@ -433,26 +433,24 @@ def test_machine_forecast_against_earlyoom_threshold_and_its_reason() -> None:
         print("journald does not run here: earlyoom's reason parsed from its captured output only")
 
 
-@pytest.mark.bpf
-def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
-    """A kill by a program named systemd-oomd (the system's kill(1) copied under that name: memtop
-    knows a killer by its executable) of a process in a cgroup2 group carrying the xattrs
-    systemd-oomd sets on what it kills (``user.oomd_ooms``, ``user.oomd_kill``): memtop names the
-    killer and gives the xattrs, as the kernel holds them, as its reason."""
+def _xattr_kill(killer_name: str, xattrs: list[tuple[str, bytes]]) -> tuple[Doc, int, str]:
+    """A kill by the system's kill(1) copied as ``killer_name`` (memtop knows a killer by its
+    executable) of a process in a new cgroup2 group carrying ``xattrs``: memtop's document once
+    the kill has its reason, the victim, and the group (removed afterwards)."""
     from memtop.linux import cgroupfs
 
     unified = cgroupfs.layout().unified
     if unified is None:
         pytest.skip("no cgroup2 hierarchy mounted")
     tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killx-{os.getpid()}-"))
-    killer = tmp / "systemd-oomd"
+    killer = tmp / killer_name
     shutil.copy(shutil.which("kill") or "/usr/bin/kill", killer)
     killer.chmod(0o755)
-    group = Path(unified.mountpoint) / f"memtop-killx-{os.getpid()}"
+    group = Path(unified.mountpoint) / f"memtop-killx-{killer_name}-{os.getpid()}"
     group.mkdir()
     try:
-        os.setxattr(group, "user.oomd_ooms", b"1")
-        os.setxattr(group, "user.oomd_kill", b"3")
+        for name, value in xattrs:
+            os.setxattr(group, name, value)
         with memtop_batch() as batch:
             w = grower("50", "50", "0")
             try:
@@ -462,16 +460,12 @@ def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
                 subprocess.run([str(killer), "-KILL", str(w.pid)], check=True)
                 # not reaped until memtop has read its cgroup (a zombie keeps it)
                 doc = batch.wait("the kill's reason", lambda d: any(k["reason"] for k in kills_of(d, w.pid)))
+                # the xattrs as the kernel holds them, while the group is there
+                held_xattrs = ", ".join(f"{n}={os.getxattr(group, n).decode()}" for n, _ in xattrs)
             finally:
                 w.kill()
                 w.wait()
-        (k,) = kills_of(doc, w.pid)
-        assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
-        held_xattrs = ", ".join(
-            f"{n}={os.getxattr(group, n).decode()}" for n in ("user.oomd_ooms", "user.oomd_kill")
-        )
-        assert k["reason"] == f"/{group.name}: {held_xattrs}", k
-        assert f"systemd-oomd said: /{group.name}: user.oomd_ooms=1, user.oomd_kill=3" in signal_kill_line(k)
+        return doc, w.pid, f"/{group.name}: {held_xattrs}"
     finally:
         deadline = time.monotonic() + WAIT_S
         while group.exists() and time.monotonic() < deadline:
@@ -480,3 +474,184 @@ def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
             except OSError:  # busy until the kernel has let the killed process go
                 time.sleep(0.1)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.bpf
+def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
+    """A kill by a program named systemd-oomd of a process in a cgroup2 group carrying the xattrs
+    systemd-oomd sets on what it kills (``user.oomd_ooms``, ``user.oomd_kill``): memtop names the
+    killer and gives the xattrs, as the kernel holds them, as its reason."""
+    xattrs = [("user.oomd_ooms", b"1"), ("user.oomd_kill", b"3")]
+    doc, pid, expected = _xattr_kill("systemd-oomd", xattrs)
+    (k,) = kills_of(doc, pid)
+    assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+    assert k["reason"] == expected, k
+    assert k["reason"].endswith(": user.oomd_ooms=1, user.oomd_kill=3")
+    assert f"systemd-oomd said: {expected}" in signal_kill_line(k)
+
+
+@pytest.mark.bpf
+def test_meta_oomd_trusted_xattrs_are_the_reason() -> None:
+    """Meta's oomd marks the cgroup it kills in with ``trusted.oomd_ooms`` (kills begun),
+    ``trusted.oomd_kill`` (processes killed) and ``trusted.oomd_kill_uuid``: a kill by a program
+    named oomd of a process in a group carrying them has them, as the kernel holds them, as its
+    reason (and systemd-oomd's user.* ones, absent here, are not what is read)."""
+    uuid = b"8c774f00-8202-4893-a58d-74bd1515660e"
+    xattrs = [("trusted.oomd_ooms", b"2"), ("trusted.oomd_kill", b"1"), ("trusted.oomd_kill_uuid", uuid)]
+    doc, pid, expected = _xattr_kill("oomd", xattrs)
+    (k,) = kills_of(doc, pid)
+    assert k["killer"] == "oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
+    assert k["reason"] == expected, k
+    assert k["reason"].endswith(
+        f": trusted.oomd_ooms=2, trusted.oomd_kill=1, trusted.oomd_kill_uuid={uuid.decode()}"
+    )
+    assert f"oomd said: {expected}" in signal_kill_line(k)
+
+
+@pytest.mark.bpf
+def test_oomctl_without_systemd_oomd_says_why_and_memtop_ticks_on() -> None:
+    """oomctl installed (tests/programs.txt), systemd-oomd not running (no systemd as PID 1 on
+    this machine): memtop's OOM document says why in one line, and its ticks go on."""
+    assert shutil.which("oomctl"), "oomctl (Debian package systemd-oomd) is in tests/programs.txt"
+    with memtop_batch() as batch:
+        doc = batch.wait("oomctl's status", lambda d: d.get("oomd") is not None)
+        batch.ticks(3)  # the tick did not wait for it, nor stopped
+    oomd = doc["oomd"]
+    assert oomd["status"].startswith("oomctl dump failed (systemd-oomd not running?): "), oomd
+    assert "\n" not in oomd["status"] and oomd["monitored"] == []
+
+
+NOHANG_SEND = re.compile(r"Sending (SIGTERM|SIGKILL) to the victim")
+
+
+class FakeAvailable:
+    """/proc/meminfo as one process (nohang, in a mount namespace of its own) sees it: the
+    machine's own, rewritten every 20 ms from the real one, with MemAvailable less ``offset_kib``.
+    nohang refuses a threshold above 50 % of MemTotal, and this machine has most of its memory
+    available: without the offset nohang could only fire after the workload took GiBs from the
+    other tests. The workload's growth still moves the figure nohang reads, KiB for KiB."""
+
+    def __init__(self, path: Path, offset_kib: int) -> None:
+        self.path, self.offset_kib = path, offset_kib
+        self.stop = threading.Event()
+        path.write_bytes(self.text())
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def text(self) -> bytes:
+        out = []
+        for line in Path("/proc/meminfo").read_text().splitlines(keepends=True):
+            if line.startswith("MemAvailable:"):
+                width = len(line) - len("MemAvailable:") - len(" kB\n")
+                value = max(0, int(line.split()[1]) - self.offset_kib)
+                line = f"MemAvailable:{value:>{width}} kB\n"  # the same length: read in place
+            out.append(line)
+        return "".join(out).encode()
+
+    def _run(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            while not self.stop.wait(0.02):
+                data = self.text()
+                os.pwrite(fd, data, 0)
+                if os.fstat(fd).st_size != len(data):
+                    os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(WAIT_S)
+
+
+@pytest.mark.bpf
+def test_nohang_is_named_with_its_reason_and_thresholds() -> None:
+    """A real nohang (the Debian package), run in the foreground in PID and mount namespaces of
+    its own with only the workload in them (and a config that lets it choose only ``^grower$``,
+    by badness) with ``soft_threshold_min_mem`` 300 MiB under the MemAvailable it reads:
+    memtop lists it with the thresholds of the config its command line names (``-c FILE``),
+    names it as the killer of the growing workload, and its output's reason is what memtop's
+    parser reads (journald does not run here: parsed from nohang's captured output)."""
+    from memtop.probes.killreasons import nohang_reasons
+
+    exe = compile_c("grower")
+    tmp = Path(tempfile.mkdtemp(prefix=f"memtop-killers2-nohang-{os.getpid()}-"))
+    total_kib = meminfo_bytes("MemTotal") // 1024
+    shown_kib = int(total_kib * 0.4)  # what nohang sees available at the start
+    fake = FakeAvailable(tmp / "meminfo", meminfo_bytes("MemAvailable") // 1024 - shown_kib)
+    soft_mib = shown_kib // 1024 - 300
+    conf = tmp / "nohang.conf"
+    text = Path("/etc/nohang/nohang.conf").read_text()
+    for key, value in (
+        ("soft_threshold_min_mem", f"{soft_mib} M"),
+        ("hard_threshold_min_mem", f"{soft_mib - 2000} M"),
+        ("soft_threshold_min_swap", "100 %"),  # its swap condition always met
+        ("hard_threshold_min_swap", "100 %"),
+        ("min_badness", "1500"),  # nothing but what the rule below raises is ever chosen
+    ):
+        text, n = re.subn(rf"^{key}\s*=.*$", f"{key} = {value}", text, flags=re.M)
+        assert n == 1, key
+    conf.write_text(text + "\n@BADNESS_ADJ_RE_NAME 1000 /// ^grower$\n")
+    lines: list[str] = []
+    try:
+        with memtop_batch() as batch:
+            oom = subprocess.Popen(
+                ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child", "--", "sh", "-c"]
+                + [
+                    f'mount --bind {tmp}/meminfo /proc/meminfo && {{ "$0" 2000 10 100 adj >/dev/null & '
+                    f"exec nohang --monitor -c {conf}; }}",
+                    str(exe),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            try:
+                deadline = time.monotonic() + WAIT_S
+                nohang = victim = 0
+                while not victim and time.monotonic() < deadline:
+                    nohang = next(iter(children(oom.pid)), 0)
+                    victim = next(iter(children(nohang)), 0) if nohang else 0
+                    if not victim:
+                        time.sleep(0.05)
+                assert victim, "nohang and the workload never started"
+
+                def listed(d: Doc) -> bool:
+                    return any(k["killer"] == "nohang" and k["pid"] == nohang for k in d["killers"])
+
+                doc = batch.wait("nohang's thresholds", listed)
+                (mine,) = [k for k in doc["killers"] if k["pid"] == nohang]
+                assert oom.stdout is not None
+                said = None
+                for line in oom.stdout:
+                    lines.append(line)
+                    said = NOHANG_SEND.search(line)
+                    if said:
+                        break
+                assert said, "nohang never killed: " + "".join(lines[-10:])
+                victim_ns = ns_pid(victim)
+                doc = batch.wait("nohang's kill", lambda d: any(k["killer"] for k in kills_of(d, victim)))
+            finally:
+                oom.kill()  # --kill-child: the namespaces (nohang, the workload) go with it
+                oom.wait()
+    finally:
+        fake.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    # its thresholds, from the config its command line names
+    assert (mine["mem_percent"], mine["mem_kib"], mine["swap_percent"]) == (100.0, soft_mib * 1024, 100.0)
+    assert mine["source"] == str(conf)
+    (k,) = kills_of(doc, victim)
+    assert k["killer"] == "nohang" and k["sender_comm"] == "nohang"
+    assert k["victim_comm"] == "grower"
+    assert k["signals"][0]["signal"] == said.group(1)
+    assert not [e for e in doc["events"] if e["victim_pid"] == victim], "listed as an OOM kill"
+    # nohang's own reason for the kill, as it printed it
+    (reason,) = [s for s in nohang_reasons(lines) if s.victim_pid == victim_ns]
+    assert reason.killer == "nohang" and reason.rule == "low_memory"
+    assert reason.reason.startswith("MemAvailable ["), reason
+    assert f"<= soft_threshold_min_mem [{soft_mib} MiB" in reason.reason or (
+        f"<= hard_threshold_min_mem [{soft_mib - 2000} MiB" in reason.reason
+    ), reason
+    assert "SwapFree [" in reason.reason
+    if not journald_runs():
+        print("journald does not run here: nohang's reason parsed from its captured output only")

@@ -77,3 +77,46 @@ async def test_notice_on_any_screen_and_pane(monkeypatch: pytest.MonkeyPatch) ->
         "uid",
         "oom_score_adj",
     }
+
+
+async def test_systemd_oomd_line_says_why_or_what_it_watches() -> None:
+    """With oomctl installed, the pane says in one line why systemd-oomd's account is missing, then
+    (once it answers) what it watches; the text file gives its monitored cgroups."""
+    from textual.widgets import Static
+
+    from memtop.records.oom import OomdMonitored
+    from memtop.ui.app import MemtopApp
+    from memtop.views.oom import OomView
+
+    source = Bridge([FakeOom()])
+    app = MemtopApp(source, initial_pane="oom")
+    why = "oomctl dump failed (systemd-oomd not running?): Failed to connect system bus: No such file or directory"
+    async with app.run_test(size=(170, 40)) as pilot:
+        await settle(pilot)
+        FakeOom.pending = [OomdMonitored(status=why)]
+        await drive(app, pilot)
+        app.redraw()
+        await settle(pilot)
+        risk = app.query_one("#oom-risk", Static)
+        assert str(risk.render()) == f"systemd-oomd (oomctl): {why}"
+        FakeOom.pending = [
+            OomdMonitored(
+                status="",
+                swap_used_limit_percent=90.0,
+                pressure_limit_percent=60.0,
+                pressure_duration_s=20.0,
+                monitored=(("/[b]app.slice", "pressure", 50.0, 30.0), ("/user.slice", "swap", None, None)),
+            )
+        ]
+        await drive(app, pilot)
+        app.redraw()
+        await settle(pilot)
+        assert str(app.query_one("#oom-risk", Static).render()) == (
+            "systemd-oomd (oomctl) kills on swap used over 90.00%, memory pressure over 60.00% for 20s "
+            "by default; 2 cgroups monitored:"
+        )
+        app.paused = True
+    view = OomView()
+    text = view.text(app.state, Options())
+    assert "  /[b]app.slice: memory pressure over 50.00% for 30s\n" in text  # literal, not markup
+    assert "  /user.slice: swap (killed first when swap use is over the limit)\n" in text

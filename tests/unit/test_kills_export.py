@@ -15,8 +15,14 @@ from test_export_cadvisor import exposition
 
 from memtop.export.metrics import Accumulators, Options, cut_depth, families
 from memtop.probes import killreasons
-from memtop.probes.killreasons import earlyoom_reasons, oomd_reasons
-from memtop.probes.kills import earlyoom_thresholds, oomd_thresholds
+from memtop.probes.killreasons import earlyoom_reasons, nohang_reasons, oomd_reasons
+from memtop.probes.kills import (
+    KillsProbe,
+    earlyoom_thresholds,
+    nohang_conf_path,
+    nohang_thresholds,
+    oomd_thresholds,
+)
 from memtop.probes.oom import parse_kmsg_kill
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.cgroups import CgroupSample
@@ -299,3 +305,53 @@ def test_the_kernel_logs_constraint_is_the_kills_scope() -> None:
     assert parse_kmsg_kill(line.format("CPUSET")) == (42, "cpuset", "")
     assert parse_kmsg_kill(line.format("MEMORY_POLICY")) == (42, "mempolicy", "")
     assert parse_kmsg_kill(line.format("NONE")) == (42, "global", "")
+
+
+def test_nohang_reason_from_its_real_output() -> None:
+    """nohang 0.2's own output of a kill (captured from the Debian package's nohang in
+    test_nohang_is_named_with_its_reason_and_thresholds), as lines and as one journal message."""
+    text = (Path(__file__).resolve().parents[1] / "data" / "nohang" / "kill.txt").read_text()
+    for lines in (text.splitlines(keepends=True), [text]):
+        (said,) = nohang_reasons(lines)
+        assert (said.killer, said.victim_pid, said.rule) == ("nohang", 3, "low_memory")
+        assert said.reason == (
+            "MemAvailable [9340 MiB, 38.7 %] <= soft_threshold_min_mem [9342 MiB, 38.8 %]; "
+            "SwapFree [1024 MiB, 100.0 %] <= soft_threshold_min_swap [1024 MiB, - %]"
+        )
+    psi = [
+        "Memory status that requires corrective actions:\n"
+        "  MemAvailable [900 MiB, 3.7 %] <= soft_threshold_min_mem [1205 MiB, 5.0 %]\n"
+        "  Current PSI metric value (45.2) >= soft_threshold_max_psi (40)\n"
+        "  PSI metric value exceeded psi_excess_duration (30s) for 31.2s",
+        "  PID:       77, name: hog, state: R (running)",
+        "Implementing a corrective action:\n  Sending SIGKILL to the victim",
+    ]
+    (p,) = nohang_reasons(psi)
+    assert p.victim_pid == 77 and p.rule == "pressure" and "psi_excess_duration" in p.reason
+    assert nohang_reasons(["  PID: 5, name: x, badness: 9", "Thresholds is not exceeded now"]) == []
+
+
+def test_nohang_thresholds_from_its_config(tmp_path: Path) -> None:
+    assert (
+        nohang_conf_path(["/usr/bin/python3", "/usr/sbin/nohang", "--monitor"]) == "/etc/nohang/nohang.conf"
+    )
+    assert nohang_conf_path(["python3", "nohang", "--monitor", "-c", "/x/n.conf"]) == "/x/n.conf"
+    assert nohang_conf_path(["python3", "nohang", "--config=rel.conf", "--monitor"]) == "rel.conf"
+    assert nohang_thresholds("") == (5.0, 10.0, 0, 0, 0.0)  # its defaults
+    conf = (
+        "# a comment: soft_threshold_min_mem = 50 %\n"
+        "soft_threshold_min_mem = 1200 M\n"
+        "soft_threshold_min_swap  = 25 %\n"
+        "hard_threshold_min_mem = 2 %\n"
+        "psi_checking_enabled = True\n"
+        "soft_threshold_max_psi  = 40\n"
+        "@BADNESS_ADJ_RE_NAME 1000 /// ^x$\n"
+    )
+    assert nohang_thresholds(conf) == (100.0, 25.0, 1200 * 1024, 0, 40.0)
+    assert nohang_thresholds(conf.replace("= True", "= False"))[4] == 0.0
+    # the files as the kills probe reads them: each line cleaned apart (a file cleaned whole is
+    # one escaped line, and every setting in it was lost)
+    (tmp_path / "oomd.conf").write_text("[OOM]\nSwapUsedLimit=75%\nDefaultMemoryPressureLimit=40%\n")
+    probe = KillsProbe()
+    probe.oomd_conf, probe.oomd_dropins = str(tmp_path / "oomd.conf"), (str(tmp_path / "none"),) * 3
+    assert oomd_thresholds(probe._oomd_texts()) == (75.0, 40.0)

@@ -16,7 +16,7 @@ from memtop.state import State
 from memtop.ui.lines import show_text
 from memtop.ui.panes.base import DrillIn, Pane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.oom import at_risk_line, signal_kill_line
+from memtop.views.oom import at_risk_line, oomd_line, signal_kill_line
 
 
 class OomPane(Pane):
@@ -70,6 +70,10 @@ class OomPane(Pane):
                 risk.append("\n")
             soon = r["seconds_left"] is not None and r["seconds_left"] < doc["forecast_notice_s"]
             risk.append("at risk: " + at_risk_line(r), style="bold red" if soon else "dim")
+        if doc["oomd"] is not None:  # oomctl is installed: what systemd-oomd watches, or why unknown
+            if risk:
+                risk.append("\n")
+            risk.append(oomd_line(doc["oomd"]), style="dim")
         show_text(self.query_one("#oom-risk", Static), risk)
 
     def _detail(self, table: DataTable[Any]) -> None:
