@@ -271,6 +271,11 @@ class NeededDetail(TypedDict):
     activate_file_bytes_per_s: float | None
     psi_some_pct: float | None
     method: str
+    source: str
+    young_anon_bytes: int | None
+    young_file_bytes: int | None
+    old_anon_bytes: int | None
+    old_file_bytes: int | None
 
 
 def needed_detail(n: Needed | None, psi_some_pct: float | None) -> NeededDetail | None:
@@ -299,7 +304,12 @@ def needed_detail(n: Needed | None, psi_some_pct: float | None) -> NeededDetail 
         "refault_file_bytes_per_s": r(n.refault_file_bytes_per_s),
         "activate_file_bytes_per_s": r(n.activate_file_bytes_per_s),
         "psi_some_pct": psi_some_pct,
-        "method": NEEDED_METHOD,
+        "method": NEEDED_METHOD_LRU_GEN if n.source == "lru_gen" else NEEDED_METHOD,
+        "source": n.source,
+        "young_anon_bytes": n.young_anon_bytes,
+        "young_file_bytes": n.young_file_bytes,
+        "old_anon_bytes": n.old_anon_bytes,
+        "old_file_bytes": n.old_file_bytes,
     }
 
 
@@ -309,6 +319,13 @@ NEEDED_METHOD = (
     "read back in the window (refaults; anonymous at most what is on swap); cold = inactive file "
     "not activated. From memory.stat only: nothing written, nothing reclaimed. PSI is the check: "
     "stalls with needed under the limit mean the estimate is low."
+)
+#: the method where MGLRU's page ages are read (debugfs lru_gen)
+NEEDED_METHOD_LRU_GEN = (
+    "needed = anon and file pages (its children's included) in MGLRU generations born within the "
+    "window; cold = those in older generations. The kernel's own page ages from debugfs lru_gen, "
+    "read only: nothing written, nothing reclaimed. PSI is the check: stalls with needed under "
+    "the limit mean the estimate is low."
 )
 
 
