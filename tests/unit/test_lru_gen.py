@@ -176,3 +176,65 @@ def test_a_forged_memcg_line_drops_the_cgroup_it_names() -> None:
     # lru_gen_full's marks (x: a generation already evicted) do not break a line
     full = kernelfs.parse_lru_gen("memcg 3 /a\n node 0\n 1 20000 10x 20\n")
     assert full == {"/a": [(20000, 10, 20)]}
+
+
+def test_doctor_says_mglru_is_used_and_why_not(tmp_path: Path) -> None:
+    """doctor's MGLRU line: on with lru_gen readable (needed memory uses it), on without debugfs,
+    off, absent; each says what needed memory does then."""
+    from memtop.headless.doctor import mglru_check
+
+    tree(tmp_path)
+    sys, debug = str(tmp_path / "sys"), str(tmp_path / "debug")
+    used = mglru_check(sys, debug)
+    assert used.ok and "0x0007: on" in used.detail and "lru_gen readable (3 memcgs)" in used.detail
+    assert "needed memory uses its page ages" in used.hint
+    no_debugfs = mglru_check(sys, None)
+    assert not no_debugfs.ok and "debugfs not mounted" in no_debugfs.detail
+    assert "memory.stat" in no_debugfs.hint and not no_debugfs.required
+    (tmp_path / "sys" / "kernel" / "mm" / "lru_gen" / "enabled").write_text("0x0000\n")
+    off = mglru_check(sys, debug)
+    assert not off.ok and off.detail == "lru_gen 0x0000: off"
+    absent = mglru_check(str(tmp_path / "nothing"), debug)
+    assert not absent.ok and absent.detail == "absent" and "CONFIG_LRU_GEN" in absent.hint
+
+
+DAMON_ADMIN = Path("/sys/kernel/mm/damon/admin/kdamonds")
+
+
+def _damon_files() -> dict[str, str]:
+    """DAMON's control files (each kdamond's state, the nr_* counts), to see them unchanged (its
+    regions are left out: the kdamond's owner may refresh them meanwhile)."""
+    out: dict[str, str] = {}
+    for d, dirs, files in os.walk(DAMON_ADMIN):
+        dirs[:] = [x for x in dirs if x not in ("regions", "tried_regions")]
+        for f in files:
+            if f != "state" and not f.startswith("nr_"):
+                continue
+            try:
+                out[os.path.join(d, f)] = Path(d, f).read_text()
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.skipif(
+    not (DAMON_ADMIN / "nr_kdamonds").exists()
+    or (DAMON_ADMIN / "nr_kdamonds").read_text().strip() in ("", "0"),
+    reason="no kdamond runs on this machine (the development VM runs one that is not memtop's)",
+)
+def test_doctor_says_a_running_kdamond_is_not_memtops() -> None:
+    """On this machine's real sysfs (a paddr kdamond someone else started): doctor's DAMON line
+    names it, says its regions can only be read by writing its state file, which memtop never
+    does, and leaves every DAMON file as it was."""
+    from memtop.headless.doctor import needed_checks
+
+    before = _damon_files()
+    damon = {c.name: c for c in needed_checks(1)}["DAMON"]
+    n = int((DAMON_ADMIN / "nr_kdamonds").read_text())
+    state = (DAMON_ADMIN / "0" / "state").read_text().strip()
+    assert damon.detail.startswith(f"{n} kdamond(s): {state} ")
+    assert (
+        "a running kdamond is not memtop's; its regions can only be read by writing to its state "
+        "file, which memtop never does" in damon.hint
+    )
+    assert not damon.required and _damon_files() == before
