@@ -77,6 +77,7 @@ class CgroupRowDoc(TypedDict):
     working_set_bytes: int | None
     needed_bytes: int | None
     cold_bytes: int | None
+    needed_source: str | None
     thrashing: bool | None
     limit_hits_per_s: float | None
     events: dict[str, int]
@@ -469,6 +470,7 @@ class CgroupsView(View):
             "working_set_bytes": cgroupfs.working_set(s.usage_bytes, stat.get("inactive_file")),
             "needed_bytes": need.needed_bytes if need else None,
             "cold_bytes": need.cold_bytes if need else None,
+            "needed_source": need.source if need else None,
             "thrashing": need.thrashing if need else None,
             "limit_hits_per_s": None if r.limit_hits_per_s is None else round(r.limit_hits_per_s, 3),
             "events": dict(s.events),

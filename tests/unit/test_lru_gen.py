@@ -102,6 +102,7 @@ def test_lru_gen_ages_through_the_probe_into_the_view(tmp_path: Path) -> None:
     doc = get_view("cgroups").document(state, Options())
     row = next(r for r in doc["rows"] if r["path"] == "/app")
     assert (row["needed_bytes"], row["cold_bytes"]) == (64 * MiB, 300 * MiB)
+    assert row["needed_source"] == "lru_gen"
     # the exporter's working set is the same figure
     from memtop.export.metrics import Accumulators, families
     from memtop.export.metrics import Options as ExportOptions
