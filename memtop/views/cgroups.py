@@ -172,6 +172,7 @@ class CgroupsDoc(Head):
     unattributed_reclaims: int | None
     over_limit: int | None
     max_cgroups: int | None
+    lru_gen_unused: str | None
     detail: NotRequired[CgroupDetail]
 
 
@@ -581,6 +582,8 @@ class CgroupsView(View):
             # past the probe's limit the largest are read, the rest left out: said, never silent
             "over_limit": st.over_limit if measuring(state, "cgroups") else None,
             "max_cgroups": st.max_cgroups or None,
+            # the kernel has MGLRU but its ages cannot be read (said, never a silent fallback)
+            "lru_gen_unused": st.lru_gen_why or None,
         }
         target = opts.extra.get("cgroup")
         if isinstance(target, str) and target in by_path:
@@ -680,6 +683,9 @@ class CgroupsView(View):
             lines.append(
                 f"memcg reclaim episodes of processes in no known cgroup: {doc['unattributed_reclaims']}"
             )
+        why = doc.get("lru_gen_unused")
+        if why:
+            lines.append(f"needed memory from memory.stat, not MGLRU's page ages: {why}")
         if doc.get("over_limit"):
             lines.append(
                 f"{doc['over_limit']} more cgroups past the limit of {doc['max_cgroups']} not read "

@@ -147,6 +147,10 @@ def test_mglru_off_or_lru_gen_unreadable_means_memory_stat(tmp_path: Path) -> No
     assert rec.memcgs == () and "not readable" in rec.why
     state.apply(Batch(2, (rec, CgroupPoll(3))))
     assert needed(state)["source"] == "memory.stat"
+    view = get_view("cgroups")
+    doc = view.document(state, Options())
+    assert doc["lru_gen_unused"] is not None and "lru_gen is not readable" in doc["lru_gen_unused"]
+    assert "not MGLRU's page ages: " in view.text(state, Options())
 
 
 def test_lru_gen_is_opened_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
