@@ -191,6 +191,11 @@ class CgroupRow:
         needed = anon + shmem + active + activated + refaulting
         cold = max(0, inactive - activated)
         ages = self.lru_gen if now_ns - self.lru_gen_ts_ns <= LRU_GEN_STALE_NS else None
+        usage = self.sample.usage_bytes
+        if ages is not None and usage is not None and sum(ages) > usage + usage // 8:
+            # its LRU pages are charged to it: more than its usage (beyond the skew of two reads)
+            # means the listing is not all its own (a cgroup name can forge lines of lru_gen)
+            ages = None
         if ages is not None:
             # the kernel's own ages: what was touched within the window sits in the young
             # generations (refaulted and activated pages included), the rest is cold

@@ -171,6 +171,18 @@ def test_lru_gen_is_opened_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (tmp_path / "debug" / "lru_gen").read_text() == LRU_GEN
 
 
+def test_ages_beyond_a_cgroups_usage_are_not_used(tmp_path: Path) -> None:
+    """A cgroup name can also forge generation lines inside its own block: ages adding up to more
+    than a cgroup's usage are not its own, so that cgroup and its ancestors (which count its
+    pages) fall back to memory.stat."""
+    inflated = LRU_GEN + f"          5        100 {pages(1024):10d}          0\n"  # /app/worker's
+    probe = tree(tmp_path, lru_gen=inflated)
+    state = State(mode="bpf")
+    state.apply(Batch(1, (ProbeStatus("cgroups", "attached"), *probe.poll())))
+    assert needed(state, "/app/worker")["source"] == "memory.stat"
+    assert needed(state, "/app")["source"] == "memory.stat"
+
+
 def test_a_forged_memcg_line_drops_the_cgroup_it_names() -> None:
     """A cgroup name holding a newline can print a line that looks like another memcg's: a path
     or id listed twice is not used (memory.stat instead), the others are."""
