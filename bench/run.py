@@ -24,6 +24,7 @@ CASES = [
     "memtop_self",
     "cgroups_cost",
     "needed_cost",
+    "lru_gen_cost",
     "shared_cost",
     "pagecache_cost",
     "export_cost",

@@ -259,6 +259,73 @@ def damon_state(sys: str = "/sys") -> tuple[int, list[str], set[str]]:
     return count, running, avail
 
 
+#: why memtop uses no running kdamond (Documentation/admin-guide/mm/damon/usage.rst): its results
+#: show in sysfs only as a scheme's ``tried_regions``, filled when ``update_schemes_tried_regions``
+#: is written to the kdamond's ``state`` file (``targets/*/regions`` are the ranges it was given,
+#: not what it saw); its ``damon_aggregated`` tracepoint is read-only but names physical address
+#: ranges (paddr) or a target's index, never a cgroup
+DAMON_NOT_OURS = (
+    "a running kdamond is not memtop's; its regions can only be read by writing to its state file, "
+    "which memtop never does (its damon_aggregated tracepoint gives address ranges, no cgroup)"
+)
+
+
+def mglru_check(sys: str, debugfs: str | None) -> Check:
+    """Whether MGLRU is on (``lru_gen/enabled``), whether debugfs' ``lru_gen`` is readable, and
+    so whether a cgroup's needed memory uses its page ages (the cgroups probe reads it then)."""
+    from memtop.linux import kernelfs
+
+    text, on = kernelfs.lru_gen_enabled(sys)
+    if not text:
+        return Check(
+            "MGLRU",
+            False,
+            "absent",
+            "kernel without CONFIG_LRU_GEN: a cgroup's needed memory is estimated from memory.stat "
+            "(anonymous memory counts whole)",
+            required=False,
+            needed=False,
+        )
+    if not on:
+        return Check(
+            "MGLRU",
+            False,
+            f"lru_gen {text}: off",
+            "echo y > /sys/kernel/mm/lru_gen/enabled to turn it on (and mount debugfs): needed memory "
+            "then uses its page ages; until then it is estimated from memory.stat",
+            required=False,
+            needed=False,
+        )
+    if debugfs is None:
+        return Check(
+            "MGLRU",
+            False,
+            f"lru_gen {text}: on; debugfs not mounted (memtop never mounts it)",
+            "mount -t debugfs none /sys/kernel/debug: a cgroup's needed memory then uses lru_gen's "
+            "page ages; until then it is estimated from memory.stat",
+            required=False,
+            needed=False,
+        )
+    ages, why = kernelfs.read_lru_gen(debugfs)
+    if ages is None:
+        return Check(
+            "MGLRU",
+            False,
+            f"lru_gen {text}: on; {why}",
+            "a cgroup's needed memory is estimated from memory.stat",
+            required=False,
+            needed=False,
+        )
+    return Check(
+        "MGLRU",
+        True,
+        f"lru_gen {text}: on; {clean(debugfs)}/lru_gen readable ({len(ages)} memcgs)",
+        "a cgroup's needed memory uses its page ages (source lru_gen; read only, every 5 s)",
+        required=False,
+        needed=False,
+    )
+
+
 def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -> list[Check]:
     """What the needed-memory figures can use here: page aging (idle page tracking, MGLRU,
     DAMON), the referenced bits a working-set measurement clears, compressed swap (zswap, its
@@ -268,11 +335,6 @@ def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -
 
     j = os.path.join
     idle = os.path.exists(j(sys, "kernel", "mm", "page_idle", "bitmap"))
-    lru_gen = (read_text(j(sys, "kernel", "mm", "lru_gen", "enabled"), 64) or "").strip()
-    try:
-        mglru = int(lru_gen, 16) != 0  # "0x0007": which of its features are on
-    except ValueError:
-        mglru = False
     kdamonds, running, avail = damon_state(sys)
     damon_admin = os.path.isdir(j(sys, "kernel", "mm", "damon", "admin"))
     params = kernelfs.read_zswap_params(sys)
@@ -296,21 +358,15 @@ def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -
             required=False,
             needed=False,
         ),
-        Check(
-            "MGLRU",
-            mglru,
-            f"lru_gen {lru_gen}" if lru_gen else "absent",
-            "" if mglru else "CONFIG_LRU_GEN: a cgroup's needed memory counts its anonymous memory whole",
-            required=False,
-            needed=False,
-        ),
+        mglru_check(sys, debugfs),
         Check(
             "DAMON",
             damon_admin and "vaddr" in avail,
             (f"{kdamonds} kdamond(s): {', '.join(running)}; operations {' '.join(sorted(avail)) or '?'}")
             if damon_admin
             else "absent",
-            "memtop reads no DAMON context it did not create and creates none (a new kdamond means "
+            (DAMON_NOT_OURS + "; " if kdamonds else "")
+            + "memtop reads no DAMON context it did not create and creates none (a new kdamond means "
             "rewriting nr_kdamonds, which stops the others): referenced bits instead",
             required=False,
             needed=False,

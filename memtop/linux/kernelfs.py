@@ -469,3 +469,78 @@ def read_zram(sys: str = "/sys", limit: int = 64) -> list[Zram]:
         algorithm = selected_algorithm(read_text(os.path.join(d, "comp_algorithm"), limit=1024))
         out.append(Zram(name, algorithm, int(disksize), stats))
     return out
+
+
+# -- MGLRU: /sys/kernel/mm/lru_gen and debugfs lru_gen -------------------------------------------------
+#: debugfs lru_gen lists every memcg, node and generation (a few hundred bytes per memcg): past
+#: this much it is not used at all, as a cut listing would leave a parent's subtree part-counted
+MAX_LRU_GEN = 8 << 20
+
+#: per memcg path: its generations on every node, as (age_ms, anon_pages, file_pages)
+LruGenAges = dict[str, list[tuple[int, int, int]]]
+
+
+def lru_gen_enabled(sys: str = "/sys") -> tuple[str, bool]:
+    """(the text of ``lru_gen/enabled``, whether MGLRU is on): "0x0007" is a mask of its
+    features, 0 is off; "" when the kernel has no MGLRU."""
+    text = clean((read_text(os.path.join(sys, "kernel", "mm", "lru_gen", "enabled"), 64) or "").strip())
+    try:
+        return text, int(text, 16) != 0
+    except ValueError:
+        return text, False
+
+
+def parse_lru_gen(text: str) -> LruGenAges:
+    """Debugfs ``lru_gen`` (Documentation/admin-guide/mm/multigen_lru.rst)::
+
+        memcg  memcg_id  memcg_path
+           node  node_id
+               min_gen_nr  age_in_ms  nr_anon_pages  nr_file_pages
+               ...
+
+    Each memcg's generations, those of every node (a node's generations have their own ages). A memcg path is a
+    cgroup name, which anyone with a delegated cgroup chooses: one holding a newline could forge
+    a "memcg" line naming another cgroup, so a path or an id listed twice is dropped (that cgroup
+    falls back to memory.stat). Lines of another format are skipped; ``lru_gen_full``'s ``x``
+    marks are ignored."""
+    gens: dict[str, list[tuple[int, int, int]]] = {}
+    seen_ids: dict[str, str] = {}
+    dropped: set[str] = set()
+    cur: list[tuple[int, int, int]] | None = None
+    for line in text.split("\n"):
+        words = line.split(None, 2)
+        if not words:
+            continue
+        if words[0] == "memcg":
+            cur = None
+            if len(words) < 2:
+                continue
+            mid, path = words[1], (words[2] if len(words) > 2 else "").rstrip()
+            if not path.startswith("/"):
+                continue  # memcg disabled (an empty path) or not a path
+            if path in gens or mid in seen_ids:
+                dropped.update((path, seen_ids.get(mid, path)))
+                continue
+            seen_ids[mid] = path
+            cur = gens[path] = []
+        elif words[0] == "node":
+            continue
+        elif cur is not None:
+            nums = line.replace("x", " ").split()
+            if len(nums) != 4 or not all(n.isdigit() for n in nums):
+                continue
+            _seq, age_ms, anon, file = (int(n) for n in nums)
+            cur.append((age_ms, anon, file))
+    return {p: g for p, g in gens.items() if p not in dropped}
+
+
+def read_lru_gen(debugfs: str) -> tuple[LruGenAges | None, str]:
+    """(the memcgs' generations, "") from ``debugfs``/lru_gen, or (None, why not). Opened
+    read-only (the file is writable: writing it ages or evicts generations), not through a
+    symlink, a regular file only, at most :data:`MAX_LRU_GEN` bytes."""
+    text = read_text(os.path.join(debugfs, "lru_gen"), MAX_LRU_GEN + 1, errors="surrogateescape")
+    if text is None:
+        return None, f"{clean(debugfs)}/lru_gen is not readable"
+    if len(text.encode("utf-8", "surrogateescape")) > MAX_LRU_GEN:
+        return None, f"{clean(debugfs)}/lru_gen is larger than {MAX_LRU_GEN >> 20} MiB"
+    return parse_lru_gen(text), ""

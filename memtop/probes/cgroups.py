@@ -19,18 +19,23 @@ cgroup costs two preads a tick. A sample is sent only when something in it chang
 from __future__ import annotations
 
 import os
+import time
 import zlib
 
 from memtop.core.errors import ProbeError
-from memtop.linux import cgroupfs
+from memtop.linux import cgroupfs, kernelfs
 from memtop.probes.base import Probe
 from memtop.records import Lost, Record
-from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupPoll, CgroupSample
+from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupLruGen, CgroupPoll, CgroupSample
 
 #: past ``max_cgroups`` a walk lists up to this many times as many directories, to rank them and
 #: count what is left out (beyond, the count of those left out is a lower bound)
 WALK_FACTOR = 4
+PAGE = kernelfs.PAGE
 OVER_LIMIT = "cgroups over limit"
+#: how often MGLRU's debugfs lru_gen is read, at most: the kernel walks every memcg and node to
+#: print it, and its ages move in seconds
+LRU_GEN_EVERY_NS = 5_000_000_000
 
 
 #: where the host's files are mounted when memtop runs in a container ("/" on the host)
@@ -48,8 +53,13 @@ class CgroupsProbe(Probe):
         full_every: int = 30,
         walk_every: int = 5,
         runtime_root: str = "/",
+        sys_root: str = "/sys",
     ) -> None:
         self.proc_root = proc_root
+        self.sys_root = sys_root
+        #: when lru_gen was last read (monotonic ns; None: never), and whether the last read gave ages
+        self._lru_gen_ns: int | None = None
+        self._lru_gen_sent = False
         self.max_cgroups = max_cgroups
         self.full_every = full_every
         self.walk_every = walk_every
@@ -263,10 +273,48 @@ class CgroupsProbe(Probe):
         self._raw = raw_now
         for path in [p for p in files if p not in now]:
             del files[path]
+        lru = self._lru_gen(now)
+        if lru is not None:
+            out.append(lru)
         out.append(CgroupPoll(len(now), over_limit=len(self._left_out), max_cgroups=self.max_cgroups))
         if self._left_out_total:
             out.append(Lost(self.name, OVER_LIMIT, self._left_out_total))
         return out
+
+    def _lru_gen(self, now: dict[str, CgroupSample]) -> CgroupLruGen | None:
+        """MGLRU's ages of the memory cgroups read this poll, every LRU_GEN_EVERY_NS at most, where
+        ``lru_gen/enabled`` says MGLRU is on and debugfs (mounted by someone else: memtop never
+        mounts it) has the ``lru_gen`` file. A record saying why not when the ages it sent before
+        can no longer be read, so none outlives its reading."""
+        t = time.monotonic_ns()
+        if self._lru_gen_ns is not None and t - self._lru_gen_ns < LRU_GEN_EVERY_NS:
+            return None
+        self._lru_gen_ns = t
+        _text, on = kernelfs.lru_gen_enabled(self.sys_root)
+        if not on:
+            why = "MGLRU is off (lru_gen/enabled)"
+            ages = None
+        else:
+            mountinfo = cgroupfs.read_text(
+                os.path.join(self.proc_root, "self", "mountinfo"), errors="surrogateescape"
+            )
+            debugfs = kernelfs.debugfs_mount(mountinfo)
+            if debugfs is None:
+                ages, why = None, "debugfs is not mounted"
+            else:
+                ages, why = kernelfs.read_lru_gen(debugfs)
+        if ages is None:
+            if not self._lru_gen_sent and not on:
+                return None  # no MGLRU here: nothing to say per tick
+            self._lru_gen_sent = False
+            return CgroupLruGen((), why)
+        self._lru_gen_sent = True
+        memcgs = tuple(
+            (path, tuple((age_ms * 1_000_000, anon * PAGE, file * PAGE) for age_ms, anon, file in gens))
+            for path, gens in sorted(ages.items())
+            if path in now and now[path].version  # cgroups it reads: the record stays bounded
+        )
+        return CgroupLruGen(memcgs)
 
     def _within_limit(
         self, mem_all: dict[str, str], uni_all: dict[str, str]

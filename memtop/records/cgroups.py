@@ -80,3 +80,15 @@ class CgroupPoll(Record):
     cgroups: int
     over_limit: int = 0
     max_cgroups: int = 0
+
+
+@record("cgroup_lru_gen")
+@dataclass(frozen=True, slots=True)
+class CgroupLruGen(Record):
+    """MGLRU's page ages per memory cgroup (debugfs ``lru_gen``), sent each time the cgroups
+    probe reads it (every few seconds, where MGLRU is on): per cgroup path (its own pages, not its
+    children's), its generations on every node as (age_ns, anon_bytes, file_bytes). ``memcgs``
+    empty and ``why`` set: the file could not be used (the state forgets the ages it had)."""
+
+    memcgs: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = ()
+    why: str = ""

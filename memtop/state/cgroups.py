@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
-from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupPoll, CgroupSample
+from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupLruGen, CgroupPoll, CgroupSample
 from memtop.records.oom import OomKill
 from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
 from memtop.records.swapin import SwapinProc
@@ -52,6 +52,9 @@ NEEDED_WINDOW_NS = 10_000_000_000
 THRASH_REFAULT_BYTES_PER_S = 1 << 20
 #: the (ts, refault_anon, refault_file, activate_file) points a row keeps for those rates
 WORKINGSET_POINTS = 64
+#: MGLRU ages (a CgroupLruGen record) older than this are not used: the probe reads them every few
+#: seconds, so older ones mean it stopped (a stale age is never served as current)
+LRU_GEN_STALE_NS = 30_000_000_000
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -85,6 +88,14 @@ class Needed:
     limit_bytes: int | None
     #: refaults high and needed memory over the limit
     thrashing: bool
+    #: "lru_gen": needed and cold come from MGLRU's generations (young: born within the window),
+    #: "memory.stat": from the active/inactive lists and the workingset counters
+    source: str = "memory.stat"
+    #: with lru_gen: its pages and its children's in generations younger / older than the window
+    young_anon_bytes: int | None = None
+    young_file_bytes: int | None = None
+    old_anon_bytes: int | None = None
+    old_file_bytes: int | None = None
 
 
 @dataclass(slots=True)
@@ -122,6 +133,10 @@ class CgroupRow:
     workingset: deque[tuple[int, int | None, int | None, int | None]] = field(
         default_factory=lambda: deque(maxlen=WORKINGSET_POINTS)
     )
+    #: MGLRU's split of it and its children: (young anon, young file, old anon, old file) bytes,
+    #: young being generations born within the window; and when it was read (0: never)
+    lru_gen: tuple[int, int, int, int] | None = None
+    lru_gen_ts_ns: int = 0
 
     def stat(self, name: str) -> int | None:
         for k, v in self.sample.stat:
@@ -174,12 +189,23 @@ class CgroupRow:
             back_anon = min(back_anon, self.sample.swap_bytes)
         refaulting = back_anon + int((rf or 0) * window_s)
         needed = anon + shmem + active + activated + refaulting
+        cold = max(0, inactive - activated)
+        ages = self.lru_gen if now_ns - self.lru_gen_ts_ns <= LRU_GEN_STALE_NS else None
+        usage = self.sample.usage_bytes
+        if ages is not None and usage is not None and sum(ages) > usage + usage // 8:
+            # its LRU pages are charged to it: more than its usage (beyond the skew of two reads)
+            # means the listing is not all its own (a cgroup name can forge lines of lru_gen)
+            ages = None
+        if ages is not None:
+            # the kernel's own ages: what was touched within the window sits in the young
+            # generations (refaulted and activated pages included), the rest is cold
+            needed, cold = ages[0] + ages[1], ages[2] + ages[3]
         limits = [v for v in (self.sample.limit_bytes, self.sample.high_bytes) if v is not None]
         limit = min(limits) if limits else None
         high = (ra or 0) + (rf or 0) >= THRASH_REFAULT_BYTES_PER_S
         return Needed(
             needed_bytes=needed,
-            cold_bytes=max(0, inactive - activated),
+            cold_bytes=cold,
             anon_bytes=anon,
             shmem_bytes=shmem,
             active_file_bytes=active,
@@ -192,6 +218,11 @@ class CgroupRow:
             measured_s=measured_s,
             limit_bytes=limit,
             thrashing=high and limit is not None and needed > limit,
+            source="lru_gen" if ages is not None else "memory.stat",
+            young_anon_bytes=ages[0] if ages is not None else None,
+            young_file_bytes=ages[1] if ages is not None else None,
+            old_anon_bytes=ages[2] if ages is not None else None,
+            old_file_bytes=ages[3] if ages is not None else None,
         )
 
 
@@ -221,6 +252,9 @@ class CgroupsState(SubState):
         self.max_cgroups = 0
         #: when the cgroups probe last polled: a cgroup it sent nothing for stood still until then
         self.polled_ns = 0
+        #: why MGLRU's ages are not used, as the cgroups probe last said ("" when they are, or
+        #: where the kernel has no MGLRU)
+        self.lru_gen_why = ""
         #: per cgroup2 id and kind, the kernel's own aggregate: (events, total_ns, max_ns, pages)
         self.kernel_reclaim: dict[tuple[int, str], tuple[int, int, int, int]] = {}
         self.kernel_dropped = 0
@@ -297,6 +331,8 @@ class CgroupsState(SubState):
                     self.id_path.pop(gone.sample.cgroup_id, None)
             elif isinstance(rec, CgroupLayout):
                 self.layout = rec
+            elif isinstance(rec, CgroupLruGen):
+                self._on_lru_gen(rec, ts)
             elif isinstance(rec, ReclaimEvent):
                 if rec.kind == "memcg" and not self._from_totals:  # direct reclaim is the machine's
                     # its process may be one the cgroups probe has not read yet (it started and
@@ -317,6 +353,30 @@ class CgroupsState(SubState):
             self._attribute(ts)
         if self._grown:
             self._attribute_grown(ts)
+
+    def _on_lru_gen(self, rec: CgroupLruGen, ts: int) -> None:
+        """MGLRU's generations: each cgroup's pages and its descendants' (memory.stat counts
+        them too) split at the window's age; a cgroup the record does not name loses its split."""
+        self.lru_gen_why = rec.why
+        split: dict[str, list[int]] = {}
+        for path, gens in rec.memcgs:
+            own = [0, 0, 0, 0]
+            for age_ns, anon, file in gens:
+                old = 2 if age_ns >= NEEDED_WINDOW_NS else 0
+                own[old] += anon
+                own[old + 1] += file
+            anc = path
+            while True:  # to itself and every ancestor
+                acc = split.setdefault(anc, [0, 0, 0, 0])
+                for i in range(4):
+                    acc[i] += own[i]
+                if anc == "/" or not anc.startswith("/"):
+                    break
+                anc = anc.rsplit("/", 1)[0] or "/"
+        for path, row in self.rows.items():
+            s = split.get(path)
+            row.lru_gen = (s[0], s[1], s[2], s[3]) if s is not None else None
+            row.lru_gen_ts_ns = ts if s is not None else 0
 
     def _on_poll(self, sent: set[str]) -> None:
         """A poll ended: the cgroups it sent nothing for did not change (nothing hit its limit,

@@ -77,6 +77,7 @@ class CgroupRowDoc(TypedDict):
     working_set_bytes: int | None
     needed_bytes: int | None
     cold_bytes: int | None
+    needed_source: str | None
     thrashing: bool | None
     limit_hits_per_s: float | None
     events: dict[str, int]
@@ -171,6 +172,7 @@ class CgroupsDoc(Head):
     unattributed_reclaims: int | None
     over_limit: int | None
     max_cgroups: int | None
+    lru_gen_unused: str | None
     detail: NotRequired[CgroupDetail]
 
 
@@ -271,6 +273,11 @@ class NeededDetail(TypedDict):
     activate_file_bytes_per_s: float | None
     psi_some_pct: float | None
     method: str
+    source: str
+    young_anon_bytes: int | None
+    young_file_bytes: int | None
+    old_anon_bytes: int | None
+    old_file_bytes: int | None
 
 
 def needed_detail(n: Needed | None, psi_some_pct: float | None) -> NeededDetail | None:
@@ -299,7 +306,12 @@ def needed_detail(n: Needed | None, psi_some_pct: float | None) -> NeededDetail 
         "refault_file_bytes_per_s": r(n.refault_file_bytes_per_s),
         "activate_file_bytes_per_s": r(n.activate_file_bytes_per_s),
         "psi_some_pct": psi_some_pct,
-        "method": NEEDED_METHOD,
+        "method": NEEDED_METHOD_LRU_GEN if n.source == "lru_gen" else NEEDED_METHOD,
+        "source": n.source,
+        "young_anon_bytes": n.young_anon_bytes,
+        "young_file_bytes": n.young_file_bytes,
+        "old_anon_bytes": n.old_anon_bytes,
+        "old_file_bytes": n.old_file_bytes,
     }
 
 
@@ -309,6 +321,13 @@ NEEDED_METHOD = (
     "read back in the window (refaults; anonymous at most what is on swap); cold = inactive file "
     "not activated. From memory.stat only: nothing written, nothing reclaimed. PSI is the check: "
     "stalls with needed under the limit mean the estimate is low."
+)
+#: the method where MGLRU's page ages are read (debugfs lru_gen)
+NEEDED_METHOD_LRU_GEN = (
+    "needed = anon and file pages (its children's included) in MGLRU generations born within the "
+    "window; cold = those in older generations. The kernel's own page ages from debugfs lru_gen, "
+    "read only: nothing written, nothing reclaimed. PSI is the check: stalls with needed under "
+    "the limit mean the estimate is low."
 )
 
 
@@ -452,6 +471,7 @@ class CgroupsView(View):
             "working_set_bytes": cgroupfs.working_set(s.usage_bytes, stat.get("inactive_file")),
             "needed_bytes": need.needed_bytes if need else None,
             "cold_bytes": need.cold_bytes if need else None,
+            "needed_source": need.source if need else None,
             "thrashing": need.thrashing if need else None,
             "limit_hits_per_s": None if r.limit_hits_per_s is None else round(r.limit_hits_per_s, 3),
             "events": dict(s.events),
@@ -562,6 +582,8 @@ class CgroupsView(View):
             # past the probe's limit the largest are read, the rest left out: said, never silent
             "over_limit": st.over_limit if measuring(state, "cgroups") else None,
             "max_cgroups": st.max_cgroups or None,
+            # the kernel has MGLRU but its ages cannot be read (said, never a silent fallback)
+            "lru_gen_unused": st.lru_gen_why or None,
         }
         target = opts.extra.get("cgroup")
         if isinstance(target, str) and target in by_path:
@@ -661,6 +683,9 @@ class CgroupsView(View):
             lines.append(
                 f"memcg reclaim episodes of processes in no known cgroup: {doc['unattributed_reclaims']}"
             )
+        why = doc.get("lru_gen_unused")
+        if why:
+            lines.append(f"needed memory from memory.stat, not MGLRU's page ages: {why}")
         if doc.get("over_limit"):
             lines.append(
                 f"{doc['over_limit']} more cgroups past the limit of {doc['max_cgroups']} not read "

@@ -102,7 +102,10 @@ class CgroupsPane(FilterablePane, SortableTablePane):
                 parts.append(f"{label} {fmt.bytes_h(r[key])}")
         parts.append(f"working set {fmt.bytes_h(r['working_set_bytes'])}")
         if r["needed_bytes"] is not None:  # anon + active file + what is touched again (docs)
-            parts.append(f"needed {fmt.bytes_h(r['needed_bytes'])} cold {fmt.bytes_h(r['cold_bytes'])}")
+            parts.append(
+                f"needed {fmt.bytes_h(r['needed_bytes'])} cold {fmt.bytes_h(r['cold_bytes'])}"
+                + (" (lru_gen)" if r["needed_source"] == "lru_gen" else "")  # MGLRU's page ages
+            )
             if r["thrashing"]:
                 parts.append("THRASHING: refaults high, needed over the limit")
         if r["swap_bytes"] is not None:
