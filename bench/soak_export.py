@@ -49,8 +49,11 @@ CID = f"{os.getpid():08x}".rjust(64, "d")
 CYCLE_S = 60.0
 #: (cause, from, to) within each cycle, in seconds
 WINDOWS = (("name_xff", 20.0, 30.0), ("runtime_json", 40.0, 50.0))
+#: other labels (the exporter's `node`) may come before, between and after these three
 UP = re.compile(
-    r'^memtop_probe_up\{probe="([^"]+)",reason="((?:[^"\\]|\\.)*)",state="([^"]+)"\} (\S+)$', re.M
+    r'^memtop_probe_up\{(?:[a-z_]+="(?:[^"\\]|\\.)*",)*probe="([^"]+)",reason="((?:[^"\\]|\\.)*)",'
+    r'state="([^"]+)"(?:,[a-z_]+="(?:[^"\\]|\\.)*")*\} (\S+)$',
+    re.M,
 )
 
 
