@@ -149,7 +149,9 @@ class Churn:
     def close(self) -> None:
         self.stop.set()
         for t in self._threads:
-            t.join(timeout=10)
+            # never started when the exporter failed to come up
+            if t.is_alive():
+                t.join(timeout=10)
         for _, p in self._procs:
             p.kill()
             p.wait()
