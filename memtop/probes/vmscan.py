@@ -65,6 +65,17 @@ class _Event(ctypes.Structure):
     ]
 
 
+def kind_name(kind: int) -> str:
+    """A reclaim kind by the number the program sends; "unknown" past the kinds this memtop
+    knows (a program built from a newer bpf/vmscan.bpf.c)."""
+    return RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown"
+
+
+def _stalls(v: Any) -> tuple[int, int, int, int]:
+    """(events, total_ns, max_ns, pages reclaimed) of a per-process or per-cgroup stall entry."""
+    return int(v.events), int(v.total_ns), int(v.max_ns), int(v.reclaimed)
+
+
 class KernelSymbols:
     """Kernel text addresses to names from /proc/kallsyms (read once, lazily). Shrinkers are
     named by their scan function (``super_cache_scan``, ``deferred_split_scan``…).
@@ -201,7 +212,7 @@ class VmscanProbe(BpfProbe):
                 pid=int(ev.pid),
                 tid=int(ev.tid),
                 comm=clean(bytes(ev.comm).split(b"\0", 1)[0]),
-                kind=RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
+                kind=kind_name(kind),
                 latency_ns=int(ev.latency_ns),
                 pages_reclaimed=int(ev.nr_reclaimed),
                 cgroup_id=int(ev.cgroup_id),
@@ -244,17 +255,7 @@ class VmscanProbe(BpfProbe):
             kind = int(k.kind)
             if v.cgroup_id:
                 cgroups[int(k.pid)] = int(v.cgroup_id)
-            out.append(
-                (
-                    int(k.pid),
-                    clean(bytes(v.comm).split(b"\0", 1)[0]),
-                    RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
-                    int(v.events),
-                    int(v.total_ns),
-                    int(v.max_ns),
-                    int(v.reclaimed),
-                )
-            )
+            out.append((int(k.pid), clean(bytes(v.comm).split(b"\0", 1)[0]), kind_name(kind), *_stalls(v)))
         out.sort()
         return tuple(out), tuple(sorted(cgroups.items()))
 
@@ -271,16 +272,7 @@ class VmscanProbe(BpfProbe):
         out = []
         for k, v in self.bpf["cg_stats"].items():
             kind = int(k.kind)
-            out.append(
-                (
-                    int(k.cgroup_id),
-                    RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
-                    int(v.events),
-                    int(v.total_ns),
-                    int(v.max_ns),
-                    int(v.reclaimed),
-                )
-            )
+            out.append((int(k.cgroup_id), kind_name(kind), *_stalls(v)))
         out.sort()
         return tuple(out)
 
