@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memtop.core.text import clean
+from memtop.linux.ksyms import text_symbols
 from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
@@ -99,17 +100,9 @@ class KernelSymbols:
         names: list[bytes] = []
         try:
             with self.path.open("rb") as fh:
-                for line in fh:
-                    parts = line.split()
-                    if len(parts) < 3 or parts[1] not in (b"t", b"T", b"w", b"W"):
-                        continue
-                    try:
-                        addr = int(parts[0], 16)
-                    except ValueError:
-                        continue
-                    if addr:
-                        addrs.append(addr)
-                        names.append(parts[2])
+                for addr, name, _module in text_symbols(fh):
+                    addrs.append(addr)
+                    names.append(name)
         except OSError:
             return
         order = sorted(range(len(addrs)), key=addrs.__getitem__)
