@@ -138,17 +138,22 @@ def x(ratio: float) -> str:
     return f"{ratio:.3f}×"
 
 
+def judged(case: str, command: str, figure: str, target: str, *values: float) -> Row:
+    """A row held to TARGETS[``target``]: its text, and whether every one of ``values`` meets it."""
+    t = TARGETS[target]
+    return Row(case, command, figure, t.text, t.met(*values))
+
+
 def fault_overhead(r: dict[str, Any]) -> Iterator[Row]:
     s = r["summary"]
     bare, memtop, liner = s["bare"], s["memtop"], s["bpftrace one-liner"]
     cmd = f"`{PY} bench/fault_overhead.py {memtop['n'] // 3}`"
-    t = TARGETS["fault_ratio"]
-    yield Row(
+    yield judged(
         "1 · fault-heavy (64 MiB re-faulted 32×): memtop headless, default panes",
         cmd,
         f"{x(memtop['ratio'])} bare ({memtop['median']:.0f} vs {bare['median']:.0f} ns/fault, n={memtop['n']})",
-        t.text,
-        t.met(memtop["ratio"]),
+        "fault_ratio",
+        memtop["ratio"],
     )
     yield Row(
         "1 · the same beside a bpftrace count-by-comm one-liner",
@@ -160,42 +165,39 @@ def fault_overhead(r: dict[str, Any]) -> Iterator[Row]:
 
 
 def reclaim_overhead(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["reclaim_ratio"]
     for part, label, unit in (("wall", "wall time", "s"), ("cpu", "CPU time", "s")):
         s = r[part]["summary"]
         m, bare = s["memtop"], s["bare"]
-        yield Row(
+        yield judged(
             f"2 · reclaim-heavy (300 MiB in a 100 MiB memcg with swap): the workload's {label}",
             f"`{PY} bench/reclaim_overhead.py {m['n'] // 2}`",
             f"{x(m['ratio'])} bare ({m['median']:.2f} vs {bare['median']:.2f} {unit}, n={m['n']})",
-            t.text,
-            t.met(m["ratio"]),
+            "reclaim_ratio",
+            m["ratio"],
         )
 
 
 def leaks_cost(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["leaks_vs_bcc"]
     added = r["added_ns"]
     ratio = r["added_vs_bcc"]["memtop"]
-    yield Row(
+    yield judged(
         "3 · malloc+free under allocation tracing: memtop's memleak probe vs bcc `memleak`",
         f"`{PY} bench/leaks_cost.py --rounds {r['rounds']}`",
         f"{ratio:.3f}× (memtop adds {added['memtop'] / 1e3:.1f} µs/op, bcc memleak "
         f"{added['bcc memleak'] / 1e3:.1f} µs/op)",
-        t.text,
-        t.met(ratio),
+        "leaks_vs_bcc",
+        ratio,
     )
     floor = added.get("memtop, trap floor (empty programs)")
     sampled = added.get("memtop, byte sampling 512 KiB")
     if floor and sampled:
-        t = TARGETS["sampling_vs_floor"]
-        yield Row(
+        yield judged(
             "3 · byte sampling (512 KiB) against the trap floor (the same probe points, empty programs)",
             f"`{PY} bench/leaks_cost.py --sampling --rounds {r['rounds']}`",
             f"{sampled / floor:.2f}× the floor (sampling adds {sampled / 1e3:.2f} µs/op, the traps alone "
             f"{floor / 1e3:.2f} µs/op, exact {added['memtop'] / 1e3:.2f} µs/op; 3 traps per malloc+free)",
-            t.text,
-            t.met(sampled / floor),
+            "sampling_vs_floor",
+            sampled / floor,
         )
     kernel_walk = added.get("memtop, kernel's stack walk")
     if kernel_walk:
@@ -263,7 +265,6 @@ def leaks_preflight(r: dict[str, Any]) -> Iterator[Row]:
 
 
 def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["leaks_budget_ratio"]
     cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}`"
     for c in r.get("cases", []):
         ratio = c["cost_pct_max"] / c["budget_pct"]
@@ -274,7 +275,7 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
             if c["false_positives_clean_runs"] is not None
             else ""
         )
-        yield Row(
+        yield judged(
             f"40 · leaks on --budget {c['budget_pct']:g} % at {c['rate_pairs_per_s']:,} malloc+free/s, "
             f"a {r['leak_bytes_per_s'] * 60 / 2**20:.0f} MiB/min leak among ten churning stacks: cost "
             "(the target's added CPU and memtop's, from /proc) against the budget",
@@ -282,85 +283,79 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
             f"{c['cost_pct_median']:.2f} % median, {c['cost_pct_max']:.2f} % max ({ratio:.2f}× the budget)"
             + found
             + fp,
-            t.text,
-            t.met(ratio),
+            "leaks_budget_ratio",
+            ratio,
         )
     soak = r.get("soak")
     if soak:
-        t = TARGETS["leaks_budget_soak_mib"]
-        yield Row(
+        yield judged(
             f"40 · leaks on --budget {soak['budget_pct']:g} % left running {soak['minutes']:g} min "
             f"(shortened soak, {soak['rate_pairs_per_s']:,} malloc+free/s, a leak): memtop's RssAnon growth "
             "after warm-up",
             f"`{PY} bench/leaks_budget.py --soak-minutes {soak['minutes']:g}`",
             f"{soak['rss_growth_after_warmup_mib']:.1f} MiB; {soak['candidates']:,} candidates followed, "
             f"{soak['aged_out']:,} summarised, {soak['lost']} lost",
-            t.text,
-            t.met(soak["rss_growth_after_warmup_mib"]),
+            "leaks_budget_soak_mib",
+            soak["rss_growth_after_warmup_mib"],
         )
 
 
 def cgroups_cost(r: dict[str, Any]) -> Iterator[Row]:
     n, rounds = r["cgroups_added"], r["rounds"]
     cmd = f"`{PY} bench/cgroups_cost.py {rounds}`"
-    t = TARGETS["cgroups_cpu_pct"]
     tick = r["pane_tick"]
     # what the pane shown adds on top of the probe: drawing from its document once a second
     shown = r["memtop_cpu_pct_added"] + tick["document_ms"] / 10
-    yield Row(
+    yield judged(
         f"cgroups · {n} cgroups at 1 s refresh, pane shown",
         cmd,
         f"{shown:.1f} % of a core added (memtop {r['memtop_cpu_pct_base']:.1f} → "
         f"{r['memtop_cpu_pct_500']:.1f} %, + the view {tick['document_ms']:.1f} ms/s); a tick: poll "
         f"{tick['poll_ms']:.1f} ms, state {tick['apply_ms']:.1f} ms, view {tick['document_ms']:.1f} ms",
-        t.text,
-        t.met(shown),
+        "cgroups_cpu_pct",
+        shown,
     )
 
 
 def needed_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/needed_cost.py {r['rounds']}`"
     w, n = r["wss"], r["needed"]
-    t = TARGETS["wss_window_cpu_s"]
-    yield Row(
+    yield judged(
         f"working set · a {r['window_s']:g} s window of a 1 GiB process (128 MiB hot)",
         cmd,
         f"{w['window_cpu_ms']:.1f} ms CPU a window (max {w['window_cpu_ms_max']:.1f}; the first clear "
         f"{w['start_cpu_ms']:.1f}), {w['window_wall_ms']:.0f} ms wall; read {w['referenced_mib']:.1f} MiB",
-        t.text,
-        t.met(w["window_cpu_ms_max"] / 1e3),
+        "wss_window_cpu_s",
+        w["window_cpu_ms_max"] / 1e3,
     )
-    t = TARGETS["wss_slowdown"]
     # met on passes per CPU second of the target: what clearing its bits costs it; its passes
     # per wall second also move with its share of the shared machine's CPUs (both are shown)
-    yield Row(
+    yield judged(
         "working set · slowdown of the target looping over its hot set (per CPU second of it)",
         cmd,
         f"{x(w['slowdown_cpu'])} ({w['bare_passes_per_cpu_s']:.0f} → {w['measured_passes_per_cpu_s']:.0f} "
         f"passes per CPU s); per wall s {x(w['slowdown'])} ({w['bare_passes_per_s']:.0f} → "
         f"{w['measured_passes_per_s']:.0f}), medians of alternated windows",
-        t.text,
-        t.met(w["slowdown_cpu"]),
+        "wss_slowdown",
+        w["slowdown_cpu"],
     )
-    t = TARGETS["needed_cpu_pct"]
-    yield Row(
+    yield judged(
         f"cgroups · NEEDED column, {n['cgroups']:.0f} cgroups at 1 s refresh",
         cmd,
         f"{n['cpu_pct']:.2f} % of a core ({n['needed_ms']:.1f} ms a tick; the whole document {n['document_ms']:.1f} ms)",
-        t.text,
-        t.met(n["cpu_pct"]),
+        "needed_cpu_pct",
+        n["cpu_pct"],
     )
 
 
 def lru_gen_cost(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["lru_gen_cpu_pct"]
-    yield Row(
+    yield judged(
         f"cgroups · MGLRU's ages (debugfs lru_gen) of {r['cgroups']} cgroups, read every {r['every_s']:g} s",
         f"`.venv/bin/python bench/lru_gen_cost.py {r['rounds']}`",
         f"{r['cpu_pct']:.2f} % of a core (a read {r['read_ms']:.1f} ms, max {r['read_ms_max']:.1f}, of "
         f"{r['file_bytes'] / 1024:.0f} KiB; the state {r['apply_ms']:.1f} ms)",
-        t.text,
-        t.met(r["cpu_pct"]),
+        "lru_gen_cpu_pct",
+        r["cpu_pct"],
     )
 
 
@@ -380,7 +375,6 @@ def pane_cost_cmd(r: dict[str, Any]) -> str:
 
 
 def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["pane_cpu_pct"]
     cpu = r["cpu_pct"]
     cmd = pane_cost_cmd(r)
     worst = max(cpu, key=lambda c: cpu[c])
@@ -390,15 +384,14 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
         idle += f"; alternating, {a.get('label', a['memtop'])}: " + ", ".join(
             f"{c} {v:.1f} %" for c, v in a["cpu_pct"].items()
         )
-    yield Row(
+    yield judged(
         "TUI at 160x45, 1 s refresh, idle machine: memtop's CPU per pane",
         cmd,
         idle,
-        t.text,
-        t.met(*cpu.values()),
+        "pane_cpu_pct",
+        *cpu.values(),
     )
     storm = r["storm_cpu_pct"]
-    t = TARGETS["pane_storm_cpu_pct"]
     worst = max(storm, key=lambda c: storm[c])
     against = r.get("storm_against")
     figures = ", ".join(f"{c} {v:.1f} %" for c, v in storm.items()) + f" (worst: {worst})"
@@ -410,12 +403,12 @@ def pane_cost(r: dict[str, Any]) -> Iterator[Row]:
         )
     if r.get("note"):
         figures += f" — {r['note']}"
-    yield Row(
+    yield judged(
         "the same in a memcg swap storm (drill-in on the storming process)",
         cmd,
         figures,
-        t.text,
-        t.met(*storm.values()),
+        "pane_storm_cpu_pct",
+        *storm.values(),
     )
 
 
@@ -442,14 +435,13 @@ def by_cpu(cpu: dict[str, Any] | None, variant: str, empty: str) -> str:
 def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/kernel_cost.py {r['rounds']}`"
     tick = r["pane_tick"]
-    t = TARGETS["kernel_cpu_pct"]
-    yield Row(
+    yield judged(
         "kernel · pane shown, no tracing, 1 s refresh",
         cmd,
         f"{r['pane_cpu_pct']:.2f} % of a core (a tick: poll {tick['poll_ms']:.1f} ms, state "
         f"{tick['apply_ms']:.2f} ms, view {tick['document_ms']:.1f} ms)",
-        t.text,
-        t.met(r["pane_cpu_pct"]),
+        "kernel_cpu_pct",
+        r["pane_cpu_pct"],
     )
     t = TARGETS["slabtrace_ratio"]
     for key, what in (("ns_per_op", "pipe() + 2 close()"), ("ns_per_stat", "stat() of missing names")):
@@ -462,7 +454,7 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
             )
         hook = "raw tracepoints" if regular else "tracepoints"
         if "frees" not in s:  # before the default stopped hooking the frees: four hooks, one tracer
-            yield Row(
+            yield judged(
                 f"kernel · slab tracing (1 in {r['sample']}), {what}",
                 cmd,
                 f"{x(s['sampled']['ratio'])} bare; the four {hook} with empty programs alone "
@@ -470,8 +462,8 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
                 + (f", with kernel stacks {x(s['stacks']['ratio'])}" if "stacks" in s else "")
                 + f"{regular} "
                 f"(n={s['sampled']['n']})",
-                t.text,
-                t.met(s["sampled"]["ratio"]),
+                "slabtrace_ratio",
+                s["sampled"]["ratio"],
             )
             continue
         # the issue's target is how much the workload slows: its wall clock. Its own CPU time
@@ -501,23 +493,21 @@ def kernel_cost(r: dict[str, Any]) -> Iterator[Row]:
 def shared_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/shared_cost.py {r['rounds']}`"
     tick = r["pane_tick"]
-    t = TARGETS["shared_cpu_pct"]
-    yield Row(
+    yield judged(
         f"shared · pane shown, {r['processes_added']} processes and {r['segments_added']} segments added",
         cmd,
         f"{r['pane_cpu_pct']:.2f} % of a core (a tick {tick['tick_ms_mean']:.1f} ms on average; a scan of "
         f"processes and mounts {tick['scan_tick_ms']:.0f} ms, spaced to ≤ 0.5 % of a core)",
-        t.text,
-        t.met(r["pane_cpu_pct"]),
+        "shared_cpu_pct",
+        r["pane_cpu_pct"],
     )
     n, h, o = r["madvise_normal"], r["madvise_hugepage"], r["other_syscall"]
-    t = TARGETS["shared_fault_ratio"]
-    yield Row(
+    yield judged(
         "shared · any syscall (getppid) with the probes attached at start",
         cmd,
         f"{x(o['shared probe']['ratio'])} bare ({o['bare']['median']:.0f} → {o['shared probe']['median']:.0f} ns)",
-        t.text,
-        t.met(o["shared probe"]["ratio"]),
+        "shared_fault_ratio",
+        o["shared probe"]["ratio"],
     )
     yield Row(
         "shared · while the pane is shown (shmsnoop's syscall tracepoints): madvise loop, any syscall",
@@ -528,13 +518,12 @@ def shared_cost(r: dict[str, Any]) -> Iterator[Row]:
         f"({o['bare']['median']:.0f} → {o['shmsnoop']['median']:.0f} ns)",
     )
     f = r["fault_heavy"]
-    t = TARGETS["shared_fault_ratio"]
-    yield Row(
+    yield judged(
         "shared · fault-heavy workload, shared probe attached",
         cmd,
         f"{x(f['shared probe']['ratio'])} bare ({f['bare']['median']:.0f} → {f['shared probe']['median']:.0f} ns/fault)",
-        t.text,
-        t.met(f["shared probe"]["ratio"]),
+        "shared_fault_ratio",
+        f["shared probe"]["ratio"],
     )
 
 
@@ -542,69 +531,64 @@ def pagecache_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/pagecache_cost.py {r['rounds']}`"
     p = r["pane"]
     what = f"{r['open_files']:,} open files, {r['path_files']:,} under --cache-path"
-    t = TARGETS["pagecache_full_cpu_s"]
-    yield Row(
+    yield judged(
         f"pagecache · full refresh, {what}",
         cmd,
         f"{p['full_refresh_cpu_s']:.2f} s of CPU ({p['files_known']:,.0f} files: the scan, the walk and "
         f"cachestat of each {p['full_poll_cpu_s']:.2f} s, the state {p['full_apply_cpu_s']:.2f} s, the view "
         f"{p['full_document_cpu_s']:.2f} s)",
-        t.text,
-        t.met(p["full_refresh_cpu_s"]),
+        "pagecache_full_cpu_s",
+        p["full_refresh_cpu_s"],
     )
-    t = TARGETS["pagecache_cpu_pct"]
-    yield Row(
+    yield judged(
         f"pagecache · pane shown, steady, {what}",
         cmd,
         f"{r['steady_cpu_pct']:.2f} % of a core (a tick {p['steady_tick_ms_mean']:.1f} ms on average, "
         f"{p['steady_tick_ms_max']:.0f} ms at most; {p['per_file_us']:.0f} µs a file measured)",
-        t.text,
-        t.met(r["steady_cpu_pct"]),
+        "pagecache_cpu_pct",
+        r["steady_cpu_pct"],
     )
     w, c = r["read_warm"], r["read_cold"]
-    t = TARGETS["pagecache_read_ratio"]
-    yield Row(
+    yield judged(
         "pagecache · read-heavy workload (cat of a cached tree), pagecache probe attached",
         cmd,
         f"{x(w['pagecache probe']['ratio'])} bare ({w['bare']['median']:.0f} → "
         f"{w['pagecache probe']['median']:.0f} ms of CPU); read cold (every page added and deleted): "
         f"{x(c['pagecache probe']['ratio'])} ({c['bare']['median']:.0f} → {c['pagecache probe']['median']:.0f} ns a page)",
-        t.text,
-        t.met(w["pagecache probe"]["ratio"]),
+        "pagecache_read_ratio",
+        w["pagecache probe"]["ratio"],
     )
 
 
 def signal_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/signal_cost.py {r['rounds']}`"
-    t = TARGETS["signal_ratio"]
     for key, what in (("kill0", "kill(getpid(), 0)"), ("usr1_pingpong", "SIGUSR1 ping-pong round trip")):
         m = r[key]
-        yield Row(
+        yield judged(
             f"kills · signal-heavy workload ({what}), kills probe attached",
             cmd,
             f"{x(m['kills probe']['ratio'])} bare ({m['bare']['median']:.0f} → {m['kills probe']['median']:.0f} ns, "
             f"n={m['bare']['n']})",
-            t.text,
-            t.met(m["kills probe"]["ratio"]),
+            "signal_ratio",
+            m["kills probe"]["ratio"],
         )
-    yield Row(
+    yield judged(
         "kills · the same round trip by BPF run-time stats (two filtered runs of the program)",
         cmd,
         f"{x(r['pingpong_ratio_by_stats'])} bare ({r['prog_ns_per_run']:.0f} ns a run, {r['prog_runs']:,} runs)",
-        t.text,
-        t.met(r["pingpong_ratio_by_stats"]),
+        "signal_ratio",
+        r["pingpong_ratio_by_stats"],
     )
 
 
 def forecast_cost(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["forecast_cpu_pct"]
-    yield Row(
+    yield judged(
         f"oom · forecasts of {r['cgroups']} growing memcgs at 1 s refresh (in process)",
         f"`.venv/bin/python bench/forecast_cost.py {r['ticks']}`",
         f"{r['cpu_pct']:.2f} % of a core (forecast {r['forecast_ms']:.1f} ms a tick, the pane's document "
         f"{r['document_ms']:.1f} ms)",
-        t.text,
-        t.met(r["cpu_pct"]),
+        "forecast_cpu_pct",
+        r["cpu_pct"],
     )
 
 
@@ -623,81 +607,74 @@ def export_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/export_cost.py {r['rounds']}`"
     node = "node_exporter_gzip_bytes" if "node_exporter_gzip_bytes" in r else "node_gzip_bytes"
     if node in r:
-        t = TARGETS["export_wire_vs_node"]
         ratio = r["memtop_gzip_bytes"] / r[node]
-        yield Row(
+        yield judged(
             "export · bytes per scrape beside node_exporter, 1,000 processes and 500 cgroups",
             cmd,
             f"{r['memtop_gzip_bytes'] / 1e3:.0f} kB gzipped ({r['memtop_bytes'] / 1e3:.0f} kB plain, "
             f"{r['memtop_series']:.0f} series); node_exporter {r[node] / 1e3:.0f} kB gzipped "
             f"({r['node_bytes'] / 1e3:.0f} kB, {r['node_series']:.0f} series): {x(ratio)}",
-            t.text,
-            t.met(ratio),
+            "export_wire_vs_node",
+            ratio,
         )
-    t = TARGETS["scrape_p99_ms"]
     cached = (
         f"; back to back, from the tick's cached build: p99 {r['memtop_cached_scrape_ms_p99']:.1f} ms"
         if "memtop_cached_scrape_ms_p99" in r
         else ""
     )
     nodes = f"; node_exporter p99 {r['node_scrape_ms_p99']:.1f} ms" if "node_scrape_ms_p99" in r else ""
-    yield Row(
+    yield judged(
         "export · a scrape (gzip), 1,000 processes and 500 cgroups, a tick apart",
         cmd,
         f"p99 {r['scrape_ms_p99']:.1f} ms, p50 {r['scrape_ms_p50']:.1f} ms ({r['series']} series){cached}{nodes}",
-        t.text,
-        t.met(r["scrape_ms_p99"]),
+        "scrape_p99_ms",
+        r["scrape_ms_p99"],
     )
-    t = TARGETS["export_cpu_pct"]
-    yield Row(
+    yield judged(
         "export · the exporter's CPU, scraped every 15 s (--interval 15)",
         cmd,
         f"{r['cpu_pct_15s']:.2f} % of a core (at --interval 1: {r['cpu_pct_1s']:.1f} %)",
-        t.text,
-        t.met(r["cpu_pct_15s"]),
+        "export_cpu_pct",
+        r["cpu_pct_15s"],
     )
     if "node_cpu_pct_15s" in r:
-        t = TARGETS["export_cpu_vs_node"]
         ratio = r["cpu_pct_15s"] / r["node_cpu_pct_15s"]
-        yield Row(
+        yield judged(
             "export · the exporter's CPU beside node_exporter's, both scraped every 15 s",
             cmd,
             f"{r['cpu_pct_15s']:.2f} % against {r['node_cpu_pct_15s']:.2f} %: {x(ratio)}",
-            t.text,
-            t.met(ratio),
+            "export_cpu_vs_node",
+            ratio,
         )
     if "memtop_rss_anon_mib" in r:
-        t = TARGETS["export_rss_anon_mib"]
-        yield Row(
+        yield judged(
             "export · RssAnon once BCC has compiled, 1,000 processes and 500 cgroups",
             cmd,
             f"{r['memtop_rss_anon_mib']:.1f} MiB (--interval 1: {r['memtop_rss_anon_mib_1s']:.1f} MiB); "
             f"node_exporter {r['node_rss_anon_mib']:.1f} MiB",
-            t.text,
-            t.met(r["memtop_rss_anon_mib"]),
+            "export_rss_anon_mib",
+            r["memtop_rss_anon_mib"],
         )
     if "fault" in r:
         f = r["fault"]["exporter"]
-        t = TARGETS["fault_ratio"]
-        yield Row(
+        yield judged(
             "export · fault-heavy workload with the exporter running",
             cmd,
             f"{x(f['ratio'])} bare (n={f['n']})",
-            t.text,
-            t.met(f["ratio"]),
+            "fault_ratio",
+            f["ratio"],
         )
 
 
 def export_churn(r: dict[str, Any]) -> Iterator[Row]:
-    t = TARGETS["export_churn_growth_mib"]
     samples = r["rss_anon_mib"]
-    yield Row(
+    yield judged(
         "export · RssAnon under process churn, scraped every second",
         f"`{PY} bench/export_cost.py --churn {r['minutes']:g}`",
         f"{r['growth_after_warmup_mib']:+.1f} MiB after the first 30 s ({samples[0][1]:.0f} → "
         f"{samples[-1][1]:.0f} MiB over {r['minutes']:g} min, {r['processes_started']} processes started)",
-        t.text,
-        t.met(r["growth_after_warmup_mib"]),
+        "export_churn_growth_mib",
+        r["growth_after_warmup_mib"],
     )
 
 
@@ -710,27 +687,25 @@ def memtop_self(r: dict[str, Any]) -> Iterator[Row]:
     beside = [p for p in s[conds[0]] if p not in ("memtop", "memtop --no-bpf")]
     for c in conds:
         progs = s[c]
-        t = TARGETS["self_cpu_s_min_idle" if c == "idle" else "self_cpu_s_min"]
         others = "; ".join(
             f"{p} {progs[p]['cpu_s_per_min']:.2f} (first minute {progs[p]['first_minute_cpu_s']:.2f})"
             for p in ("memtop --no-bpf", *beside)
             if p in progs
         )
-        yield Row(
+        yield judged(
             f"4 · the TUI at {size}, 1 s refresh, steady, CPU s a minute: {c}",
             cmd,
             f"memtop {progs['memtop']['cpu_s_per_min']:.2f} (first minute, compiling, "
             f"{progs['memtop']['first_minute_cpu_s']:.2f}); {others}",
-            t.text,
-            t.met(progs["memtop"]["cpu_s_per_min"]),
+            "self_cpu_s_min_idle" if c == "idle" else "self_cpu_s_min",
+            progs["memtop"]["cpu_s_per_min"],
         )
-    t = TARGETS["rss_anon_mib"]
     mem = [s[c]["memtop"] for c in conds]
 
     def each(prog: str, key: str) -> str:
         return " / ".join(f"{s[c][prog][key]:.0f}" if prog in s[c] else "–" for c in conds)
 
-    yield Row(
+    yield judged(
         "4 · RssAnon once every probe is attached, steady (" + " / ".join(conds) + ")",
         cmd,
         f"memtop {each('memtop', 'rss_anon_mib')} MiB (peak while compiling "
@@ -739,26 +714,24 @@ def memtop_self(r: dict[str, Any]) -> Iterator[Row]:
             f"{p} {each(p, 'rss_anon_mib')} (RssFile {each(p, 'rss_file_mib')})"
             for p in ("memtop --no-bpf", *beside)
         ),
-        t.text,
-        t.met(*(m["rss_anon_mib"] for m in mem)),
+        "rss_anon_mib",
+        *(m["rss_anon_mib"] for m in mem),
     )
-    t = TARGETS["first_frame_s"]
     for c in conds:
         runs = [v["first_frame_s"] for v in r["samples"][c]["memtop"]]
-        yield Row(
+        yield judged(
             f"4 · first frame of the TUI (process start → the first frame with data), {c}",
             cmd,
             f"{s[c]['memtop']['first_frame_s']:.2f} s ({min(runs):.2f}–{max(runs):.2f})",
-            t.text,
-            t.met(s[c]["memtop"]["first_frame_s"]),
+            "first_frame_s",
+            s[c]["memtop"]["first_frame_s"],
         )
-    t = TARGETS["all_probes_s"]
-    yield Row(
+    yield judged(
         "4 · every default probe attached (" + " / ".join(conds) + ")",
         cmd,
         " / ".join(f"{m['all_probes_s']:.2f}" for m in mem) + " s",
-        t.text,
-        t.met(*(m["all_probes_s"] for m in mem)),
+        "all_probes_s",
+        *(m["all_probes_s"] for m in mem),
     )
 
 
@@ -790,13 +763,12 @@ def soak(r: dict[str, Any]) -> Iterator[Row]:
         cmd,
         f"{r['reclaim_events_received']:,} received, {r['reclaim_lost_events']:,} lost (counted)",
     )
-    t = TARGETS["soak_growth_mib"]
-    yield Row(
+    yield judged(
         f"soak ({minutes}): memtop's RssAnon growth after warm-up",
         cmd,
         f"{r['rss_growth_after_warmup_mib']:.1f} MiB",
-        t.text,
-        t.met(r["rss_growth_after_warmup_mib"]),
+        "soak_growth_mib",
+        r["rss_growth_after_warmup_mib"],
     )
 
 
@@ -829,14 +801,13 @@ def soak_export(r: dict[str, Any]) -> Iterator[Row]:
             "none left failing",
             "yes" if c["not_recovered"] == 0 else "**no**",
         )
-    t = TARGETS["soak_export_growth_mib"]
-    yield Row(
+    yield judged(
         f"{what}: exporter's RssAnon growth after warm-up",
         cmd,
         f"{r['rss_anon_growth_after_warmup_mib']:.1f} MiB ({r['rss_anon_after_warmup_kib'] / 1024:.0f} → "
         f"{r['rss_anon_end_kib'] / 1024:.0f} MiB, max {r['rss_anon_max_kib'] / 1024:.0f})",
-        t.text,
-        t.met(r["rss_anon_growth_after_warmup_mib"]),
+        "soak_export_growth_mib",
+        r["rss_anon_growth_after_warmup_mib"],
     )
 
 
@@ -874,38 +845,34 @@ def large_maps(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`.venv/bin/python bench/large_maps.py {base} {len(r['runs']['this checkout'])}`"
     mappings = r["runs"]["this checkout"][0]["rows"]
     what = f"large maps · drill-in mappings tab on {mappings:,} mappings"
-    t = TARGETS["maps_totals_s"]
-    yield Row(
+    yield judged(
         f"{what}: totals shown",
         cmd,
         f"{new['totals_s']:.2f} s ({base}: {old['totals_s']:.2f} s)",
-        t.text,
-        t.met(new["totals_s"]),
+        "maps_totals_s",
+        new["totals_s"],
     )
-    t = TARGETS["maps_table_s"]
-    yield Row(
+    yield judged(
         f"{what}: the whole table in and drawn",
         cmd,
         f"{new['table_s']:.2f} s, CPU {new['cpu_s']:.2f} s ({base}: {old['table_s']:.2f} s, CPU {old['cpu_s']:.2f} s)",
-        t.text,
-        t.met(new["table_s"]),
+        "maps_table_s",
+        new["table_s"],
     )
-    t = TARGETS["maps_added_mib"]
-    yield Row(
+    yield judged(
         f"{what}: memtop's added peak RSS",
         cmd,
         f"{new['added_mib']:.0f} MiB ({base}: {old['added_mib']:.0f} MiB)",
-        t.text,
-        t.met(new["added_mib"]),
+        "maps_added_mib",
+        new["added_mib"],
     )
-    t = TARGETS["maps_key_ms"]
-    yield Row(
+    yield judged(
         f"{what}: a key (`>`) handled while the table fills",
         cmd,
         f"median {new['key_ms_median']:.0f} ms, max {new['key_ms_max']:.0f} ms "
         f"({base}: {old['key_ms_median']:.0f} ms, max {old['key_ms_max']:.0f} ms)",
-        t.text,
-        t.met(new["key_ms_median"]),
+        "maps_key_ms",
+        new["key_ms_median"],
     )
 
 
@@ -916,7 +883,6 @@ def replay_seek(r: dict[str, Any]) -> Iterator[Row]:
         f" --busy {rec['busy']} --seeks {r['seeks']}`"
     )
     what = f"replay seeks · {rec['seconds'] // 60} min, {rec['procs']} processes ({rec['busy']} busy)"
-    t = TARGETS["seek_s"]
     new, old = r["runs"]["with checkpoints"], r["runs"]["without"]
     for kind, times in new.items():
         if kind.startswith("play through"):
@@ -926,13 +892,13 @@ def replay_seek(r: dict[str, Any]) -> Iterator[Row]:
                 f"{times[0]:.1f} s (without checkpoints: {old[kind][0]:.1f} s)",
             )
             continue
-        yield Row(
+        yield judged(
             f"{what}: {kind}",
             cmd,
             f"median {statistics.median(times):.3f} s, max {max(times):.3f} s"
             f" (without checkpoints: median {statistics.median(old[kind]):.2f} s)",
-            t.text,
-            t.met(max(times)),
+            "seek_s",
+            max(times),
         )
 
 
@@ -951,27 +917,32 @@ def micro(r: dict[str, Any]) -> Iterator[Row]:
 
 def container_cost(r: dict[str, Any]) -> Iterator[Row]:
     cmd = f"`{PY} bench/container_cost.py --minutes {r['minutes']:g}`"
-    t = TARGETS["image_mb"]
     mb = r["image_bytes"] / 1e6
-    yield Row("container · the exporter's image (contrib/container)", cmd, f"{mb:.0f} MB", t.text, t.met(mb))
-    t = TARGETS["container_ratio"]
+    yield judged(
+        "container · the exporter's image (contrib/container)",
+        cmd,
+        f"{mb:.0f} MB",
+        "image_mb",
+        mb,
+    )
     args = " ".join(r["interval_args"])
-    yield Row(
+    yield judged(
         f"container · the exporter in it beside the host-run one, both `{args}`, scraped every 15 s: CPU",
         cmd,
         f"{r['container_cpu_pct']:.2f} % of a core against {r['host_cpu_pct']:.2f} %: {x(r['cpu_ratio'])}",
-        t.text,
-        t.met(r["cpu_ratio"]),
+        "container_ratio",
+        r["cpu_ratio"],
     )
     peak = r["container_peak_bytes"]
-    yield Row(
+    yield judged(
         "container · the same: RSS and RssAnon",
         cmd,
         f"{r['container_rss_kib'] / 1024:.0f} MiB against {r['host_rss_kib'] / 1024:.0f} MiB ({x(r['rss_ratio'])}); "
         f"anon {r['container_rss_anon_kib'] / 1024:.0f} against {r['host_rss_anon_kib'] / 1024:.0f} MiB "
         f"({x(r['rss_anon_ratio'])})" + (f"; the container's peak {peak / 2**20:.0f} MiB" if peak else ""),
-        t.text,
-        t.met(r["rss_ratio"], r["rss_anon_ratio"]),
+        "container_ratio",
+        r["rss_ratio"],
+        r["rss_anon_ratio"],
     )
 
 

@@ -18,6 +18,7 @@ KERNEL = TESTS / "kernel"
 sys.path.insert(0, str(TESTS))
 
 from support import bpf_unavailable_reason, missing_programs  # noqa: E402
+from support.workloads import leakers  # noqa: E402, F401 (the fixture, for every test)
 
 from memtop.core.errors import NoPrivilege  # noqa: E402
 from memtop.linux import bcc_compat  # noqa: E402

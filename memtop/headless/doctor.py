@@ -28,6 +28,146 @@ class Check:
     needed: bool = True
 
 
+@dataclass(frozen=True)
+class Feature:
+    """A feature of the kernel or the machine as doctor tells of it: its line when it is there
+    and when it is not. ``present``, ``absent`` and ``hint`` may name ``{values}`` the check
+    fills in (a path, a setting read)."""
+
+    name: str
+    present: str
+    absent: str
+    #: what to do, or why it does not matter, when it is not there
+    hint: str = ""
+    required: bool = True
+    needed: bool = True
+
+    def check(self, ok: bool, **values: str) -> Check:
+        detail = self.present if ok else self.absent
+        hint = "" if ok else self.hint
+        return Check(
+            self.name, ok, detail.format(**values), hint.format(**values), self.required, self.needed
+        )
+
+
+#: the checks whose sentences do not depend on what was found, by the panes they serve; the
+#: one place these are written (a check that says more than present/absent builds its Check)
+FEATURES: dict[str, Feature] = {
+    f.name: f
+    for f in (
+        # BPF itself: memtop needs tracepoints, perf events and uprobes, nothing more
+        Feature(
+            "BTF",
+            "/sys/kernel/btf/vmlinux",
+            "absent",
+            "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
+            required=False,
+            needed=False,
+        ),
+        Feature(
+            "kprobes",
+            "available",
+            "unavailable",
+            "not needed: memtop uses tracepoints, perf events and uprobes",
+            required=False,
+            needed=False,
+        ),
+        Feature(
+            "fentry",
+            "available",
+            "unavailable",
+            "not needed: optional enrichment only",
+            required=False,
+            needed=False,
+        ),
+        # the leaks pane
+        Feature(
+            "uprobes",
+            "perf uprobe PMU",
+            "absent",
+            "kernel built without CONFIG_UPROBE_EVENTS: the leaks pane cannot run",
+        ),
+        Feature(
+            "perf events",
+            "perf_event_paranoid={paranoid}",
+            "absent",
+            "kernel built without CONFIG_PERF_EVENTS",
+        ),
+        Feature(
+            "bcc",
+            "{version}",
+            "not importable",
+            "apt-get install python3-bpfcc; use a venv with --system-site-packages",
+        ),
+        # the swap-in, cgroups and header panes
+        Feature(
+            "swap",
+            "{swaps}",
+            "no swap devices",
+            "no swap: the swap-in pane will stay empty (mkswap/swapon to test)",
+            required=False,
+        ),
+        Feature(
+            "cgroup",
+            "{layout}",
+            "{layout}",
+            "no memory controller mounted: the cgroups pane shows no usage or limits",
+            required=False,
+        ),
+        Feature(
+            "PSI",
+            "/proc/pressure/memory",
+            "unavailable",
+            "boot with psi=1 for memory pressure figures",
+            required=False,
+        ),
+        # the Kernel pane
+        Feature(
+            "slabinfo",
+            "{proc}/slabinfo",
+            "unreadable",
+            "run memtop as root: the Kernel pane lists slab caches from /proc/slabinfo",
+            required=False,
+        ),
+        Feature(
+            "slab tracing hook",
+            "raw tracepoints (the kernel's BTF describes them)",
+            "regular tracepoints",
+            "{why}: slab tracing (Kernel pane, t) costs more per event on regular tracepoints",
+            required=False,
+        ),
+        # needed memory (the cgroups pane) and the drill-in's working set
+        Feature(
+            "working set: referenced bits",
+            "/proc/PID/clear_refs and smaps Referenced (the drill-in's w)",
+            "/proc/PID/clear_refs and smaps Referenced (the drill-in's w)",
+            "kernel without CONFIG_PROC_PAGE_MONITOR",
+            required=False,
+        ),
+        Feature(
+            "idle page tracking",
+            "/sys/kernel/mm/page_idle",
+            "absent",
+            "CONFIG_IDLE_PAGE_TRACKING: memtop uses referenced bits instead",
+            required=False,
+            needed=False,
+        ),
+        Feature(
+            "per-cgroup zswap",
+            "cgroup v2 memory.stat zswap, zswapped, zswpin, zswpout, zswpwb",
+            "cgroup v1: no per-cgroup zswap figures",
+            required=False,
+            needed=False,
+        ),
+    )
+}
+
+
+def info(name: str, ok: bool, detail: str, hint: str = "") -> Check:
+    """A check of what memtop can do without: its absence is information, not a warning."""
+    return Check(name, ok, detail, hint, required=False, needed=False)
+
+
 def _read(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -76,58 +216,14 @@ def run_checks() -> list[Check]:
                 "mount -t tracefs tracefs /sys/kernel/tracing",
             )
         )
-    btf = Path("/sys/kernel/btf/vmlinux").exists()
-    checks.append(
-        Check(
-            "BTF",
-            btf,
-            "/sys/kernel/btf/vmlinux" if btf else "absent",
-            "" if btf else "kernel built without CONFIG_DEBUG_INFO_BTF (not needed by memtop)",
-            required=False,
-            needed=False,
-        )
-    )
-    kp = _kprobes_available()
-    checks.append(
-        Check(
-            "kprobes",
-            kp,
-            "available" if kp else "unavailable",
-            "" if kp else "not needed: memtop uses tracepoints, perf events and uprobes",
-            required=False,
-            needed=False,
-        )
-    )
-    fe = _fentry_available()
-    checks.append(
-        Check(
-            "fentry",
-            fe,
-            "available" if fe else "unavailable",
-            "" if fe else "not needed: optional enrichment only",
-            required=False,
-            needed=False,
-        )
-    )
+    checks.append(FEATURES["BTF"].check(Path("/sys/kernel/btf/vmlinux").exists()))
+    checks.append(FEATURES["kprobes"].check(_kprobes_available()))
+    checks.append(FEATURES["fentry"].check(_fentry_available()))
     up = Path("/sys/bus/event_source/devices/uprobe").exists()
-    checks.append(
-        Check(
-            "uprobes",
-            up,
-            "perf uprobe PMU" if up else "absent",
-            "" if up else "kernel built without CONFIG_UPROBE_EVENTS: the leaks pane cannot run",
-        )
-    )
+    checks.append(FEATURES["uprobes"].check(up))
     paranoid = _read("/proc/sys/kernel/perf_event_paranoid").strip()
     pe = Path("/proc/sys/kernel/perf_event_paranoid").exists()
-    checks.append(
-        Check(
-            "perf events",
-            pe,
-            f"perf_event_paranoid={paranoid}" if pe else "absent",
-            "" if pe else "kernel built without CONFIG_PERF_EVENTS",
-        )
-    )
+    checks.append(FEATURES["perf events"].check(pe, paranoid=paranoid))
     # one line per tracepoint, naming every probe (and so pane) that needs it; which panes a probe
     # feeds is what the views declare (View.probes)
     classes = all_probe_classes()
@@ -192,48 +288,15 @@ def run_checks() -> list[Check]:
         )
     )
     ver = bcc_compat.bcc_version()
-    checks.append(
-        Check(
-            "bcc",
-            bool(ver),
-            ver or "not importable",
-            "" if ver else "apt-get install python3-bpfcc; use a venv with --system-site-packages",
-        )
-    )
+    checks.append(FEATURES["bcc"].check(bool(ver), version=ver))
     swaps = _read("/proc/swaps").splitlines()[1:]
-    checks.append(
-        Check(
-            "swap",
-            bool(swaps),
-            "; ".join(_swap_line(s) for s in swaps) or "no swap devices",
-            "" if swaps else "no swap: the swap-in pane will stay empty (mkswap/swapon to test)",
-            required=False,
-        )
-    )
+    checks.append(FEATURES["swap"].check(bool(swaps), swaps="; ".join(_swap_line(s) for s in swaps)))
     from memtop.linux import cgroupfs
 
     lay = cgroupfs.layout()
-    checks.append(
-        Check(
-            "cgroup",
-            lay.memory is not None,
-            clean(lay.describe()),  # mount points are paths from outside
-            ""
-            if lay.memory is not None
-            else "no memory controller mounted: the cgroups pane shows no usage or limits",
-            required=False,
-        )
-    )
-    psi = bool(_read("/proc/pressure/memory"))
-    checks.append(
-        Check(
-            "PSI",
-            psi,
-            "/proc/pressure/memory" if psi else "unavailable",
-            "" if psi else "boot with psi=1 for memory pressure figures",
-            required=False,
-        )
-    )
+    # mount points are paths from outside
+    checks.append(FEATURES["cgroup"].check(lay.memory is not None, layout=clean(lay.describe())))
+    checks.append(FEATURES["PSI"].check(bool(_read("/proc/pressure/memory"))))
     checks += kernel_checks()
     checks += needed_checks(lay.memory.version if lay.memory is not None else 0)
     return checks
@@ -277,52 +340,42 @@ def mglru_check(sys: str, debugfs: str | None) -> Check:
 
     text, on = kernelfs.lru_gen_enabled(sys)
     if not text:
-        return Check(
+        return info(
             "MGLRU",
             False,
             "absent",
             "kernel without CONFIG_LRU_GEN: a cgroup's needed memory is estimated from memory.stat "
             "(anonymous memory counts whole)",
-            required=False,
-            needed=False,
         )
     if not on:
-        return Check(
+        return info(
             "MGLRU",
             False,
             f"lru_gen {text}: off",
             "echo y > /sys/kernel/mm/lru_gen/enabled to turn it on (and mount debugfs): needed memory "
             "then uses its page ages; until then it is estimated from memory.stat",
-            required=False,
-            needed=False,
         )
     if debugfs is None:
-        return Check(
+        return info(
             "MGLRU",
             False,
             f"lru_gen {text}: on; debugfs not mounted (memtop never mounts it)",
             "mount -t debugfs none /sys/kernel/debug: a cgroup's needed memory then uses lru_gen's "
             "page ages; until then it is estimated from memory.stat",
-            required=False,
-            needed=False,
         )
     ages, why = kernelfs.read_lru_gen(debugfs)
     if ages is None:
-        return Check(
+        return info(
             "MGLRU",
             False,
             f"lru_gen {text}: on; {why}",
             "a cgroup's needed memory is estimated from memory.stat",
-            required=False,
-            needed=False,
         )
-    return Check(
+    return info(
         "MGLRU",
         True,
         f"lru_gen {text}: on; {clean(debugfs)}/lru_gen readable ({len(ages)} memcgs)",
         "a cgroup's needed memory uses its page ages (source lru_gen; read only, every 5 s)",
-        required=False,
-        needed=False,
     )
 
 
@@ -340,26 +393,11 @@ def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -
     params = kernelfs.read_zswap_params(sys)
     debugfs = kernelfs.debugfs_mount(read_text(j(proc, "self", "mountinfo"), errors="surrogateescape"))
     zram = kernelfs.read_zram(sys)
-    out = [
-        Check(
-            "working set: referenced bits",
-            os.path.exists(j(proc, "self", "clear_refs")),
-            "/proc/PID/clear_refs and smaps Referenced (the drill-in's w)",
-            ""
-            if os.path.exists(j(proc, "self", "clear_refs"))
-            else "kernel without CONFIG_PROC_PAGE_MONITOR",
-            required=False,
-        ),
-        Check(
-            "idle page tracking",
-            idle,
-            "/sys/kernel/mm/page_idle" if idle else "absent",
-            "" if idle else "CONFIG_IDLE_PAGE_TRACKING: memtop uses referenced bits instead",
-            required=False,
-            needed=False,
-        ),
+    return [
+        FEATURES["working set: referenced bits"].check(os.path.exists(j(proc, "self", "clear_refs"))),
+        FEATURES["idle page tracking"].check(idle),
         mglru_check(sys, debugfs),
-        Check(
+        info(
             "DAMON",
             damon_admin and "vaddr" in avail,
             (f"{kdamonds} kdamond(s): {', '.join(running)}; operations {' '.join(sorted(avail)) or '?'}")
@@ -368,10 +406,8 @@ def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -
             (DAMON_NOT_OURS + "; " if kdamonds else "")
             + "memtop reads no DAMON context it did not create and creates none (a new kdamond means "
             "rewriting nr_kdamonds, which stops the others): referenced bits instead",
-            required=False,
-            needed=False,
         ),
-        Check(
+        info(
             "zswap",
             params.get("enabled") in ("Y", "1"),
             (f"{'on' if params.get('enabled') in ('Y', '1') else 'off'}, {params.get('compressor', '?')}")
@@ -381,27 +417,14 @@ def needed_checks(memory_version: int, sys: str = "/sys", proc: str = "/proc") -
             ""
             if debugfs or not params
             else "mount -t debugfs none /sys/kernel/debug for zswap's stored pages, written back, rejected",
-            required=False,
-            needed=False,
         ),
-        Check(
+        info(
             "zram",
             bool(zram),
             ", ".join(f"{z.name} {z.algorithm}" for z in zram) or "no initialised zram device",
-            required=False,
-            needed=False,
         ),
-        Check(
-            "per-cgroup zswap",
-            memory_version == 2,
-            "cgroup v2 memory.stat zswap, zswapped, zswpin, zswpout, zswpwb"
-            if memory_version == 2
-            else "cgroup v1: no per-cgroup zswap figures",
-            required=False,
-            needed=False,
-        ),
+        FEATURES["per-cgroup zswap"].check(memory_version == 2),
     ]
-    return out
 
 
 def kernel_checks(proc: str = "/proc") -> list[Check]:
@@ -415,22 +438,8 @@ def kernel_checks(proc: str = "/proc") -> list[Check]:
     state, hint = kernelfs.profiling_state(proc)
     _flags, why_not_raw = raw_config()
     return [
-        Check(
-            "slabinfo",
-            slab,
-            f"{proc}/slabinfo" if slab else "unreadable",
-            "" if slab else "run memtop as root: the Kernel pane lists slab caches from /proc/slabinfo",
-            required=False,
-        ),
-        Check(
-            "slab tracing hook",
-            not why_not_raw,
-            "raw tracepoints (the kernel's BTF describes them)" if not why_not_raw else "regular tracepoints",
-            ""
-            if not why_not_raw
-            else f"{why_not_raw}: slab tracing (Kernel pane, t) costs more per event on regular tracepoints",
-            required=False,
-        ),
+        FEATURES["slabinfo"].check(slab, proc=proc),
+        FEATURES["slab tracing hook"].check(not why_not_raw, why=why_not_raw),
         Check(
             "allocation profiling",
             state == "on",

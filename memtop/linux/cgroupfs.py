@@ -152,11 +152,18 @@ def layout(proc: str = "/proc") -> Layout:
 
 
 def read_text(path: str, limit: int = MAX_FILE, errors: str = "replace") -> str | None:
-    """A small file's text, None when it cannot be read. Never follows a symlink, never opens
+    """A small file's text, None when it cannot be read (as :func:`read_bytes` reads it).
+    ``errors="surrogateescape"`` where the text holds paths to open again (mountinfo): a byte
+    that is not UTF-8 stays that byte."""
+    data = read_bytes(path, limit)
+    return None if data is None else data.decode("utf-8", errors)
+
+
+def read_bytes(path: str, limit: int = MAX_FILE) -> bytes | None:
+    """A small file's bytes, None when it cannot be read. Never follows a symlink, never opens
     anything but a regular file (a FIFO planted where a file is expected cannot block memtop),
     reads at most ``limit`` bytes: cgroupfs is written by whoever may create cgroups, and runtime
-    files (container configs) by other programs. ``errors="surrogateescape"`` where the text
-    holds paths to open again (mountinfo): a byte that is not UTF-8 stays that byte."""
+    files (container configs) by other programs."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -171,7 +178,7 @@ def read_text(path: str, limit: int = MAX_FILE, errors: str = "replace") -> str 
                 break
             parts.append(chunk)
             size += len(chunk)
-        return b"".join(parts).decode("utf-8", errors)
+        return b"".join(parts)
     except OSError:
         return None
     finally:

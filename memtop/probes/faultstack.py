@@ -133,7 +133,6 @@ class FaultStackProbe(BpfProbe):
         self._sent_coverage: FaultCoverage | None = None
         self._ids: tuple[int, int, int] = (0, 0, 0)
         self._sym = Symbolizer(pid, proc_root)
-        self._frames: dict[int, tuple[str, ...]] = {}
         self._sent_stacks: dict[int, tuple[int, int]] = {}
         self._path_ids: dict[str, int] = {}
         self._paths: list[str] = []
@@ -363,11 +362,7 @@ class FaultStackProbe(BpfProbe):
         for sid, (mn, mj) in per_stack.items():
             if self._sent_stacks.get(sid) == (mn, mj):
                 continue
-            frames = self._frames.get(sid)
-            if frames is None:
-                frames = self._sym.stack_frames(stacks, sid, alive)
-                if alive or sid < 0:
-                    self._frames[sid] = frames
+            frames = self._sym.stack_frames_of(stacks, sid, alive)
             out.append(FaultStack(self.pid, sid, frames, mn, mj))
             self._sent_stacks[sid] = (mn, mj)
         # files

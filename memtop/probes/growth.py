@@ -77,7 +77,6 @@ class GrowthProbe(BpfProbe):
         self.pid = pid
         self.proc_root = proc_root
         self._sym = Symbolizer(pid, proc_root)
-        self._frames: dict[int, tuple[str, ...]] = {}
         self._sent: dict[int, tuple[int, ...]] = {}
         self._gone = False
 
@@ -116,11 +115,7 @@ class GrowthProbe(BpfProbe):
             vals = tuple(int(getattr(v, f)) for f in FIELDS)
             if self._sent.get(sid) == vals:
                 continue
-            frames = self._frames.get(sid)
-            if frames is None:
-                frames = self._sym.stack_frames(stacks, sid, alive)
-                if alive or sid < 0:
-                    self._frames[sid] = frames
+            frames = self._sym.stack_frames_of(stacks, sid, alive)
             out.append(GrowthStack(self.pid, sid, frames, *vals))
             self._sent[sid] = vals
         out.append(self.lost_record(what="stacks"))

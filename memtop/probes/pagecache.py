@@ -33,6 +33,7 @@ from typing import ClassVar, Self
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
 from memtop.linux.cgroupfs import read_text
+from memtop.linux.procfd import open_files
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.layout import Packed
 from memtop.records import Record
@@ -310,36 +311,19 @@ class PagecacheinfoProbe(Probe):
         return f
 
     def _scan_fds(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> int:
-        fd_dir = os.path.join(self.proc, pid, "fd")
-        n = 0
-        try:
-            it = os.scandir(fd_dir)
-        except OSError:
-            return 0
-        with it:
-            for entry in it:
-                n += 1
-                if n > self.max_fds:
-                    break
-                try:
-                    # stat of the magic link: the open file's inode (nothing opened)
-                    st = os.stat(entry.path)
-                except OSError:
-                    continue
-                if not stat_mod.S_ISREG(st.st_mode):
-                    continue
-                f = self._hold(found, (st.st_dev, st.st_ino), pid, comm)
-                if f is None:
-                    continue
-                f.size_bytes = st.st_size
-                if len(f.opens) < 2:
-                    f.opens.append((entry.path, True))
-                if not f.path:
-                    try:
-                        f.path = clean(os.readlink(entry.path), 1024)
-                    except OSError:
-                        pass
-        return n
+        walk = open_files(self.proc, pid, self.max_fds)
+        for of in walk.files:
+            f = self._hold(found, (of.st.st_dev, of.st.st_ino), pid, comm)
+            if f is None:
+                continue
+            f.size_bytes = of.st.st_size
+            if len(f.opens) < 2:
+                f.opens.append((of.link, True))
+            if not f.path:
+                target = of.target()
+                if target is not None:
+                    f.path = clean(target, 1024)
+        return walk.seen
 
     def _scan_maps(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> None:
         text = read_text(os.path.join(self.proc, pid, "maps"), 8 << 20, errors="surrogateescape")

@@ -27,6 +27,7 @@ from memtop.core.text import clean
 from memtop.linux import tracefs
 from memtop.linux.cgroupfs import read_text
 from memtop.linux.kernelfs import parse_meminfo
+from memtop.linux.procfd import open_files
 from memtop.probes.base import BpfProbe, Probe, enumerated
 from memtop.records import Record
 from memtop.records.shared import (
@@ -511,30 +512,10 @@ class SharedinfoProbe(Probe):
 
     def _memfds(self, pid: str) -> list[tuple[int, str, int, int]]:
         """(inode, name, size, allocated bytes) of each memfd the process holds open (bounded)."""
-        fd_dir = os.path.join(self.proc, pid, "fd")
         out: dict[int, tuple[int, str, int, int]] = {}
-        try:
-            with os.scandir(fd_dir) as it:
-                for n, entry in enumerate(it):
-                    if n >= self.max_fds:
-                        break
-                    try:
-                        target = os.readlink(entry.path)
-                    except OSError:
-                        continue
-                    if not target.startswith("/memfd:"):
-                        continue
-                    try:
-                        # stat of the fd's magic link: the memfd's inode (no open, no read)
-                        st = os.stat(entry.path)
-                    except OSError:
-                        continue
-                    if not stat_mod.S_ISREG(st.st_mode):
-                        continue
-                    name = target[len("/memfd:") :].removesuffix(" (deleted)")
-                    out[st.st_ino] = (st.st_ino, clean(name, 256), st.st_size, st.st_blocks * 512)
-        except OSError:
-            return []
+        for of in open_files(self.proc, pid, self.max_fds, named=lambda t: t.startswith("/memfd:")).files:
+            name = (of.target() or "")[len("/memfd:") :].removesuffix(" (deleted)")
+            out[of.st.st_ino] = (of.st.st_ino, clean(name, 256), of.st.st_size, of.st.st_blocks * 512)
         return list(out.values())
 
     def _maps(self, pid: str) -> tuple[set[int], set[int]]:

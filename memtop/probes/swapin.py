@@ -19,6 +19,7 @@ from memtop.core.errors import ProbeError
 from memtop.core.text import clean
 from memtop.linux import bcc_compat, kernelfs
 from memtop.linux.cgroupfs import read_text
+from memtop.linux.ksyms import TEXT_TYPES, text_symbols
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
@@ -40,10 +41,6 @@ HIST_SLOTS = 64
 LOST = ("processes", "unclassified no-wait faults")
 #: slots of ``swapin_counters``: blocked-in-fault sleeps timed, D-state stack walks
 COUNTERS = ("sleeps", "stack walks")
-
-
-#: kallsyms types of text (code) symbols: global, local, weak
-TEXT_TYPES = (b"t", b"T", b"w", b"W")
 
 
 def kernel_text_ranges(
@@ -99,15 +96,11 @@ def _text_symbol_line(data: bytes, name: bytes) -> int:
 def _text_ranges_full(names: set[str], data: bytes) -> dict[str, tuple[int, int]]:
     addrs: list[int] = []
     found: dict[str, int] = {}
-    for line in data.splitlines():
-        parts = line.split()
-        if len(parts) != 3 or parts[1] not in TEXT_TYPES:  # module symbols have a 4th field
-            continue
-        addr = int(parts[0], 16)
-        if addr == 0:
+    for addr, sym, module in text_symbols(data.splitlines()):
+        if module:  # a module's: the kernel's own text is what is wanted
             continue
         addrs.append(addr)
-        name = parts[2].decode("utf-8", errors="replace")
+        name = sym.decode("utf-8", errors="replace")
         if name in names and name not in found:
             found[name] = addr
     addrs = sorted(set(addrs))

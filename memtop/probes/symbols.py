@@ -241,6 +241,8 @@ class Symbolizer:
         self._amap: AddressMap | None = None
         #: why this process's frames are raw addresses from now on (a lookup timed out), or ""
         self.broken = ""
+        #: frames by BPF stack id, once symbolized (or failed: a negative id), for stack_frames_of
+        self._stacks: dict[int, tuple[str, ...]] = {}
 
     def stack_frames(self, stacks: Any, sid: int, alive: bool) -> tuple[str, ...]:
         """Frames of stack ``sid`` in a BPF stack-trace map: symbolized while the process lives,
@@ -256,6 +258,16 @@ class Symbolizer:
         if not alive:
             return tuple(f"0x{a:x}" for a in addrs)
         return self.frames(addrs)
+
+    def stack_frames_of(self, stacks: Any, sid: int, alive: bool) -> tuple[str, ...]:
+        """:meth:`stack_frames`, remembered by stack id: a stack id names one stack for as long
+        as the program is loaded. Raw addresses (the process gone) are not remembered."""
+        frames = self._stacks.get(sid)
+        if frames is None:
+            frames = self.stack_frames(stacks, sid, alive)
+            if alive or sid < 0:
+                self._stacks[sid] = frames
+        return frames
 
     def frames(self, addrs: list[int]) -> tuple[str, ...]:
         """Symbolize a stack (innermost first). Return addresses (all but the first) are looked up

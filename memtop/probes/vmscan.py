@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memtop.core.text import clean
+from memtop.linux.ksyms import text_symbols
 from memtop.probes.base import BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
@@ -65,6 +66,17 @@ class _Event(ctypes.Structure):
     ]
 
 
+def kind_name(kind: int) -> str:
+    """A reclaim kind by the number the program sends; "unknown" past the kinds this memtop
+    knows (a program built from a newer bpf/vmscan.bpf.c)."""
+    return RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown"
+
+
+def _stalls(v: Any) -> tuple[int, int, int, int]:
+    """(events, total_ns, max_ns, pages reclaimed) of a per-process or per-cgroup stall entry."""
+    return int(v.events), int(v.total_ns), int(v.max_ns), int(v.reclaimed)
+
+
 class KernelSymbols:
     """Kernel text addresses to names from /proc/kallsyms (read once, lazily). Shrinkers are
     named by their scan function (``super_cache_scan``, ``deferred_split_scan``…).
@@ -88,17 +100,9 @@ class KernelSymbols:
         names: list[bytes] = []
         try:
             with self.path.open("rb") as fh:
-                for line in fh:
-                    parts = line.split()
-                    if len(parts) < 3 or parts[1] not in (b"t", b"T", b"w", b"W"):
-                        continue
-                    try:
-                        addr = int(parts[0], 16)
-                    except ValueError:
-                        continue
-                    if addr:
-                        addrs.append(addr)
-                        names.append(parts[2])
+                for addr, name, _module in text_symbols(fh):
+                    addrs.append(addr)
+                    names.append(name)
         except OSError:
             return
         order = sorted(range(len(addrs)), key=addrs.__getitem__)
@@ -201,7 +205,7 @@ class VmscanProbe(BpfProbe):
                 pid=int(ev.pid),
                 tid=int(ev.tid),
                 comm=clean(bytes(ev.comm).split(b"\0", 1)[0]),
-                kind=RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
+                kind=kind_name(kind),
                 latency_ns=int(ev.latency_ns),
                 pages_reclaimed=int(ev.nr_reclaimed),
                 cgroup_id=int(ev.cgroup_id),
@@ -244,17 +248,7 @@ class VmscanProbe(BpfProbe):
             kind = int(k.kind)
             if v.cgroup_id:
                 cgroups[int(k.pid)] = int(v.cgroup_id)
-            out.append(
-                (
-                    int(k.pid),
-                    clean(bytes(v.comm).split(b"\0", 1)[0]),
-                    RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
-                    int(v.events),
-                    int(v.total_ns),
-                    int(v.max_ns),
-                    int(v.reclaimed),
-                )
-            )
+            out.append((int(k.pid), clean(bytes(v.comm).split(b"\0", 1)[0]), kind_name(kind), *_stalls(v)))
         out.sort()
         return tuple(out), tuple(sorted(cgroups.items()))
 
@@ -271,16 +265,7 @@ class VmscanProbe(BpfProbe):
         out = []
         for k, v in self.bpf["cg_stats"].items():
             kind = int(k.kind)
-            out.append(
-                (
-                    int(k.cgroup_id),
-                    RECLAIM_KINDS[kind] if kind < len(RECLAIM_KINDS) else "unknown",
-                    int(v.events),
-                    int(v.total_ns),
-                    int(v.max_ns),
-                    int(v.reclaimed),
-                )
-            )
+            out.append((int(k.cgroup_id), kind_name(kind), *_stalls(v)))
         out.sort()
         return tuple(out)
 

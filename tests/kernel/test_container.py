@@ -20,8 +20,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import compile_c, memcg, swapfile
 from support.daemonset import NODE, PODMAN, daemonset, manifests, pod_options
+from support.exporter import free_port, get, prometheus
 from support.procs import proc_status
-from test_export_prometheus import exporter, free_port, get, wait_for
+from test_export_prometheus import exporter, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
@@ -253,20 +254,7 @@ def test_the_scrape_config_keeps_the_daemonsets_pods_and_names_them(tmp_path: Pa
 
         other = {k: v for k, v in ann.items() if k != "prometheus.io/scrape"}
         sd.write_text(json.dumps([pod("memtop-abcde", ann), pod("not-annotated", other)]))
-        (tmp_path / "prometheus.yml").write_text(cfg)
-        api_port = free_port()
-        prom = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={tmp_path / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp_path / 'data'}",
-                f"--web.listen-address=127.0.0.1:{api_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        api = f"http://127.0.0.1:{api_port}"
-        try:
+        with prometheus(cfg) as api:
 
             def targets() -> list[dict[str, object]]:
                 doc = json.loads(get(f"{api}/api/v1/targets")[2])
@@ -286,6 +274,3 @@ def test_the_scrape_config_keeps_the_daemonsets_pods_and_names_them(tmp_path: Pa
                     json.loads(get(f"{api}/api/v1/query?query=" + urllib.parse.quote(q))[2])["data"]["result"]
                 ),
             )
-        finally:
-            prom.terminate()
-            prom.wait(timeout=30)

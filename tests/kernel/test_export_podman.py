@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from support import WORKLOADS
-from test_export_prometheus import exporter, get, prometheus, query, wait_for
+from support.exporter import get, prometheus, scrape_config
+from test_export_prometheus import exporter, query, wait_for
 
 MiB = 1 << 20
 CG1 = Path("/sys/fs/cgroup/memory")
@@ -93,7 +94,7 @@ def test_a_podman_container_carries_cadvisors_labels() -> None:
         assert "libpod-" in path, path
         cid = podman("inspect", "-f", "{{.Id}}", name)
         assert cid in path
-        with exporter() as (_proc, port), prometheus(port) as api:
+        with exporter() as (_proc, port), prometheus(scrape_config(port)) as api:
             url = f"http://127.0.0.1:{port}/metrics"
             wait_for("memtop to see the container", lambda: f'id="{path}"' in get(url)[2])
             # what a cAdvisor user asks: by container and image, no id in the query

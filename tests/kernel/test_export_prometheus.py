@@ -11,7 +11,6 @@ import math
 import re
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -23,23 +22,12 @@ from typing import Any
 
 import pytest
 from support import compile_c, dashboard_expressions, memcg, memtop_cmd, rated_metrics, swapfile
+from support.exporter import free_port, get, prometheus, scrape_config
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
 #: a --max-series no machine's cgroups reach
 UNBOUNDED_SERIES = 10_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def get(url: str, accept: str = "", timeout: float = 10) -> tuple[int, str, str]:
-    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return r.status, r.headers.get("Content-Type", ""), r.read().decode()
 
 
 def wait_for(what: str, ok: Any, timeout_s: float = 60) -> None:
@@ -90,35 +78,6 @@ def exporter(*extra: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
             proc.wait()
 
 
-@contextmanager
-def prometheus(target_port: int) -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix="memtop-prom-") as tmp:
-        cfg = Path(tmp) / "prometheus.yml"
-        cfg.write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: memtop\n"
-            f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
-        )
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={cfg}",
-                f"--storage.tsdb.path={tmp}/data",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        api = f"http://127.0.0.1:{port}"
-        try:
-            wait_for("prometheus ready", lambda: get(f"{api}/-/ready")[0] == 200)
-            yield api
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-
-
 def query(api: str, expr: str, at: float | None = None) -> list[dict[str, Any]]:
     params = {"query": expr} | ({"time": f"{at:.3f}"} if at is not None else {})
     _, _, body = get(f"{api}/api/v1/query?" + urllib.parse.urlencode(params))
@@ -149,7 +108,7 @@ def majflt(pid: int) -> int:
 @pytest.mark.bpf
 def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
     hog_exe, fill_exe = compile_c("reclaim_hog"), compile_c("swapfill")
-    with exporter() as (proc, port), prometheus(port) as api:
+    with exporter() as (proc, port), prometheus(scrape_config(port)) as api:
         wait_for("a first scrape", lambda: scraped_after(api, 0))
         with swapfile(), memcg(100 * MiB) as cg:
             path = "/" + cg.name
@@ -434,7 +393,7 @@ def test_every_panel_and_rule_is_a_number_with_and_without_kills_and_reclaim() -
     both; OOMKill fires after the kill only; no panel takes a rate of a series that ever fell."""
     fill = compile_c("swapfill")
     hog_exe = compile_c("reclaim_hog")
-    with exporter() as (_proc, port), prometheus(port) as api:
+    with exporter() as (_proc, port), prometheus(scrape_config(port)) as api:
         t_start = wait_scraped(api, 0)
         with memcg(100 * MiB) as quiet_cg:
             w = subprocess.Popen([str(fill), "20"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

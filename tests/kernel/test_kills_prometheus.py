@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 from support import compile_c, memcg
-from test_export_prometheus import exporter, free_port, get, query, sees_cgroup, wait_for
+from support.exporter import get, prometheus, scrape_config
+from test_export_prometheus import exporter, query, sees_cgroup, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "contrib" / "prometheus" / "memtop-alerts.yml"
@@ -42,31 +43,8 @@ def quick_rules(dest: Path) -> Path:
 def prometheus_with_rules(target_port: int) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="memtop-killx-prom-") as tmp:
         rules = quick_rules(Path(tmp) / "rules.yml")
-        cfg = Path(tmp) / "prometheus.yml"
-        cfg.write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files:\n  - {rules}\n"
-            "scrape_configs:\n  - job_name: memtop\n"
-            f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
-        )
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={cfg}",
-                f"--storage.tsdb.path={tmp}/data",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        api = f"http://127.0.0.1:{port}"
-        try:
-            wait_for("prometheus ready", lambda: get(f"{api}/-/ready")[0] == 200)
+        with prometheus(scrape_config(target_port, rule_files=[rules])) as api:
             yield api
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
 
 
 def alerts(api: str, name: str) -> list[dict[str, Any]]:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import LineReader, compile_c, memtop_cmd, run_snapshot, wait_until
+from support import Leaker, Leakers, compile_c, memtop_cmd, run_snapshot, wait_until
 from test_leaks_kernel import our_uprobes
 
 from memtop.probes.leaks import LeaksProbe
@@ -21,40 +20,17 @@ RATE = 200_000
 LEAK_BPS = 64 * 4096  # 256 KiB/s in 4 KiB blocks
 
 
-class Churn:
-    def __init__(self, leak_bps: int) -> None:
-        exe = compile_c("budgetchurn")
-        size = 4096 if leak_bps else 0
-        self.proc = subprocess.Popen(
-            [str(exe), str(RATE), str(leak_bps), str(size), "180"], stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        self.out = LineReader(self.proc.stdout, "budgetchurn")
-        self.out.wait_for("ready")
-
-    def leaked(self) -> tuple[int, int]:
-        _, b, n = self.out.wait_for("leaked").split()
-        return int(b), int(n)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-@pytest.fixture
-def churns() -> Iterator[list[Churn]]:
-    made: list[Churn] = []
-    yield made
-    for c in made:
-        c.kill()
+def churn(leakers: Leakers, leak_bps: int) -> Leaker:
+    """tests/workloads/budgetchurn.c at RATE pairs/s for 3 minutes, leaking ``leak_bps`` in 4 KiB
+    blocks (none: 0)."""
+    size = 4096 if leak_bps else 0
+    return leakers.start([str(compile_c("budgetchurn")), str(RATE), str(leak_bps), str(size), "180"])
 
 
 @pytest.mark.bpf
-def test_budget_reports_the_leaking_stack_first(churns: list[Churn]) -> None:
-    target = Churn(LEAK_BPS)
-    churns.append(target)
-    doc = run_snapshot("leaks", 45, "--leaks", str(target.proc.pid), "--budget", "1%", timeout=180)
+def test_budget_reports_the_leaking_stack_first(leakers: Leakers) -> None:
+    target = churn(leakers, LEAK_BPS)
+    doc = run_snapshot("leaks", 45, "--leaks", str(target.pid), "--budget", "1%", timeout=180)
     b = doc["budget"]
     assert b is not None and b["budget_pct"] == 1.0
     assert b["windows"] >= 2 and b["duty_pct"] is not None and b["duty_pct"] < 100
@@ -74,10 +50,9 @@ def test_budget_reports_the_leaking_stack_first(churns: list[Churn]) -> None:
 
 
 @pytest.mark.bpf
-def test_budget_no_leak_reports_none(churns: list[Churn]) -> None:
-    target = Churn(0)
-    churns.append(target)
-    doc = run_snapshot("leaks", 45, "--leaks", str(target.proc.pid), "--budget", "1%", timeout=180)
+def test_budget_no_leak_reports_none(leakers: Leakers) -> None:
+    target = churn(leakers, 0)
+    doc = run_snapshot("leaks", 45, "--leaks", str(target.pid), "--budget", "1%", timeout=180)
     b = doc["budget"]
     assert b is not None and b["windows"] >= 2, b
     assert b["resolve_rate"] is not None  # judged, not merely too early to tell
@@ -85,13 +60,12 @@ def test_budget_no_leak_reports_none(churns: list[Churn]) -> None:
 
 
 @pytest.mark.bpf
-def test_a_recording_keeps_the_windows_and_when_the_leak_began(churns: list[Churn], tmp_path: Path) -> None:
+def test_a_recording_keeps_the_windows_and_when_the_leak_began(leakers: Leakers, tmp_path: Path) -> None:
     """`memtop record --leaks PID --budget 1%` keeps the leak tables: replayed, the leak is there
     at the end with how long it had been growing, and was not yet at the start."""
-    target = Churn(LEAK_BPS)
-    churns.append(target)
+    target = churn(leakers, LEAK_BPS)
     rec = tmp_path / "budget.jsonl.gz"
-    cmd = memtop_cmd() + ["record", "--leaks", str(target.proc.pid), "--budget", "1%", "--output", str(rec)]
+    cmd = memtop_cmd() + ["record", "--leaks", str(target.pid), "--budget", "1%", "--output", str(rec)]
     proc = subprocess.run(cmd + ["--duration", "45", "--quiet"], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     end = run_snapshot("leaks", 0, "--replay", str(rec))
@@ -103,12 +77,11 @@ def test_a_recording_keeps_the_windows_and_when_the_leak_began(churns: list[Chur
 
 
 @pytest.mark.bpf
-def test_closing_mid_window_leaves_no_uprobe(churns: list[Churn]) -> None:
+def test_closing_mid_window_leaves_no_uprobe(leakers: Leakers) -> None:
     """Closed while its window thread traces or waits, the budgeted probe leaves no uprobe and
     no thread behind (every exit path detaches every probe)."""
-    target = Churn(LEAK_BPS)
-    churns.append(target)
-    probe = LeaksProbe([target.proc.pid], budget=0.01, calls_per_s=RATE)
+    target = churn(leakers, LEAK_BPS)
+    probe = LeaksProbe([target.pid], budget=0.01, calls_per_s=RATE)
     try:
         probe.load()
         wait_until(lambda: probe.candidates.window >= 1, "a first window")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import LineReader, case_lines, compile_c, run_snapshot
+from support import Leaker, Leakers, case_lines, compile_c, leaky_argv, run_snapshot
 
 from memtop.probes.base import Probe
 from memtop.probes.leaks import A_EMPTY, A_FREED, LeaksProbe, alloc_slots
@@ -29,43 +29,6 @@ from memtop.views import Options
 from memtop.views.leaks import LeaksView
 
 LEAK_RATE = 4096 * 100  # leaky.c: 4 KiB every 10 ms
-
-
-class Leaky:
-    """A running tests/workloads/leaky.c with its stdout collected line by line."""
-
-    def __init__(
-        self, mode: str = "a", leak_s: float = 5, tail_s: float = 60, argv: list[str] | None = None
-    ) -> None:
-        argv = argv or [str(compile_c("leaky")), mode, str(leak_s), str(tail_s)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        self.out = LineReader(self.proc.stdout, "leaky")
-        self.wait_for("ready")
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def wait_for(self, prefix: str) -> str:
-        return self.out.wait_for(prefix)
-
-    def leaked(self) -> tuple[int, int]:
-        _, b, n = self.wait_for("leaked").split()
-        return int(b), int(n)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-@pytest.fixture
-def leakies() -> Iterator[list[Leaky]]:
-    made: list[Leaky] = []
-    yield made
-    for p in made:
-        p.kill()
 
 
 def tick(probe: Probe, state: State) -> None:
@@ -90,11 +53,10 @@ def folded_lines(text: str) -> list[tuple[list[str], int]]:
 
 
 @pytest.mark.bpf
-def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
+def test_leak_site_size_growth_and_churn(leakers: Leakers) -> None:
     from memtop.probes.leaks import LeaksProbe
 
-    leaky = Leaky("a", 4.5, 30)
-    leakies.append(leaky)
+    leaky = leakers.start(leaky_argv("a", 4.5, 30))
     probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
     view = LeaksView()
@@ -159,9 +121,8 @@ def test_leak_site_size_growth_and_churn(leakies: list[Leaky]) -> None:
 
 
 @pytest.mark.bpf
-def test_two_pids_at_once_cli(leakies: list[Leaky]) -> None:
-    a, b = Leaky("a", 60, 0), Leaky("b", 60, 0)
-    leakies += [a, b]
+def test_two_pids_at_once_cli(leakers: Leakers) -> None:
+    a, b = leakers.start(leaky_argv("a", 60, 0)), leakers.start(leaky_argv("b", 60, 0))
     doc = run_snapshot("leaks", 3, "--leaks", f"{a.pid},{b.pid}")
     assert doc["pane"] == "leaks" and doc["pids"] == sorted([a.pid, b.pid])
     here = [r for r in rows_with(doc["rows"], "leak_here")]
@@ -189,11 +150,10 @@ def our_uprobes() -> list[dict[str, Any]]:
 
 
 @pytest.mark.bpf
-def test_target_exit_keeps_last_data_and_detaches(leakies: list[Leaky]) -> None:
+def test_target_exit_keeps_last_data_and_detaches(leakers: Leakers) -> None:
     from memtop.probes.leaks import LeaksProbe
 
-    leaky = Leaky("a", 1.5, 0.2)
-    leakies.append(leaky)
+    leaky = leakers.start(leaky_argv("a", 1.5, 0.2))
     probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
     view = LeaksView()
@@ -265,11 +225,10 @@ def test_allocator_family_nested_and_failed(exact: bool) -> None:
 
 
 @contextmanager
-def addrchurn(leakies: list[Leaky], args: list[str], max_allocs: int) -> Iterator[tuple[LeaksProbe, Leaky]]:
+def addrchurn(leakers: Leakers, args: list[str], max_allocs: int) -> Iterator[tuple[LeaksProbe, Leaker]]:
     """tests/workloads/addrchurn.c run with ``args`` (ROUNDS BATCH LEAK), traced by a leaks probe
     whose address table holds ``max_allocs`` blocks."""
-    leaky = Leaky(argv=[str(compile_c("addrchurn")), *args])
-    leakies.append(leaky)
+    leaky = leakers.start([str(compile_c("addrchurn")), *args])
     probe = LeaksProbe([leaky.pid], max_allocs=max_allocs)
     try:
         probe.load()
@@ -278,7 +237,7 @@ def addrchurn(leakies: list[Leaky], args: list[str], max_allocs: int) -> Iterato
         probe.close()
 
 
-def churned_and_leaked(probe: LeaksProbe, leaky: Leaky) -> tuple[list[LeakStack], list[LeakStack]]:
+def churned_and_leaked(probe: LeaksProbe, leaky: Leaker) -> tuple[list[LeakStack], list[LeakStack]]:
     """The churn_here and leak_here stacks of tests/workloads/addrchurn.c, once it has leaked."""
     leaky.wait_for("leaked")
     time.sleep(0.3)
@@ -289,11 +248,11 @@ def churned_and_leaked(probe: LeaksProbe, leaky: Leaky) -> tuple[list[LeakStack]
 
 
 @pytest.mark.bpf
-def test_freed_slots_fill_the_address_table_and_the_count_stays_exact(leakies: list[Leaky]) -> None:
+def test_freed_slots_fill_the_address_table_and_the_count_stays_exact(leakers: Leakers) -> None:
     """40,000 blocks at ever new addresses go through an address table of 4,096 slots (1,024
     blocks): its slots end up marked freed, not empty, so searches run past them. Every churned
     block is counted out, and the 1,000 blocks leaked after are all found, none lost."""
-    with addrchurn(leakies, ["40", "1000", "1000"], max_allocs=1024) as (probe, leaky):
+    with addrchurn(leakers, ["40", "1000", "1000"], max_allocs=1024) as (probe, leaky):
         churn, leak = churned_and_leaked(probe, leaky)
         _, leaked_bytes, leaked_count = leaky.wait_for("leaked").split()
         assert sum(r.alloc_count for r in churn) == 40_000
@@ -310,10 +269,10 @@ def test_freed_slots_fill_the_address_table_and_the_count_stays_exact(leakies: l
 
 
 @pytest.mark.bpf
-def test_a_full_address_table_counts_what_it_could_not_hold(leakies: list[Leaky]) -> None:
+def test_a_full_address_table_counts_what_it_could_not_hold(leakers: Leakers) -> None:
     """3,000 blocks leaked into a table sized for 256: at least 256 are held, and every other one
     is counted as lost, so held + lost is exactly what the program leaked."""
-    with addrchurn(leakies, ["0", "1", "3000"], max_allocs=256) as (probe, leaky):
+    with addrchurn(leakers, ["0", "1", "3000"], max_allocs=256) as (probe, leaky):
         _churn, leak = churned_and_leaked(probe, leaky)
         lost = probe.counters()["allocations (address map full)"]
         assert len(leak) == 1 and leak[0].alloc_count >= 256, leak

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import LineReader
+from support import Leaker
 
 from memtop.probes.allocators import find_allocator
 from memtop.probes.leaks import LeaksProbe
@@ -57,22 +57,6 @@ BUILDS = {
     # tcmalloc mapped, but dlopen'ed RTLD_LOCAL: the program's own malloc is still glibc's
     "tcmalloc-dlopen-local": ["gcc", '-DDLOPEN_LOCAL="libtcmalloc.so.4"', SRC, "-ldl"],
 }
-
-
-class Leaker:
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
-        assert self.proc.stdout is not None
-        self.out = LineReader(self.proc.stdout, "laneleak")
-        self.pid = int(self.wait_for("ready").split()[1])
-
-    def wait_for(self, prefix: str) -> str:
-        return self.out.wait_for(prefix)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 @contextmanager
@@ -139,7 +123,7 @@ CASES = [*BUILDS, "jemalloc-preload", "chroot", "mount-namespace"]
 @pytest.mark.parametrize("case", CASES)
 def test_the_leak_is_found_through_every_lane(case: str) -> None:
     with command(case) as (argv, env, lane):
-        leaker = Leaker(argv, env)
+        leaker = Leaker(argv, "laneleak", env)
         probe = LeaksProbe([leaker.pid])
         state = State(mode="bpf")
         view = LeaksView()
@@ -202,7 +186,7 @@ def test_byte_sampling_estimates_within_ten_percent(case: str) -> None:
     (here ~2 KiB between samples, so the 4 KiB leaks are sampled 86 % of the time), its churn
     near zero, the rate and cost reported."""
     with command(case) as (argv, env, lane):
-        leaker = Leaker(argv, env)
+        leaker = Leaker(argv, "laneleak", env)
         probe = LeaksProbe([leaker.pid], sample_bytes=2048)
         state = State(mode="bpf")
         view = LeaksView()

@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support import compile_c, run_snapshot
-from test_leaks_kernel import Leaky, leakies, tick  # noqa: F401 (leakies: the fixture)
+from support import Leakers, compile_c, leaky_argv, run_snapshot
+from test_leaks_kernel import tick
 
 from memtop.probes.leaks import LeaksProbe
 from memtop.state import State
@@ -61,10 +61,9 @@ def raw_mappings(raw: str) -> dict[str, str]:
 
 
 @pytest.mark.bpf
-def test_pprof_names_the_leak_with_memtops_bytes_and_build_id(leakies: list[Leaky]) -> None:  # noqa: F811
+def test_pprof_names_the_leak_with_memtops_bytes_and_build_id(leakers: Leakers) -> None:
     exe = compile_c("leaky")
-    leaky = Leaky("a", 1.0, 60)
-    leakies.append(leaky)
+    leaky = leakers.start(leaky_argv("a", 1.0, 60))
     probe = LeaksProbe([leaky.pid])
     state = State(mode="bpf")
     view = LeaksView()
@@ -92,10 +91,9 @@ def test_pprof_names_the_leak_with_memtops_bytes_and_build_id(leakies: list[Leak
 
 
 @pytest.mark.bpf
-def test_snapshot_pprof_sampled_carries_the_period(leakies: list[Leaky]) -> None:  # noqa: F811
+def test_snapshot_pprof_sampled_carries_the_period(leakers: Leakers) -> None:
     exe = compile_c("leaky")
-    leaky = Leaky("a", 60, 0)
-    leakies.append(leaky)
+    leaky = leakers.start(leaky_argv("a", 60, 0))
     profile = run_snapshot(
         "leaks", 3, "--leaks", str(leaky.pid), "--sample-bytes", "16384", fmt="pprof", raw=True
     )

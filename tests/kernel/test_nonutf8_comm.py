@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import compile_c, memtop_cmd
+from support import Leaker, compile_c, memtop_cmd
 
 from memtop.core.text import clean
 
@@ -23,26 +23,18 @@ NAME = b"lk\xff\xfe\x1b[31m"
 SHOWN = clean(NAME)  # 'lk\ufffd\ufffd\\x1b[31m'
 
 
-class Leaker:
-    def __init__(self, exe: Path) -> None:
-        # leaks 4 KiB every 10 ms for 60 s once a probe is on malloc (tests/workloads/leaky.c)
-        self.proc = subprocess.Popen([exe, b"a", b"60", b"0"], stdout=subprocess.PIPE)
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().startswith(b"ready")
-
-
 @pytest.fixture
 def leaker() -> Iterator[Leaker]:
     d = Path(tempfile.mkdtemp(prefix=f"memtop-defects-{os.getpid()}-"))
     exe = Path(os.fsdecode(os.path.join(os.fsencode(d), NAME)))
     shutil.copy(compile_c("leaky"), exe)
-    w = Leaker(exe)
+    # leaks 4 KiB every 10 ms for 60 s once a probe is on malloc (tests/workloads/leaky.c)
+    w = Leaker([exe, b"a", b"60", b"0"], "leaky")
     try:
         assert Path(f"/proc/{w.proc.pid}/comm").read_bytes().strip() == NAME
         yield w
     finally:
-        w.proc.kill()
-        w.proc.wait()
+        w.kill()
         shutil.rmtree(d)
 
 

@@ -5,7 +5,8 @@
 - ``cgroups``: real pressure, a memory cgroup with a limit and a swap file;
 - ``mounts``: file systems made for a test (zram ext4, a small tmpfs, a full disk);
 - ``procs``: the kernel's own figures (/proc) and reading them around memtop's;
-- ``workloads``: the C workloads' side (paused start, line reader);
+- ``workloads``: the C workloads' side (paused start, line reader, the leakers and their
+  ``leakers`` fixture, which tests/conftest.py makes every test's);
 - ``memtop_run``: memtop as a user runs it (command, snapshot, pseudo-terminal, BPF left behind);
 - ``fakes``: records and a fake Source for tests that need no kernel;
 - ``documents``: every pane's document of a state, and their differences;
@@ -44,7 +45,7 @@ from support.procs import (
 )
 from support.programs import bpf_unavailable_reason, compile_c, missing_programs
 from support.waits import BOUND_S, WaitTimeout, wait_until, wait_until_async
-from support.workloads import LineReader, PausedWorkload, case_lines
+from support.workloads import Leaker, Leakers, LineReader, PausedWorkload, case_lines, leaky_argv
 
 __all__ = [
     "BOUND_S",
@@ -57,6 +58,8 @@ __all__ = [
     "ROOT",
     "WORKLOADS",
     "FakeSource",
+    "Leaker",
+    "Leakers",
     "LineReader",
     "MemCgroup",
     "PausedWorkload",
@@ -79,6 +82,7 @@ __all__ = [
     "force_tick",
     "function_address",
     "kb",
+    "leaky_argv",
     "memcg",
     "memtop_cmd",
     "missing_programs",

@@ -1,13 +1,18 @@
-"""The C workloads' side of a test: started paused, released, read line by line."""
+"""The C workloads' side of a test: started paused, released, read line by line; the leakers
+the leaks tests trace, started and killed in one place."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO
 
+import pytest
+
+from support.programs import compile_c
 from support.waits import BOUND_S, WaitTimeout
 
 
@@ -128,3 +133,76 @@ class LineReader:
                         f"{self.name}: {len(got)} {prefix!r} lines of {n} after {timeout_s:g} s"
                     )
                 self._cv.wait(left)
+
+
+class Leaker:
+    """A leaking workload running (tests/workloads/leaky.c, laneleak.c, budgetchurn.c,
+    addrchurn.c: each prints "ready PID", its figures, "leaked BYTES COUNT"), its stdout read by
+    a :class:`LineReader`; returned once it printed "ready"."""
+
+    def __init__(
+        self,
+        argv: Sequence[str | bytes | os.PathLike[str]],
+        name: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, text=True, env=env)
+        assert self.proc.stdout is not None
+        self.out = LineReader(self.proc.stdout, name or os.path.basename(os.fsdecode(argv[0])))
+        try:
+            ready = self.out.wait_for("ready").split()
+        except BaseException:
+            self.kill()
+            raise
+        #: the pid it printed: its own, even when argv starts it through chroot or unshare
+        self.pid = int(ready[1]) if len(ready) > 1 else self.proc.pid
+
+    def wait_for(self, prefix: str) -> str:
+        return self.out.wait_for(prefix)
+
+    def leaked(self) -> tuple[int, int]:
+        """(bytes, count) of what it says it leaked: its "leaked" line (waited for)."""
+        _, b, n = self.wait_for("leaked").split()
+        return int(b), int(n)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def leaky_argv(mode: str = "a", leak_s: float = 5, tail_s: float = 60) -> list[str]:
+    """tests/workloads/leaky.c's command: leak (mode "a" or "b") for ``leak_s`` seconds, then
+    live ``tail_s`` more."""
+    return [str(compile_c("leaky")), mode, str(leak_s), str(tail_s)]
+
+
+class Leakers:
+    """The leakers a test started, each killed when the test ends (the ``leakers`` fixture)."""
+
+    def __init__(self) -> None:
+        self.started: list[Leaker] = []
+
+    def start(
+        self,
+        argv: Sequence[str | bytes | os.PathLike[str]],
+        name: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> Leaker:
+        leaker = Leaker(argv, name, env)
+        self.started.append(leaker)
+        return leaker
+
+    def kill_all(self) -> None:
+        for leaker in self.started:
+            leaker.kill()
+
+
+@pytest.fixture
+def leakers() -> Iterator[Leakers]:
+    """Start leakers with ``leakers.start(argv)``; every one is killed after the test."""
+    made = Leakers()
+    try:
+        yield made
+    finally:
+        made.kill_all()
