@@ -10,7 +10,6 @@ OOM kill in a no-swap memcg attributed to that cgroup and the limit that fired.
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import MemCgroup, compile_c, memcg, swapfile, wait_until
+from support import MemCgroup, compile_c, memcg, readable, swapfile, wait_until
 
 from memtop.linux import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe
@@ -94,8 +93,7 @@ def start(exe: Path, args: list[str], *procs_files: Path) -> subprocess.Popen[st
         text=True,
     )
     assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], 60)
-    assert ready, "the workload said nothing"
+    assert readable(proc.stdout, 60), "the workload said nothing"
     assert proc.stdout.readline().startswith("ready")
     return proc
 
@@ -106,8 +104,7 @@ def wait_line(
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-        if ready:
+        if readable(proc.stdout, 0.5):
             line = proc.stdout.readline().strip()
             if line == want:
                 return

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import select
 import subprocess
 import uuid
 from collections.abc import Iterator, Mapping
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import compile_c
+from support import compile_c, readable
 
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.shared import SharedinfoProbe, SharedProbe, ShmSnoopProbe
@@ -49,8 +48,7 @@ class Work:
 
     def readline(self) -> str:
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
-        assert ready, "the workload said nothing"
+        assert readable(self.proc.stdout, 60), "the workload said nothing"
         return self.proc.stdout.readline().strip()
 
     def do(self, cmd: str) -> list[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import MemCgroup, compile_c, memcg, memtop_cmd, swapfile, vmstat, wait_until
+from support import MemCgroup, compile_c, memcg, memtop_cmd, readable, swapfile, vmstat, wait_until
 
 from memtop.records import Batch
 from memtop.records.reclaim import ReclaimEvent
@@ -60,8 +59,7 @@ class Hog:
 
     def _readline(self, timeout_s: float) -> str:
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
-        if not ready:
+        if not readable(self.proc.stdout, timeout_s):
             raise AssertionError("workload said nothing in time")
         return self.proc.stdout.readline().strip()
 
@@ -75,8 +73,7 @@ class Hog:
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], every_s)
-            if ready:
+            if readable(self.proc.stdout, every_s):
                 line = self.proc.stdout.readline().strip()
                 if line == "done":
                     return

@@ -44,7 +44,7 @@ from support.procs import (
     within,
 )
 from support.programs import bpf_unavailable_reason, compile_c, missing_programs
-from support.waits import BOUND_S, WaitTimeout, wait_until, wait_until_async
+from support.waits import BOUND_S, WaitTimeout, readable, wait_until, wait_until_async
 from support.workloads import Leaker, Leakers, LineReader, PausedWorkload, case_lines, leaky_argv
 
 __all__ = [
@@ -95,6 +95,7 @@ __all__ = [
     "swapfile",
     "vmscan_batches",
     "vmstat",
+    "readable",
     "wait_until",
     "wait_until_async",
     "within",

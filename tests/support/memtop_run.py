@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from support.waits import BOUND_S, WaitTimeout, wait_until
+from support.waits import BOUND_S, WaitTimeout, readable, wait_until
 
 
 def memtop_cmd() -> list[str]:
@@ -158,11 +158,8 @@ class PtyMemtop:
         self._drainer.start()
 
     def _drain(self) -> None:
-        import select
-
         while not self._closing:
-            r, _, _ = select.select([self.master], [], [], 0.05)
-            if r:
+            if readable(self.master, 0.05):
                 try:
                     data = os.read(self.master, 65536)
                 except OSError:

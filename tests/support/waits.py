@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import select
 import time
 from collections.abc import Awaitable, Callable
+from typing import IO, Any
 
 #: seconds a wait may take before the run is declared stuck (the machine may be loaded)
 BOUND_S = 30.0
@@ -49,3 +51,12 @@ async def wait_until_async(
         if time.monotonic() > deadline:
             raise WaitTimeout(f"still waiting for {what} after {timeout_s:g} s")
         await asyncio.sleep(STEP_S)
+
+
+def readable(f: IO[Any] | int, timeout_s: float) -> bool:
+    """Whether ``f`` (a pipe, a pty) has something to read within ``timeout_s``. poll, not
+    select: a test whose process holds over 1,024 fds (a probe reading hundreds of memcgs)
+    makes select() raise "filedescriptor out of range"."""
+    p = select.poll()
+    p.register(f, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(p.poll(max(0.0, timeout_s) * 1000.0))
