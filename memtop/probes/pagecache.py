@@ -33,6 +33,7 @@ from typing import ClassVar, Self
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
 from memtop.linux.cgroupfs import read_text
+from memtop.linux.pagecgroup import Owner, PageOwners
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.layout import Packed
 from memtop.records import Record
@@ -46,6 +47,8 @@ MAX_HOLDERS = 8
 #: the share of a core the probe may take (at one tick a second): half for the refresh, a quarter
 #: each for the scan of the processes and the walk of the --cache-path trees
 BUDGET = 0.01
+#: files whose memory cgroup is sampled (the ones holding the most)
+OWNER_TOP = 32
 #: how a --cache-path file is opened: never through a symlink, never blocking, no controlling tty
 NAMED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOATIME
 
@@ -176,6 +179,8 @@ class _File:
     sent: CachedFile | None = None
     #: ticks since it was last measured
     measured_tick: int = -1
+    #: the memory cgroup its sampled pages are charged to (None: not sampled yet)
+    owner: Owner | None = None
 
 
 class PagecacheinfoProbe(Probe):
@@ -203,6 +208,8 @@ class PagecacheinfoProbe(Probe):
         resend_every: int = 30,
         budget: float = BUDGET,
         method: str = "",
+        owner_top: int = OWNER_TOP,
+        owner_every: int = 10,
     ) -> None:
         self.proc = proc_root
         self.paths = paths
@@ -215,6 +222,12 @@ class PagecacheinfoProbe(Probe):
         self.list_top = list_top
         self.resend_every = resend_every
         self.budget = budget
+        #: the files holding the most whose memory cgroup is sampled, every ``owner_every`` ticks
+        self.owner_top = owner_top
+        self.owner_every = owner_every
+        self._owners: PageOwners | None = None
+        self._next_owner = 0
+        self.last_owner_s = 0.0
         #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
         self.method = method or "cachestat"
         self._tick = 0
@@ -260,6 +273,11 @@ class PagecacheinfoProbe(Probe):
     def load(self) -> None:
         pass  # nothing to attach; a file that cannot be opened is left out
 
+    def close(self) -> None:
+        if self._owners is not None:
+            self._owners.close()
+            self._owners = None
+
     def note(self) -> str:
         return "mincore: cached pages only" if self.method == "mincore" else ""
 
@@ -304,6 +322,7 @@ class PagecacheinfoProbe(Probe):
             f = _File(key, prev.path if prev else "", [], size_bytes=prev.size_bytes if prev else 0)
             if prev is not None:
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
+                f.owner = prev.owner
             found[key] = f
         if len(f.holders) < MAX_HOLDERS:
             f.holders[int(pid)] = comm
@@ -417,6 +436,7 @@ class PagecacheinfoProbe(Probe):
                         held = self._files.get(key)
                         if held is not None:
                             f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
+                            f.owner = held.owner
                         out[key] = f
         self._walk_info = {"files_under_paths": len(out), "truncated": truncated}
         return out
@@ -472,9 +492,37 @@ class PagecacheinfoProbe(Probe):
                 os.close(fd)
         return False
 
+    def _sample_owners(self) -> None:
+        """The memory cgroup of the ``owner_top`` files holding the most (a sample of their
+        resident pages each, memtop/linux/pagecgroup.py): a few dozen system calls a file, so
+        only for those and only every ``owner_every`` ticks; a file keeps what it had."""
+        if self._owners is None:
+            self._owners = PageOwners()
+        owners = self._owners
+        for f in self._top[: self.owner_top]:
+            if not f.pages or not f.pages[0]:
+                continue
+            got: Owner | None = None
+            for path, magic in f.opens:
+                opened = self._open(path, f.key, magic)
+                if opened is None:
+                    continue
+                fd, st = opened
+                try:
+                    got = owners.owner(fd, st.st_size)
+                except OSError as exc:
+                    got = Owner(None, why=f"not sampled ({exc.strerror})")
+                finally:
+                    os.close(fd)
+                break
+            f.owner = got or Owner(None, why="cannot be opened safely (gone, or not a regular file)")
+
     def _record(self, f: _File) -> CachedFile:
         pages = f.pages or (0, 0, 0, 0, 0)
         exact = self.method == "cachestat"
+        owner = f.owner or Owner(
+            None, why=f"not sampled: only the {self.owner_top} files holding the most are"
+        )
         return CachedFile(
             dev=f.key[0],
             ino=f.key[1],
@@ -488,6 +536,10 @@ class PagecacheinfoProbe(Probe):
             method=self.method,
             holders=tuple(sorted(f.holders.items())),
             under_path=f.under_path,
+            cgroup=owner.cgroup or "",
+            cgroup_pages=owner.pages if owner.cgroup else 0,
+            cgroup_sampled_pages=owner.sampled,
+            cgroup_why=owner.why,
         )
 
     def _choose(self, fresh: list[_File]) -> list[_File]:
@@ -518,6 +570,7 @@ class PagecacheinfoProbe(Probe):
                 f.under_path = True
                 if under.measured_tick > f.measured_tick:
                     f.pages, f.measured_tick = under.pages, under.measured_tick
+                f.owner = f.owner or under.owner
                 f.opens = f.opens + under.opens
             every[key] = f
         fresh = []
@@ -621,6 +674,11 @@ class PagecacheinfoProbe(Probe):
         if changed:
             self._rank()
             todo = self._order  # the listing may have changed: every listed file is sent if new
+        if self.owner_top and self._tick >= self._next_owner:
+            t0 = time.monotonic()
+            self._sample_owners()
+            self.last_owner_s = time.monotonic() - t0
+            self._next_owner = self._tick + self.owner_every
         if self._tick % self.resend_every == 0:
             # the whole listing again now and then: files are sent when they change, and a
             # recording begun after the first poll (once the BPF probes attached) or a replay
