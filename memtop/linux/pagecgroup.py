@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -61,6 +62,8 @@ _write.restype = ctypes.c_ssize_t
 _write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
 _MAP_FAILED = ctypes.c_void_p(-1).value
 PROT_READ, MAP_SHARED, MADV_RANDOM = 0x1, 0x01, 1
+#: getrusage(2)'s who for the calling thread (Linux; the probe samples in one thread)
+RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", 1)
 
 
 def _err() -> OSError:
@@ -135,6 +138,8 @@ class PageOwners:
         self.sample_pages = sample_pages
         self.names = names if names is not None else MemcgNames()
         self.why = ""
+        #: sampled pages that had been evicted by the time they were touched (read back by memtop)
+        self.read_in = 0
         self._pagemap = self._kpc = -1
         self._pipe: tuple[int, int] | None = None
         if self.names.hierarchy is None:
@@ -178,12 +183,23 @@ class PageOwners:
         assert self._pipe is not None
         r, w = self._pipe
         out = []
+        one = ctypes.c_ubyte()
         for i in idx:
             va = addr + i * PAGE_SIZE
+            # still resident? A page evicted since the file's mincore would be read from disk by
+            # the touch, and charged to memtop's memcg (a thrashing file loses pages by the ms)
+            if _mincore(va, PAGE_SIZE, ctypes.byref(one)) != 0 or not one.value & 1:
+                continue
+            majflt = resource.getrusage(RUSAGE_THREAD).ru_majflt
             # the kernel reads the byte: a fault it cannot serve is EFAULT here, never SIGBUS
             if _write(w, va, 1) != 1:
                 continue
             os.read(r, 16)
+            if resource.getrusage(RUSAGE_THREAD).ru_majflt != majflt:
+                # evicted in between after all: this thread read it, so it is memtop's page now,
+                # not a sample of whose it was
+                self.read_in += 1
+                continue
             entry = int.from_bytes(os.pread(self._pagemap, 8, (va // PAGE_SIZE) * 8), "little")
             pfn = entry & PFN_MASK
             if not entry & PRESENT or pfn == 0:
