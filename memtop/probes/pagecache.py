@@ -448,11 +448,9 @@ class PagecacheinfoProbe(Probe):
         # every file of the trees (100,000 in the bench): the calls bound once, no call per file
         open_, close, call, unpack, tick = os.open, os.close, _cachestat_call, _UNPACK, self._tick
         fast = self.method == "cachestat"
-        entries = new = 0
-        t0 = time.monotonic()
+        clock, measuring = time.monotonic, 0.0
         with os.scandir(dfd) as it:
             for entry in it:
-                entries += 1
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((prefix + entry.name, False))
@@ -477,7 +475,8 @@ class PagecacheinfoProbe(Probe):
                     f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
                     f.owner = held.owner
                     continue
-                new += 1
+                self.walk_new += 1
+                t0 = clock()
                 if fast:
                     try:
                         fd = open_(entry.name, NAMED_FLAGS, dir_fd=dfd)
@@ -488,16 +487,14 @@ class PagecacheinfoProbe(Probe):
                             if call(NR_CACHESTAT, fd, _RANGE_P, _RESULT_P, 0) == 0:
                                 f.pages = unpack(_RESULT_BUF)
                                 f.measured_tick, f.size_bytes = tick, UNCHECKED
-                                continue
                         finally:
                             close(fd)
-                self._measure_at(f, dfd, entry.name)
-                fast = self.method == "cachestat"
-        self.walk_new += new
-        if entries:
-            # the share of this directory's time its new files took: about all of it (a listing
-            # costs a tenth of a measurement), which is what the walk's cadence leaves out
-            self.walk_measure_s += (time.monotonic() - t0) * new / entries
+                if f.pages is None:  # the slow way: mincore, or what failed
+                    self._measure_at(f, dfd, entry.name)
+                    fast = self.method == "cachestat"
+                measuring += clock() - t0
+        # what the walk's cadence leaves out: measuring is the refresh's work
+        self.walk_measure_s += measuring
 
     def _measure_at(self, f: _File, dfd: int, name: str) -> None:
         """Measure a file the walk just found, by its name in the directory open as ``dfd``:
