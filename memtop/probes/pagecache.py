@@ -798,6 +798,8 @@ class PagecacheinfoProbe(Probe):
             if f.key not in self._listed:
                 if not self._qualifies(f):
                     continue
+                if f.size_bytes == UNCHECKED and not self._measure(f):
+                    continue  # its size and inode checked before it is shown (_measure_at)
                 self._listed.add(f.key)
             rec = self._record(f)
             if rec != f.sent:
