@@ -227,7 +227,7 @@ class PageOwners:
                 return Owner(None, why=f"madvise failed ({os.strerror(ctypes.get_errno())})")
             idx = self._resident(addr, pages)
             if not idx:
-                return Owner(None, why="nothing cached")
+                return Owner(None, why="nothing resident when last sampled")
             inodes = self._inodes(addr, idx)
         finally:
             _munmap(addr, length)

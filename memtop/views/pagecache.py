@@ -75,9 +75,11 @@ class PagecacheView(View):
         Column("deleted_per_s", "DEL/s", _rate),
         Column("thrashing", "", _thrash, numeric=False),
         Column("size_bytes", "SIZE", fmt.bytes_h),
-        Column("holder_names", "HELD BY", numeric=False),
-        Column("cgroup_label", "CGROUP", numeric=False, priority=3, min_width=8),
-        Column("path", "PATH", numeric=False),
+        # the names are cut before the path goes: a file held by many processes must not push
+        # its path off the screen
+        Column("holder_names", "HELD BY", numeric=False, priority=2, min_width=16),
+        Column("cgroup_label", "CGROUP", numeric=False, priority=1, min_width=12),
+        Column("path", "PATH", numeric=False, min_width=36),
     )
 
     def default_options(self) -> Options:
