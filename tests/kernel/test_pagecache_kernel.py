@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import subprocess
 import sys
 import uuid
@@ -391,7 +392,10 @@ def _frames(path: Path) -> list[int]:
             for i in range(pages):
                 if not vec[i] & 1:
                     continue
+                majflt = resource.getrusage(resource.RUSAGE_THREAD).ru_majflt
                 ctypes.string_at(addr + i * PAGE, 1)  # resident: a minor fault maps it
+                if resource.getrusage(resource.RUSAGE_THREAD).ru_majflt != majflt:
+                    continue  # evicted since mincore, read back by this touch: the test's page now
                 entry = int.from_bytes(os.pread(pm, 8, (addr // PAGE + i) * 8), "little")
                 assert entry >> 63, "a mapped page not present"
                 out.append(entry & ((1 << 55) - 1))
@@ -411,8 +415,8 @@ def _per_frame(name: str, frames: list[int]) -> list[int]:
         os.close(fd)
 
 
-def referenced(frames: list[int]) -> int:
-    return sum(1 for flags in _per_frame("kpageflags", frames) if flags & KPF_REFERENCED)
+def referenced(frames: list[int]) -> list[bool]:
+    return [bool(flags & KPF_REFERENCED) for flags in _per_frame("kpageflags", frames)]
 
 
 def own_memcg() -> str:
@@ -463,7 +467,8 @@ def test_each_file_is_owned_by_the_memcg_that_read_it(tree: Path) -> None:
             frames = {p: _frames(p) for p in (*inside, outside)}
             ino = os.stat(cg.path).st_ino
             for p in inside:
-                assert len(frames[p]) == 4 * MiB // PAGE, p
+                # all of it read ahead (pressure from elsewhere could take some since: not asserted)
+                assert frames[p], p
                 assert set(_per_frame("kpagecgroup", frames[p])) == {ino}, p
             mine = os.stat(f"/sys/fs/cgroup/memory{own_memcg()}".rstrip("/")).st_ino
             assert set(_per_frame("kpagecgroup", frames[outside])) == {mine}
@@ -474,18 +479,24 @@ def test_each_file_is_owned_by_the_memcg_that_read_it(tree: Path) -> None:
             finally:
                 probe.close()
             referenced_after = [referenced(frames[p]) for p in inside]
+            still_theirs = [[c == ino for c in _per_frame("kpagecgroup", frames[p])] for p in inside]
             got = by_path(recs)
             for p in inside:
                 rec = got[str(p)]
                 assert rec.cgroup == "/" + cg.name, rec
-                assert rec.cgroup_pages == rec.cgroup_sampled_pages == 16, rec
+                # 16 unless pages were evicted meanwhile (left out of the sample, never misnamed)
+                assert 0 < rec.cgroup_pages == rec.cgroup_sampled_pages <= 16, rec
                 assert rec.cgroup_why == ""
             assert got[str(outside)].cgroup == own_memcg() != "/" + cg.name
             # reclaim's scan may clear the bit meanwhile; nothing else here sets it
-            assert all(a <= b for a, b in zip(referenced_after, referenced_before, strict=True)), (
-                referenced_before,
-                referenced_after,
-            )
+            newly = [
+                sum(1 for b, a, mine in zip(before, after, theirs, strict=True) if mine and a and not b)
+                for before, after, theirs in zip(
+                    referenced_before, referenced_after, still_theirs, strict=True
+                )
+            ]
+            # a frame freed and used again since is no longer the memcg's: not counted
+            assert newly == [0] * len(inside), newly
             state = State(mode="bpf")
             state.apply(Batch(1, (ProbeStatus("pagecacheinfo", "attached"), *recs)))
             rows = {r["path"]: r for r in get_view("pagecache").document(state, Options())["rows"]}
