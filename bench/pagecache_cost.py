@@ -6,7 +6,9 @@ workload <= 1.03x with the default probes).
   more lie under a --cache-path directory; the pagecacheinfo probe's first poll (the scan of every
   process's fds and maps, the walk, cachestat of every file) with the state's apply and the view's
   document is the full refresh (CPU seconds of this process); then 30 ticks at steady state (the
-  mean CPU ms per tick is the share of a core at a 1 s refresh);
+  mean CPU ms per tick is the share of a core at a 1 s refresh); beside it, the floor: the
+  same files opened, cachestat'ed and closed in a bare loop (what the system calls alone cost
+  on this machine now: the refresh's ratio to it holds when the machine is busy);
 * a read-heavy workload: ``cat`` of a tree of 256 cached files of 1 MiB, 8 times (the CPU time
   of the children: user + system), bare and with the pagecache probe (filemap tracepoints)
   attached; and the same tree read cold (dropped with posix_fadvise(DONTNEED) first), where every
@@ -30,7 +32,7 @@ from typing import Any
 
 from harness import alternate, machine, nothing, save, summary
 
-from memtop.probes.pagecache import PagecacheinfoProbe, PagecacheProbe
+from memtop.probes.pagecache import PagecacheinfoProbe, PagecacheProbe, cachestat
 from memtop.records import Batch, ProbeStatus
 from memtop.state import State
 from memtop.views import get_view
@@ -114,6 +116,18 @@ def pane_cpu(paths: tuple[str, ...], ticks: int = 30) -> dict[str, float]:
     }
 
 
+def syscall_floor(paths: list[Path]) -> float:
+    """CPU seconds of a bare loop opening, cachestat'ing and closing every file of ``paths``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOATIME
+    names = [str(p) for p in paths]
+    t0 = time.process_time()
+    for name in names:
+        fd = os.open(name, flags)
+        cachestat(fd)
+        os.close(fd)
+    return time.process_time() - t0
+
+
 def child_cpu_ms(cmd: list[str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -161,11 +175,12 @@ def main(rounds: int = 5) -> dict[str, Any]:
         del tree_files
 
         opened = make_files(BASE / "open", OPEN_FILES, 4096)
-        make_files(BASE / "walk", PATH_FILES, 4096)
+        walked = make_files(BASE / "walk", PATH_FILES, 4096)
         ticks = []
         with holder(opened):
             for _ in range(max(1, rounds // 2)):
                 ticks.append(pane_cpu((str(BASE / "walk"),)))
+                ticks[-1]["syscall_floor_cpu_s"] = syscall_floor(opened + walked)
         tick = {k: statistics.median(t[k] for t in ticks) for k in ticks[0]}
     finally:
         shutil.rmtree(BASE, ignore_errors=True)

@@ -536,7 +536,13 @@ def pagecache_cost(r: dict[str, Any]) -> Iterator[Row]:
         cmd,
         f"{p['full_refresh_cpu_s']:.2f} s of CPU ({p['files_known']:,.0f} files: the scan, the walk and "
         f"cachestat of each {p['full_poll_cpu_s']:.2f} s, the state {p['full_apply_cpu_s']:.2f} s, the view "
-        f"{p['full_document_cpu_s']:.2f} s)",
+        f"{p['full_document_cpu_s']:.2f} s)"
+        + (
+            f"; {p['full_refresh_cpu_s'] / p['syscall_floor_cpu_s']:.2f}× a bare loop of open, cachestat"
+            f" and close of the same files ({p['syscall_floor_cpu_s']:.2f} s)"
+            if p.get("syscall_floor_cpu_s")
+            else ""
+        ),
         "pagecache_full_cpu_s",
         p["full_refresh_cpu_s"],
     )

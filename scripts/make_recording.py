@@ -15,6 +15,10 @@
 * ``--shared``: ``shared.jsonl.gz``, what the Shared pane's snapshots render: System V segments
   (one orphaned), a /dev/shm file, memfds, a small hugetlb pool in use, a madvised THP region and
   a compaction run (tests/workloads/shmwork.c), for 15 s; everything is removed after.
+* ``--pagecache``: ``pagecache.jsonl.gz``, what the Page cache pane's screenshot and snapshots
+  render: the default probes with ``--cache-path`` a tree of its own under /var/tmp, 144 MiB of
+  files read in a loop inside a 96 MiB memory cgroup (evictions, refaults, thrashing, an owner),
+  a log written and left dirty, a file a process holds open, for 20 s; everything removed after.
 * ``--compat``: ``recording-1.0.jsonl.gz``, a short recording kept forever to prove that every
   later memtop still loads schema 1.0 (do not regenerate it once released).
 
@@ -208,18 +212,110 @@ async def kernel_session(out: Path, duration_s: float, interval_s: float) -> Non
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+PAGECACHE_READER = """
+import os, sys, time
+d, until = sys.argv[1], time.monotonic() + float(sys.argv[2])
+print("ready", flush=True)
+while time.monotonic() < until:
+    for n in sorted(os.listdir(d)):
+        with open(os.path.join(d, n), "rb", buffering=0) as f:
+            while f.read(1 << 20):
+                pass
+    time.sleep(0.2)
+"""
+
+PAGECACHE_HOLDER = """
+import os, sys, time
+f = open(sys.argv[1], "rb")
+f.read()
+log = open(sys.argv[2], "ab")
+print("ready", flush=True)
+until = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < until:
+    log.write(os.urandom(256 << 10))  # left dirty until the flusher writes it
+    log.flush()
+    time.sleep(0.5)
+"""
+
+
+def pagecache_recording(out: Path, duration_s: float, interval_s: float) -> int:
+    """The Page cache pane's recording (see the module's doc)."""
+    tree = Path("/var/tmp") / f"memtop-rec-pagecache-{os.getpid()}"
+    (tree / "data").mkdir(parents=True)
+    try:
+        chunk = os.urandom(MiB)
+        for i in range(6):
+            with open(tree / "data" / f"part-{i}.bin", "wb") as f:
+                for _ in range(24):
+                    f.write(chunk)
+        (tree / "index.db").write_bytes(os.urandom(8 * MiB))
+        subprocess.run(["sync"], check=True)
+        for p in tree.rglob("*.bin"):
+            fd = os.open(p, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        py = sys.executable
+        with memcg(96 * MiB, swap=False) as cg:
+            reader = start([py, "-c", PAGECACHE_READER, str(tree / "data"), str(duration_s + 10)], cg)
+            holder = subprocess.Popen(
+                [
+                    py,
+                    "-c",
+                    PAGECACHE_HOLDER,
+                    str(tree / "index.db"),
+                    str(tree / "app.log"),
+                    str(duration_s + 10),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert holder.stdout is not None and holder.stdout.readline().startswith("ready")
+            try:
+                asyncio.run(pagecache_session(out, duration_s, interval_s, tree, reader.pid))
+            finally:
+                for proc in (reader, holder):
+                    proc.kill()
+                    proc.wait()
+                for p in tree.rglob("*"):
+                    if p.is_file():  # no page left charged to the memcg being removed
+                        fd = os.open(p, os.O_RDONLY)
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                        os.close(fd)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    return 0
+
+
+async def pagecache_session(out: Path, duration_s: float, interval_s: float, tree: Path, reader: int) -> None:
+    from memtop.probes.pagecache import PagecacheinfoProbe
+
+    probes = default_probes()
+    for p in probes:
+        if isinstance(p, PagecacheinfoProbe):
+            p.configure((str(tree),))
+    bridge = Bridge(probes)
+    await bridge.start()
+    await bridge.wait_settled(300)
+    await record_ticks(bridge, out, duration_s, interval_s, extra={"workloads": {"pagecache": reader}})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--compat", action="store_true", help="make tests/data/recording-1.0.jsonl.gz")
     ap.add_argument("--cgroups", action="store_true", help="make tests/data/cgroups.jsonl.gz")
     ap.add_argument("--kernel", action="store_true", help="make tests/data/kernel.jsonl.gz")
     ap.add_argument("--shared", action="store_true", help="make tests/data/shared.jsonl.gz")
+    ap.add_argument("--pagecache", action="store_true", help="make tests/data/pagecache.jsonl.gz")
     ap.add_argument("--output")
     ap.add_argument("--duration", type=float)
     ap.add_argument("--interval", type=float, default=1.0)
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("make_recording.py needs root (BPF, cgroups)")
+    if args.pagecache:
+        return pagecache_recording(
+            Path(args.output or ROOT / "tests/data/pagecache.jsonl.gz"), args.duration or 20.0, args.interval
+        )
     if args.shared:
         return shared_recording(
             Path(args.output or ROOT / "tests/data/shared.jsonl.gz"), args.duration or 15.0

@@ -25,6 +25,7 @@ import errno
 import heapq
 import os
 import stat as stat_mod
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import ClassVar, Self
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
 from memtop.linux.cgroupfs import read_text
+from memtop.linux.pagecgroup import Owner, PageOwners
 from memtop.linux.procfd import open_files
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.layout import Packed
@@ -47,6 +49,10 @@ MAX_HOLDERS = 8
 #: the share of a core the probe may take (at one tick a second): half for the refresh, a quarter
 #: each for the scan of the processes and the walk of the --cache-path trees
 BUDGET = 0.01
+#: the size of a file measured without an fstat (:meth:`PagecacheinfoProbe._measure_at`)
+UNCHECKED = -1
+#: files whose memory cgroup is sampled (the ones holding the most)
+OWNER_TOP = 32
 #: how a --cache-path file is opened: never through a symlink, never blocking, no controlling tty
 NAMED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOATIME
 
@@ -101,6 +107,9 @@ _cachestat_call = ctypes.CFUNCTYPE(
 _RANGE = _CachestatRange(0, 0)  # the whole file
 _RESULT = _Cachestat()
 _RANGE_P, _RESULT_P = ctypes.addressof(_RANGE), ctypes.addressof(_RESULT)
+#: the result's five u64 as a tuple in one call (five ctypes field reads cost more)
+_RESULT_BUF = (ctypes.c_char * ctypes.sizeof(_Cachestat)).from_address(_RESULT_P)
+_UNPACK = struct.Struct("=5Q").unpack_from
 
 
 def cachestat(fd: int) -> tuple[int, int, int, int, int]:
@@ -177,6 +186,8 @@ class _File:
     sent: CachedFile | None = None
     #: ticks since it was last measured
     measured_tick: int = -1
+    #: the memory cgroup its sampled pages are charged to (None: not sampled yet)
+    owner: Owner | None = None
 
 
 class PagecacheinfoProbe(Probe):
@@ -204,6 +215,8 @@ class PagecacheinfoProbe(Probe):
         resend_every: int = 30,
         budget: float = BUDGET,
         method: str = "",
+        owner_top: int = OWNER_TOP,
+        owner_every: int = 10,
     ) -> None:
         self.proc = proc_root
         self.paths = paths
@@ -216,6 +229,12 @@ class PagecacheinfoProbe(Probe):
         self.list_top = list_top
         self.resend_every = resend_every
         self.budget = budget
+        #: the files holding the most whose memory cgroup is sampled, every ``owner_every`` ticks
+        self.owner_top = owner_top
+        self.owner_every = owner_every
+        self._owners: PageOwners | None = None
+        self._next_owner = 0
+        self.last_owner_s = 0.0
         #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
         self.method = method or "cachestat"
         self._tick = 0
@@ -248,6 +267,10 @@ class PagecacheinfoProbe(Probe):
         self._totals = [0, 0]
         self._scan_info: dict[str, int | bool | str] = {}
         self._walk_info: dict[str, int | bool | str] = {}
+        self._walk_truncated = False
+        #: files the last walk found new, and the seconds it took measuring them
+        self.walk_new = 0
+        self.walk_measure_s = 0.0
 
     def _budget(self) -> float:
         """The share of a core it may take now: a quarter of ``budget`` while the Page cache
@@ -260,6 +283,11 @@ class PagecacheinfoProbe(Probe):
 
     def load(self) -> None:
         pass  # nothing to attach; a file that cannot be opened is left out
+
+    def close(self) -> None:
+        if self._owners is not None:
+            self._owners.close()
+            self._owners = None
 
     def note(self) -> str:
         return "mincore: cached pages only" if self.method == "mincore" else ""
@@ -305,6 +333,7 @@ class PagecacheinfoProbe(Probe):
             f = _File(key, prev.path if prev else "", [], size_bytes=prev.size_bytes if prev else 0)
             if prev is not None:
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
+                f.owner = prev.owner
             found[key] = f
         if len(f.holders) < MAX_HOLDERS:
             f.holders[int(pid)] = comm
@@ -361,49 +390,135 @@ class PagecacheinfoProbe(Probe):
                 f.path = clean(parts[5], 1024)
 
     def _walk(self) -> dict[tuple[int, int], _File]:
-        """Regular files below ``paths``, at most ``max_files`` in all: no symlink followed and
-        nothing opened but directories. A file's type and inode come from the directory entry (no
-        stat each: 100,000 files cost 100,000 system calls less), its device from its directory's
-        stat; measuring it checks both against the file opened (and its size)."""
+        """Regular files below ``paths``, at most ``max_files`` in all: no symlink followed below
+        the directories named, nothing opened but directories and regular files. A file's type
+        and inode come from the directory entry (no stat each), its device from its directory's
+        fstat. A file new to the walk is measured at once, opened by its name in the directory
+        open (a lookup of one component, not of the whole path); measuring checks its type,
+        device and inode against the file opened."""
         out: dict[tuple[int, int], _File] = {}
-        truncated = False
-        old = self._path_files
+        self._walk_truncated = False
+        self.walk_new = 0
+        self.walk_measure_s = 0.0
         for top in self.paths:
-            stack = [top]
+            stack = [(top, True)]
             while stack:
-                d = stack.pop()
+                d, named = stack.pop()
+                # the directory the user named may be a symlink; one found below is never followed
+                flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC
                 try:
-                    dev = os.stat(d, follow_symlinks=False).st_dev
-                    it = os.scandir(d)
+                    dfd = os.open(d, flags if named else flags | os.O_NOFOLLOW)
                 except OSError:
                     continue
-                with it:
-                    for entry in it:
-                        try:
-                            if entry.is_dir(follow_symlinks=False):
-                                stack.append(entry.path)
-                                continue
-                            if not entry.is_file(follow_symlinks=False):
-                                continue  # a symlink, FIFO, socket or device: never opened
-                            key = (dev, entry.inode())
-                        except OSError:
-                            continue
-                        if len(out) >= self.max_files:
-                            truncated = True
-                            stack.clear()
-                            break
-                        prev = old.get(key)
-                        if prev is not None:
-                            out[key] = prev  # known: its figures and where to open it kept
-                            continue
-                        # the path is cleaned once, by the record it goes in (if it is listed)
-                        f = _File(key, entry.path, [(entry.path, False)], under_path=True)
-                        held = self._files.get(key)
-                        if held is not None:
-                            f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
-                        out[key] = f
-        self._walk_info = {"files_under_paths": len(out), "truncated": truncated}
+                try:
+                    self._walk_dir(d, dfd, out, stack)
+                except OSError:
+                    pass
+                finally:
+                    os.close(dfd)
+                if self._walk_truncated:
+                    break
+        self._walk_info = {"files_under_paths": len(out), "truncated": self._walk_truncated}
         return out
+
+    def _walk_dir(
+        self, d: str, dfd: int, out: dict[tuple[int, int], _File], stack: list[tuple[str, bool]]
+    ) -> None:
+        dev = os.fstat(dfd).st_dev
+        old, held_files, max_files = self._path_files, self._files, self.max_files
+        prefix = d.rstrip("/") + "/"
+        # a file new to the walk is measured at once by its name in the directory open: an open,
+        # cachestat and close (its fstat when it is listed: _verify_listed). This loop runs for
+        # every file of the trees (100,000 in the bench): the calls bound once, no call per file
+        open_, close, call, unpack, tick = os.open, os.close, _cachestat_call, _UNPACK, self._tick
+        fast = self.method == "cachestat"
+        clock, measuring = time.monotonic, 0.0
+        with os.scandir(dfd) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((prefix + entry.name, False))
+                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue  # a symlink, FIFO, socket or device: never opened
+                    key = (dev, entry.inode())
+                except OSError:
+                    continue
+                if len(out) >= max_files:
+                    self._walk_truncated = True
+                    break
+                prev = old.get(key)
+                if prev is not None:
+                    out[key] = prev  # known: its figures and where to open it kept
+                    continue
+                # the path is cleaned once, by the record it goes in (if it is listed)
+                path = prefix + entry.name
+                f = out[key] = _File(key, path, [(path, False)], under_path=True)
+                held = held_files.get(key)
+                if held is not None:
+                    f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
+                    f.owner = held.owner
+                    continue
+                self.walk_new += 1
+                t0 = clock()
+                if fast:
+                    try:
+                        fd = open_(entry.name, NAMED_FLAGS, dir_fd=dfd)
+                    except OSError:
+                        fd = -1  # EPERM for O_NOATIME, or gone: the slow way says which
+                    if fd >= 0:
+                        try:
+                            if call(NR_CACHESTAT, fd, _RANGE_P, _RESULT_P, 0) == 0:
+                                f.pages = unpack(_RESULT_BUF)
+                                f.measured_tick, f.size_bytes = tick, UNCHECKED
+                        finally:
+                            close(fd)
+                if f.pages is None:  # the slow way: mincore, or what failed
+                    self._measure_at(f, dfd, entry.name)
+                    fast = self.method == "cachestat"
+                measuring += clock() - t0
+        # what the walk's cadence leaves out: measuring is the refresh's work
+        self.walk_measure_s += measuring
+
+    def _measure_at(self, f: _File, dfd: int, name: str) -> None:
+        """Measure a file the walk just found, by its name in the directory open as ``dfd``:
+        an open, cachestat and close, no fstat (a quarter of the cost of 100,000 files). Its
+        size and that it is the regular file the directory named (its inode) are checked when it
+        is listed (:meth:`_verify_listed`) or measured again by the rotation; until then its
+        figures count in the totals only (a file swapped in between the directory read and the
+        open: a FIFO's figures are 0, and the next walk drops what is not a regular file)."""
+        try:
+            fd = os.open(name, NAMED_FLAGS, dir_fd=dfd)
+        except PermissionError:  # O_NOATIME: only the owner or CAP_FOWNER
+            try:
+                fd = os.open(name, NAMED_FLAGS & ~os.O_NOATIME, dir_fd=dfd)
+            except OSError:
+                return
+        except OSError:
+            return
+        try:
+            pages: tuple[int, int, int, int, int] | None = None
+            if self.method == "cachestat":
+                if _cachestat_call(NR_CACHESTAT, fd, _RANGE_P, _RESULT_P, 0) != 0:
+                    if ctypes.get_errno() != errno.ENOSYS:
+                        return
+                    self.method = "mincore"  # this kernel has no cachestat (before 6.5)
+                else:
+                    r = _RESULT
+                    f.pages = (r.nr_cache, r.nr_dirty, r.nr_writeback, r.nr_evicted, r.nr_recently_evicted)
+                    f.measured_tick, f.size_bytes = self._tick, UNCHECKED
+                    return
+            st = os.fstat(fd)
+            if not stat_mod.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != f.key:
+                return  # replaced since the directory was read: measured again at the next walk
+            f.size_bytes = st.st_size
+            if pages is None:
+                pages = (mincore_pages(fd, st.st_size), 0, 0, 0, 0)
+            f.pages, f.measured_tick = pages, self._tick
+        except OSError:
+            return
+        finally:
+            os.close(fd)
 
     # -- measuring -------------------------------------------------------------------------------
     def _open(self, path: str, key: tuple[int, int], magic: bool) -> tuple[int, os.stat_result] | None:
@@ -456,14 +571,42 @@ class PagecacheinfoProbe(Probe):
                 os.close(fd)
         return False
 
+    def _sample_owners(self) -> None:
+        """The memory cgroup of the ``owner_top`` files holding the most (a sample of their
+        resident pages each, memtop/linux/pagecgroup.py): a few dozen system calls a file, so
+        only for those and only every ``owner_every`` ticks; a file keeps what it had."""
+        if self._owners is None:
+            self._owners = PageOwners()
+        owners = self._owners
+        for f in self._top[: self.owner_top]:
+            if not f.pages or not f.pages[0]:
+                continue
+            got: Owner | None = None
+            for path, magic in f.opens:
+                opened = self._open(path, f.key, magic)
+                if opened is None:
+                    continue
+                fd, st = opened
+                try:
+                    got = owners.owner(fd, st.st_size)
+                except OSError as exc:
+                    got = Owner(None, why=f"not sampled ({exc.strerror})")
+                finally:
+                    os.close(fd)
+                break
+            f.owner = got or Owner(None, why="cannot be opened safely (gone, or not a regular file)")
+
     def _record(self, f: _File) -> CachedFile:
         pages = f.pages or (0, 0, 0, 0, 0)
         exact = self.method == "cachestat"
+        owner = f.owner or Owner(
+            None, why=f"not sampled: only the {self.owner_top} files holding the most are"
+        )
         return CachedFile(
             dev=f.key[0],
             ino=f.key[1],
             path=f.path,
-            size_bytes=f.size_bytes,
+            size_bytes=max(0, f.size_bytes),
             cached_bytes=pages[0] * PAGE_SIZE,
             dirty_bytes=pages[1] * PAGE_SIZE if exact else None,
             writeback_bytes=pages[2] * PAGE_SIZE if exact else None,
@@ -472,6 +615,10 @@ class PagecacheinfoProbe(Probe):
             method=self.method,
             holders=tuple(sorted(f.holders.items())),
             under_path=f.under_path,
+            cgroup=owner.cgroup or "",
+            cgroup_pages=owner.pages if owner.cgroup else 0,
+            cgroup_sampled_pages=owner.sampled,
+            cgroup_why=owner.why,
         )
 
     def _choose(self, fresh: list[_File]) -> list[_File]:
@@ -502,6 +649,7 @@ class PagecacheinfoProbe(Probe):
                 f.under_path = True
                 if under.measured_tick > f.measured_tick:
                     f.pages, f.measured_tick = under.pages, under.measured_tick
+                f.owner = f.owner or under.owner
                 f.opens = f.opens + under.opens
             every[key] = f
         fresh = []
@@ -558,6 +706,14 @@ class PagecacheinfoProbe(Probe):
                 f.sent = None
         self._listed = listed
 
+    def _verify_listed(self) -> None:
+        """The listed files the walk measured without an fstat measured again with one (their
+        size, and that each is the regular file found); one that is not is dropped."""
+        for key in list(self._listed):
+            f = self._all.get(key)
+            if f is not None and f.size_bytes == UNCHECKED and not self._measure(f):
+                self._drop(key)
+
     def _qualifies(self, f: _File) -> bool:
         p = f.pages
         if p is None:
@@ -579,7 +735,9 @@ class PagecacheinfoProbe(Probe):
         if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
             t0 = time.monotonic()
             self._path_files = self._walk()
-            self.last_walk_s = time.monotonic() - t0
+            # the walk's own cost sets its cadence: measuring the files it found new is the
+            # refresh's (the first walk of 100,000 files would otherwise wait 400 ticks)
+            self.last_walk_s = time.monotonic() - t0 - self.walk_measure_s
             self._next_walk = self._tick + max(self.walk_every, int(self.last_walk_s * 4 / self._budget()))
             changed = True
         fresh = self._merge() if changed else []
@@ -604,7 +762,13 @@ class PagecacheinfoProbe(Probe):
             self.per_file_s = 0.7 * self.per_file_s + 0.3 * (took / len(todo))
         if changed:
             self._rank()
+            self._verify_listed()
             todo = self._order  # the listing may have changed: every listed file is sent if new
+        if self.owner_top and self._tick >= self._next_owner:
+            t0 = time.monotonic()
+            self._sample_owners()
+            self.last_owner_s = time.monotonic() - t0
+            self._next_owner = self._tick + self.owner_every
         if self._tick % self.resend_every == 0:
             # the whole listing again now and then: files are sent when they change, and a
             # recording begun after the first poll (once the BPF probes attached) or a replay
@@ -618,6 +782,8 @@ class PagecacheinfoProbe(Probe):
             if f.key not in self._listed:
                 if not self._qualifies(f):
                     continue
+                if f.size_bytes == UNCHECKED and not self._measure(f):
+                    continue  # its size and inode checked before it is shown (_measure_at)
                 self._listed.add(f.key)
             rec = self._record(f)
             if rec != f.sent:

@@ -22,7 +22,9 @@ class CachedFile(Record):
     kernel's shadow entries); ``recently_evicted_bytes``: of those, evicted recently enough that
     reading them back is a refault. ``holders``: (pid, comm) of the processes holding it open or
     mapped (bounded), () for a file only seen under ``--cache-path``. ``cgroup``: the memory
-    cgroup its pages are charged to, where the kernel tells it ("" when not)."""
+    cgroup (path below the memory hierarchy) holding most of a sample of its resident pages, as
+    /proc/kpagecgroup tells it ("" when not: ``cgroup_why`` says why); ``cgroup_pages`` of the
+    ``cgroup_sampled_pages`` sampled are charged to it (fewer: the file's pages are split)."""
 
     dev: int
     ino: int
@@ -37,6 +39,9 @@ class CachedFile(Record):
     holders: tuple[tuple[int, str], ...] = ()
     under_path: bool = False
     cgroup: str = ""
+    cgroup_pages: int = 0
+    cgroup_sampled_pages: int = 0
+    cgroup_why: str = ""
 
 
 @record("cached_files")

@@ -75,8 +75,11 @@ class PagecacheView(View):
         Column("deleted_per_s", "DEL/s", _rate),
         Column("thrashing", "", _thrash, numeric=False),
         Column("size_bytes", "SIZE", fmt.bytes_h),
-        Column("holder_names", "HELD BY", numeric=False),
-        Column("path", "PATH", numeric=False),
+        # the names are cut before the path goes: a file held by many processes must not push
+        # its path off the screen
+        Column("holder_names", "HELD BY", numeric=False, priority=2, min_width=16),
+        Column("cgroup_label", "CGROUP", numeric=False, priority=1, min_width=12),
+        Column("path", "PATH", numeric=False, min_width=36),
     )
 
     def default_options(self) -> Options:
@@ -180,7 +183,23 @@ def _row(
         "holder_names": ", ".join(f"{comm}[{pid}]" for pid, comm in r.holders),
         "under_path": r.under_path,
         "cgroup": r.cgroup or None,
+        "cgroup_share": round(r.cgroup_pages / r.cgroup_sampled_pages, 3)
+        if r.cgroup and r.cgroup_sampled_pages
+        else None,
+        "cgroup_sampled_pages": r.cgroup_sampled_pages,
+        "cgroup_why": r.cgroup_why,
+        "cgroup_label": cgroup_label(r.cgroup, r.cgroup_pages, r.cgroup_sampled_pages),
     }
+
+
+def cgroup_label(cgroup: str, pages: int, sampled: int) -> str | None:
+    """The CGROUP cell: the memcg holding the sampled pages, with its share when they are split
+    between memcgs (or some are not charged); None when not known."""
+    if not cgroup:
+        return None
+    if sampled and pages < sampled:
+        return f"{cgroup} {pages * 100 // sampled}% (mixed)"
+    return cgroup
 
 
 def _activity(

@@ -104,6 +104,7 @@ class PagecachePane(FilterablePane, SortableTablePane):
                 f" read back {fmt.bytes_h(row['read_back_window_bytes'])}"
             )
             t.append("\nheld by: " + (row["holder_names"] or "no process (under --cache-path)"))
+            t.append("\nmemory cgroup: " + (row["cgroup_label"] or f"- ({row['cgroup_why']})"))
         lines = cgroup_lines(doc, CGROUP_LINES)
         if lines:
             t.append("\nmemory cgroups' page cache:", style="bold")
