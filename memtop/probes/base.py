@@ -47,6 +47,11 @@ class Probe(ABC):
     features: ClassVar[tuple[str, ...]] = ()
     #: seconds between polls
     cadence_s: ClassVar[float] = 1.0
+    #: seconds between polls while what it feeds is not on screen (``watched`` False), for a
+    #: probe whose reads cost more than a tick's share and that only its own pane shows; None:
+    #: ``cadence_s`` whatever is shown (the Processes pane's column, the header and the OOM
+    #: notices need theirs every tick)
+    unwatched_cadence_s: ClassVar[float | None] = None
     #: whether what this probe feeds is on screen (``Source.watch``): a probe with costly reads
     #: that only its own pane shows may space them out while False. True unless a front end says
     #: otherwise (snapshots, recordings, the exporter and tests never do).

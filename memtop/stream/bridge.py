@@ -643,14 +643,15 @@ class Bridge:
             with self._lock:
                 if p not in self._attached:  # removed since the list was taken
                     continue
+            watched = self._watched
+            p.watched = watched is None or p.name in watched
             last = self._last_poll.get(p.name, 0.0)
-            if not force and now - last < p.cadence_s * 0.9:
+            cadence_s = p.cadence_s if p.watched else max(p.cadence_s, p.unwatched_cadence_s or 0.0)
+            if not force and now - last < cadence_s * 0.9:
                 continue
             if now < self._retry_at.get(p.name, 0.0):
                 continue  # failing: it waits out its backoff (the others keep their cadence)
             self._last_poll[p.name] = now
-            watched = self._watched
-            p.watched = watched is None or p.name in watched
             try:
                 got = p.poll()
             except Exception as exc:  # noqa: BLE001 - a broken poll must not take the app down

@@ -93,3 +93,49 @@ def test_bridge_tells_each_probe_whether_it_is_watched(tmp_path: Path) -> None:
         return out
 
     assert asyncio.run(go()) == [(True, True), (False, True), (False, False), (True, True)]
+
+
+class CountedProbe(SharedinfoProbe):
+    """A probe only its own pane shows (``unwatched_cadence_s``): counts its polls."""
+
+    name = "counted"
+    unwatched_cadence_s = 10.0
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def load(self) -> None:
+        return None
+
+    def poll(self) -> list[Record]:
+        self.polls += 1
+        return []
+
+
+def test_bridge_polls_a_probe_at_its_unwatched_cadence_off_its_pane() -> None:
+    """Every tick while it is watched (or nothing is: snapshots, the exporter), every
+    ``unwatched_cadence_s`` while what is on screen does not need it, and at the first tick once
+    it is needed again."""
+    probe = CountedProbe()
+    bridge = Bridge([probe], allow_bpf=False)
+    now = [1000.0]
+    bridge.clock = lambda: now[0]
+
+    async def go() -> list[int]:
+        await bridge.start()
+        await bridge.wait_settled(10)
+        polled = []
+        for t in range(40):
+            bridge.watch(("counted",) if t < 5 or t >= 33 else ("procfs",))
+            before = probe.polls
+            bridge.poll_sync()
+            if probe.polls > before:
+                polled.append(t)
+            now[0] += 1.0
+        await bridge.stop()
+        return polled
+
+    polled = asyncio.run(go())
+    # start() polled at 0; 1-4 watched; 5-32 not: 9 s after the last poll (a tenth of slack, as
+    # for every cadence, so a tick a little early is not skipped), then every 9 s; 33 on: watched
+    assert polled == [1, 2, 3, 4, 13, 22, 31, *range(33, 40)]
