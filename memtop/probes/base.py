@@ -52,6 +52,9 @@ class Probe(ABC):
     #: ``cadence_s`` whatever is shown (the Processes pane's column, the header and the OOM
     #: notices need theirs every tick)
     unwatched_cadence_s: ClassVar[float | None] = None
+    #: what it reads shows on its own pane only (and in snapshots, recordings, exports): while
+    #: another pane is shown its first poll waits for the TUI's first frame (Bridge.start)
+    own_pane_only: ClassVar[bool] = False
     #: whether what this probe feeds is on screen (``Source.watch``): a probe with costly reads
     #: that only its own pane shows may space them out while False. True unless a front end says
     #: otherwise (snapshots, recordings, the exporter and tests never do).

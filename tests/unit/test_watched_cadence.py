@@ -139,3 +139,31 @@ def test_bridge_polls_a_probe_at_its_unwatched_cadence_off_its_pane() -> None:
     # start() polled at 0; 1-4 watched; 5-32 not: 9 s after the last poll (a tenth of slack, as
     # for every cadence, so a tick a little early is not skipped), then every 9 s; 33 on: watched
     assert polled == [1, 2, 3, 4, 13, 22, 31, *range(33, 40)]
+
+
+class OwnPaneProbe(CountedProbe):
+    name = "ownpane"
+    unwatched_cadence_s = None
+    own_pane_only = True
+
+
+def test_the_first_poll_leaves_out_what_only_an_unseen_pane_shows() -> None:
+    """The TUI's first frame waits for the bridge's first poll: a probe that feeds only its own
+    pane is read then only when that pane is the one shown, else at the next tick. Nothing
+    watched (snapshots, recordings, the exporter): read in the first poll."""
+
+    async def first_polls(watch: tuple[str, ...] | None) -> tuple[int, int]:
+        probe = OwnPaneProbe()
+        bridge = Bridge([probe], allow_bpf=False)
+        bridge.watch(watch)
+        await bridge.start()
+        at_start = probe.polls
+        await bridge.wait_settled(10)
+        bridge.poll_sync(force=True)
+        after = probe.polls
+        await bridge.stop()
+        return at_start, after
+
+    assert asyncio.run(first_polls(("procfs",))) == (0, 1)
+    assert asyncio.run(first_polls(("procfs", "ownpane"))) == (1, 2)
+    assert asyncio.run(first_polls(None)) == (1, 2)
