@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import ClassVar
 
 from test_sharedinfo import HEADER, fake_proc, fake_sys, row
 
@@ -99,7 +100,7 @@ class CountedProbe(SharedinfoProbe):
     """A probe only its own pane shows (``unwatched_cadence_s``): counts its polls."""
 
     name = "counted"
-    unwatched_cadence_s = 10.0
+    unwatched_cadence_s: ClassVar[float | None] = 10.0
 
     def __init__(self) -> None:
         self.polls = 0
