@@ -833,13 +833,14 @@ def swapin_overhead(r: dict[str, Any]) -> Iterator[Row]:
 
 def startup_ab(r: dict[str, Any]) -> Iterator[Row]:
     base = r["baseline"]
+    tui = r.get("frontend") == "tui"
     for cond, metrics in r.items():
         if not isinstance(metrics, dict) or "first_frame_s" not in metrics:
             continue
         ff, ap = metrics["first_frame_s"], metrics["all_probes_s"]
         yield Row(
-            f"start-up A/B against {base}, {cond}",
-            f"`{PY} bench/startup_ab.py {base} {ff[base]['n']}`",
+            f"start-up A/B against {base}{' (the TUI at 160x45)' if tui else ''}, {cond}",
+            f"`{PY} bench/startup_ab.py {base} {ff[base]['n']}{' --tui' if tui else ''}`",
             f"first frame {ff['this checkout']['median']:.3f} s ({base}: {ff[base]['median']:.3f} s), "
             f"all probes {ap['this checkout']['median']:.3f} s ({base}: {ap[base]['median']:.3f} s)",
         )

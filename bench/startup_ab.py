@@ -3,13 +3,18 @@ earlier revision, alternating run by run, idle, with 1,000 sleepers and in a fau
 
     .venv/bin/python bench/startup_ab.py REV [ROUNDS]
 
+    .venv/bin/python bench/startup_ab.py REV [ROUNDS] --tui
+
 REV is checked out in a temporary git worktree and run with this checkout's venv (same Python,
-Textual and BCC), so only memtop's code differs. Each run is `memtop snapshot` headless; memtop
-reports both times (from its process start) through MEMTOP_READY_FILE.
+Textual and BCC), so only memtop's code differs. Each run is `memtop snapshot` headless, or with
+``--tui`` the TUI on a 160x45 pseudo-terminal (bench/memtop_self.py's, the first frame a user
+sees: the TUI reads first only what the pane shown needs); memtop reports both times (from its
+process start) through MEMTOP_READY_FILE.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,6 +41,25 @@ def run_once(root: Path) -> dict[str, float]:
         return {"first_frame_s": float(doc["first_frame_s"]), "all_probes_s": float(doc["settled_s"])}
 
 
+def run_once_tui(root: Path) -> dict[str, float]:
+    """The TUI of the checkout at ``root`` on a pseudo-terminal, until every probe is attached."""
+    from memtop_self import OnTerminal, wait_ready
+
+    tmp = Path(tempfile.mkdtemp(prefix="memtop-ab-tui-"))
+    ready = tmp / "ready"
+    # that checkout's memtop first on the path (this venv has this checkout's installed)
+    code = f"import sys; sys.path.insert(0, {str(root)!r}); from memtop.cli import entry; raise SystemExit(entry())"
+    env = dict(os.environ, MEMTOP_READY_FILE=str(ready), PYTHONPATH=str(root))
+    prog = OnTerminal([str(VENV_PYTHON), "-c", code], env)
+    try:
+        doc = wait_ready(prog, ready, [0])
+        return {"first_frame_s": float(doc["first_frame_s"]), "all_probes_s": float(doc["settled_s"])}
+    finally:
+        prog.stop()
+        ready.unlink(missing_ok=True)
+        tmp.rmdir()
+
+
 @contextmanager
 def worktree(rev: str) -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="memtop-rev-")) / "tree"
@@ -54,11 +78,17 @@ def worktree(rev: str) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
-def main(rev: str, rounds: int = 8) -> dict[str, object]:
+def main(rev: str, rounds: int = 8, tui: bool = False) -> dict[str, object]:
     label = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", rev], capture_output=True, text=True, check=True
     ).stdout.strip()
-    out: dict[str, object] = {"case": "start-up A/B", "machine": machine(), "baseline": label}
+    out: dict[str, object] = {
+        "case": "start-up A/B",
+        "machine": machine(),
+        "baseline": label,
+        "frontend": "tui" if tui else "snapshot",
+    }
+    once = run_once_tui if tui else run_once
     with worktree(rev) as old:
         variants = {label: old, "this checkout": ROOT}
         for cond in CONDITIONS:
@@ -68,7 +98,7 @@ def main(rev: str, rounds: int = 8) -> dict[str, object]:
                 for r in range(rounds):  # A B, B A, A B, …
                     order = list(variants.items()) if r % 2 == 0 else list(reversed(variants.items()))
                     for name, root in order:
-                        for metric, value in run_once(root).items():
+                        for metric, value in once(root).items():
                             samples.setdefault(metric, {k: [] for k in variants})[name].append(value)
             out[cond] = {m: summary(s, label) for m, s in samples.items()}
     save("startup_ab", out)
@@ -76,7 +106,8 @@ def main(rev: str, rounds: int = 8) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    result = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 8)
+    args = [a for a in sys.argv[1:] if a != "--tui"]
+    result = main(args[0], int(args[1]) if len(args) > 1 else 8, tui="--tui" in sys.argv[1:])
     for cond in CONDITIONS:
         per_metric = result[cond]
         assert isinstance(per_metric, dict)  # {metric: summary()}, beside the case's plain fields

@@ -47,6 +47,14 @@ class Probe(ABC):
     features: ClassVar[tuple[str, ...]] = ()
     #: seconds between polls
     cadence_s: ClassVar[float] = 1.0
+    #: seconds between polls while what it feeds is not on screen (``watched`` False), for a
+    #: probe whose reads cost more than a tick's share and that only its own pane shows; None:
+    #: ``cadence_s`` whatever is shown (the Processes pane's column, the header and the OOM
+    #: notices need theirs every tick)
+    unwatched_cadence_s: ClassVar[float | None] = None
+    #: what it reads shows on its own pane only (and in snapshots, recordings, exports): while
+    #: another pane is shown its first poll waits for the TUI's first frame (Bridge.start)
+    own_pane_only: ClassVar[bool] = False
     #: whether what this probe feeds is on screen (``Source.watch``): a probe with costly reads
     #: that only its own pane shows may space them out while False. True unless a front end says
     #: otherwise (snapshots, recordings, the exporter and tests never do).

@@ -27,6 +27,8 @@ MAX_SITES = 500
 class KernelProbe(Probe):
     name = "kernel"
     needs_bpf = False
+    #: the Kernel pane's alone: its first read waits for the TUI's first frame on another pane
+    own_pane_only = True
 
     def __init__(
         self, proc_root: str = "/proc", slow_every: int = 5, full_every: int = 30, unwatched_every: int = 10

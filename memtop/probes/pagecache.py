@@ -196,6 +196,10 @@ class PagecacheinfoProbe(Probe):
     name = "pagecacheinfo"
     needs_bpf = False
     cadence_s = 1.0
+    #: only the Page cache pane shows what it reads (the exporter watches everything): off the
+    #: pane its scans and refresh were a tenth of memtop's idle CPU (docs/performance.md)
+    unwatched_cadence_s = 5.0
+    own_pane_only = True
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:
@@ -829,6 +833,10 @@ class PagecacheProbe(BpfProbe):
     name = "pagecache"
     program = "pagecache"
     shares_unit = True
+    #: only the Page cache pane shows it; its two map dumps (up to 16,384 files) were a quarter
+    #: of memtop's idle CPU when read every tick off the pane (docs/performance.md)
+    unwatched_cadence_s = 10.0
+    own_pane_only = True
     tracepoints: ClassVar[tuple[str, ...]] = (
         "filemap:mm_filemap_add_to_page_cache",
         "filemap:mm_filemap_delete_from_page_cache",

@@ -328,6 +328,8 @@ class SharedinfoProbe(Probe):
     name = "sharedinfo"
     needs_bpf = False
     cadence_s = 1.0
+    #: the Shared pane's alone: its first scan waits for the TUI's first frame on another pane
+    own_pane_only = True
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:

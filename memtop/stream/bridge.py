@@ -260,7 +260,10 @@ class Bridge:
         for probe in [p for p in self.probes if not p.needs_bpf]:
             self._load_one(probe)
         self._note_host()
-        self.publish(self.poll_sync(force=True))
+        # the TUI's first frame waits for this poll: probes that only an unseen pane shows are
+        # read at the next tick (the sharedinfo and pagecacheinfo scans of every process were
+        # over half of it with ~200 processes, docs/performance.md)
+        self.publish(self.poll_sync(force=True, seen_only=True))
         with self._lock:
             self._queue.extend(p for p in self.probes if p.needs_bpf)
         self._kick()
@@ -621,12 +624,15 @@ class Bridge:
         self._watched = None if probes is None else frozenset(probes)
 
     # -- polling ------------------------------------------------------------------------------
-    def poll_sync(self, force: bool = False) -> Batch:
-        """Poll every due attached probe (worker thread)."""
+    def poll_sync(self, force: bool = False, seen_only: bool = False) -> Batch:
+        """Poll every due attached probe (worker thread); ``seen_only``: not those that feed only
+        a pane not on screen (``Probe.own_pane_only``, not watched)."""
         records: list[Record] = []
         now = self.clock()
         with self._lock:
             probes = list(self._attached)
+        if seen_only and self._watched is not None:
+            probes = [p for p in probes if not p.own_pane_only or p.name in self._watched]
         with self._poll_lock:
             records.extend(self._poll_probes(probes, now, force))
         with self._lock:
@@ -643,14 +649,15 @@ class Bridge:
             with self._lock:
                 if p not in self._attached:  # removed since the list was taken
                     continue
+            watched = self._watched
+            p.watched = watched is None or p.name in watched
             last = self._last_poll.get(p.name, 0.0)
-            if not force and now - last < p.cadence_s * 0.9:
+            cadence_s = p.cadence_s if p.watched else max(p.cadence_s, p.unwatched_cadence_s or 0.0)
+            if not force and now - last < cadence_s * 0.9:
                 continue
             if now < self._retry_at.get(p.name, 0.0):
                 continue  # failing: it waits out its backoff (the others keep their cadence)
             self._last_poll[p.name] = now
-            watched = self._watched
-            p.watched = watched is None or p.name in watched
             try:
                 got = p.poll()
             except Exception as exc:  # noqa: BLE001 - a broken poll must not take the app down

@@ -276,6 +276,8 @@ class MemtopApp(RecordReplay):
         pane = self.active_pane()
         if pane is not None:
             pane.focus_default()
+        # the probes the first screen shows are read before it; those of other panes after
+        self._watch()
         await self.runner.start()  # /proc data is in state now; BPF probes attach in the background
         if self.leak_pids:  # `memtop --leaks PID[,PID…]`: counted first, the leaks pane asks
             self._ask_to_trace(self.leak_pids)

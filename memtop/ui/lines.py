@@ -4,7 +4,8 @@
 it is called; panes call it every tick for status lines and headers whose text is mostly the same.
 ``show_text`` skips an update whose text equals what is shown, and skips the layout pass when the
 widget's box does not depend on its content (a height in cells or fractions, a width that is not
-``auto``): its size cannot change, only its characters."""
+``auto``), or when its height is ``auto`` and the new text has as many lines, none wider than
+the widget (the header): its size cannot change, only its characters."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -48,12 +50,28 @@ def segments_text(segments: Iterable[Segment], text: Text | None = None) -> Text
     return out
 
 
+def _same_height(widget: Static, text: Text) -> bool:
+    """Whether ``text`` fills a widget of ``auto`` height (and a width of its own) exactly as
+    many lines as it has now: each line fits its width (no wrapping) and there are as many as it
+    is high. The header is such a widget: its text changes every tick, its height seldom."""
+    w = widget.styles.width
+    height, width = widget.content_size.height, widget.content_size.width
+    if (w is not None and w.is_auto) or not height or not width:
+        return False
+    plain = text.plain
+    if plain.endswith("\n") or "\t" in plain:  # lines Rich may count or expand otherwise
+        return False
+    lines = plain.split("\n")
+    return len(lines) == height and all(cell_len(line) <= width for line in lines)
+
+
 def show_text(widget: Static, text: Text) -> None:
     """Show ``text`` in ``widget`` (a Text: traced-system strings are never markup)."""
     if _SHOWN.get(widget) == text:
         return
     _SHOWN[widget] = text
-    widget.update(text, layout=not _fixed_box(widget))
+    # a layout re-renders every widget on the screen: only when the widget's box may change
+    widget.update(text, layout=not (_fixed_box(widget) or _same_height(widget, text)))
 
 
 def shown_text(widget: Static) -> Text | None:

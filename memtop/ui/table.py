@@ -24,7 +24,7 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets.data_table import CellType, ColumnKey, RowKey
 
@@ -44,6 +44,10 @@ class FastTable(CompatDataTable):
     #: the row update_cell is repainting; a class default, as DataTable.__init__ refreshes
     #: before this class's __init__ has run
     _partial_row: int | None = None
+    #: inside update_scrollbars: a layout asked meanwhile (a scrollbar shown or hidden) is one
+    _in_scroll_update = False
+    #: the virtual and container sizes the scrollbars were last updated for
+    _scrolled_for: tuple[Size, Size] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -153,6 +157,21 @@ class FastTable(CompatDataTable):
     def refresh(
         self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
     ) -> Self:
+        if layout and not regions and not recompose and not self._in_scroll_update and self._box_fixed():
+            # rows came or went (the virtual size changed): DataTable asks for a layout of the
+            # whole screen, which re-renders every widget on it, once a tick whenever a process
+            # starts or exits. A table whose box does not depend on its rows needs only what a
+            # layout would do for it: its scrollbars (a scrollbar shown or hidden still asks
+            # for a layout: the width of its rows changes)
+            sizes = (self.virtual_size, self.container_size)
+            if sizes != self._scrolled_for:  # else the scrollbars are right (and not repainted)
+                self._scrolled_for = sizes
+                self._in_scroll_update = True
+                try:
+                    self.update_scrollbars()
+                finally:
+                    self._in_scroll_update = False
+            layout = False
         row = self._partial_row
         if row is not None and not regions and not layout and not recompose:
             self._partial_row = None
@@ -173,6 +192,19 @@ class FastTable(CompatDataTable):
                 super().refresh(repaint=False, layout=True)
             return self
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def _box_fixed(self) -> bool:
+        """Whether the table's size is its own (a height and width in cells, fractions or
+        percentages, not ``auto``) and it has been laid out: then its rows change what it
+        scrolls over, not its box."""
+        h, w = self.styles.height, self.styles.width
+        return (
+            self.is_mounted
+            and bool(self.container_size)
+            and h is not None
+            and not h.is_auto
+            and (w is None or not w.is_auto)
+        )
 
     @contextmanager
     def quiet_repaint(self) -> Iterator[None]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from importlib.metadata import version
 from itertools import zip_longest
 from typing import Any
 
@@ -26,7 +25,13 @@ from textual.widgets import DataTable
 from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
 from textual.widgets.data_table import CellKey, ColumnKey, DuplicateKey, RowKey
 
-TEXTUAL_VERSION = version("textual")
+
+def textual_version() -> str:
+    """The installed Textual's version (for the compatibility test's message). Asked only then:
+    importlib.metadata, which reads it, cost ~15 ms of CPU before the first frame (of ~350 ms)."""
+    from importlib.metadata import version
+
+    return version("textual")
 
 
 class CompatDataTable(DataTable[Any]):
@@ -110,6 +115,12 @@ class CompatDataTable(DataTable[Any]):
                 return
             super()._update_dimensions(rows)
 
+    def update_scrollbars(self) -> None:
+        """What a layout does for a scroll view whose virtual size changed and whose own size did
+        not (ScrollView._size_updated): the scrollbars' range and visibility, the scroll offset
+        kept within the new size. A scrollbar shown or hidden asks for a layout itself."""
+        self._scroll_update(self.virtual_size)
+
     def quiet_repaint(self) -> AbstractContextManager[None]:
         """Where a whole repaint asked by rows edited within may be narrowed (FastTable)."""
         return nullcontext()
@@ -190,6 +201,7 @@ def _signature_problems() -> list[str]:
     methods = {
         "_update_dimensions": ["new_rows"],
         "_highlight_cursor": [],
+        "_scroll_update": ["virtual_size"],
         "_get_row_style": ["row_index", "base_style"],
         "_get_styles_to_render_cell": [
             "is_header_cell",
@@ -250,6 +262,7 @@ def problems() -> list[str]:
         "append_rows",
         "remove_rows",
         "quiet_repaint",
+        "update_scrollbars",
         "measure_new_rows",
         "row_style",
         "body_cell_styles",

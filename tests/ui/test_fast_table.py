@@ -289,3 +289,86 @@ def test_a_log_turned_over_is_edited_and_draws_what_data_table_draws() -> None:
     assert "row=50," in fast[3]  # the cursor stayed on e90, 40 rows further down
     for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
         assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+
+
+class FixedTableApp(App[None]):
+    """A table of fixed height (as the Processes pane's: ``1fr``) below a line of text."""
+
+    CSS = "#t { height: 1fr; }"
+
+    def __init__(self, table_cls: type[DataTable[Any]]) -> None:
+        super().__init__()
+        self.table_cls = table_cls
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Static
+
+        yield Static("above")
+        yield self.table_cls(id="t", cursor_type="row", zebra_stripes=True)
+
+
+async def _fixed_screens(cls: type[DataTable[Any]], monkeypatch: Any) -> tuple[list[str], list[int]]:
+    """Screens of a fixed-height table whose rows come and go (the scrollbar appears, its range
+    changes, it goes; scrolled to the end when rows go), and how many times the screen was laid
+    out in each step after the first frame."""
+    from textual.screen import Screen
+
+    layouts = 0
+    refresh_layout = Screen._refresh_layout
+
+    def counting(self: Screen[Any], *args: Any, **kwargs: Any) -> None:
+        nonlocal layouts
+        layouts += 1
+        refresh_layout(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    app = FixedTableApp(cls)
+    shots: list[str] = []
+    per_step: list[int] = []
+
+    def add(t: DataTable[Any], keys: range) -> None:
+        for r in keys:
+            t.add_row(Text(f"p{r}"), Text(f"{r * 7:>5}", justify="right"), key=str(r))
+
+    async with app.run_test(size=(40, 14)) as pilot:
+        t = app.query_one("#t", DataTable)
+        t.add_column(Text("NAME"), key="n")
+        t.add_column(Text("N", justify="right"), key="v")
+        add(t, range(5))
+        await settle(pilot)
+        shots.append(app.export_screenshot())
+        steps: list[tuple[range, range, int | None]] = [
+            (range(5, 30), range(0), None),  # 0: past the table's height: a scrollbar
+            (range(30, 40), range(0, 3), None),  # 1: its range grows
+            (range(0), range(0), 99),  # 2: scrolled to the end
+            (range(0), range(3, 8), None),  # 3: rows go while scrolled to the end
+            (range(0), range(8, 30), None),  # 4: back below the height: the scrollbar goes
+            (range(40, 42), range(0), None),  # 5: two more, still no scrollbar
+        ]
+        for added, gone, scroll_y in steps:
+            layouts = 0
+            for r in gone:
+                t.remove_row(str(r))
+            add(t, added)
+            if scroll_y is not None:
+                t.scroll_to(y=scroll_y, animate=False)
+            await settle(pilot)
+            per_step.append(layouts)
+            shots.append(app.export_screenshot())
+            shots.append(repr((t.scroll_y, t.max_scroll_y, t.show_vertical_scrollbar, t.virtual_size)))
+    return shots, per_step
+
+
+def test_rows_of_a_fixed_height_table_come_and_go_without_laying_out_the_screen(monkeypatch: Any) -> None:
+    """Rows that come and go change a fixed-height table's virtual size, for which DataTable
+    lays out the whole screen (every widget re-rendered: once a tick whenever a process starts
+    or exits); FastTable updates its scrollbars instead, and lays out only when a scrollbar
+    appears or goes (or the view scrolls). What it draws is what DataTable draws."""
+    fast, fast_layouts = asyncio.run(_fixed_screens(FastTable, monkeypatch))
+    plain, plain_layouts = asyncio.run(_fixed_screens(DataTable, monkeypatch))
+    assert "True" in fast[2] and "True" in fast[8] and "False" in fast[10]  # the scrollbar came, went
+    quiet = [1, 3, 5]  # the steps where rows came or went and the scrollbar stayed as it was
+    assert all(plain_layouts[i] for i in quiet), plain_layouts
+    assert [fast_layouts[i] for i in quiet] == [0, 0, 0], fast_layouts
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i

@@ -22,7 +22,7 @@ COMPAT = "memtop.ui.textual_compat"
 def test_private_textual_api_has_the_shape_memtop_expects() -> None:
     problems = textual_compat.problems()
     assert not problems, (
-        f"Textual {textual_compat.TEXTUAL_VERSION} is not what memtop/ui/textual_compat.py expects: "
+        f"Textual {textual_compat.textual_version()} is not what memtop/ui/textual_compat.py expects: "
         + "; ".join(problems)
     )
 

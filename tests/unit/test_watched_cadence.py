@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import ClassVar
 
 from test_sharedinfo import HEADER, fake_proc, fake_sys, row
 
@@ -93,3 +94,77 @@ def test_bridge_tells_each_probe_whether_it_is_watched(tmp_path: Path) -> None:
         return out
 
     assert asyncio.run(go()) == [(True, True), (False, True), (False, False), (True, True)]
+
+
+class CountedProbe(SharedinfoProbe):
+    """A probe only its own pane shows (``unwatched_cadence_s``): counts its polls."""
+
+    name = "counted"
+    unwatched_cadence_s: ClassVar[float | None] = 10.0
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def load(self) -> None:
+        return None
+
+    def poll(self) -> list[Record]:
+        self.polls += 1
+        return []
+
+
+def test_bridge_polls_a_probe_at_its_unwatched_cadence_off_its_pane() -> None:
+    """Every tick while it is watched (or nothing is: snapshots, the exporter), every
+    ``unwatched_cadence_s`` while what is on screen does not need it, and at the first tick once
+    it is needed again."""
+    probe = CountedProbe()
+    bridge = Bridge([probe], allow_bpf=False)
+    now = [1000.0]
+    bridge.clock = lambda: now[0]
+
+    async def go() -> list[int]:
+        await bridge.start()
+        await bridge.wait_settled(10)
+        polled = []
+        for t in range(40):
+            bridge.watch(("counted",) if t < 5 or t >= 33 else ("procfs",))
+            before = probe.polls
+            bridge.poll_sync()
+            if probe.polls > before:
+                polled.append(t)
+            now[0] += 1.0
+        await bridge.stop()
+        return polled
+
+    polled = asyncio.run(go())
+    # start() polled at 0; 1-4 watched; 5-32 not: 9 s after the last poll (a tenth of slack, as
+    # for every cadence, so a tick a little early is not skipped), then every 9 s; 33 on: watched
+    assert polled == [1, 2, 3, 4, 13, 22, 31, *range(33, 40)]
+
+
+class OwnPaneProbe(CountedProbe):
+    name = "ownpane"
+    unwatched_cadence_s = None
+    own_pane_only = True
+
+
+def test_the_first_poll_leaves_out_what_only_an_unseen_pane_shows() -> None:
+    """The TUI's first frame waits for the bridge's first poll: a probe that feeds only its own
+    pane is read then only when that pane is the one shown, else at the next tick. Nothing
+    watched (snapshots, recordings, the exporter): read in the first poll."""
+
+    async def first_polls(watch: tuple[str, ...] | None) -> tuple[int, int]:
+        probe = OwnPaneProbe()
+        bridge = Bridge([probe], allow_bpf=False)
+        bridge.watch(watch)
+        await bridge.start()
+        at_start = probe.polls
+        await bridge.wait_settled(10)
+        bridge.poll_sync(force=True)
+        after = probe.polls
+        await bridge.stop()
+        return at_start, after
+
+    assert asyncio.run(first_polls(("procfs",))) == (0, 1)
+    assert asyncio.run(first_polls(("procfs", "ownpane"))) == (1, 2)
+    assert asyncio.run(first_polls(None)) == (1, 2)
