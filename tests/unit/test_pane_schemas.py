@@ -335,10 +335,14 @@ def test_documented_fields_are_the_document_type(name: str) -> None:
 
 def test_column_keys_are_fields_of_the_rows() -> None:
     """A typed pane's columns are keyed by a Literal of the fields of the rows its table lists
-    (one of the document's lists: ``rows``, the OOM pane's ``events``)."""
+    (one of the document's lists: ``rows``, the OOM pane's ``events``; or the rows a view's
+    ``rows`` gives its table, the Leaks pane's, a document row with the tree's internals)."""
     for name in typed_views():
         view = views()[name]
         hints = typing.get_type_hints(typing.get_type_hints(view.document)["return"])
+        table = getattr(view, "rows", None)
+        if table is not None:
+            hints["<table>"] = typing.get_type_hints(table)["return"]
         lists = [typing.get_args(h)[0] for h in hints.values() if typing.get_origin(h) is list]
         row_fields = [set(typing.get_type_hints(t)) for t in lists if typing.is_typeddict(t)]
         keys = {c.key for c in view.columns}

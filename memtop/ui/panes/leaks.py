@@ -33,6 +33,7 @@ from memtop.ui.lines import show_text
 from memtop.ui.panes.base import ChooseTracing, FilterablePane, StatusLine
 from memtop.views.leaks import (
     LeaksView,
+    LeakTableRow,
     age_label,
     budget_doc,
     estimate_h,
@@ -61,19 +62,19 @@ class Agg:
     frames: list[str] = field(default_factory=list)  # a leaf's full stack (innermost first)
     children: dict[str, Agg] = field(default_factory=dict)
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: LeakTableRow) -> None:
         self.outstanding_bytes += row["outstanding_bytes"]
         self.allocations += row["allocations"]
         self.growth_bytes_per_s += row["growth_bytes_per_s"]
         self.oldest_age_s = max(self.oldest_age_s, row["oldest_age_s"])
-        hist = row.get("age_hist_bytes") or []
+        hist = row["age_hist_bytes"]
         if len(self.age_hist_bytes) < len(hist):
             self.age_hist_bytes += [0] * (len(hist) - len(self.age_hist_bytes))
         for i, b in enumerate(hist):
             self.age_hist_bytes[i] += b
 
 
-def build_tree(rows: list[dict[str, Any]], inverted: bool) -> Agg:
+def build_tree(rows: list[LeakTableRow], inverted: bool) -> Agg:
     root = Agg("")
     for row in rows:
         frames = row["frames"]
@@ -228,7 +229,7 @@ class LeaksPane(FilterablePane):
         budget = leakcost.DEFAULT_BUDGET if choice == "budget" else 0.0
         self.post_message(ChooseTracing(pf.pids, sample, budget))
 
-    def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
+    def _status(self, state: State, rows: list[LeakTableRow]) -> Text:
         leaks = state.get(LeaksState)
         status = self.status_text(state)
         if not leaks.targets and state.probe_state("leaks") is None and leaks.preflight is None:
