@@ -11,16 +11,17 @@ otherwise). ``section``: "" (everything), or one of :data:`SECTIONS` for `snapsh
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import kernelfs
 from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState, Traced
-from memtop.views import Column, Options, View
+from memtop.views import Column, Head, Options, View
 
-SORT_KEYS = (
+#: what the slab table sorts by
+SortKey = Literal[
     "name",
     "active_objs",
     "num_objs",
@@ -29,8 +30,23 @@ SORT_KEYS = (
     "bytes_per_s",
     "delta_bytes",
     "allocs_per_s",
-)
-SECTIONS = ("breakdown", "slabs", "sites", "pages", "vmalloc", "allocinfo")
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
+#: the slab table's columns
+RowKey = Literal[
+    "name",
+    "total_bytes",
+    "bytes_per_s",
+    "delta_bytes",
+    "active_objs",
+    "num_objs",
+    "objsize",
+    "allocs_per_s",
+    "top_site",
+]
+#: the parts `memtop snapshot --section` may ask for
+Section = Literal["breakdown", "slabs", "sites", "pages", "vmalloc", "allocinfo"]
+SECTIONS: tuple[Section, ...] = get_args(Section)
 #: rows of call sites, vmalloc callers and allocinfo sites a document carries
 MAX_SITES = 100
 #: the slab tracers, one attached at a time: allocations (the default), allocations and frees (per
@@ -41,6 +57,187 @@ FREES_NOT_TRACED = "frees not traced: f to trace"
 #: the order whose fragmentation the buddy table shows (a THP is order 9; 3 is what the kernel's
 #: costly-order threshold, PAGE_ALLOC_COSTLY_ORDER, calls costly)
 FRAG_ORDERS = (3, 9)
+
+
+class BreakdownLine(TypedDict):
+    key: str
+    label: str
+    bytes: int
+    pct: float | None
+
+
+class BreakdownDoc(TypedDict):
+    """Where MemTotal went (``breakdown``)."""
+
+    total_bytes: int
+    sum_bytes: int
+    lines: list[BreakdownLine]
+    unexplained_bytes: int
+    vmap_stack: bool | None
+
+
+class SlabDoc(TypedDict):
+    """/proc/slabinfo as read (``slab``)."""
+
+    readable: bool | None
+    message: str | None
+    hint: str | None
+    caches: int | None
+    total_bytes: int | None
+
+
+class SlabRow(TypedDict):
+    """A slab cache (``rows[]``)."""
+
+    name: str
+    active_objs: int
+    num_objs: int
+    objsize: int
+    total_bytes: int
+    active_bytes: int
+    bytes_per_s: float
+    objs_per_s: float
+    delta_bytes: int
+    delta_objs: int
+    allocs_per_s: float | None
+    top_site: str | None
+
+
+class CostDoc(TypedDict):
+    """What a tracer costs, as the kernel measured it."""
+
+    events_per_s: float | None
+    cpu_pct: float | None
+    ns_per_event: float | None
+
+
+class SiteStack(TypedDict):
+    frames: list[str]
+    allocs: int
+
+
+class SiteRow(TypedDict):
+    """A slab call site (``sites.rows[]``)."""
+
+    cache: str
+    site: str
+    allocs: int
+    bytes: int
+    frees: int | None
+    net_objs: int | None
+    allocs_per_s: float | None
+    bytes_per_s: float | None
+    net_per_s: float | None
+    stacks: list[SiteStack]
+
+
+class SitesDoc(TypedDict):
+    """The slab tracer's call sites (``sites``); the figures after ``rows`` once it read."""
+
+    tracing: bool
+    cache: str | None
+    sample: int | None
+    mode: str | None
+    frees_traced: bool | None
+    frees_note: str | None
+    stacks: bool
+    rows: list[SiteRow]
+    nsites: NotRequired[int]
+    allocs_seen: NotRequired[int]
+    frees_seen: NotRequired[int | None]
+    frees_unattributed: NotRequired[int | None]
+    dropped: NotRequired[int]
+    cost: NotRequired[CostDoc]
+
+
+class ZoneDoc(TypedDict):
+    node: int
+    zone: str
+    free_blocks: list[int]
+    free_bytes: int
+    unusable: dict[str, float | None]
+
+
+class OrderDoc(TypedDict):
+    order: int
+    allocs: int
+    per_s: float | None
+
+
+class PageAllocDoc(TypedDict):
+    """The pagealloc probe (``pages.page_alloc``); its cost once it read."""
+
+    tracing: bool
+    orders: list[OrderDoc] | None
+    cost: NotRequired[CostDoc]
+
+
+class PagesDoc(TypedDict):
+    zones: list[ZoneDoc]
+    page_alloc: PageAllocDoc
+
+
+class VmallocRow(TypedDict):
+    caller: str
+    kind: str | None
+    areas: int
+    bytes: int
+
+
+class VmallocDoc(TypedDict):
+    """/proc/vmallocinfo by caller (``vmalloc``)."""
+
+    readable: bool
+    message: str | None
+    areas: int | None
+    total_bytes: int | None
+    ncallers: int | None
+    rows: list[VmallocRow]
+
+
+class AllocSite(TypedDict):
+    bytes: int
+    calls: int
+    where: str
+    module: str | None
+    function: str
+    accurate: bool
+    growth_bytes: int | None
+
+
+class AllocDir(TypedDict):
+    dir: str
+    bytes: int
+    calls: int
+
+
+class AllocinfoDoc(TypedDict):
+    """Kernel allocation profiling (``allocinfo``); the figures after ``hint`` while it is on."""
+
+    state: str
+    hint: str | None
+    version: NotRequired[str]
+    nsites: NotRequired[int]
+    total_bytes: NotRequired[int]
+    total_calls: NotRequired[int]
+    inaccurate: NotRequired[int]
+    window_s: NotRequired[float | None]
+    by_bytes: NotRequired[list[AllocSite]]
+    by_calls: NotRequired[list[AllocSite]]
+    tree: NotRequired[list[AllocDir]]
+
+
+class KernelDoc(Head):
+    """The Kernel pane's document (docs/panes/kernel.md); ``snapshot --section`` keeps ``slab``,
+    ``rows`` (empty but for ``slabs``) and the part it asks for."""
+
+    breakdown: NotRequired[BreakdownDoc | None]
+    slab: SlabDoc
+    rows: list[SlabRow]
+    sites: NotRequired[SitesDoc]
+    pages: NotRequired[PagesDoc]
+    vmalloc: NotRequired[VmallocDoc | None]
+    allocinfo: NotRequired[AllocinfoDoc | None]
 
 
 def _rate(v: float | None) -> str:
@@ -55,13 +252,13 @@ def _delta(v: int | None) -> str:
     return ("+" if v > 0 else "") + fmt.bytes_h(v)
 
 
-def mode_label(sites: dict[str, Any]) -> str:
+def mode_label(sites: SitesDoc) -> str:
     """What the slab tracer that ran hooked, in words ("" before it ran)."""
-    mode = sites.get("mode")
+    mode = sites["mode"]
     if mode is None:
         return ""
     label = "allocations and frees" if mode == "allocs+frees" else "allocations only"
-    return label + (", kernel stacks" if sites.get("stacks") else "")
+    return label + (", kernel stacks" if sites["stacks"] else "")
 
 
 def attached(state: State, probe: str) -> bool:
@@ -78,13 +275,13 @@ def _rates(t: Traced | None) -> tuple[float, Traced | None]:
     return (t.ts_ns - t.prev_ts_ns) / 1e9, t
 
 
-def _cost(t: Traced) -> dict[str, Any]:
+def _cost(t: Traced) -> CostDoc:
     """A tracer's cost: events/s between its last two reads, its programs' ns per event as the
     kernel measured them (BPF stats, held one second in ten) and the two multiplied, as a share
     of one CPU; None before two reads or without run stats."""
     dt = (t.ts_ns - t.prev_ts_ns) / 1e9 if t.prev is not None else 0.0
     cur, prev = t.cur, t.prev
-    out: dict[str, Any] = {"events_per_s": None, "cpu_pct": None, "ns_per_event": None}
+    out: CostDoc = {"events_per_s": None, "cpu_pct": None, "ns_per_event": None}
     if cur.runs:
         out["ns_per_event"] = round(cur.run_ns / cur.runs, 1)
     if dt <= 0 or prev is None:
@@ -107,7 +304,7 @@ class KernelView(View):
     on_request = (*SLAB_TRACERS, "pagealloc")
     alternatives = (SLAB_TRACERS,)
     sections = SECTIONS
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("name", "CACHE", numeric=False, min_width=12),
         Column("total_bytes", "SIZE", fmt.bytes_h),
         Column("bytes_per_s", "GROW/s", _rate),
@@ -127,12 +324,12 @@ class KernelView(View):
         return bool(st.meminfo) and st.slab_readable is not None
 
     # -- parts ------------------------------------------------------------------------------------
-    def breakdown(self, st: KernelState) -> dict[str, Any] | None:
+    def breakdown(self, st: KernelState) -> BreakdownDoc | None:
         b = st.breakdown()
         if not b:
             return None
         total = st.meminfo.get("MemTotal", 0)
-        lines = [
+        lines: list[BreakdownLine] = [
             {
                 "key": key,
                 "label": label,
@@ -149,13 +346,13 @@ class KernelView(View):
             "vmap_stack": st.vmap_stack,
         }
 
-    def sites(self, state: State, cache: str | None) -> dict[str, Any]:
+    def sites(self, state: State, cache: str | None) -> SitesDoc:
         """The slab tracer's call sites (of ``cache``, or all), estimated rates (sampled counts
         times the sampling period) and its cost. Frees and net growth per call site are null
         (with the reason) when the tracer that ran did not hook the frees."""
         st = state.get(KernelState)
         dt, t = _rates(st.slabtrace)
-        doc: dict[str, Any] = {
+        doc: SitesDoc = {
             "tracing": any(attached(state, p) for p in SLAB_TRACERS),
             "cache": cache,
             "sample": None,
@@ -171,10 +368,10 @@ class KernelView(View):
         frees = cur.frees_traced
         prev = {(c, s): (a, b, f) for c, s, a, b, f in t.prev.sites} if isinstance(t.prev, SlabTrace) else {}
         n = cur.sample
-        stacks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        stacks: dict[tuple[str, str], list[SiteStack]] = {}
         for c, s, frames, a in cur.stacks:
             stacks.setdefault((c, s), []).append({"frames": list(frames), "allocs": a * n})
-        rows: list[dict[str, Any]] = []
+        rows: list[SiteRow] = []
         for c, s, a, b, f in cur.sites:
             if cache is not None and c != cache:
                 continue
@@ -194,27 +391,23 @@ class KernelView(View):
                 }
             )
         rows.sort(key=lambda r: (-(r["allocs_per_s"] or 0), -r["allocs"], r["cache"], r["site"]))
-        doc.update(
-            {
-                "sample": n,
-                "mode": "allocs+frees" if frees else "allocs",
-                "frees_traced": frees,
-                "frees_note": None if frees else FREES_NOT_TRACED,
-                "stacks": attached(state, "slabstacks") or bool(cur.stacks),
-                "rows": rows[:MAX_SITES],
-                "nsites": len(rows),
-                "allocs_seen": cur.allocs,
-                "frees_seen": cur.frees if frees else None,
-                "frees_unattributed": cur.frees_unmatched if frees else None,
-                "dropped": cur.dropped,
-                "cost": _cost(t),
-            }
-        )
+        doc["sample"] = n
+        doc["mode"] = "allocs+frees" if frees else "allocs"
+        doc["frees_traced"] = frees
+        doc["frees_note"] = None if frees else FREES_NOT_TRACED
+        doc["stacks"] = attached(state, "slabstacks") or bool(cur.stacks)
+        doc["rows"] = rows[:MAX_SITES]
+        doc["nsites"] = len(rows)
+        doc["allocs_seen"] = cur.allocs
+        doc["frees_seen"] = cur.frees if frees else None
+        doc["frees_unattributed"] = cur.frees_unmatched if frees else None
+        doc["dropped"] = cur.dropped
+        doc["cost"] = _cost(t)
         return doc
 
-    def pages(self, state: State) -> dict[str, Any]:
+    def pages(self, state: State) -> PagesDoc:
         st = state.get(KernelState)
-        zones = []
+        zones: list[ZoneDoc] = []
         for node, zone, free in st.buddy:
             zones.append(
                 {
@@ -229,7 +422,7 @@ class KernelView(View):
                 }
             )
         dt, t = _rates(st.pagealloc)
-        alloc: dict[str, Any] = {"tracing": attached(state, "pagealloc"), "orders": None}
+        alloc: PageAllocDoc = {"tracing": attached(state, "pagealloc"), "orders": None}
         if t is not None and isinstance(t.cur, PageAlloc):
             cur = t.cur.orders
             prev = t.prev.orders if isinstance(t.prev, PageAlloc) else ()
@@ -246,7 +439,7 @@ class KernelView(View):
             alloc["cost"] = _cost(t)
         return {"zones": zones, "page_alloc": alloc}
 
-    def vmalloc(self, st: KernelState) -> dict[str, Any] | None:
+    def vmalloc(self, st: KernelState) -> VmallocDoc | None:
         v = st.vmalloc
         if v is None:
             return None
@@ -271,11 +464,11 @@ class KernelView(View):
             ],
         }
 
-    def allocinfo(self, st: KernelState) -> dict[str, Any] | None:
+    def allocinfo(self, st: KernelState) -> AllocinfoDoc | None:
         p = st.profile
         if p is None:
             return None
-        doc: dict[str, Any] = {"state": p.state, "hint": p.hint or None}
+        doc: AllocinfoDoc = {"state": p.state, "hint": p.hint or None}
         if p.state != "on" or not p.sites:
             return doc
         prev: dict[tuple[str, int, str], int] = {}
@@ -283,7 +476,7 @@ class KernelView(View):
         if st.profile_prev is not None and st.profile_prev.sites:
             prev = {(s[2], s[3], s[5]): s[0] for s in st.profile_prev.sites}
             window_s = round((st.profile_ts_ns - st.profile_prev_ts_ns) / 1e9, 3)
-        rows: list[dict[str, Any]] = [
+        rows: list[AllocSite] = [
             {
                 "bytes": b,
                 "calls": n,
@@ -303,34 +496,30 @@ class KernelView(View):
                 acc_ = tree.setdefault(d, [0, 0])
                 acc_[0] += b
                 acc_[1] += n
-        doc.update(
-            {
-                "version": p.version,
-                "nsites": p.nsites,
-                "total_bytes": p.total_bytes,
-                "total_calls": p.total_calls,
-                "inaccurate": p.inaccurate,
-                "window_s": window_s,
-                "by_bytes": rows[:MAX_SITES],
-                "by_calls": sorted(rows, key=lambda r: (-r["calls"], r["where"]))[:MAX_SITES],
-                "tree": [
-                    {"dir": d, "bytes": v[0], "calls": v[1]}
-                    for d, v in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SITES]
-                ],
-            }
-        )
+        doc["version"] = p.version
+        doc["nsites"] = p.nsites
+        doc["total_bytes"] = p.total_bytes
+        doc["total_calls"] = p.total_calls
+        doc["inaccurate"] = p.inaccurate
+        doc["window_s"] = window_s
+        doc["by_bytes"] = rows[:MAX_SITES]
+        doc["by_calls"] = sorted(rows, key=lambda r: (-r["calls"], r["where"]))[:MAX_SITES]
+        doc["tree"] = [
+            {"dir": d, "bytes": v[0], "calls": v[1]}
+            for d, v in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SITES]
+        ]
         return doc
 
     # -- the document --------------------------------------------------------------------------
-    def slab_rows(self, state: State, opts: Options, sites: dict[str, Any]) -> list[dict[str, Any]]:
+    def slab_rows(self, state: State, opts: Options, sites: SitesDoc) -> list[SlabRow]:
         st = state.get(KernelState)
         per_cache: dict[str, tuple[float, str]] = {}
         if sites["rows"] and sites["cache"] is None:
-            for r in sites["rows"]:
-                rate, top = per_cache.get(r["cache"], (0.0, ""))
-                per_cache[r["cache"]] = (rate + (r["allocs_per_s"] or 0), top or r["site"])
+            for site in sites["rows"]:
+                rate, top = per_cache.get(site["cache"], (0.0, ""))
+                per_cache[site["cache"]] = (rate + (site["allocs_per_s"] or 0), top or site["site"])
         tracing = bool(sites["sample"])
-        rows: list[dict[str, Any]] = []
+        rows: list[SlabRow] = []
         needle = opts.filter.lower()
         for name, r in st.slabs.items():
             if needle and needle not in name.lower():
@@ -353,7 +542,7 @@ class KernelView(View):
                     "top_site": top or None,
                 }
             )
-        key = opts.sort if opts.sort in SORT_KEYS else "total_bytes"
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "total_bytes")
         rows.sort(key=lambda r: r["name"], reverse=False)
         rows.sort(
             key=lambda r: (r[key] is not None, r[key] if r[key] is not None else 0), reverse=opts.reverse
@@ -362,12 +551,12 @@ class KernelView(View):
             rows.sort(key=lambda r: r["name"], reverse=opts.reverse)
         return rows
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> KernelDoc:
         st = state.get(KernelState)
         cache = opts.extra.get("cache")
         sites = self.sites(state, cache if isinstance(cache, str) and cache else None)
         total, n = st.slab_totals()
-        doc: dict[str, Any] = {
+        doc: KernelDoc = {
             **self.head(state),
             "breakdown": self.breakdown(st),
             "slab": {
@@ -384,12 +573,19 @@ class KernelView(View):
             "allocinfo": self.allocinfo(st),
         }
         if opts.section in SECTIONS:
-            keep = {"breakdown": "breakdown", "slabs": "rows", "sites": "sites", "pages": "pages"}
-            part = keep.get(opts.section, opts.section)
-            for k in ("breakdown", "rows", "sites", "pages", "vmalloc", "allocinfo"):
-                if k != part and k != "rows":
-                    doc.pop(k, None)
-            if part != "rows":
+            # a section keeps the slab summary, the rows' key (empty but for "slabs") and its part
+            part = opts.section
+            if part != "breakdown":
+                del doc["breakdown"]
+            if part != "sites":
+                del doc["sites"]
+            if part != "pages":
+                del doc["pages"]
+            if part != "vmalloc":
+                del doc["vmalloc"]
+            if part != "allocinfo":
+                del doc["allocinfo"]
+            if part != "slabs":
                 doc["rows"] = []
         return doc
 
