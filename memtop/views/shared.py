@@ -5,15 +5,33 @@ madvise calls for huge pages, page migrations by reason and khugepaged."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
+from memtop.records.shared import SharedCall
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.state.shared import SharedState
-from memtop.views import Column, Options, View, measuring, render_table
+from memtop.views import Column, Head, Options, View, measuring, render_table
 
-SORT_KEYS = ("shmid", "key", "size_bytes", "rss_bytes", "swap_bytes", "nattch", "cpid", "lpid", "uid")
+#: what the segments' table sorts by
+SortKey = Literal["shmid", "key", "size_bytes", "rss_bytes", "swap_bytes", "nattch", "cpid", "lpid", "uid"]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
+#: the segments' table's columns
+RowKey = Literal[
+    "shmid",
+    "key",
+    "size_bytes",
+    "rss_bytes",
+    "swap_bytes",
+    "nattch",
+    "orphan",
+    "uid",
+    "perms",
+    "creator",
+    "last",
+    "ctime_age_s",
+]
 #: the sections the pane shows, one at a time (`s` cycles)
 PANE_SECTIONS = ("sysv", "posix", "huge", "migrate")
 THP_COUNTERS = (
@@ -31,6 +49,236 @@ NUMA_COUNTERS = (
     ("pgmigrate_success", "pgmigrate ok"),
     ("pgmigrate_fail", "pgmigrate fail"),
 )
+
+
+class Mapper(TypedDict):
+    pid: int
+    comm: str
+
+
+class SegmentRow(TypedDict):
+    """A System V segment (``rows[]``)."""
+
+    shmid: int
+    key: int
+    perms: int
+    size_bytes: int
+    rss_bytes: int
+    swap_bytes: int
+    nattch: int
+    orphan: bool
+    uid: int
+    gid: int
+    cuid: int
+    cpid: int
+    lpid: int
+    creator_comm: str
+    last_comm: str
+    creator: str
+    last: str
+    atime_s: int
+    dtime_s: int
+    ctime_s: int
+    ctime_age_s: int | None
+    mapped_by: list[int]
+    mappers: list[Mapper]
+
+
+class CallDoc(TypedDict):
+    """A traced call (``sysv.events[]``)."""
+
+    ts_ns: int
+    age_ns: int
+    pid: int
+    tid: int
+    comm: str
+    call: str
+    result: int
+    error: str
+    key: int | None
+    shmid: int | None
+    size_bytes: int | None
+    addr: int | None
+    flags: int | None
+    cmd: str
+    advice: str
+    name: str
+    what: str
+
+
+class CallerDoc(TypedDict):
+    """A process that made shm calls (``sysv.callers[]``)."""
+
+    pid: int
+    comm: str
+    calls: dict[str, int]
+    errors: int
+    advice: dict[str, int]
+    advised_bytes: int
+
+
+class SysvDoc(TypedDict):
+    readable: bool | None
+    why: str
+    segments: int
+    orphans: int
+    orphan_rss_bytes: int
+    orphan_swap_bytes: int
+    rss_bytes: int
+    events: list[CallDoc] | None
+    calls_total: int | None
+    callers: list[CallerDoc]
+
+
+class MountDoc(TypedDict):
+    mount: str
+    size_bytes: int
+    used_bytes: int
+    files_seen: int
+    truncated: bool
+
+
+class FileDoc(TypedDict):
+    mount: str
+    path: str
+    uid: int
+    size_bytes: int
+    alloc_bytes: int
+
+
+class MemfdDoc(TypedDict):
+    pid: int
+    comm: str
+    uid: int
+    inode: int
+    name: str
+    size_bytes: int
+    alloc_bytes: int
+    mapped: bool
+
+
+class ShmemProcDoc(TypedDict):
+    pid: int
+    comm: str
+    uid: int
+    rss_shmem_bytes: int
+
+
+class PosixDoc(TypedDict):
+    """tmpfs and memfd (``posix``)."""
+
+    scanned: bool
+    mounts: list[MountDoc]
+    files: list[FileDoc]
+    memfds: list[MemfdDoc]
+    processes: list[ShmemProcDoc]
+
+
+class ShmemDoc(TypedDict):
+    """/proc/meminfo's Shmem broken down (``shmem``)."""
+
+    shmem_bytes: int
+    sysv_bytes: int
+    tmpfs_bytes: int
+    memfd_bytes: int
+    other_bytes: int
+
+
+class PoolDoc(TypedDict):
+    page_size_bytes: int
+    total: int
+    free: int
+    reserved: int
+    surplus: int
+    used: int
+    used_bytes: int
+    total_bytes: int
+
+
+class HugeProcDoc(TypedDict):
+    pid: int
+    comm: str
+    hugetlb_bytes: int
+    anon_huge_bytes: int | None
+
+
+class KhugepagedDoc(TypedDict):
+    pmds_scanned: int | None
+    pmds_scanned_per_s: float | None
+    collapses: dict[str, int]
+
+
+class RangeDoc(TypedDict):
+    # a call the probe saw has both; a recording's record may lack them
+    start: int | None
+    length_bytes: int | None
+    advice: str
+    result: int
+    error: str
+
+
+class MadviseDoc(TypedDict):
+    pid: int
+    comm: str
+    calls: int
+    advice: dict[str, int]
+    advised_bytes: int
+    ranges: list[RangeDoc]
+
+
+class HugeDoc(TypedDict):
+    """Huge pages (``huge``)."""
+
+    pools: list[PoolDoc]
+    hugetlb_bytes: int | None
+    anon_huge_bytes: int | None
+    shmem_huge_bytes: int | None
+    file_huge_bytes: int | None
+    thp_enabled: str
+    thp_defrag: str
+    thp_shmem_enabled: str
+    thp_per_s: dict[str, float] | None
+    thp_since_start: dict[str, int] | None
+    khugepaged: KhugepagedDoc | None
+    processes: list[HugeProcDoc]
+    smaps_read: int | None
+    madvise: list[MadviseDoc] | None
+
+
+class ReasonDoc(TypedDict):
+    reason: str
+    calls: int
+    succeeded: int
+    failed: int
+    thp_succeeded: int
+    thp_failed: int
+    thp_split: int
+    succeeded_per_s: float
+    failed_per_s: float
+
+
+class NumaCounter(TypedDict):
+    per_s: float
+    since_start: int
+
+
+class MigrateDoc(TypedDict):
+    """Page migration (``migrate``)."""
+
+    reasons: list[ReasonDoc] | None
+    vmstat: dict[str, NumaCounter] | None
+    compact_stall_per_s: float | None
+
+
+class SharedDoc(Head):
+    """The Shared pane's document (docs/panes/shared.md)."""
+
+    rows: list[SegmentRow]
+    sysv: SysvDoc
+    posix: PosixDoc
+    shmem: ShmemDoc | None
+    huge: HugeDoc
+    migrate: MigrateDoc
 
 
 def key_hex(key: int) -> str:
@@ -59,7 +307,7 @@ class SharedView(View):
         "shared",
         (("pgmigrate_success", "pages migrated", "rate"), ("thp_fault_alloc", "THP faults", "rate")),
     )
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("shmid", "SHMID"),
         Column("key", "KEY", key_hex, numeric=False, priority=1),
         Column("size_bytes", "SIZE", fmt.bytes_h),
@@ -74,13 +322,13 @@ class SharedView(View):
         Column("ctime_age_s", "CREATED", fmt.age_h, priority=2),
     )
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> SharedDoc:
         st = state.get(SharedState)
         host = state.get(HostState)
         now_s = _now_s(state)
-        segments = []
+        segments: list[SegmentRow] = []
         for seg in st.segments.values():
-            row = {
+            row: SegmentRow = {
                 "shmid": seg.shmid,
                 "key": seg.key,
                 "perms": seg.perms,
@@ -108,14 +356,14 @@ class SharedView(View):
                     for pid in seg.mapped_by
                 ],
             }
-            if opts.filter and not _matches(opts.filter, row, ("creator", "last")):
+            if opts.filter and not _matches(opts.filter, row):
                 continue
             segments.append(row)
-        key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "rss_bytes")
         segments.sort(key=lambda r: (r[key], r["shmid"]), reverse=opts.reverse)
         traced = measuring(state, "shmsnoop")
         events = [_event(e, state.ts_ns) for e in st.events if opts.pid is None or e.pid == opts.pid]
-        callers: list[dict[str, Any]] = [
+        callers: list[CallerDoc] = [
             {
                 "pid": c.pid,
                 "comm": c.comm,
@@ -160,15 +408,16 @@ def _now_s(state: State) -> int:
     return ns // 1_000_000_000 if ns else 0
 
 
-def _matches(needle: str, row: dict[str, Any], keys: tuple[str, ...]) -> bool:
+def _matches(needle: str, row: SegmentRow) -> bool:
+    """The filter matches the segment's creator, its last user, its id or its key."""
     n = needle.lower()
-    return any(n in str(row.get(k, "")).lower() for k in keys) or n in (
-        str(row.get("shmid")),
+    return any(n in v.lower() for v in (row["creator"], row["last"])) or n in (
+        str(row["shmid"]),
         key_hex(row["key"]),
     )
 
 
-def _event(e: Any, ts_ns: int) -> dict[str, Any]:
+def _event(e: SharedCall, ts_ns: int) -> CallDoc:
     return {
         "ts_ns": e.ts_ns,
         "age_ns": max(0, ts_ns - e.ts_ns),
@@ -190,7 +439,7 @@ def _event(e: Any, ts_ns: int) -> dict[str, Any]:
     }
 
 
-def describe(e: Any) -> str:
+def describe(e: SharedCall) -> str:
     """One line for a traced call, as shmsnoop would print it."""
     res = e.error or str(e.result)
     if e.call == "shmget":
@@ -210,9 +459,9 @@ def describe(e: Any) -> str:
     return f"{e.call} = {res}"
 
 
-def _posix(st: SharedState) -> dict[str, Any]:
-    mounts: list[dict[str, Any]] = []
-    files: list[dict[str, Any]] = []
+def _posix(st: SharedState) -> PosixDoc:
+    mounts: list[MountDoc] = []
+    files: list[FileDoc] = []
     for m in st.mounts.values():
         mounts.append(
             {
@@ -228,7 +477,7 @@ def _posix(st: SharedState) -> dict[str, Any]:
                 {"mount": m.mount, "path": path, "uid": uid, "size_bytes": size, "alloc_bytes": alloc}
             )
     files.sort(key=lambda f: -f["alloc_bytes"])
-    memfds: list[dict[str, Any]] = []
+    memfds: list[MemfdDoc] = []
     for p in st.procs.values():
         for ino, name, size, alloc, mapped in p.memfds:
             memfds.append(
@@ -257,7 +506,7 @@ def _posix(st: SharedState) -> dict[str, Any]:
     }
 
 
-def _shmem(st: SharedState, segments: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _shmem(st: SharedState, segments: list[SegmentRow]) -> ShmemDoc | None:
     """/proc/meminfo's Shmem broken down: System V segments' resident pages, tmpfs mounts' used
     blocks, memfds (each inode once), the rest (shared anonymous mappings, GPU buffers...)."""
     if st.pools is None:
@@ -279,9 +528,9 @@ def _shmem(st: SharedState, segments: list[dict[str, Any]]) -> dict[str, Any] | 
     }
 
 
-def _huge(st: SharedState, host: HostState, callers: list[dict[str, Any]], traced: bool) -> dict[str, Any]:
+def _huge(st: SharedState, host: HostState, callers: list[CallerDoc], traced: bool) -> HugeDoc:
     p = st.pools
-    pools = [
+    pools: list[PoolDoc] = [
         {
             "page_size_bytes": size,
             "total": total,
@@ -294,7 +543,7 @@ def _huge(st: SharedState, host: HostState, callers: list[dict[str, Any]], trace
         }
         for size, total, free, resv, surp in (p.pools if p else ())
     ]
-    procs = [
+    procs: list[HugeProcDoc] = [
         {
             "pid": q.pid,
             "comm": q.comm,
@@ -314,7 +563,7 @@ def _huge(st: SharedState, host: HostState, callers: list[dict[str, Any]], trace
         {k: host.vmstat_since_start(k) for k, _ in THP_COUNTERS if k in host.vmstat} if have_vmstat else None
     )
     kh = st.khuge
-    khuge = None
+    khuge: KhugepagedDoc | None = None
     if kh is not None:
         dt = st.khuge_ts_ns - st.khuge_prev_ts_ns
         prev = st.khuge_prev
@@ -326,7 +575,7 @@ def _huge(st: SharedState, host: HostState, callers: list[dict[str, Any]], trace
             "pmds_scanned_per_s": scans_rate,
             "collapses": dict(kh.collapses),
         }
-    madvise = []
+    madvise: list[MadviseDoc] = []
     for pid in [c["pid"] for c in callers if "madvise" in c["calls"]]:
         c = st.callers[pid]
         madvise.append(
@@ -366,9 +615,9 @@ def _huge(st: SharedState, host: HostState, callers: list[dict[str, Any]], trace
     }
 
 
-def _migrate(st: SharedState, host: HostState, traced: bool) -> dict[str, Any]:
+def _migrate(st: SharedState, host: HostState, traced: bool) -> MigrateDoc:
     rates = st.migrate_rates()
-    reasons = []
+    reasons: list[ReasonDoc] = []
     for r in st.migrate.reasons if st.migrate else ():
         ok, bad = rates.get(r[0], (0.0, 0.0))
         reasons.append(
@@ -384,7 +633,7 @@ def _migrate(st: SharedState, host: HostState, traced: bool) -> dict[str, Any]:
                 "failed_per_s": round(bad, 3),
             }
         )
-    numa = (
+    numa: dict[str, NumaCounter] | None = (
         {
             k: {"per_s": round(host.vmstat_rate(k), 3), "since_start": host.vmstat_since_start(k)}
             for k, _ in NUMA_COUNTERS
