@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal, TypeVar
 
 from rich.text import Text
 from textual import on
@@ -43,7 +44,10 @@ from memtop.views.process import (
     SECTION_COLUMNS,
     SECTION_TITLES,
     SECTIONS,
+    FaultStackRow,
+    GrowthRow,
     ProcessView,
+    StackRow,
     fault_coverage,
     fault_file_rows,
     fault_stack_rows,
@@ -86,6 +90,10 @@ def wall_clock(mono_ns: int) -> str:
     return time.strftime("%H:%M:%S", time.localtime(time.time() - (now_mono - mono_ns) / 1e9))
 
 
+#: a stack row the tree shows (fault stacks, growth)
+S = TypeVar("S", bound=StackRow)
+
+
 class StackTree(Tree[int]):
     """Stacks as an expandable tree: one node per stack (label: figures and the program's frame),
     its frames as leaves. Updated in place; rebuilt only when the order changes, keeping which
@@ -97,7 +105,7 @@ class StackTree(Tree[int]):
         self._order: list[int] = []
         self._stack_nodes: dict[int, TreeNode[int]] = {}
 
-    def update_rows(self, rows: list[dict[str, Any]], label: Any) -> None:
+    def update_rows(self, rows: Sequence[S], label: Callable[[S], Text]) -> None:
         rows = rows[:TREE_TOP]
         order = [int(r["stack_id"]) for r in rows]
         if order == self._order:
@@ -120,7 +128,7 @@ class StackTree(Tree[int]):
 
 
 #: the history chart's series: (history row key, legend label), bytes first as users read RSS
-HISTORY_SERIES = (
+HISTORY_SERIES: tuple[tuple[Literal["anon_bytes", "file_bytes", "shmem_bytes", "swap_bytes"], str], ...] = (
     ("anon_bytes", "anon"),
     ("file_bytes", "file"),
     ("shmem_bytes", "shmem"),
@@ -369,7 +377,7 @@ class ProcessScreen(DrillScreen):
             self.query_one("#proc-fault_stacks-tree", StackTree).update_rows([], lambda r: Text())
             return
 
-        def label(r: dict[str, Any]) -> Text:
+        def label(r: FaultStackRow) -> Text:
             t = Text(f"{fmt.count_h(r['count']):>7} ", style="bold")
             share = 100.0 * r["count"] / total if total else 0.0
             t.append(f"{share:5.1f}%  ")
@@ -390,7 +398,7 @@ class ProcessScreen(DrillScreen):
     def _draw_growth(self, state: State) -> None:
         rows = growth_rows(state, self.pid)
 
-        def label(r: dict[str, Any]) -> Text:
+        def label(r: GrowthRow) -> Text:
             t = Text(f"{fmt.bytes_h(r['grown_bytes']):>8} ", style="bold")
             t.append(f"net {fmt.bytes_h(r['net_bytes']):>8}  {r['calls']:>6} calls  ")
             kinds = [
