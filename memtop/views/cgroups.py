@@ -12,7 +12,7 @@ shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -176,7 +176,8 @@ class CgroupsDoc(Head):
     detail: NotRequired[CgroupDetail]
 
 
-SORT_KEYS: tuple[CgroupKey, ...] = (
+#: what the table sorts by: its columns' keys but the tree and the limit bar
+SortKey = Literal[
     "path",
     "usage_bytes",
     "limit_pct",
@@ -191,7 +192,8 @@ SORT_KEYS: tuple[CgroupKey, ...] = (
     "swapin_wait_ns",
     "oom_kills",
     "nprocs",
-)
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 
 
 def _pct(v: float | None) -> str:

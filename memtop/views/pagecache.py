@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.state import State
@@ -15,7 +15,8 @@ from memtop.state.host import HostState
 from memtop.state.pagecache import FileSeen, PagecacheState
 from memtop.views import Column, Options, View, measuring
 
-SORT_KEYS = (
+#: what the files table sorts by
+SortKey = Literal[
     "cached_bytes",
     "dirty_bytes",
     "recently_evicted_bytes",
@@ -23,7 +24,8 @@ SORT_KEYS = (
     "size_bytes",
     "added_per_s",
     "path",
-)
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 #: rows a document lists (after the filter and the sort); ``rows_total`` says how many matched
 MAX_ROWS = 500
 #: what the list can see, for the screen and the document

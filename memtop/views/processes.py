@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from operator import itemgetter
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -118,22 +118,7 @@ class ProcessesDoc(Head):
     exited_between_shown: bool
 
 
-SORT_KEYS: tuple[SortKey, ...] = (
-    "pid",
-    "user",
-    "comm",
-    "rss_bytes",
-    "anon_bytes",
-    "file_bytes",
-    "shmem_bytes",
-    "swap_bytes",
-    "minor_faults_per_s",
-    "major_faults_per_s",
-    "reclaim_stall_ns",
-    "swapin_wait_ns",
-    "rss_growth_bytes_per_s",
-    "cgroup",
-)
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 
 
 def growth_h(bytes_per_s: float) -> str:

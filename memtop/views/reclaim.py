@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -36,7 +36,9 @@ RowKey = Literal[
 ]
 #: the recent episodes' columns
 EventKey = Literal["wall_ns", "pid", "comm", "kind", "latency_ns", "pages_reclaimed", "cgroup"]
-SORT_KEYS: tuple[RowKey, ...] = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
+#: what the processes table sorts by
+SortKey = Literal["pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed"]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 EVENTS_SHOWN = 200
 
 
@@ -170,7 +172,7 @@ class ReclaimView(View):
             if (opts.pid is None or r.pid == opts.pid)
             and (opts.section not in RECLAIM_KINDS or r.by_kind.get(opts.section))
         ]
-        key: RowKey = next((k for k in SORT_KEYS if k == opts.sort), "total_ns")
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "total_ns")
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         head = self.head(state)
         if not measuring(state, "vmscan") and rs.totals is None:  # no stall seen is not "no stall"

@@ -4,7 +4,7 @@ line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -140,7 +140,8 @@ class SwapinDoc(Head):
     system: SystemLine
 
 
-SORT_KEYS: tuple[RowKey, ...] = (
+#: what the table sorts by
+SortKey = Literal[
     "pid",
     "comm",
     "swapins",
@@ -149,7 +150,8 @@ SORT_KEYS: tuple[RowKey, ...] = (
     "wait_ns_avg",
     "wait_ns_max",
     "file_major_faults",
-)
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 
 
 def histogram(counts: tuple[int, ...]) -> list[Bucket]:
@@ -241,7 +243,7 @@ class SwapinView(View):
             if opts.filter and opts.filter.lower() not in rec.comm.lower() and opts.filter != str(pid):
                 continue
             rows.append(row)
-        key: RowKey = next((k for k in SORT_KEYS if k == opts.sort), "wait_ns_total")
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "wait_ns_total")
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         hist = st.hist
         swap_counts: tuple[int, ...] = hist.swapin_counts if hist else ()
