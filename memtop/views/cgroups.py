@@ -333,7 +333,7 @@ NEEDED_METHOD_LRU_GEN = (
 )
 
 
-class CgroupsView(View):
+class CgroupsView(View[CgroupsDoc]):
     name = "cgroups"
     title = "Cgroups"
     order = 70
@@ -672,7 +672,7 @@ class CgroupsView(View):
             "oom_kills": kills,
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: CgroupsDoc) -> str:
         lay = doc.get("layout")
         lines = [""]
         if lay:

@@ -10,8 +10,7 @@ otherwise). ``section``: "" (everything), or one of :data:`SECTIONS` for `snapsh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_args
+from typing import ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import kernelfs
@@ -295,7 +294,7 @@ def _cost(t: Traced) -> CostDoc:
     return out
 
 
-class KernelView(View):
+class KernelView(View[KernelDoc]):
     name = "kernel"
     title = "Kernel memory"
     tab_title = "Kernel"
@@ -593,7 +592,7 @@ class KernelView(View):
         return list(state.get(KernelState).history)
 
     # -- text -------------------------------------------------------------------------------------
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: KernelDoc) -> str:
         lines = [""]
         slab = doc.get("slab") or {}
         if slab.get("readable") is False:
@@ -659,9 +658,9 @@ class KernelView(View):
                 lines.append(
                     f"vmalloc by caller ({v['areas']} areas, {fmt.bytes_h(v['total_bytes'])}; /proc/vmallocinfo):"
                 )
-                for r in v["rows"][:10]:
+                for vr in v["rows"][:10]:
                     lines.append(
-                        f"  {r['caller']:<36} {r['kind'] or '-':<8} {r['areas']:>5} {fmt.bytes_h(r['bytes']):>8}"
+                        f"  {vr['caller']:<36} {vr['kind'] or '-':<8} {vr['areas']:>5} {fmt.bytes_h(vr['bytes']):>8}"
                     )
         a = doc.get("allocinfo")
         if a is not None:
@@ -675,9 +674,9 @@ class KernelView(View):
                     f"allocation profiling (/proc/allocinfo {a['version']}): {a['nsites']} call sites, "
                     f"{fmt.bytes_h(a['total_bytes'])}; {a['inaccurate']} not accurate"
                 )
-                for r in a["by_bytes"][:10]:
-                    mod = f" [{r['module']}]" if r["module"] else ""
+                for ar in a["by_bytes"][:10]:
+                    mod = f" [{ar['module']}]" if ar["module"] else ""
                     lines.append(
-                        f"  {fmt.bytes_h(r['bytes']):>8} {r['calls']:>8} {r['where']}{mod} {r['function']}"
+                        f"  {fmt.bytes_h(ar['bytes']):>8} {ar['calls']:>8} {ar['where']}{mod} {ar['function']}"
                     )
         return "\n".join(lines) + "\n"

@@ -360,7 +360,7 @@ def leaks_asked(state: State) -> bool:
     return bool(state.get(LeaksState).targets) or "leaks" in state.statuses
 
 
-class LeaksView(View):
+class LeaksView(View[LeaksDoc]):
     name = "leaks"
     title = "Leaks"
     order = 60

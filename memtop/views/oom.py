@@ -182,7 +182,7 @@ def _adj(v: Any) -> str:
     return "?" if v is None else str(v)
 
 
-class OomView(View):
+class OomView(View[OomDoc]):
     name = "oom"
     title = "OOM kills"
     tab_title = "OOM"
@@ -296,7 +296,7 @@ class OomView(View):
         events = doc.get("events", [])
         return events if isinstance(events, list) else []
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: OomDoc) -> str:
         lines = [""]
         for e in doc["events"]:
             extra = []
@@ -339,8 +339,8 @@ class OomView(View):
         if doc["killers"]:
             lines.append("")
             lines.append("Memory killers running, and the thresholds they kill at:")
-            for k in doc["killers"]:
-                lines.append("  " + killer_line(k))
+            for killer in doc["killers"]:
+                lines.append("  " + killer_line(killer))
         if doc["oomd"] is not None:
             lines.append("")
             lines.append(oomd_line(doc["oomd"]))
@@ -405,7 +405,7 @@ def _iso(ns: int | None) -> str | None:
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _at(e: dict[str, Any]) -> str:
+def _at(e: Kill) -> str:
     return f" (at {e['at']})" if e["at"] else ""
 
 
@@ -455,7 +455,7 @@ def _signal_kill(state: State, r: SignalKillRow) -> SignalKill:
     }
 
 
-def signal_kill_line(k: dict[str, Any]) -> str:
+def signal_kill_line(k: SignalKill) -> str:
     """``comm [pid] killed by earlyoom (memory killer) …`` or ``… killed by PID COMM``."""
     by = f"{k['sender_pid']} {k['sender_comm']}"
     who = f"by memory killer {k['killer']} ({by})" if k["killer"] else f"by {by}, not an OOM kill"
@@ -547,7 +547,7 @@ def _at_risk(state: State, f: Forecast) -> AtRisk:
     }
 
 
-def at_risk_line(r: dict[str, Any]) -> str:
+def at_risk_line(r: AtRisk) -> str:
     where = f"memcg {r['cgroup']}" if r["cgroup"] else "the machine (MemAvailable)"
     if not r["cgroup"] and r.get("killer", "kernel") != "kernel":
         where = f"the machine (MemAvailable to {r['killer']}'s {fmt.bytes_h(r['threshold_bytes'])})"
@@ -562,7 +562,7 @@ def at_risk_line(r: dict[str, Any]) -> str:
     return line
 
 
-def killer_line(k: dict[str, Any]) -> str:
+def killer_line(k: Killer) -> str:
     """``earlyoom [812]: MemAvailable <= 10.00% and SwapFree <= 10.00% (cmdline)``."""
     mem = f"{k['mem_percent']:.2f}%"
     if k["mem_kib"]:

@@ -5,15 +5,14 @@ memory cgroups' page cache, and how much of the cache the list can see (``scope`
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
 from memtop.state.pagecache import FileSeen, PagecacheState
-from memtop.views import Column, Options, View, measuring
+from memtop.views import Column, Head, Options, View, measuring
 
 #: what the files table sorts by
 SortKey = Literal[
@@ -33,12 +32,121 @@ REACH = (
     "files a process holds open or maps, and files under --cache-path; files nobody has open"
     " are not listed, so the list is not all of the cache"
 )
-#: the refault counters of /proc/vmstat, by their names in the document
-REFAULTS = (
-    ("refault_file_per_s", "workingset_refault_file"),
-    ("activate_file_per_s", "workingset_activate_file"),
-    ("restore_file_per_s", "workingset_restore_file"),
-)
+
+
+#: the files table's columns
+RowKey = Literal[
+    "cached_bytes",
+    "cached_pct",
+    "dirty_bytes",
+    "writeback_bytes",
+    "recently_evicted_bytes",
+    "added_per_s",
+    "deleted_per_s",
+    "thrashing",
+    "size_bytes",
+    "holder_names",
+    "path",
+]
+
+
+class Holder(TypedDict):
+    pid: int
+    comm: str
+
+
+class FileRow(TypedDict):
+    """A file in the cache (``rows[]``)."""
+
+    key: str
+    dev: int
+    ino: int
+    path: str
+    size_bytes: int
+    cached_bytes: int
+    cached_pct: float
+    dirty_bytes: int | None
+    writeback_bytes: int | None
+    evicted_bytes: int | None
+    recently_evicted_bytes: int | None
+    evicted_window_bytes: int
+    read_back_window_bytes: int
+    thrashing: bool
+    added_per_s: float | None
+    deleted_per_s: float | None
+    method: str
+    holders: list[Holder]
+    holder_names: str
+    under_path: bool
+    cgroup: str | None
+
+
+class Scope(TypedDict):
+    """What the list can see (``scope``)."""
+
+    reach: str
+    method: str | None
+    paths: list[str]
+    processes: int | None
+    fds_seen: int | None
+    files_known: int | None
+    files_under_paths: int | None
+    truncated: bool
+    why: str
+
+
+class Totals(TypedDict):
+    listed_cached_bytes: int | None
+    listed_dirty_bytes: int | None
+    meminfo_cached_bytes: int | None
+    listed_share: float | None
+
+
+class PidActivity(TypedDict):
+    pid: int
+    comm: str
+    added_per_s: float
+    deleted_per_s: float
+
+
+class Activity(TypedDict):
+    """Pages added to and deleted from the cache (``activity``; the pagecache probe's)."""
+
+    added_per_s: float | None
+    deleted_per_s: float | None
+    pids: list[PidActivity]
+
+
+class Refaults(TypedDict):
+    refault_file_per_s: float | None
+    activate_file_per_s: float | None
+    restore_file_per_s: float | None
+
+
+class CgroupCache(TypedDict):
+    """One memory cgroup's page cache (``cgroups[]``; the Cgroups drill-in's ``page_cache``)."""
+
+    path: str
+    version: int
+    cache_bytes: int | None
+    active_file_bytes: int | None
+    inactive_file_bytes: int | None
+    dirty_bytes: int | None
+    writeback_bytes: int | None
+    refaults: int | None
+    refaults_per_s: float | None
+
+
+class PagecacheDoc(Head):
+    """The Page cache pane's document (docs/panes/pagecache.md)."""
+
+    scope: Scope
+    totals: Totals
+    rows_total: int
+    rows: list[FileRow]
+    activity: Activity
+    refaults: Refaults
+    cgroups: list[CgroupCache]
 
 
 def _pct(v: Any) -> str:
@@ -53,7 +161,7 @@ def _rate(v: Any) -> str:
     return fmt.count_h(v)
 
 
-class PagecacheView(View):
+class PagecacheView(View[PagecacheDoc]):
     name = "pagecache"
     title = "Page cache"
     tab_title = "Cache"
@@ -67,7 +175,7 @@ class PagecacheView(View):
         "pagecache",
         (("workingset_refault_file", "file refaults", "rate"), ("pgpgin", "paged in (KiB)", "rate")),
     )
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("cached_bytes", "CACHED", fmt.bytes_h),
         Column("cached_pct", "%", _pct),
         Column("dirty_bytes", "DIRTY", fmt.bytes_h),
@@ -84,7 +192,7 @@ class PagecacheView(View):
     def default_options(self) -> Options:
         return Options(sort="cached_bytes", reverse=True)
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> PagecacheDoc:
         st = state.get(PagecacheState)
         host = state.get(HostState)
         listing = st.table is not None
@@ -147,7 +255,7 @@ class PagecacheView(View):
             "cgroups": cgroups(state),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: PagecacheDoc) -> str:
         return "\n" + "\n".join(summary_lines(doc)) + "\n"
 
 
@@ -157,7 +265,7 @@ def _row(
     back: int,
     files_rate: dict[tuple[int, int], tuple[float, float]],
     traced: bool,
-) -> dict[str, Any]:
+) -> FileRow:
     r = seen.rec
     add, dele = files_rate.get((r.dev, r.ino), (0.0, 0.0)) if traced else (None, None)
     return {
@@ -185,9 +293,7 @@ def _row(
     }
 
 
-def _activity(
-    st: PagecacheState, pids_rate: dict[int, tuple[str, float, float]], traced: bool
-) -> dict[str, Any]:
+def _activity(st: PagecacheState, pids_rate: dict[int, tuple[str, float, float]], traced: bool) -> Activity:
     totals = st.totals_per_s() if traced else None
     procs = sorted(pids_rate.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))
     return {
@@ -202,26 +308,17 @@ def _activity(
     }
 
 
-def _refaults(host: HostState) -> dict[str, Any]:
+def _refaults(host: HostState) -> Refaults:
     have = bool(host.vmstat) and bool(host.vmstat_prev)
-    out: dict[str, Any] = {}
-    for field, counter in REFAULTS:
-        out[field] = round(host.vmstat_rate(counter), 3) if have and counter in host.vmstat else None
-    return out
 
+    def rate(counter: str) -> float | None:
+        return round(host.vmstat_rate(counter), 3) if have and counter in host.vmstat else None
 
-class CgroupCache(TypedDict):
-    """One memory cgroup's page cache (``cgroups[]``; the Cgroups drill-in's ``page_cache``)."""
-
-    path: str
-    version: int
-    cache_bytes: int | None
-    active_file_bytes: int | None
-    inactive_file_bytes: int | None
-    dirty_bytes: int | None
-    writeback_bytes: int | None
-    refaults: int | None
-    refaults_per_s: float | None
+    return {
+        "refault_file_per_s": rate("workingset_refault_file"),
+        "activate_file_per_s": rate("workingset_activate_file"),
+        "restore_file_per_s": rate("workingset_restore_file"),
+    }
 
 
 def cgroup_cache(path: str, row: CgroupRow) -> CgroupCache:
@@ -257,7 +354,7 @@ def cgroups(state: State) -> list[CgroupCache]:
     return out
 
 
-def summary_lines(doc: Mapping[str, Any]) -> list[str]:
+def summary_lines(doc: PagecacheDoc) -> list[str]:
     """The pane's lines above its table (and the text snapshot's lines below it)."""
     t, sc, rf, ac = doc["totals"], doc["scope"], doc["refaults"], doc["activity"]
     lines = []
@@ -272,12 +369,11 @@ def summary_lines(doc: Mapping[str, Any]) -> list[str]:
     if sc["method"] == "mincore":
         lines.append("no cachestat(2) in this kernel (before 6.5): mincore, cached bytes only")
     parts = []
-    for field, label in (
-        ("refault_file_per_s", "refaults"),
-        ("activate_file_per_s", "activate"),
-        ("restore_file_per_s", "restore"),
+    for v, label in (
+        (rf["refault_file_per_s"], "refaults"),
+        (rf["activate_file_per_s"], "activate"),
+        (rf["restore_file_per_s"], "restore"),
     ):
-        v = rf[field]
         parts.append(f"{label} {'-' if v is None else fmt.count_h(v)}/s")
     act = (
         f"added {fmt.count_h(ac['added_per_s'])}/s deleted {fmt.count_h(ac['deleted_per_s'])}/s pages"
@@ -288,7 +384,7 @@ def summary_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def cache_line(c: dict[str, Any]) -> str:
+def cache_line(c: CgroupCache) -> str:
     """A cgroup's page cache in one line (:func:`cgroup_cache`)."""
     rps = c["refaults_per_s"]
     return (
@@ -298,5 +394,5 @@ def cache_line(c: dict[str, Any]) -> str:
     )
 
 
-def cgroup_lines(doc: dict[str, Any], limit: int = 10) -> list[str]:
+def cgroup_lines(doc: PagecacheDoc, limit: int = 10) -> list[str]:
     return [f"{c['path']}: {cache_line(c)}" for c in doc["cgroups"][:limit]]

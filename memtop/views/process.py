@@ -669,7 +669,7 @@ def oom_kill_of(state: State, pid: int) -> OomKill | None:
     return next((k for k in state.get(OomState).kills if k.victim_pid == pid), None)
 
 
-class ProcessView(View):
+class ProcessView(View[ProcessDoc]):
     name = "process"
     title = "Process"
     order = 15

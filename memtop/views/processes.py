@@ -164,7 +164,7 @@ def matches(row: Mapping[str, object], needle: str) -> bool:
     )
 
 
-class ProcessesView(View):
+class ProcessesView(View[ProcessesDoc]):
     name = "processes"
     title = "Processes"
     order = 10
@@ -351,7 +351,7 @@ class ProcessesView(View):
             out += [Segment(" · filter: "), Segment(opts.filter, "bold")]
         return out
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: ProcessesDoc) -> str:
         exited: list[ExitedProcess] = doc["exited"]
         return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, exited[:20])
 

@@ -7,8 +7,8 @@ ring overflowed; the events list is a log of what reached user space: the kernel
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal, TypedDict, get_args
+from collections.abc import Iterable
+from typing import ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -91,7 +91,7 @@ class ReclaimDoc(Head):
     events_per_s: dict[str, float]
 
 
-class ReclaimView(View):
+class ReclaimView(View[ReclaimDoc]):
     name = "reclaim"
     title = "Reclaim"
     order = 30
@@ -228,7 +228,7 @@ class ReclaimView(View):
         out.append(Segment(f" · kind {opts.section or 'all'}"))
         return out
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: ReclaimDoc) -> str:
         out = ""
         for kind in RECLAIM_KINDS:
             buckets = [b for b in doc["histogram"] if b["kind"] == kind]

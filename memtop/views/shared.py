@@ -296,7 +296,7 @@ NOT_SNOOPING = (
 )
 
 
-class SharedView(View):
+class SharedView(View[SharedDoc]):
     name = "shared"
     title = "Shared memory and huge pages"
     tab_title = "Shared"
@@ -397,7 +397,7 @@ class SharedView(View):
             "migrate": _migrate(st, host, measuring(state, "shared")),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: SharedDoc) -> str:
         return "\n".join(text_sections(doc)) + "\n"
 
 

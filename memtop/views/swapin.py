@@ -3,8 +3,7 @@ line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypedDict, get_args
+from typing import ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -185,7 +184,7 @@ def hist_lines(hist: list[Bucket]) -> list[tuple[str, int]]:
     return out
 
 
-class SwapinView(View):
+class SwapinView(View[SwapinDoc]):
     name = "swapin"
     title = "Swap-in waiters"
     tab_title = "Swap"  # nine tabs fit 80 columns unshortened (the pane is titled "Swap-in waiters")
@@ -266,7 +265,7 @@ class SwapinView(View):
             "system": system_line(state),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: SwapinDoc) -> str:
         out = ["", "Swap-in wait (log2 ns)"]
         lines = hist_lines(doc["histogram"])
         most = max((c for _, c in lines), default=0)

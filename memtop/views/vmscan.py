@@ -4,8 +4,8 @@ Totals are since memtop started (the probe attached); rates are per second over 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from collections.abc import Sequence
+from typing import ClassVar, Literal, TypedDict
 
 from memtop.core import fmt
 from memtop.state import State
@@ -131,7 +131,7 @@ def kernel_section(sys_state: HostState) -> KernelView:
     }
 
 
-class VmscanView(View):
+class VmscanView(View[VmscanDoc]):
     name = "vmscan"
     title = "vmscan"
     order = 20
@@ -231,7 +231,7 @@ class VmscanView(View):
             "kernel": kernel_section(state.get(HostState)),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: VmscanDoc) -> str:
         k = doc["kernel"]
         r = k["rates"]
         lines = [
@@ -258,7 +258,7 @@ class VmscanView(View):
         return out
 
 
-def render_hist(buckets: list[dict[str, Any]], width: int = 40) -> str:
+def render_hist(buckets: Sequence[Bucket], width: int = 40) -> str:
     """A bcc-style log2 histogram: ``[lo, hi] count |****|``."""
     if not buckets:
         return "  (none)\n"

@@ -80,7 +80,7 @@ class Pane(Vertical):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.view: View = get_view(self.view_name)
+        self.view: View[Any] = get_view(self.view_name)
         self.opts = self.view.default_options()
 
     @property

@@ -26,7 +26,14 @@ from memtop.ui.panes.base import (
     fill_table,
 )
 from memtop.ui.table import FastTable
-from memtop.views.pagecache import SORT_KEYS, cgroup_lines, summary_lines
+from memtop.views.pagecache import (
+    SORT_KEYS,
+    FileRow,
+    PagecacheDoc,
+    PagecacheView,
+    cgroup_lines,
+    summary_lines,
+)
 
 #: memory cgroups the detail box lists
 CGROUP_LINES = 4
@@ -55,8 +62,8 @@ class PagecachePane(FilterablePane, SortableTablePane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._rows: dict[str, dict[str, Any]] = {}
-        self._doc: dict[str, Any] | None = None
+        self._rows: dict[str, FileRow] = {}
+        self._doc: PagecacheDoc | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="pagecache-status", classes="pane-status")
@@ -66,7 +73,8 @@ class PagecachePane(FilterablePane, SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
-        doc = self._doc = dict(self.view.document(state, self.opts))
+        assert isinstance(self.view, PagecacheView)
+        doc = self._doc = self.view.document(state, self.opts)
         status = self.status_text(state)
         label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
         status.append(f"   sort {label or 'PATH'} {'↓' if self.opts.reverse else '↑'}")
