@@ -17,6 +17,20 @@ class Segment:
     style: str = ""
 
 
+class Sentence(list[Segment]):
+    """The segments of a pane's lines, built as a Rich Text is (``add(text, style)``) but without
+    Rich: the TUI draws them (memtop/ui/lines.py ``segments_text``), and :func:`plain` gives
+    their text. Lines are separated by "\\n" in a segment's text."""
+
+    def add(self, text: str, style: str = "") -> None:
+        self.append(Segment(text, style))
+
+
+def plain(segments: list[Segment]) -> str:
+    """The segments' text, without their styles (a text snapshot's line)."""
+    return "".join(seg.text for seg in segments)
+
+
 def _alternative_shown(view: View[Any], state: State, name: str) -> bool:
     """``name`` is one of a group of alternatives (View.alternatives) another of which the
     status line shows: the one running (or on its way, or failed), else the first with a

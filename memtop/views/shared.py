@@ -13,6 +13,7 @@ from memtop.state import State
 from memtop.state.host import HostState
 from memtop.state.shared import SharedState
 from memtop.views import Column, Head, Options, View, measuring, render_table
+from memtop.views.segments import Sentence
 
 #: what the segments' table sorts by
 SortKey = Literal["shmid", "key", "size_bytes", "rss_bytes", "swap_bytes", "nattch", "cpid", "lpid", "uid"]
@@ -873,6 +874,159 @@ def _migrate_lines(mi: dict[str, Any]) -> list[str]:
             )
         )
     return out
+
+
+#: log lines the detail box shows under the System V table
+LOG_LINES = 8
+
+
+def summary_segments(doc: SharedDoc, section: str) -> Sentence:
+    """The lines above the table: Shmem broken down, then the section's own figures."""
+    t = Sentence()
+    sh = doc["shmem"]
+    if sh is not None:
+        t.add(f"Shmem {fmt.bytes_h(sh['shmem_bytes'])}", style="bold")
+        t.add(
+            f" = SysV {fmt.bytes_h(sh['sysv_bytes'])} + tmpfs {fmt.bytes_h(sh['tmpfs_bytes'])}"
+            f" + memfd {fmt.bytes_h(sh['memfd_bytes'])} + other {fmt.bytes_h(sh['other_bytes'])}"
+        )
+    sv, hu, mi = doc["sysv"], doc["huge"], doc["migrate"]
+    t.add("\n")
+    if section == "sysv":
+        if sv["readable"] is False:
+            t.add(f"System V segments not read: {sv['why']}", style="yellow")
+        else:
+            t.add(f"{fmt.plural(sv['segments'], 'segment')} {fmt.bytes_h(sv['rss_bytes'])} resident; ")
+            style = "bold red" if sv["orphans"] else ""
+            t.add(
+                f"{fmt.plural(sv['orphans'], 'orphan')} {fmt.bytes_h(sv['orphan_rss_bytes'])}"
+                f" (+{fmt.bytes_h(sv['orphan_swap_bytes'])} swapped) held by no process",
+                style=style,
+            )
+    elif section == "posix":
+        mounts = doc["posix"]["mounts"]
+        t.add(
+            "tmpfs: "
+            + (
+                "  ".join(f"{m['mount']} {fmt.bytes_h(m['used_bytes'])}" for m in mounts)
+                if mounts
+                else "not read yet"
+            )
+        )
+    elif section == "huge":
+        pools = "  ".join(
+            f"{fmt.bytes_h(p['page_size_bytes'])}: {p['used']}/{p['total']} used, {p['reserved']} rsvd,"
+            f" {p['surplus']} surp"
+            for p in hu["pools"]
+            if p["total"] or p["surplus"]
+        )
+        t.add(f"hugetlb {pools or 'no pool'}")
+        t.add(
+            f"\nTHP [{hu['thp_enabled']}] defrag [{hu['thp_defrag']}]  AnonHugePages {fmt.bytes_h(hu['anon_huge_bytes'])}"
+        )
+        if hu["thp_per_s"] is not None:
+            t.add(
+                "  "
+                + " ".join(
+                    f"{label} {fmt.count_h(hu['thp_per_s'].get(k, 0))}/s" for k, label in THP_COUNTERS[:3]
+                )
+            )
+    elif section == "migrate":
+        vm = mi["vmstat"]
+        if vm:
+            t.add(
+                "  ".join(f"{label} {fmt.count_h(vm[k]['per_s'])}/s" for k, label in NUMA_COUNTERS if k in vm)
+            )
+        else:
+            t.add("no /proc/vmstat reading yet")
+    return t
+
+
+def detail_segments(
+    doc: SharedDoc, section: str, row: Mapping[str, Any] | None, open_shmid: int | None
+) -> Sentence:
+    """The box under the table: the selected row's story (a segment's mappers, the call log, a
+    process's madvise ranges, the pools, khugepaged)."""
+    t = Sentence()
+    if section == "sysv":
+        sv = doc["sysv"]
+        if row is not None and open_shmid == row["shmid"]:
+            t.add(f"segment {row['shmid']} key {key_hex(row['key'])}", style="bold")
+            t.add(
+                f": {fmt.bytes_h(row['size_bytes'])}, {fmt.plural(row['nattch'], 'attach', 'attaches')},"
+                f" created by {row['creator']}, last used by {row['last']}\n"
+            )
+            if row["mappers"]:
+                t.add("mapped by: " + ", ".join(f"{m['pid']} {m['comm']}" for m in row["mappers"]))
+            elif row["orphan"]:
+                t.add(
+                    "no process maps it: it holds its memory until shmctl(IPC_RMID) or `ipcrm -m`",
+                    style="red",
+                )
+            else:
+                t.add("no mapper found in the processes' maps yet (read every 5 s)", style="dim")
+            return t
+        events = sv["events"]
+        if events is None:
+            t.add(f"shm calls not traced: {NOT_SNOOPING}", style="yellow")
+            return t
+        if row is not None:
+            events = [e for e in events if e["shmid"] == row["shmid"]] or events
+        t.add("shm calls, newest first" + (" (Enter: who maps it)" if row is not None else ""), style="bold")
+        for e in [e for e in events if e["call"].startswith("shm")][:LOG_LINES]:
+            t.add(f"\n{fmt.age_h(e['age_ns'] / 1e9):>6} {e['pid']:>7} {e['comm']:<16} ")
+            t.add(e["what"], style="red" if e["error"] else "")
+        if not events:
+            t.add("\nnone since memtop started", style="dim")
+        return t
+    if section == "posix":
+        if row is None:
+            t.add(
+                "no tmpfs file or memfd found" if doc["posix"]["scanned"] else "not scanned yet", style="dim"
+            )
+            return t
+        t.add(row["name"], style="bold")
+        t.add(
+            f"  {fmt.bytes_h(row['alloc_bytes'])} allocated of {fmt.bytes_h(row['size_bytes'])}"
+            f"  owner {row['owner']}"
+        )
+        if row["kind"] == "memfd":
+            t.add(f"  pid {row['pid']}  " + ("mapped" if row["mapped"] else "open, not mapped"))
+        return t
+    if section == "huge":
+        hu = doc["huge"]
+        kh = hu["khugepaged"]
+        if kh is not None:
+            coll = ", ".join(f"{k} {v}" for k, v in sorted(kh["collapses"].items())) or "none"
+            t.add(f"khugepaged: {fmt.count_h(kh['pmds_scanned'])} PMDs scanned; collapses: {coll}\n")
+        mad = next((m for m in hu["madvise"] or [] if row is not None and m["pid"] == row["pid"]), None)
+        if mad is None:
+            t.add(
+                "madvise(MADV_HUGEPAGE / NOHUGEPAGE / COLLAPSE): "
+                + ("not traced" if hu["madvise"] is None else "none by this process"),
+                style="dim",
+            )
+        else:
+            t.add(f"{mad['comm']} [{mad['pid']}] madvise ranges, newest first", style="bold")
+            for r in mad["ranges"][:6]:
+                end = (r["start"] or 0) + (r["length_bytes"] or 0)
+                t.add(
+                    f"\n  {(r['start'] or 0):#x}-{end:#x} {fmt.bytes_h(r['length_bytes'])} {r['advice']}"
+                    f" {r['error'] or 'ok'}"
+                )
+        return t
+    mi = doc["migrate"]
+    if mi["reasons"] is None:
+        t.add("migrations not traced: the shared probe is not running", style="yellow")
+    elif not mi["reasons"]:
+        t.add("no page migrated since memtop started", style="dim")
+    elif row is not None:
+        t.add(
+            f"{row['reason']}: {fmt.count_h(row['succeeded'])} pages migrated, {fmt.count_h(row['failed'])} failed"
+            f" in {fmt.count_h(row['calls'])} migrate_pages() calls; THP {row['thp_succeeded']} moved,"
+            f" {row['thp_failed']} failed, {row['thp_split']} split"
+        )
+    return t
 
 
 __all__ = ["SharedView", "render_table", "describe", "text_sections", "section_table", "PANE_SECTIONS"]
