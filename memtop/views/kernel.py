@@ -18,6 +18,7 @@ from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState, Traced
 from memtop.views import Column, Head, Options, View
+from memtop.views.segments import Sentence
 
 #: what the slab table sorts by
 SortKey = Literal[
@@ -680,3 +681,154 @@ class KernelView(View[KernelDoc]):
                         f"  {fmt.bytes_h(ar['bytes']):>8} {ar['calls']:>8} {ar['where']}{mod} {ar['function']}"
                     )
         return "\n".join(lines) + "\n"
+
+
+# -- the pane's sentences (the TUI draws them: memtop/ui/panes/kernel.py) -------------------------
+def summary(doc: KernelDoc, opts: Options) -> Sentence:
+    """What the status line says after the probes: the caches and their size, the sort, the
+    filter (``   312 caches 1.2G · sort SIZE ↓``)."""
+    t = Sentence()
+    slab = doc["slab"]
+    caches = slab["caches"]  # known whenever slabinfo was readable
+    if slab["readable"] and caches is not None:
+        t.add(f"   {fmt.plural(caches, 'cache')} {fmt.bytes_h(slab['total_bytes'])}")
+    label = next((c.label for c in KernelView.columns if c.key == opts.sort), opts.sort)
+    t.add(f" · sort {label} {'↓' if opts.reverse else '↑'}")
+    if opts.filter:
+        t.add(" · filter: ")
+        t.add(opts.filter, style="bold")
+    return t
+
+
+def detail_segments(doc: KernelDoc, mode: str) -> Sentence:
+    """The lines under the slab table for ``mode`` (sites, pages, vmalloc, allocinfo; the
+    breakdown's chart is the pane's own), after why slabinfo is unreadable when it is. One line
+    per figure, cut at the edge by the pane (wrapped lines took the rows of a small terminal)."""
+    t = Sentence()
+    slab = doc["slab"]
+    if slab["readable"] is False:
+        t.add(f"Slab caches: {slab['message']}", style="yellow")
+        if slab["hint"]:
+            t.add(f" — {slab['hint']}", style="italic")
+        t.add("\n")
+    if mode == "pages":
+        _pages_segments(doc, t)
+    elif mode == "vmalloc":
+        _vmalloc_segments(doc, t)
+    elif mode == "allocinfo":
+        _allocinfo_segments(doc, t)
+    elif mode == "sites":
+        _sites_segments(doc, t)
+    return t
+
+
+def cpu(cost: CostDoc) -> str:
+    """A tracer's measured share of one CPU, "-" before two reads or without run stats."""
+    v = cost["cpu_pct"]
+    return "-" if v is None else f"{v:.2f}%"
+
+
+def _sites_segments(doc: KernelDoc, t: Sentence) -> None:
+    s = doc["sites"]
+    if not s["sample"]:
+        t.add("Slab call sites: not traced. ", style="bold")
+        t.add("t traces every cache, Enter the selected one (sampled in kernel; t again stops)", style="dim")
+        return
+    c = s["cost"]
+    t.add(f"Call sites of {s['cache'] or 'every cache'}", style="bold")
+    # the cost line: what was hooked (and, before it is cut at 80 columns, why there is no net
+    # growth), then what those programs cost as the kernel measured it
+    t.add(
+        f"  {mode_label(s)}"
+        + ("" if s["frees_traced"] else f" · {s['frees_note']}")
+        + f" · 1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s"
+        f" · {cpu(c)} of a CPU"
+        + (f" ({c['ns_per_event']:.0f} ns/event)" if c["ns_per_event"] else "")
+        + (f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}" if s["frees_traced"] else "")
+        + (f" · dropped {s['dropped']}" if s["dropped"] else "")
+        + ("" if s["tracing"] else " · stopped"),
+        style="dim",
+    )
+    for r in s["rows"][: 2 if s["stacks"] else 4]:
+        t.add("\n")
+        t.add(f"{r['cache'][:22]:<22} ", style="cyan")
+        t.add(f"{r['site'][:34]:<34}")
+        t.add(f" {fmt.count_h(r['allocs_per_s']):>6}/s  {fmt.bytes_h(r['bytes_per_s'])}/s")
+        if s["frees_traced"]:
+            t.add(f"  net {fmt.count_h(r['net_per_s'])}/s  Σnet {fmt.count_h(r['net_objs'])}")
+        else:  # not measured: a dash, never a 0 (the cost line says why)
+            t.add("  net —", style="dim")
+        if s["stacks"]:  # its heaviest kernel stack: who called the call site
+            t.add("\n")
+            callers = r["stacks"][0]["frames"][1:] if r["stacks"] else []
+            t.add("  ↳ " + (" ← ".join(callers) if callers else "no stack yet"), style="dim")
+
+
+def _pages_segments(doc: KernelDoc, t: Sentence) -> None:
+    p = doc["pages"]
+    t.add("Free blocks by order", style="bold")
+    t.add("  (buddyinfo; unusable: share of free memory too fragmented for order 3 / 9)", style="dim")
+    for z in p["zones"]:
+        t.add("\n")
+        u = z["unusable"]
+        frag = " / ".join("-" if v is None else f"{v * 100:.0f}%" for v in u.values())
+        t.add(f"node {z['node']} {z['zone']:<7} {fmt.bytes_h(z['free_bytes']):>7} unusable {frag:<9} ")
+        t.add(" ".join(fmt.count_h(n) for n in z["free_blocks"]), style="dim")
+    pa = p["page_alloc"]
+    t.add("\n")
+    if pa["orders"] is None:
+        t.add("Page allocations by order: not counted (p counts them in kernel)", style="dim")
+    else:
+        c = pa["cost"]
+        t.add("Page allocs/s by order: ", style="bold")
+        t.add(" ".join(f"{o['order']}:{fmt.count_h(o['per_s'])}" for o in pa["orders"]))
+        t.add(
+            f"  ({fmt.count_h(c['events_per_s'])}/s, {cpu(c)} of a CPU)"
+            + ("" if pa["tracing"] else " stopped"),
+            style="dim",
+        )
+
+
+def _vmalloc_segments(doc: KernelDoc, t: Sentence) -> None:
+    v = doc["vmalloc"]
+    if v is None:
+        t.add("vmalloc: not read yet", style="dim")
+        return
+    if not v["readable"]:
+        t.add(f"vmalloc: {v['message']}", style="yellow")
+        return
+    t.add(f"vmalloc by caller: {v['areas']} areas, {fmt.bytes_h(v['total_bytes'])}", style="bold")
+    for r in v["rows"][:4]:
+        t.add("\n")
+        t.add(f"{fmt.bytes_h(r['bytes']):>8} {r['areas']:>5}  {(r['kind'] or '-'):<8} {r['caller']}")
+
+
+def _allocinfo_segments(doc: KernelDoc, t: Sentence) -> None:
+    a = doc["allocinfo"]
+    if a is None:
+        t.add("Allocation profiling: not read yet", style="dim")
+        return
+    if a["state"] != "on":
+        t.add(f"Allocation profiling: {a['state']}. ", style="bold yellow")
+        t.add(a["hint"] or "", style="dim")
+        return
+    if "by_bytes" not in a:
+        t.add("Allocation profiling: on; /proc/allocinfo not readable", style="yellow")
+        return
+    t.add(
+        f"Allocation profiling ({a['version']}): {a['nsites']} call sites hold {fmt.bytes_h(a['total_bytes'])}",
+        style="bold",
+    )
+    for r in a["by_bytes"][:4]:
+        t.add("\n")
+        grow = (
+            ""
+            if r["growth_bytes"] is None
+            else f" {'+' if r['growth_bytes'] > 0 else ''}{fmt.bytes_h(r['growth_bytes'])}"
+        )
+        mod = f" [{r['module']}]" if r["module"] else ""
+        t.add(
+            f"{fmt.bytes_h(r['bytes']):>8} {fmt.count_h(r['calls']):>6}{grow:>8}  {r['where']}{mod} {r['function']}"
+        )
+        if not r["accurate"]:
+            t.add(" (not accurate)", style="yellow")
