@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt, leakcost, pprof
@@ -17,6 +18,7 @@ from memtop.records.leaks import AGE_BUCKETS_S, LEAK_CONFIDENCE, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.views import Column, Head, Options, View, render_table, status_notes, wall_offset_ns
+from memtop.views.segments import Sentence
 
 #: what the pane sorts by (its b, c and g)
 SortKey = Literal["outstanding_bytes", "allocations", "growth_bytes_per_s"]
@@ -637,3 +639,143 @@ def profile_frame(frame: str, pid: int, paths: dict[tuple[int, str], str]) -> pp
         line=int(m.group("line") or 0),
         module=paths.get((pid, module), ""),
     )
+
+
+# -- the pane's tree and its sentences (the TUI draws them: memtop/ui/panes/leaks.py) ----------
+#: the sort's name in the status line
+SORTS = {"outstanding_bytes": "bytes", "allocations": "count", "growth_bytes_per_s": "growth"}
+
+
+@dataclass
+class Agg:
+    name: str
+    outstanding_bytes: int = 0
+    allocations: int = 0
+    growth_bytes_per_s: float = 0.0
+    oldest_age_s: float = 0.0
+    age_hist_bytes: list[int] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)  # a leaf's full stack (innermost first)
+    children: dict[str, Agg] = field(default_factory=dict)
+
+    def add(self, row: LeakTableRow) -> None:
+        self.outstanding_bytes += row["outstanding_bytes"]
+        self.allocations += row["allocations"]
+        self.growth_bytes_per_s += row["growth_bytes_per_s"]
+        self.oldest_age_s = max(self.oldest_age_s, row["oldest_age_s"])
+        hist = row["age_hist_bytes"]
+        if len(self.age_hist_bytes) < len(hist):
+            self.age_hist_bytes += [0] * (len(hist) - len(self.age_hist_bytes))
+        for i, b in enumerate(hist):
+            self.age_hist_bytes[i] += b
+
+
+def build_tree(rows: list[LeakTableRow], inverted: bool) -> Agg:
+    root = Agg("")
+    for row in rows:
+        frames = row["frames"]
+        # top-down: process root first, then outermost frame ... allocation site
+        path = [frames[-1]] + list(frames[:-1]) if inverted else list(reversed(frames))
+        node = root
+        node.add(row)
+        for name in path:
+            node = node.children.setdefault(name, Agg(name))
+            node.add(row)
+        node.frames = list(frames)
+    return root
+
+
+def node_label(agg: Agg, sampled: bool = False) -> Sentence:
+    """A tree node's line: its figures, then its frame (untrusted: plain text, never markup)."""
+    t = Sentence()
+    shown = estimate_h(agg.outstanding_bytes) if sampled else fmt.bytes_h(agg.outstanding_bytes)
+    t.add(f"{shown:>8}", style="bold")
+    t.add(f" {fmt.count_h(agg.allocations):>6}", style="cyan")
+    g = agg.growth_bytes_per_s
+    t.add(f" {growth_h(g):>11}", style="red" if g > 0 else "dim")
+    t.add(f" {fmt.age_h(agg.oldest_age_s):>8}", style="yellow" if agg.oldest_age_s >= 60 else "")
+    t.add("  ")
+    t.add(agg.name)  # untrusted: plain text, never markup
+    return t
+
+
+def node_detail(agg: Agg, sampled: bool) -> Sentence:
+    """The line under the tree for the node under the cursor: its figures, its ages, its frames."""
+    t = Sentence()
+    amount = (
+        f"{estimate_h(agg.outstanding_bytes)} outstanding (estimated) in {agg.allocations} samples"
+        if sampled
+        else f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations"
+    )
+    t.add(
+        f"{amount} · "
+        f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
+        f"oldest {fmt.age_h(agg.oldest_age_s)}\n"
+    )
+    hist = agg.age_hist_bytes
+    if any(hist):
+        t.add("ages: ")
+        t.add(fmt.sparkline(hist, len(hist)), style="cyan")
+        t.add("  " + "  ".join(f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b))
+    if agg.frames:
+        t.add("\n")
+        t.add(" ← ".join(agg.frames[:6]), style="dim")
+    return t
+
+
+def status_segments(
+    state: State, rows: list[LeakTableRow], opts: Options, sampled: bool, inverted: bool
+) -> Sentence:
+    """What the status line says after the probes: how to ask for a target, each target's
+    state, what tracing costs, the budget and the leak it found, the stacks and bytes shown,
+    the sort, the filters; ``sampled``: byte sampling's figures, ``inverted``: the tree's `i`."""
+    leaks = state.get(LeaksState)
+    status = Sentence()
+    if not leaks.targets and state.probe_state("leaks") is None and leaks.preflight is None:
+        status.add(
+            "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
+        )
+    for t in leaks.targets.values():
+        status.add("  ")
+        style = {"tracing": "green", "exited": "bold yellow", "failed": "red"}.get(t.state, "dim")
+        status.add(f"pid {t.pid} ")
+        status.add(t.comm)
+        status.add(f" {t.state}", style=style)
+        if t.state == "exited":
+            status.add(" — target exited; showing its last figures", style="yellow")
+        elif t.state == "failed" and t.message:
+            status.add(f" — {t.message}", style="red")
+        if t.failed_symbols:
+            status.add(f" ({len(t.failed_symbols)} symbols not attached)", style="yellow")
+    # while tracing, what it costs at the rate the probe sees (the text and JSON say the same)
+    rate = LeaksView.rate(state)
+    if rate["allocation_calls_per_s"] is not None:
+        status.add(
+            f" · {fmt.count_h(rate['allocation_calls_per_s'])} allocs/s, ≈{rate['cost_pct_of_core']:.1f} % of a core"
+        )
+        if rate["proposal"]:
+            status.add(f" (over a tenth: --sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES})", style="yellow")
+    bd = budget_doc(state)
+    if bd is not None:  # tracing in windows: the duty cycle, the cost, the leaks found
+        cost = bd["cost_pct_of_core"]
+        status.add(
+            f" · budget {bd['budget_pct']:g} %: duty {bd['duty_pct'] or 0:.1f} %, cost "
+            + (f"{cost:.2f} %" if cost is not None else "?")
+            + " of a core",
+            style="yellow" if cost is not None and cost > bd["budget_pct"] else "",
+        )
+        for f in bd["leaks"][:1]:
+            status.add(f" · leak {100 * f['confidence']:.1f} % confident: ", style="bold red")
+            status.add(f["frames"][0])  # untrusted: plain text
+    total = sum(r["outstanding_bytes"] for r in rows)
+    shown = estimate_h(total) if sampled else fmt.bytes_h(total)
+    status.add(f"   {len(rows)} stacks, {shown} outstanding · sort {SORTS.get(opts.sort, 'bytes')}")
+    if opts.extra.get("min_age_s"):
+        status.add(f" · age ≥ {opts.extra['min_age_s']:g}s")
+    if opts.extra.get("min_bytes", 0) > 1:
+        status.add(f" · size ≥ {fmt.bytes_h(opts.extra['min_bytes'])}")
+    if opts.filter:
+        status.add(" · frame contains ")
+        status.add(opts.filter, style="bold")
+    if inverted:
+        status.add(" · inverted")
+    return status
