@@ -13,6 +13,7 @@ from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import FORECAST_NOTICE_S, SIGNAL_NAMES, Forecast, OomState, SignalKillRow
 from memtop.state.processes import ProcessesState
 from memtop.views import Column, Head, Options, View, measuring, wall_ns
+from memtop.views.segments import Sentence
 
 ADJ_UNKNOWN = -10000
 
@@ -574,3 +575,86 @@ def killer_line(k: Killer) -> str:
     if k["pressure_percent"]:
         line += f"; a unit's memory pressure over {k['pressure_percent']:.2f}%"
     return line + f" (from {k['source']})"
+
+
+# -- the pane's sentences (the TUI draws them: memtop/ui/panes/oom.py) ----------------------------
+def status_segments(doc: OomDoc) -> Sentence:
+    """What the status line says after the probes: kills since start, before it, the cgroups'
+    own counters."""
+    t = Sentence()
+    if doc["total"] is not None:
+        t.add(f"   {fmt.plural(doc['total'], 'OOM kill')} since start")
+    if doc["before_start"]:
+        t.add(f", {doc['before_start']} before (kernel log)")
+    if doc["cgroups"]:
+        t.add(
+            "   cgroup counters: "
+            + ", ".join(f"{c['path']} {c['oom_kill']}" for c in doc["cgroups"][:3])
+            + (" …" if len(doc["cgroups"]) > 3 else "")
+        )
+    return t
+
+
+def signals_segments(doc: OomDoc) -> Sentence:
+    """The latest kills by a signal from another process, one a line (a killer's in yellow)."""
+    t = Sentence()
+    for i, k in enumerate(doc["signal_kills"][:8]):
+        if i:
+            t.add("\n")
+        t.add(signal_kill_line(k), style="yellow" if k["killer"] else "")
+    return t
+
+
+def risk_segments(doc: OomDoc) -> Sentence:
+    """Who is at risk (red when the exhaustion is near), then what systemd-oomd watches."""
+    t = Sentence()
+    for i, r in enumerate(doc["at_risk"][:5]):
+        if i:
+            t.add("\n")
+        soon = r["seconds_left"] is not None and r["seconds_left"] < doc["forecast_notice_s"]
+        t.add("at risk: " + at_risk_line(r), style="bold red" if soon else "dim")
+    if doc["oomd"] is not None:  # oomctl is installed: what systemd-oomd watches, or why unknown
+        if t:
+            t.add("\n")
+        t.add(oomd_line(doc["oomd"]), style="dim")
+    return t
+
+
+def kill_detail(e: Kill | None) -> Sentence:
+    """The kill under the cursor: who, why (which limit), what it held, the largest tasks then."""
+    t = Sentence()
+    if e is None:
+        t.add("No OOM kill since memtop started.", style="dim")
+        return t
+    t.add(f"{e['victim_comm']} [{e['victim_pid']}]", style="bold red")
+    t.add(f" killed ({e['scope']}")
+    if e["memcg"]:
+        t.add(f": the limit of {e['memcg']} fired")
+        if e["memcg_limit_bytes"] is not None:
+            t.add(
+                f", usage {fmt.bytes_h(e['memcg_usage_bytes'])} of {fmt.bytes_h(e['memcg_limit_bytes'])}"
+                f", failcnt {e['memcg_failcnt']}"
+            )
+    elif e["scope"] == "global":
+        t.add(": no cgroup limit, the machine ran out")
+    t.add(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]")
+    if e["source"] == "kmsg":
+        t.add(" · before memtop started (kernel log" + (f", {e['at']})" if e["at"] else ")"), style="dim")
+    if e["cgroup"] and e["cgroup"] != e["memcg"]:
+        t.add(f" · victim in {e['cgroup']}")
+    t.add("\n")
+    t.add(
+        f"total_vm {fmt.bytes_h(e['total_vm_bytes'])}  anon {fmt.bytes_h(e['anon_rss_bytes'])}  "
+        f"file {fmt.bytes_h(e['file_rss_bytes'])}  shmem {fmt.bytes_h(e['shmem_rss_bytes'])}  "
+        f"page tables {fmt.bytes_h(e['pgtables_bytes'])}  uid {e['uid']}  "
+        f"oom_score_adj {'?' if e['oom_score_adj'] is None else e['oom_score_adj']}  "
+        f"load {' '.join(f'{v:.2f}' for v in e['loadavg'])}"
+    )
+    if e["top_tasks"]:
+        t.add(
+            "\nlargest tasks then: "
+            + ", ".join(f"{x['comm']} [{x['pid']}] {fmt.bytes_h(x['rss_bytes'])}" for x in e["top_tasks"])
+        )
+    if e["missing"]:
+        t.add("\nthis kernel did not say: " + ", ".join(e["missing"]), style="yellow")
+    return t
