@@ -24,7 +24,7 @@ from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Head, Options, View, measuring
 from memtop.views.pagecache import CgroupCache, cgroup_cache
-from memtop.views.segments import Segment
+from memtop.views.segments import Segment, Sentence
 
 #: the tree table's columns and what it sorts by: fields of its rows
 CgroupKey = Literal[
@@ -694,3 +694,72 @@ class CgroupsView(View[CgroupsDoc]):
                 "(the largest kept, by memory usage)"
             )
         return "\n".join(lines) + "\n"
+
+
+def row_detail(r: CgroupRowDoc | None) -> Sentence:
+    """The box under the Cgroups table: the cgroup under the cursor, its container or unit, its
+    limits and figures, memory.stat's split, zswap (the TUI draws it: memtop/ui/panes/cgroups.py)."""
+    t = Sentence()
+    if r is None:
+        t.add("No cgroup: the cgroups probe has not read any yet.", style="dim")
+        return t
+    t.add(r["path"], style="bold")
+    if r["container"]:
+        c = r["container"]
+        t.add(f"  {c['runtime']} {c['id'][:12]}")
+        if c["name"]:
+            t.add(f" {c['name']}")
+        if c["pod"] or c["pod_uid"]:
+            t.add(f"  pod {c['pod'] or c['pod_uid']}")
+    elif r["unit"]:
+        t.add(f"  unit {r['unit']}")
+    t.add("\n")
+    parts = [f"usage {fmt.bytes_h(r['usage_bytes'])}"]
+    if r["limit_bytes"] is not None:
+        parts.append(f"limit {fmt.bytes_h(r['limit_bytes'])}")
+    for value, label in (
+        (r["high_bytes"], "high"),
+        (r["low_bytes"], "low"),
+        (r["soft_limit_bytes"], "soft limit"),
+    ):
+        if value is not None:
+            parts.append(f"{label} {fmt.bytes_h(value)}")
+    parts.append(f"working set {fmt.bytes_h(r['working_set_bytes'])}")
+    if r["needed_bytes"] is not None:  # anon + active file + what is touched again (docs)
+        parts.append(
+            f"needed {fmt.bytes_h(r['needed_bytes'])} cold {fmt.bytes_h(r['cold_bytes'])}"
+            + (" (lru_gen)" if r["needed_source"] == "lru_gen" else "")  # MGLRU's page ages
+        )
+        if r["thrashing"]:
+            parts.append("THRASHING: refaults high, needed over the limit")
+    if r["swap_bytes"] is not None:
+        parts.append(f"swap {fmt.bytes_h(r['swap_bytes'])}")
+    if r["events"]:
+        parts.append("events " + " ".join(f"{k} {v}" for k, v in r["events"].items()))
+    some, full = r["psi_some_total_us"], r["psi_full_total_us"]
+    if some is not None:
+        # a memory.pressure file has both lines; a "-" where a recording lacks the full one
+        parts.append(
+            f"PSI some {fmt.ns_h(some * 1000)} full {fmt.ns_h(None if full is None else full * 1000)} total"
+        )
+    t.add("  ".join(parts))
+    stat = r["stat"]
+    if stat:
+        t.add("\n")
+        t.add(
+            "  ".join(
+                f"{k} {fmt.bytes_h(stat[k])}"
+                for k in ("anon", "file", "kernel", "slab", "shmem", "sock", "dirty", "writeback")
+                if k in stat
+            ),
+            style="dim",
+        )
+    if "zswapped" in stat:  # v2 only: its swap held compressed in RAM, not on disk
+        t.add("\n")
+        t.add(
+            f"zswap {fmt.bytes_h(stat['zswapped'])} in {fmt.bytes_h(stat.get('zswap', 0))}"
+            f"  in {fmt.count_h(stat.get('zswpin', 0))} out {fmt.count_h(stat.get('zswpout', 0))}"
+            f" written back {fmt.count_h(stat.get('zswpwb', 0))} pages",
+            style="dim",
+        )
+    return t
