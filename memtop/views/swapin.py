@@ -15,6 +15,7 @@ from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Head, Options, View, measuring, render_table
+from memtop.views.segments import Sentence
 
 #: the table's columns
 RowKey = Literal[
@@ -438,6 +439,34 @@ def system_text(sysline: SystemLine) -> list[str]:
             f" ({used:.1f}%)  prio {d['priority']}"
         )
     return lines
+
+
+# -- the pane's sentences (the TUI lays them out: memtop/ui/panes/swapin.py) ----------------------
+def summary(doc: SwapinDoc, state: State, opts: Options) -> Sentence:
+    """What the status line says after the probes: processes, swap-ins and their wait, file
+    major faults (once the probe measures or has rows), the sort."""
+    t = Sentence()
+    st = state.get(SwapinState)
+    swapins, files, waited = st.totals()
+    label = next((c.label for c in SwapinView.columns if c.key == opts.sort), opts.sort)
+    if measuring(state, "swapin") or st.rows:
+        t.add(
+            f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · {fmt.count_h(swapins)} swap-ins"
+            f" waited {fmt.ns_h(waited)} · {fmt.count_h(files)} file major faults"
+        )
+    t.add(f" · sort {label} {'↓' if opts.reverse else '↑'}")
+    return t
+
+
+def hist_title(doc: SwapinDoc) -> Sentence:
+    """The wait histogram's title line, a line break before the histogram when there is one."""
+    t = Sentence()
+    t.add("Swap-in wait per fault", style="bold")
+    if doc["histogram"]:
+        t.add("\n")
+    else:
+        t.add("  no swap-in yet", style="dim")
+    return t
 
 
 __all__ = [
