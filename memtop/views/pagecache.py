@@ -13,6 +13,7 @@ from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
 from memtop.state.pagecache import FileSeen, PagecacheState
 from memtop.views import Column, Head, Options, View, measuring
+from memtop.views.segments import Sentence, plain
 
 #: what the files table sorts by
 SortKey = Literal[
@@ -256,7 +257,7 @@ class PagecacheView(View[PagecacheDoc]):
         }
 
     def text_extra(self, doc: PagecacheDoc) -> str:
-        return "\n" + "\n".join(summary_lines(doc)) + "\n"
+        return "\n" + plain(summary_segments(doc)) + "\n"
 
 
 def _row(
@@ -354,20 +355,20 @@ def cgroups(state: State) -> list[CgroupCache]:
     return out
 
 
-def summary_lines(doc: PagecacheDoc) -> list[str]:
-    """The pane's lines above its table (and the text snapshot's lines below it)."""
+def summary_segments(doc: PagecacheDoc) -> Sentence:
+    """The pane's lines above its table, and the text snapshot's lines below it (``plain``)."""
     t, sc, rf, ac = doc["totals"], doc["scope"], doc["refaults"], doc["activity"]
-    lines = []
+    lines = Sentence()
     listed = "-" if t["listed_cached_bytes"] is None else fmt.bytes_h(t["listed_cached_bytes"])
     cached = "-" if t["meminfo_cached_bytes"] is None else fmt.bytes_h(t["meminfo_cached_bytes"])
     share = f" ({t['listed_share'] * 100:.0f}%)" if t["listed_share"] is not None else ""
-    lines.append(
+    lines.add(
         f"listed files {listed}{share} of Cached {cached} · {doc['rows_total']} files"
         + (f" · method {sc['method']}" if sc["method"] else "")
     )
-    lines.append("scope: " + REACH + (f" ({sc['why']})" if sc["why"] else ""))
+    lines.add("\nscope: " + REACH + (f" ({sc['why']})" if sc["why"] else ""))
     if sc["method"] == "mincore":
-        lines.append("no cachestat(2) in this kernel (before 6.5): mincore, cached bytes only")
+        lines.add("\nno cachestat(2) in this kernel (before 6.5): mincore, cached bytes only")
     parts = []
     for v, label in (
         (rf["refault_file_per_s"], "refaults"),
@@ -380,7 +381,7 @@ def summary_lines(doc: PagecacheDoc) -> list[str]:
         if ac["added_per_s"] is not None
         else "pages added/deleted: pagecache probe not measuring"
     )
-    lines.append("file " + " ".join(parts) + " · " + act)
+    lines.add("\nfile " + " ".join(parts) + " · " + act)
     return lines
 
 
@@ -396,3 +397,35 @@ def cache_line(c: CgroupCache) -> str:
 
 def cgroup_lines(doc: PagecacheDoc, limit: int = 10) -> list[str]:
     return [f"{c['path']}: {cache_line(c)}" for c in doc["cgroups"][:limit]]
+
+
+# -- the pane's sentences (the TUI lays them out: memtop/ui/panes/pagecache.py) -------------------
+def status_segments(opts: Options) -> Sentence:
+    """What the status line says after the probes: the sort and the filter."""
+    t = Sentence()
+    label = next((c.label for c in PagecacheView.columns if c.key == opts.sort), opts.sort)
+    t.add(f"   sort {label or 'PATH'} {'↓' if opts.reverse else '↑'}")
+    if opts.filter:
+        t.add(" · filter: ")
+        t.add(opts.filter, style="bold")
+    return t
+
+
+def file_detail(doc: PagecacheDoc, row: FileRow | None, cgroups: int) -> Sentence:
+    """The box under the table: the file under the cursor (its size, evictions, who holds it),
+    then the first ``cgroups`` memory cgroups' page cache."""
+    t = Sentence()
+    if row is not None:
+        t.add(row["path"], style="bold")
+        t.add(
+            f"  size {fmt.bytes_h(row['size_bytes'])} · evicted {fmt.bytes_h(row['evicted_bytes'])}"
+            f" · in the last 30 s evicted {fmt.bytes_h(row['evicted_window_bytes'])},"
+            f" read back {fmt.bytes_h(row['read_back_window_bytes'])}"
+        )
+        t.add("\nheld by: " + (row["holder_names"] or "no process (under --cache-path)"))
+    lines = cgroup_lines(doc, cgroups)
+    if lines:
+        t.add("\nmemory cgroups' page cache:", style="bold")
+        for line in lines:
+            t.add("\n  " + line)
+    return t
