@@ -18,7 +18,7 @@ from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import PidRow, ReclaimState
 from memtop.views import Column, Head, Options, View, measuring, render_table, wall_offset_ns
-from memtop.views.segments import Segment
+from memtop.views.segments import Segment, Sentence
 from memtop.views.vmscan import render_hist
 
 #: the processes table's columns
@@ -243,6 +243,16 @@ class ReclaimView(View[ReclaimDoc]):
         out += "\n\n"
         out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])
         return out
+
+
+def hist_title(doc: ReclaimDoc, kind: str) -> Sentence:
+    """A kind's histogram title line: its episodes since start and their rate, then a line break
+    (the TUI draws the histogram under it)."""
+    t = Sentence()
+    rate = doc["events_per_s"].get(kind, 0.0)
+    t.add(f"{kind} reclaim", style="bold")
+    t.add(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {fmt.count_h(rate)}/s\n")
+    return t
 
 
 def pid_row(r: PidRow, cgroup: str | None, kind: str | None) -> ReclaimRow:

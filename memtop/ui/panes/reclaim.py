@@ -14,14 +14,13 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
-from memtop.core import fmt
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.ui import hist
-from memtop.ui.lines import segments_text, show_text
+from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
+from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView, hist_title
 
 KIND_CYCLE = ("",) + RECLAIM_KINDS
 
@@ -89,10 +88,7 @@ class ReclaimPane(SortableTablePane):
             buckets = hist.from_log2(
                 [(b["le_ns"], b["count"]) for b in doc["histogram"] if b["kind"] == kind]
             )
-            t = Text(no_wrap=True, overflow="ellipsis")
-            rate = doc["events_per_s"].get(kind, 0.0)
-            t.append(f"{kind} reclaim", style="bold")
-            t.append(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {fmt.count_h(rate)}/s\n")
+            t = segments_line(hist_title(doc, kind))
             t.append_text(hist.render(buckets, box.content_size.width or width, lines))
             show_text(box, t)
 
