@@ -141,6 +141,12 @@ class CgroupEpisode(TypedDict):
     pages: int
 
 
+class CgroupEpisodeRow(CgroupEpisode):
+    """An episode as the cgroup drill-in's table lists it, keyed by its time and pid."""
+
+    key: str
+
+
 class CgroupKill(TypedDict):
     ts_ns: int
     victim_pid: int

@@ -293,9 +293,8 @@ class OomView(View[OomDoc]):
         cgroups_read = bool(state.get(CgroupsState).rows) or not measuring(state, "cgroups")
         return oom_polled and cgroups_read
 
-    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-        events = doc.get("events", [])
-        return events if isinstance(events, list) else []
+    def table_rows(self, doc: OomDoc) -> list[Kill]:
+        return doc["events"]
 
     def text_extra(self, doc: OomDoc) -> str:
         lines = [""]

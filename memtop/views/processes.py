@@ -355,14 +355,15 @@ class ProcessesView(View[ProcessesDoc]):
         exited: list[ExitedProcess] = doc["exited"]
         return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, exited[:20])
 
-    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def table_rows(self, doc: ProcessesDoc) -> list[Mapping[str, Any]]:
         """The table's rows, each keyed (``key``): grouped, each cgroup's line of totals (its
-        COMMAND the cgroup and its count of processes) before its processes."""
-        rows: list[dict[str, Any]] = doc["rows"]
-        groups: list[dict[str, Any]] | None = doc.get("groups")
+        COMMAND the cgroup and its count of processes) before its processes. Two shapes of row
+        in one table (a process's, a cgroup's totals), told apart by ``key``."""
+        rows = doc["rows"]
+        groups = doc.get("groups")
         if groups is None:
             return [dict(r, key=str(r["pid"])) for r in rows]
-        out: list[dict[str, Any]] = []
+        out: list[Mapping[str, Any]] = []
         at = 0
         for g in groups:
             # cut in the middle, as the Cgroups pane's tree: a long path widened COMMAND for every row

@@ -61,6 +61,12 @@ class Episode(TypedDict):
     cgroup: str | None
 
 
+class EpisodeRow(Episode):
+    """An episode as the pane's table lists it, keyed by its time and pid."""
+
+    key: str
+
+
 class ReclaimRow(TypedDict):
     """A process's stalls (``rows[]``)."""
 

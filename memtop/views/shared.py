@@ -4,7 +4,7 @@ madvise calls for huge pages, page migrations by reason and khugepaged."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
@@ -681,66 +681,118 @@ MIGRATE_COLUMNS = (
 )
 
 
-def section_table(
-    doc: Mapping[str, Any], section: str
-) -> tuple[tuple[Column[str], ...], list[dict[str, Any]], str]:
-    """(columns, rows, row key) of the pane's table for ``section`` (one of PANE_SECTIONS)."""
-    if section == "posix":
-        rows: list[dict[str, Any]] = []
-        for m in doc["posix"]["memfds"]:
-            rows.append(
-                {
-                    "key": f"memfd:{m['pid']}:{m['inode']}",
-                    "kind": "memfd",
-                    "pid": m["pid"],
-                    "owner": m["comm"],
-                    "alloc_bytes": m["alloc_bytes"],
-                    "size_bytes": m["size_bytes"],
-                    "mapped": m["mapped"],
-                    "name": f"memfd:{m['name']}",
-                }
-            )
-        for f in doc["posix"]["files"]:
-            rows.append(
-                {
-                    "key": f"file:{f['mount']}/{f['path']}",
-                    "kind": "tmpfs",
-                    "pid": None,
-                    "owner": f"uid {f['uid']}",
-                    "alloc_bytes": f["alloc_bytes"],
-                    "size_bytes": f["size_bytes"],
-                    "mapped": None,
-                    "name": f"{f['mount'].rstrip('/')}/{f['path']}",
-                }
-            )
-        rows.sort(key=lambda r: (-r["alloc_bytes"], r["key"]))
-        return POSIX_COLUMNS, rows, "key"
-    if section == "huge":
-        hu = doc["huge"]
-        by_pid: dict[int, dict[str, Any]] = {}
-        for q in hu["processes"]:
-            by_pid[q["pid"]] = dict(q, madvise_calls=None, advice="", advised_bytes=None)
-        for m in hu["madvise"] or []:
-            row = by_pid.setdefault(
-                m["pid"], {"pid": m["pid"], "comm": m["comm"], "hugetlb_bytes": None, "anon_huge_bytes": None}
-            )
-            row["madvise_calls"] = m["calls"]
-            row["advice"] = " ".join(f"{k}:{v}" for k, v in sorted(m["advice"].items()))
-            row["advised_bytes"] = m["advised_bytes"]
-        rows = sorted(
-            by_pid.values(),
-            key=lambda r: (
-                -((r["hugetlb_bytes"] or 0) + (r["anon_huge_bytes"] or 0)),
-                -(r["advised_bytes"] or 0),
-            ),
+class PosixRow(TypedDict):
+    """A row of the POSIX section's table: a memfd or a tmpfs file."""
+
+    key: str
+    kind: str
+    pid: int | None
+    owner: str
+    alloc_bytes: int
+    size_bytes: int
+    mapped: bool | None
+    name: str
+
+
+class HugeRow(TypedDict):
+    """A row of the huge pages section's table: a process's huge pages and madvise calls."""
+
+    pid: int
+    comm: str
+    hugetlb_bytes: int | None
+    anon_huge_bytes: int | None
+    madvise_calls: int | None
+    advice: str
+    advised_bytes: int | None
+
+
+def posix_rows(doc: SharedDoc) -> list[PosixRow]:
+    """memfds and tmpfs files in one table, the most allocated first."""
+    rows: list[PosixRow] = []
+    for m in doc["posix"]["memfds"]:
+        rows.append(
+            {
+                "key": f"memfd:{m['pid']}:{m['inode']}",
+                "kind": "memfd",
+                "pid": m["pid"],
+                "owner": m["comm"],
+                "alloc_bytes": m["alloc_bytes"],
+                "size_bytes": m["size_bytes"],
+                "mapped": m["mapped"],
+                "name": f"memfd:{m['name']}",
+            }
         )
-        return HUGE_COLUMNS, rows, "pid"
+    for f in doc["posix"]["files"]:
+        rows.append(
+            {
+                "key": f"file:{f['mount']}/{f['path']}",
+                "kind": "tmpfs",
+                "pid": None,
+                "owner": f"uid {f['uid']}",
+                "alloc_bytes": f["alloc_bytes"],
+                "size_bytes": f["size_bytes"],
+                "mapped": None,
+                "name": f"{f['mount'].rstrip('/')}/{f['path']}",
+            }
+        )
+    rows.sort(key=lambda r: (-r["alloc_bytes"], r["key"]))
+    return rows
+
+
+def huge_rows(doc: SharedDoc) -> list[HugeRow]:
+    """Processes with huge pages or madvise calls for them, the most huge pages first."""
+    hu = doc["huge"]
+    by_pid: dict[int, HugeRow] = {}
+    for q in hu["processes"]:
+        by_pid[q["pid"]] = {
+            "pid": q["pid"],
+            "comm": q["comm"],
+            "hugetlb_bytes": q["hugetlb_bytes"],
+            "anon_huge_bytes": q["anon_huge_bytes"],
+            "madvise_calls": None,
+            "advice": "",
+            "advised_bytes": None,
+        }
+    for m in hu["madvise"] or []:
+        row = by_pid.setdefault(
+            m["pid"],
+            {
+                "pid": m["pid"],
+                "comm": m["comm"],
+                "hugetlb_bytes": None,
+                "anon_huge_bytes": None,
+                "madvise_calls": None,
+                "advice": "",
+                "advised_bytes": None,
+            },
+        )
+        row["madvise_calls"] = m["calls"]
+        row["advice"] = " ".join(f"{k}:{v}" for k, v in sorted(m["advice"].items()))
+        row["advised_bytes"] = m["advised_bytes"]
+    return sorted(
+        by_pid.values(),
+        key=lambda r: (
+            -((r["hugetlb_bytes"] or 0) + (r["anon_huge_bytes"] or 0)),
+            -(r["advised_bytes"] or 0),
+        ),
+    )
+
+
+def section_table(
+    doc: SharedDoc, section: str
+) -> tuple[tuple[Column[str], ...], Sequence[Mapping[str, Any]], str]:
+    """(columns, rows, row key) of the pane's table for ``section`` (one of PANE_SECTIONS): the
+    rows are SegmentRow, PosixRow, HugeRow or ReasonDoc, by section."""
+    if section == "posix":
+        return POSIX_COLUMNS, posix_rows(doc), "key"
+    if section == "huge":
+        return HUGE_COLUMNS, huge_rows(doc), "pid"
     if section == "migrate":
         return MIGRATE_COLUMNS, list(doc["migrate"]["reasons"] or []), "reason"
     return SharedView.columns, doc["rows"], "shmid"
 
 
-def text_sections(doc: Mapping[str, Any]) -> list[str]:
+def text_sections(doc: SharedDoc) -> list[str]:
     """The sections after the segments' table, as text lines (text snapshot, batch)."""
     return [
         "",
@@ -751,7 +803,7 @@ def text_sections(doc: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _sysv_lines(sv: dict[str, Any]) -> list[str]:
+def _sysv_lines(sv: SysvDoc) -> list[str]:
     """System V segments and the traced calls."""
     out = []
     if sv["readable"] is False:
@@ -779,7 +831,7 @@ def _sysv_lines(sv: dict[str, Any]) -> list[str]:
     return out
 
 
-def _posix_lines(po: dict[str, Any], sh: dict[str, Any] | None) -> list[str]:
+def _posix_lines(po: PosixDoc, sh: ShmemDoc | None) -> list[str]:
     """tmpfs mounts, memfds and what Shmem is made of."""
     out = ["", "tmpfs mounts"]
     for m in po["mounts"]:
@@ -792,11 +844,11 @@ def _posix_lines(po: dict[str, Any], sh: dict[str, Any] | None) -> list[str]:
             f"    {fmt.bytes_h(f['alloc_bytes']):>8}  uid {f['uid']:<6} {f['mount'].rstrip('/')}/{f['path']}"
         )
     out.append("memfds")
-    for m in po["memfds"][:30]:
-        mapped = "mapped" if m["mapped"] else "not mapped"
+    for fd in po["memfds"][:30]:
+        mapped = "mapped" if fd["mapped"] else "not mapped"
         out.append(
-            f"  {m['pid']:>7} {m['comm']:<16} memfd:{m['name']}  size {fmt.bytes_h(m['size_bytes'])}"
-            f"  allocated {fmt.bytes_h(m['alloc_bytes'])}  {mapped}"
+            f"  {fd['pid']:>7} {fd['comm']:<16} memfd:{fd['name']}  size {fmt.bytes_h(fd['size_bytes'])}"
+            f"  allocated {fmt.bytes_h(fd['alloc_bytes'])}  {mapped}"
         )
     if not po["memfds"]:
         out.append("  none" if po["scanned"] else "  not scanned yet")
@@ -809,7 +861,7 @@ def _posix_lines(po: dict[str, Any], sh: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def _huge_lines(hu: dict[str, Any]) -> list[str]:
+def _huge_lines(hu: HugeDoc) -> list[str]:
     """Huge page pools, THP, khugepaged, per process, and madvise for huge pages."""
     out = ["", "hugetlb pools"]
     for p in hu["pools"]:
@@ -851,7 +903,7 @@ def _huge_lines(hu: dict[str, Any]) -> list[str]:
     return out
 
 
-def _migrate_lines(mi: dict[str, Any]) -> list[str]:
+def _migrate_lines(mi: MigrateDoc) -> list[str]:
     """Page migration by reason, and the NUMA counters of /proc/vmstat."""
     out = ["", "page migration by reason"]
     if mi["reasons"] is None:

@@ -20,7 +20,7 @@ from memtop.ui import hist
 from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView, hist_title
+from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, EpisodeRow, ReclaimView, hist_title
 
 KIND_CYCLE = ("",) + RECLAIM_KINDS
 
@@ -49,7 +49,7 @@ class ReclaimPane(SortableTablePane):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         #: the episode rows listed, by key (reused while unchanged: fill_table skips them)
-        self._episodes: dict[str, dict[str, Any]] = {}
+        self._episodes: dict[str, EpisodeRow] = {}
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="reclaim-status", classes="pane-status")
@@ -102,10 +102,10 @@ class ReclaimPane(SortableTablePane):
         # the log is newest first and turns over in a storm (up to 64 episodes a second per CPU):
         # an episode already listed keeps its row object, so it is not formatted again, and the
         # table drops the oldest rows and adds the newest rather than being rebuilt
-        rows: list[dict[str, Any]] = []
+        rows: list[EpisodeRow] = []
         for e in doc["events"][:EVENTS_SHOWN]:
             key = f"{e['ts_ns']}-{e['pid']}"
-            row: dict[str, Any] = {**e, "key": key}
+            row: EpisodeRow = {**e, "key": key}
             old = self._episodes.get(key)
             rows.append(old if old == row else row)
         self._episodes = {r["key"]: r for r in rows}

@@ -6,6 +6,7 @@ processes mapping it (Enter again: back to the log); on a process, drills into i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from textual import on
@@ -44,7 +45,7 @@ class SharedPane(FilterablePane):
         self.section = PANE_SECTIONS[0]
         self._state: State | None = None
         self._doc: SharedDoc | None = None
-        self._rows: dict[str, dict[str, Any]] = {}
+        self._rows: dict[str, Mapping[str, Any]] = {}
         #: the segment whose mappers the detail box lists (Enter), None: the call log
         self._open: int | None = None
 
@@ -93,7 +94,7 @@ class SharedPane(FilterablePane):
         self._rows = {str(r[key]): r for r in rows}
         self._detail(table)
 
-    def _selected(self, table: DataTable[Any]) -> dict[str, Any] | None:
+    def _selected(self, table: DataTable[Any]) -> Mapping[str, Any] | None:
         key = cursor_key(table)
         return None if key is None else self._rows.get(key)
 

@@ -122,7 +122,7 @@ class VmscanPane(Pane):
             self._chart_pairs = (scan, reclaim)
         return self._chart_pairs
 
-    def chart_data(self, state: State) -> dict[str, Any]:
+    def chart_data(self, state: State) -> dict[str, list[tuple[int, float]]]:
         """What the charts plot (for tests): origin -> [(ts_ns, pages/s)]."""
         vs = state.get(VmscanState)
         return {o: list(vs.scanned_rate.get(o, ())) for o in ORIGINS}
