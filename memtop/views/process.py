@@ -7,7 +7,7 @@ context (comm, exit time, totals). Fault stack and growth rows carry ``frames`` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, ClassVar, Literal, TypedDict, get_args
 
@@ -25,11 +25,13 @@ from memtop.views import (
     ProbeStatusDoc,
     View,
     measuring,
+    no_reading_text,
     probe_status,
     render_table,
     status_notes,
     taken_at,
 )
+from memtop.views.segments import Sentence
 
 #: the drill-in's tabs, each a document of its own (``section``)
 Section = Literal["history", "fault_stacks", "fault_files", "growth", "mappings", "working_set"]
@@ -893,3 +895,72 @@ class ProcessView(View[ProcessDoc]):
         elif doc["section"] == "working_set":
             out += working_set_text(doc["working_set"])
         return out
+
+
+# -- the drill-in's sentences (the TUI draws them: memtop/ui/screens/process.py) -------------------
+def header_segments(state: State, pid: int, clock: Callable[[int], str]) -> Sentence:
+    """The drill-in's header: the process's figures now, or what its OOM kill's record says of
+    one that lived less than a tick; killed or exited, when (``clock``: HH:MM:SS of a
+    CLOCK_MONOTONIC instant, the screen's)."""
+    pstate = state.get(ProcessState)
+    t = pstate.target(pid)
+    row = t.row if t is not None else None
+    h = Sentence()
+    h.add(f" PID {pid} ", style="bold reverse")
+    if row is not None:
+        s = row.sample
+        h.add(" ")
+        h.add(s.comm, style="bold")
+        h.add(
+            f"  user {s.user}  RSS {fmt.bytes_h(s.rss_bytes)} (anon {fmt.bytes_h(s.rss_anon_bytes)}"
+            f" file {fmt.bytes_h(s.rss_file_bytes)} shmem {fmt.bytes_h(s.rss_shmem_bytes)})"
+            f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
+            f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}"
+        )
+    kill = oom_kill_of(state, pid)
+    if row is None and kill is not None:
+        # it lived less than a tick: what the kernel said of it at the kill is all there is
+        h.add(" ")
+        h.add(kill.victim_comm, style="bold")
+        h.add(
+            f"  at the kill: anon {fmt.bytes_h(kill.anon_rss_bytes)} file {fmt.bytes_h(kill.file_rss_bytes)}"
+            f" shmem {fmt.bytes_h(kill.shmem_rss_bytes)}  total_vm {fmt.bytes_h(kill.total_vm_bytes)}"
+            f"  triggered by {kill.trigger_comm} [{kill.trigger_pid}]"
+            + (f"  limit of {kill.memcg} fired" if kill.memcg else "")
+        )
+    if kill is not None:
+        h.add(f"   OOM-KILLED at {clock(kill.ts_ns)} ", style="bold reverse red")
+    exited = pstate.exited_ns(pid, state)
+    if exited and kill is None:
+        ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
+        h.add(
+            f"   EXITED at {clock(exited)} ({ago:.0f}s ago) — showing its last data ",
+            style="bold reverse red",
+        )
+    return h
+
+
+def status_segments(view: View[Any], state: State) -> Sentence:
+    """The drill-in's own probes (those that feed no pane): attached (and what they said),
+    failed (why, what to do), erroring, what they lost; detached or absent ones are left out."""
+    parts = Sentence()
+    for name in view.own_probes:
+        st = state.probe_state(name)
+        if st is None or st.state == "detached":
+            continue
+        if parts:
+            parts.add("  ")
+        style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
+        parts.add(f"{name}: {st.state}", style=style)
+        if st.state == "attached" and st.message:
+            parts.add(f" ({st.message})", style="dim")
+        if st.state == "failed":
+            parts.add(f" — {st.message}", style="red")
+            if st.hint:
+                parts.add(f" ({st.hint})", style="italic")
+        if st.state == "erroring":
+            parts.add(f" — {no_reading_text(state, name) or st.message}", style="red")
+        lost = state.lost_total(name)
+        if lost:
+            parts.add(f"  lost {lost}", style="bold red")
+    return parts

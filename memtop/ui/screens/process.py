@@ -32,12 +32,12 @@ from memtop.state import State
 from memtop.state.process import ProcessState
 from memtop.stream.source import Source
 from memtop.ui import charts
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import TraceAllocations, fill_table
 from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
-from memtop.views import Options, measuring, no_reading_text
+from memtop.views import Options, measuring
 from memtop.views.process import (
     FAULT_EVENTS_SLOWDOWN,
     MAPPING_SORT_KEYS,
@@ -52,12 +52,13 @@ from memtop.views.process import (
     fault_file_rows,
     fault_stack_rows,
     growth_rows,
+    header_segments,
     history_rows,
     mapping_dict,
     mapping_totals,
-    oom_kill_of,
     shown_mappings,
     sorted_mappings,
+    status_segments,
     totals_text,
     working_set,
     working_set_rows,
@@ -264,65 +265,12 @@ class ProcessScreen(DrillScreen):
             self._draw_working_set(state)
 
     def _draw_header(self, state: State) -> None:
-        pstate = state.get(ProcessState)
-        t = pstate.target(self.pid)
-        row = t.row if t is not None else None
-        h = Text()
-        h.append(f" PID {self.pid} ", style="bold reverse")
-        if row is not None:
-            s = row.sample
-            h.append(" ")
-            h.append(s.comm, style="bold")
-            h.append(
-                f"  user {s.user}  RSS {fmt.bytes_h(s.rss_bytes)} (anon {fmt.bytes_h(s.rss_anon_bytes)}"
-                f" file {fmt.bytes_h(s.rss_file_bytes)} shmem {fmt.bytes_h(s.rss_shmem_bytes)})"
-                f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
-                f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}"
-            )
-        kill = oom_kill_of(state, self.pid)
-        if row is None and kill is not None:
-            # it lived less than a tick: what the kernel said of it at the kill is all there is
-            h.append(" ")
-            h.append(kill.victim_comm, style="bold")
-            h.append(
-                f"  at the kill: anon {fmt.bytes_h(kill.anon_rss_bytes)} file {fmt.bytes_h(kill.file_rss_bytes)}"
-                f" shmem {fmt.bytes_h(kill.shmem_rss_bytes)}  total_vm {fmt.bytes_h(kill.total_vm_bytes)}"
-                f"  triggered by {kill.trigger_comm} [{kill.trigger_pid}]"
-                + (f"  limit of {kill.memcg} fired" if kill.memcg else "")
-            )
-        if kill is not None:
-            h.append(f"   OOM-KILLED at {wall_clock(kill.ts_ns)} ", style="bold reverse red")
-        exited = pstate.exited_ns(self.pid, state)
-        if exited and kill is None:
-            ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
-            h.append(
-                f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
-                style="bold reverse red",
-            )
+        h = segments_text(header_segments(state, self.pid, wall_clock))
         show_text(self.query_one("#proc-header", Static), h)
         show_text(self.query_one("#proc-status", Static), self._status_text(state))
 
     def _status_text(self, state: State) -> Text:
-        parts = Text()
-        for name in self.view.own_probes:
-            st = state.probe_state(name)
-            if st is None or st.state == "detached":
-                continue
-            if parts:
-                parts.append("  ")
-            style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
-            parts.append(f"{name}: {st.state}", style=style)
-            if st.state == "attached" and st.message:
-                parts.append(f" ({st.message})", style="dim")
-            if st.state == "failed":
-                parts.append(f" — {st.message}", style="red")
-                if st.hint:
-                    parts.append(f" ({st.hint})", style="italic")
-            if st.state == "erroring":
-                parts.append(f" — {no_reading_text(state, name) or st.message}", style="red")
-            lost = state.lost_total(name)
-            if lost:
-                parts.append(f"  lost {lost}", style="bold red")
+        parts = segments_text(status_segments(self.view, state))
         parts.append("   Esc back · 1-6 sections · w working set · m leaks · s snapshot", style="dim")
         return parts
 
