@@ -23,7 +23,7 @@ from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Head, Options, View, measuring
-from memtop.views.pagecache import CgroupCache, cgroup_cache
+from memtop.views.pagecache import CgroupCache, cache_line, cgroup_cache
 from memtop.views.segments import Segment, Sentence
 
 #: the tree table's columns and what it sorts by: fields of its rows
@@ -768,4 +768,23 @@ def row_detail(r: CgroupRowDoc | None) -> Sentence:
             f" written back {fmt.count_h(stat.get('zswpwb', 0))} pages",
             style="dim",
         )
+    return t
+
+
+def detail_header(path: str, row: CgroupRowDoc | None, detail: CgroupDetail | None) -> Sentence:
+    """The cgroup drill-in's header: the cgroup, its usage of its limit, swap, PSI, its
+    container, its page cache; or that it is gone (the TUI draws it: memtop/ui/screens/cgroup.py)."""
+    t = Sentence()
+    t.add(path, style="bold")
+    if row is None or detail is None:
+        t.add("  this cgroup is gone", style="yellow")
+        return t
+    t.add(
+        f"  usage {fmt.bytes_h(row['usage_bytes'])}"
+        + (f" of {fmt.bytes_h(row['limit_bytes'])}" if row["limit_bytes"] is not None else " (no limit)")
+        + f"  swap {fmt.bytes_h(row['swap_bytes'])}  PSI {row['psi_some_pct'] if row['psi_some_pct'] is not None else '-'}%"
+    )
+    if row["container_name"]:
+        t.add(f"  {row['container_name']}")
+    t.add("\npage " + cache_line(detail["page_cache"]))
     return t

@@ -964,3 +964,66 @@ def status_segments(view: View[Any], state: State) -> Sentence:
         if lost:
             parts.add(f"  lost {lost}", style="bold red")
     return parts
+
+
+def section_title(section: str, extra: str) -> Sentence:
+    """A section's title line: its name, then what it shows now (dimmed)."""
+    t = Sentence()
+    t.add(SECTION_TITLES[section], style="bold")
+    t.add(f"  {extra}", style="bold dim")
+    return t
+
+
+def fault_stack_label(r: FaultStackRow, total: int) -> Sentence:
+    """A fault stack's line in the tree: its faults, its share of ``total``, its major faults,
+    where in the program."""
+    t = Sentence()
+    t.add(f"{fmt.count_h(r['count']):>7} ", style="bold")
+    share = 100.0 * r["count"] / total if total else 0.0
+    t.add(f"{share:5.1f}%  ", style="bold")
+    if r["major_faults"]:
+        t.add(f"(major {fmt.count_h(r['major_faults'])}) ", style="bold red")
+    t.add(str(r["top"]), style="bold")
+    return t
+
+
+def growth_label(r: GrowthRow) -> Sentence:
+    """A growth stack's line in the tree: grown, net, calls, by which calls, where."""
+    t = Sentence()
+    t.add(f"{fmt.bytes_h(r['grown_bytes']):>8} ", style="bold")
+    t.add(f"net {fmt.bytes_h(r['net_bytes']):>8}  {r['calls']:>6} calls  ", style="bold")
+    kinds = [
+        k for k, c in (("brk", r["brk_calls"]), ("mmap", r["mmap_calls"]), ("munmap", r["munmap_calls"])) if c
+    ]
+    t.add("/".join(kinds) + "  ", style="bold cyan")
+    t.add(str(r["top"]), style="bold")
+    return t
+
+
+def mapping_totals_segments(tot: MappingTotals) -> Sentence:
+    """The mappings' totals line, and where they come from when it is the kernel's rollup."""
+    t = Sentence()
+    t.add(totals_text(tot), style="bold")
+    if tot["from"] == "smaps_rollup":
+        t.add("  (smaps_rollup)", style="bold dim")
+    return t
+
+
+def working_set_segments(wss: WorkingSetDoc | None) -> Sentence:
+    """The working set's totals: not measured, the first window not over, or what the last
+    window touched of what was resident, the curve, and what a window cost."""
+    t = Sentence()
+    if wss is None:
+        t.add("not measured", style="dim")
+        return t
+    last = wss["latest"]
+    if last is None:
+        t.add("the first window is not over yet", style="dim")
+        return t
+    t.add(f"touched {fmt.bytes_h(last['referenced_bytes'])}", style="bold")
+    t.add(
+        f" of {fmt.bytes_h(last['rss_bytes'])} resident (cold {fmt.bytes_h(last['cold_bytes'])})"
+        f"  windows: {' '.join(fmt.bytes_h(w['referenced_bytes']) for w in wss['windows'][-12:])}"
+    )
+    t.add(f"\na window cost {fmt.ns_h(last['cost_cpu_ns'])} CPU; {wss['disturbs']}", style="dim")
+    return t

@@ -15,14 +15,13 @@ from textual.widgets import DataTable, Footer, Static
 from memtop.core import fmt
 from memtop.state import State
 from memtop.ui import charts
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import DrillIn, fill_table
 from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, get_view
-from memtop.views.cgroups import CgroupDetail, CgroupEpisodeRow, CgroupsView
-from memtop.views.pagecache import cache_line
+from memtop.views.cgroups import CgroupDetail, CgroupEpisodeRow, CgroupsView, detail_header
 
 #: the history's figures the chart draws
 HistoryFigure = Literal["usage_bytes", "anon_bytes", "file_bytes", "kernel_bytes", "swap_bytes"]
@@ -95,21 +94,9 @@ class CgroupScreen(DrillScreen):
         header = self.query_one("#cg-header", Static)
         row = next((r for r in doc["rows"] if r["path"] == self.path), None)
         detail = doc.get("detail")
-        t = Text()
-        t.append(self.path, style="bold")
+        show_text(header, segments_text(detail_header(self.path, row, detail)))
         if row is None or detail is None:
-            t.append("  this cgroup is gone", style="yellow")
-            show_text(header, t)
             return
-        t.append(
-            f"  usage {fmt.bytes_h(row['usage_bytes'])}"
-            + (f" of {fmt.bytes_h(row['limit_bytes'])}" if row["limit_bytes"] is not None else " (no limit)")
-            + f"  swap {fmt.bytes_h(row['swap_bytes'])}  PSI {row['psi_some_pct'] if row['psi_some_pct'] is not None else '-'}%"
-        )
-        if row["container_name"]:
-            t.append(f"  {row['container_name']}")
-        t.append("\npage " + cache_line(detail["page_cache"]))
-        show_text(header, t)
         self._chart(detail)
         fill_table(self.query_one("#cg-procs", DataTable), PROC_COLUMNS, detail["processes"], "pid")
         # keyed copies: the document's own rows are not written to

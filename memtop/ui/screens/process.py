@@ -50,18 +50,22 @@ from memtop.views.process import (
     StackRow,
     fault_coverage,
     fault_file_rows,
+    fault_stack_label,
     fault_stack_rows,
+    growth_label,
     growth_rows,
     header_segments,
     history_rows,
     mapping_dict,
     mapping_totals,
+    mapping_totals_segments,
+    section_title,
     shown_mappings,
     sorted_mappings,
     status_segments,
-    totals_text,
     working_set,
     working_set_rows,
+    working_set_segments,
 )
 
 TAB_LABELS = {
@@ -326,13 +330,7 @@ class ProcessScreen(DrillScreen):
             return
 
         def label(r: FaultStackRow) -> Text:
-            t = Text(f"{fmt.count_h(r['count']):>7} ", style="bold")
-            share = 100.0 * r["count"] / total if total else 0.0
-            t.append(f"{share:5.1f}%  ")
-            if r["major_faults"]:
-                t.append(f"(major {fmt.count_h(r['major_faults'])}) ", style="red")
-            t.append(str(r["top"]))
-            return t
+            return segments_text(fault_stack_label(r, total))
 
         self._title(
             "fault_stacks",
@@ -347,20 +345,7 @@ class ProcessScreen(DrillScreen):
         rows = growth_rows(state, self.pid)
 
         def label(r: GrowthRow) -> Text:
-            t = Text(f"{fmt.bytes_h(r['grown_bytes']):>8} ", style="bold")
-            t.append(f"net {fmt.bytes_h(r['net_bytes']):>8}  {r['calls']:>6} calls  ")
-            kinds = [
-                k
-                for k, c in (
-                    ("brk", r["brk_calls"]),
-                    ("mmap", r["mmap_calls"]),
-                    ("munmap", r["munmap_calls"]),
-                )
-                if c
-            ]
-            t.append("/".join(kinds) + "  ", style="cyan")
-            t.append(str(r["top"]))
-            return t
+            return segments_text(growth_label(r))
 
         grown = sum(r["grown_bytes"] for r in rows)
         net = sum(r["net_bytes"] for r in rows)
@@ -393,9 +378,7 @@ class ProcessScreen(DrillScreen):
         t = state.get(ProcessState).target(self.pid)
         rows, complete = shown_mappings(t)
         tot = mapping_totals(t)
-        totals = Text(totals_text(tot), style="bold")
-        if tot["from"] == "smaps_rollup":
-            totals.append("  (smaps_rollup)", style="dim")
+        totals = segments_text(mapping_totals_segments(tot))
         show_text(self.query_one("#proc-mappings-totals", Static), totals)
         sort = self.opts.sort or "start"
         shown = min(len(rows), MAP_ROWS_SHOWN)
@@ -433,28 +416,15 @@ class ProcessScreen(DrillScreen):
         wss = working_set(t)
         st = state.probe_state("wss")
         running = st is not None and st.state in ("pending", "attaching", "attached")
-        totals = Text()
         if wss is None:
             self._title("working_set", "w measures it (clears its referenced bits; w again stops)")
-            totals.append("not measured", style="dim")
         else:
-            last = wss["latest"]
             self._title(
                 "working_set",
                 f"{wss['source']}, {wss['window_s']:g} s windows"
                 + (" · measuring (w stops)" if running else " · stopped (w measures again)"),
             )
-            if last is None:
-                totals.append("the first window is not over yet", style="dim")
-            else:
-                totals.append(f"touched {fmt.bytes_h(last['referenced_bytes'])}", style="bold")
-                totals.append(
-                    f" of {fmt.bytes_h(last['rss_bytes'])} resident (cold {fmt.bytes_h(last['cold_bytes'])})"
-                    f"  windows: {' '.join(fmt.bytes_h(w['referenced_bytes']) for w in wss['windows'][-12:])}"
-                )
-                totals.append(
-                    f"\na window cost {fmt.ns_h(last['cost_cpu_ns'])} CPU; {wss['disturbs']}", style="dim"
-                )
+        totals = segments_text(working_set_segments(wss))
         show_text(self.query_one("#proc-working_set-totals", Static), totals)
         fill_table(
             self.query_one("#proc-working_set-table", DataTable),
@@ -464,9 +434,7 @@ class ProcessScreen(DrillScreen):
         )
 
     def _title(self, sec: str, extra: str) -> None:
-        t = Text(SECTION_TITLES[sec], style="bold")
-        t.append(f"  {extra}", style="dim")
-        show_text(self.query_one(f"#proc-{sec}-title", Static), t)
+        show_text(self.query_one(f"#proc-{sec}-title", Static), segments_text(section_title(sec, extra)))
 
     def _focus_section(self) -> None:
         sec = self.section
