@@ -40,7 +40,7 @@ from memtop.linux import bcc_compat  # noqa: E402
 from memtop.probes.leakrate import LeakRateProbe  # noqa: E402
 from memtop.probes.leaks import LeaksProbe  # noqa: E402
 from memtop.records.leaks import LeakPreflight  # noqa: E402
-from memtop.views.leaks import preflight_doc  # noqa: E402
+from memtop.views.leaks import PreflightDoc, preflight_doc  # noqa: E402
 
 PHASE_S = 3.0
 SAMPLE_BYTES = 524288
@@ -109,7 +109,7 @@ def traced(w: Paced, sample_bytes: int) -> tuple[float, float]:
         return w.window(PHASE_S)
 
 
-def preflight(w: Paced) -> tuple[dict[str, Any], float, float]:
+def preflight(w: Paced) -> tuple[PreflightDoc, float, float]:
     probe = LeakRateProbe([w.proc.pid], sample_bytes=SAMPLE_BYTES)
     try:
         probe.load()
@@ -139,11 +139,20 @@ def run_rate(per_s: int, rounds: int) -> dict[str, Any]:
                 achieved["bare"].append(pairs)
                 if phase == "preflight":
                     doc, cpu, pairs = preflight(w)
-                    predicted["exact"].append(doc["exact_cost_cpu"])
-                    predicted["sampled"].append(doc["sampled_cost_cpu"])
-                    predicted["preflight"].append(doc["own_cost_cpu_s"] / doc["window_s"])
-                    predicted["trap_ns"].append(doc["trap_ns"])
-                    counted.append(doc["allocation_calls_per_s"])
+                    exact, sampled, own = (
+                        doc["exact_cost_cpu"],
+                        doc["sampled_cost_cpu"],
+                        doc["own_cost_cpu_s"],
+                    )
+                    window, trap, calls = doc["window_s"], doc["trap_ns"], doc["allocation_calls_per_s"]
+                    # a measured preflight (preflight() checked) has every figure
+                    assert exact is not None and sampled is not None and own is not None
+                    assert window is not None and trap is not None and calls is not None
+                    predicted["exact"].append(exact)
+                    predicted["sampled"].append(sampled)
+                    predicted["preflight"].append(own / window)
+                    predicted["trap_ns"].append(trap)
+                    counted.append(calls)
                 else:
                     cpu, pairs = traced(w, SAMPLE_BYTES if phase == "sampled" else 0)
                 phases[phase].append(cpu)

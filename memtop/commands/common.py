@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memtop.core.errors import MemtopError, PidNotFound
 
@@ -65,7 +65,7 @@ def check_pane(pane: str | None) -> None:
         get_view(pane)
 
 
-def check_section(view: View, section: str) -> None:
+def check_section(view: View[Any], section: str) -> None:
     """``--section`` must name one of the pane's own sections (the view's list, not a copy)."""
     if not section:
         return

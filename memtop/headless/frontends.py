@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from memtop import __version__
 from memtop.core.errors import Interrupted
@@ -193,7 +193,7 @@ def encodable(out: IO[str], text: str) -> str:
     return text
 
 
-def _emit(out: IO[str], view: View, state: State, opts: Options, as_json: bool, probes: str) -> None:
+def _emit(out: IO[str], view: View[Any], state: State, opts: Options, as_json: bool, probes: str) -> None:
     if as_json:
         line = json.dumps(view.document(state, opts), ensure_ascii=False, separators=(",", ":"))
         if encodable(out, line) != line:  # JSON's own escapes keep it valid and lossless
@@ -223,7 +223,7 @@ def _probe_line(state: State) -> str:
 
 async def batch_live(
     source: Source,
-    view: View,
+    view: View[Any],
     opts: Options,
     *,
     interval_s: float = 1.0,
@@ -255,7 +255,7 @@ async def batch_live(
 
 def batch_replay(
     recording_path: str | Path,
-    view: View,
+    view: View[Any],
     opts: Options,
     *,
     interval_s: float = 1.0,

@@ -8,6 +8,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memtop.linux import files
 from memtop.state import State
@@ -35,7 +36,7 @@ class SnapshotRequest:
     working_set_s: float = 0.0
 
 
-def options_for(view: View, pid: int | None = None, section: str = "") -> Options:
+def options_for(view: View[Any], pid: int | None = None, section: str = "") -> Options:
     """The options a snapshot of ``view`` is taken with when no pane on screen set them."""
     opts = view.default_options()
     opts.pid = pid
@@ -44,7 +45,7 @@ def options_for(view: View, pid: int | None = None, section: str = "") -> Option
     return opts
 
 
-def render_file(view: View, state: State, opts: Options, fmt: str) -> str | bytes:
+def render_file(view: View[Any], state: State, opts: Options, fmt: str) -> str | bytes:
     """What a snapshot file of ``fmt`` holds: ``render``'s text, or the bytes of one of the
     view's binary formats (pprof's gzipped protobuf)."""
     if fmt in view.binary_formats:
@@ -52,7 +53,7 @@ def render_file(view: View, state: State, opts: Options, fmt: str) -> str | byte
     return render(view, state, opts, fmt)
 
 
-def render(view: View, state: State, opts: Options, fmt: str) -> str:
+def render(view: View[Any], state: State, opts: Options, fmt: str) -> str:
     """``fmt`` is json, txt or one of the view's extra formats (SVG is the app's)."""
     if fmt == "json":
         return json.dumps(view.document(state, opts), indent=1, ensure_ascii=False) + "\n"

@@ -65,6 +65,12 @@ def _same_height(widget: Static, text: Text) -> bool:
     return len(lines) == height and all(cell_len(line) <= width for line in lines)
 
 
+def segments_line(segments: Iterable[Segment]) -> Text:
+    """A view's segments as lines that never wrap (each cut at the widget's edge, an ellipsis
+    marking the cut): a pane's summary and detail boxes."""
+    return segments_text(segments, Text(no_wrap=True, overflow="ellipsis"))
+
+
 def show_text(widget: Static, text: Text) -> None:
     """Show ``text`` in ``widget`` (a Text: traced-system strings are never markup)."""
     if _SHOWN.get(widget) == text:

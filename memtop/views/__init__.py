@@ -24,6 +24,8 @@ from memtop.views.levels import Level, level
 
 #: a column's key: a field of its table's rows (each view names its keys as a Literal)
 K = TypeVar("K", bound=str, covariant=True)
+#: a view's document: the TypedDict (or union of them) its ``document`` returns
+D = TypeVar("D", bound=Mapping[str, Any])
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,11 @@ LEGEND: tuple[tuple[str, str], ...] = (
 )
 
 
-class View:
+class View(Generic[D]):
+    """A pane's view, typed by its document (``View[ReclaimDoc]``): ``document`` builds it, and
+    ``text_extra`` and ``table_rows`` read it through that type. Code that takes any view
+    writes ``View[Any]``."""
+
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     #: the tab's label when the title is long (every tab fits on one line of 80 columns)
@@ -262,7 +268,7 @@ class View:
     #: what the pane's marks and status-line counts mean, (mark, meaning) each: the help screen's
     #: legend, before the marks every pane shares (LEGEND)
     legend: ClassVar[tuple[tuple[str, str], ...]] = ()
-    registry: ClassVar[dict[str, type[View]]] = {}
+    registry: ClassVar[dict[str, type[View[Any]]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -286,11 +292,12 @@ class View:
         fed = panes_of_probes()
         return tuple(p for p in self.probes if fed.get(p) == (self.name,))
 
-    def document(self, state: State, opts: Options) -> Mapping[str, Any]:
-        """The pane's document (its JSON snapshot): a TypedDict of the view's own, or a dict."""
+    def document(self, state: State, opts: Options) -> D:
+        """The pane's document (its JSON snapshot): a TypedDict of the view's own."""
         raise NotImplementedError
 
-    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def table_rows(self, doc: D) -> Sequence[Mapping[str, Any]]:
+        """The rows of the pane's main table (the text snapshot's too): the document's ``rows``."""
         rows = doc.get("rows", [])
         return rows if isinstance(rows, list) else []
 
@@ -355,7 +362,7 @@ class View:
             notes += f"note: {blind}\n"
         return notes + render_table(self.title, self.columns, self.table_rows(doc)) + self.text_extra(doc)
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: D) -> str:
         return ""
 
     def export(self, state: State, opts: Options, fmt: str) -> str:
@@ -387,7 +394,7 @@ def _load() -> None:
         importlib.import_module(f"{__name__}.{info.name}")
 
 
-def views() -> dict[str, type[View]]:
+def views() -> dict[str, type[View[Any]]]:
     _load()
     return dict(sorted(View.registry.items(), key=lambda kv: kv[1].order))
 
@@ -402,7 +409,9 @@ def panes_of_probes() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def get_view(name: str) -> View:
+def get_view(name: str) -> View[Mapping[str, Any]]:
+    """The view of pane ``name``; its document is some TypedDict, read here as a Mapping (a
+    caller that needs its type takes the view's class)."""
     all_views = views()
     if name not in all_views:
         raise MemtopError(f"unknown pane {name!r}", "panes: " + ", ".join(all_views))

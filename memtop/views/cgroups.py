@@ -12,7 +12,7 @@ shown, 0: all), ``extra["cgroup"]`` (a path: the document adds that cgroup's ``d
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -23,8 +23,8 @@ from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Head, Options, View, measuring
-from memtop.views.pagecache import CgroupCache, cgroup_cache
-from memtop.views.segments import Segment
+from memtop.views.pagecache import CgroupCache, cache_line, cgroup_cache
+from memtop.views.segments import Segment, Sentence
 
 #: the tree table's columns and what it sorts by: fields of its rows
 CgroupKey = Literal[
@@ -141,6 +141,12 @@ class CgroupEpisode(TypedDict):
     pages: int
 
 
+class CgroupEpisodeRow(CgroupEpisode):
+    """An episode as the cgroup drill-in's table lists it, keyed by its time and pid."""
+
+    key: str
+
+
 class CgroupKill(TypedDict):
     ts_ns: int
     victim_pid: int
@@ -176,7 +182,8 @@ class CgroupsDoc(Head):
     detail: NotRequired[CgroupDetail]
 
 
-SORT_KEYS: tuple[CgroupKey, ...] = (
+#: what the table sorts by: its columns' keys but the tree and the limit bar
+SortKey = Literal[
     "path",
     "usage_bytes",
     "limit_pct",
@@ -191,7 +198,8 @@ SORT_KEYS: tuple[CgroupKey, ...] = (
     "swapin_wait_ns",
     "oom_kills",
     "nprocs",
-)
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 
 
 def _pct(v: float | None) -> str:
@@ -331,7 +339,7 @@ NEEDED_METHOD_LRU_GEN = (
 )
 
 
-class CgroupsView(View):
+class CgroupsView(View[CgroupsDoc]):
     name = "cgroups"
     title = "Cgroups"
     order = 70
@@ -670,7 +678,7 @@ class CgroupsView(View):
             "oom_kills": kills,
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: CgroupsDoc) -> str:
         lay = doc.get("layout")
         lines = [""]
         if lay:
@@ -692,3 +700,91 @@ class CgroupsView(View):
                 "(the largest kept, by memory usage)"
             )
         return "\n".join(lines) + "\n"
+
+
+def row_detail(r: CgroupRowDoc | None) -> Sentence:
+    """The box under the Cgroups table: the cgroup under the cursor, its container or unit, its
+    limits and figures, memory.stat's split, zswap (the TUI draws it: memtop/ui/panes/cgroups.py)."""
+    t = Sentence()
+    if r is None:
+        t.add("No cgroup: the cgroups probe has not read any yet.", style="dim")
+        return t
+    t.add(r["path"], style="bold")
+    if r["container"]:
+        c = r["container"]
+        t.add(f"  {c['runtime']} {c['id'][:12]}")
+        if c["name"]:
+            t.add(f" {c['name']}")
+        if c["pod"] or c["pod_uid"]:
+            t.add(f"  pod {c['pod'] or c['pod_uid']}")
+    elif r["unit"]:
+        t.add(f"  unit {r['unit']}")
+    t.add("\n")
+    parts = [f"usage {fmt.bytes_h(r['usage_bytes'])}"]
+    if r["limit_bytes"] is not None:
+        parts.append(f"limit {fmt.bytes_h(r['limit_bytes'])}")
+    for value, label in (
+        (r["high_bytes"], "high"),
+        (r["low_bytes"], "low"),
+        (r["soft_limit_bytes"], "soft limit"),
+    ):
+        if value is not None:
+            parts.append(f"{label} {fmt.bytes_h(value)}")
+    parts.append(f"working set {fmt.bytes_h(r['working_set_bytes'])}")
+    if r["needed_bytes"] is not None:  # anon + active file + what is touched again (docs)
+        parts.append(
+            f"needed {fmt.bytes_h(r['needed_bytes'])} cold {fmt.bytes_h(r['cold_bytes'])}"
+            + (" (lru_gen)" if r["needed_source"] == "lru_gen" else "")  # MGLRU's page ages
+        )
+        if r["thrashing"]:
+            parts.append("THRASHING: refaults high, needed over the limit")
+    if r["swap_bytes"] is not None:
+        parts.append(f"swap {fmt.bytes_h(r['swap_bytes'])}")
+    if r["events"]:
+        parts.append("events " + " ".join(f"{k} {v}" for k, v in r["events"].items()))
+    some, full = r["psi_some_total_us"], r["psi_full_total_us"]
+    if some is not None:
+        # a memory.pressure file has both lines; a "-" where a recording lacks the full one
+        parts.append(
+            f"PSI some {fmt.ns_h(some * 1000)} full {fmt.ns_h(None if full is None else full * 1000)} total"
+        )
+    t.add("  ".join(parts))
+    stat = r["stat"]
+    if stat:
+        t.add("\n")
+        t.add(
+            "  ".join(
+                f"{k} {fmt.bytes_h(stat[k])}"
+                for k in ("anon", "file", "kernel", "slab", "shmem", "sock", "dirty", "writeback")
+                if k in stat
+            ),
+            style="dim",
+        )
+    if "zswapped" in stat:  # v2 only: its swap held compressed in RAM, not on disk
+        t.add("\n")
+        t.add(
+            f"zswap {fmt.bytes_h(stat['zswapped'])} in {fmt.bytes_h(stat.get('zswap', 0))}"
+            f"  in {fmt.count_h(stat.get('zswpin', 0))} out {fmt.count_h(stat.get('zswpout', 0))}"
+            f" written back {fmt.count_h(stat.get('zswpwb', 0))} pages",
+            style="dim",
+        )
+    return t
+
+
+def detail_header(path: str, row: CgroupRowDoc | None, detail: CgroupDetail | None) -> Sentence:
+    """The cgroup drill-in's header: the cgroup, its usage of its limit, swap, PSI, its
+    container, its page cache; or that it is gone (the TUI draws it: memtop/ui/screens/cgroup.py)."""
+    t = Sentence()
+    t.add(path, style="bold")
+    if row is None or detail is None:
+        t.add("  this cgroup is gone", style="yellow")
+        return t
+    t.add(
+        f"  usage {fmt.bytes_h(row['usage_bytes'])}"
+        + (f" of {fmt.bytes_h(row['limit_bytes'])}" if row["limit_bytes"] is not None else " (no limit)")
+        + f"  swap {fmt.bytes_h(row['swap_bytes'])}  PSI {row['psi_some_pct'] if row['psi_some_pct'] is not None else '-'}%"
+    )
+    if row["container_name"]:
+        t.add(f"  {row['container_name']}")
+    t.add("\npage " + cache_line(detail["page_cache"]))
+    return t

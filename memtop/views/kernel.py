@@ -10,17 +10,18 @@ otherwise). ``section``: "" (everything), or one of :data:`SECTIONS` for `snapsh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import kernelfs
 from memtop.records.kernel import PageAlloc, SlabTrace
 from memtop.state import State
 from memtop.state.kernel import KernelState, Traced
-from memtop.views import Column, Options, View
+from memtop.views import Column, Head, Options, View
+from memtop.views.segments import Sentence
 
-SORT_KEYS = (
+#: what the slab table sorts by
+SortKey = Literal[
     "name",
     "active_objs",
     "num_objs",
@@ -29,8 +30,23 @@ SORT_KEYS = (
     "bytes_per_s",
     "delta_bytes",
     "allocs_per_s",
-)
-SECTIONS = ("breakdown", "slabs", "sites", "pages", "vmalloc", "allocinfo")
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
+#: the slab table's columns
+RowKey = Literal[
+    "name",
+    "total_bytes",
+    "bytes_per_s",
+    "delta_bytes",
+    "active_objs",
+    "num_objs",
+    "objsize",
+    "allocs_per_s",
+    "top_site",
+]
+#: the parts `memtop snapshot --section` may ask for
+Section = Literal["breakdown", "slabs", "sites", "pages", "vmalloc", "allocinfo"]
+SECTIONS: tuple[Section, ...] = get_args(Section)
 #: rows of call sites, vmalloc callers and allocinfo sites a document carries
 MAX_SITES = 100
 #: the slab tracers, one attached at a time: allocations (the default), allocations and frees (per
@@ -41,6 +57,187 @@ FREES_NOT_TRACED = "frees not traced: f to trace"
 #: the order whose fragmentation the buddy table shows (a THP is order 9; 3 is what the kernel's
 #: costly-order threshold, PAGE_ALLOC_COSTLY_ORDER, calls costly)
 FRAG_ORDERS = (3, 9)
+
+
+class BreakdownLine(TypedDict):
+    key: str
+    label: str
+    bytes: int
+    pct: float | None
+
+
+class BreakdownDoc(TypedDict):
+    """Where MemTotal went (``breakdown``)."""
+
+    total_bytes: int
+    sum_bytes: int
+    lines: list[BreakdownLine]
+    unexplained_bytes: int
+    vmap_stack: bool | None
+
+
+class SlabDoc(TypedDict):
+    """/proc/slabinfo as read (``slab``)."""
+
+    readable: bool | None
+    message: str | None
+    hint: str | None
+    caches: int | None
+    total_bytes: int | None
+
+
+class SlabRow(TypedDict):
+    """A slab cache (``rows[]``)."""
+
+    name: str
+    active_objs: int
+    num_objs: int
+    objsize: int
+    total_bytes: int
+    active_bytes: int
+    bytes_per_s: float
+    objs_per_s: float
+    delta_bytes: int
+    delta_objs: int
+    allocs_per_s: float | None
+    top_site: str | None
+
+
+class CostDoc(TypedDict):
+    """What a tracer costs, as the kernel measured it."""
+
+    events_per_s: float | None
+    cpu_pct: float | None
+    ns_per_event: float | None
+
+
+class SiteStack(TypedDict):
+    frames: list[str]
+    allocs: int
+
+
+class SiteRow(TypedDict):
+    """A slab call site (``sites.rows[]``)."""
+
+    cache: str
+    site: str
+    allocs: int
+    bytes: int
+    frees: int | None
+    net_objs: int | None
+    allocs_per_s: float | None
+    bytes_per_s: float | None
+    net_per_s: float | None
+    stacks: list[SiteStack]
+
+
+class SitesDoc(TypedDict):
+    """The slab tracer's call sites (``sites``); the figures after ``rows`` once it read."""
+
+    tracing: bool
+    cache: str | None
+    sample: int | None
+    mode: str | None
+    frees_traced: bool | None
+    frees_note: str | None
+    stacks: bool
+    rows: list[SiteRow]
+    nsites: NotRequired[int]
+    allocs_seen: NotRequired[int]
+    frees_seen: NotRequired[int | None]
+    frees_unattributed: NotRequired[int | None]
+    dropped: NotRequired[int]
+    cost: NotRequired[CostDoc]
+
+
+class ZoneDoc(TypedDict):
+    node: int
+    zone: str
+    free_blocks: list[int]
+    free_bytes: int
+    unusable: dict[str, float | None]
+
+
+class OrderDoc(TypedDict):
+    order: int
+    allocs: int
+    per_s: float | None
+
+
+class PageAllocDoc(TypedDict):
+    """The pagealloc probe (``pages.page_alloc``); its cost once it read."""
+
+    tracing: bool
+    orders: list[OrderDoc] | None
+    cost: NotRequired[CostDoc]
+
+
+class PagesDoc(TypedDict):
+    zones: list[ZoneDoc]
+    page_alloc: PageAllocDoc
+
+
+class VmallocRow(TypedDict):
+    caller: str
+    kind: str | None
+    areas: int
+    bytes: int
+
+
+class VmallocDoc(TypedDict):
+    """/proc/vmallocinfo by caller (``vmalloc``)."""
+
+    readable: bool
+    message: str | None
+    areas: int | None
+    total_bytes: int | None
+    ncallers: int | None
+    rows: list[VmallocRow]
+
+
+class AllocSite(TypedDict):
+    bytes: int
+    calls: int
+    where: str
+    module: str | None
+    function: str
+    accurate: bool
+    growth_bytes: int | None
+
+
+class AllocDir(TypedDict):
+    dir: str
+    bytes: int
+    calls: int
+
+
+class AllocinfoDoc(TypedDict):
+    """Kernel allocation profiling (``allocinfo``); the figures after ``hint`` while it is on."""
+
+    state: str
+    hint: str | None
+    version: NotRequired[str]
+    nsites: NotRequired[int]
+    total_bytes: NotRequired[int]
+    total_calls: NotRequired[int]
+    inaccurate: NotRequired[int]
+    window_s: NotRequired[float | None]
+    by_bytes: NotRequired[list[AllocSite]]
+    by_calls: NotRequired[list[AllocSite]]
+    tree: NotRequired[list[AllocDir]]
+
+
+class KernelDoc(Head):
+    """The Kernel pane's document (docs/panes/kernel.md); ``snapshot --section`` keeps ``slab``,
+    ``rows`` (empty but for ``slabs``) and the part it asks for."""
+
+    breakdown: NotRequired[BreakdownDoc | None]
+    slab: SlabDoc
+    rows: list[SlabRow]
+    sites: NotRequired[SitesDoc]
+    pages: NotRequired[PagesDoc]
+    vmalloc: NotRequired[VmallocDoc | None]
+    allocinfo: NotRequired[AllocinfoDoc | None]
 
 
 def _rate(v: float | None) -> str:
@@ -55,13 +252,13 @@ def _delta(v: int | None) -> str:
     return ("+" if v > 0 else "") + fmt.bytes_h(v)
 
 
-def mode_label(sites: dict[str, Any]) -> str:
+def mode_label(sites: SitesDoc) -> str:
     """What the slab tracer that ran hooked, in words ("" before it ran)."""
-    mode = sites.get("mode")
+    mode = sites["mode"]
     if mode is None:
         return ""
     label = "allocations and frees" if mode == "allocs+frees" else "allocations only"
-    return label + (", kernel stacks" if sites.get("stacks") else "")
+    return label + (", kernel stacks" if sites["stacks"] else "")
 
 
 def attached(state: State, probe: str) -> bool:
@@ -78,13 +275,13 @@ def _rates(t: Traced | None) -> tuple[float, Traced | None]:
     return (t.ts_ns - t.prev_ts_ns) / 1e9, t
 
 
-def _cost(t: Traced) -> dict[str, Any]:
+def _cost(t: Traced) -> CostDoc:
     """A tracer's cost: events/s between its last two reads, its programs' ns per event as the
     kernel measured them (BPF stats, held one second in ten) and the two multiplied, as a share
     of one CPU; None before two reads or without run stats."""
     dt = (t.ts_ns - t.prev_ts_ns) / 1e9 if t.prev is not None else 0.0
     cur, prev = t.cur, t.prev
-    out: dict[str, Any] = {"events_per_s": None, "cpu_pct": None, "ns_per_event": None}
+    out: CostDoc = {"events_per_s": None, "cpu_pct": None, "ns_per_event": None}
     if cur.runs:
         out["ns_per_event"] = round(cur.run_ns / cur.runs, 1)
     if dt <= 0 or prev is None:
@@ -98,7 +295,7 @@ def _cost(t: Traced) -> dict[str, Any]:
     return out
 
 
-class KernelView(View):
+class KernelView(View[KernelDoc]):
     name = "kernel"
     title = "Kernel memory"
     tab_title = "Kernel"
@@ -107,7 +304,7 @@ class KernelView(View):
     on_request = (*SLAB_TRACERS, "pagealloc")
     alternatives = (SLAB_TRACERS,)
     sections = SECTIONS
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("name", "CACHE", numeric=False, min_width=12),
         Column("total_bytes", "SIZE", fmt.bytes_h),
         Column("bytes_per_s", "GROW/s", _rate),
@@ -127,12 +324,12 @@ class KernelView(View):
         return bool(st.meminfo) and st.slab_readable is not None
 
     # -- parts ------------------------------------------------------------------------------------
-    def breakdown(self, st: KernelState) -> dict[str, Any] | None:
+    def breakdown(self, st: KernelState) -> BreakdownDoc | None:
         b = st.breakdown()
         if not b:
             return None
         total = st.meminfo.get("MemTotal", 0)
-        lines = [
+        lines: list[BreakdownLine] = [
             {
                 "key": key,
                 "label": label,
@@ -149,13 +346,13 @@ class KernelView(View):
             "vmap_stack": st.vmap_stack,
         }
 
-    def sites(self, state: State, cache: str | None) -> dict[str, Any]:
+    def sites(self, state: State, cache: str | None) -> SitesDoc:
         """The slab tracer's call sites (of ``cache``, or all), estimated rates (sampled counts
         times the sampling period) and its cost. Frees and net growth per call site are null
         (with the reason) when the tracer that ran did not hook the frees."""
         st = state.get(KernelState)
         dt, t = _rates(st.slabtrace)
-        doc: dict[str, Any] = {
+        doc: SitesDoc = {
             "tracing": any(attached(state, p) for p in SLAB_TRACERS),
             "cache": cache,
             "sample": None,
@@ -171,10 +368,10 @@ class KernelView(View):
         frees = cur.frees_traced
         prev = {(c, s): (a, b, f) for c, s, a, b, f in t.prev.sites} if isinstance(t.prev, SlabTrace) else {}
         n = cur.sample
-        stacks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        stacks: dict[tuple[str, str], list[SiteStack]] = {}
         for c, s, frames, a in cur.stacks:
             stacks.setdefault((c, s), []).append({"frames": list(frames), "allocs": a * n})
-        rows: list[dict[str, Any]] = []
+        rows: list[SiteRow] = []
         for c, s, a, b, f in cur.sites:
             if cache is not None and c != cache:
                 continue
@@ -194,27 +391,23 @@ class KernelView(View):
                 }
             )
         rows.sort(key=lambda r: (-(r["allocs_per_s"] or 0), -r["allocs"], r["cache"], r["site"]))
-        doc.update(
-            {
-                "sample": n,
-                "mode": "allocs+frees" if frees else "allocs",
-                "frees_traced": frees,
-                "frees_note": None if frees else FREES_NOT_TRACED,
-                "stacks": attached(state, "slabstacks") or bool(cur.stacks),
-                "rows": rows[:MAX_SITES],
-                "nsites": len(rows),
-                "allocs_seen": cur.allocs,
-                "frees_seen": cur.frees if frees else None,
-                "frees_unattributed": cur.frees_unmatched if frees else None,
-                "dropped": cur.dropped,
-                "cost": _cost(t),
-            }
-        )
+        doc["sample"] = n
+        doc["mode"] = "allocs+frees" if frees else "allocs"
+        doc["frees_traced"] = frees
+        doc["frees_note"] = None if frees else FREES_NOT_TRACED
+        doc["stacks"] = attached(state, "slabstacks") or bool(cur.stacks)
+        doc["rows"] = rows[:MAX_SITES]
+        doc["nsites"] = len(rows)
+        doc["allocs_seen"] = cur.allocs
+        doc["frees_seen"] = cur.frees if frees else None
+        doc["frees_unattributed"] = cur.frees_unmatched if frees else None
+        doc["dropped"] = cur.dropped
+        doc["cost"] = _cost(t)
         return doc
 
-    def pages(self, state: State) -> dict[str, Any]:
+    def pages(self, state: State) -> PagesDoc:
         st = state.get(KernelState)
-        zones = []
+        zones: list[ZoneDoc] = []
         for node, zone, free in st.buddy:
             zones.append(
                 {
@@ -229,7 +422,7 @@ class KernelView(View):
                 }
             )
         dt, t = _rates(st.pagealloc)
-        alloc: dict[str, Any] = {"tracing": attached(state, "pagealloc"), "orders": None}
+        alloc: PageAllocDoc = {"tracing": attached(state, "pagealloc"), "orders": None}
         if t is not None and isinstance(t.cur, PageAlloc):
             cur = t.cur.orders
             prev = t.prev.orders if isinstance(t.prev, PageAlloc) else ()
@@ -246,7 +439,7 @@ class KernelView(View):
             alloc["cost"] = _cost(t)
         return {"zones": zones, "page_alloc": alloc}
 
-    def vmalloc(self, st: KernelState) -> dict[str, Any] | None:
+    def vmalloc(self, st: KernelState) -> VmallocDoc | None:
         v = st.vmalloc
         if v is None:
             return None
@@ -271,11 +464,11 @@ class KernelView(View):
             ],
         }
 
-    def allocinfo(self, st: KernelState) -> dict[str, Any] | None:
+    def allocinfo(self, st: KernelState) -> AllocinfoDoc | None:
         p = st.profile
         if p is None:
             return None
-        doc: dict[str, Any] = {"state": p.state, "hint": p.hint or None}
+        doc: AllocinfoDoc = {"state": p.state, "hint": p.hint or None}
         if p.state != "on" or not p.sites:
             return doc
         prev: dict[tuple[str, int, str], int] = {}
@@ -283,7 +476,7 @@ class KernelView(View):
         if st.profile_prev is not None and st.profile_prev.sites:
             prev = {(s[2], s[3], s[5]): s[0] for s in st.profile_prev.sites}
             window_s = round((st.profile_ts_ns - st.profile_prev_ts_ns) / 1e9, 3)
-        rows: list[dict[str, Any]] = [
+        rows: list[AllocSite] = [
             {
                 "bytes": b,
                 "calls": n,
@@ -303,34 +496,30 @@ class KernelView(View):
                 acc_ = tree.setdefault(d, [0, 0])
                 acc_[0] += b
                 acc_[1] += n
-        doc.update(
-            {
-                "version": p.version,
-                "nsites": p.nsites,
-                "total_bytes": p.total_bytes,
-                "total_calls": p.total_calls,
-                "inaccurate": p.inaccurate,
-                "window_s": window_s,
-                "by_bytes": rows[:MAX_SITES],
-                "by_calls": sorted(rows, key=lambda r: (-r["calls"], r["where"]))[:MAX_SITES],
-                "tree": [
-                    {"dir": d, "bytes": v[0], "calls": v[1]}
-                    for d, v in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SITES]
-                ],
-            }
-        )
+        doc["version"] = p.version
+        doc["nsites"] = p.nsites
+        doc["total_bytes"] = p.total_bytes
+        doc["total_calls"] = p.total_calls
+        doc["inaccurate"] = p.inaccurate
+        doc["window_s"] = window_s
+        doc["by_bytes"] = rows[:MAX_SITES]
+        doc["by_calls"] = sorted(rows, key=lambda r: (-r["calls"], r["where"]))[:MAX_SITES]
+        doc["tree"] = [
+            {"dir": d, "bytes": v[0], "calls": v[1]}
+            for d, v in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SITES]
+        ]
         return doc
 
     # -- the document --------------------------------------------------------------------------
-    def slab_rows(self, state: State, opts: Options, sites: dict[str, Any]) -> list[dict[str, Any]]:
+    def slab_rows(self, state: State, opts: Options, sites: SitesDoc) -> list[SlabRow]:
         st = state.get(KernelState)
         per_cache: dict[str, tuple[float, str]] = {}
         if sites["rows"] and sites["cache"] is None:
-            for r in sites["rows"]:
-                rate, top = per_cache.get(r["cache"], (0.0, ""))
-                per_cache[r["cache"]] = (rate + (r["allocs_per_s"] or 0), top or r["site"])
+            for site in sites["rows"]:
+                rate, top = per_cache.get(site["cache"], (0.0, ""))
+                per_cache[site["cache"]] = (rate + (site["allocs_per_s"] or 0), top or site["site"])
         tracing = bool(sites["sample"])
-        rows: list[dict[str, Any]] = []
+        rows: list[SlabRow] = []
         needle = opts.filter.lower()
         for name, r in st.slabs.items():
             if needle and needle not in name.lower():
@@ -353,7 +542,7 @@ class KernelView(View):
                     "top_site": top or None,
                 }
             )
-        key = opts.sort if opts.sort in SORT_KEYS else "total_bytes"
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "total_bytes")
         rows.sort(key=lambda r: r["name"], reverse=False)
         rows.sort(
             key=lambda r: (r[key] is not None, r[key] if r[key] is not None else 0), reverse=opts.reverse
@@ -362,12 +551,12 @@ class KernelView(View):
             rows.sort(key=lambda r: r["name"], reverse=opts.reverse)
         return rows
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> KernelDoc:
         st = state.get(KernelState)
         cache = opts.extra.get("cache")
         sites = self.sites(state, cache if isinstance(cache, str) and cache else None)
         total, n = st.slab_totals()
-        doc: dict[str, Any] = {
+        doc: KernelDoc = {
             **self.head(state),
             "breakdown": self.breakdown(st),
             "slab": {
@@ -384,12 +573,19 @@ class KernelView(View):
             "allocinfo": self.allocinfo(st),
         }
         if opts.section in SECTIONS:
-            keep = {"breakdown": "breakdown", "slabs": "rows", "sites": "sites", "pages": "pages"}
-            part = keep.get(opts.section, opts.section)
-            for k in ("breakdown", "rows", "sites", "pages", "vmalloc", "allocinfo"):
-                if k != part and k != "rows":
-                    doc.pop(k, None)
-            if part != "rows":
+            # a section keeps the slab summary, the rows' key (empty but for "slabs") and its part
+            part = opts.section
+            if part != "breakdown":
+                del doc["breakdown"]
+            if part != "sites":
+                del doc["sites"]
+            if part != "pages":
+                del doc["pages"]
+            if part != "vmalloc":
+                del doc["vmalloc"]
+            if part != "allocinfo":
+                del doc["allocinfo"]
+            if part != "slabs":
                 doc["rows"] = []
         return doc
 
@@ -397,7 +593,7 @@ class KernelView(View):
         return list(state.get(KernelState).history)
 
     # -- text -------------------------------------------------------------------------------------
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: KernelDoc) -> str:
         lines = [""]
         slab = doc.get("slab") or {}
         if slab.get("readable") is False:
@@ -463,9 +659,9 @@ class KernelView(View):
                 lines.append(
                     f"vmalloc by caller ({v['areas']} areas, {fmt.bytes_h(v['total_bytes'])}; /proc/vmallocinfo):"
                 )
-                for r in v["rows"][:10]:
+                for vr in v["rows"][:10]:
                     lines.append(
-                        f"  {r['caller']:<36} {r['kind'] or '-':<8} {r['areas']:>5} {fmt.bytes_h(r['bytes']):>8}"
+                        f"  {vr['caller']:<36} {vr['kind'] or '-':<8} {vr['areas']:>5} {fmt.bytes_h(vr['bytes']):>8}"
                     )
         a = doc.get("allocinfo")
         if a is not None:
@@ -479,9 +675,160 @@ class KernelView(View):
                     f"allocation profiling (/proc/allocinfo {a['version']}): {a['nsites']} call sites, "
                     f"{fmt.bytes_h(a['total_bytes'])}; {a['inaccurate']} not accurate"
                 )
-                for r in a["by_bytes"][:10]:
-                    mod = f" [{r['module']}]" if r["module"] else ""
+                for ar in a["by_bytes"][:10]:
+                    mod = f" [{ar['module']}]" if ar["module"] else ""
                     lines.append(
-                        f"  {fmt.bytes_h(r['bytes']):>8} {r['calls']:>8} {r['where']}{mod} {r['function']}"
+                        f"  {fmt.bytes_h(ar['bytes']):>8} {ar['calls']:>8} {ar['where']}{mod} {ar['function']}"
                     )
         return "\n".join(lines) + "\n"
+
+
+# -- the pane's sentences (the TUI draws them: memtop/ui/panes/kernel.py) -------------------------
+def summary(doc: KernelDoc, opts: Options) -> Sentence:
+    """What the status line says after the probes: the caches and their size, the sort, the
+    filter (``   312 caches 1.2G · sort SIZE ↓``)."""
+    t = Sentence()
+    slab = doc["slab"]
+    caches = slab["caches"]  # known whenever slabinfo was readable
+    if slab["readable"] and caches is not None:
+        t.add(f"   {fmt.plural(caches, 'cache')} {fmt.bytes_h(slab['total_bytes'])}")
+    label = next((c.label for c in KernelView.columns if c.key == opts.sort), opts.sort)
+    t.add(f" · sort {label} {'↓' if opts.reverse else '↑'}")
+    if opts.filter:
+        t.add(" · filter: ")
+        t.add(opts.filter, style="bold")
+    return t
+
+
+def detail_segments(doc: KernelDoc, mode: str) -> Sentence:
+    """The lines under the slab table for ``mode`` (sites, pages, vmalloc, allocinfo; the
+    breakdown's chart is the pane's own), after why slabinfo is unreadable when it is. One line
+    per figure, cut at the edge by the pane (wrapped lines took the rows of a small terminal)."""
+    t = Sentence()
+    slab = doc["slab"]
+    if slab["readable"] is False:
+        t.add(f"Slab caches: {slab['message']}", style="yellow")
+        if slab["hint"]:
+            t.add(f" — {slab['hint']}", style="italic")
+        t.add("\n")
+    if mode == "pages":
+        _pages_segments(doc, t)
+    elif mode == "vmalloc":
+        _vmalloc_segments(doc, t)
+    elif mode == "allocinfo":
+        _allocinfo_segments(doc, t)
+    elif mode == "sites":
+        _sites_segments(doc, t)
+    return t
+
+
+def cpu(cost: CostDoc) -> str:
+    """A tracer's measured share of one CPU, "-" before two reads or without run stats."""
+    v = cost["cpu_pct"]
+    return "-" if v is None else f"{v:.2f}%"
+
+
+def _sites_segments(doc: KernelDoc, t: Sentence) -> None:
+    s = doc["sites"]
+    if not s["sample"]:
+        t.add("Slab call sites: not traced. ", style="bold")
+        t.add("t traces every cache, Enter the selected one (sampled in kernel; t again stops)", style="dim")
+        return
+    c = s["cost"]
+    t.add(f"Call sites of {s['cache'] or 'every cache'}", style="bold")
+    # the cost line: what was hooked (and, before it is cut at 80 columns, why there is no net
+    # growth), then what those programs cost as the kernel measured it
+    t.add(
+        f"  {mode_label(s)}"
+        + ("" if s["frees_traced"] else f" · {s['frees_note']}")
+        + f" · 1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s"
+        f" · {cpu(c)} of a CPU"
+        + (f" ({c['ns_per_event']:.0f} ns/event)" if c["ns_per_event"] else "")
+        + (f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}" if s["frees_traced"] else "")
+        + (f" · dropped {s['dropped']}" if s["dropped"] else "")
+        + ("" if s["tracing"] else " · stopped"),
+        style="dim",
+    )
+    for r in s["rows"][: 2 if s["stacks"] else 4]:
+        t.add("\n")
+        t.add(f"{r['cache'][:22]:<22} ", style="cyan")
+        t.add(f"{r['site'][:34]:<34}")
+        t.add(f" {fmt.count_h(r['allocs_per_s']):>6}/s  {fmt.bytes_h(r['bytes_per_s'])}/s")
+        if s["frees_traced"]:
+            t.add(f"  net {fmt.count_h(r['net_per_s'])}/s  Σnet {fmt.count_h(r['net_objs'])}")
+        else:  # not measured: a dash, never a 0 (the cost line says why)
+            t.add("  net —", style="dim")
+        if s["stacks"]:  # its heaviest kernel stack: who called the call site
+            t.add("\n")
+            callers = r["stacks"][0]["frames"][1:] if r["stacks"] else []
+            t.add("  ↳ " + (" ← ".join(callers) if callers else "no stack yet"), style="dim")
+
+
+def _pages_segments(doc: KernelDoc, t: Sentence) -> None:
+    p = doc["pages"]
+    t.add("Free blocks by order", style="bold")
+    t.add("  (buddyinfo; unusable: share of free memory too fragmented for order 3 / 9)", style="dim")
+    for z in p["zones"]:
+        t.add("\n")
+        u = z["unusable"]
+        frag = " / ".join("-" if v is None else f"{v * 100:.0f}%" for v in u.values())
+        t.add(f"node {z['node']} {z['zone']:<7} {fmt.bytes_h(z['free_bytes']):>7} unusable {frag:<9} ")
+        t.add(" ".join(fmt.count_h(n) for n in z["free_blocks"]), style="dim")
+    pa = p["page_alloc"]
+    t.add("\n")
+    if pa["orders"] is None:
+        t.add("Page allocations by order: not counted (p counts them in kernel)", style="dim")
+    else:
+        c = pa["cost"]
+        t.add("Page allocs/s by order: ", style="bold")
+        t.add(" ".join(f"{o['order']}:{fmt.count_h(o['per_s'])}" for o in pa["orders"]))
+        t.add(
+            f"  ({fmt.count_h(c['events_per_s'])}/s, {cpu(c)} of a CPU)"
+            + ("" if pa["tracing"] else " stopped"),
+            style="dim",
+        )
+
+
+def _vmalloc_segments(doc: KernelDoc, t: Sentence) -> None:
+    v = doc["vmalloc"]
+    if v is None:
+        t.add("vmalloc: not read yet", style="dim")
+        return
+    if not v["readable"]:
+        t.add(f"vmalloc: {v['message']}", style="yellow")
+        return
+    t.add(f"vmalloc by caller: {v['areas']} areas, {fmt.bytes_h(v['total_bytes'])}", style="bold")
+    for r in v["rows"][:4]:
+        t.add("\n")
+        t.add(f"{fmt.bytes_h(r['bytes']):>8} {r['areas']:>5}  {(r['kind'] or '-'):<8} {r['caller']}")
+
+
+def _allocinfo_segments(doc: KernelDoc, t: Sentence) -> None:
+    a = doc["allocinfo"]
+    if a is None:
+        t.add("Allocation profiling: not read yet", style="dim")
+        return
+    if a["state"] != "on":
+        t.add(f"Allocation profiling: {a['state']}. ", style="bold yellow")
+        t.add(a["hint"] or "", style="dim")
+        return
+    if "by_bytes" not in a:
+        t.add("Allocation profiling: on; /proc/allocinfo not readable", style="yellow")
+        return
+    t.add(
+        f"Allocation profiling ({a['version']}): {a['nsites']} call sites hold {fmt.bytes_h(a['total_bytes'])}",
+        style="bold",
+    )
+    for r in a["by_bytes"][:4]:
+        t.add("\n")
+        grow = (
+            ""
+            if r["growth_bytes"] is None
+            else f" {'+' if r['growth_bytes'] > 0 else ''}{fmt.bytes_h(r['growth_bytes'])}"
+        )
+        mod = f" [{r['module']}]" if r["module"] else ""
+        t.add(
+            f"{fmt.bytes_h(r['bytes']):>8} {fmt.count_h(r['calls']):>6}{grow:>8}  {r['where']}{mod} {r['function']}"
+        )
+        if not r["accurate"]:
+            t.add(" (not accurate)", style="yellow")

@@ -9,27 +9,143 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt, leakcost, pprof
 from memtop.core.errors import MemtopError
 from memtop.records.leaks import AGE_BUCKETS_S, LEAK_CONFIDENCE, LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.views import Column, Options, View, render_table, status_notes, wall_offset_ns
+from memtop.views import Column, Head, Options, View, render_table, status_notes, wall_offset_ns
+from memtop.views.segments import Sentence
 
-SORT_KEYS = ("outstanding_bytes", "allocations", "growth_bytes_per_s")
-ROW_KEYS = (
-    "frames",
-    "outstanding_bytes",
-    "allocations",
-    "oldest_age_s",
-    "growth_bytes_per_s",
-    "estimate_error_pct",
-)
+#: what the pane sorts by (its b, c and g)
+SortKey = Literal["outstanding_bytes", "allocations", "growth_bytes_per_s"]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
+#: the text table's columns: fields of the table's rows (LeakTableRow)
+ColumnKey = Literal[
+    "outstanding_bytes", "allocations", "oldest_age_s", "growth_bytes_per_s", "site", "process"
+]
 
 
-def preflight_doc(pf: LeakPreflight | None) -> dict[str, Any] | None:
+class LeakRow(TypedDict):
+    """A (process, stack) row of the document (``rows[]``)."""
+
+    frames: list[str]
+    outstanding_bytes: int
+    allocations: int
+    oldest_age_s: float
+    growth_bytes_per_s: float
+    estimate_error_pct: float | None
+
+
+class LeakTableRow(LeakRow):
+    """A row as the pane, the text and the exports use it: the document's fields and the
+    internals the tree, the folded stacks and pprof need."""
+
+    pid: int
+    stack_id: int
+    comm: str
+    age_hist_bytes: list[int]
+    alloc_count: int
+    alloc_bytes: int
+    #: the allocating frame (the table's ALLOCATED AT)
+    site: str
+    #: the synthetic root frame, ``comm [pid N]``
+    process: str
+
+
+class LeakTargetDoc(TypedDict):
+    """A process asked for (``targets[]``)."""
+
+    pid: int
+    comm: str
+    state: str
+    message: str
+    allocator: str | None
+    symbols: list[str]
+    failed_symbols: list[str]
+    execs: int
+
+
+class PreflightDoc(TypedDict):
+    """The calls counted before tracing and what was decided (``preflight``)."""
+
+    pids: list[int]
+    state: str
+    message: str
+    allocator: str | None
+    window_s: float | None
+    allocation_calls_per_s: float | None
+    free_calls_per_s: float | None
+    calls_per_s: dict[str, float] | None
+    trap_ns: float | None
+    trap_measured: bool | None
+    program_ns: float | None
+    own_cost_cpu_s: float | None
+    exact_cost_cpu: float | None
+    sampled_cost_cpu: float | None
+    sample_bytes: int | None
+    proposal: str | None
+    decision: str | None
+    decided_by: str | None
+
+
+class FoundLeak(TypedDict):
+    """A stack reported as a leak on a budget (``budget.leaks[]``)."""
+
+    frames: list[str]
+    confidence: float
+    unresolved: int
+    unresolved_bytes: int
+    candidates: int
+    resolved: int
+    growing_since_s: float | None
+
+
+class BudgetDoc(TypedDict):
+    """Tracing in windows on a CPU budget (``budget``)."""
+
+    budget_pct: float
+    windows: int
+    slice_s: float
+    period_s: float
+    duty_pct: float | None
+    calls_per_s: float
+    cost_pct_of_core: float | None
+    own_cpu_s: float
+    target_cpu_s: float
+    elapsed_s: float
+    resolve_rate: float | None
+    candidates: int
+    aged_out: int
+    leaks: list[FoundLeak]
+
+
+class RateDoc(TypedDict):
+    """The traced programs' allocation rate and what tracing them costs (the document's
+    ``sample_bytes``, ``allocation_calls_per_s``, ``cost_pct_of_core``, ``proposal``)."""
+
+    sample_bytes: int | None
+    allocation_calls_per_s: float | None
+    cost_pct_of_core: float | None
+    proposal: str | None
+
+
+class LeaksDoc(Head, RateDoc):
+    """The Leaks pane's document (docs/panes/leaks.md)."""
+
+    pids: list[int]
+    targets: list[LeakTargetDoc]
+    estimates: bool
+    preflight: PreflightDoc | None
+    budget: BudgetDoc | None
+    lost: dict[str, int]
+    rows: list[LeakRow]
+
+
+def preflight_doc(pf: LeakPreflight | None) -> PreflightDoc | None:
     """The preflight as the document shows it: the rates counted, what tracing would cost at
     them (memtop.core.leakcost), the proposal and the decision; None when there was none."""
     if pf is None:
@@ -73,7 +189,7 @@ def preflight_doc(pf: LeakPreflight | None) -> dict[str, Any] | None:
     }
 
 
-def preflight_text(pf: dict[str, Any]) -> str:
+def preflight_text(pf: PreflightDoc) -> str:
     """The preflight in words: "pid 42 (glibc): malloc+free 1.2M/s counted for 1.00 s; exact
     tracing would cost ~3.4 CPU s/s; byte sampling (--sample-bytes 524288) ~0.9 CPU s/s …"."""
     pids = ", ".join(map(str, pf["pids"]))
@@ -109,7 +225,7 @@ def preflight_text(pf: dict[str, Any]) -> str:
     return line
 
 
-def budget_doc(state: State) -> dict[str, Any] | None:
+def budget_doc(state: State) -> BudgetDoc | None:
     """Tracing in windows on a CPU budget: the duty cycle, what it costs (memtop's CPU measured,
     the targets' estimated from the calls counted) and the stacks reported as leaks, the most
     confident first; None when not tracing on a budget."""
@@ -119,7 +235,7 @@ def budget_doc(state: State) -> dict[str, Any] | None:
         return None
     elapsed_s = b.elapsed_ns / 1e9
     cost = (b.own_cpu_ns + b.target_cpu_ns) / b.elapsed_ns if b.elapsed_ns else None
-    found: list[dict[str, Any]] = []
+    found: list[FoundLeak] = []
     for key, v in leaks.verdicts.items():
         if v.confidence < LEAK_CONFIDENCE:
             continue
@@ -160,7 +276,7 @@ def budget_doc(state: State) -> dict[str, Any] | None:
     }
 
 
-def budget_text(doc: dict[str, Any]) -> str:
+def budget_text(doc: BudgetDoc) -> str:
     """The budget in words, then each leak found with its confidence."""
     duty = f"{doc['duty_pct']:.1f} %" if doc["duty_pct"] is not None else "?"
     cost = f"{doc['cost_pct_of_core']:.2f} %" if doc["cost_pct_of_core"] is not None else "?"
@@ -184,6 +300,18 @@ def budget_text(doc: dict[str, Any]) -> str:
     return text
 
 
+def doc_row(row: LeakTableRow) -> LeakRow:
+    """The document's fields of a table row."""
+    return {
+        "frames": row["frames"],
+        "outstanding_bytes": row["outstanding_bytes"],
+        "allocations": row["allocations"],
+        "oldest_age_s": row["oldest_age_s"],
+        "growth_bytes_per_s": row["growth_bytes_per_s"],
+        "estimate_error_pct": row["estimate_error_pct"],
+    }
+
+
 def root_frame(comm: str, pid: int) -> str:
     return f"{comm} [pid {pid}]"
 
@@ -197,7 +325,7 @@ def growth_h(v: float) -> str:
     return ("+" if v > 0 else "-" if v < 0 else "") + fmt.bytes_h(abs(v)) + "/s"
 
 
-def matches(row: dict[str, Any], opts: Options) -> bool:
+def matches(row: LeakTableRow, opts: Options) -> bool:
     min_age = float(opts.extra.get("min_age_s", 0) or 0)
     min_bytes = int(opts.extra.get("min_bytes", 0) or 0)
     if min_age and row["oldest_age_s"] < min_age:
@@ -223,7 +351,7 @@ def estimate_h(v: float) -> str:
 
 
 #: the columns with byte sampling: bytes marked as estimates, counts named as samples
-SAMPLED_COLUMNS = {
+SAMPLED_COLUMNS: dict[str, Column[ColumnKey]] = {
     "outstanding_bytes": Column("outstanding_bytes", "~OUTSTANDING", estimate_h),
     "allocations": Column("allocations", "SAMPLES", fmt.count_h),
 }
@@ -234,14 +362,14 @@ def leaks_asked(state: State) -> bool:
     return bool(state.get(LeaksState).targets) or "leaks" in state.statuses
 
 
-class LeaksView(View):
+class LeaksView(View[LeaksDoc]):
     name = "leaks"
     title = "Leaks"
     order = 60
     probes = ("leaks", "leakrate")
     extra_formats = ("folded",)
     binary_formats = ("pprof",)
-    columns = (
+    columns: ClassVar[tuple[Column[ColumnKey], ...]] = (
         Column("outstanding_bytes", "OUTSTANDING", fmt.bytes_h),
         Column("allocations", "ALLOCS", fmt.count_h),
         Column("oldest_age_s", "OLDEST", fmt.age_h),
@@ -254,17 +382,17 @@ class LeaksView(View):
         # every outstanding allocation, the largest first; stacks with nothing outstanding hidden
         return Options(sort="outstanding_bytes", extra={"min_age_s": 0.0, "min_bytes": 1})
 
-    def rows(self, state: State, opts: Options) -> list[dict[str, Any]]:
+    def rows(self, state: State, opts: Options) -> list[LeakTableRow]:
         """Every (pid, stack) row with its internals (pid, stack id, age histogram), filtered and
         sorted; ``document`` keeps only the schema's keys."""
         leaks = state.get(LeaksState)
         sampled = sampling(state)
-        out: list[dict[str, Any]] = []
+        out: list[LeakTableRow] = []
         for (pid, sid), r in leaks.stacks.items():
             t = leaks.targets.get(pid)
             comm = t.comm if t else "?"
             rec = r.rec
-            row = {
+            row: LeakTableRow = {
                 "frames": list(rec.frames) + [root_frame(comm, pid)],
                 "outstanding_bytes": rec.outstanding_bytes,
                 "allocations": rec.outstanding_count,
@@ -285,17 +413,23 @@ class LeaksView(View):
             }
             if matches(row, opts):
                 out.append(row)
-        key = opts.sort if opts.sort in SORT_KEYS else "outstanding_bytes"
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "outstanding_bytes")
         out.sort(
             key=lambda row: (row[key], row["outstanding_bytes"], -row["pid"], -row["stack_id"]),
             reverse=opts.reverse,
         )
         return out
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> LeaksDoc:
         leaks = state.get(LeaksState)
+        head = self.head(state)
+        rate = self.rate(state)
         return {
-            **self.head(state),
+            "pane": head["pane"],
+            "source": head["source"],
+            "taken_at_ns": head["taken_at_ns"],
+            "taken_at": head["taken_at"],
+            "probes": head["probes"],
             "pids": sorted(leaks.targets),
             # every pid asked for, traced or not, and why not: a static binary or a Go program is
             # named with its reason, never an empty list
@@ -312,7 +446,10 @@ class LeaksView(View):
                 }
                 for _, t in sorted(leaks.targets.items())
             ],
-            **self.rate(state),
+            "sample_bytes": rate["sample_bytes"],
+            "allocation_calls_per_s": rate["allocation_calls_per_s"],
+            "cost_pct_of_core": rate["cost_pct_of_core"],
+            "proposal": rate["proposal"],
             # byte sampling: outstanding bytes are estimates and allocations count samples
             "estimates": sampling(state),
             # the calls counted before tracing, the expected cost, and what was decided
@@ -321,7 +458,7 @@ class LeaksView(View):
             "budget": budget_doc(state),
             # what the figures leave out: allocations not counted (full maps, failed stack walks)
             "lost": {what: n for (probe, what), n in sorted(state.lost.items()) if probe == "leaks"},
-            "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows(state, opts)],
+            "rows": [doc_row(row) for row in self.rows(state, opts)],
         }
 
     def text(self, state: State, opts: Options) -> str:
@@ -386,7 +523,7 @@ class LeaksView(View):
         return "\n".join(lines) + "\n"
 
     @staticmethod
-    def rate(state: State) -> dict[str, Any]:
+    def rate(state: State) -> RateDoc:
         """The traced programs' allocation rate, what tracing them costs at that rate in the mode
         they are traced in (memtop.core.leakcost's measured costs, each allocation taken with its
         free: bench/leaks_cost.py), and byte sampling proposed past a tenth of a core
@@ -502,3 +639,143 @@ def profile_frame(frame: str, pid: int, paths: dict[tuple[int, str], str]) -> pp
         line=int(m.group("line") or 0),
         module=paths.get((pid, module), ""),
     )
+
+
+# -- the pane's tree and its sentences (the TUI draws them: memtop/ui/panes/leaks.py) ----------
+#: the sort's name in the status line
+SORTS = {"outstanding_bytes": "bytes", "allocations": "count", "growth_bytes_per_s": "growth"}
+
+
+@dataclass
+class Agg:
+    name: str
+    outstanding_bytes: int = 0
+    allocations: int = 0
+    growth_bytes_per_s: float = 0.0
+    oldest_age_s: float = 0.0
+    age_hist_bytes: list[int] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)  # a leaf's full stack (innermost first)
+    children: dict[str, Agg] = field(default_factory=dict)
+
+    def add(self, row: LeakTableRow) -> None:
+        self.outstanding_bytes += row["outstanding_bytes"]
+        self.allocations += row["allocations"]
+        self.growth_bytes_per_s += row["growth_bytes_per_s"]
+        self.oldest_age_s = max(self.oldest_age_s, row["oldest_age_s"])
+        hist = row["age_hist_bytes"]
+        if len(self.age_hist_bytes) < len(hist):
+            self.age_hist_bytes += [0] * (len(hist) - len(self.age_hist_bytes))
+        for i, b in enumerate(hist):
+            self.age_hist_bytes[i] += b
+
+
+def build_tree(rows: list[LeakTableRow], inverted: bool) -> Agg:
+    root = Agg("")
+    for row in rows:
+        frames = row["frames"]
+        # top-down: process root first, then outermost frame ... allocation site
+        path = [frames[-1]] + list(frames[:-1]) if inverted else list(reversed(frames))
+        node = root
+        node.add(row)
+        for name in path:
+            node = node.children.setdefault(name, Agg(name))
+            node.add(row)
+        node.frames = list(frames)
+    return root
+
+
+def node_label(agg: Agg, sampled: bool = False) -> Sentence:
+    """A tree node's line: its figures, then its frame (untrusted: plain text, never markup)."""
+    t = Sentence()
+    shown = estimate_h(agg.outstanding_bytes) if sampled else fmt.bytes_h(agg.outstanding_bytes)
+    t.add(f"{shown:>8}", style="bold")
+    t.add(f" {fmt.count_h(agg.allocations):>6}", style="cyan")
+    g = agg.growth_bytes_per_s
+    t.add(f" {growth_h(g):>11}", style="red" if g > 0 else "dim")
+    t.add(f" {fmt.age_h(agg.oldest_age_s):>8}", style="yellow" if agg.oldest_age_s >= 60 else "")
+    t.add("  ")
+    t.add(agg.name)  # untrusted: plain text, never markup
+    return t
+
+
+def node_detail(agg: Agg, sampled: bool) -> Sentence:
+    """The line under the tree for the node under the cursor: its figures, its ages, its frames."""
+    t = Sentence()
+    amount = (
+        f"{estimate_h(agg.outstanding_bytes)} outstanding (estimated) in {agg.allocations} samples"
+        if sampled
+        else f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations"
+    )
+    t.add(
+        f"{amount} · "
+        f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
+        f"oldest {fmt.age_h(agg.oldest_age_s)}\n"
+    )
+    hist = agg.age_hist_bytes
+    if any(hist):
+        t.add("ages: ")
+        t.add(fmt.sparkline(hist, len(hist)), style="cyan")
+        t.add("  " + "  ".join(f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b))
+    if agg.frames:
+        t.add("\n")
+        t.add(" ← ".join(agg.frames[:6]), style="dim")
+    return t
+
+
+def status_segments(
+    state: State, rows: list[LeakTableRow], opts: Options, sampled: bool, inverted: bool
+) -> Sentence:
+    """What the status line says after the probes: how to ask for a target, each target's
+    state, what tracing costs, the budget and the leak it found, the stacks and bytes shown,
+    the sort, the filters; ``sampled``: byte sampling's figures, ``inverted``: the tree's `i`."""
+    leaks = state.get(LeaksState)
+    status = Sentence()
+    if not leaks.targets and state.probe_state("leaks") is None and leaks.preflight is None:
+        status.add(
+            "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
+        )
+    for t in leaks.targets.values():
+        status.add("  ")
+        style = {"tracing": "green", "exited": "bold yellow", "failed": "red"}.get(t.state, "dim")
+        status.add(f"pid {t.pid} ")
+        status.add(t.comm)
+        status.add(f" {t.state}", style=style)
+        if t.state == "exited":
+            status.add(" — target exited; showing its last figures", style="yellow")
+        elif t.state == "failed" and t.message:
+            status.add(f" — {t.message}", style="red")
+        if t.failed_symbols:
+            status.add(f" ({len(t.failed_symbols)} symbols not attached)", style="yellow")
+    # while tracing, what it costs at the rate the probe sees (the text and JSON say the same)
+    rate = LeaksView.rate(state)
+    if rate["allocation_calls_per_s"] is not None:
+        status.add(
+            f" · {fmt.count_h(rate['allocation_calls_per_s'])} allocs/s, ≈{rate['cost_pct_of_core']:.1f} % of a core"
+        )
+        if rate["proposal"]:
+            status.add(f" (over a tenth: --sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES})", style="yellow")
+    bd = budget_doc(state)
+    if bd is not None:  # tracing in windows: the duty cycle, the cost, the leaks found
+        cost = bd["cost_pct_of_core"]
+        status.add(
+            f" · budget {bd['budget_pct']:g} %: duty {bd['duty_pct'] or 0:.1f} %, cost "
+            + (f"{cost:.2f} %" if cost is not None else "?")
+            + " of a core",
+            style="yellow" if cost is not None and cost > bd["budget_pct"] else "",
+        )
+        for f in bd["leaks"][:1]:
+            status.add(f" · leak {100 * f['confidence']:.1f} % confident: ", style="bold red")
+            status.add(f["frames"][0])  # untrusted: plain text
+    total = sum(r["outstanding_bytes"] for r in rows)
+    shown = estimate_h(total) if sampled else fmt.bytes_h(total)
+    status.add(f"   {len(rows)} stacks, {shown} outstanding · sort {SORTS.get(opts.sort, 'bytes')}")
+    if opts.extra.get("min_age_s"):
+        status.add(f" · age ≥ {opts.extra['min_age_s']:g}s")
+    if opts.extra.get("min_bytes", 0) > 1:
+        status.add(f" · size ≥ {fmt.bytes_h(opts.extra['min_bytes'])}")
+    if opts.filter:
+        status.add(" · frame contains ")
+        status.add(opts.filter, style="bold")
+    if inverted:
+        status.add(" · inverted")
+    return status

@@ -13,6 +13,7 @@ from memtop.state.cgroups import CgroupsState
 from memtop.state.oom import FORECAST_NOTICE_S, SIGNAL_NAMES, Forecast, OomState, SignalKillRow
 from memtop.state.processes import ProcessesState
 from memtop.views import Column, Head, Options, View, measuring, wall_ns
+from memtop.views.segments import Sentence
 
 ADJ_UNKNOWN = -10000
 
@@ -182,7 +183,7 @@ def _adj(v: Any) -> str:
     return "?" if v is None else str(v)
 
 
-class OomView(View):
+class OomView(View[OomDoc]):
     name = "oom"
     title = "OOM kills"
     tab_title = "OOM"
@@ -292,11 +293,10 @@ class OomView(View):
         cgroups_read = bool(state.get(CgroupsState).rows) or not measuring(state, "cgroups")
         return oom_polled and cgroups_read
 
-    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-        events = doc.get("events", [])
-        return events if isinstance(events, list) else []
+    def table_rows(self, doc: OomDoc) -> list[Kill]:
+        return doc["events"]
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: OomDoc) -> str:
         lines = [""]
         for e in doc["events"]:
             extra = []
@@ -339,8 +339,8 @@ class OomView(View):
         if doc["killers"]:
             lines.append("")
             lines.append("Memory killers running, and the thresholds they kill at:")
-            for k in doc["killers"]:
-                lines.append("  " + killer_line(k))
+            for killer in doc["killers"]:
+                lines.append("  " + killer_line(killer))
         if doc["oomd"] is not None:
             lines.append("")
             lines.append(oomd_line(doc["oomd"]))
@@ -405,7 +405,7 @@ def _iso(ns: int | None) -> str | None:
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _at(e: dict[str, Any]) -> str:
+def _at(e: Kill) -> str:
     return f" (at {e['at']})" if e["at"] else ""
 
 
@@ -455,7 +455,7 @@ def _signal_kill(state: State, r: SignalKillRow) -> SignalKill:
     }
 
 
-def signal_kill_line(k: dict[str, Any]) -> str:
+def signal_kill_line(k: SignalKill) -> str:
     """``comm [pid] killed by earlyoom (memory killer) …`` or ``… killed by PID COMM``."""
     by = f"{k['sender_pid']} {k['sender_comm']}"
     who = f"by memory killer {k['killer']} ({by})" if k["killer"] else f"by {by}, not an OOM kill"
@@ -547,7 +547,7 @@ def _at_risk(state: State, f: Forecast) -> AtRisk:
     }
 
 
-def at_risk_line(r: dict[str, Any]) -> str:
+def at_risk_line(r: AtRisk) -> str:
     where = f"memcg {r['cgroup']}" if r["cgroup"] else "the machine (MemAvailable)"
     if not r["cgroup"] and r.get("killer", "kernel") != "kernel":
         where = f"the machine (MemAvailable to {r['killer']}'s {fmt.bytes_h(r['threshold_bytes'])})"
@@ -562,7 +562,7 @@ def at_risk_line(r: dict[str, Any]) -> str:
     return line
 
 
-def killer_line(k: dict[str, Any]) -> str:
+def killer_line(k: Killer) -> str:
     """``earlyoom [812]: MemAvailable <= 10.00% and SwapFree <= 10.00% (cmdline)``."""
     mem = f"{k['mem_percent']:.2f}%"
     if k["mem_kib"]:
@@ -574,3 +574,86 @@ def killer_line(k: dict[str, Any]) -> str:
     if k["pressure_percent"]:
         line += f"; a unit's memory pressure over {k['pressure_percent']:.2f}%"
     return line + f" (from {k['source']})"
+
+
+# -- the pane's sentences (the TUI draws them: memtop/ui/panes/oom.py) ----------------------------
+def status_segments(doc: OomDoc) -> Sentence:
+    """What the status line says after the probes: kills since start, before it, the cgroups'
+    own counters."""
+    t = Sentence()
+    if doc["total"] is not None:
+        t.add(f"   {fmt.plural(doc['total'], 'OOM kill')} since start")
+    if doc["before_start"]:
+        t.add(f", {doc['before_start']} before (kernel log)")
+    if doc["cgroups"]:
+        t.add(
+            "   cgroup counters: "
+            + ", ".join(f"{c['path']} {c['oom_kill']}" for c in doc["cgroups"][:3])
+            + (" …" if len(doc["cgroups"]) > 3 else "")
+        )
+    return t
+
+
+def signals_segments(doc: OomDoc) -> Sentence:
+    """The latest kills by a signal from another process, one a line (a killer's in yellow)."""
+    t = Sentence()
+    for i, k in enumerate(doc["signal_kills"][:8]):
+        if i:
+            t.add("\n")
+        t.add(signal_kill_line(k), style="yellow" if k["killer"] else "")
+    return t
+
+
+def risk_segments(doc: OomDoc) -> Sentence:
+    """Who is at risk (red when the exhaustion is near), then what systemd-oomd watches."""
+    t = Sentence()
+    for i, r in enumerate(doc["at_risk"][:5]):
+        if i:
+            t.add("\n")
+        soon = r["seconds_left"] is not None and r["seconds_left"] < doc["forecast_notice_s"]
+        t.add("at risk: " + at_risk_line(r), style="bold red" if soon else "dim")
+    if doc["oomd"] is not None:  # oomctl is installed: what systemd-oomd watches, or why unknown
+        if t:
+            t.add("\n")
+        t.add(oomd_line(doc["oomd"]), style="dim")
+    return t
+
+
+def kill_detail(e: Kill | None) -> Sentence:
+    """The kill under the cursor: who, why (which limit), what it held, the largest tasks then."""
+    t = Sentence()
+    if e is None:
+        t.add("No OOM kill since memtop started.", style="dim")
+        return t
+    t.add(f"{e['victim_comm']} [{e['victim_pid']}]", style="bold red")
+    t.add(f" killed ({e['scope']}")
+    if e["memcg"]:
+        t.add(f": the limit of {e['memcg']} fired")
+        if e["memcg_limit_bytes"] is not None:
+            t.add(
+                f", usage {fmt.bytes_h(e['memcg_usage_bytes'])} of {fmt.bytes_h(e['memcg_limit_bytes'])}"
+                f", failcnt {e['memcg_failcnt']}"
+            )
+    elif e["scope"] == "global":
+        t.add(": no cgroup limit, the machine ran out")
+    t.add(f"), triggered by {e['trigger_comm']} [{e['trigger_pid']}]")
+    if e["source"] == "kmsg":
+        t.add(" · before memtop started (kernel log" + (f", {e['at']})" if e["at"] else ")"), style="dim")
+    if e["cgroup"] and e["cgroup"] != e["memcg"]:
+        t.add(f" · victim in {e['cgroup']}")
+    t.add("\n")
+    t.add(
+        f"total_vm {fmt.bytes_h(e['total_vm_bytes'])}  anon {fmt.bytes_h(e['anon_rss_bytes'])}  "
+        f"file {fmt.bytes_h(e['file_rss_bytes'])}  shmem {fmt.bytes_h(e['shmem_rss_bytes'])}  "
+        f"page tables {fmt.bytes_h(e['pgtables_bytes'])}  uid {e['uid']}  "
+        f"oom_score_adj {'?' if e['oom_score_adj'] is None else e['oom_score_adj']}  "
+        f"load {' '.join(f'{v:.2f}' for v in e['loadavg'])}"
+    )
+    if e["top_tasks"]:
+        t.add(
+            "\nlargest tasks then: "
+            + ", ".join(f"{x['comm']} [{x['pid']}] {fmt.bytes_h(x['rss_bytes'])}" for x in e["top_tasks"])
+        )
+    if e["missing"]:
+        t.add("\nthis kernel did not say: " + ", ".join(e["missing"]), style="yellow")
+    return t

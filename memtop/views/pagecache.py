@@ -5,17 +5,18 @@ memory cgroups' page cache, and how much of the cache the list can see (``scope`
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.state import State
 from memtop.state.cgroups import CgroupRow, CgroupsState
 from memtop.state.host import HostState
 from memtop.state.pagecache import FileSeen, PagecacheState
-from memtop.views import Column, Options, View, measuring
+from memtop.views import Column, Head, Options, View, measuring
+from memtop.views.segments import Sentence, plain
 
-SORT_KEYS = (
+#: what the files table sorts by
+SortKey = Literal[
     "cached_bytes",
     "dirty_bytes",
     "recently_evicted_bytes",
@@ -23,7 +24,8 @@ SORT_KEYS = (
     "size_bytes",
     "added_per_s",
     "path",
-)
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 #: rows a document lists (after the filter and the sort); ``rows_total`` says how many matched
 MAX_ROWS = 500
 #: what the list can see, for the screen and the document
@@ -31,12 +33,126 @@ REACH = (
     "files a process holds open or maps, and files under --cache-path; files nobody has open"
     " are not listed, so the list is not all of the cache"
 )
-#: the refault counters of /proc/vmstat, by their names in the document
-REFAULTS = (
-    ("refault_file_per_s", "workingset_refault_file"),
-    ("activate_file_per_s", "workingset_activate_file"),
-    ("restore_file_per_s", "workingset_restore_file"),
-)
+
+
+#: the files table's columns
+RowKey = Literal[
+    "cached_bytes",
+    "cached_pct",
+    "dirty_bytes",
+    "writeback_bytes",
+    "recently_evicted_bytes",
+    "added_per_s",
+    "deleted_per_s",
+    "thrashing",
+    "size_bytes",
+    "holder_names",
+    "cgroup_label",
+    "path",
+]
+
+
+class Holder(TypedDict):
+    pid: int
+    comm: str
+
+
+class FileRow(TypedDict):
+    """A file in the cache (``rows[]``)."""
+
+    key: str
+    dev: int
+    ino: int
+    path: str
+    size_bytes: int
+    cached_bytes: int
+    cached_pct: float
+    dirty_bytes: int | None
+    writeback_bytes: int | None
+    evicted_bytes: int | None
+    recently_evicted_bytes: int | None
+    evicted_window_bytes: int
+    read_back_window_bytes: int
+    thrashing: bool
+    added_per_s: float | None
+    deleted_per_s: float | None
+    method: str
+    holders: list[Holder]
+    holder_names: str
+    under_path: bool
+    cgroup: str | None
+    cgroup_share: float | None
+    cgroup_sampled_pages: int
+    cgroup_why: str
+    cgroup_label: str | None
+
+
+class Scope(TypedDict):
+    """What the list can see (``scope``)."""
+
+    reach: str
+    method: str | None
+    paths: list[str]
+    processes: int | None
+    fds_seen: int | None
+    files_known: int | None
+    files_under_paths: int | None
+    truncated: bool
+    why: str
+
+
+class Totals(TypedDict):
+    listed_cached_bytes: int | None
+    listed_dirty_bytes: int | None
+    meminfo_cached_bytes: int | None
+    listed_share: float | None
+
+
+class PidActivity(TypedDict):
+    pid: int
+    comm: str
+    added_per_s: float
+    deleted_per_s: float
+
+
+class Activity(TypedDict):
+    """Pages added to and deleted from the cache (``activity``; the pagecache probe's)."""
+
+    added_per_s: float | None
+    deleted_per_s: float | None
+    pids: list[PidActivity]
+
+
+class Refaults(TypedDict):
+    refault_file_per_s: float | None
+    activate_file_per_s: float | None
+    restore_file_per_s: float | None
+
+
+class CgroupCache(TypedDict):
+    """One memory cgroup's page cache (``cgroups[]``; the Cgroups drill-in's ``page_cache``)."""
+
+    path: str
+    version: int
+    cache_bytes: int | None
+    active_file_bytes: int | None
+    inactive_file_bytes: int | None
+    dirty_bytes: int | None
+    writeback_bytes: int | None
+    refaults: int | None
+    refaults_per_s: float | None
+
+
+class PagecacheDoc(Head):
+    """The Page cache pane's document (docs/panes/pagecache.md)."""
+
+    scope: Scope
+    totals: Totals
+    rows_total: int
+    rows: list[FileRow]
+    activity: Activity
+    refaults: Refaults
+    cgroups: list[CgroupCache]
 
 
 def _pct(v: Any) -> str:
@@ -51,7 +167,7 @@ def _rate(v: Any) -> str:
     return fmt.count_h(v)
 
 
-class PagecacheView(View):
+class PagecacheView(View[PagecacheDoc]):
     name = "pagecache"
     title = "Page cache"
     tab_title = "Cache"
@@ -65,7 +181,7 @@ class PagecacheView(View):
         "pagecache",
         (("workingset_refault_file", "file refaults", "rate"), ("pgpgin", "paged in (KiB)", "rate")),
     )
-    columns = (
+    columns: ClassVar[tuple[Column[RowKey], ...]] = (
         Column("cached_bytes", "CACHED", fmt.bytes_h),
         Column("cached_pct", "%", _pct),
         Column("dirty_bytes", "DIRTY", fmt.bytes_h),
@@ -85,7 +201,7 @@ class PagecacheView(View):
     def default_options(self) -> Options:
         return Options(sort="cached_bytes", reverse=True)
 
-    def document(self, state: State, opts: Options) -> dict[str, Any]:
+    def document(self, state: State, opts: Options) -> PagecacheDoc:
         st = state.get(PagecacheState)
         host = state.get(HostState)
         listing = st.table is not None
@@ -148,8 +264,8 @@ class PagecacheView(View):
             "cgroups": cgroups(state),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
-        return "\n" + "\n".join(summary_lines(doc)) + "\n"
+    def text_extra(self, doc: PagecacheDoc) -> str:
+        return "\n" + plain(summary_segments(doc)) + "\n"
 
 
 def _row(
@@ -158,7 +274,7 @@ def _row(
     back: int,
     files_rate: dict[tuple[int, int], tuple[float, float]],
     traced: bool,
-) -> dict[str, Any]:
+) -> FileRow:
     r = seen.rec
     add, dele = files_rate.get((r.dev, r.ino), (0.0, 0.0)) if traced else (None, None)
     return {
@@ -202,9 +318,7 @@ def cgroup_label(cgroup: str, pages: int, sampled: int) -> str | None:
     return cgroup
 
 
-def _activity(
-    st: PagecacheState, pids_rate: dict[int, tuple[str, float, float]], traced: bool
-) -> dict[str, Any]:
+def _activity(st: PagecacheState, pids_rate: dict[int, tuple[str, float, float]], traced: bool) -> Activity:
     totals = st.totals_per_s() if traced else None
     procs = sorted(pids_rate.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))
     return {
@@ -219,26 +333,17 @@ def _activity(
     }
 
 
-def _refaults(host: HostState) -> dict[str, Any]:
+def _refaults(host: HostState) -> Refaults:
     have = bool(host.vmstat) and bool(host.vmstat_prev)
-    out: dict[str, Any] = {}
-    for field, counter in REFAULTS:
-        out[field] = round(host.vmstat_rate(counter), 3) if have and counter in host.vmstat else None
-    return out
 
+    def rate(counter: str) -> float | None:
+        return round(host.vmstat_rate(counter), 3) if have and counter in host.vmstat else None
 
-class CgroupCache(TypedDict):
-    """One memory cgroup's page cache (``cgroups[]``; the Cgroups drill-in's ``page_cache``)."""
-
-    path: str
-    version: int
-    cache_bytes: int | None
-    active_file_bytes: int | None
-    inactive_file_bytes: int | None
-    dirty_bytes: int | None
-    writeback_bytes: int | None
-    refaults: int | None
-    refaults_per_s: float | None
+    return {
+        "refault_file_per_s": rate("workingset_refault_file"),
+        "activate_file_per_s": rate("workingset_activate_file"),
+        "restore_file_per_s": rate("workingset_restore_file"),
+    }
 
 
 def cgroup_cache(path: str, row: CgroupRow) -> CgroupCache:
@@ -274,38 +379,37 @@ def cgroups(state: State) -> list[CgroupCache]:
     return out
 
 
-def summary_lines(doc: Mapping[str, Any]) -> list[str]:
-    """The pane's lines above its table (and the text snapshot's lines below it)."""
+def summary_segments(doc: PagecacheDoc) -> Sentence:
+    """The pane's lines above its table, and the text snapshot's lines below it (``plain``)."""
     t, sc, rf, ac = doc["totals"], doc["scope"], doc["refaults"], doc["activity"]
-    lines = []
+    lines = Sentence()
     listed = "-" if t["listed_cached_bytes"] is None else fmt.bytes_h(t["listed_cached_bytes"])
     cached = "-" if t["meminfo_cached_bytes"] is None else fmt.bytes_h(t["meminfo_cached_bytes"])
     share = f" ({t['listed_share'] * 100:.0f}%)" if t["listed_share"] is not None else ""
-    lines.append(
+    lines.add(
         f"listed files {listed}{share} of Cached {cached} · {doc['rows_total']} files"
         + (f" · method {sc['method']}" if sc["method"] else "")
     )
-    lines.append("scope: " + REACH + (f" ({sc['why']})" if sc["why"] else ""))
+    lines.add("\nscope: " + REACH + (f" ({sc['why']})" if sc["why"] else ""))
     if sc["method"] == "mincore":
-        lines.append("no cachestat(2) in this kernel (before 6.5): mincore, cached bytes only")
+        lines.add("\nno cachestat(2) in this kernel (before 6.5): mincore, cached bytes only")
     parts = []
-    for field, label in (
-        ("refault_file_per_s", "refaults"),
-        ("activate_file_per_s", "activate"),
-        ("restore_file_per_s", "restore"),
+    for v, label in (
+        (rf["refault_file_per_s"], "refaults"),
+        (rf["activate_file_per_s"], "activate"),
+        (rf["restore_file_per_s"], "restore"),
     ):
-        v = rf[field]
         parts.append(f"{label} {'-' if v is None else fmt.count_h(v)}/s")
     act = (
         f"added {fmt.count_h(ac['added_per_s'])}/s deleted {fmt.count_h(ac['deleted_per_s'])}/s pages"
         if ac["added_per_s"] is not None
         else "pages added/deleted: pagecache probe not measuring"
     )
-    lines.append("file " + " ".join(parts) + " · " + act)
+    lines.add("\nfile " + " ".join(parts) + " · " + act)
     return lines
 
 
-def cache_line(c: dict[str, Any]) -> str:
+def cache_line(c: CgroupCache) -> str:
     """A cgroup's page cache in one line (:func:`cgroup_cache`)."""
     rps = c["refaults_per_s"]
     return (
@@ -315,5 +419,38 @@ def cache_line(c: dict[str, Any]) -> str:
     )
 
 
-def cgroup_lines(doc: dict[str, Any], limit: int = 10) -> list[str]:
+def cgroup_lines(doc: PagecacheDoc, limit: int = 10) -> list[str]:
     return [f"{c['path']}: {cache_line(c)}" for c in doc["cgroups"][:limit]]
+
+
+# -- the pane's sentences (the TUI lays them out: memtop/ui/panes/pagecache.py) -------------------
+def status_segments(opts: Options) -> Sentence:
+    """What the status line says after the probes: the sort and the filter."""
+    t = Sentence()
+    label = next((c.label for c in PagecacheView.columns if c.key == opts.sort), opts.sort)
+    t.add(f"   sort {label or 'PATH'} {'↓' if opts.reverse else '↑'}")
+    if opts.filter:
+        t.add(" · filter: ")
+        t.add(opts.filter, style="bold")
+    return t
+
+
+def file_detail(doc: PagecacheDoc, row: FileRow | None, cgroups: int) -> Sentence:
+    """The box under the table: the file under the cursor (its size, evictions, who holds it),
+    then the first ``cgroups`` memory cgroups' page cache."""
+    t = Sentence()
+    if row is not None:
+        t.add(row["path"], style="bold")
+        t.add(
+            f"  size {fmt.bytes_h(row['size_bytes'])} · evicted {fmt.bytes_h(row['evicted_bytes'])}"
+            f" · in the last 30 s evicted {fmt.bytes_h(row['evicted_window_bytes'])},"
+            f" read back {fmt.bytes_h(row['read_back_window_bytes'])}"
+        )
+        t.add("\nheld by: " + (row["holder_names"] or "no process (under --cache-path)"))
+        t.add("\nmemory cgroup: " + (row["cgroup_label"] or f"- ({row['cgroup_why']})"))
+    lines = cgroup_lines(doc, cgroups)
+    if lines:
+        t.add("\nmemory cgroups' page cache:", style="bold")
+        for line in lines:
+            t.add("\n  " + line)
+    return t

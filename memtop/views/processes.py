@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from operator import itemgetter
-from typing import Any, ClassVar, Literal, NotRequired, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -118,22 +118,7 @@ class ProcessesDoc(Head):
     exited_between_shown: bool
 
 
-SORT_KEYS: tuple[SortKey, ...] = (
-    "pid",
-    "user",
-    "comm",
-    "rss_bytes",
-    "anon_bytes",
-    "file_bytes",
-    "shmem_bytes",
-    "swap_bytes",
-    "minor_faults_per_s",
-    "major_faults_per_s",
-    "reclaim_stall_ns",
-    "swapin_wait_ns",
-    "rss_growth_bytes_per_s",
-    "cgroup",
-)
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 
 
 def growth_h(bytes_per_s: float) -> str:
@@ -179,7 +164,7 @@ def matches(row: Mapping[str, object], needle: str) -> bool:
     )
 
 
-class ProcessesView(View):
+class ProcessesView(View[ProcessesDoc]):
     name = "processes"
     title = "Processes"
     order = 10
@@ -366,18 +351,19 @@ class ProcessesView(View):
             out += [Segment(" · filter: "), Segment(opts.filter, "bold")]
         return out
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: ProcessesDoc) -> str:
         exited: list[ExitedProcess] = doc["exited"]
         return "\n" + render_table(exited_title(doc), EXITED_COLUMNS, exited[:20])
 
-    def table_rows(self, doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def table_rows(self, doc: ProcessesDoc) -> list[Mapping[str, Any]]:
         """The table's rows, each keyed (``key``): grouped, each cgroup's line of totals (its
-        COMMAND the cgroup and its count of processes) before its processes."""
-        rows: list[dict[str, Any]] = doc["rows"]
-        groups: list[dict[str, Any]] | None = doc.get("groups")
+        COMMAND the cgroup and its count of processes) before its processes. Two shapes of row
+        in one table (a process's, a cgroup's totals), told apart by ``key``."""
+        rows = doc["rows"]
+        groups = doc.get("groups")
         if groups is None:
             return [dict(r, key=str(r["pid"])) for r in rows]
-        out: list[dict[str, Any]] = []
+        out: list[Mapping[str, Any]] = []
         at = 0
         for g in groups:
             # cut in the middle, as the Cgroups pane's tree: a long path widened COMMAND for every row

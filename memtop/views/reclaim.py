@@ -7,8 +7,8 @@ ring overflowed; the events list is a log of what reached user space: the kernel
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from collections.abc import Iterable
+from typing import ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -18,7 +18,7 @@ from memtop.state.base import log2_le
 from memtop.state.cgroups import CgroupsState
 from memtop.state.reclaim import PidRow, ReclaimState
 from memtop.views import Column, Head, Options, View, measuring, render_table, wall_offset_ns
-from memtop.views.segments import Segment
+from memtop.views.segments import Segment, Sentence
 from memtop.views.vmscan import render_hist
 
 #: the processes table's columns
@@ -36,7 +36,9 @@ RowKey = Literal[
 ]
 #: the recent episodes' columns
 EventKey = Literal["wall_ns", "pid", "comm", "kind", "latency_ns", "pages_reclaimed", "cgroup"]
-SORT_KEYS: tuple[RowKey, ...] = ("pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed")
+#: what the processes table sorts by
+SortKey = Literal["pid", "comm", "events", "total_ns", "max_ns", "avg_ns", "pages_reclaimed"]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 EVENTS_SHOWN = 200
 
 
@@ -57,6 +59,12 @@ class Episode(TypedDict):
     latency_ns: int
     pages_reclaimed: int
     cgroup: str | None
+
+
+class EpisodeRow(Episode):
+    """An episode as the pane's table lists it, keyed by its time and pid."""
+
+    key: str
 
 
 class ReclaimRow(TypedDict):
@@ -89,7 +97,7 @@ class ReclaimDoc(Head):
     events_per_s: dict[str, float]
 
 
-class ReclaimView(View):
+class ReclaimView(View[ReclaimDoc]):
     name = "reclaim"
     title = "Reclaim"
     order = 30
@@ -170,7 +178,7 @@ class ReclaimView(View):
             if (opts.pid is None or r.pid == opts.pid)
             and (opts.section not in RECLAIM_KINDS or r.by_kind.get(opts.section))
         ]
-        key: RowKey = next((k for k in SORT_KEYS if k == opts.sort), "total_ns")
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "total_ns")
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         head = self.head(state)
         if not measuring(state, "vmscan") and rs.totals is None:  # no stall seen is not "no stall"
@@ -226,7 +234,7 @@ class ReclaimView(View):
         out.append(Segment(f" · kind {opts.section or 'all'}"))
         return out
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: ReclaimDoc) -> str:
         out = ""
         for kind in RECLAIM_KINDS:
             buckets = [b for b in doc["histogram"] if b["kind"] == kind]
@@ -241,6 +249,16 @@ class ReclaimView(View):
         out += "\n\n"
         out += render_table("Recent episodes", self.event_columns, doc["events"][:EVENTS_SHOWN])
         return out
+
+
+def hist_title(doc: ReclaimDoc, kind: str) -> Sentence:
+    """A kind's histogram title line: its episodes since start and their rate, then a line break
+    (the TUI draws the histogram under it)."""
+    t = Sentence()
+    rate = doc["events_per_s"].get(kind, 0.0)
+    t.add(f"{kind} reclaim", style="bold")
+    t.add(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {fmt.count_h(rate)}/s\n")
+    return t
 
 
 def pid_row(r: PidRow, cgroup: str | None, kind: str | None) -> ReclaimRow:

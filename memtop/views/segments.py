@@ -5,6 +5,7 @@ here imports Rich or Textual. Style names are Rich style strings ("bold red").""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from memtop.state import State
 from memtop.views import View, no_reading_text
@@ -16,7 +17,21 @@ class Segment:
     style: str = ""
 
 
-def _alternative_shown(view: View, state: State, name: str) -> bool:
+class Sentence(list[Segment]):
+    """The segments of a pane's lines, built as a Rich Text is (``add(text, style)``) but without
+    Rich: the TUI draws them (memtop/ui/lines.py ``segments_text``), and :func:`plain` gives
+    their text. Lines are separated by "\\n" in a segment's text."""
+
+    def add(self, text: str, style: str = "") -> None:
+        self.append(Segment(text, style))
+
+
+def plain(segments: list[Segment]) -> str:
+    """The segments' text, without their styles (a text snapshot's line)."""
+    return "".join(seg.text for seg in segments)
+
+
+def _alternative_shown(view: View[Any], state: State, name: str) -> bool:
     """``name`` is one of a group of alternatives (View.alternatives) another of which the
     status line shows: the one running (or on its way, or failed), else the first with a
     state, else the group's first."""
@@ -29,7 +44,7 @@ def _alternative_shown(view: View, state: State, name: str) -> bool:
     return False
 
 
-def probe_line(view: View, state: State, *, quiet_when_absent: bool = False) -> list[Segment]:
+def probe_line(view: View[Any], state: State, *, quiet_when_absent: bool = False) -> list[Segment]:
     """A pane's status line: what feeds it and whether it is attached, erroring (since when, why,
     how often), failed (why, what to do), and what /proc/vmstat says while its probe is blind.
     ``quiet_when_absent``: its probes run only when asked, so not running is no news."""

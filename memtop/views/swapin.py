@@ -3,8 +3,7 @@ line (pswpin/pswpout rates, swap devices, zswap, PSI)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import ClassVar, Literal, TypedDict, get_args
 
 from memtop.core import fmt
 from memtop.linux import cgroupfs
@@ -16,6 +15,7 @@ from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Head, Options, View, measuring, render_table
+from memtop.views.segments import Sentence
 
 #: the table's columns
 RowKey = Literal[
@@ -140,7 +140,8 @@ class SwapinDoc(Head):
     system: SystemLine
 
 
-SORT_KEYS: tuple[RowKey, ...] = (
+#: what the table sorts by
+SortKey = Literal[
     "pid",
     "comm",
     "swapins",
@@ -149,7 +150,8 @@ SORT_KEYS: tuple[RowKey, ...] = (
     "wait_ns_avg",
     "wait_ns_max",
     "file_major_faults",
-)
+]
+SORT_KEYS: tuple[SortKey, ...] = get_args(SortKey)
 
 
 def histogram(counts: tuple[int, ...]) -> list[Bucket]:
@@ -183,7 +185,7 @@ def hist_lines(hist: list[Bucket]) -> list[tuple[str, int]]:
     return out
 
 
-class SwapinView(View):
+class SwapinView(View[SwapinDoc]):
     name = "swapin"
     title = "Swap-in waiters"
     tab_title = "Swap"  # nine tabs fit 80 columns unshortened (the pane is titled "Swap-in waiters")
@@ -241,7 +243,7 @@ class SwapinView(View):
             if opts.filter and opts.filter.lower() not in rec.comm.lower() and opts.filter != str(pid):
                 continue
             rows.append(row)
-        key: RowKey = next((k for k in SORT_KEYS if k == opts.sort), "wait_ns_total")
+        key: SortKey = next((k for k in SORT_KEYS if k == opts.sort), "wait_ns_total")
         rows.sort(key=lambda row: (row[key], row["pid"]), reverse=opts.reverse)
         hist = st.hist
         swap_counts: tuple[int, ...] = hist.swapin_counts if hist else ()
@@ -264,7 +266,7 @@ class SwapinView(View):
             "system": system_line(state),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: SwapinDoc) -> str:
         out = ["", "Swap-in wait (log2 ns)"]
         lines = hist_lines(doc["histogram"])
         most = max((c for _, c in lines), default=0)
@@ -437,6 +439,34 @@ def system_text(sysline: SystemLine) -> list[str]:
             f" ({used:.1f}%)  prio {d['priority']}"
         )
     return lines
+
+
+# -- the pane's sentences (the TUI lays them out: memtop/ui/panes/swapin.py) ----------------------
+def summary(doc: SwapinDoc, state: State, opts: Options) -> Sentence:
+    """What the status line says after the probes: processes, swap-ins and their wait, file
+    major faults (once the probe measures or has rows), the sort."""
+    t = Sentence()
+    st = state.get(SwapinState)
+    swapins, files, waited = st.totals()
+    label = next((c.label for c in SwapinView.columns if c.key == opts.sort), opts.sort)
+    if measuring(state, "swapin") or st.rows:
+        t.add(
+            f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · {fmt.count_h(swapins)} swap-ins"
+            f" waited {fmt.ns_h(waited)} · {fmt.count_h(files)} file major faults"
+        )
+    t.add(f" · sort {label} {'↓' if opts.reverse else '↑'}")
+    return t
+
+
+def hist_title(doc: SwapinDoc) -> Sentence:
+    """The wait histogram's title line, a line break before the histogram when there is one."""
+    t = Sentence()
+    t.add("Swap-in wait per fault", style="bold")
+    if doc["histogram"]:
+        t.add("\n")
+    else:
+        t.add("  no swap-in yet", style="dim")
+    return t
 
 
 __all__ = [

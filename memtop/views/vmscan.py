@@ -4,8 +4,8 @@ Totals are since memtop started (the probe attached); rates are per second over 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypedDict
+from collections.abc import Sequence
+from typing import ClassVar, Literal, TypedDict
 
 from memtop.core import fmt
 from memtop.state import State
@@ -13,6 +13,7 @@ from memtop.state.base import log2_le
 from memtop.state.host import HostState
 from memtop.state.vmscan import VmscanState
 from memtop.views import Column, Head, Options, View, measuring, render_table
+from memtop.views.segments import Sentence
 
 #: the origins table's columns
 OriginKey = Literal[
@@ -131,7 +132,7 @@ def kernel_section(sys_state: HostState) -> KernelView:
     }
 
 
-class VmscanView(View):
+class VmscanView(View[VmscanDoc]):
     name = "vmscan"
     title = "vmscan"
     order = 20
@@ -231,7 +232,7 @@ class VmscanView(View):
             "kernel": kernel_section(state.get(HostState)),
         }
 
-    def text_extra(self, doc: Mapping[str, Any]) -> str:
+    def text_extra(self, doc: VmscanDoc) -> str:
         k = doc["kernel"]
         r = k["rates"]
         lines = [
@@ -258,7 +259,7 @@ class VmscanView(View):
         return out
 
 
-def render_hist(buckets: list[dict[str, Any]], width: int = 40) -> str:
+def render_hist(buckets: Sequence[Bucket], width: int = 40) -> str:
     """A bcc-style log2 histogram: ``[lo, hi] count |****|``."""
     if not buckets:
         return "  (none)\n"
@@ -270,3 +271,57 @@ def render_hist(buckets: list[dict[str, Any]], width: int = 40) -> str:
         bar = "*" * max(1 if b["count"] else 0, round(width * b["count"] / peak))
         lines.append(f"  {fmt.ns_h(lo):>9} .. {fmt.ns_h(hi):<9} {b['count']:>8} |{bar:<{width}}|")
     return "\n".join(lines) + "\n"
+
+
+# -- the pane's sentences (the TUI lays them out: memtop/ui/panes/vmscan.py) ----------------------
+def status_segments(state: State) -> Sentence:
+    """What the status line says after the probe: that it has not read yet."""
+    t = Sentence()
+    if not state.get(VmscanState).has_data:
+        t.add("   waiting for the vmscan probe…", style="dim")
+    return t
+
+
+def kernel_parts(doc: VmscanDoc) -> list[tuple[str, str]]:
+    """The kernel's own figures as (bold label, text) parts, which the pane packs on as few lines
+    as its width allows: kswapd's and direct scanning, every reclaimer, thrashing, kswapd."""
+    k, r = doc["kernel"], doc["kernel"]["rates"]
+    parts = [
+        (
+            "kernel/s ",
+            f"pgscank {fmt.count_h(r['pgscan_kswapd_per_s'])}  pgscand {fmt.count_h(r['pgscan_direct_per_s'])}  "
+            f"pgsteal {fmt.count_h(r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s'])}  "
+            f"%vmeff {fmt.pct(k['vmeff_pct'])}",
+        ),
+        (
+            "all reclaimers ",
+            f"scan {fmt.count_h(r['pgscan_anon_per_s'] + r['pgscan_file_per_s'])}  "
+            f"steal {fmt.count_h(r['pgsteal_anon_per_s'] + r['pgsteal_file_per_s'])}  "
+            f"eff {fmt.pct(k['vmeff_all_pct'])}",
+        ),
+        (
+            "thrashing ",
+            f"refault/s anon {fmt.count_h(r['workingset_refault_anon_per_s'])} "
+            f"file {fmt.count_h(r['workingset_refault_file_per_s'])}  "
+            f"pswpin/s {fmt.count_h(r['pswpin_per_s'])}  pswpout/s {fmt.count_h(r['pswpout_per_s'])}",
+        ),
+        (
+            "kswapd ",
+            f"wakes {fmt.count(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
+            f"sleeps {fmt.count(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)",
+        ),
+    ]
+    return parts
+
+
+def compaction_segments(doc: VmscanDoc) -> Sentence:
+    """The compaction box: runs, time, kcompactd wakes and the latency histogram."""
+    c = doc["compaction"]
+    comp = Sentence()
+    comp.add("Compaction", style="bold")
+    comp.add(
+        f"  {fmt.count(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total,"
+        f" kcompactd wakes {fmt.count(c['kcompactd_wakes'])}\n"
+    )
+    comp.add(render_hist(c["histogram"], width=20))
+    return comp

@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from support import compile_c, memtop_cmd
 
 from memtop.probes.killreasons import earlyoom_reasons, journald_runs
-from memtop.views.oom import signal_kill_line
+from memtop.views.oom import SignalKill, signal_kill_line
 
 MiB = 1 << 20
 WAIT_S = 30.0  # a bound on waits for memtop or the kernel, never the thing asserted
@@ -163,7 +163,7 @@ def test_shell_kill_9_is_killed_by_bash_not_oom() -> None:
     assert k["victim_comm"] == "grower"
     assert abs(k["rss_bytes"] - rss) <= 0.1 * rss, (k["rss_bytes"], rss)
     assert not [e for e in doc["events"] if e["victim_pid"] == w.pid], "listed as an OOM kill"
-    assert signal_kill_line(k).startswith(
+    assert signal_kill_line(cast(SignalKill, k)).startswith(
         f"grower [{w.pid}] killed by {k['sender_pid']} bash, not an OOM kill"
     )
 
@@ -487,7 +487,7 @@ def test_systemd_oomd_cgroup_xattrs_are_the_reason() -> None:
     assert k["killer"] == "systemd-oomd" and [s["signal"] for s in k["signals"]] == ["SIGKILL"]
     assert k["reason"] == expected, k
     assert k["reason"].endswith(": user.oomd_ooms=1, user.oomd_kill=3")
-    assert f"systemd-oomd said: {expected}" in signal_kill_line(k)
+    assert f"systemd-oomd said: {expected}" in signal_kill_line(cast(SignalKill, k))
 
 
 @pytest.mark.bpf
@@ -505,7 +505,7 @@ def test_meta_oomd_trusted_xattrs_are_the_reason() -> None:
     assert k["reason"].endswith(
         f": trusted.oomd_ooms=2, trusted.oomd_kill=1, trusted.oomd_kill_uuid={uuid.decode()}"
     )
-    assert f"oomd said: {expected}" in signal_kill_line(k)
+    assert f"oomd said: {expected}" in signal_kill_line(cast(SignalKill, k))
 
 
 @pytest.mark.bpf

@@ -26,7 +26,7 @@ from memtop.state import State
 from memtop.state.leaks import LeaksState
 from memtop.stream.bridge import now_ns
 from memtop.views import Options
-from memtop.views.leaks import LeaksView
+from memtop.views.leaks import LeaksView, LeakTableRow
 
 LEAK_RATE = 4096 * 100  # leaky.c: 4 KiB every 10 ms
 
@@ -35,7 +35,7 @@ def tick(probe: Probe, state: State) -> None:
     state.apply(Batch(now_ns(), tuple(probe.poll())))
 
 
-def rows_with(rows: list[dict[str, Any]], func: str) -> list[dict[str, Any]]:
+def rows_with(rows: list[LeakTableRow], func: str) -> list[LeakTableRow]:
     return [r for r in rows if any(f.startswith(func + "+") for f in r["frames"])]
 
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support import Leaker
@@ -26,7 +25,7 @@ from memtop.records import Batch
 from memtop.state import State
 from memtop.stream.bridge import now_ns
 from memtop.views import Options
-from memtop.views.leaks import LeaksView
+from memtop.views.leaks import LeaksView, LeakTableRow
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 BIN = Path(tempfile.gettempdir()) / "memtop-test-bin"
@@ -259,7 +258,7 @@ def test_an_exec_under_tracing_traces_the_new_image_and_drops_the_old() -> None:
         assert t.message.startswith("exec'd (was glibc; ") and "jemalloc: " in t.message, t.message
         _, leaked_bytes, leaked_count = lines("leaked", 2)[1].split()
 
-        def leak_rows() -> list[dict[str, Any]]:
+        def leak_rows() -> list[LeakTableRow]:
             tick()
             rows = view.rows(state, Options())
             return [r for r in rows if any(f.startswith("leak_here+") for f in r["frames"][:2])]

@@ -6,7 +6,6 @@ the stack's top, the frame-pointer chain followed inside it): each allocation mu
 from __future__ import annotations
 
 import subprocess
-from typing import Any
 
 import pytest
 from support import case_lines, compile_c
@@ -15,14 +14,14 @@ from memtop.records import Batch
 from memtop.state import State
 from memtop.stream.bridge import now_ns
 from memtop.views import Options
-from memtop.views.leaks import LeaksView
+from memtop.views.leaks import LeaksView, LeakTableRow
 
 CASES = ("sw_shallow", "sw_deep_leak", "sw_thread_leak", "sw_edge_leak")
 
 
 def under_both_walks(
     binary: str, cflags: list[str]
-) -> tuple[dict[str, tuple[int, int]], dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+) -> tuple[dict[str, tuple[int, int]], dict[str, list[LeakTableRow]], dict[str, dict[str, int]]]:
     """Run a workload with the own walk and the kernel's attached at once: its case lines, each
     walk's leak rows, and each probe's counters."""
     from memtop.probes.leaks import LeaksProbe
@@ -52,7 +51,7 @@ def under_both_walks(
     return cases, {k: LeaksView().rows(st, Options()) for k, st in states.items()}, counters
 
 
-def leak_rows(rows: dict[str, list[dict[str, Any]]], name: str) -> dict[str, dict[str, Any]]:
+def leak_rows(rows: dict[str, list[LeakTableRow]], name: str) -> dict[str, LeakTableRow]:
     """Each walk's one row whose innermost frame is ``name``."""
     got = {}
     for k, walk in rows.items():

@@ -10,11 +10,14 @@ from support import FakeSource
 from support.ui import drive, settle
 from textual.widgets import DataTable, Static
 
+from memtop.headless.snapshots import render
 from memtop.records import Batch, ProbeStatus
 from memtop.records.host import MemInfo
 from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
 from memtop.ui.app import MemtopApp
 from memtop.ui.screens import DrillScreen
+from memtop.views.pagecache import PagecacheView, summary_segments
+from memtop.views.segments import plain
 
 S = 10**9
 MiB = 1 << 20
@@ -119,3 +122,17 @@ async def test_sorts_filter_scope_thrash_and_drill_in() -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, DrillScreen) and 4242 in source.focused
+
+
+async def test_the_summary_is_one_set_of_segments_for_the_pane_and_the_text() -> None:
+    """The lines above the table are built once, as the view's segments: the pane draws them and
+    the text snapshot writes their text, so the two say the same thing (issue 36: one presenter)."""
+    app = MemtopApp(FakeSource(list(BATCHES)), interval_s=1.0, initial_pane="pagecache")
+    async with app.run_test(size=(200, 40)) as pilot:
+        await drive(app, pilot, ticks=2)
+        view = PagecacheView()
+        doc = view.document(app.state, view.default_options())
+        lines = plain(summary_segments(doc))
+        assert "listed files 85.0M (8%) of Cached 1.0G" in lines
+        assert shown(app, "#pagecache-summary") == lines
+        assert f"\n{lines}\n" in render(view, app.state, view.default_options(), "txt")

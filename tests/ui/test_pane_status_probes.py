@@ -3,6 +3,8 @@ no other: the panes keep no list of their own."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memtop.probes.registry import PROBES
@@ -29,7 +31,7 @@ def test_status_line_names_the_views_probes(name: str) -> None:
 
 
 def test_status_line_follows_the_view(monkeypatch: pytest.MonkeyPatch) -> None:
-    view: type[View] = views()["vmscan"]
+    view: type[View[Any]] = views()["vmscan"]
     monkeypatch.setattr(view, "probes", ("oom", "swapinfo"))
     pane = pane_class("vmscan")()
     assert named(pane.status_text(every_probe_attached()).plain) == ["oom", "swapinfo"]

@@ -15,8 +15,9 @@ from memtop.probes.pagecache import PagecacheinfoProbe
 from memtop.records import Batch, ProbeStatus
 from memtop.records.pagecache import CachedFile
 from memtop.state import State
-from memtop.views import Options, get_view
-from memtop.views.pagecache import summary_lines
+from memtop.views import Options
+from memtop.views.pagecache import PagecacheView, summary_segments
+from memtop.views.segments import plain
 
 
 def no_cachestat(fd: int) -> tuple[int, int, int, int, int]:
@@ -37,8 +38,8 @@ def test_enosys_falls_back_to_mincore_and_says_so(tmp_path: Path, monkeypatch: p
     assert mine.dirty_bytes is None and mine.recently_evicted_bytes is None
     state = State(mode="bpf")
     state.apply(Batch(1, (ProbeStatus("pagecacheinfo", "attached"), *recs)))
-    doc = get_view("pagecache").document(state, Options())
+    doc = PagecacheView().document(state, Options())
     assert doc["scope"]["method"] == "mincore"
     row = next(r for r in doc["rows"] if r["path"] == str(p))
     assert row["dirty_bytes"] is None and row["evicted_bytes"] is None
-    assert any("no cachestat(2)" in line for line in summary_lines(doc))
+    assert "no cachestat(2)" in plain(summary_segments(doc))

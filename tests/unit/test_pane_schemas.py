@@ -29,7 +29,7 @@ from memtop.state.swapin import SwapinState
 from memtop.state.vmscan import VmscanState
 from memtop.stream.recfile import Recording
 from memtop.views import Options, views
-from memtop.views.process import SECTIONS
+from memtop.views.process import SECTION_COLUMNS, SECTION_DOCS, SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 PANES_DOCS = ROOT / "docs" / "panes"
@@ -239,7 +239,7 @@ def documents(name: str, section: str) -> list[Mapping[str, Any]]:
 
 
 def cases() -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
     for name in views():
         out += [(name, s) for s in SECTIONS] if name == "process" else [(name, "")]
     return out
@@ -299,6 +299,9 @@ def typed_field(hint: Any, schema: Schema, path: str) -> Schema:
         if typing.is_typeddict(item):
             return {path: "list[object]", **typed_fields(item, schema, f"{path}[]")}
         return {path: f"list[{typed_field(item, schema, path)[path]}]"}
+    if origin is typing.Literal:  # a tag (the drill-in's ``section``): the type of its values
+        (kind,) = {type(v) for v in typing.get_args(hint)}
+        return {path: SCALAR_NAMES[kind]}
     if origin is dict:
         _, value = typing.get_args(hint)
         placeholder = placeholders(schema).get(path)
@@ -335,11 +338,40 @@ def test_documented_fields_are_the_document_type(name: str) -> None:
 
 def test_column_keys_are_fields_of_the_rows() -> None:
     """A typed pane's columns are keyed by a Literal of the fields of the rows its table lists
-    (one of the document's lists: ``rows``, the OOM pane's ``events``)."""
+    (one of the document's lists: ``rows``, the OOM pane's ``events``; or the rows a view's
+    ``rows`` gives its table, the Leaks pane's, a document row with the tree's internals)."""
     for name in typed_views():
         view = views()[name]
         hints = typing.get_type_hints(typing.get_type_hints(view.document)["return"])
+        table = getattr(view, "rows", None)
+        if table is not None:
+            hints["<table>"] = typing.get_type_hints(table)["return"]
         lists = [typing.get_args(h)[0] for h in hints.values() if typing.get_origin(h) is list]
         row_fields = [set(typing.get_type_hints(t)) for t in lists if typing.is_typeddict(t)]
         keys = {c.key for c in view.columns}
         assert any(keys <= fields for fields in row_fields), name
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_the_drill_ins_sections_are_their_types(section: str) -> None:
+    """The drill-in's document is one TypedDict per section: each is what the page's "every
+    section" table and the section's own table document, and its table's columns are fields of
+    its rows."""
+    tables = schema_tables(PANES_DOCS / "process.md")
+    schema = dict(tables["every section"], **tables[section])
+    typed = typed_fields(SECTION_DOCS[section], schema)
+    assert set(typed) - set(schema) == set(), f"docs/panes/process.md lacks these fields of {section}'s type"
+    assert set(schema) - set(typed) == set(), f"docs/panes/process.md documents fields {section}'s type lacks"
+    wrong = {f: (schema[f], t) for f, t in typed.items() if schema[f] != t}
+    assert not wrong, f"docs/panes/process.md: documented types are not {section}'s type's"
+    (row,) = typing.get_args(typing.get_type_hints(SECTION_DOCS[section])["rows"])
+    assert {c.key for c in SECTION_COLUMNS[section]} <= set(typing.get_type_hints(row)), section
+
+
+def test_the_drill_in_returns_its_sections_types() -> None:
+    """``document`` is declared to return the union of the sections' types, and each section's
+    document is tagged by its ``section``."""
+    union = typing.get_type_hints(views()["process"].document)["return"]
+    assert set(typing.get_args(union)) == set(SECTION_DOCS.values())
+    for section, td in SECTION_DOCS.items():
+        assert typing.get_args(typing.get_type_hints(td)["section"]) == (section,)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,7 +106,7 @@ def test_doctor_follows_a_changed_declaration(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(VmscanView, "probes", ("procfs",))
     monkeypatch.setattr(View, "registry", {**View.registry})  # a pane declaring the oom probe too
 
-    class OomTwin(View):
+    class OomTwin(View[Any]):
         name = "oomtwin"
         probes = ("oom",)
 

@@ -26,6 +26,9 @@ from memtop.views import Column, Options, View, get_view, stale_probes
 from memtop.views.layout import Fit, cut, fit_columns, measured_widths
 from memtop.views.segments import probe_line
 
+#: a computed column's cell: what it shows for a row (fill_table's ``extra``)
+Cell = Callable[[Mapping[str, Any]], object]
+
 
 class DrillIn(Message):
     """Ask the app to open the process drill-in screen for ``pid`` (Enter on any pid row)."""
@@ -80,7 +83,7 @@ class Pane(Vertical):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.view: View = get_view(self.view_name)
+        self.view: View[Any] = get_view(self.view_name)
         self.opts = self.view.default_options()
 
     @property
@@ -162,7 +165,7 @@ def fill_table(
     columns: tuple[Column[str], ...],
     rows: Sequence[Mapping[str, Any]],
     key: str,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Cell] | None = None,
     extra_same: Callable[[Mapping[str, Any]], bool] | None = None,
     sort: tuple[str, bool] | None = None,
     edits: int | None = None,
@@ -230,7 +233,7 @@ def _fit(
     table: DataTable[Any],
     columns: tuple[Column[str], ...],
     rows: Sequence[Mapping[str, Any]],
-    extra: dict[str, Any],
+    extra: dict[str, Cell],
     extra_priority: int,
     sort: tuple[str, bool] | None,
 ) -> Fit:
@@ -267,7 +270,7 @@ class _Filler:
         self,
         table: DataTable[Any],
         columns: tuple[Column[str], ...],
-        extra: dict[str, Any],
+        extra: dict[str, Cell],
         extra_same: Callable[[Mapping[str, Any]], bool] | None,
         memo: TableMemo,
         cut_to: dict[str, int],

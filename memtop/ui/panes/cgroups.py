@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from memtop.core import fmt
 from memtop.state import State
 from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.cgroups import SORT_KEYS, CgroupsView
+from memtop.views.cgroups import SORT_KEYS, CgroupRowDoc, CgroupsView, row_detail
 
 
 class CgroupsPane(FilterablePane, SortableTablePane):
@@ -46,7 +44,7 @@ class CgroupsPane(FilterablePane, SortableTablePane):
         super().__init__(**kwargs)
         self.opts.extra.setdefault("collapsed", [])
         self.opts.extra.setdefault("depth", 0)
-        self._rows: dict[str, dict[str, Any]] = {}
+        self._rows: dict[str, CgroupRowDoc] = {}
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="cgroups-status", classes="pane-status")
@@ -55,8 +53,8 @@ class CgroupsPane(FilterablePane, SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
-        doc = self.view.document(state, self.opts)
         assert isinstance(self.view, CgroupsView)
+        doc = self.view.document(state, self.opts)
         status = segments_text(self.view.summary(doc, self.opts), self.status_text(state))
         show_text(self.query_one("#cgroups-status", StatusLine), status)
         self._rows = {r["path"]: r for r in doc["rows"]}
@@ -71,72 +69,14 @@ class CgroupsPane(FilterablePane, SortableTablePane):
         )
         self._detail()
 
-    def selected(self) -> dict[str, Any] | None:
+    def selected(self) -> CgroupRowDoc | None:
         table = self.table()
         key = cursor_key(table)
         return None if key is None else self._rows.get(key)
 
     def _detail(self) -> None:
         box = self.query_one("#cgroups-detail", Static)
-        r = self.selected()
-        if r is None:
-            show_text(box, Text("No cgroup: the cgroups probe has not read any yet.", style="dim"))
-            return
-        t = Text()
-        t.append(r["path"], style="bold")
-        if r["container"]:
-            c = r["container"]
-            t.append(f"  {c['runtime']} {c['id'][:12]}")
-            if c["name"]:
-                t.append(f" {c['name']}")
-            if c["pod"] or c["pod_uid"]:
-                t.append(f"  pod {c['pod'] or c['pod_uid']}")
-        elif r["unit"]:
-            t.append(f"  unit {r['unit']}")
-        t.append("\n")
-        parts = [f"usage {fmt.bytes_h(r['usage_bytes'])}"]
-        if r["limit_bytes"] is not None:
-            parts.append(f"limit {fmt.bytes_h(r['limit_bytes'])}")
-        for key, label in (("high_bytes", "high"), ("low_bytes", "low"), ("soft_limit_bytes", "soft limit")):
-            if r[key] is not None:
-                parts.append(f"{label} {fmt.bytes_h(r[key])}")
-        parts.append(f"working set {fmt.bytes_h(r['working_set_bytes'])}")
-        if r["needed_bytes"] is not None:  # anon + active file + what is touched again (docs)
-            parts.append(
-                f"needed {fmt.bytes_h(r['needed_bytes'])} cold {fmt.bytes_h(r['cold_bytes'])}"
-                + (" (lru_gen)" if r["needed_source"] == "lru_gen" else "")  # MGLRU's page ages
-            )
-            if r["thrashing"]:
-                parts.append("THRASHING: refaults high, needed over the limit")
-        if r["swap_bytes"] is not None:
-            parts.append(f"swap {fmt.bytes_h(r['swap_bytes'])}")
-        if r["events"]:
-            parts.append("events " + " ".join(f"{k} {v}" for k, v in r["events"].items()))
-        if r["psi_some_total_us"] is not None:
-            parts.append(
-                f"PSI some {fmt.ns_h(r['psi_some_total_us'] * 1000)} full {fmt.ns_h(r['psi_full_total_us'] * 1000)} total"
-            )
-        t.append("  ".join(parts))
-        stat = r["stat"]
-        if stat:
-            t.append("\n")
-            t.append(
-                "  ".join(
-                    f"{k} {fmt.bytes_h(stat[k])}"
-                    for k in ("anon", "file", "kernel", "slab", "shmem", "sock", "dirty", "writeback")
-                    if k in stat
-                ),
-                style="dim",
-            )
-        if "zswapped" in stat:  # v2 only: its swap held compressed in RAM, not on disk
-            t.append("\n")
-            t.append(
-                f"zswap {fmt.bytes_h(stat['zswapped'])} in {fmt.bytes_h(stat.get('zswap', 0))}"
-                f"  in {fmt.count_h(stat.get('zswpin', 0))} out {fmt.count_h(stat.get('zswpout', 0))}"
-                f" written back {fmt.count_h(stat.get('zswpwb', 0))} pages",
-                style="dim",
-            )
-        show_text(box, t)
+        show_text(box, segments_text(row_detail(self.selected())))
 
     # -- actions ----------------------------------------------------------------------------------
     def _collapsed(self) -> list[str]:

@@ -9,7 +9,6 @@ pressing the key again, or leaving the pane, detaches them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -22,11 +21,20 @@ from memtop.core import fmt
 from memtop.state import State
 from memtop.state.kernel import KernelState
 from memtop.stream.source import Source
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import FilterablePane, SortableTablePane, StatusLine, cursor_key, fill_table
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
-from memtop.views.kernel import SLAB_TRACERS, SORT_KEYS, mode_label
+from memtop.views.kernel import (
+    SLAB_TRACERS,
+    SORT_KEYS,
+    BreakdownLine,
+    KernelDoc,
+    KernelView,
+    SlabRow,
+    detail_segments,
+    summary,
+)
 
 #: the lines below the table, in the order `v` cycles them
 MODES = ("sites", "pages", "vmalloc", "allocinfo", "breakdown")
@@ -52,13 +60,7 @@ COLOURS = {
 }
 
 
-def cpu(cost: dict[str, Any]) -> str:
-    """A tracer's measured share of one CPU, "-" before two reads or without run stats."""
-    v = cost.get("cpu_pct")
-    return "-" if v is None else f"{v:.2f}%"
-
-
-def stacked_bar(lines: list[dict[str, Any]], width: int) -> Text:
+def stacked_bar(lines: list[BreakdownLine], width: int) -> Text:
     """MemTotal as one row of ``width`` cells, each line its share in its colour (free dim)."""
     t = Text(no_wrap=True, overflow="crop")
     total = sum(max(0, ln["bytes"]) for ln in lines) or 1
@@ -134,9 +136,9 @@ class KernelPane(FilterablePane, SortableTablePane):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mode = "sites"
-        self._rows: dict[str, dict[str, Any]] = {}
+        self._rows: dict[str, SlabRow] = {}
         self._tracing: set[str] = set()
-        self._doc: Mapping[str, Any] | None = None
+        self._doc: KernelDoc | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="kernel-status", classes="pane-status")
@@ -147,17 +149,10 @@ class KernelPane(FilterablePane, SortableTablePane):
     # -- drawing ----------------------------------------------------------------------------------
     def refresh_from(self, state: State) -> None:
         self._state = state
+        assert isinstance(self.view, KernelView)
         doc = self.view.document(state, self.opts)
         self._doc = doc
-        status = self.status_text(state)
-        slab = doc["slab"]
-        if slab["readable"]:
-            status.append(f"   {fmt.plural(slab['caches'], 'cache')} {fmt.bytes_h(slab['total_bytes'])}")
-        label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
-        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
-        if self.opts.filter:
-            status.append(" · filter: ")
-            status.append(self.opts.filter, style="bold")
+        status = segments_text(summary(doc, self.opts), self.status_text(state))
         show_text(self.query_one("#kernel-status", StatusLine), status)
         self._breakdown(doc)
         # unreadable slabinfo: no rows (not zeros), and the lines below say why
@@ -172,7 +167,7 @@ class KernelPane(FilterablePane, SortableTablePane):
         )
         self._detail(doc, state)
 
-    def _breakdown(self, doc: Mapping[str, Any]) -> None:
+    def _breakdown(self, doc: KernelDoc) -> None:
         box = self.query_one("#kernel-breakdown", Static)
         b = doc["breakdown"]
         if b is None:
@@ -195,138 +190,20 @@ class KernelPane(FilterablePane, SortableTablePane):
         t.append_text(legend)
         show_text(box, t)
 
-    def selected(self) -> dict[str, Any] | None:
+    def selected(self) -> SlabRow | None:
         table = self.table()
         key = cursor_key(table)
         return None if key is None else self._rows.get(key)
 
-    def _detail(self, doc: Mapping[str, Any], state: State) -> None:
+    def _detail(self, doc: KernelDoc, state: State) -> None:
         box = self.query_one("#kernel-detail", Static)
-        slab = doc["slab"]
-        # one line per figure, cut at the edge (wrapped lines took the rows of a small terminal)
-        t = Text(no_wrap=True, overflow="ellipsis")
-        if slab["readable"] is False:
-            t.append(f"Slab caches: {slab['message']}", style="yellow")
-            if slab["hint"]:
-                t.append(f" — {slab['hint']}", style="italic")
-            t.append("\n")
+        # the view's lines for the mode (the breakdown's chart is drawn here: it is a picture)
+        t = segments_line(detail_segments(doc, self.mode if self.mode in MODES[:-1] else ""))
         if self.mode == "breakdown":
             self._history(state, doc, t)
-        elif self.mode == "pages":
-            self._pages(doc, t)
-        elif self.mode == "vmalloc":
-            self._vmalloc(doc, t)
-        elif self.mode == "allocinfo":
-            self._allocinfo(doc, t)
-        else:
-            self._sites(doc, t)
         show_text(box, t)
 
-    def _sites(self, doc: Mapping[str, Any], t: Text) -> None:
-        s = doc["sites"]
-        if not s["sample"]:
-            t.append("Slab call sites: not traced. ", style="bold")
-            t.append(
-                "t traces every cache, Enter the selected one (sampled in kernel; t again stops)", style="dim"
-            )
-            return
-        c = s["cost"]
-        t.append(f"Call sites of {s['cache'] or 'every cache'}", style="bold")
-        # the cost line: what was hooked (and, before it is cut at 80 columns, why there is no net
-        # growth), then what those programs cost as the kernel measured it
-        t.append(
-            f"  {mode_label(s)}"
-            + ("" if s["frees_traced"] else f" · {s['frees_note']}")
-            + f" · 1 in {s['sample']} sampled · {fmt.count_h(c['events_per_s'])} events/s"
-            f" · {cpu(c)} of a CPU"
-            + (f" ({c['ns_per_event']:.0f} ns/event)" if c["ns_per_event"] else "")
-            + (f" · frees not attributed {fmt.count_h(s['frees_unattributed'])}" if s["frees_traced"] else "")
-            + (f" · dropped {s['dropped']}" if s["dropped"] else "")
-            + ("" if s["tracing"] else " · stopped"),
-            style="dim",
-        )
-        for r in s["rows"][: 2 if s["stacks"] else 4]:
-            t.append("\n")
-            t.append(f"{r['cache'][:22]:<22} ", style="cyan")
-            t.append(f"{r['site'][:34]:<34}")
-            t.append(f" {fmt.count_h(r['allocs_per_s']):>6}/s  {fmt.bytes_h(r['bytes_per_s'])}/s")
-            if s["frees_traced"]:
-                t.append(f"  net {fmt.count_h(r['net_per_s'])}/s  Σnet {fmt.count_h(r['net_objs'])}")
-            else:  # not measured: a dash, never a 0 (the cost line says why)
-                t.append("  net —", style="dim")
-            if s["stacks"]:  # its heaviest kernel stack: who called the call site
-                t.append("\n")
-                callers = r["stacks"][0]["frames"][1:] if r["stacks"] else []
-                t.append("  ↳ " + (" ← ".join(callers) if callers else "no stack yet"), style="dim")
-
-    def _pages(self, doc: Mapping[str, Any], t: Text) -> None:
-        p = doc["pages"]
-        t.append("Free blocks by order", style="bold")
-        t.append("  (buddyinfo; unusable: share of free memory too fragmented for order 3 / 9)", style="dim")
-        for z in p["zones"]:
-            t.append("\n")
-            u = z["unusable"]
-            frag = " / ".join("-" if v is None else f"{v * 100:.0f}%" for v in u.values())
-            t.append(f"node {z['node']} {z['zone']:<7} {fmt.bytes_h(z['free_bytes']):>7} unusable {frag:<9} ")
-            t.append(" ".join(fmt.count_h(n) for n in z["free_blocks"]), style="dim")
-        pa = p["page_alloc"]
-        t.append("\n")
-        if pa["orders"] is None:
-            t.append("Page allocations by order: not counted (p counts them in kernel)", style="dim")
-        else:
-            c = pa["cost"]
-            t.append("Page allocs/s by order: ", style="bold")
-            t.append(" ".join(f"{o['order']}:{fmt.count_h(o['per_s'])}" for o in pa["orders"]))
-            t.append(
-                f"  ({fmt.count_h(c['events_per_s'])}/s, {cpu(c)} of a CPU)"
-                + ("" if pa["tracing"] else " stopped"),
-                style="dim",
-            )
-
-    def _vmalloc(self, doc: Mapping[str, Any], t: Text) -> None:
-        v = doc["vmalloc"]
-        if v is None:
-            t.append("vmalloc: not read yet", style="dim")
-            return
-        if not v["readable"]:
-            t.append(f"vmalloc: {v['message']}", style="yellow")
-            return
-        t.append(f"vmalloc by caller: {v['areas']} areas, {fmt.bytes_h(v['total_bytes'])}", style="bold")
-        for r in v["rows"][:4]:
-            t.append("\n")
-            t.append(f"{fmt.bytes_h(r['bytes']):>8} {r['areas']:>5}  {(r['kind'] or '-'):<8} {r['caller']}")
-
-    def _allocinfo(self, doc: Mapping[str, Any], t: Text) -> None:
-        a = doc["allocinfo"]
-        if a is None:
-            t.append("Allocation profiling: not read yet", style="dim")
-            return
-        if a["state"] != "on":
-            t.append(f"Allocation profiling: {a['state']}. ", style="bold yellow")
-            t.append(a["hint"] or "", style="dim")
-            return
-        if "by_bytes" not in a:
-            t.append("Allocation profiling: on; /proc/allocinfo not readable", style="yellow")
-            return
-        t.append(
-            f"Allocation profiling ({a['version']}): {a['nsites']} call sites hold {fmt.bytes_h(a['total_bytes'])}",
-            style="bold",
-        )
-        for r in a["by_bytes"][:4]:
-            t.append("\n")
-            grow = (
-                ""
-                if r["growth_bytes"] is None
-                else f" {'+' if r['growth_bytes'] > 0 else ''}{fmt.bytes_h(r['growth_bytes'])}"
-            )
-            mod = f" [{r['module']}]" if r["module"] else ""
-            t.append(
-                f"{fmt.bytes_h(r['bytes']):>8} {fmt.count_h(r['calls']):>6}{grow:>8}  {r['where']}{mod} {r['function']}"
-            )
-            if not r["accurate"]:
-                t.append(" (not accurate)", style="yellow")
-
-    def _history(self, state: State, doc: Mapping[str, Any], t: Text) -> None:
+    def _history(self, state: State, doc: KernelDoc, t: Text) -> None:
         b = doc["breakdown"]
         if b is None:
             return

@@ -15,7 +15,6 @@ rate and what tracing would cost, and `e` (exact), `S` (byte sampling) or `n` (n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
@@ -25,67 +24,29 @@ from textual.binding import Binding
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from memtop.core import fmt, leakcost
+from memtop.core import leakcost
 from memtop.records.leaks import LeakPreflight
 from memtop.state import State
 from memtop.state.leaks import LeaksState
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import ChooseTracing, FilterablePane, StatusLine
 from memtop.views.leaks import (
+    Agg,
     LeaksView,
-    age_label,
-    budget_doc,
-    estimate_h,
-    growth_h,
+    build_tree,
+    node_detail,
+    node_label,
     preflight_doc,
     preflight_text,
     sampling,
+    status_segments,
 )
 
 MIN_AGES_S = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 MIN_SIZES = (1, 4096, 65536, 1 << 20, 16 << 20, 0)
-SORTS = {"outstanding_bytes": "bytes", "allocations": "count", "growth_bytes_per_s": "growth"}
 
 
 # -- the tree -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Agg:
-    name: str
-    outstanding_bytes: int = 0
-    allocations: int = 0
-    growth_bytes_per_s: float = 0.0
-    oldest_age_s: float = 0.0
-    age_hist_bytes: list[int] = field(default_factory=list)
-    frames: list[str] = field(default_factory=list)  # a leaf's full stack (innermost first)
-    children: dict[str, Agg] = field(default_factory=dict)
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.outstanding_bytes += row["outstanding_bytes"]
-        self.allocations += row["allocations"]
-        self.growth_bytes_per_s += row["growth_bytes_per_s"]
-        self.oldest_age_s = max(self.oldest_age_s, row["oldest_age_s"])
-        hist = row.get("age_hist_bytes") or []
-        if len(self.age_hist_bytes) < len(hist):
-            self.age_hist_bytes += [0] * (len(hist) - len(self.age_hist_bytes))
-        for i, b in enumerate(hist):
-            self.age_hist_bytes[i] += b
-
-
-def build_tree(rows: list[dict[str, Any]], inverted: bool) -> Agg:
-    root = Agg("")
-    for row in rows:
-        frames = row["frames"]
-        # top-down: process root first, then outermost frame ... allocation site
-        path = [frames[-1]] + list(frames[:-1]) if inverted else list(reversed(frames))
-        node = root
-        node.add(row)
-        for name in path:
-            node = node.children.setdefault(name, Agg(name))
-            node.add(row)
-        node.frames = list(frames)
-    return root
 
 
 #: the tree's column header, in label()'s widths (after the top level's toggle: 2 cells)
@@ -98,19 +59,6 @@ SAMPLED_HEADER = (
     f"  {'~OUTSTND':>8} {'SAMPLES':>7}{'GROWTH':>11} {'OLDEST':>8}  STACK (top-down; "
     "byte sampling: bytes estimated from the samples counted since tracing began)"
 )
-
-
-def label(agg: Agg, sampled: bool = False) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
-    shown = estimate_h(agg.outstanding_bytes) if sampled else fmt.bytes_h(agg.outstanding_bytes)
-    t.append(f"{shown:>8}", style="bold")
-    t.append(f" {fmt.count_h(agg.allocations):>6}", style="cyan")
-    g = agg.growth_bytes_per_s
-    t.append(f" {growth_h(g):>11}", style="red" if g > 0 else "dim")
-    t.append(f" {fmt.age_h(agg.oldest_age_s):>8}", style="yellow" if agg.oldest_age_s >= 60 else "")
-    t.append("  ")
-    t.append(agg.name)  # untrusted: plain text, never markup
-    return t
 
 
 class LeaksTree(Tree[tuple[str, ...]]):
@@ -178,7 +126,10 @@ class LeaksPane(FilterablePane):
             self.query_one("#leaks-header", Static).update(
                 Text(header, style="bold", no_wrap=True, overflow="ellipsis")
             )
-        show_text(self.query_one("#leaks-status", StatusLine), self._status(state, rows))
+        status = segments_text(
+            status_segments(state, rows, self.opts, self._lk_sampled, self.inverted), self.status_text(state)
+        )
+        show_text(self.query_one("#leaks-status", StatusLine), status)
         self._show_preflight(state)
         root = build_tree(rows, self.inverted)
         self._update_tree(root)
@@ -228,63 +179,6 @@ class LeaksPane(FilterablePane):
         budget = leakcost.DEFAULT_BUDGET if choice == "budget" else 0.0
         self.post_message(ChooseTracing(pf.pids, sample, budget))
 
-    def _status(self, state: State, rows: list[dict[str, Any]]) -> Text:
-        leaks = state.get(LeaksState)
-        status = self.status_text(state)
-        if not leaks.targets and state.probe_state("leaks") is None and leaks.preflight is None:
-            status.append(
-                "no target: run memtop --leaks PID[,PID…], or press m in a process drill-in", style="italic"
-            )
-        for t in leaks.targets.values():
-            status.append("  ")
-            style = {"tracing": "green", "exited": "bold yellow", "failed": "red"}.get(t.state, "dim")
-            status.append(f"pid {t.pid} ")
-            status.append(t.comm)
-            status.append(f" {t.state}", style=style)
-            if t.state == "exited":
-                status.append(" — target exited; showing its last figures", style="yellow")
-            elif t.state == "failed" and t.message:
-                status.append(f" — {t.message}", style="red")
-            if t.failed_symbols:
-                status.append(f" ({len(t.failed_symbols)} symbols not attached)", style="yellow")
-        # while tracing, what it costs at the rate the probe sees (the text and JSON say the same)
-        rate = LeaksView.rate(state)
-        if rate["allocation_calls_per_s"] is not None:
-            status.append(
-                f" · {fmt.count_h(rate['allocation_calls_per_s'])} allocs/s, ≈{rate['cost_pct_of_core']:.1f} % of a core"
-            )
-            if rate["proposal"]:
-                status.append(
-                    f" (over a tenth: --sample-bytes {leakcost.PROPOSED_SAMPLE_BYTES})", style="yellow"
-                )
-        bd = budget_doc(state)
-        if bd is not None:  # tracing in windows: the duty cycle, the cost, the leaks found
-            cost = bd["cost_pct_of_core"]
-            status.append(
-                f" · budget {bd['budget_pct']:g} %: duty {bd['duty_pct'] or 0:.1f} %, cost "
-                + (f"{cost:.2f} %" if cost is not None else "?")
-                + " of a core",
-                style="yellow" if cost is not None and cost > bd["budget_pct"] else "",
-            )
-            for f in bd["leaks"][:1]:
-                status.append(f" · leak {100 * f['confidence']:.1f} % confident: ", style="bold red")
-                status.append(f["frames"][0])  # untrusted: plain text
-        total = sum(r["outstanding_bytes"] for r in rows)
-        shown = estimate_h(total) if self._lk_sampled else fmt.bytes_h(total)
-        status.append(
-            f"   {len(rows)} stacks, {shown} outstanding · sort {SORTS.get(self.opts.sort, 'bytes')}"
-        )
-        if self.opts.extra.get("min_age_s"):
-            status.append(f" · age ≥ {self.opts.extra['min_age_s']:g}s")
-        if self.opts.extra.get("min_bytes", 0) > 1:
-            status.append(f" · size ≥ {fmt.bytes_h(self.opts.extra['min_bytes'])}")
-        if self.opts.filter:
-            status.append(" · frame contains ")
-            status.append(self.opts.filter, style="bold")
-        if self.inverted:
-            status.append(" · inverted")
-        return status
-
     def _ordered(self, agg: Agg) -> list[Agg]:
         sort = self.opts.sort
 
@@ -313,7 +207,7 @@ class LeaksPane(FilterablePane):
         self._lk_aggs = aggs
         if shape == self._lk_shape and self._lk_nodes:
             for p, node in self._lk_nodes.items():
-                node.set_label(label(aggs[p], self._lk_sampled))
+                node.set_label(segments_line(node_label(aggs[p], self._lk_sampled)))
             return
         # structure or order changed: rebuild, keeping what was expanded and where the cursor was
         cursor = tree.cursor_node.data if tree.cursor_node is not None else None
@@ -329,9 +223,11 @@ class LeaksPane(FilterablePane):
             parent = tree.root if len(p) == 1 else self._lk_nodes[p[:-1]]
             agg = aggs[p]
             if agg.children:
-                node = parent.add(label(agg, self._lk_sampled), data=p, expand=p in self._lk_expanded)
+                node = parent.add(
+                    segments_line(node_label(agg, self._lk_sampled)), data=p, expand=p in self._lk_expanded
+                )
             else:
-                node = parent.add_leaf(label(agg, self._lk_sampled), data=p)
+                node = parent.add_leaf(segments_line(node_label(agg, self._lk_sampled)), data=p)
             self._lk_nodes[p] = node
         self._lk_shape = shape
         if cursor is not None and cursor in self._lk_nodes:
@@ -362,26 +258,7 @@ class LeaksPane(FilterablePane):
                 Text("b/c/g sort · a min age · z min size · / filter · i invert · x expand top", style="dim"),
             )
             return
-        t = Text()
-        amount = (
-            f"{estimate_h(agg.outstanding_bytes)} outstanding (estimated) in {agg.allocations} samples"
-            if self._lk_sampled
-            else f"{fmt.bytes_h(agg.outstanding_bytes)} outstanding in {agg.allocations} allocations"
-        )
-        t.append(
-            f"{amount} · "
-            f"growth {growth_h(agg.growth_bytes_per_s)} over the last minute · "
-            f"oldest {fmt.age_h(agg.oldest_age_s)}\n"
-        )
-        hist = agg.age_hist_bytes
-        if any(hist):
-            t.append("ages: ")
-            t.append(fmt.sparkline(hist, len(hist)), style="cyan")
-            t.append("  " + "  ".join(f"{age_label(i)} {fmt.bytes_h(b)}" for i, b in enumerate(hist) if b))
-        if agg.frames:
-            t.append("\n")
-            t.append(" ← ".join(agg.frames[:6]), style="dim")
-        show_text(detail, t)
+        show_text(detail, segments_text(node_detail(agg, self._lk_sampled)))
 
     def _redraw(self) -> None:
         if self._lk_state is not None:

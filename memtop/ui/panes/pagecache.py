@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from memtop.core import fmt
 from memtop.state import State
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import (
     DrillIn,
     FilterablePane,
@@ -26,7 +24,15 @@ from memtop.ui.panes.base import (
     fill_table,
 )
 from memtop.ui.table import FastTable
-from memtop.views.pagecache import SORT_KEYS, cgroup_lines, summary_lines
+from memtop.views.pagecache import (
+    SORT_KEYS,
+    FileRow,
+    PagecacheDoc,
+    PagecacheView,
+    file_detail,
+    status_segments,
+    summary_segments,
+)
 
 #: memory cgroups the detail box lists
 CGROUP_LINES = 4
@@ -55,8 +61,8 @@ class PagecachePane(FilterablePane, SortableTablePane):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._rows: dict[str, dict[str, Any]] = {}
-        self._doc: dict[str, Any] | None = None
+        self._rows: dict[str, FileRow] = {}
+        self._doc: PagecacheDoc | None = None
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="pagecache-status", classes="pane-status")
@@ -66,17 +72,13 @@ class PagecachePane(FilterablePane, SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
-        doc = self._doc = dict(self.view.document(state, self.opts))
-        status = self.status_text(state)
-        label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
-        status.append(f"   sort {label or 'PATH'} {'↓' if self.opts.reverse else '↑'}")
-        if self.opts.filter:
-            status.append(" · filter: ")
-            status.append(self.opts.filter, style="bold")
+        assert isinstance(self.view, PagecacheView)
+        doc = self._doc = self.view.document(state, self.opts)
+        status = segments_text(status_segments(self.opts), self.status_text(state))
         show_text(self.query_one("#pagecache-status", StatusLine), status)
         show_text(
             self.query_one("#pagecache-summary", Static),
-            Text("\n".join(summary_lines(doc)), no_wrap=True, overflow="ellipsis"),
+            segments_line(summary_segments(doc)),
         )
         table = self.query_one("#pagecache-table", DataTable)
         fill_table(
@@ -93,23 +95,9 @@ class PagecachePane(FilterablePane, SortableTablePane):
         doc = self._doc
         if doc is None:
             return
-        t = Text(no_wrap=True, overflow="ellipsis")
         key = cursor_key(table)
         row = self._rows.get(key) if key is not None else None
-        if row is not None:
-            t.append(row["path"], style="bold")
-            t.append(
-                f"  size {fmt.bytes_h(row['size_bytes'])} · evicted {fmt.bytes_h(row['evicted_bytes'])}"
-                f" · in the last 30 s evicted {fmt.bytes_h(row['evicted_window_bytes'])},"
-                f" read back {fmt.bytes_h(row['read_back_window_bytes'])}"
-            )
-            t.append("\nheld by: " + (row["holder_names"] or "no process (under --cache-path)"))
-            t.append("\nmemory cgroup: " + (row["cgroup_label"] or f"- ({row['cgroup_why']})"))
-        lines = cgroup_lines(doc, CGROUP_LINES)
-        if lines:
-            t.append("\nmemory cgroups' page cache:", style="bold")
-            for line in lines:
-                t.append("\n  " + line)
+        t = segments_line(file_detail(doc, row, CGROUP_LINES))
         show_text(self.query_one("#pagecache-detail", Static), t)
 
     @on(DataTable.RowHighlighted, "#pagecache-table")

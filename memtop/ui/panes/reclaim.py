@@ -14,14 +14,13 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
-from memtop.core import fmt
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State
 from memtop.ui import hist
-from memtop.ui.lines import segments_text, show_text
+from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, ReclaimView
+from memtop.views.reclaim import EVENTS_SHOWN, SORT_KEYS, EpisodeRow, ReclaimView, hist_title
 
 KIND_CYCLE = ("",) + RECLAIM_KINDS
 
@@ -50,7 +49,7 @@ class ReclaimPane(SortableTablePane):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         #: the episode rows listed, by key (reused while unchanged: fill_table skips them)
-        self._episodes: dict[str, dict[str, Any]] = {}
+        self._episodes: dict[str, EpisodeRow] = {}
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="reclaim-status", classes="pane-status")
@@ -89,10 +88,7 @@ class ReclaimPane(SortableTablePane):
             buckets = hist.from_log2(
                 [(b["le_ns"], b["count"]) for b in doc["histogram"] if b["kind"] == kind]
             )
-            t = Text(no_wrap=True, overflow="ellipsis")
-            rate = doc["events_per_s"].get(kind, 0.0)
-            t.append(f"{kind} reclaim", style="bold")
-            t.append(f"  {fmt.count_h(doc['events_total'].get(kind, 0))} episodes, {fmt.count_h(rate)}/s\n")
+            t = segments_line(hist_title(doc, kind))
             t.append_text(hist.render(buckets, box.content_size.width or width, lines))
             show_text(box, t)
 
@@ -106,10 +102,10 @@ class ReclaimPane(SortableTablePane):
         # the log is newest first and turns over in a storm (up to 64 episodes a second per CPU):
         # an episode already listed keeps its row object, so it is not formatted again, and the
         # table drops the oldest rows and adds the newest rather than being rebuilt
-        rows: list[dict[str, Any]] = []
+        rows: list[EpisodeRow] = []
         for e in doc["events"][:EVENTS_SHOWN]:
             key = f"{e['ts_ns']}-{e['pid']}"
-            row: dict[str, Any] = {**e, "key": key}
+            row: EpisodeRow = {**e, "key": key}
             old = self._episodes.get(key)
             rows.append(old if old == row else row)
         self._episodes = {r["key"]: r for r in rows}

@@ -11,21 +11,18 @@ from textual.containers import Horizontal
 from textual.events import Resize
 from textual.widgets import DataTable, Static
 
-from memtop.core import fmt
 from memtop.state import State
-from memtop.state.swapin import SwapinState
 from memtop.ui import hist
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_line, segments_text, show_text
 from memtop.ui.panes.base import DrillIn, SortableTablePane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views import measuring
-from memtop.views.swapin import SORT_KEYS, system_text
+from memtop.views.swapin import SORT_KEYS, Bucket, SwapinView, hist_title, summary, system_text
 
 #: narrower than this, the histogram goes below the table (the table keeps every column)
 SIDE_BY_SIDE_WIDTH = 140
 
 
-def hist_buckets(histogram: list[dict[str, int]]) -> list[hist.Bucket]:
+def hist_buckets(histogram: list[Bucket]) -> list[hist.Bucket]:
     """The wait histogram's buckets as the pane shows them: bucket 0 as "no wait" (faults that
     never blocked), then from the first non-empty bucket on."""
     out = [hist.Bucket(0, 0, histogram[0]["count"])] if histogram and histogram[0]["count"] else []
@@ -73,17 +70,9 @@ class SwapinPane(SortableTablePane):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
+        assert isinstance(self.view, SwapinView)
         doc = self.view.document(state, self.opts)
-        st = state.get(SwapinState)
-        status = self.status_text(state)
-        swapins, files, waited = st.totals()
-        label = next((c.label for c in self.view.columns if c.key == self.opts.sort), self.opts.sort)
-        if measuring(state, "swapin") or st.rows:
-            status.append(
-                f"   {fmt.plural(len(doc['rows']), 'process', 'processes')} · {fmt.count_h(swapins)} swap-ins"
-                f" waited {fmt.ns_h(waited)} · {fmt.count_h(files)} file major faults"
-            )
-        status.append(f" · sort {label} {'↓' if self.opts.reverse else '↑'}")
+        status = segments_text(summary(doc, state, self.opts), self.status_text(state))
         show_text(self.query_one("#swapin-status", StatusLine), status)
         width, height = self.app.size
         system = fit_lines(system_text(doc["system"]), width - 2)
@@ -113,13 +102,9 @@ class SwapinPane(SortableTablePane):
         new_h = str(table_h) if table_h else "1fr"
         if str(table.styles.height) != new_h:
             table.styles.height = table_h or "1fr"
-        t = Text(no_wrap=True, overflow="ellipsis")
-        t.append("Swap-in wait per fault", style="bold")
+        t = segments_line(hist_title(doc))
         if doc["histogram"]:
-            t.append("\n")
             t.append_text(hist.render(hist_buckets(doc["histogram"]), hist_width, lines))
-        else:
-            t.append("  no swap-in yet", style="dim")
         show_text(box, t)
 
     @on(DataTable.RowSelected, "#swapin-table")

@@ -17,10 +17,10 @@ from memtop.state import State
 from memtop.state.base import Ring
 from memtop.state.vmscan import VmscanState
 from memtop.ui import charts
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import Pane, StatusLine, fill_table
 from memtop.ui.table import FastTable
-from memtop.views.vmscan import VmscanView, render_hist
+from memtop.views.vmscan import VmscanView, compaction_segments, kernel_parts, status_segments
 
 CHART_POINTS = 120
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -80,11 +80,10 @@ class VmscanPane(Pane):
             yield Static(id="vmscan-compaction")
 
     def refresh_from(self, state: State) -> None:
+        assert isinstance(self.view, VmscanView)
         doc = self.view.document(state, self.opts)
         vs = state.get(VmscanState)
-        status = self.status_text(state)
-        if not vs.has_data:
-            status.append("   waiting for the vmscan probe…", style="dim")
+        status = segments_text(status_segments(state), self.status_text(state))
         show_text(self.query_one("#vmscan-status", StatusLine), status)
 
         now = vs.ts_ns or state.ts_ns
@@ -92,33 +91,7 @@ class VmscanPane(Pane):
         plot_rates(scan_chart, scan_legend, "scanned", vs.scanned_rate, now)
         plot_rates(reclaim_chart, reclaim_legend, "reclaimed", vs.reclaimed_rate, now)
 
-        k, r = doc["kernel"], doc["kernel"]["rates"]
-        parts = [
-            (
-                "kernel/s ",
-                f"pgscank {fmt.count_h(r['pgscan_kswapd_per_s'])}  pgscand {fmt.count_h(r['pgscan_direct_per_s'])}  "
-                f"pgsteal {fmt.count_h(r['pgsteal_kswapd_per_s'] + r['pgsteal_direct_per_s'])}  "
-                f"%vmeff {fmt.pct(k['vmeff_pct'])}",
-            ),
-            (
-                "all reclaimers ",
-                f"scan {fmt.count_h(r['pgscan_anon_per_s'] + r['pgscan_file_per_s'])}  "
-                f"steal {fmt.count_h(r['pgsteal_anon_per_s'] + r['pgsteal_file_per_s'])}  "
-                f"eff {fmt.pct(k['vmeff_all_pct'])}",
-            ),
-            (
-                "thrashing ",
-                f"refault/s anon {fmt.count_h(r['workingset_refault_anon_per_s'])} "
-                f"file {fmt.count_h(r['workingset_refault_file_per_s'])}  "
-                f"pswpin/s {fmt.count_h(r['pswpin_per_s'])}  pswpout/s {fmt.count_h(r['pswpout_per_s'])}",
-            ),
-            (
-                "kswapd ",
-                f"wakes {fmt.count(doc['kswapd_wakes'])} ({fmt.count_h(doc['kswapd_wakes_per_s'])}/s) "
-                f"sleeps {fmt.count(doc['kswapd_sleeps'])} ({fmt.count_h(doc['kswapd_sleeps_per_s'])}/s)",
-            ),
-        ]
-        line = pack_parts(parts, max(20, self.app.size.width - 2))
+        line = pack_parts(kernel_parts(doc), max(20, self.app.size.width - 2))
         show_text(self.query_one("#vmscan-kernel", Static), line)
 
         fill_table(self.query_one("#vmscan-origins", DataTable), self.view.columns, doc["rows"], "origin")
@@ -129,14 +102,7 @@ class VmscanPane(Pane):
             doc["slab_shrink"][:50],
             "shrinker",
         )
-        c = doc["compaction"]
-        comp = Text()
-        comp.append("Compaction", style="bold")
-        comp.append(
-            f"  {fmt.count(c['count'])} runs, {fmt.ns_h(c['total_ns'])} total,"
-            f" kcompactd wakes {fmt.count(c['kcompactd_wakes'])}\n"
-        )
-        comp.append(render_hist(c["histogram"], width=20))
+        comp = segments_text(compaction_segments(doc))
         show_text(self.query_one("#vmscan-compaction", Static), comp)
 
     def focus_default(self) -> None:
@@ -156,7 +122,7 @@ class VmscanPane(Pane):
             self._chart_pairs = (scan, reclaim)
         return self._chart_pairs
 
-    def chart_data(self, state: State) -> dict[str, Any]:
+    def chart_data(self, state: State) -> dict[str, list[tuple[int, float]]]:
         """What the charts plot (for tests): origin -> [(ts_ns, pages/s)]."""
         vs = state.get(VmscanState)
         return {o: list(vs.scanned_rate.get(o, ())) for o in ORIGINS}

@@ -6,6 +6,8 @@ be snapshotted like a pane."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.screen import Screen
 
 from memtop.state import State
@@ -13,7 +15,7 @@ from memtop.views import Options, View
 
 
 class DrillScreen(Screen[None]):
-    view: View
+    view: View[Any]
 
     def help_entries(self) -> list[tuple[str, str]]:
         """The help's entries for keys the screen's widgets handle (not in its bindings)."""

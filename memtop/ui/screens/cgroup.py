@@ -3,7 +3,7 @@ processes (Enter drills into one), its memcg reclaim episodes and its OOM kills.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar, Literal
 
 from rich.text import Text
 from textual import on
@@ -15,13 +15,16 @@ from textual.widgets import DataTable, Footer, Static
 from memtop.core import fmt
 from memtop.state import State
 from memtop.ui import charts
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import DrillIn, fill_table
 from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, get_view
-from memtop.views.pagecache import cache_line
+from memtop.views.cgroups import CgroupDetail, CgroupEpisodeRow, CgroupsView, detail_header
+
+#: the history's figures the chart draws
+HistoryFigure = Literal["usage_bytes", "anon_bytes", "file_bytes", "kernel_bytes", "swap_bytes"]
 
 PROC_COLUMNS = (
     Column("pid", "PID"),
@@ -85,45 +88,37 @@ class CgroupScreen(DrillScreen):
 
     def refresh_from(self, state: State) -> None:
         self._state = state
-        doc = self.view.document(state, self.options())
+        view = self.view
+        assert isinstance(view, CgroupsView)
+        doc = view.document(state, self.options())
         header = self.query_one("#cg-header", Static)
         row = next((r for r in doc["rows"] if r["path"] == self.path), None)
-        detail: dict[str, Any] | None = doc.get("detail")
-        t = Text()
-        t.append(self.path, style="bold")
+        detail = doc.get("detail")
+        show_text(header, segments_text(detail_header(self.path, row, detail)))
         if row is None or detail is None:
-            t.append("  this cgroup is gone", style="yellow")
-            show_text(header, t)
             return
-        t.append(
-            f"  usage {fmt.bytes_h(row['usage_bytes'])}"
-            + (f" of {fmt.bytes_h(row['limit_bytes'])}" if row["limit_bytes"] is not None else " (no limit)")
-            + f"  swap {fmt.bytes_h(row['swap_bytes'])}  PSI {row['psi_some_pct'] if row['psi_some_pct'] is not None else '-'}%"
-        )
-        if row["container_name"]:
-            t.append(f"  {row['container_name']}")
-        t.append("\npage " + cache_line(detail["page_cache"]))
-        show_text(header, t)
         self._chart(detail)
         fill_table(self.query_one("#cg-procs", DataTable), PROC_COLUMNS, detail["processes"], "pid")
-        episodes = list(reversed(detail["reclaim_events"]))
-        for e in episodes:
-            e["key"] = f"{e['ts_ns']}:{e['pid']}"
+        # keyed copies: the document's own rows are not written to
+        episodes: list[CgroupEpisodeRow] = [
+            {**e, "key": f"{e['ts_ns']}:{e['pid']}"} for e in reversed(detail["reclaim_events"])
+        ]
         fill_table(self.query_one("#cg-episodes", DataTable), EPISODE_COLUMNS, episodes, "key")
         fill_table(self.query_one("#cg-kills", DataTable), KILL_COLUMNS, detail["oom_kills"], "ts_ns")
 
-    def _chart(self, detail: dict[str, Any]) -> None:
+    def _chart(self, detail: CgroupDetail) -> None:
         hist = detail["history"]
         t0 = hist[0]["ts_ns"] if hist else 0
         xs = [(h["ts_ns"] - t0) / 1e9 for h in hist]
         series: list[charts.Series] = []
-        for key, label in (
+        figures: tuple[tuple[HistoryFigure, str], ...] = (
             ("usage_bytes", "usage"),
             ("anon_bytes", "anon"),
             ("file_bytes", "file"),
             ("kernel_bytes", "kernel"),
             ("swap_bytes", "swap"),
-        ):
+        )
+        for key, label in figures:
             ys = [h[key] for h in hist]
             if any(y is not None for y in ys):
                 series.append((label, xs, [float(y or 0) for y in ys]))

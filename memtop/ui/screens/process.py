@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal, TypeVar
 
 from rich.text import Text
 from textual import on
@@ -31,32 +32,40 @@ from memtop.state import State
 from memtop.state.process import ProcessState
 from memtop.stream.source import Source
 from memtop.ui import charts
-from memtop.ui.lines import show_text
+from memtop.ui.lines import segments_text, show_text
 from memtop.ui.panes.base import TraceAllocations, fill_table
 from memtop.ui.plot import Chart
 from memtop.ui.screens import DrillScreen
 from memtop.ui.table import FastTable
-from memtop.views import Options, measuring, no_reading_text
+from memtop.views import Options, measuring
 from memtop.views.process import (
     FAULT_EVENTS_SLOWDOWN,
     MAPPING_SORT_KEYS,
     SECTION_COLUMNS,
     SECTION_TITLES,
     SECTIONS,
+    FaultStackRow,
+    GrowthRow,
     ProcessView,
+    StackRow,
     fault_coverage,
     fault_file_rows,
+    fault_stack_label,
     fault_stack_rows,
+    growth_label,
     growth_rows,
+    header_segments,
     history_rows,
     mapping_dict,
     mapping_totals,
-    oom_kill_of,
+    mapping_totals_segments,
+    section_title,
     shown_mappings,
     sorted_mappings,
-    totals_text,
+    status_segments,
     working_set,
     working_set_rows,
+    working_set_segments,
 )
 
 TAB_LABELS = {
@@ -86,6 +95,10 @@ def wall_clock(mono_ns: int) -> str:
     return time.strftime("%H:%M:%S", time.localtime(time.time() - (now_mono - mono_ns) / 1e9))
 
 
+#: a stack row the tree shows (fault stacks, growth)
+S = TypeVar("S", bound=StackRow)
+
+
 class StackTree(Tree[int]):
     """Stacks as an expandable tree: one node per stack (label: figures and the program's frame),
     its frames as leaves. Updated in place; rebuilt only when the order changes, keeping which
@@ -97,7 +110,7 @@ class StackTree(Tree[int]):
         self._order: list[int] = []
         self._stack_nodes: dict[int, TreeNode[int]] = {}
 
-    def update_rows(self, rows: list[dict[str, Any]], label: Any) -> None:
+    def update_rows(self, rows: Sequence[S], label: Callable[[S], Text]) -> None:
         rows = rows[:TREE_TOP]
         order = [int(r["stack_id"]) for r in rows]
         if order == self._order:
@@ -120,7 +133,7 @@ class StackTree(Tree[int]):
 
 
 #: the history chart's series: (history row key, legend label), bytes first as users read RSS
-HISTORY_SERIES = (
+HISTORY_SERIES: tuple[tuple[Literal["anon_bytes", "file_bytes", "shmem_bytes", "swap_bytes"], str], ...] = (
     ("anon_bytes", "anon"),
     ("file_bytes", "file"),
     ("shmem_bytes", "shmem"),
@@ -256,65 +269,12 @@ class ProcessScreen(DrillScreen):
             self._draw_working_set(state)
 
     def _draw_header(self, state: State) -> None:
-        pstate = state.get(ProcessState)
-        t = pstate.target(self.pid)
-        row = t.row if t is not None else None
-        h = Text()
-        h.append(f" PID {self.pid} ", style="bold reverse")
-        if row is not None:
-            s = row.sample
-            h.append(" ")
-            h.append(s.comm, style="bold")
-            h.append(
-                f"  user {s.user}  RSS {fmt.bytes_h(s.rss_bytes)} (anon {fmt.bytes_h(s.rss_anon_bytes)}"
-                f" file {fmt.bytes_h(s.rss_file_bytes)} shmem {fmt.bytes_h(s.rss_shmem_bytes)})"
-                f"  swap {fmt.bytes_h(s.swap_bytes)}  faults {fmt.count_h(s.minor_faults)} minor"
-                f" / {fmt.count_h(s.major_faults)} major  threads {s.threads}"
-            )
-        kill = oom_kill_of(state, self.pid)
-        if row is None and kill is not None:
-            # it lived less than a tick: what the kernel said of it at the kill is all there is
-            h.append(" ")
-            h.append(kill.victim_comm, style="bold")
-            h.append(
-                f"  at the kill: anon {fmt.bytes_h(kill.anon_rss_bytes)} file {fmt.bytes_h(kill.file_rss_bytes)}"
-                f" shmem {fmt.bytes_h(kill.shmem_rss_bytes)}  total_vm {fmt.bytes_h(kill.total_vm_bytes)}"
-                f"  triggered by {kill.trigger_comm} [{kill.trigger_pid}]"
-                + (f"  limit of {kill.memcg} fired" if kill.memcg else "")
-            )
-        if kill is not None:
-            h.append(f"   OOM-KILLED at {wall_clock(kill.ts_ns)} ", style="bold reverse red")
-        exited = pstate.exited_ns(self.pid, state)
-        if exited and kill is None:
-            ago = max(0.0, (state.ts_ns - exited) / 1e9) if state.ts_ns >= exited else 0.0
-            h.append(
-                f"   EXITED at {wall_clock(exited)} ({ago:.0f}s ago) — showing its last data ",
-                style="bold reverse red",
-            )
+        h = segments_text(header_segments(state, self.pid, wall_clock))
         show_text(self.query_one("#proc-header", Static), h)
         show_text(self.query_one("#proc-status", Static), self._status_text(state))
 
     def _status_text(self, state: State) -> Text:
-        parts = Text()
-        for name in self.view.own_probes:
-            st = state.probe_state(name)
-            if st is None or st.state == "detached":
-                continue
-            if parts:
-                parts.append("  ")
-            style = {"attached": "green", "failed": "red", "attaching": "yellow"}.get(st.state, "dim")
-            parts.append(f"{name}: {st.state}", style=style)
-            if st.state == "attached" and st.message:
-                parts.append(f" ({st.message})", style="dim")
-            if st.state == "failed":
-                parts.append(f" — {st.message}", style="red")
-                if st.hint:
-                    parts.append(f" ({st.hint})", style="italic")
-            if st.state == "erroring":
-                parts.append(f" — {no_reading_text(state, name) or st.message}", style="red")
-            lost = state.lost_total(name)
-            if lost:
-                parts.append(f"  lost {lost}", style="bold red")
+        parts = segments_text(status_segments(self.view, state))
         parts.append("   Esc back · 1-6 sections · w working set · m leaks · s snapshot", style="dim")
         return parts
 
@@ -369,14 +329,8 @@ class ProcessScreen(DrillScreen):
             self.query_one("#proc-fault_stacks-tree", StackTree).update_rows([], lambda r: Text())
             return
 
-        def label(r: dict[str, Any]) -> Text:
-            t = Text(f"{fmt.count_h(r['count']):>7} ", style="bold")
-            share = 100.0 * r["count"] / total if total else 0.0
-            t.append(f"{share:5.1f}%  ")
-            if r["major_faults"]:
-                t.append(f"(major {fmt.count_h(r['major_faults'])}) ", style="red")
-            t.append(str(r["top"]))
-            return t
+        def label(r: FaultStackRow) -> Text:
+            return segments_text(fault_stack_label(r, total))
 
         self._title(
             "fault_stacks",
@@ -390,21 +344,8 @@ class ProcessScreen(DrillScreen):
     def _draw_growth(self, state: State) -> None:
         rows = growth_rows(state, self.pid)
 
-        def label(r: dict[str, Any]) -> Text:
-            t = Text(f"{fmt.bytes_h(r['grown_bytes']):>8} ", style="bold")
-            t.append(f"net {fmt.bytes_h(r['net_bytes']):>8}  {r['calls']:>6} calls  ")
-            kinds = [
-                k
-                for k, c in (
-                    ("brk", r["brk_calls"]),
-                    ("mmap", r["mmap_calls"]),
-                    ("munmap", r["munmap_calls"]),
-                )
-                if c
-            ]
-            t.append("/".join(kinds) + "  ", style="cyan")
-            t.append(str(r["top"]))
-            return t
+        def label(r: GrowthRow) -> Text:
+            return segments_text(growth_label(r))
 
         grown = sum(r["grown_bytes"] for r in rows)
         net = sum(r["net_bytes"] for r in rows)
@@ -437,9 +378,7 @@ class ProcessScreen(DrillScreen):
         t = state.get(ProcessState).target(self.pid)
         rows, complete = shown_mappings(t)
         tot = mapping_totals(t)
-        totals = Text(totals_text(tot), style="bold")
-        if tot["from"] == "smaps_rollup":
-            totals.append("  (smaps_rollup)", style="dim")
+        totals = segments_text(mapping_totals_segments(tot))
         show_text(self.query_one("#proc-mappings-totals", Static), totals)
         sort = self.opts.sort or "start"
         shown = min(len(rows), MAP_ROWS_SHOWN)
@@ -477,28 +416,15 @@ class ProcessScreen(DrillScreen):
         wss = working_set(t)
         st = state.probe_state("wss")
         running = st is not None and st.state in ("pending", "attaching", "attached")
-        totals = Text()
         if wss is None:
             self._title("working_set", "w measures it (clears its referenced bits; w again stops)")
-            totals.append("not measured", style="dim")
         else:
-            last = wss["latest"]
             self._title(
                 "working_set",
                 f"{wss['source']}, {wss['window_s']:g} s windows"
                 + (" · measuring (w stops)" if running else " · stopped (w measures again)"),
             )
-            if last is None:
-                totals.append("the first window is not over yet", style="dim")
-            else:
-                totals.append(f"touched {fmt.bytes_h(last['referenced_bytes'])}", style="bold")
-                totals.append(
-                    f" of {fmt.bytes_h(last['rss_bytes'])} resident (cold {fmt.bytes_h(last['cold_bytes'])})"
-                    f"  windows: {' '.join(fmt.bytes_h(w['referenced_bytes']) for w in wss['windows'][-12:])}"
-                )
-                totals.append(
-                    f"\na window cost {fmt.ns_h(last['cost_cpu_ns'])} CPU; {wss['disturbs']}", style="dim"
-                )
+        totals = segments_text(working_set_segments(wss))
         show_text(self.query_one("#proc-working_set-totals", Static), totals)
         fill_table(
             self.query_one("#proc-working_set-table", DataTable),
@@ -508,9 +434,7 @@ class ProcessScreen(DrillScreen):
         )
 
     def _title(self, sec: str, extra: str) -> None:
-        t = Text(SECTION_TITLES[sec], style="bold")
-        t.append(f"  {extra}", style="dim")
-        show_text(self.query_one(f"#proc-{sec}-title", Static), t)
+        show_text(self.query_one(f"#proc-{sec}-title", Static), segments_text(section_title(sec, extra)))
 
     def _focus_section(self) -> None:
         sec = self.section
