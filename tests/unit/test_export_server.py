@@ -30,6 +30,7 @@ from support import FakeSource, memtop_cmd, vmscan_batches
 
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
 from memtop.export.metrics import Accumulators, Options, families
+from memtop.export.node import with_node
 from memtop.export.server import Exporter as ServedExporter
 from memtop.export.server import _Fixed, text_format
 from memtop.state import State
@@ -323,6 +324,13 @@ def test_the_text_format_is_the_librarys_byte_for_byte() -> None:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(_Fixed(fams))
     assert text_format(fams) == generate_latest(reg)
+    # the node label, written into each label set's text, as with_node's families encode
+    own_node = GaugeMetricFamily("memtop_test_node", "n", labels=["node"])
+    own_node.add_metric(["numa0"], 1.0)  # a sample's own node label wins, as in with_node
+    fams += [own_node]
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(with_node(fams, 'n"1')))
+    assert text_format(fams, 'n"1') == generate_latest(reg)
     dotted = GaugeMetricFamily("memtop.dotted", "d", value=1.0)
     assert text_format([dotted]) is None  # not ours to escape: the library's encoder does
 
