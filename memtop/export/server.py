@@ -229,9 +229,9 @@ def text_format(fams: list[Metric], node: str = "") -> bytes | None:
                         ok = label_sets[keys] = all(_LABEL_NAME.fullmatch(k) for k in keys)
                     if not ok:
                         return None
-                    items = labels.items()
+                    items = list(labels.items())
                     if node and "node" not in labels:  # with_node's order: the sample's own wins
-                        items = [*items, ("node", node)]
+                        items.append(("node", node))
                     inner = ",".join([f'{k}="{_label_value(v)}"' for k, v in sorted(items)])
                     written[id(labels)] = inner
                 line = f"{name}{{{inner}}} {_go_float(value)}\n"
