@@ -24,7 +24,11 @@ With ``--churn [MINUTES]`` instead: RssAnon of the exporter, scraped every secon
 churn (~60 processes a second, each named anew) for MINUTES (default 7), sampled every 10 s
 (results/export_churn.json).
 
-usage: sudo .venv/bin/python bench/export_cost.py [ROUNDS] [--no-fault]
+With ``--against MEMTOP [--label NAME]``: another memtop executable's exporter (e.g. an earlier
+revision's) runs beside this one's in the 15 s phase, scraped alike: its CPU, RssAnon and gzipped
+bytes in the same run.
+
+usage: sudo .venv/bin/python bench/export_cost.py [ROUNDS] [--no-fault] [--against MEMTOP [--label NAME]]
        sudo .venv/bin/python bench/export_cost.py --churn [MINUTES]"""
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +87,18 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes) -> None:
 
 
 @contextmanager
-def exporter(interval: float) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def exporter(interval: float, exe: str | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`memtop export` of this tree, or of the memtop executable ``exe`` (``--against``)."""
     port = free_port()
     proc = subprocess.Popen(
-        [*memtop_cmd(), "export", "--listen", f"127.0.0.1:{port}", "--interval", str(interval)],
+        [
+            *([exe] if exe else memtop_cmd()),
+            "export",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--interval",
+            str(interval),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -147,8 +159,11 @@ def pct(values: list[float], q: float) -> float:
     return s[max(0, min(len(s) - 1, round(q * len(s)) - 1))]
 
 
-def one_round(out: dict[str, list[float]]) -> None:
-    with node_exporter() as (node, node_url):
+def one_round(out: dict[str, list[float]], against: str | None = None) -> None:
+    with node_exporter() as (node, node_url), ExitStack() as other:
+        # with --against, the other memtop's exporter runs beside this one in the same 15 s
+        # phase, scraped alike: the same machine, the same load, at the same time
+        them = other.enter_context(exporter(15.0, against)) if against else None
         with exporter(15.0) as (proc, url):
             time.sleep(20)  # steady state: every row read, BCC's compilations done
             for who, u in (("memtop", url), ("node", node_url)):
@@ -157,16 +172,25 @@ def one_round(out: dict[str, list[float]]) -> None:
                 out[f"{who}_gzip_bytes"].append(len(fetch(u)))
                 assert gzip.decompress(fetch(u)).count(b"\n") > 0
                 out[f"{who}_series"].append(series(plain))
+            if them is not None:
+                fetch(them[1])
             c0, n0, t0 = cpu_s(proc.pid), cpu_s(node.pid), time.monotonic()
+            a0 = cpu_s(them[0].pid) if them is not None else 0.0
             for _ in range(8):  # a Prometheus scraping both every 15 s
                 fetch(url)
                 fetch(node_url)
+                if them is not None:
+                    fetch(them[1])
                 time.sleep(15)
             dt = time.monotonic() - t0
             out["memtop_cpu_pct_15s"].append(100 * (cpu_s(proc.pid) - c0) / dt)
             out["node_cpu_pct_15s"].append(100 * (cpu_s(node.pid) - n0) / dt)
             out["memtop_rss_anon_mib"].append(rss_anon_mib(proc.pid))
             out["node_rss_anon_mib"].append(rss_anon_mib(node.pid))
+            if them is not None:
+                out["against_cpu_pct_15s"].append(100 * (cpu_s(them[0].pid) - a0) / dt)
+                out["against_rss_anon_mib"].append(rss_anon_mib(them[0].pid))
+                out["against_gzip_bytes"].append(len(fetch(them[1])))
         with exporter(1.0) as (proc, url):
             time.sleep(10)
             for _ in range(60):  # a tick apart: each scrape has a new state to show
@@ -255,8 +279,10 @@ def fault_case(rounds: int) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     return summary(samples["ns_per_fault"], "bare"), summary(samples["cpu_ns_per_fault"], "bare"), hooks
 
 
-def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
+def main(rounds: int = 3, fault: bool = True, against: str | None = None, label: str = "") -> dict[str, Any]:
     result: dict[str, Any] = {"machine": machine(), "rounds": rounds}
+    if against:
+        result["against"] = label or against
     out: dict[str, list[float]] = {
         k: []
         for k in (
@@ -275,13 +301,14 @@ def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
             "memtop_scrape_ms",
             "node_scrape_ms",
             "memtop_cached_scrape_ms",
+            *(("against_cpu_pct_15s", "against_rss_anon_mib", "against_gzip_bytes") if against else ()),
         )
     }
     with many_cgroups(500):  # 500 sleepers, each in a memcg of its own
         sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(500)]  # 1,000 processes
         try:
             for _ in range(rounds):
-                one_round(out)
+                one_round(out, against)
         finally:
             for p in sleepers:
                 p.kill()
@@ -306,10 +333,23 @@ def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if "--churn" in sys.argv:  # alone: minutes (default 7, as the report that RssAnon grew)
+    argv = sys.argv[1:]
+    opts: dict[str, str] = {}
+    for flag in ("--against", "--label"):  # --against MEMTOP [--label NAME]
+        if flag in argv:
+            i = argv.index(flag)
+            opts[flag] = argv[i + 1]
+            del argv[i : i + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    if "--churn" in argv:  # alone: minutes (default 7, as the report that RssAnon grew)
         res = churn(float(args[0]) if args else 7.0)
         save("export_churn", {"machine": machine(), **res})
         print(json.dumps(res, indent=1))
     else:
-        print(json.dumps(main(int(args[0]) if args else 3, fault="--no-fault" not in sys.argv), indent=1))
+        res = main(
+            int(args[0]) if args else 3,
+            fault="--no-fault" not in argv,
+            against=opts.get("--against"),
+            label=opts.get("--label", ""),
+        )
+        print(json.dumps(res, indent=1))
