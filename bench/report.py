@@ -620,7 +620,8 @@ def drill_fault_cost(r: dict[str, Any]) -> Iterator[Row]:
 
 
 def export_cost(r: dict[str, Any]) -> Iterator[Row]:
-    cmd = f"`{PY} bench/export_cost.py {r['rounds']}`"
+    against = f" --against MEMTOP --label '{r['against']}'" if "against" in r else ""
+    cmd = f"`{PY} bench/export_cost.py {r['rounds']}{against}`"
     node = "node_exporter_gzip_bytes" if "node_exporter_gzip_bytes" in r else "node_gzip_bytes"
     if node in r:
         t = TARGETS["export_wire_vs_node"]
@@ -665,6 +666,16 @@ def export_cost(r: dict[str, Any]) -> Iterator[Row]:
             f"{r['cpu_pct_15s']:.2f} % against {r['node_cpu_pct_15s']:.2f} %: {x(ratio)}",
             t.text,
             t.met(ratio),
+        )
+    if "against_cpu_pct_15s" in r:
+        yield Row(
+            f"export · beside {r.get('against', 'another memtop')}'s exporter in the same 15 s phase, "
+            "scraped alike",
+            cmd,
+            f"CPU {r['cpu_pct_15s']:.2f} % against {r['against_cpu_pct_15s']:.2f} % "
+            f"({x(r['cpu_pct_15s'] / r['against_cpu_pct_15s'])}); RssAnon {r['memtop_rss_anon_mib']:.1f} "
+            f"against {r['against_rss_anon_mib']:.1f} MiB; gzipped {r['memtop_gzip_bytes'] / 1e3:.0f} "
+            f"against {r['against_gzip_bytes'] / 1e3:.0f} kB",
         )
     if "memtop_rss_anon_mib" in r:
         t = TARGETS["export_rss_anon_mib"]
