@@ -13,6 +13,7 @@ usage: sudo .venv/bin/python bench/cgroups_cost.py [ROUNDS]"""
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def many_cgroups(n: int = N, cgroups: bool = True) -> Iterator[list[Path]]:
             sleepers.append(p)
             if not cgroups:
                 continue
-            d = top / f"memtop-bench-{i:03d}"
+            d = top / f"memtop-bench-{os.getpid()}-{i:03d}"  # pid: benches beside each other
             d.mkdir()
             made.append(d)
             limit = "memory.limit_in_bytes" if lay.memory.version == 1 else "memory.max"

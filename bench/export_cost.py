@@ -14,7 +14,9 @@
   that lands during the tick gets the one before), and of back-to-back scrapes (served from the
   tick's cached exposition); node_exporter's in the same loops; target: p99 <= 25 ms;
 * the fault-heavy workload (bench/fault_overhead.py's) bare vs with the exporter running,
-  alternated, target <= 1.03x.
+  alternated (at least 5 rounds), by the workload's CPU time per fault (where a BPF program on
+  the fault path would show: it runs in the faulting task) and by its wall clock; target
+  <= 1.03x. And the hooks the exporter's programs are attached to (bpftool perf list).
 
 node_exporter is Debian's ``prometheus-node-exporter`` (apt-get installs it when missing).
 
@@ -22,12 +24,18 @@ With ``--churn [MINUTES]`` instead: RssAnon of the exporter, scraped every secon
 churn (~60 processes a second, each named anew) for MINUTES (default 7), sampled every 10 s
 (results/export_churn.json).
 
-usage: sudo .venv/bin/python bench/export_cost.py [ROUNDS] [--no-fault]
+With ``--against MEMTOP [--label NAME]``: another memtop executable's exporter (e.g. an earlier
+revision's) runs beside this one's in the 15 s phase, scraped alike: its CPU, RssAnon and gzipped
+bytes in the same run.
+
+usage: sudo .venv/bin/python bench/export_cost.py [ROUNDS] [--no-fault] [--against MEMTOP [--label NAME]]
        sudo .venv/bin/python bench/export_cost.py --churn [MINUTES]"""
 
 from __future__ import annotations
 
 import gzip
+import json
+import resource
 import shutil
 import socket
 import statistics
@@ -36,12 +44,12 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from cgroups_cost import many_cgroups
-from harness import alternate, build, machine, memtop_cmd, nothing, parse_kv, save, stop, summary
+from harness import alternate_all, build, machine, memtop_cmd, nothing, parse_kv, save, stop, summary
 from memtop_self import cpu_s
 
 NODE_EXPORTER = "prometheus-node-exporter"
@@ -79,10 +87,18 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes) -> None:
 
 
 @contextmanager
-def exporter(interval: float) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def exporter(interval: float, exe: str | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`memtop export` of this tree, or of the memtop executable ``exe`` (``--against``)."""
     port = free_port()
     proc = subprocess.Popen(
-        [*memtop_cmd(), "export", "--listen", f"127.0.0.1:{port}", "--interval", str(interval)],
+        [
+            *([exe] if exe else memtop_cmd()),
+            "export",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--interval",
+            str(interval),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -143,8 +159,11 @@ def pct(values: list[float], q: float) -> float:
     return s[max(0, min(len(s) - 1, round(q * len(s)) - 1))]
 
 
-def one_round(out: dict[str, list[float]]) -> None:
-    with node_exporter() as (node, node_url):
+def one_round(out: dict[str, list[float]], against: str | None = None) -> None:
+    with node_exporter() as (node, node_url), ExitStack() as other:
+        # with --against, the other memtop's exporter runs beside this one in the same 15 s
+        # phase, scraped alike: the same machine, the same load, at the same time
+        them = other.enter_context(exporter(15.0, against)) if against else None
         with exporter(15.0) as (proc, url):
             time.sleep(20)  # steady state: every row read, BCC's compilations done
             for who, u in (("memtop", url), ("node", node_url)):
@@ -153,16 +172,25 @@ def one_round(out: dict[str, list[float]]) -> None:
                 out[f"{who}_gzip_bytes"].append(len(fetch(u)))
                 assert gzip.decompress(fetch(u)).count(b"\n") > 0
                 out[f"{who}_series"].append(series(plain))
+            if them is not None:
+                fetch(them[1])
             c0, n0, t0 = cpu_s(proc.pid), cpu_s(node.pid), time.monotonic()
+            a0 = cpu_s(them[0].pid) if them is not None else 0.0
             for _ in range(8):  # a Prometheus scraping both every 15 s
                 fetch(url)
                 fetch(node_url)
+                if them is not None:
+                    fetch(them[1])
                 time.sleep(15)
             dt = time.monotonic() - t0
             out["memtop_cpu_pct_15s"].append(100 * (cpu_s(proc.pid) - c0) / dt)
             out["node_cpu_pct_15s"].append(100 * (cpu_s(node.pid) - n0) / dt)
             out["memtop_rss_anon_mib"].append(rss_anon_mib(proc.pid))
             out["node_rss_anon_mib"].append(rss_anon_mib(node.pid))
+            if them is not None:
+                out["against_cpu_pct_15s"].append(100 * (cpu_s(them[0].pid) - a0) / dt)
+                out["against_rss_anon_mib"].append(rss_anon_mib(them[0].pid))
+                out["against_gzip_bytes"].append(len(fetch(them[1])))
         with exporter(1.0) as (proc, url):
             time.sleep(10)
             for _ in range(60):  # a tick apart: each scrape has a new state to show
@@ -207,8 +235,54 @@ def churn(minutes: float) -> dict[str, Any]:
     }
 
 
-def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
+def hooks_of(pid: int) -> list[str]:
+    """The kernel hooks process ``pid``'s BPF programs are attached to (bpftool's perf list:
+    tracepoints, kprobes, uprobes; a perf event's program shows as its event's fd only)."""
+    try:
+        out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, timeout=30, check=True)
+        rows = json.loads(out.stdout or b"[]")
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return []
+    return sorted(
+        f"{r.get('fd_type', '?')}:{r.get('tracepoint') or r.get('func') or r.get('filename') or '?'}"
+        for r in rows
+        if r.get("pid") == pid
+    )
+
+
+def fault_case(rounds: int) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """bench/fault_overhead.py's workload, bare and with `memtop export` running, alternated:
+    ns per fault by the workload's wall clock and by its own CPU time (user + system, from
+    rusage). A BPF program on the fault path runs in the faulting task, so it shows in its CPU
+    time; the wall clock also moves with whatever else the shared machine runs (the exporter's
+    own ticks among them). And which hooks the exporter's programs are on."""
+    exe = build("refault")
+    hooks: list[str] = []
+
+    def once() -> dict[str, float]:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        text = subprocess.run([str(exe), "64", "32"], capture_output=True, text=True, check=True).stdout
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        kv = parse_kv(text)
+        cpu_s = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+        kv["cpu_ns_per_fault"] = cpu_s * 1e9 / max(1.0, kv.get("faults", 1.0))
+        return kv
+
+    @contextmanager
+    def running() -> Iterator[None]:
+        with exporter(1.0) as (proc, _url):
+            if not hooks:
+                hooks.extend(hooks_of(proc.pid))
+            yield
+
+    samples = alternate_all({"bare": nothing, "exporter": running}, once, rounds=rounds)
+    return summary(samples["ns_per_fault"], "bare"), summary(samples["cpu_ns_per_fault"], "bare"), hooks
+
+
+def main(rounds: int = 3, fault: bool = True, against: str | None = None, label: str = "") -> dict[str, Any]:
     result: dict[str, Any] = {"machine": machine(), "rounds": rounds}
+    if against:
+        result["against"] = label or against
     out: dict[str, list[float]] = {
         k: []
         for k in (
@@ -227,13 +301,14 @@ def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
             "memtop_scrape_ms",
             "node_scrape_ms",
             "memtop_cached_scrape_ms",
+            *(("against_cpu_pct_15s", "against_rss_anon_mib", "against_gzip_bytes") if against else ()),
         )
     }
     with many_cgroups(500):  # 500 sleepers, each in a memcg of its own
         sleepers = [subprocess.Popen(["sleep", "3600"]) for _ in range(500)]  # 1,000 processes
         try:
             for _ in range(rounds):
-                one_round(out)
+                one_round(out, against)
         finally:
             for p in sleepers:
                 p.kill()
@@ -252,30 +327,29 @@ def main(rounds: int = 3, fault: bool = True) -> dict[str, Any]:
     result["cpu_pct_1s"] = result["memtop_cpu_pct_1s"]
 
     if fault:
-        exe = build("refault")
-
-        def once() -> dict[str, float]:
-            text = subprocess.run([str(exe), "64", "32"], capture_output=True, text=True, check=True).stdout
-            return parse_kv(text)
-
-        @contextmanager
-        def running() -> Iterator[None]:
-            with exporter(1.0):
-                yield
-
-        samples = alternate({"bare": nothing, "exporter": running}, once, "ns_per_fault", rounds=rounds)
-        result["fault"] = summary(samples, "bare")
+        result["fault"], result["fault_cpu"], result["fault_hooks"] = fault_case(max(rounds, 5))
     save("export_cost", result)
     return result
 
 
 if __name__ == "__main__":
-    import json
-
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if "--churn" in sys.argv:  # alone: minutes (default 7, as the report that RssAnon grew)
+    argv = sys.argv[1:]
+    opts: dict[str, str] = {}
+    for flag in ("--against", "--label"):  # --against MEMTOP [--label NAME]
+        if flag in argv:
+            i = argv.index(flag)
+            opts[flag] = argv[i + 1]
+            del argv[i : i + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    if "--churn" in argv:  # alone: minutes (default 7, as the report that RssAnon grew)
         res = churn(float(args[0]) if args else 7.0)
         save("export_churn", {"machine": machine(), **res})
         print(json.dumps(res, indent=1))
     else:
-        print(json.dumps(main(int(args[0]) if args else 3, fault="--no-fault" not in sys.argv), indent=1))
+        res = main(
+            int(args[0]) if args else 3,
+            fault="--no-fault" not in argv,
+            against=opts.get("--against"),
+            label=opts.get("--label", ""),
+        )
+        print(json.dumps(res, indent=1))

@@ -142,14 +142,22 @@ class _Fixed(Collector):
         yield from self.fams
 
 
-def _encode(encoder: Callable[[CollectorRegistry], bytes], fams: list[Metric], node: str = "") -> bytes:
-    fams = with_node(fams, node)
+#: label sets' text from one build to the next, by the set's identity (``text_format``)
+LabelMemo = dict[int, tuple[dict[str, str], str]]
+
+
+def _encode(
+    encoder: Callable[[CollectorRegistry], bytes],
+    fams: list[Metric],
+    node: str = "",
+    memo: LabelMemo | None = None,
+) -> bytes:
     if encoder is generate_latest:  # the text format Prometheus asks for by default
-        text = text_format(fams)
+        text = text_format(fams, node, memo)
         if text is not None:
             return text
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Fixed(fams))
+    reg.register(_Fixed(with_node(fams, node)))
     return encoder(reg)
 
 
@@ -184,17 +192,29 @@ def _label_value(v: str) -> str:
     return v
 
 
-def text_format(fams: list[Metric]) -> bytes | None:
+def text_format(fams: list[Metric], node: str = "", memo: LabelMemo | None = None) -> bytes | None:
     """The text format 0.0.4, byte for byte what prometheus_client's ``generate_latest`` writes
-    for these families, at a third of its cost: it checks and escapes every metric and label name
-    of every sample (7,000 samples, ~35 ms a build with 500 cgroups); memtop's names are its own
-    and checked here once per family and label set. None when a name is not a plain Prometheus
-    name (the library's encoder escapes those)."""
+    for these families (with ``node="<node>"`` in every sample's labels, as
+    ``memtop.export.node.with_node`` adds it, unless ``node`` is ""), at a fraction of its cost:
+    it checks and escapes every metric and label name of every sample (7,000 samples, ~35 ms a
+    build with 500 cgroups); memtop's names are its own and checked here once per name and
+    label set, and the node label is written into each label set's text once rather than copied
+    into every sample. None when a name is not a plain Prometheus name (the library's encoder
+    escapes those).
+
+    ``memo`` (one per writer, always with the same ``node``): the label sets' text of the last
+    call, by the set's identity, replaced by this call's. A set kept from one build to the next
+    (a cgroup's, memtop.export.metrics.Accumulators) is then written once for as long as it
+    holds. The memo holds each set it names, so no other set can have its identity meanwhile."""
     out: list[str] = []
     label_sets: dict[tuple[str, ...], bool] = {}
+    names_ok: set[str] = set()
+    node_text = f'node="{_label_value(node)}"' if node else ""
     #: a label set's text by the set's identity: a cgroup's one set is shared by its samples in
     #: every family (memtop.export.metrics), written once (the families outlive this call)
-    written: dict[int, str] = {}
+    written: LabelMemo = {}
+    before: LabelMemo = memo if memo is not None else {}
+    bare = f"{{{node_text}}} " if node else " "
     for metric in fams:
         mname, mtype = metric.name, metric.type
         if mtype == "counter":
@@ -207,25 +227,38 @@ def text_format(fams: list[Metric]) -> bytes | None:
         doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n")
         out.append(f"# HELP {mname} {doc}\n# TYPE {mname} {mtype}\n")
         om: dict[str, list[str]] = {}
-        for sample in metric.samples:
-            name, labels = sample.name, sample.labels
-            if not _METRIC_NAME.fullmatch(name) or sample.timestamp is not None:
+        base = metric.name
+        for name, labels, value, timestamp, *_ in metric.samples:
+            if name not in names_ok:
+                if not _METRIC_NAME.fullmatch(name):
+                    return None
+                names_ok.add(name)
+            if timestamp is not None:
                 return None
             if labels:
-                inner = written.get(id(labels))
-                if inner is None:
+                hit = written.get(id(labels)) or before.get(id(labels))
+                if hit is not None:
+                    inner = hit[1]
+                    written[id(labels)] = hit
+                else:
                     keys = tuple(labels)
                     ok = label_sets.get(keys)
                     if ok is None:
                         ok = label_sets[keys] = all(_LABEL_NAME.fullmatch(k) for k in keys)
                     if not ok:
                         return None
-                    inner = ",".join([f'{k}="{_label_value(v)}"' for k, v in sorted(labels.items())])
-                    written[id(labels)] = inner
-                line = f"{name}{{{inner}}} {_go_float(sample.value)}\n"
+                    items = list(labels.items())
+                    if node and "node" not in labels:  # with_node's order: the sample's own wins
+                        items.append(("node", node))
+                    inner = ",".join([f'{k}="{_label_value(v)}"' for k, v in sorted(items)])
+                    written[id(labels)] = (labels, inner)
+                line = f"{name}{{{inner}}} {_go_float(value)}\n"
             else:
-                line = f"{name} {_go_float(sample.value)}\n"
-            suffix = name[len(metric.name) :] if name.startswith(metric.name) else ""
+                line = f"{name}{bare}{_go_float(value)}\n"
+            if name == base or name == mname:
+                out.append(line)
+                continue
+            suffix = name[len(base) :] if name.startswith(base) else ""
             if suffix in _OM_SUFFIXES:
                 om.setdefault(suffix, []).append(line)
             else:
@@ -233,6 +266,9 @@ def text_format(fams: list[Metric]) -> bytes | None:
         for suffix, lines in sorted(om.items()):
             out.append(f"# HELP {metric.name}{suffix} {doc}\n# TYPE {metric.name}{suffix} gauge\n")
             out.extend(lines)
+    if memo is not None:
+        memo.clear()
+        memo.update(written)
     return "".join(out).encode("utf-8")
 
 
@@ -301,6 +337,8 @@ class Exporter(Collector):
         self._generation_at = self.clock()
         self._prebuild_pending = False
         self._built: dict[str, _Built] = {}
+        #: the text writer's label sets from build to build (used under ``_lock`` only)
+        self._labels_text: LabelMemo = {}
         #: the kinds of scrape seen, keyed by what they ask (content type, gzip), not by the
         #: Accept header's text: a few entries whatever clients send
         self._scrapers: dict[tuple[str, bool], _Scraper] = {}
@@ -382,7 +420,7 @@ class Exporter(Collector):
         built = self._built.get(ctype)
         if built is None or built.key != key:
             at = self._generation_at
-            text = _encode(encoder, self._build(), self.opts.node)
+            text = _encode(encoder, self._build(), self.opts.node, self._labels_text)
             if ctype.startswith("application/openmetrics-text") and text.endswith(EOF):
                 text = text[: -len(EOF)]  # the self-metrics go before the end marker
             built = _Built(key, text, at)

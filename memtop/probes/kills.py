@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import time
 from collections.abc import Iterable
@@ -34,6 +35,9 @@ COMM_LEN = 15
 SI_KERNEL = 0x80
 #: seconds between scans of every process's oom_score_adj (rarely changes; a read per process)
 ADJ_EVERY_S = 5.0
+#: oom_score_adj files held open at most (the procfs probe holds each process's stat too; the
+#: file limit is shared with BPF maps); past it, the others are opened per scan
+ADJ_HELD_MAX = 16384
 #: processes with a non-zero adj sent at most (a machine full of them: the first ones)
 ADJ_MAX = 4096
 
@@ -257,6 +261,9 @@ class KillsProbe(BpfProbe):
         self._pending: list[_Event] = []
         self._adj_at = 0.0
         self._adj: tuple[tuple[int, int], ...] | None = None
+        #: pid -> its oom_score_adj file, held open and re-read with pread (see ``scan_adj``)
+        self._adj_fds: dict[int, int] = {}
+        self._adj_held_max = -1
         #: pid -> command name of the processes seen by the last scan (read once per process)
         self._comms: dict[int, str] = {}
         self._killers: tuple[Killer, ...] | None = None
@@ -348,24 +355,70 @@ class KillsProbe(BpfProbe):
         return [rec]
 
     def scan_adj(self) -> tuple[tuple[int, int], ...]:
-        """(pid, oom_score_adj) of every process whose adj is not 0."""
+        """(pid, oom_score_adj) of every process whose adj is not 0. Each process's file stays
+        open and is re-read with pread (procfs regenerates it at offset 0): with 1,000
+        processes, opening each every scan was most of an exporter's tick at a 15 s interval.
+        A file whose process exited reads ESRCH, even once its pid is reused: it is closed."""
         out: list[tuple[int, int]] = []
         try:
             names = os.listdir(self.proc)
         except OSError:
             return ()
+        fds = self._adj_fds
+        listed: set[int] = set()
         for name in names:
             if not name.isdigit():
                 continue
-            raw = self._read(f"{self.proc}/{name}/oom_score_adj").strip()
-            if raw and raw != b"0":
+            pid = int(name)
+            listed.add(pid)
+            raw = self._read_adj(pid).strip()
+            if raw and raw != b"0" and len(out) < ADJ_MAX:
                 try:
-                    out.append((int(name), int(raw)))
+                    out.append((pid, int(raw)))
                 except ValueError:
                     continue
-                if len(out) >= ADJ_MAX:
-                    break
+        for pid in [p for p in fds if p not in listed]:
+            self._drop_adj(pid)
         return tuple(sorted(out))
+
+    def _read_adj(self, pid: int) -> bytes:
+        fd = self._adj_fds.get(pid)
+        if fd is not None:
+            try:
+                return os.pread(fd, 64, 0)
+            except OSError:  # ESRCH: the process this file was opened for is gone
+                self._drop_adj(pid)
+                return b""
+        path = f"{self.proc}/{pid}/oom_score_adj"
+        if self._adj_held_max < 0:  # once, after the procfs probe raised the file limit
+            soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+            self._adj_held_max = min(ADJ_HELD_MAX, soft // 4 if soft > 0 else ADJ_HELD_MAX)
+        if len(self._adj_fds) >= self._adj_held_max:
+            return self._read(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return b""
+        try:
+            raw = os.pread(fd, 64, 0)
+        except OSError:
+            os.close(fd)
+            return b""
+        self._adj_fds[pid] = fd
+        return raw
+
+    def _drop_adj(self, pid: int) -> None:
+        fd = self._adj_fds.pop(pid, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for pid in list(self._adj_fds):
+            self._drop_adj(pid)
+        super().close()
 
     def _xattr_reason(self, rec: SignalKill) -> list[Record]:
         """systemd-oomd's (and Meta oomd's) marks on the victim's cgroup, while it is still

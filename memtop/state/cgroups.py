@@ -137,18 +137,27 @@ class CgroupRow:
     #: young being generations born within the window; and when it was read (0: never)
     lru_gen: tuple[int, int, int, int] | None = None
     lru_gen_ts_ns: int = 0
+    #: ``sample``'s memory.stat and events as dicts, and the sample they were made of: the
+    #: exporter asks a dozen figures of each of 500 cgroups per build, and an idle cgroup's
+    #: sample stays the same object from poll to poll
+    _dicts_of: CgroupSample | None = None
+    _stat: dict[str, int] = field(default_factory=dict)
+    _events: dict[str, int] = field(default_factory=dict)
+
+    def _dicts(self) -> None:
+        if self._dicts_of is not self.sample:
+            # the first of a name wins, as a scan of the pairs found it (a recording is untrusted)
+            self._stat = dict(reversed(self.sample.stat))
+            self._events = dict(reversed(self.sample.events))
+            self._dicts_of = self.sample
 
     def stat(self, name: str) -> int | None:
-        for k, v in self.sample.stat:
-            if k == name:
-                return v
-        return None
+        self._dicts()
+        return self._stat.get(name)
 
     def event(self, name: str) -> int | None:
-        for k, v in self.sample.events:
-            if k == name:
-                return v
-        return None
+        self._dicts()
+        return self._events.get(name)
 
     def _rates(self, now_ns: int) -> tuple[float, list[float | None]]:
         """(seconds measured over, per-second rates of the workingset counters) over the last
@@ -176,7 +185,8 @@ class CgroupRow:
     def needed(self, now_ns: int) -> Needed | None:
         """The estimate (:class:`Needed`); None when memory.stat lacks its inputs (a cgroup of
         the cgroup2 tree only, on a hybrid machine)."""
-        st = dict(self.sample.stat)
+        self._dicts()
+        st = self._stat
         if "anon" not in st or "active_file" not in st or "inactive_file" not in st:
             return None
         measured_s, (ra, rf, af) = self._rates(now_ns)

@@ -30,9 +30,11 @@ from support import FakeSource, memtop_cmd, vmscan_batches
 
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
 from memtop.export.metrics import Accumulators, Options, families
+from memtop.export.node import with_node
 from memtop.export.server import Exporter as ServedExporter
-from memtop.export.server import _Fixed, text_format
+from memtop.export.server import LabelMemo, _Fixed, text_format
 from memtop.state import State
+from memtop.state.cgroups import CgroupsState
 from memtop.stream.recfile import Recording
 from memtop.stream.runner import Runner
 
@@ -323,8 +325,43 @@ def test_the_text_format_is_the_librarys_byte_for_byte() -> None:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(_Fixed(fams))
     assert text_format(fams) == generate_latest(reg)
+    # the node label, written into each label set's text, as with_node's families encode
+    own_node = GaugeMetricFamily("memtop_test_node", "n", labels=["node"])
+    own_node.add_metric(["numa0"], 1.0)  # a sample's own node label wins, as in with_node
+    fams += [own_node]
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(with_node(fams, 'n"1')))
+    assert text_format(fams, 'n"1') == generate_latest(reg)
     dotted = GaugeMetricFamily("memtop.dotted", "d", value=1.0)
     assert text_format([dotted]) is None  # not ours to escape: the library's encoder does
+
+
+def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
+    """Each cgroup's label set is the same object from one build to the next while its labels
+    hold, and the text writer reuses its text through a memo: at every point of a recording,
+    built with one set of accumulators and one memo, the text is still the library's byte for
+    byte; a cgroup whose container facts change gets a new set."""
+    rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
+    acc = Accumulators()
+    memo: LabelMemo = {}
+    kept = 0
+    before: dict[str, dict[str, str]] = {}
+    for frac in (0.25, 0.5, 0.75, 1.0):
+        state = rec.state_at(rec.ts_at(rec.duration_s * frac))
+        assert isinstance(state, State)
+        fams = list(families(state, Options(), acc))
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(_Fixed(with_node(fams, "n1")))
+        assert text_format(fams, "n1", memo) == generate_latest(reg)
+        now = {p: labels for p, (_key, labels) in acc.cgroup_labels.items()}
+        kept += sum(1 for p, labels in now.items() if before.get(p) is labels)
+        before = now
+    assert kept > 0 and memo
+    path, (_key, labels) = next(iter(acc.cgroup_labels.items()))
+    row = state.get(CgroupsState).rows[path]
+    assert acc.labels_of(path, row) is labels
+    moved = dataclasses.replace(row, sample=dataclasses.replace(row.sample, image="registry/x:1"))
+    assert acc.labels_of(path, moved) is not labels
 
 
 def test_a_scrape_never_waits_for_a_build() -> None:
