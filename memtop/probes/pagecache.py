@@ -629,8 +629,9 @@ class PagecacheinfoProbe(Probe):
         measuring them; only the listed are named). "" when every link is gone."""
         if not f.path:
             for link, magic in f.opens:
-                if not magic:
-                    continue
+                if not magic:  # a name the walk found (cleaned by the record, as the walk's are)
+                    f.path = link
+                    break
                 try:
                     f.path = clean(os.readlink(link), 1024)
                     break
