@@ -108,6 +108,9 @@ def pane_cpu(paths: tuple[str, ...], ticks: int = 30) -> dict[str, float]:
         "full_apply_cpu_s": c2 - c1,
         "full_document_cpu_s": c3 - c2,
         "files_known": float(doc["scope"]["files_known"] or 0),
+        # every process's fds are scanned: on a shared machine others' can outnumber the bench's
+        "fds_seen": float(doc["scope"]["fds_seen"] or 0),
+        "processes": float(doc["scope"]["processes"] or 0),
         "scan_s": probe.last_scan_s,
         "walk_s": probe.last_walk_s,
         "steady_tick_ms_mean": statistics.fmean(per),

@@ -534,7 +534,13 @@ def pagecache_cost(r: dict[str, Any]) -> Iterator[Row]:
     yield judged(
         f"pagecache · full refresh, {what}",
         cmd,
-        f"{p['full_refresh_cpu_s']:.2f} s of CPU ({p['files_known']:,.0f} files: the scan, the walk and "
+        f"{p['full_refresh_cpu_s']:.2f} s of CPU ({p['files_known']:,.0f} files"
+        + (
+            f", {p['fds_seen']:,.0f} fds of {p['processes']:,.0f} processes scanned"
+            if p.get("fds_seen")
+            else ""
+        )
+        + f": the scan, the walk and "
         f"cachestat of each {p['full_poll_cpu_s']:.2f} s, the state {p['full_apply_cpu_s']:.2f} s, the view "
         f"{p['full_document_cpu_s']:.2f} s)"
         + (

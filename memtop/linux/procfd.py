@@ -85,3 +85,60 @@ def open_files(proc_root: str, pid: str, max_fds: int, named: Callable[[str], bo
     finally:
         os.close(dfd)
     return FdWalk(files, seen)
+
+
+def each_open_file(
+    proc_root: str, pid: str, max_fds: int, visit: Callable[[str, int, os.stat_result], None]
+) -> int:
+    """Hand ``visit`` every regular file process ``pid`` holds open (at most ``max_fds`` fds
+    looked at) as ``(N, pfd, st)``: an ``O_PATH`` fd of the very inode the process holds, opened
+    through the magic link ``N`` relative to the fd directory open (one lookup: a stat first and
+    an open later would be two), and its fstat. ``O_PATH`` opens nothing (no device's open, no
+    FIFO to block on); a caller that must read the file reopens ``pfd`` through /proc/self/fd
+    (``reopen``). ``pfd`` is closed once ``visit`` returns. Returns the fds seen, the one past
+    ``max_fds`` included."""
+    fd_dir = os.path.join(proc_root, pid, "fd")
+    seen = 0
+    try:
+        dfd = os.open(fd_dir, DIR_FLAGS)
+    except OSError:  # gone, not ours to read, or not a directory
+        return 0
+    open_, fstat, close = os.open, os.fstat, os.close
+    flags = os.O_PATH | os.O_CLOEXEC
+    try:
+        with os.scandir(dfd) as it:
+            for entry in it:
+                seen += 1
+                if seen > max_fds:
+                    break
+                name = entry.name
+                try:
+                    pfd = open_(name, flags, dir_fd=dfd)
+                except OSError:  # the fd was closed since the directory was read
+                    continue
+                try:
+                    st = fstat(pfd)
+                    if stat_mod.S_ISREG(st.st_mode):
+                        visit(name, pfd, st)
+                finally:
+                    close(pfd)
+    except OSError:  # the process exited during the walk: what was read stands
+        pass
+    finally:
+        os.close(dfd)
+    return seen
+
+
+#: how a file is reopened for reading from an O_PATH fd of it
+REOPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def reopen(pfd: int, self_fd_dir: int) -> int:
+    """A read-only fd of the regular file ``pfd`` (an ``O_PATH`` fd whose fstat said regular)
+    names, through its magic link in ``self_fd_dir`` (/proc/self/fd, open): the very inode, no
+    name looked up again. ``O_NOATIME`` where allowed (the owner or CAP_FOWNER). OSError when it
+    cannot be opened."""
+    try:
+        return os.open(str(pfd), REOPEN_FLAGS | os.O_NOATIME, dir_fd=self_fd_dir)
+    except PermissionError:
+        return os.open(str(pfd), REOPEN_FLAGS, dir_fd=self_fd_dir)
