@@ -149,6 +149,8 @@ def test_cached_and_dirty_bytes_equal_fincore_and_cachestat(tree: Path, method: 
     files = make(tree)
     probe = PagecacheinfoProbe(paths=(str(tree),), method=method, scan_every=1000)
     got: dict[str, CachedFile] = {}
+    # fincore read before and after: a page the machine drops or reads meanwhile moves both
+    fin_before = fincore_bytes(list(files.values()))
     for name, p in files.items():
 
         def kernel(p: Path = p) -> tuple[int, int]:
@@ -167,7 +169,8 @@ def test_cached_and_dirty_bytes_equal_fincore_and_cachestat(tree: Path, method: 
             assert rec.dirty_bytes is None and rec.method == "mincore"
     res = fincore_bytes(list(files.values()))
     for name, p in files.items():
-        assert got[name].cached_bytes == res[str(p)] or name == "dirty", (name, got[name], res[str(p)])
+        fin = (fin_before[str(p)], res[str(p)])
+        assert between(got[name].cached_bytes, *fin) or name == "dirty", (name, got[name], fin)
         assert got[name].size_bytes == p.stat().st_size
         assert got[name].under_path and got[name].holders == ()
     assert got["full"].cached_bytes == 4 * MiB
