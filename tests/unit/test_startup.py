@@ -4,6 +4,7 @@ commands that start one."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,6 +78,38 @@ def test_collector_is_held_from_the_command_line_for_an_app_only(
         # the exporter draws no app and runs for weeks: cycles its polls make must be collected
         assert cli.main(["export", "--textfile", str(tmp_path / "m.prom"), "--no-listen"]) == 0
         assert seen["export"] is True and gc.isenabled()
+    finally:
+        startup_gc.release()
+        gc.enable()
+
+
+def test_a_long_headless_snapshot_gives_the_collector_back_once_started(tmp_path: Path) -> None:
+    """`memtop snapshot --after 7200` (JSON, no app, so no first frame to release it) held the
+    collector for its whole run: every cycle its polls made stayed, RssAnon 56 -> 250 MiB in 40
+    minutes. The polls after the first tick run with it on."""
+    import asyncio
+    import gc
+
+    from support.fakes import FakeSource
+
+    from memtop.headless.frontends import snapshot
+    from memtop.headless.snapshots import SnapshotRequest
+
+    class Watching(FakeSource):
+        seen: list[bool] = []
+
+        async def poll(self) -> Any:
+            self.seen.append(gc.isenabled())
+            return await super().poll()
+
+    source = Watching()
+    startup_gc.hold()
+    try:
+        assert not gc.isenabled()
+        req = SnapshotRequest("processes", "json", str(tmp_path / "o.json"), after_s=0.05)
+        asyncio.run(snapshot(source, req, interval_s=0.01))
+        assert source.seen[0] is False  # start-up: still held
+        assert source.seen[-1] is True and gc.isenabled()
     finally:
         startup_gc.release()
         gc.enable()
