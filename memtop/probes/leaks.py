@@ -157,18 +157,29 @@ A_EMPTY, A_FREED, A_BUSY = 0, 1, 2
 _LOW_BYTE_LIVE = bytes(0 if b <= A_BUSY else 1 for b in range(256))
 
 
+#: address-table slots read at a time by live_slots: its copies and big integers are this size
+#: (512 KiB of addresses), not the table's (8 MiB for a million slots, read every window and every
+#: age scan): a large transient buffer raises glibc's mmap threshold and stays in the heap, so a
+#: whole-table copy kept memtop's RssAnon that much higher for good
+LIVE_CHUNK_SLOTS = 1 << 16
+
+
 def live_slots(addrs: bytes | mmap.mmap) -> list[int]:
     """The slots of the address table's address column (little-endian u64s) that hold a block:
     not A_EMPTY, A_FREED or A_BUSY. Most slots are empty or freed, and a million of them is too
     many to test one by one in Python (60 ms): each of the eight byte planes is sliced out in C,
     and a slot is live where its low byte is none of the marks or any other byte is not zero
-    (OR-ed as big integers), about a third of the time."""
-    data = bytes(addrs)
-    n = len(data) // 8
-    acc = int.from_bytes(data[0::8].translate(_LOW_BYTE_LIVE), "little")
-    for k in range(1, 8):
-        acc |= int.from_bytes(data[k::8], "little")
-    return [m.start() for m in re.finditer(rb"[^\x00]", acc.to_bytes(n, "little"))]
+    (OR-ed as big integers), about a third of the time. Read LIVE_CHUNK_SLOTS at a time."""
+    n = len(addrs) // 8
+    out: list[int] = []
+    for first in range(0, n, LIVE_CHUNK_SLOTS):
+        count = min(LIVE_CHUNK_SLOTS, n - first)
+        data = addrs[first * 8 : (first + count) * 8]
+        acc = int.from_bytes(data[0::8].translate(_LOW_BYTE_LIVE), "little")
+        for k in range(1, 8):
+            acc |= int.from_bytes(data[k::8], "little")
+        out += [first + m.start() for m in re.finditer(rb"[^\x00]", acc.to_bytes(count, "little"))]
+    return out
 
 
 STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
@@ -418,7 +429,7 @@ class LeaksProbe(BpfProbe):
         self.budget = max(0.0, float(budget))
         self._window_calls_per_s = max(0.0, float(calls_per_s))
         # half the address table at most: the rest for the blocks a window sees come and go
-        self.candidates = leakwindows.Candidates(max(1024, max_allocs // 2))
+        self.candidates = leakwindows.Candidates(min(leakwindows.MAX_CANDIDATES, max(1024, max_allocs // 2)))
         self._win_lock = threading.RLock()
         self._win_stop = threading.Event()
         self._win_thread: threading.Thread | None = None
@@ -1072,6 +1083,8 @@ class LeaksProbe(BpfProbe):
         table = self.bpf["alloc_addr"]
         for key in self.candidates.end_window(blocks):
             table[table.Key(slots[key])] = table.Leaf(A_FREED)
+        for stack in self.candidates.dropped:  # forgotten: its verdict is sent again if it returns
+            self._last_verdicts.pop(stack, None)
         self._win_ends[self.candidates.window] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         self._win_ends.pop(self.candidates.window - 4096, None)  # bounded: growing_since's range
 
@@ -1092,6 +1105,7 @@ class LeaksProbe(BpfProbe):
                 p_resolve=-1.0 if c.p_resolve is None else round(c.p_resolve, 4),
                 candidates=len(c.live),
                 aged_out=c.aged_out,
+                stacks_dropped=c.stacks_dropped,
             )
         ]
         for key, v in c.stacks.items():
