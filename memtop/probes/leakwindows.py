@@ -35,8 +35,15 @@ from memtop.records.leaks import LEAK_CONFIDENCE
 AGE_WINDOWS = 1
 #: candidates followed at most; past it the oldest are summarised per stack (counted unresolved
 #: for good) and forgotten, here and in the kernel's address table (end_window returns them): the
-#: table never fills with a leak's blocks, however long it runs
-MAX_CANDIDATES = 1 << 18
+#: table never fills with a leak's blocks, however long it runs. A candidate is ~250 bytes of
+#: Python (its dict entry and tuples): 16384 keep them within 4 MiB, and a leak's verdict needs
+#: its old candidates counted, not each one kept
+MAX_CANDIDATES = 1 << 14
+#: stacks followed at most: past it those with nothing unresolved, the longest without a
+#: candidate first, are forgotten (counted in ``stacks_dropped``); a target whose allocation
+#: stacks keep changing (JIT code, a stack per request) would otherwise grow the verdicts,
+#: rates and caches kept per stack for as long as it runs
+MAX_STACKS = 4096
 #: windows: at least this long a slice (shorter ones catch too few allocations to judge), and
 #: between their starts at least MIN_PERIOD_S and at most MAX_PERIOD_S
 MIN_ON_S = 0.02
@@ -84,6 +91,8 @@ class StackVerdict:
     growing_since: int = -1
     #: candidates born in each of the last AGE_WINDOWS windows (not judged yet)
     recent: deque[int] = field(default_factory=lambda: deque(maxlen=AGE_WINDOWS))
+    #: the last window a candidate of it was born in
+    last_born: int = 0
 
 
 def binomial_tail(n: int, s: float, u: int) -> float:
@@ -112,8 +121,13 @@ def binomial_tail(n: int, s: float, u: int) -> float:
 class Candidates:
     """The candidates of every traced stack across windows, and each stack's verdict."""
 
-    def __init__(self, max_candidates: int = MAX_CANDIDATES) -> None:
+    def __init__(self, max_candidates: int = MAX_CANDIDATES, max_stacks: int = MAX_STACKS) -> None:
         self.max_candidates = max_candidates
+        self.max_stacks = max_stacks
+        #: stacks forgotten to stay within ``max_stacks`` (none had anything unresolved)
+        self.stacks_dropped = 0
+        #: the stacks forgotten by the last end_window (the probe drops what it keeps for them)
+        self.dropped: list[Key] = []
         self.window = 0
         #: (pid, address) -> (stack, window born, bytes, birth ns) for each unresolved candidate
         self.live: dict[tuple[int, int], tuple[Key, int, int, int]] = {}
@@ -151,13 +165,34 @@ class Candidates:
             self.stacks[key].recent.append(n)
         for v in self.stacks.values():
             v.born += v.recent[-1]
+            if v.recent[-1]:
+                v.last_born = w
         # exposure: candidates of the previous window followed into this one
         for key, wb, _size, _ts in self.live.values():
             if wb == w - 1:
                 self._exposed[key] = self._exposed.get(key, 0) + 1
         evicted = self._age_out()
         self._judge()
+        self._drop_stacks()
         return evicted
+
+    def _drop_stacks(self) -> None:
+        """Past ``max_stacks``, forget the stacks with nothing unresolved (no live candidate, none
+        aged out: nothing a verdict could still call a leak), the longest without a candidate
+        first. What they fed to the resolve rate goes too: the median stays the live stacks'."""
+        self.dropped = []
+        extra = len(self.stacks) - self.max_stacks
+        if extra <= 0:
+            return
+        idle = sorted(
+            (v.last_born, k) for k, v in self.stacks.items() if v.unresolved == 0 and v.aged_out == 0
+        )[:extra]
+        for _w, key in idle:
+            del self.stacks[key]
+            self._exposed.pop(key, None)
+            self._resolved_next.pop(key, None)
+            self.dropped.append(key)
+        self.stacks_dropped += len(idle)
 
     def _resolve(self, have: tuple[Key, int, int, int], w: int) -> None:
         key, wb, _size, _ts = have

@@ -125,7 +125,8 @@ class LeakBudget(Record):
     the calls counted in the windows at memtop.core.leakcost's cost per call; ``elapsed_ns`` since
     tracing began. ``p_resolve``: the share of a window's candidates resolved by the next (the
     median stack's; -1 while unknown). ``candidates``: followed now; ``aged_out``: summarised
-    away (the bound)."""
+    away (the bound); ``stacks_dropped``: stacks forgotten with nothing unresolved (the bound on
+    stacks)."""
 
     budget: float
     windows: int
@@ -138,6 +139,7 @@ class LeakBudget(Record):
     p_resolve: float = -1.0
     candidates: int = 0
     aged_out: int = 0
+    stacks_dropped: int = 0
 
 
 @record("leak_verdict")

@@ -156,6 +156,7 @@ def budget_doc(state: State) -> dict[str, Any] | None:
         "resolve_rate": b.p_resolve if b.p_resolve >= 0 else None,
         "candidates": b.candidates,
         "aged_out": b.aged_out,
+        "stacks_dropped": b.stacks_dropped,
         "leaks": found,
     }
 

@@ -137,3 +137,42 @@ def test_the_budget_argument() -> None:
     for bad in ("0", "0%", "150%", "-1%", "x", "%"):
         with pytest.raises(argparse.ArgumentTypeError):
             budget_arg(bad)
+
+
+def test_stacks_that_keep_changing_stay_bounded_and_a_leak_among_them_is_kept() -> None:
+    """A target whose allocation stacks keep changing (a new stack every window, as JIT code or a
+    stack per request gives): after many windows the stacks followed stay within the cap, those
+    forgotten are counted and had nothing unresolved, and the leaking stack is still reported."""
+    c = Candidates(max_stacks=64)
+    t = Target(leak_per_window=3)
+    for w in range(500):
+        blocks = t.window()
+        # a fresh churning stack each window: one block now, freed (gone) by the next window
+        blocks[(1, 0x5000_0000 + 64 * (w % 7))] = ((1, 1000 + w), 64, 10**9 + w)
+        c.end_window(blocks)
+        assert len(c.stacks) <= 64
+        assert len(c._exposed) <= 64 and len(c._resolved_next) <= 64
+        assert not any(k in c.stacks for k in c.dropped)
+    assert c.stacks_dropped >= 500 - 64
+    assert [k for k, _v in c.leaks()] == [(1, 99)]
+    assert c.stacks[(1, 99)].unresolved == 500 * 3
+
+
+def test_the_candidates_followed_stay_within_a_few_mebibytes() -> None:
+    """At the cap, the candidates' table is the bound on the tracer's memory: what Candidates
+    itself holds (tracemalloc, its own allocations) stays within 4 MiB."""
+    import tracemalloc
+
+    c = Candidates()
+    tracemalloc.start()
+    try:
+        t = Target(leak_per_window=4096)
+        for _ in range(8):
+            for addr in c.end_window(t.window()):
+                del t.leaked[addr]
+        mine = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, leakwindows.__file__)])
+    finally:
+        tracemalloc.stop()
+    assert len(c.live) == leakwindows.MAX_CANDIDATES
+    held = sum(s.size for s in mine.statistics("filename"))
+    assert held < 4 << 20, held
