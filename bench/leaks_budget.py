@@ -18,14 +18,15 @@ run is `memtop snapshot --pane leaks --leaks PID --budget B% --after DURATION` a
 
 Writes bench/results/leaks_budget.json (bench/report.py puts it in bench/RESULTS.md).
 
-With ``--soak-minutes M`` it runs the shortened soak instead (issue 40, item 2): the budgeted
-tracer left on a leaking target for M minutes, memtop's RssAnon sampled every 5 s, its growth
-after the first quarter (warm-up), and the candidates followed, summarised and lost at the end;
-added to the same results file.
+With ``--soak-minutes M`` it runs the soak instead (issue 40, item 2): the budgeted tracer left on
+a leaking target for M minutes beside a control memtop without --leaks, both one's RssAnon
+sampled every 10 s, their growth after warm-up (the first quarter, at most 10 minutes) and that
+of their difference (what the tracer holds), and the candidates followed, summarised and lost at
+the end; added to the same results file, or with ``--out PATH`` written there as it goes.
 
 usage: sudo .venv/bin/python bench/leaks_budget.py [--rates 100000,1000000] [--budgets 1]
            [--cost-budgets 0.5,1,5] [--runs 2] [--duration 150]
-       sudo .venv/bin/python bench/leaks_budget.py --soak-minutes 10
+       sudo .venv/bin/python bench/leaks_budget.py --soak-minutes 10 [--out PATH]
 """
 
 from __future__ import annotations
@@ -169,40 +170,83 @@ def rss_anon_kib(pid: int) -> int | None:
     return None
 
 
-def soak(exe: Path, minutes: float, rate: int, budget_pct: float, tmp: Path) -> dict[str, Any]:
+#: the soak's samples of RssAnon are this far apart
+SOAK_SAMPLE_S = 10.0
+
+
+def soak(
+    exe: Path, minutes: float, rate: int, budget_pct: float, tmp: Path, out: Path | None = None
+) -> dict[str, Any]:
+    """The budgeted tracer left on a leaking target for ``minutes``, beside a control: the same
+    `memtop snapshot --pane leaks` without --leaks, started with it. Both are memtop with every
+    default probe, whose memory moves with the machine (other processes and memcgs come and go on
+    a shared machine); the difference of the two is what the tracer holds. Written to ``out``
+    as it goes (a long run can be read while it runs)."""
     seconds = minutes * 60
-    t = Target(exe, rate, True, seconds + 120, traced=True)
-    out = tmp / "soak.json"
-    samples: list[tuple[float, int]] = []
-    try:
-        cmd = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--output", str(out)]
-        cmd += ["--after", str(seconds), "--leaks", str(t.proc.pid), "--budget", f"{budget_pct}%"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        t0 = time.monotonic()
-        while proc.poll() is None:
-            kib = rss_anon_kib(proc.pid)
-            if kib is not None:
-                samples.append((time.monotonic() - t0, kib))
-            time.sleep(5)
-        assert proc.returncode == 0, f"memtop exited {proc.returncode}"
-    finally:
-        t.stop()
-    doc = json.loads(out.read_text())
-    b = doc["budget"] or {}
-    warm = [k for s_, k in samples if s_ >= seconds / 4]
-    return {
+    warmup_s = min(seconds / 4, 600.0)
+    t = Target(exe, rate, True, seconds + 300, traced=True)
+    snap = tmp / "soak.json"
+    samples: list[tuple[float, int, int]] = []
+    base = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--after", str(seconds)]
+    result: dict[str, Any] = {
         "minutes": minutes,
         "rate_pairs_per_s": rate,
         "budget_pct": budget_pct,
-        "rss_anon_mib": [[round(s_, 1), round(k / 1024, 2)] for s_, k in samples],
-        "rss_growth_after_warmup_mib": (max(warm) - warm[0]) / 1024 if warm else 0.0,
-        "windows": b.get("windows"),
-        "candidates": b.get("candidates"),
-        "aged_out": b.get("aged_out"),
-        "lost": sum(doc.get("lost", {}).values()),
-        "cost_pct_shown": b.get("cost_pct_of_core"),
-        "leak_found": bool(b.get("leaks")) and b["leaks"][0]["frames"][0].startswith("leak_here+"),
+        "target_pid": t.proc.pid,
+        "warmup_s": warmup_s,
+        "done": False,
     }
+
+    def summary() -> None:
+        warm = [(k, c) for s_, k, c in samples if s_ >= warmup_s]
+        result["rss_anon_mib"] = [
+            [round(s_, 1), round(k / 1024, 2), round(c / 1024, 2)] for s_, k, c in samples
+        ]
+        if warm:
+            result["rss_growth_after_warmup_mib"] = (max(k for k, _c in warm) - warm[0][0]) / 1024
+            result["control_growth_after_warmup_mib"] = (max(c for _k, c in warm) - warm[0][1]) / 1024
+            diffs = [k - c for k, c in warm]
+            result["tracer_growth_after_warmup_mib"] = (max(diffs) - diffs[0]) / 1024
+        if out is not None:
+            out.write_text(json.dumps(result, indent=1) + "\n")
+
+    try:
+        proc = subprocess.Popen(
+            base + ["--output", str(snap), "--leaks", str(t.proc.pid), "--budget", f"{budget_pct}%"],
+            stdout=subprocess.DEVNULL,
+        )
+        ctl = subprocess.Popen(base + ["--output", str(tmp / "control.json")], stdout=subprocess.DEVNULL)
+        result["memtop_pid"], result["control_pid"] = proc.pid, ctl.pid
+        t0 = time.monotonic()
+        last_write = t0
+        while proc.poll() is None:
+            kib, ckib = rss_anon_kib(proc.pid), rss_anon_kib(ctl.pid)
+            if kib is not None and ckib is not None:
+                samples.append((time.monotonic() - t0, kib, ckib))
+            if time.monotonic() - last_write >= 60:
+                summary()
+                last_write = time.monotonic()
+            time.sleep(SOAK_SAMPLE_S)
+        ctl.wait()
+        assert proc.returncode == 0, f"memtop exited {proc.returncode}"
+    finally:
+        t.stop()
+    doc = json.loads(snap.read_text())
+    b = doc["budget"] or {}
+    result.update(
+        {
+            "windows": b.get("windows"),
+            "candidates": b.get("candidates"),
+            "aged_out": b.get("aged_out"),
+            "stacks_dropped": b.get("stacks_dropped"),
+            "lost": sum(doc.get("lost", {}).values()),
+            "cost_pct_shown": b.get("cost_pct_of_core"),
+            "leak_found": bool(b.get("leaks")) and b["leaks"][0]["frames"][0].startswith("leak_here+"),
+            "done": True,
+        }
+    )
+    summary()
+    return result
 
 
 def main() -> int:
@@ -213,8 +257,16 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--duration", type=float, default=150.0)
     ap.add_argument("--soak-minutes", type=float, default=0.0, help="the shortened soak instead")
+    ap.add_argument(
+        "--out", type=Path, help="the soak: write its result here (as it goes) instead of bench/results"
+    )
     args = ap.parse_args()
     if args.soak_minutes:
+        if args.out is not None:
+            with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-soak-") as d:
+                r = soak(build(Path(d)), args.soak_minutes, 100_000, 1.0, Path(d), args.out)
+            print(json.dumps({k: v for k, v in r.items() if k != "rss_anon_mib"}), flush=True)
+            return 0
         path = ROOT / "bench" / "results" / "leaks_budget.json"
         saved: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"cases": []}
         with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-soak-") as d:

@@ -290,11 +290,18 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
         t = TARGETS["leaks_budget_soak_mib"]
         yield Row(
             f"40 · leaks on --budget {soak['budget_pct']:g} % left running {soak['minutes']:g} min "
-            f"(shortened soak, {soak['rate_pairs_per_s']:,} malloc+free/s, a leak): memtop's RssAnon growth "
-            "after warm-up",
+            f"({soak['rate_pairs_per_s']:,} malloc+free/s, a leak): memtop's RssAnon growth after "
+            f"warm-up ({soak.get('warmup_s', soak['minutes'] * 15):g} s)",
             f"`{PY} bench/leaks_budget.py --soak-minutes {soak['minutes']:g}`",
-            f"{soak['rss_growth_after_warmup_mib']:.1f} MiB; {soak['candidates']:,} candidates followed, "
-            f"{soak['aged_out']:,} summarised, {soak['lost']} lost",
+            f"{soak['rss_growth_after_warmup_mib']:.1f} MiB"
+            + (
+                f" (a control memtop without --leaks beside it {soak['control_growth_after_warmup_mib']:.1f} "
+                f"MiB; their difference, the tracer's, {soak['tracer_growth_after_warmup_mib']:.1f} MiB)"
+                if "tracer_growth_after_warmup_mib" in soak
+                else ""
+            )
+            + f"; {soak['candidates']:,} candidates followed, {soak['aged_out']:,} summarised, "
+            f"{soak.get('stacks_dropped') or 0} stacks dropped, {soak['lost']} lost",
             t.text,
             t.met(soak["rss_growth_after_warmup_mib"]),
         )
