@@ -157,6 +157,8 @@ def budget_doc(state: State) -> dict[str, Any] | None:
         "candidates": b.candidates,
         "aged_out": b.aged_out,
         "stacks_dropped": b.stacks_dropped,
+        "cost_scale": b.cost_scale,
+        "measured_windows": b.measured_windows,
         "leaks": found,
     }
 
@@ -168,8 +170,8 @@ def budget_text(doc: dict[str, Any]) -> str:
     text = (
         f"budget {doc['budget_pct']:g} % of a core: tracing {doc['slice_s']:.2f} s of every "
         f"{doc['period_s']:.1f} s (duty {duty}), {doc['windows']} windows; cost {cost} of a core "
-        f"(memtop {doc['own_cpu_s']:.2f} CPU s measured, targets ~{doc['target_cpu_s']:.2f} CPU s "
-        f"estimated, over {doc['elapsed_s']:.0f} s); {doc['candidates']} candidates followed\n"
+        f"(memtop {doc['own_cpu_s']:.2f} CPU s, targets {doc['target_cpu_s']:.2f} CPU s added, measured "
+        f"in {doc['measured_windows']} windows, over {doc['elapsed_s']:.0f} s); {doc['candidates']} candidates followed\n"
     )
     if not doc["leaks"]:
         text += (
