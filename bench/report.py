@@ -264,7 +264,8 @@ def leaks_preflight(r: dict[str, Any]) -> Iterator[Row]:
 
 def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
     t = TARGETS["leaks_budget_ratio"]
-    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}`"
+    par = f" --parallel {r['parallel']}" if r.get("parallel", 1) > 1 else ""
+    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}`"
     for c in r.get("cases", []):
         ratio = c["cost_pct_max"] / c["budget_pct"]
         found = f"; leak found {c['recall']} runs" if c["recall"] != "0/0" else ""
@@ -277,7 +278,8 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
         yield Row(
             f"40 · leaks on --budget {c['budget_pct']:g} % at {c['rate_pairs_per_s']:,} malloc+free/s, "
             f"a {r['leak_bytes_per_s'] * 60 / 2**20:.0f} MiB/min leak among ten churning stacks: cost "
-            "(the target's added CPU and memtop's, from /proc) against the budget",
+            "(the target's added CPU and memtop's, from /proc, beside an untraced twin and a memtop "
+            "without --leaks) against the budget",
             cmd,
             f"{c['cost_pct_median']:.2f} % median, {c['cost_pct_max']:.2f} % max ({ratio:.2f}× the budget)"
             + found
