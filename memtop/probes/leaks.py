@@ -388,6 +388,8 @@ class _Target:
 #: the functions a program calls most: their probes are detached first when a window ends (each
 #: detach takes the kernel ~0.1 s, and the hot ones cost while they wait their turn)
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
+#: the time the hot probes stay on beyond the first window's slice, before one was measured
+FIRST_LATENCY_S = 0.2
 #: how often a target's mapped files may be read again (each is opened for its build id)
 MAPPINGS_EVERY_S = 10.0
 _MODULE = re.compile(r" \[([^\]]*)\]")
@@ -589,6 +591,11 @@ class LeaksProbe(BpfProbe):
         t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
         seen: dict[tuple[str, int], str] = {}
         for path, specs in plan:
+            if self.budget:
+                # the hot ones last, as every later window attaches them: each attach takes the
+                # kernel ~0.1 s, and free's probe landing first had every call trap for the two
+                # seconds the others took (at 1M/s, a second of the target's CPU)
+                specs = sorted(specs, key=lambda sp: sp[0].removeprefix(alloc.prefix) in HOT_SYMBOLS)
             self._attach_file(t, alloc, path, specs, seen)
         attached = {s.split("=", 1)[0] for s in t.symbols}
         missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
@@ -993,8 +1000,10 @@ class LeaksProbe(BpfProbe):
         attaches and detaches every target's uprobes in slices sized to the budget."""
         self._win_on = True
         self._win_start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        # the first window as the next ones are planned: at the headroom, with the hot probes'
+        # two detaches (~0.1 s each) on beyond the slice
         self._win_wait_s, self._win_period_s = leakwindows.plan_window(
-            self.budget, self._window_calls_per_s, 0.0, 0.0
+            leakwindows.HEADROOM * self.budget, self._window_calls_per_s, 0.0, FIRST_LATENCY_S
         )
         self._win_on_s = self._win_wait_s
         self._win_thread = threading.Thread(target=self._windows, name="memtop-leak-windows", daemon=True)
