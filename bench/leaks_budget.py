@@ -7,25 +7,26 @@ The target (tests/workloads/budgetchurn.c) does RATE malloc+free per second acro
 stacks, with or without a slow leak from one more (1 MiB/min in 4 KiB blocks, the issue's). Each
 run is `memtop snapshot --pane leaks --leaks PID --budget B% --after DURATION` as a user runs it:
 
-* **cost**: the target's CPU time (/proc/PID/schedstat) over the traced span minus the same span
-  of an untraced run of the same target, plus memtop's CPU time (/proc/PID/stat, from its ready
-  file to its exit) minus that of `memtop snapshot --pane leaks` without --leaks over the same
-  span; as a share of one core, against the budget. memtop's start (compiling its programs) is
-  before its ready file and not counted; the leaks preflight (1 s) and the tracer's compile come
-  after it and are.
+* **cost**: each run beside its controls, started with it: an untraced twin of the target and a
+  memtop without --leaks. From the traced memtop's ready file to its exit, the target's CPU time
+  (/proc/PID/schedstat) minus its twin's, plus memtop's minus the control memtop's, as a share
+  of one core, against the budget. memtop's start (compiling its programs) is before its ready
+  file and not counted; the leaks preflight (1 s) and the tracer's compile come after it and are.
+  Controls beside the run, not before it: on a shared machine the load moves within minutes.
 * **recall**: leak runs whose first reported leak is leak_here's stack; **false positives**: any
   stack reported that is not leak_here's (no-leak runs: any stack at all).
 
 Writes bench/results/leaks_budget.json (bench/report.py puts it in bench/RESULTS.md).
 
-With ``--soak-minutes M`` it runs the shortened soak instead (issue 40, item 2): the budgeted
-tracer left on a leaking target for M minutes, memtop's RssAnon sampled every 5 s, its growth
-after the first quarter (warm-up), and the candidates followed, summarised and lost at the end;
-added to the same results file.
+With ``--soak-minutes M`` it runs the soak instead (issue 40, item 2): the budgeted tracer left on
+a leaking target for M minutes beside a control memtop without --leaks, both one's RssAnon
+sampled every 10 s, their growth after warm-up (the first quarter, at most 10 minutes) and that
+of their difference (what the tracer holds), and the candidates followed, summarised and lost at
+the end; added to the same results file, or with ``--out PATH`` written there as it goes.
 
 usage: sudo .venv/bin/python bench/leaks_budget.py [--rates 100000,1000000] [--budgets 1]
-           [--cost-budgets 0.5,1,5] [--runs 2] [--duration 150]
-       sudo .venv/bin/python bench/leaks_budget.py --soak-minutes 10
+           [--cost-budgets 0.5,1,5] [--runs 2] [--duration 300] [--parallel 1]
+       sudo .venv/bin/python bench/leaks_budget.py --soak-minutes 10 [--out PATH]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -88,54 +90,65 @@ class Target:
         self.proc.wait()
 
 
-def memtop_run(
-    pid: int | None, budget_pct: float, seconds: float, tmp: Path
-) -> tuple[dict[str, Any], int, float]:
-    """`memtop snapshot --pane leaks` for ``seconds`` (tracing ``pid`` on the budget when given):
-    its document, its CPU ns from its ready file to its exit, and that span in seconds."""
-    out, ready = tmp / "snap.json", tmp / "ready"
-    for f in (out, ready):
-        f.unlink(missing_ok=True)
-    cmd = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--output", str(out)]
+def memtop_start(pid: int | None, budget_pct: float, seconds: float, tmp: Path) -> subprocess.Popen[bytes]:
+    """`memtop snapshot --pane leaks` for ``seconds`` (tracing ``pid`` on the budget when given),
+    writing its document to tmp/snap.json and its ready file to tmp/ready."""
+    cmd = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--output", str(tmp / "snap.json")]
     cmd += ["--after", str(seconds)]
     if pid is not None:
         cmd += ["--leaks", str(pid), "--budget", f"{budget_pct}%"]
-    proc = subprocess.Popen(
-        cmd, env={**os.environ, "MEMTOP_READY_FILE": str(ready)}, stdout=subprocess.DEVNULL
-    )
-    start_cpu = start_t = None
-    last_cpu, last_t = 0, time.monotonic()
-    while proc.poll() is None:
-        if start_cpu is None and ready.exists():
-            start_cpu, start_t = cpu_ns(proc.pid), time.monotonic()
-        c = cpu_ns(proc.pid)
-        if c is not None:
-            last_cpu, last_t = c, time.monotonic()
-        time.sleep(0.05)
-    assert proc.returncode == 0, f"memtop exited {proc.returncode}"
-    doc = json.loads(out.read_text())
-    if start_cpu is None or start_t is None:
-        return doc, 0, 0.0
-    return doc, last_cpu - start_cpu, last_t - start_t
+    env = {**os.environ, "MEMTOP_READY_FILE": str(tmp / "ready")}
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
 
 
 def traced_run(
     exe: Path, rate: int, leak: bool, budget_pct: float, seconds: float, tmp: Path
 ) -> dict[str, Any]:
-    t = Target(exe, rate, leak, seconds + 60, traced=True)
+    """One run, beside its controls started with it: the traced target and memtop tracing it on
+    the budget; an untraced twin of the target (its CPU is what the traced one would have used)
+    and a memtop without --leaks (what memtop costs anyway). CPU times are read from the traced
+    memtop's ready file (its start, compiling, is not counted; its preflight and the tracer's
+    compile are) to its exit; the cost is (target - twin) + (memtop - control) per second."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "ctl").mkdir(exist_ok=True)
+    for f in (tmp / "snap.json", tmp / "ready", tmp / "ctl" / "snap.json", tmp / "ctl" / "ready"):
+        f.unlink(missing_ok=True)
+    t = Target(exe, rate, leak, seconds + 120, traced=True)
+    twin = Target(exe, rate, False, seconds + 120, traced=False)
     try:
-        c0, t0 = cpu_ns(t.proc.pid) or 0, time.monotonic()
-        doc, memtop_ns, memtop_s = memtop_run(t.proc.pid, budget_pct, seconds, tmp)
-        c1, t1 = cpu_ns(t.proc.pid) or 0, time.monotonic()
+        proc = memtop_start(t.proc.pid, budget_pct, seconds, tmp)
+        ctl = memtop_start(None, 0, seconds, tmp / "ctl")
+        pids = [t.proc.pid, twin.proc.pid, proc.pid, ctl.pid]
+        start: list[int | None] | None = None
+        last: list[int | None] = [None] * 4
+        t0 = t1 = time.monotonic()
+        while proc.poll() is None:
+            if start is None and (tmp / "ready").exists():
+                start, t0 = [cpu_ns(p) for p in pids], time.monotonic()
+            now = [cpu_ns(p) for p in pids]
+            if all(c is not None for c in now):
+                last, t1 = now, time.monotonic()
+            time.sleep(0.1)
+        ctl.wait()
+        assert proc.returncode == 0, f"memtop exited {proc.returncode}"
     finally:
         t.stop()
+        twin.stop()
+    assert start is not None and all(c is not None for c in start + last), "no CPU readings"
+    span = t1 - t0
+    per_s = [((b or 0) - (a or 0)) / 1e9 / span for a, b in zip(start, last, strict=True)]
+    doc = json.loads((tmp / "snap.json").read_text())
     b = doc.get("budget") or {}
     leaks = b.get("leaks") or []
     firsts = [f["frames"][0] for f in leaks]
     return {
         "leak": leak,
-        "target_cpu_per_s": (c1 - c0) / 1e9 / (t1 - t0),
-        "memtop_cpu_per_s": memtop_ns / 1e9 / memtop_s if memtop_s else None,
+        "target_cpu_per_s": per_s[0],
+        "twin_cpu_per_s": per_s[1],
+        "memtop_cpu_per_s": per_s[2],
+        "control_memtop_cpu_per_s": per_s[3],
+        "cost_pct": 100 * (per_s[0] - per_s[1] + per_s[2] - per_s[3]),
+        "span_s": span,
         "reported": firsts,
         "found": bool(firsts) and firsts[0].startswith("leak_here+"),
         "false_positives": sum(1 for f in firsts if not f.startswith("leak_here+")),
@@ -143,20 +156,9 @@ def traced_run(
         "duty_pct": b.get("duty_pct"),
         "period_s": b.get("period_s"),
         "cost_pct_shown": b.get("cost_pct_of_core"),
+        "cost_scale": b.get("cost_scale"),
         "calls_per_s_seen": b.get("calls_per_s"),
     }
-
-
-def baseline(exe: Path, rate: int, seconds: float, tmp: Path) -> tuple[float, float]:
-    """(the untraced target's CPU s/s, memtop's CPU s/s without --leaks) over ``seconds``."""
-    t = Target(exe, rate, False, seconds + 60, traced=False)
-    try:
-        c0, t0 = cpu_ns(t.proc.pid) or 0, time.monotonic()
-        _doc, memtop_ns, memtop_s = memtop_run(None, 0, seconds, tmp)
-        c1, t1 = cpu_ns(t.proc.pid) or 0, time.monotonic()
-    finally:
-        t.stop()
-    return (c1 - c0) / 1e9 / (t1 - t0), memtop_ns / 1e9 / memtop_s if memtop_s else 0.0
 
 
 def rss_anon_kib(pid: int) -> int | None:
@@ -169,40 +171,83 @@ def rss_anon_kib(pid: int) -> int | None:
     return None
 
 
-def soak(exe: Path, minutes: float, rate: int, budget_pct: float, tmp: Path) -> dict[str, Any]:
+#: the soak's samples of RssAnon are this far apart
+SOAK_SAMPLE_S = 10.0
+
+
+def soak(
+    exe: Path, minutes: float, rate: int, budget_pct: float, tmp: Path, out: Path | None = None
+) -> dict[str, Any]:
+    """The budgeted tracer left on a leaking target for ``minutes``, beside a control: the same
+    `memtop snapshot --pane leaks` without --leaks, started with it. Both are memtop with every
+    default probe, whose memory moves with the machine (other processes and memcgs come and go on
+    a shared machine); the difference of the two is what the tracer holds. Written to ``out``
+    as it goes (a long run can be read while it runs)."""
     seconds = minutes * 60
-    t = Target(exe, rate, True, seconds + 120, traced=True)
-    out = tmp / "soak.json"
-    samples: list[tuple[float, int]] = []
-    try:
-        cmd = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--output", str(out)]
-        cmd += ["--after", str(seconds), "--leaks", str(t.proc.pid), "--budget", f"{budget_pct}%"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        t0 = time.monotonic()
-        while proc.poll() is None:
-            kib = rss_anon_kib(proc.pid)
-            if kib is not None:
-                samples.append((time.monotonic() - t0, kib))
-            time.sleep(5)
-        assert proc.returncode == 0, f"memtop exited {proc.returncode}"
-    finally:
-        t.stop()
-    doc = json.loads(out.read_text())
-    b = doc["budget"] or {}
-    warm = [k for s_, k in samples if s_ >= seconds / 4]
-    return {
+    warmup_s = min(seconds / 4, 600.0)
+    t = Target(exe, rate, True, seconds + 300, traced=True)
+    snap = tmp / "soak.json"
+    samples: list[tuple[float, int, int]] = []
+    base = MEMTOP + ["snapshot", "--pane", "leaks", "--format", "json", "--after", str(seconds)]
+    result: dict[str, Any] = {
         "minutes": minutes,
         "rate_pairs_per_s": rate,
         "budget_pct": budget_pct,
-        "rss_anon_mib": [[round(s_, 1), round(k / 1024, 2)] for s_, k in samples],
-        "rss_growth_after_warmup_mib": (max(warm) - warm[0]) / 1024 if warm else 0.0,
-        "windows": b.get("windows"),
-        "candidates": b.get("candidates"),
-        "aged_out": b.get("aged_out"),
-        "lost": sum(doc.get("lost", {}).values()),
-        "cost_pct_shown": b.get("cost_pct_of_core"),
-        "leak_found": bool(b.get("leaks")) and b["leaks"][0]["frames"][0].startswith("leak_here+"),
+        "target_pid": t.proc.pid,
+        "warmup_s": warmup_s,
+        "done": False,
     }
+
+    def summary() -> None:
+        warm = [(k, c) for s_, k, c in samples if s_ >= warmup_s]
+        result["rss_anon_mib"] = [
+            [round(s_, 1), round(k / 1024, 2), round(c / 1024, 2)] for s_, k, c in samples
+        ]
+        if warm:
+            result["rss_growth_after_warmup_mib"] = (max(k for k, _c in warm) - warm[0][0]) / 1024
+            result["control_growth_after_warmup_mib"] = (max(c for _k, c in warm) - warm[0][1]) / 1024
+            diffs = [k - c for k, c in warm]
+            result["tracer_growth_after_warmup_mib"] = (max(diffs) - diffs[0]) / 1024
+        if out is not None:
+            out.write_text(json.dumps(result, indent=1) + "\n")
+
+    try:
+        proc = subprocess.Popen(
+            base + ["--output", str(snap), "--leaks", str(t.proc.pid), "--budget", f"{budget_pct}%"],
+            stdout=subprocess.DEVNULL,
+        )
+        ctl = subprocess.Popen(base + ["--output", str(tmp / "control.json")], stdout=subprocess.DEVNULL)
+        result["memtop_pid"], result["control_pid"] = proc.pid, ctl.pid
+        t0 = time.monotonic()
+        last_write = t0
+        while proc.poll() is None:
+            kib, ckib = rss_anon_kib(proc.pid), rss_anon_kib(ctl.pid)
+            if kib is not None and ckib is not None:
+                samples.append((time.monotonic() - t0, kib, ckib))
+            if time.monotonic() - last_write >= 60:
+                summary()
+                last_write = time.monotonic()
+            time.sleep(SOAK_SAMPLE_S)
+        ctl.wait()
+        assert proc.returncode == 0, f"memtop exited {proc.returncode}"
+    finally:
+        t.stop()
+    doc = json.loads(snap.read_text())
+    b = doc["budget"] or {}
+    result.update(
+        {
+            "windows": b.get("windows"),
+            "candidates": b.get("candidates"),
+            "aged_out": b.get("aged_out"),
+            "stacks_dropped": b.get("stacks_dropped"),
+            "lost": sum(doc.get("lost", {}).values()),
+            "cost_pct_shown": b.get("cost_pct_of_core"),
+            "leak_found": bool(b.get("leaks")) and b["leaks"][0]["frames"][0].startswith("leak_here+"),
+            "done": True,
+        }
+    )
+    summary()
+    return result
 
 
 def main() -> int:
@@ -211,10 +256,19 @@ def main() -> int:
     ap.add_argument("--budgets", default="1", help="budgets (%%) for recall and false positives")
     ap.add_argument("--cost-budgets", default="0.5,1,5", help="budgets (%%) for the cost, leak runs")
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--duration", type=float, default=150.0)
+    ap.add_argument("--duration", type=float, default=300.0)
+    ap.add_argument("--parallel", type=int, default=1, help="runs at once (each beside its own controls)")
     ap.add_argument("--soak-minutes", type=float, default=0.0, help="the shortened soak instead")
+    ap.add_argument(
+        "--out", type=Path, help="the soak: write its result here (as it goes) instead of bench/results"
+    )
     args = ap.parse_args()
     if args.soak_minutes:
+        if args.out is not None:
+            with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-soak-") as d:
+                r = soak(build(Path(d)), args.soak_minutes, 100_000, 1.0, Path(d), args.out)
+            print(json.dumps({k: v for k, v in r.items() if k != "rss_anon_mib"}), flush=True)
+            return 0
         path = ROOT / "bench" / "results" / "leaks_budget.json"
         saved: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {"cases": []}
         with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-soak-") as d:
@@ -233,47 +287,49 @@ def main() -> int:
         "machine": machine(),
         "duration_s": args.duration,
         "runs": args.runs,
+        "parallel": args.parallel,
         "leak_bytes_per_s": LEAK_BPS,
         "leak_block_bytes": LEAK_SIZE,
         "cases": [],
     }
+    plan = [
+        (rate, budget, leak)
+        for rate in rates
+        for budget in sorted(set(budgets) | set(cost_budgets))
+        for leak in [True] * (args.runs if budget in budgets else 1)
+        + ([False] * args.runs if budget in budgets else [])
+    ]
+    done: dict[tuple[int, float], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="memtop-leakbudget-bench-") as d:
         tmp = Path(d)
         exe = build(tmp)
-        for rate in rates:
-            base_target, base_memtop = baseline(exe, rate, args.duration, tmp)
-            print(
-                f"{rate}/s: untraced target {base_target:.4f} CPU s/s, memtop alone {base_memtop:.4f}",
-                flush=True,
-            )
-            for budget in sorted(set(budgets) | set(cost_budgets)):
-                runs = []
-                n = args.runs if budget in budgets else 1
-                for leak in [True] * n + ([False] * n if budget in budgets else []):
-                    r = traced_run(exe, rate, leak, budget, args.duration, tmp)
-                    r["cost_pct"] = 100 * (
-                        r["target_cpu_per_s"] - base_target + (r["memtop_cpu_per_s"] or 0) - base_memtop
-                    )
-                    print(f"  budget {budget}% leak={leak}: {json.dumps(r)}", flush=True)
-                    runs.append(r)
-                leak_runs = [r for r in runs if r["leak"]]
-                clean_runs = [r for r in runs if not r["leak"]]
-                result["cases"].append(
-                    {
-                        "rate_pairs_per_s": rate,
-                        "budget_pct": budget,
-                        "untraced_target_cpu_per_s": base_target,
-                        "memtop_alone_cpu_per_s": base_memtop,
-                        "cost_pct_median": statistics.median(r["cost_pct"] for r in runs),
-                        "cost_pct_max": max(r["cost_pct"] for r in runs),
-                        "recall": f"{sum(r['found'] for r in leak_runs)}/{len(leak_runs)}",
-                        "false_positives_leak_runs": sum(r["false_positives"] for r in leak_runs),
-                        "false_positives_clean_runs": f"{sum(1 for r in clean_runs if r['reported'])}/{len(clean_runs)}"
-                        if clean_runs
-                        else None,
-                        "runs": runs,
-                    }
-                )
+
+        def one(i: int) -> tuple[int, dict[str, Any]]:
+            rate, budget, leak = plan[i]
+            return i, traced_run(exe, rate, leak, budget, args.duration, tmp / f"run{i}")
+
+        with ThreadPoolExecutor(args.parallel) as pool:
+            for i, r in pool.map(one, range(len(plan))):
+                rate, budget, leak = plan[i]
+                print(f"{rate}/s budget {budget}% leak={leak}: {json.dumps(r)}", flush=True)
+                done.setdefault((rate, budget), []).append(r)
+    for (rate, budget), runs in done.items():
+        leak_runs = [r for r in runs if r["leak"]]
+        clean_runs = [r for r in runs if not r["leak"]]
+        result["cases"].append(
+            {
+                "rate_pairs_per_s": rate,
+                "budget_pct": budget,
+                "cost_pct_median": statistics.median(r["cost_pct"] for r in runs),
+                "cost_pct_max": max(r["cost_pct"] for r in runs),
+                "recall": f"{sum(r['found'] for r in leak_runs)}/{len(leak_runs)}",
+                "false_positives_leak_runs": sum(r["false_positives"] for r in leak_runs),
+                "false_positives_clean_runs": f"{sum(1 for r in clean_runs if r['reported'])}/{len(clean_runs)}"
+                if clean_runs
+                else None,
+                "runs": runs,
+            }
+        )
     path = ROOT / "bench" / "results" / "leaks_budget.json"
     if path.exists() and "soak" in (old := json.loads(path.read_text())):
         result["soak"] = old["soak"]  # the soak's figures are their own run's (--soak-minutes)

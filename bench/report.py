@@ -265,7 +265,8 @@ def leaks_preflight(r: dict[str, Any]) -> Iterator[Row]:
 
 
 def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
-    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}`"
+    par = f" --parallel {r['parallel']}" if r.get("parallel", 1) > 1 else ""
+    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}`"
     for c in r.get("cases", []):
         ratio = c["cost_pct_max"] / c["budget_pct"]
         found = f"; leak found {c['recall']} runs" if c["recall"] != "0/0" else ""
@@ -278,7 +279,8 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
         yield judged(
             f"40 · leaks on --budget {c['budget_pct']:g} % at {c['rate_pairs_per_s']:,} malloc+free/s, "
             f"a {r['leak_bytes_per_s'] * 60 / 2**20:.0f} MiB/min leak among ten churning stacks: cost "
-            "(the target's added CPU and memtop's, from /proc) against the budget",
+            "(the target's added CPU and memtop's, from /proc, beside an untraced twin and a memtop "
+            "without --leaks) against the budget",
             cmd,
             f"{c['cost_pct_median']:.2f} % median, {c['cost_pct_max']:.2f} % max ({ratio:.2f}× the budget)"
             + found
@@ -290,11 +292,18 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
     if soak:
         yield judged(
             f"40 · leaks on --budget {soak['budget_pct']:g} % left running {soak['minutes']:g} min "
-            f"(shortened soak, {soak['rate_pairs_per_s']:,} malloc+free/s, a leak): memtop's RssAnon growth "
-            "after warm-up",
+            f"({soak['rate_pairs_per_s']:,} malloc+free/s, a leak): memtop's RssAnon growth after "
+            f"warm-up ({soak.get('warmup_s', soak['minutes'] * 15):g} s)",
             f"`{PY} bench/leaks_budget.py --soak-minutes {soak['minutes']:g}`",
-            f"{soak['rss_growth_after_warmup_mib']:.1f} MiB; {soak['candidates']:,} candidates followed, "
-            f"{soak['aged_out']:,} summarised, {soak['lost']} lost",
+            f"{soak['rss_growth_after_warmup_mib']:.1f} MiB"
+            + (
+                f" (a control memtop without --leaks beside it {soak['control_growth_after_warmup_mib']:.1f} "
+                f"MiB; their difference, the tracer's, {soak['tracer_growth_after_warmup_mib']:.1f} MiB)"
+                if "tracer_growth_after_warmup_mib" in soak
+                else ""
+            )
+            + f"; {soak['candidates']:,} candidates followed, {soak['aged_out']:,} summarised, "
+            f"{soak.get('stacks_dropped') or 0} stacks dropped, {soak['lost']} lost",
             "leaks_budget_soak_mib",
             soak["rss_growth_after_warmup_mib"],
         )

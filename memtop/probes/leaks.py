@@ -157,18 +157,29 @@ A_EMPTY, A_FREED, A_BUSY = 0, 1, 2
 _LOW_BYTE_LIVE = bytes(0 if b <= A_BUSY else 1 for b in range(256))
 
 
+#: address-table slots read at a time by live_slots: its copies and big integers are this size
+#: (512 KiB of addresses), not the table's (8 MiB for a million slots, read every window and every
+#: age scan): a large transient buffer raises glibc's mmap threshold and stays in the heap, so a
+#: whole-table copy kept memtop's RssAnon that much higher for good
+LIVE_CHUNK_SLOTS = 1 << 16
+
+
 def live_slots(addrs: bytes | mmap.mmap) -> list[int]:
     """The slots of the address table's address column (little-endian u64s) that hold a block:
     not A_EMPTY, A_FREED or A_BUSY. Most slots are empty or freed, and a million of them is too
     many to test one by one in Python (60 ms): each of the eight byte planes is sliced out in C,
     and a slot is live where its low byte is none of the marks or any other byte is not zero
-    (OR-ed as big integers), about a third of the time."""
-    data = bytes(addrs)
-    n = len(data) // 8
-    acc = int.from_bytes(data[0::8].translate(_LOW_BYTE_LIVE), "little")
-    for k in range(1, 8):
-        acc |= int.from_bytes(data[k::8], "little")
-    return [m.start() for m in re.finditer(rb"[^\x00]", acc.to_bytes(n, "little"))]
+    (OR-ed as big integers), about a third of the time. Read LIVE_CHUNK_SLOTS at a time."""
+    n = len(addrs) // 8
+    out: list[int] = []
+    for first in range(0, n, LIVE_CHUNK_SLOTS):
+        count = min(LIVE_CHUNK_SLOTS, n - first)
+        data = addrs[first * 8 : (first + count) * 8]
+        acc = int.from_bytes(data[0::8].translate(_LOW_BYTE_LIVE), "little")
+        for k in range(1, 8):
+            acc |= int.from_bytes(data[k::8], "little")
+        out += [first + m.start() for m in re.finditer(rb"[^\x00]", acc.to_bytes(count, "little"))]
+    return out
 
 
 STACK_KEY = Packed("struct stack_key_t", "<Ii", ("pid", "stack_id"))
@@ -377,9 +388,13 @@ class _Target:
 #: the functions a program calls most: their probes are detached first when a window ends (each
 #: detach takes the kernel ~0.1 s, and the hot ones cost while they wait their turn)
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
+#: the time the hot probes stay on beyond the first window's slice, before one was measured
+FIRST_LATENCY_S = 0.2
 #: how often a target's mapped files may be read again (each is opened for its build id)
 MAPPINGS_EVERY_S = 10.0
 _MODULE = re.compile(r" \[([^\]]*)\]")
+#: /proc/PID/stat's clock ticks per second
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -418,15 +433,18 @@ class LeaksProbe(BpfProbe):
         self.budget = max(0.0, float(budget))
         self._window_calls_per_s = max(0.0, float(calls_per_s))
         # half the address table at most: the rest for the blocks a window sees come and go
-        self.candidates = leakwindows.Candidates(max(1024, max_allocs // 2))
+        self.candidates = leakwindows.Candidates(min(leakwindows.MAX_CANDIDATES, max(1024, max_allocs // 2)))
         self._win_lock = threading.RLock()
         self._win_stop = threading.Event()
         self._win_thread: threading.Thread | None = None
         self._win_on = False
         self._win_on_s, self._win_period_s, self._win_wait_s = 0.0, 0.0, 0.0
-        self._win_own_ns = 0
-        self._win_target_ns = 0
         self._win_start_ns = 0
+        #: the windows' cost, measured (the targets' CPU from /proc, memtop's own)
+        self.meter = leakwindows.CostMeter()
+        #: memtop's CPU in polls (ns), and that total when the last window was planned
+        self._poll_ns = 0
+        self._poll_ns_planned = 0
         self._win_ends: dict[int, int] = {}
         self._last_verdicts: dict[tuple[int, int], tuple[int, int, int, int, float]] = {}
         self.pids = list(dict.fromkeys(int(p) for p in pids))
@@ -453,6 +471,8 @@ class LeaksProbe(BpfProbe):
         self._ages_ts_ns = 0
         self._ages_next = 0.0
         self._ages_cost_s = 0.0
+        #: the address table changed since the last age scan (budget: a window traced)
+        self._ages_stale = True
         self._how: dict[str, str] = {}
         self._pending: list[int] = []
         self._pending_lock = threading.Lock()
@@ -571,6 +591,11 @@ class LeaksProbe(BpfProbe):
         t.symbolizer.frames([alloc.lo])  # load the allocator's symbols while the process is alive
         seen: dict[tuple[str, int], str] = {}
         for path, specs in plan:
+            if self.budget:
+                # the hot ones last, as every later window attaches them: each attach takes the
+                # kernel ~0.1 s, and free's probe landing first had every call trap for the two
+                # seconds the others took (at 1M/s, a second of the target's CPU)
+                specs = sorted(specs, key=lambda sp: sp[0].removeprefix(alloc.prefix) in HOT_SYMBOLS)
             self._attach_file(t, alloc, path, specs, seen)
         attached = {s.split("=", 1)[0] for s in t.symbols}
         missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
@@ -839,6 +864,11 @@ class LeaksProbe(BpfProbe):
         t0 = time.monotonic()
         if t0 < self._ages_next:
             return
+        if self.budget and not self._ages_stale:
+            # on a budget the table changes only while a window traces: one scan after each
+            # (a scan of the default table is ~20 ms: every second, 2 % of a core)
+            return
+        self._ages_stale = False
         addr_map, info_map = self._alloc_table()
         oldest: dict[tuple[int, int], int] = {}
         hist: dict[tuple[int, int], list[int]] = {}
@@ -863,10 +893,13 @@ class LeaksProbe(BpfProbe):
         self._ages_next = t0 + max(0.0, 20 * self._ages_cost_s)
 
     def poll(self) -> list[Record]:
+        cpu0 = time.thread_time_ns()
         with self._win_lock:  # never while a window attaches or detaches
             out = self._poll()
             if self.budget:
                 out += self._budget_records()
+            # on a budget, memtop's polls are part of what tracing costs
+            self._poll_ns += time.thread_time_ns() - cpu0
             return out
 
     def _poll(self) -> list[Record]:
@@ -884,6 +917,8 @@ class LeaksProbe(BpfProbe):
                 image = _image(t.pid, self.proc_root)
                 if image is not None and image != t.image:
                     self._on_exec(t)
+        if exiting or self._win_on:
+            self._ages_stale = True
         if exiting:
             self._ages_next = 0.0  # the final figures of an exiting pid include its ages
         _k, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "stats")
@@ -965,20 +1000,44 @@ class LeaksProbe(BpfProbe):
         attaches and detaches every target's uprobes in slices sized to the budget."""
         self._win_on = True
         self._win_start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        # the first window as the next ones are planned: at the headroom, with the hot probes'
+        # two detaches (~0.1 s each) on beyond the slice
         self._win_wait_s, self._win_period_s = leakwindows.plan_window(
-            self.budget, self._window_calls_per_s, 0.0, 0.0
+            leakwindows.HEADROOM * self.budget, self._window_calls_per_s, 0.0, FIRST_LATENCY_S
         )
         self._win_on_s = self._win_wait_s
         self._win_thread = threading.Thread(target=self._windows, name="memtop-leak-windows", daemon=True)
         self._win_thread.start()
 
+    def _targets_cpu_s(self) -> float | None:
+        """The traced targets' CPU time (s): a single-threaded one's from /proc/PID/schedstat (ns),
+        else /proc/PID/stat's utime+stime (every thread's, in clock ticks). None when one cannot
+        be read (gone): that window's cost is estimated."""
+        total = 0.0
+        for t in self.targets.values():
+            if t.state != "tracing":
+                continue
+            try:
+                text = Path(self.proc_root, str(t.pid), "stat").read_text("utf-8", "surrogateescape")
+                f = text[text.rindex(")") + 2 :].split()
+                if f[17] == "1":  # num_threads
+                    total += int(Path(self.proc_root, str(t.pid), "schedstat").read_text().split()[0]) / 1e9
+                else:
+                    total += (int(f[11]) + int(f[12])) / _CLK_TCK
+            except (OSError, ValueError, IndexError):
+                return None
+        return total
+
     def _windows(self) -> None:
-        """Each window: wait the slice, detach, follow the candidates, plan the next window from
-        what this one cost, wait the rest of the period, attach again. The probes are on from
-        the first attach to the last detach (both take time: the kernel removes a uprobe's
-        breakpoints one by one), so that whole span is the window's."""
+        """Each window: wait the slice, detach, follow the candidates; wait half the untraced
+        span, read the targets' CPU (the window's cost: what they spent beyond their untraced
+        rate), wait the other half, read it again (their untraced rate); plan the next window
+        from what the windows cost, measured; attach again. The probes are on from the first
+        attach to the last detach (both take time: the kernel removes a uprobe's breakpoints one
+        by one), so that whole span is the window's."""
         calls0 = self._counters()[Counter.CALLS]
         attach_began = time.monotonic()
+        cpu_began = self._targets_cpu_s()
         attach_ns = 0
         while not self._win_stop.wait(self._win_wait_s):
             cpu0 = time.thread_time_ns()
@@ -994,47 +1053,75 @@ class LeaksProbe(BpfProbe):
                 calls = max(calls0, self._counters()[Counter.CALLS]) - calls0
                 if on_s > 0:
                     self._window_calls_per_s = calls / on_s
-                # the targets' added CPU: each call (with its free) at leakcost's exact cost
-                self._win_target_ns += int(calls * leakcost.estimate(1.0, 1.0).exact_cpu * 1e9)
                 self._end_window()
             spent_ns = time.thread_time_ns() - cpu0
-            self._win_own_ns += spent_ns
+            self.meter.own((spent_ns + attach_ns) / 1e9)
+            # the targets' added CPU as estimated: each call (with its free) at leakcost's cost
+            estimated_s = calls * leakcost.estimate(1.0, 1.0).exact_cpu
             # memtop's own work per window (this detach and scan, the last attach) and the time
             # the probes were on beyond the slice (attaching, detaching)
             overhead_s = (spent_ns + attach_ns) / 1e9
             latency_s = max(0.0, on_s - self._win_wait_s)
-            wait, period = leakwindows.plan_window(
-                self.budget, self._window_calls_per_s, overhead_s, latency_s
-            )
-            self._win_wait_s, self._win_period_s = wait, period
-            self._win_on_s = wait + latency_s
-            if self._win_stop.wait(max(0.0, period - on_s)):
+            off_s = max(0.0, self._win_period_s - (time.monotonic() - attach_began))
+            if self._win_stop.wait(off_s / 2):
                 return
+            mid, cpu_mid = time.monotonic(), self._targets_cpu_s()
+            if self._win_stop.wait(off_s / 2):
+                return
+            end, cpu_end = time.monotonic(), self._targets_cpu_s()
+            if cpu_mid is not None and cpu_end is not None:
+                self.meter.untraced(cpu_end - cpu_mid, end - mid)
+            traced = cpu_mid - cpu_began if cpu_mid is not None and cpu_began is not None else None
+            self.meter.window(estimated_s, traced, mid - attach_began)
+            with self._win_lock:
+                if self.bpf is None:
+                    return
+                poll_s = (self._poll_ns - self._poll_ns_planned) / 1e9
+                self._poll_ns_planned = self._poll_ns
+                self.meter.own(poll_s)
+                elapsed_s = max(
+                    1e-3, (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self._win_start_ns) / 1e9
+                )
+                debt_s = self.meter.debt_s(self.budget, elapsed_s)
+                wait, period = leakwindows.plan_window(
+                    leakwindows.HEADROOM * self.budget,
+                    self._window_calls_per_s,
+                    overhead_s + debt_s,
+                    latency_s,
+                    self.meter.scale(),
+                )
+                self._win_wait_s, self._win_period_s = wait, period
+                self._win_on_s = wait + latency_s
             cpu0 = time.thread_time_ns()
             with self._win_lock:
                 if self.bpf is None:
                     return
                 calls0 = self._counters()[Counter.CALLS]
+                cpu_began = self._targets_cpu_s()
                 attach_began = time.monotonic()
-                for t in self.targets.values():
-                    if t.state == "tracing":
-                        self._reattach(t)
+                hot_on = [self._reattach(t) for t in self.targets.values() if t.state == "tracing"]
+                # the window is on from its first hot probe (the others cost next to nothing)
+                attach_began = min(hot_on, default=attach_began)
                 self._win_on = True
             attach_ns = time.thread_time_ns() - cpu0
-            self._win_own_ns += attach_ns
 
-    def _reattach(self, t: _Target) -> None:
+    def _reattach(self, t: _Target) -> float:
         """``t``'s uprobes again, as the first attach placed them (no symbol lookups); the hot
-        ones last (attaching is quick, but they cost from the moment they land)."""
+        ones last (each attach takes the kernel ~0.1 s, and they cost from the moment they
+        land). Returns when the first hot one began to attach (monotonic s)."""
         t.events, t.hot = [], set()
+        hot_on = None
         for fn, path, off, ret, hot in sorted(t.attach_list, key=lambda sp: sp[4]):
+            if hot and hot_on is None:
+                hot_on = time.monotonic()
             try:
                 ev = bcc_compat.attach_uprobe_at(self.bpf, fn, path, off, t.pid, ret)
             except OSError:
-                return  # exiting, or the process is gone: the next poll says which
+                break  # exiting, or the process is gone: the next poll says which
             t.events.append(ev)
             if hot:
                 t.hot.add(ev)
+        return time.monotonic() if hot_on is None else hot_on
 
     def _detach_window(self, t: _Target) -> float:
         """``t``'s uprobes off at a window's end, the hot ones first, each under the lock on its
@@ -1042,8 +1129,10 @@ class LeaksProbe(BpfProbe):
         the hot ones were off (monotonic s)."""
         hot_off = time.monotonic()
         with self._win_lock:
-            # the hot entry probes (free) first, the hot return probes (malloc, which count the
-            # calls) last of the hot: the calls are counted for as long as the window costs
+            # the hot entry probes (free) first, the hot return probes (malloc) last of the hot:
+            # with free off first, the blocks in flight when the window ends stay candidates
+            # (malloc's return still records new ones a moment); freed by a free probe left on,
+            # the churn would leave none to tell its rate of resolving by
             events, t.events = sorted(t.events, key=lambda e: (e not in t.hot, e.startswith("r_"))), []
         for ev in events:
             with self._win_lock:
@@ -1072,6 +1161,9 @@ class LeaksProbe(BpfProbe):
         table = self.bpf["alloc_addr"]
         for key in self.candidates.end_window(blocks):
             table[table.Key(slots[key])] = table.Leaf(A_FREED)
+        for stack in self.candidates.dropped:  # forgotten: its verdict is sent again if it returns
+            self._last_verdicts.pop(stack, None)
+        self._ages_stale = True
         self._win_ends[self.candidates.window] = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         self._win_ends.pop(self.candidates.window - 4096, None)  # bounded: growing_since's range
 
@@ -1086,12 +1178,15 @@ class LeaksProbe(BpfProbe):
                 on_ns=int(self._win_on_s * 1e9),
                 period_ns=int(self._win_period_s * 1e9),
                 calls_per_s=round(self._window_calls_per_s, 1),
-                own_cpu_ns=self._win_own_ns,
-                target_cpu_ns=self._win_target_ns,
+                own_cpu_ns=int(self.meter.own_s * 1e9),
+                target_cpu_ns=int(self.meter.target_s * 1e9),
                 elapsed_ns=max(0, now - self._win_start_ns),
                 p_resolve=-1.0 if c.p_resolve is None else round(c.p_resolve, 4),
                 candidates=len(c.live),
                 aged_out=c.aged_out,
+                stacks_dropped=c.stacks_dropped,
+                cost_scale=round(self.meter.scale(), 4),
+                measured_windows=self.meter.measured,
             )
         ]
         for key, v in c.stacks.items():

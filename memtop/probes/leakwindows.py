@@ -35,19 +35,41 @@ from memtop.records.leaks import LEAK_CONFIDENCE
 AGE_WINDOWS = 1
 #: candidates followed at most; past it the oldest are summarised per stack (counted unresolved
 #: for good) and forgotten, here and in the kernel's address table (end_window returns them): the
-#: table never fills with a leak's blocks, however long it runs
-MAX_CANDIDATES = 1 << 18
+#: table never fills with a leak's blocks, however long it runs. A candidate is ~250 bytes of
+#: Python (its dict entry and tuples): 16384 keep them within 4 MiB, and a leak's verdict needs
+#: its old candidates counted, not each one kept
+MAX_CANDIDATES = 1 << 14
+#: stacks followed at most: past it those with nothing unresolved, the longest without a
+#: candidate first, are forgotten (counted in ``stacks_dropped``); a target whose allocation
+#: stacks keep changing (JIT code, a stack per request) would otherwise grow the verdicts,
+#: rates and caches kept per stack for as long as it runs
+MAX_STACKS = 4096
 #: windows: at least this long a slice (shorter ones catch too few allocations to judge), and
-#: between their starts at least MIN_PERIOD_S and at most MAX_PERIOD_S
+#: between their starts at least MIN_PERIOD_S and at most MAX_PERIOD_S: a window costs at least
+#: the probes' time on while the kernel attaches and removes them (~0.1 s each, the hot ones
+#: last on and first off), which at 1M malloc+free/s is ~0.3 CPU s: 60 s of a 0.5 % budget,
+#: more where the measured cost is above the estimate
 MIN_ON_S = 0.02
 MIN_PERIOD_S = 2.0
-MAX_PERIOD_S = 120.0
+MAX_PERIOD_S = 300.0
+#: the share of the budget the windows aim at: a window's cost is known only once it has ended,
+#: and measured costs scatter (the target's own variance, a shared machine's load); aimed at the
+#: budget itself, half the windows would exceed it
+HEADROOM = 0.8
+#: the last windows whose measured cost corrects the estimate (the ratio of their sums)
+FEEDBACK_WINDOWS = 4
+#: the untraced spans whose median CPU rate is the targets' baseline
+BASELINE_SPANS = 8
+#: an untraced span shorter than this says too little about the baseline to be kept
+MIN_BASELINE_S = 0.2
+#: the correction moves the estimate by at most this factor either way
+MAX_SCALE = 20.0
 
 Key = tuple[int, int]  # (pid, stack id)
 
 
 def plan_window(
-    budget: float, calls_per_s: float, overhead_s: float, latency_s: float
+    budget: float, calls_per_s: float, overhead_s: float, latency_s: float, scale: float = 1.0
 ) -> tuple[float, float]:
     """(slice, period) in seconds for a budget (a share of one core) at an allocation rate
     (calls/s, each with its free): ``overhead_s`` is memtop's CPU per window (attach, detach,
@@ -56,14 +78,79 @@ def plan_window(
     ``slice + latency_s`` at memtop.core.leakcost's exact cost; the period is the shortest that keeps
     it within the budget with at least MIN_ON_S of slice (at most MAX_PERIOD_S: past that the
     cost shown says by how much the budget is exceeded), and the slice spends what is left. A
-    slice that would fill the period means tracing all the time."""
+    slice that would fill the period means tracing all the time. ``scale``: what the targets'
+    added CPU measured per traced call against that cost (CostMeter.scale)."""
     budget = max(1e-4, budget)
     per_s = leakcost.estimate(calls_per_s, calls_per_s).exact_cpu if calls_per_s > 0 else 0.0
+    per_s *= max(1.0 / MAX_SCALE, min(MAX_SCALE, scale))
     need = (overhead_s + per_s * (latency_s + MIN_ON_S)) / budget
     period = min(MAX_PERIOD_S, max(MIN_PERIOD_S, need))
     spend = budget * period - overhead_s
     on = period if per_s <= 0 else spend / per_s - latency_s
     return max(MIN_ON_S, min(period, on)), period
+
+
+class CostMeter:
+    """What tracing costs, measured, for the windows to be planned from it: the targets' added
+    CPU (their CPU time from a window's attach to the middle of the untraced span after it, less
+    their untraced rate over that time: the first half of that span holds the calls tracing
+    delayed, caught up; the second half gives the untraced rate) and memtop's own CPU (windows
+    and polls). The estimate per traced call (leakcost) is corrected by the ratio of measured to
+    estimated over the last windows, and what was spent beyond HEADROOM x budget since tracing
+    began is paid back in the next period (a longer one). Pure: the probe feeds it readings."""
+
+    def __init__(self) -> None:
+        self._rates: deque[float] = deque(maxlen=BASELINE_SPANS)
+        #: (estimated, measured) targets' added CPU s of the last windows
+        self._windows: deque[tuple[float, float]] = deque(maxlen=FEEDBACK_WINDOWS)
+        #: everything measured since tracing began (CPU s): the targets' added, memtop's
+        self.spent_s = 0.0
+        self.target_s = 0.0
+        self.own_s = 0.0
+        #: windows whose targets' cost was measured (else estimated: no baseline yet)
+        self.measured = 0
+
+    def untraced(self, cpu_s: float, span_s: float) -> None:
+        """The targets' CPU over an untraced span (its second half)."""
+        if span_s >= MIN_BASELINE_S and cpu_s >= 0:
+            self._rates.append(cpu_s / span_s)
+
+    def base_rate(self) -> float | None:
+        return sorted(self._rates)[len(self._rates) // 2] if self._rates else None
+
+    def window(self, estimated_s: float, cpu_s: float | None, span_s: float) -> float:
+        """A window's targets' added CPU: their CPU over ``span_s`` (attach to the middle of the
+        untraced span) less their baseline over it; the estimate while there is no baseline or
+        no reading (a target gone). Returns what is counted."""
+        rate = self.base_rate()
+        if rate is None or cpu_s is None:
+            cost = estimated_s
+        else:
+            cost = max(0.0, cpu_s - rate * span_s)
+            self._windows.append((estimated_s, cost))
+            self.measured += 1
+        self.target_s += cost
+        self.spent_s += cost
+        return cost
+
+    def own(self, cpu_s: float) -> None:
+        """memtop's own CPU on tracing (a window's attach and detach, polls)."""
+        self.own_s += cpu_s
+        self.spent_s += cpu_s
+
+    def scale(self) -> float:
+        """Measured over estimated targets' cost of the last windows (1 before any)."""
+        est = sum(e for e, _m in self._windows)
+        got = sum(m for _e, m in self._windows)
+        if not self._windows or est <= 0:
+            return 1.0
+        return max(1.0 / MAX_SCALE, min(MAX_SCALE, got / est))
+
+    def debt_s(self, budget: float, elapsed_s: float) -> float:
+        """CPU s spent beyond HEADROOM x budget since tracing began (memtop's polls included):
+        the next window's period is lengthened to pay it back (plan_window's overhead), and the
+        window is planned on HEADROOM x budget."""
+        return max(0.0, self.spent_s - HEADROOM * budget * elapsed_s)
 
 
 @dataclass(slots=True)
@@ -84,6 +171,8 @@ class StackVerdict:
     growing_since: int = -1
     #: candidates born in each of the last AGE_WINDOWS windows (not judged yet)
     recent: deque[int] = field(default_factory=lambda: deque(maxlen=AGE_WINDOWS))
+    #: the last window a candidate of it was born in
+    last_born: int = 0
 
 
 def binomial_tail(n: int, s: float, u: int) -> float:
@@ -112,8 +201,13 @@ def binomial_tail(n: int, s: float, u: int) -> float:
 class Candidates:
     """The candidates of every traced stack across windows, and each stack's verdict."""
 
-    def __init__(self, max_candidates: int = MAX_CANDIDATES) -> None:
+    def __init__(self, max_candidates: int = MAX_CANDIDATES, max_stacks: int = MAX_STACKS) -> None:
         self.max_candidates = max_candidates
+        self.max_stacks = max_stacks
+        #: stacks forgotten to stay within ``max_stacks`` (none had anything unresolved)
+        self.stacks_dropped = 0
+        #: the stacks forgotten by the last end_window (the probe drops what it keeps for them)
+        self.dropped: list[Key] = []
         self.window = 0
         #: (pid, address) -> (stack, window born, bytes, birth ns) for each unresolved candidate
         self.live: dict[tuple[int, int], tuple[Key, int, int, int]] = {}
@@ -151,13 +245,34 @@ class Candidates:
             self.stacks[key].recent.append(n)
         for v in self.stacks.values():
             v.born += v.recent[-1]
+            if v.recent[-1]:
+                v.last_born = w
         # exposure: candidates of the previous window followed into this one
         for key, wb, _size, _ts in self.live.values():
             if wb == w - 1:
                 self._exposed[key] = self._exposed.get(key, 0) + 1
         evicted = self._age_out()
         self._judge()
+        self._drop_stacks()
         return evicted
+
+    def _drop_stacks(self) -> None:
+        """Past ``max_stacks``, forget the stacks with nothing unresolved (no live candidate, none
+        aged out: nothing a verdict could still call a leak), the longest without a candidate
+        first. What they fed to the resolve rate goes too: the median stays the live stacks'."""
+        self.dropped = []
+        extra = len(self.stacks) - self.max_stacks
+        if extra <= 0:
+            return
+        idle = sorted(
+            (v.last_born, k) for k, v in self.stacks.items() if v.unresolved == 0 and v.aged_out == 0
+        )[:extra]
+        for _w, key in idle:
+            del self.stacks[key]
+            self._exposed.pop(key, None)
+            self._resolved_next.pop(key, None)
+            self.dropped.append(key)
+        self.stacks_dropped += len(idle)
 
     def _resolve(self, have: tuple[Key, int, int, int], w: int) -> None:
         key, wb, _size, _ts = have

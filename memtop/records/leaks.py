@@ -121,11 +121,14 @@ class LeakBudget(Record):
     """Tracing on a CPU budget (``--budget``): the leaks probe's uprobes attached for ``on_ns``
     of every ``period_ns`` (memtop.probes.leakwindows). ``budget``: the share of one core allowed
     for the targets' added CPU and memtop's; ``own_cpu_ns``: memtop's CPU time on the windows
-    (attach, detach, the table's scan), measured; ``target_cpu_ns``: the targets' added CPU, from
-    the calls counted in the windows at memtop.core.leakcost's cost per call; ``elapsed_ns`` since
-    tracing began. ``p_resolve``: the share of a window's candidates resolved by the next (the
+    (attach, detach, the table's scan) and its polls, measured; ``target_cpu_ns``: the targets'
+    added CPU, measured from /proc (their CPU in each window beyond their untraced rate;
+    ``measured_windows`` of the windows), estimated for the others from the calls counted at
+    memtop.core.leakcost's cost per call; ``cost_scale``: measured over estimated, the last
+    windows' (what the next ones are planned with); ``elapsed_ns`` since tracing began. ``p_resolve``: the share of a window's candidates resolved by the next (the
     median stack's; -1 while unknown). ``candidates``: followed now; ``aged_out``: summarised
-    away (the bound)."""
+    away (the bound); ``stacks_dropped``: stacks forgotten with nothing unresolved (the bound on
+    stacks)."""
 
     budget: float
     windows: int
@@ -138,6 +141,9 @@ class LeakBudget(Record):
     p_resolve: float = -1.0
     candidates: int = 0
     aged_out: int = 0
+    stacks_dropped: int = 0
+    cost_scale: float = 1.0
+    measured_windows: int = 0
 
 
 @record("leak_verdict")

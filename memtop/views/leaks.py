@@ -120,6 +120,9 @@ class BudgetDoc(TypedDict):
     resolve_rate: float | None
     candidates: int
     aged_out: int
+    stacks_dropped: int
+    cost_scale: float
+    measured_windows: int
     leaks: list[FoundLeak]
 
 
@@ -272,6 +275,9 @@ def budget_doc(state: State) -> BudgetDoc | None:
         "resolve_rate": b.p_resolve if b.p_resolve >= 0 else None,
         "candidates": b.candidates,
         "aged_out": b.aged_out,
+        "stacks_dropped": b.stacks_dropped,
+        "cost_scale": b.cost_scale,
+        "measured_windows": b.measured_windows,
         "leaks": found,
     }
 
@@ -283,8 +289,8 @@ def budget_text(doc: BudgetDoc) -> str:
     text = (
         f"budget {doc['budget_pct']:g} % of a core: tracing {doc['slice_s']:.2f} s of every "
         f"{doc['period_s']:.1f} s (duty {duty}), {doc['windows']} windows; cost {cost} of a core "
-        f"(memtop {doc['own_cpu_s']:.2f} CPU s measured, targets ~{doc['target_cpu_s']:.2f} CPU s "
-        f"estimated, over {doc['elapsed_s']:.0f} s); {doc['candidates']} candidates followed\n"
+        f"(memtop {doc['own_cpu_s']:.2f} CPU s, targets {doc['target_cpu_s']:.2f} CPU s added, measured "
+        f"in {doc['measured_windows']} windows, over {doc['elapsed_s']:.0f} s); {doc['candidates']} candidates followed\n"
     )
     if not doc["leaks"]:
         text += (

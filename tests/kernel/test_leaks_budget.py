@@ -1,8 +1,10 @@
-"""Leak hunting on a CPU budget (issue 40, item 1), real: `memtop snapshot --leaks PID --budget 1%`
+"""Leak hunting on a CPU budget (issue 40, item 1), real: `memtop snapshot --leaks PID --budget 5%`
 on a target doing 200,000 malloc+free/s across ten churning stacks (tests/workloads/budgetchurn.c)
 with a leak from one more stack (faster than the issue's 1 MiB/min, so that it is found within a
-minute), and the same churn without the leak. The cost against the budget is measured by
-bench/leaks_budget.py (from /proc), not asserted here."""
+minute), and the same churn without the leak. 5 %: the windows are planned on their measured
+cost, and a window at this rate costs ~0.3 CPU s (the probes stay on while the kernel places and
+removes them), so a 1 % budget allows one every ~40 s, too few for a test under a minute. The cost
+against the budget is measured by bench/leaks_budget.py (from /proc), not asserted here."""
 
 from __future__ import annotations
 
@@ -30,9 +32,9 @@ def churn(leakers: Leakers, leak_bps: int) -> Leaker:
 @pytest.mark.bpf
 def test_budget_reports_the_leaking_stack_first(leakers: Leakers) -> None:
     target = churn(leakers, LEAK_BPS)
-    doc = run_snapshot("leaks", 45, "--leaks", str(target.pid), "--budget", "1%", timeout=180)
+    doc = run_snapshot("leaks", 45, "--leaks", str(target.pid), "--budget", "5%", timeout=180)
     b = doc["budget"]
-    assert b is not None and b["budget_pct"] == 1.0
+    assert b is not None and b["budget_pct"] == 5.0
     assert b["windows"] >= 2 and b["duty_pct"] is not None and b["duty_pct"] < 100
     assert b["resolve_rate"] is not None and b["resolve_rate"] > 0.5  # the churn's candidates resolve
     leaks = b["leaks"]
@@ -52,7 +54,7 @@ def test_budget_reports_the_leaking_stack_first(leakers: Leakers) -> None:
 @pytest.mark.bpf
 def test_budget_no_leak_reports_none(leakers: Leakers) -> None:
     target = churn(leakers, 0)
-    doc = run_snapshot("leaks", 45, "--leaks", str(target.pid), "--budget", "1%", timeout=180)
+    doc = run_snapshot("leaks", 45, "--leaks", str(target.pid), "--budget", "5%", timeout=180)
     b = doc["budget"]
     assert b is not None and b["windows"] >= 2, b
     assert b["resolve_rate"] is not None  # judged, not merely too early to tell
@@ -61,11 +63,11 @@ def test_budget_no_leak_reports_none(leakers: Leakers) -> None:
 
 @pytest.mark.bpf
 def test_a_recording_keeps_the_windows_and_when_the_leak_began(leakers: Leakers, tmp_path: Path) -> None:
-    """`memtop record --leaks PID --budget 1%` keeps the leak tables: replayed, the leak is there
+    """`memtop record --leaks PID --budget 5%` keeps the leak tables: replayed, the leak is there
     at the end with how long it had been growing, and was not yet at the start."""
     target = churn(leakers, LEAK_BPS)
     rec = tmp_path / "budget.jsonl.gz"
-    cmd = memtop_cmd() + ["record", "--leaks", str(target.pid), "--budget", "1%", "--output", str(rec)]
+    cmd = memtop_cmd() + ["record", "--leaks", str(target.pid), "--budget", "5%", "--output", str(rec)]
     proc = subprocess.run(cmd + ["--duration", "45", "--quiet"], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     end = run_snapshot("leaks", 0, "--replay", str(rec))
