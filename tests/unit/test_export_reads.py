@@ -1,0 +1,122 @@
+"""The exporter reads only what it exports (Source.use_parts, EXPORTED_PARTS): through a Bridge told
+the exporter's parts the Kernel probe never opens /proc/vmallocinfo, buddyinfo or allocinfo and the
+kills probe never scans every process's oom_score_adj, while a Bridge told nothing (the TUI,
+snapshots, recordings, batch) reads them all; and every exported figure is the same either way."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import types
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_export_metrics import generate_latest_of
+from test_watched_cadence import kernel_root
+
+from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Options, families
+from memtop.linux import cgroupfs
+from memtop.probes import kernel as kernel_mod
+from memtop.probes.kernel import KernelProbe
+from memtop.probes.kills import KillsProbe
+from memtop.records import Batch, Lost, ProbeStatus
+from memtop.state import State
+from memtop.stream.bridge import Bridge
+
+TICKS = 12
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every file the Kernel probe opens, by name (it reads through one reader)."""
+    opened: Counter[str] = Counter()
+
+    def counted(path: str, limit: int = cgroupfs.MAX_FILE, errors: str = "replace") -> str | None:
+        opened[os.path.basename(path)] += 1
+        return cgroupfs.read_text(path, limit, errors)
+
+    monkeypatch.setattr(kernel_mod, "read_text", counted)
+    return opened
+
+
+def run_bridge(probe: KernelProbe, exporting: bool) -> list[Batch]:
+    bridge = Bridge([probe], allow_bpf=False)
+    if exporting:
+        bridge.use_parts(EXPORTED_PARTS)  # what memtop.export.server.export says before starting
+
+    batches: list[Batch] = []
+    bridge.subscribe(batches.append)  # the first poll, at start, is published
+
+    async def go() -> list[Batch]:
+        await bridge.start()
+        await bridge.wait_settled(30)
+        batches.extend(bridge.poll_sync(force=True) for _ in range(TICKS))
+        await bridge.stop()
+        return batches
+
+    return asyncio.run(go())
+
+
+def test_the_exporter_never_opens_what_it_does_not_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = count_reads(monkeypatch)
+    run_bridge(KernelProbe(str(kernel_root(tmp_path)), slow_every=1), exporting=True)
+    assert opened["meminfo"] > TICKS and opened["slabinfo"] > TICKS  # what it exports: every tick
+    assert opened["vmallocinfo"] == opened["buddyinfo"] == opened["allocinfo"] == 0, opened
+
+
+def test_the_tui_still_reads_everything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = count_reads(monkeypatch)
+    run_bridge(KernelProbe(str(kernel_root(tmp_path)), slow_every=1), exporting=False)
+    assert opened["vmallocinfo"] > TICKS and opened["buddyinfo"] > TICKS, opened
+    assert opened["slabinfo"] > TICKS
+
+
+def exposition(batches: list[Batch]) -> str:
+    state = State()
+    state.apply(Batch(ts_ns=1, records=(ProbeStatus("kernel", "attached"),)))
+    for b in batches:
+        state.apply(b)
+    # the probes' own families carry when each poll succeeded: not a figure read from a file
+    fams = [f for f in families(state, Options(), Accumulators()) if not f.name.startswith("memtop_probe")]
+    return generate_latest_of(fams)
+
+
+def test_exported_figures_are_the_same_whatever_is_read(tmp_path: Path) -> None:
+    root = str(kernel_root(tmp_path))
+    full = exposition(run_bridge(KernelProbe(root), exporting=False))
+    lean = exposition(run_bridge(KernelProbe(root), exporting=True))
+    assert "memtop_slab_cache_bytes" in full and "memtop_kernel_memory_bytes" in full
+    assert lean == full
+
+
+class NoBpf(types.SimpleNamespace):
+    """The kills probe's program stands in for nothing here: its /proc side is under test."""
+
+    def ring_buffer_consume(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("exporting", [True, False])
+def test_kills_probe_scans_oom_score_adj_only_for_the_oom_pane(
+    exporting: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = KillsProbe()
+    probe.bpf = NoBpf()
+    monkeypatch.setattr(probe, "lost_record", lambda *a: Lost("kills", "events", 0))
+    scans: list[int] = []
+    real = probe.scan_adj
+
+    def counted() -> tuple[tuple[int, int], ...]:
+        scans.append(1)
+        return real()
+
+    monkeypatch.setattr(probe, "scan_adj", counted)
+    probe.used_parts = frozenset(EXPORTED_PARTS["kills"]) if exporting else None
+    try:
+        probe.poll()
+    finally:
+        probe.bpf = None
+        probe.close()
+    assert scans == ([] if exporting else [1])
