@@ -1,26 +1,36 @@
 """The exporter reads only what it exports (Source.use_parts, EXPORTED_PARTS): through a Bridge told
-the exporter's parts the Kernel probe never opens /proc/vmallocinfo, buddyinfo or allocinfo and the
-kills probe never scans every process's oom_score_adj, while a Bridge told nothing (the TUI,
-snapshots, recordings, batch) reads them all; and every exported figure is the same either way."""
+the exporter's parts the Kernel probe never opens /proc/vmallocinfo, buddyinfo or allocinfo, the
+kills probe never scans every process's oom_score_adj, the sharedinfo probe never scans every
+process's smaps and the /proc reader never opens a command line, while a probe told nothing (the
+TUI, snapshots, recordings, batch) reads them all; and every exported figure is the same either
+way."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import types
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from support.waits import wait_until
 from test_export_metrics import generate_latest_of
+from test_sharedinfo import HEADER, fake_proc, fake_sys, row
 from test_watched_cadence import kernel_root
 
 from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Options, families
 from memtop.linux import cgroupfs
 from memtop.probes import kernel as kernel_mod
+from memtop.probes import procfs as procfs_mod
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.kills import KillsProbe
+from memtop.probes.procfs import ProcfsProbe
+from memtop.probes.shared import SharedinfoProbe
 from memtop.records import Batch, Lost, ProbeStatus
+from memtop.records.processes import ProcSample
+from memtop.records.shared import HugePools, SharedProc, SharedScan, ShmTable
 from memtop.state import State
 from memtop.stream.bridge import Bridge
 
@@ -120,3 +130,61 @@ def test_kills_probe_scans_oom_score_adj_only_for_the_oom_pane(
         probe.bpf = None
         probe.close()
     assert scans == ([] if exporting else [1])
+
+
+@pytest.mark.parametrize("exporting", [True, False])
+def test_sharedinfo_scans_processes_only_for_the_shared_pane(
+    exporting: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The segments and pools (exported) every tick either way; the scan of every process's maps
+    and smaps (the pane's tables) only when a front end uses it."""
+    proc = fake_proc(tmp_path, HEADER + row(99, 3, 4096, 1, 0, 0))
+    probe = SharedinfoProbe(str(proc), str(fake_sys(tmp_path)))
+    scans: list[int] = []
+    real = probe._scan_procs
+
+    def counted() -> tuple[list[SharedProc], int, int]:
+        scans.append(1)
+        return real()
+
+    monkeypatch.setattr(probe, "_scan_procs", counted)
+    probe.used_parts = frozenset(EXPORTED_PARTS["sharedinfo"]) if exporting else None
+    sent = [r for _ in range(TICKS) for r in probe.poll()]
+    assert sum(isinstance(r, ShmTable) for r in sent) == TICKS
+    assert any(isinstance(r, HugePools) for r in sent)
+    assert (scans == []) if exporting else (len(scans) >= 1)
+    assert any(isinstance(r, SharedScan) for r in sent) is not exporting
+
+
+@pytest.mark.parametrize("exporting", [True, False])
+def test_procfs_reads_command_lines_only_for_the_panes(
+    exporting: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the real /proc: no /proc/PID/cmdline opened for the exporter (its series are labelled
+    by comm), every process's for the others; the figures exported the same."""
+    opened: Counter[str] = Counter()
+    real = procfs_mod.read_bytes
+
+    def counted(path: str, chunk: int = 4096) -> bytes | None:
+        opened[os.path.basename(path)] += 1
+        return real(path, chunk)
+
+    monkeypatch.setattr(procfs_mod, "read_bytes", counted)
+    child = subprocess.Popen(["sleep", "600"])
+    probe = ProcfsProbe("/proc")
+    probe.used_parts = frozenset(EXPORTED_PARTS["procfs"]) if exporting else None
+    try:
+        wait_until(lambda: Path(f"/proc/{child.pid}/cmdline").read_bytes() == b"sleep\x00600\x00", "the exec")
+        probe.load()
+        samples = {r.pid: r for r in probe.poll() if isinstance(r, ProcSample)}
+    finally:
+        child.kill()
+        child.wait()
+        probe.close()
+    mine = samples[child.pid]
+    assert opened["status"] >= len(samples)  # what the exported figures come from: read either way
+    if exporting:
+        assert opened["cmdline"] == 0 and mine.cmdline == ""
+    else:
+        assert opened["cmdline"] >= len(samples) and mine.cmdline == "sleep 600"
+    assert mine.comm == "sleep"
