@@ -48,13 +48,15 @@ NS = 1e-9
 #: (memtop_slab_cache_*; meminfo is always read), never buddyinfo, vmallocinfo or allocinfo; the
 #: kills probe: not every process's oom_score_adj (the OOM pane's column); the sharedinfo probe:
 #: not the scan of every process's smaps (the Shared pane's tables); the /proc reader: not each
-#: process's command line (process series are labelled by comm). A new family that
+#: process's command line (process series are labelled by comm); the pagecache probe: its
+#: totals, not its per-file and per-process map dumps. A new family that
 #: uses one of those parts adds it here (tests/kernel/test_export_reads.py holds this honest).
 EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
     "kernel": ("slabinfo",),
     "kills": (),
     "sharedinfo": (),
     "procfs": (),
+    "pagecache": (),
 }
 #: the label only the top-K families' rest bucket carries (``rest="true"``)
 REST_LABEL = "rest"

@@ -1,7 +1,8 @@
 """The exporter reads only what it exports (Source.use_parts, EXPORTED_PARTS): through a Bridge told
 the exporter's parts the Kernel probe never opens /proc/vmallocinfo, buddyinfo or allocinfo, the
 kills probe never scans every process's oom_score_adj, the sharedinfo probe never scans every
-process's smaps and the /proc reader never opens a command line, while a probe told nothing (the
+process's smaps, the /proc reader never opens a command line and the pagecache probe never dumps
+its per-file maps, while a probe told nothing (the
 TUI, snapshots, recordings, batch) reads them all; and every exported figure is the same either
 way."""
 
@@ -21,14 +22,16 @@ from test_sharedinfo import HEADER, fake_proc, fake_sys, row
 from test_watched_cadence import kernel_root
 
 from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Options, families
-from memtop.linux import cgroupfs
+from memtop.linux import bcc_compat, cgroupfs
 from memtop.probes import kernel as kernel_mod
 from memtop.probes import procfs as procfs_mod
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.kills import KillsProbe
+from memtop.probes.pagecache import PagecacheProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.shared import SharedinfoProbe
 from memtop.records import Batch, Lost, ProbeStatus
+from memtop.records.pagecache import PagecacheActivity
 from memtop.records.processes import ProcSample
 from memtop.records.shared import HugePools, SharedProc, SharedScan, ShmTable
 from memtop.state import State
@@ -188,3 +191,30 @@ def test_procfs_reads_command_lines_only_for_the_panes(
     else:
         assert opened["cmdline"] >= len(samples) and mine.cmdline == "sleep 600"
     assert mine.comm == "sleep"
+
+
+def test_pagecache_dumps_its_maps_only_for_the_pane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The totals (exported) every poll; the per-file and per-process maps (the pane's tables,
+    up to 16,384 entries a dump) not for the exporter. The program itself is tested on the
+    kernel (tests/kernel): here only which reads a poll makes."""
+    dumps: list[str] = []
+
+    def dump(_bpf: object, table: str) -> tuple[bytes, bytes, int, int, int]:
+        dumps.append(table)
+        return b"", b"", 0, 16, 32
+
+    monkeypatch.setattr(bcc_compat, "map_dump", dump)
+    probe = PagecacheProbe()
+    probe.bpf = NoBpf()
+    monkeypatch.setattr(probe, "array_slots", lambda table, n: [7, 3])
+    try:
+        probe.used_parts = frozenset(EXPORTED_PARTS["pagecache"])
+        (lean,) = probe.poll()
+        assert dumps == []
+        probe.used_parts = None
+        (full,) = probe.poll()
+        assert dumps == ["pc_files", "pc_pids"]
+    finally:
+        probe.bpf = None
+    assert isinstance(lean, PagecacheActivity) and isinstance(full, PagecacheActivity)
+    assert (lean.added, lean.deleted) == (full.added, full.deleted) == (7, 3)
