@@ -42,6 +42,22 @@ from memtop.state.vmscan import VmscanState
 from memtop.views import wall_ns
 
 NS = 1e-9
+
+#: of each probe with optional parts (``Probe.optional_parts``), those an exported family uses:
+#: the exporter's source reads no other (``Source.use_parts``). The kernel probe: slab caches
+#: (memtop_slab_cache_*; meminfo is always read), never buddyinfo, vmallocinfo or allocinfo; the
+#: kills probe: not every process's oom_score_adj (the OOM pane's column); the sharedinfo probe:
+#: not the scan of every process's smaps (the Shared pane's tables); the /proc reader: not each
+#: process's command line (process series are labelled by comm); the pagecache probe: its
+#: totals, not its per-file and per-process map dumps. A new family that
+#: uses one of those parts adds it here (tests/kernel/test_export_reads.py holds this honest).
+EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
+    "kernel": ("slabinfo",),
+    "kills": (),
+    "sharedinfo": (),
+    "procfs": (),
+    "pagecache": (),
+}
 #: the label only the top-K families' rest bucket carries (``rest="true"``)
 REST_LABEL = "rest"
 

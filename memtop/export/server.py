@@ -37,7 +37,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from memtop.core.errors import MemtopError
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
-from memtop.export.metrics import Accumulators, Budget, Options, families
+from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Budget, Options, families
 from memtop.export.node import with_node
 from memtop.export.textfile import Textfile
 from memtop.runtime.heap import release_heap
@@ -582,6 +582,8 @@ async def export(
     stop = asyncio.Event()
     undo = _stop_on_signals(stop)
     try:
+        # before the first poll: nothing the exporter does not export is ever read
+        source.use_parts(EXPORTED_PARTS)
         runner = Runner(source, interval_s=interval_s, checkpoints=False)
         exporter = Exporter(runner, opts, background=listen is not None)
         if listen is not None:

@@ -59,6 +59,16 @@ class Probe(ABC):
     #: that only its own pane shows may space them out while False. True unless a front end says
     #: otherwise (snapshots, recordings, the exporter and tests never do).
     watched: bool = True
+    #: the parts of its reads a front end may go without (``Source.use_parts``), by name: a
+    #: probe whose files feed both exported figures and figures only its pane shows
+    optional_parts: ClassVar[tuple[str, ...]] = ()
+    #: the optional parts a front end uses; None (every front end but the exporter): all of them.
+    #: A part left out is not read at all: the exporter reads only what it exports
+    used_parts: frozenset[str] | None = None
+
+    def reads(self, part: str) -> bool:
+        """Whether ``part`` (one of ``optional_parts``) is read: some front end uses it."""
+        return self.used_parts is None or part in self.used_parts
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:

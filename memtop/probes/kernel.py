@@ -29,6 +29,9 @@ class KernelProbe(Probe):
     needs_bpf = False
     #: the Kernel pane's alone: its first read waits for the TUI's first frame on another pane
     own_pane_only = True
+    #: what only the Kernel pane shows, beside meminfo (always read): a front end that does not
+    #: use one (the exporter exports slab caches only) never reads its file
+    optional_parts = ("slabinfo", "buddyinfo", "vmallocinfo", "allocinfo")
 
     def __init__(
         self, proc_root: str = "/proc", slow_every: int = 5, full_every: int = 30, unwatched_every: int = 10
@@ -76,7 +79,7 @@ class KernelProbe(Probe):
                 vmap_stack=self._vmap_stack,
             )
         )
-        if (
+        if self.reads("slabinfo") and (
             self.watched
             or self._slab_tick == 0
             or self._tick - self._slab_tick >= self.unwatched_every
@@ -84,16 +87,19 @@ class KernelProbe(Probe):
         ):
             self._slab_tick = self._tick
             out.append(self._slabinfo())
-        buddy = tuple(kernelfs.parse_buddyinfo(read_text(self._path("buddyinfo"), 65536) or ""))
-        if buddy != self._buddy or self._tick % self.full_every == 0:
-            self._buddy = buddy
-            out.append(BuddyInfo(buddy))
+        if self.reads("buddyinfo"):
+            buddy = tuple(kernelfs.parse_buddyinfo(read_text(self._path("buddyinfo"), 65536) or ""))
+            if buddy != self._buddy or self._tick % self.full_every == 0:
+                self._buddy = buddy
+                out.append(BuddyInfo(buddy))
         shown_now = self.watched and not self._was_watched
         self._was_watched = self.watched
         slow = self._tick % self.slow_every == 0 and (self.watched or self._tick % self.full_every == 0)
         if self._tick == 1 or shown_now or slow:
-            out.append(self._vmalloc())
-            out.append(self._allocinfo())
+            if self.reads("vmallocinfo"):  # its read takes the kernel's vmap lock
+                out.append(self._vmalloc())
+            if self.reads("allocinfo"):
+                out.append(self._allocinfo())
         return out
 
     def _slabinfo(self) -> SlabCaches:

@@ -244,6 +244,9 @@ class KillsProbe(BpfProbe):
     shares_unit = True
     tracepoints = ("signal:signal_generate",)
     cadence_s = 0.5
+    #: every process's oom_score_adj (the OOM pane's column; nothing exported uses it): a read
+    #: per process every scan
+    optional_parts = ("oom_score_adj",)
 
     def __init__(
         self,
@@ -320,10 +323,15 @@ class KillsProbe(BpfProbe):
         out.extend(self._journal_reasons(now))
         if now - self._adj_at >= ADJ_EVERY_S:
             self._adj_at = now
-            adj = self.scan_adj()
-            if adj != self._adj:
-                self._adj = adj
-                out.append(OomScoreAdj(adjusted=adj))
+            if self.reads("oom_score_adj"):
+                adj = self.scan_adj()
+                if adj != self._adj:
+                    self._adj = adj
+                    out.append(OomScoreAdj(adjusted=adj))
+            elif self._adj_fds or self._adj is not None:  # no longer used: its files go
+                self._adj = None
+                for pid in list(self._adj_fds):
+                    self._drop_adj(pid)
             killers = self.scan_killers()
             if killers != self._killers:
                 self._killers = killers

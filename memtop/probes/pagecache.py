@@ -918,6 +918,8 @@ class PagecacheProbe(BpfProbe):
     #: of memtop's idle CPU when read every tick off the pane (docs/performance.md)
     unwatched_cadence_s = 10.0
     own_pane_only = True
+    #: the per-file and per-process maps (the pane's tables): the exporter exports the totals only
+    optional_parts = ("per_file",)
     tracepoints: ClassVar[tuple[str, ...]] = (
         "filemap:mm_filemap_add_to_page_cache",
         "filemap:mm_filemap_delete_from_page_cache",
@@ -938,6 +940,8 @@ class PagecacheProbe(BpfProbe):
         if self.bpf is None:
             return []
         added, deleted = self.array_slots("pc_totals", 2)
+        if not self.reads("per_file"):
+            return [PagecacheActivity(added=added, deleted=deleted, page_bytes=PAGE_SIZE)]
         # the maps in a few batched lookups: a syscall per entry would cost 16,384 a tick
         keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_files")
         files_now: dict[tuple[int, int], tuple[int, int]] = {}

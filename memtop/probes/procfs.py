@@ -98,6 +98,9 @@ def parse_stat(text: str) -> tuple[str, list[str]]:
 class ProcfsProbe(Probe):
     name = "procfs"
     needs_bpf = False
+    #: each new process's command line (the Processes pane's and the drill-in's): the exporter
+    #: labels processes by comm
+    optional_parts = ("cmdline",)
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:
@@ -247,7 +250,9 @@ class ProcfsProbe(Probe):
         self._kthreads.discard(pid)
         uid = int(vals.get(b"Uid", 0))
         cmdline = self._cmdline.get(pid)
-        if cmdline is None:
+        if cmdline is None and not self.reads("cmdline"):
+            cmdline = ""  # not kept: a front end that uses it reads it at the process's next change
+        elif cmdline is None:
             raw_argv = read_bytes(f"{self._root_s}/{pid}/cmdline") or b""
             argv = raw_argv.decode("utf-8", errors="surrogateescape")
             cmdline = clean(argv.replace("\x00", " ").strip(), limit=512)

@@ -330,6 +330,9 @@ class SharedinfoProbe(Probe):
     cadence_s = 1.0
     #: the Shared pane's alone: its first scan waits for the TUI's first frame on another pane
     own_pane_only = True
+    #: the scan of every process's maps and smaps and of the tmpfs mounts (the pane's process
+    #: and mount tables): nothing exported uses it (pools and segments are read without it)
+    optional_parts = ("processes",)
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:
@@ -395,7 +398,7 @@ class SharedinfoProbe(Probe):
         out: list[Record] = []
         watched, shown_now = self.watched, self.watched and not self._was_watched
         self._was_watched = watched
-        scan = self._tick == 1 or self._tick >= self._next_scan or shown_now
+        scan = self.reads("processes") and (self._tick == 1 or self._tick >= self._next_scan or shown_now)
         procs: list[SharedProc] = []
         mounts: list[TmpfsMount] = []
         processes = smaps_read = 0

@@ -22,7 +22,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -190,6 +190,8 @@ class Bridge:
         self.clock: Callable[[], float] = time.monotonic
         #: the probes that feed what is on screen (None: all; see watch)
         self._watched: frozenset[str] | None = None
+        #: probe name -> the optional parts of it a front end uses (None: all; see use_parts)
+        self._used_parts: dict[str, frozenset[str]] | None = None
         self._pending_status: list[Record] = []
         self._lock = threading.Lock()
         # held while probes are polled, so a probe is never closed under a poll in the worker thread
@@ -623,6 +625,9 @@ class Bridge:
     def watch(self, probes: Collection[str] | None) -> None:
         self._watched = None if probes is None else frozenset(probes)
 
+    def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
+        self._used_parts = None if parts is None else {k: frozenset(v) for k, v in parts.items()}
+
     # -- polling ------------------------------------------------------------------------------
     def poll_sync(self, force: bool = False, seen_only: bool = False) -> Batch:
         """Poll every due attached probe (worker thread); ``seen_only``: not those that feed only
@@ -651,6 +656,8 @@ class Bridge:
                     continue
             watched = self._watched
             p.watched = watched is None or p.name in watched
+            used = self._used_parts
+            p.used_parts = None if used is None else used.get(p.name)
             last = self._last_poll.get(p.name, 0.0)
             cadence_s = p.cadence_s if p.watched else max(p.cadence_s, p.unwatched_cadence_s or 0.0)
             if not force and now - last < cadence_s * 0.9:

@@ -14,7 +14,7 @@ import bisect
 import lzma
 import pickle
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -196,6 +196,9 @@ class ReplaySource:
         return False  # the recording holds what was measured, if anything
 
     def watch(self, probes: Collection[str] | None) -> None:
+        return None  # the recording holds what was read
+
+    def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
         return None  # the recording holds what was read
 
     def _publish(self, *records: Record) -> None:

@@ -10,7 +10,7 @@ record (``memtop.records.process.Focus``), so a recording carries it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from memtop.records import Batch, ProbeStatus
@@ -134,6 +134,13 @@ class Source(Protocol):
         """The probes that feed what is on screen now (the TUI's pane or drill-in); the others may
         read their costly parts less often (each record still says when it was read). None, as
         before any call: everything is watched (snapshots, recordings, the exporter)."""
+        ...
+
+    def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
+        """Of each probe named in ``parts``, the optional parts (``Probe.optional_parts``) a front
+        end uses: the others are not read at all (the exporter, which reads only what it exports).
+        None, as before any call, and a probe not named: every part is read (the TUI,
+        snapshots, recordings, batch)."""
         ...
 
     # -- the end ------------------------------------------------------------------------------------

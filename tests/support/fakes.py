@@ -3,7 +3,7 @@ kill and two ticks of vmscan data, and a forced tick of a live app."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memtop.core.text import clean
@@ -201,6 +201,9 @@ class FakeSource:
 
     def watch(self, probes: Collection[str] | None) -> None:
         self.watched.append(None if probes is None else frozenset(probes))
+
+    def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
+        return None
 
     def stop_attaching(self) -> None:
         return None
