@@ -20,6 +20,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -365,37 +366,10 @@ def test_a_read_loop_in_a_small_memcg_thrashes_exactly_its_files(tree: Path) -> 
     assert rows[str(control)]["cached_bytes"] == kernel_cachestat(control)[0]
 
 
-def _uptodate_bytes(path: Path) -> int:
-    """Bytes of ``path`` whose pages are in the page cache and read (mincore reports a page only
-    once it is uptodate; cachestat counts a page still under readahead's I/O too)."""
-    size = path.stat().st_size
-    pages = (size + PAGE - 1) // PAGE
-    mmap_ = _libc.mmap
-    mmap_.restype = ctypes.c_void_p
-    mmap_.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_long,
-    ]
-    fd = os.open(path, os.O_RDONLY)
-    addr = mmap_(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-    os.close(fd)
-    assert addr is not None and addr != ctypes.c_void_p(-1).value
-    try:
-        vec = (ctypes.c_ubyte * pages)()
-        assert _libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0
-        return sum(1 for i in range(pages) if vec[i] & 1) * PAGE
-    finally:
-        _libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
-
-
-def _frames(path: Path) -> list[int]:
-    """The PFN of each resident page of ``path`` as the test reads it itself: its own read-only
-    mapping (MADV_RANDOM, so neither the touch nor the unmap marks a page accessed), each
-    resident page touched (a minor fault), its PFN from /proc/self/pagemap."""
+@contextmanager
+def _mapped(path: Path) -> Iterator[tuple[int, int, Any]]:
+    """``path`` mapped read-only and shared, MADV_RANDOM (so neither a touch nor the unmap marks a
+    page accessed): (address, pages, mincore's vector of them)."""
     size = path.stat().st_size
     pages = (size + PAGE - 1) // PAGE
     mmap_ = _libc.mmap
@@ -416,6 +390,23 @@ def _frames(path: Path) -> list[int]:
         assert _libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(size), 1) == 0  # MADV_RANDOM
         vec = (ctypes.c_ubyte * pages)()
         assert _libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0
+        yield addr, pages, vec
+    finally:
+        _libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
+
+
+def _uptodate_bytes(path: Path) -> int:
+    """Bytes of ``path`` whose pages are in the page cache and read (mincore reports a page only
+    once it is uptodate; cachestat counts a page still under readahead's I/O too)."""
+    with _mapped(path) as (_, pages, vec):
+        return sum(1 for i in range(pages) if vec[i] & 1) * PAGE
+
+
+def _frames(path: Path) -> list[int]:
+    """The PFN of each resident page of ``path`` as the test reads it itself: its own mapping
+    (:func:`_mapped`), each resident page touched (a minor fault), its PFN from
+    /proc/self/pagemap."""
+    with _mapped(path) as (addr, pages, vec):
         out = []
         pm = os.open("/proc/self/pagemap", os.O_RDONLY)
         try:
@@ -432,8 +423,6 @@ def _frames(path: Path) -> list[int]:
         finally:
             os.close(pm)
         return out
-    finally:
-        _libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
 
 
 def _per_frame(name: str, frames: list[int]) -> list[int]:
