@@ -83,6 +83,25 @@ class Owner:
     why: str = ""
 
 
+def mincore_pages(fd: int, size: int) -> int:
+    """Pages of the file open as ``fd`` (``size`` bytes) in the page cache, by mincore(2) over a
+    read-only shared mapping (nothing is read: a mapping's pages are not faulted by mincore)."""
+    if size <= 0:
+        return 0
+    pages = (size + PAGE_SIZE - 1) // PAGE_SIZE
+    addr = _mmap(None, size, PROT_READ, MAP_SHARED, fd, 0)
+    if addr is None or addr == _MAP_FAILED:
+        raise _err()
+    try:
+        vec = (ctypes.c_ubyte * pages)()
+        if _mincore(addr, size, vec) != 0:
+            raise _err()
+        # the low bit is "resident"; the others are reserved (0)
+        return sum(1 for b in bytes(vec) if b & 1) if pages < 64 else pages - bytes(vec).count(0)
+    finally:
+        _munmap(addr, size)
+
+
 def spread(vec: bytes, base: int, count: int) -> list[int]:
     """Up to ``count`` indexes (plus ``base``) of resident pages in the mincore vector ``vec``
     (the low bit of each byte: resident; the others are reserved, 0), one at or after each of

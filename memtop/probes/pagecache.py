@@ -35,7 +35,7 @@ from typing import ClassVar, Self
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
 from memtop.linux.cgroupfs import read_text
-from memtop.linux.pagecgroup import Owner, PageOwners
+from memtop.linux.pagecgroup import Owner, PageOwners, mincore_pages
 from memtop.linux.procfd import each_open_file, reopen
 from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.layout import Packed
@@ -84,14 +84,6 @@ class _Cachestat(ctypes.Structure):
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
-_mmap = _libc.mmap
-_mmap.restype = ctypes.c_void_p
-_mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-_munmap = _libc.munmap
-_munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_mincore = _libc.mincore
-_mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-_MAP_FAILED = ctypes.c_void_p(-1).value
 
 
 #: cachestat through a prototype of syscall(2) with its argument types declared, and one range
@@ -128,27 +120,6 @@ def cachestat(fd: int) -> tuple[int, int, int, int, int]:
         raise OSError(err, os.strerror(err))
     cs = _RESULT
     return (cs.nr_cache, cs.nr_dirty, cs.nr_writeback, cs.nr_evicted, cs.nr_recently_evicted)
-
-
-def mincore_pages(fd: int, size: int) -> int:
-    """Pages of the file open as ``fd`` (``size`` bytes) in the page cache, by mincore(2) over a
-    read-only shared mapping (nothing is read: a mapping's pages are not faulted by mincore)."""
-    if size <= 0:
-        return 0
-    pages = (size + PAGE_SIZE - 1) // PAGE_SIZE
-    addr = _mmap(None, size, 0x1, 0x01, fd, 0)  # PROT_READ, MAP_SHARED
-    if addr is None or addr == _MAP_FAILED:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    try:
-        vec = (ctypes.c_ubyte * pages)()
-        if _mincore(addr, size, vec) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-        # the low bit is "resident"; the others are reserved (0)
-        return sum(1 for b in bytes(vec) if b & 1) if pages < 64 else pages - bytes(vec).count(0)
-    finally:
-        _munmap(addr, size)
 
 
 def open_checked(path: str, key: tuple[int, int] | None, follow: bool) -> tuple[int, os.stat_result] | None:
