@@ -127,3 +127,25 @@ async def tick_until(
         if time.monotonic() > deadline:
             raise WaitTimeout(f"still waiting for {what} after {timeout_s:g} s")
         await drive(app, pilot)
+
+
+class LayoutCount:
+    """How many times a screen was laid out since ``n`` was last set (:func:`count_layouts`)."""
+
+    n: int = 0
+
+
+def count_layouts(monkeypatch: pytest.MonkeyPatch) -> LayoutCount:
+    """Count every layout of any screen from now on (a layout re-renders every widget on it):
+    set ``.n = 0`` before a step, read it after."""
+    from textual.screen import Screen
+
+    count = LayoutCount()
+    refresh_layout = Screen._refresh_layout
+
+    def counting(self: Screen[Any], *args: Any, **kwargs: Any) -> None:
+        count.n += 1
+        refresh_layout(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    return count

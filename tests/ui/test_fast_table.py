@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from rich.text import Text
-from support.ui import settle
+from support.ui import count_layouts, settle
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -311,17 +311,7 @@ async def _fixed_screens(cls: type[DataTable[Any]], monkeypatch: Any) -> tuple[l
     """Screens of a fixed-height table whose rows come and go (the scrollbar appears, its range
     changes, it goes; scrolled to the end when rows go), and how many times the screen was laid
     out in each step after the first frame."""
-    from textual.screen import Screen
-
-    layouts = 0
-    refresh_layout = Screen._refresh_layout
-
-    def counting(self: Screen[Any], *args: Any, **kwargs: Any) -> None:
-        nonlocal layouts
-        layouts += 1
-        refresh_layout(self, *args, **kwargs)
-
-    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    layouts = count_layouts(monkeypatch)
     app = FixedTableApp(cls)
     shots: list[str] = []
     per_step: list[int] = []
@@ -346,14 +336,14 @@ async def _fixed_screens(cls: type[DataTable[Any]], monkeypatch: Any) -> tuple[l
             (range(40, 42), range(0), None),  # 5: two more, still no scrollbar
         ]
         for added, gone, scroll_y in steps:
-            layouts = 0
+            layouts.n = 0
             for r in gone:
                 t.remove_row(str(r))
             add(t, added)
             if scroll_y is not None:
                 t.scroll_to(y=scroll_y, animate=False)
             await settle(pilot)
-            per_step.append(layouts)
+            per_step.append(layouts.n)
             shots.append(app.export_screenshot())
             shots.append(repr((t.scroll_y, t.max_scroll_y, t.show_vertical_scrollbar, t.virtual_size)))
     return shots, per_step

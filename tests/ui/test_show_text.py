@@ -8,9 +8,8 @@ import asyncio
 from typing import Any
 
 from rich.text import Text
-from support.ui import settle
+from support.ui import count_layouts, settle
 from textual.app import App, ComposeResult
-from textual.screen import Screen
 from textual.widgets import Static
 
 from memtop.ui.lines import show_text
@@ -25,15 +24,7 @@ class HeaderApp(App[None]):
 
 
 def test_a_header_of_as_many_lines_is_shown_without_a_layout(monkeypatch: Any) -> None:
-    layouts = 0
-    refresh_layout = Screen._refresh_layout
-
-    def counting(self: Screen[Any], *args: Any, **kwargs: Any) -> None:
-        nonlocal layouts
-        layouts += 1
-        refresh_layout(self, *args, **kwargs)
-
-    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    layouts = count_layouts(monkeypatch)
 
     async def run() -> list[tuple[int, int, str]]:
         app = HeaderApp()
@@ -43,12 +34,11 @@ def test_a_header_of_as_many_lines_is_shown_without_a_layout(monkeypatch: Any) -
             show_text(h, Text("one line"))
             await settle(pilot)
             for text in ("another line", "two\nlines", "two\nlines, again", "x" * 50, "back to one"):
-                nonlocal layouts
-                layouts = 0
+                layouts.n = 0
                 show_text(h, Text(text))
                 await settle(pilot)
                 below = app.query_one("#below", Static)
-                out.append((layouts, h.size.height, f"{below.region.y}"))
+                out.append((layouts.n, h.size.height, f"{below.region.y}"))
         return out
 
     got = asyncio.run(run())
