@@ -185,17 +185,17 @@ class PagecacheView(View[PagecacheDoc]):
         Column("cached_bytes", "CACHED", fmt.bytes_h),
         Column("cached_pct", "%", _pct),
         Column("dirty_bytes", "DIRTY", fmt.bytes_h),
-        Column("writeback_bytes", "WB", fmt.bytes_h),
+        Column("writeback_bytes", "WB", fmt.bytes_h, priority=2),
         Column("recently_evicted_bytes", "EVICT", fmt.bytes_h),
-        Column("added_per_s", "ADD/s", _rate),
-        Column("deleted_per_s", "DEL/s", _rate),
+        Column("added_per_s", "ADD/s", _rate, priority=2),
+        Column("deleted_per_s", "DEL/s", _rate, priority=2),
         Column("thrashing", "", _thrash, numeric=False),
-        Column("size_bytes", "SIZE", fmt.bytes_h),
+        Column("size_bytes", "SIZE", fmt.bytes_h, priority=2),
         # the names are cut before the path goes: a file held by many processes must not push
         # its path off the screen
         Column("holder_names", "HELD BY", numeric=False, priority=2, min_width=16),
         Column("cgroup_label", "CGROUP", numeric=False, priority=1, min_width=12),
-        Column("path", "PATH", numeric=False, min_width=36),
+        Column("path", "PATH", numeric=False, min_width=28),
     )
 
     def default_options(self) -> Options:

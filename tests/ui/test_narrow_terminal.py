@@ -29,6 +29,7 @@ PANES = {
     "reclaim": "reclaim-procs",
     "swapin": "swapin-table",
     "kernel": "kernel-table",
+    "pagecache": "pagecache-table",
 }
 
 
