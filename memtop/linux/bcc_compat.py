@@ -18,6 +18,7 @@ import ctypes
 import fcntl
 import os
 import platform
+import re
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -47,10 +48,27 @@ def bcc_module() -> Any:
 
 
 def bcc_version() -> str:
+    """BCC's version, "" when its bindings are not installed: read from the package's
+    version.py, not by importing it. Importing bcc loads libbcc and with it LLVM (~14 MiB of
+    RssAnon for its relocations, ~90 MiB mapped), which `memtop export --no-bpf` and `memtop
+    doctor` would otherwise carry for their whole run for one version string."""
+    import importlib.util
+
     try:
-        return str(getattr(bcc_module(), "__version__", "unknown"))
-    except NoBcc:
+        spec = importlib.util.find_spec("bcc")
+    except (ImportError, ValueError):
         return ""
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    for where in spec.submodule_search_locations:
+        try:
+            text = Path(where, "version.py").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        m = re.search(r"""__version__\s*=\s*['"]([^'"]{1,40})['"]""", text)
+        if m:
+            return m.group(1)
+    return "unknown"
 
 
 def have_privilege() -> bool:

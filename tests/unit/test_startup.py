@@ -113,3 +113,30 @@ def test_a_long_headless_snapshot_gives_the_collector_back_once_started(tmp_path
     finally:
         startup_gc.release()
         gc.enable()
+
+
+def test_the_doctors_checks_name_bccs_version_without_loading_llvm() -> None:
+    """`memtop export --no-bpf` runs the doctor's checks at start: the BCC check reads the
+    package's version without importing it (importing loads libbcc and LLVM: ~14 MiB of RssAnon
+    for a version string). A fresh interpreter, and the version equals the one bcc gives."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from memtop.headless import doctor
+        bcc = [c for c in doctor.run_checks() if c.name == "bcc"]
+        assert len(bcc) == 1, bcc
+        assert "bcc" not in sys.modules, "bcc imported for the doctor's checks"
+        maps = open("/proc/self/maps").read()
+        assert "libLLVM" not in maps and "libbcc.so" not in maps, "LLVM loaded"
+        try:
+            import bcc as real
+        except ImportError:
+            assert not bcc[0].ok
+        else:
+            assert bcc[0].ok and bcc[0].detail == real.__version__, (bcc[0], real.__version__)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
