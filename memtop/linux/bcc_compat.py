@@ -119,11 +119,41 @@ def check_can_load() -> None:
             "not running as root (BPF needs root or CAP_BPF+CAP_PERFMON)",
             "run: sudo memtop  (showing the /proc view meanwhile)",
         )
-    bcc_module()
+    if not bcc_available():
+        bcc_module()  # raises NoBcc with the reason
     ensure_headers()
 
 
+def bcc_available() -> bool:
+    """BCC's bindings are installed (found, not imported: importing loads LLVM)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("bcc") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def in_process() -> bool:
+    """Compile in this process (MEMTOP_BPF_IN_PROCESS=1) rather than in
+    memtop.linux.bpfchild's: for debugging BCC itself."""
+    return os.environ.get("MEMTOP_BPF_IN_PROCESS", "") == "1"
+
+
 def compile_text(text: str, cflags: list[str] | None = None) -> Any:
+    """Compile and load ``text`` in a process of its own (memtop.linux.bpfout: this one never
+    maps libbcc and LLVM), or here with MEMTOP_BPF_IN_PROCESS=1 (:func:`compile_text_here`).
+    Either way a failure raises as BCC does, with clang's errors in the message and on fd 2."""
+    if in_process():
+        return compile_text_here(text, cflags)
+    from memtop.linux import bpfout
+
+    check_can_load()
+    with COMPILE_LOCK:
+        return bpfout.compile_elsewhere(text, list(cflags or []))
+
+
+def compile_text_here(text: str, cflags: list[str] | None = None) -> Any:
     """Compile ``text`` (one or more bpf/*.bpf.c programs, see memtop.probes.unit) under the
     global compile lock. Nothing is attached: its TRACEPOINT_PROBEs carry no ``tracepoint__``
     names for BCC to auto-attach; each program attaches its own hooks.
@@ -212,6 +242,8 @@ def _working_dir(path: str) -> Iterator[None]:
 
 def function_names(bpf: Any) -> list[str]:
     """Every function compiled into the module (loaded or not)."""
+    if getattr(bpf, "module", None) is None:  # compiled elsewhere: it sent the list
+        return list(bpf.function_list)
     bcc = bcc_module()
     lib = bcc.libbcc.lib
     with COMPILE_LOCK:
@@ -224,11 +256,12 @@ def attach_tracepoint_fd(bpf: Any, fn_name: str, tp: str) -> int:
     holds the attachment (close it with :func:`close_perf_event_fd`). Unlike
     BPF.attach_tracepoint, which keeps one fd per tracepoint name, two functions of one module
     may hook the same tracepoint."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     category, _, event = tp.partition(":")
     with COMPILE_LOCK:
-        fn = bpf.load_func(fn_name.encode(), bcc.BPF.TRACEPOINT)
-        fd = int(bcc.libbcc.lib.bpf_attach_tracepoint(fn.fd, category.encode(), event.encode()))
+        fn = bpf.load_func(fn_name.encode(), bpfout.TRACEPOINT)
+        fd = int(bpfout.lib().bpf_attach_tracepoint(fn.fd, category.encode(), event.encode()))
     if fd < 0:
         raise OSError(-fd if fd < -1 else 0, f"cannot attach {fn_name} to tracepoint {tp}")
     return fd
@@ -237,18 +270,24 @@ def attach_tracepoint_fd(bpf: Any, fn_name: str, tp: str) -> int:
 def attach_raw_tracepoint_fd(bpf: Any, fn_name: str, event: str) -> int:
     """Load ``fn_name`` as a raw tracepoint program and attach it to ``event``; return the fd that
     holds the attachment (closing it detaches)."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     with COMPILE_LOCK:
-        fn = bpf.load_func(fn_name.encode(), bcc.BPF.RAW_TRACEPOINT)
-        fd = int(bcc.libbcc.lib.bpf_attach_raw_tracepoint(fn.fd, event.encode()))
+        fn = bpf.load_func(fn_name.encode(), bpfout.RAW_TRACEPOINT)
+        fd = int(bpfout.lib().bpf_attach_raw_tracepoint(fn.fd, event.encode()))
     if fd < 0:
         raise OSError(-fd if fd < -1 else 0, f"cannot attach {fn_name} to raw tracepoint {event}")
     return fd
 
 
 def online_cpus() -> list[int]:
-    bcc = bcc_module()
-    return [int(c) for c in bcc.utils.get_online_cpus()]
+    """The online CPUs (/sys/devices/system/cpu/online: "0-3,5")."""
+    text = Path("/sys/devices/system/cpu/online").read_text().strip()
+    cpus: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus += range(int(lo), int(hi or lo) + 1)
+    return cpus
 
 
 def cleanup(bpf: Any) -> None:
@@ -265,9 +304,8 @@ def cleanup(bpf: Any) -> None:
 
 def perf_sw_fault_ids() -> tuple[int, int, int]:
     """(PerfType.SOFTWARE, PAGE_FAULT_MIN, PAGE_FAULT_MAJ)."""
-    bcc = bcc_module()
-    sw = bcc.PerfSWConfig
-    return int(bcc.PerfType.SOFTWARE), int(sw.PAGE_FAULTS_MIN), int(sw.PAGE_FAULTS_MAJ)
+    # include/uapi/linux/perf_event.h: PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN/MAJ
+    return 1, 5, 6
 
 
 def attach_perf_event_fd(
@@ -276,20 +314,22 @@ def attach_perf_event_fd(
     """Open one perf event for (pid, cpu) running ``fn_name``; return its fd (close with
     :func:`close_perf_event_fd`). Unlike BPF.attach_perf_event, cpu=-1 means "any cpu" (one event
     following the thread), not one event per cpu, and many threads can share one program."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     with COMPILE_LOCK:
-        fn = bpf.load_func(fn_name.encode(), bcc.BPF.PERF_EVENT)
+        fn = bpf.load_func(fn_name.encode(), bpfout.PERF_EVENT)
         fd = int(
-            bcc.libbcc.lib.bpf_attach_perf_event(fn.fd, ev_type, ev_config, sample_period, 0, pid, cpu, -1)
+            bpfout.lib().bpf_attach_perf_event(fn.fd, ev_type, ev_config, sample_period, 0, pid, cpu, -1)
         )
     return fd
 
 
 def perf_prog_fd(bpf: Any, fn_name: str) -> int:
     """The fd of ``fn_name`` loaded as a perf-event program (loaded once, then cached by BCC)."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     with COMPILE_LOCK:
-        return int(bpf.load_func(fn_name.encode(), bcc.BPF.PERF_EVENT).fd)
+        return int(bpf.load_func(fn_name.encode(), bpfout.PERF_EVENT).fd)
 
 
 # perf_event_open(2) numbers by machine (the syscall has no libc wrapper)
@@ -381,9 +421,10 @@ def attach_thread_perf_event(prog_fd: int, ev_type: int, ev_config: int, tid: in
 
 
 def close_perf_event_fd(fd: int) -> None:
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     with COMPILE_LOCK:
-        bcc.libbcc.lib.bpf_close_perf_event_fd(fd)
+        bpfout.lib().bpf_close_perf_event_fd(fd)
 
 
 # -- per-pid uprobes at chosen offsets and raw map dumps (leaks) ---------------------------------
@@ -408,23 +449,25 @@ def stop_attaching_uprobes(timeout_s: float = 1.0) -> None:
 
 def load_uprobe_programs(bpf: Any, names: Sequence[str]) -> None:
     """Load (verify) the uprobe programs ``names`` now, so that attaching them later is quick."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     with COMPILE_LOCK:
         for name in names:
-            bpf.load_func(name.encode(), bcc.BPF.KPROBE)
+            bpf.load_func(name.encode(), bpfout.KPROBE)
 
 
 def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:
     """Attach ``fn_name`` as a uprobe (or uretprobe) at file ``offset`` of ``path`` for ``pid``
     only; return the event name for :func:`detach_uprobe_event` (``cleanup`` detaches it too)."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     with _UPROBE_GATE, COMPILE_LOCK:
         if _uprobes_stopped:
             raise OSError("memtop is exiting: no more uprobes")
-        fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
+        fn = bpf.load_func(fn_name.encode(), bpfout.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
-        fd = bcc.libbcc.lib.bpf_attach_uprobe(
-            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid
+        fd = bpfout.lib().bpf_attach_uprobe(
+            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid, 0
         )
         if fd < 0:
             raise OSError(f"attaching {'uretprobe' if retprobe else 'uprobe'} failed (fd {fd})")
@@ -478,12 +521,13 @@ def map_dump(bpf: Any, table: str) -> tuple[bytes, bytes, int, int, int]:
     (keys, values, count, key_size, value_size) as raw bytes."""
     import ctypes as ct
 
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     t = bpf[table]
     ksz, vsz = ct.sizeof(t.Key), ct.sizeof(t.Leaf)
     keys = ct.create_string_buffer(ksz * int(t.max_entries))
     values = ct.create_string_buffer(vsz * int(t.max_entries))
-    total = _batch_read(bcc.libbcc.lib.bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
+    total = _batch_read(bpfout.lib().bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
     return keys.raw[: ksz * total], values.raw[: vsz * total], total, ksz, vsz
 
 
@@ -494,7 +538,8 @@ def percpu_sums(bpf: Any, table: str) -> list[int]:
     poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6)."""
     import ctypes as ct
 
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     t = bpf[table]
     n = int(t.max_entries)
     ncpu = ct.sizeof(t.Leaf) // 8  # bcc's per-CPU Leaf: a u64 per possible CPU
@@ -502,7 +547,7 @@ def percpu_sums(bpf: Any, table: str) -> list[int]:
         raise TypeError(f"{table} is not a per-CPU array of u64")
     keys = (ct.c_uint32 * n)()
     values = (ct.c_uint64 * (n * ncpu))()
-    total = _batch_read(bcc.libbcc.lib.bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
+    total = _batch_read(bpfout.lib().bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
     flat = list(values)
     out = [0] * n
     for i in range(total):
@@ -514,10 +559,11 @@ def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
     """Look up and delete every entry of a hash map in a few BPF_MAP_LOOKUP_AND_DELETE_BATCH calls
     (each entry is copied and removed atomically, so no increment is lost between read and
     delete); returns (Key, Leaf) ctypes pairs."""
-    bcc = bcc_module()
+    from memtop.linux import bpfout
+
     t = bpf[table]
     keys = (t.Key * int(t.max_entries))()
     values = (t.Leaf * int(t.max_entries))()
-    fn = bcc.libbcc.lib.bpf_lookup_and_delete_batch
+    fn = bpfout.lib().bpf_lookup_and_delete_batch
     total = _batch_read(fn, f"BPF_MAP_LOOKUP_AND_DELETE_BATCH on {table}", t, keys, values)
     return [(keys[i], values[i]) for i in range(total)]
