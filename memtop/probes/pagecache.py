@@ -41,6 +41,7 @@ from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.layout import Packed
 from memtop.records import Record
 from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
+from memtop.runtime import startup_gc
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 #: cachestat's number: new system calls have one number on every architecture but alpha
@@ -154,8 +155,10 @@ class _File:
     key: tuple[int, int]
     path: str
     #: (path, magic) to open it by, the first that works is used; magic: a /proc link (fd/N,
-    #: map_files/…) naming the inode itself, else a name the walk found
-    opens: list[tuple[str, bool]]
+    #: map_files/…) naming the inode itself, else a name the walk found. A tuple: tuples of
+    #: strings are dropped from the collector's lists, a list a file was 100,000 more objects
+    #: each of its full passes walked (docs/performance.md)
+    opens: tuple[tuple[str, bool], ...]
     size_bytes: int = 0
     holders: dict[int, str] = field(default_factory=dict)
     under_path: bool = False
@@ -326,7 +329,7 @@ class PagecacheinfoProbe(Probe):
             if len(found) >= self.max_files:
                 return None
             prev = self._files.get(key)
-            f = _File(key, prev.path if prev else "", [], size_bytes=prev.size_bytes if prev else 0)
+            f = _File(key, prev.path if prev else "", (), size_bytes=prev.size_bytes if prev else 0)
             if prev is not None:
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
                 f.owner = prev.owner
@@ -351,7 +354,7 @@ class PagecacheinfoProbe(Probe):
                 return
             f.size_bytes = st.st_size
             if len(f.opens) < 2:
-                f.opens.append((link_dir + name, True))
+                f.opens += ((link_dir + name, True),)
             if f.pages is not None:
                 return
             under = walked.get(key)
@@ -403,7 +406,7 @@ class PagecacheinfoProbe(Probe):
             if f is None:
                 continue
             if len(f.opens) < 2:
-                f.opens.append((link, True))
+                f.opens += ((link, True),)
             if not f.path:
                 f.path = clean(parts[5], 1024)
 
@@ -451,7 +454,9 @@ class PagecacheinfoProbe(Probe):
         open_, close, call, unpack, tick = os.open, os.close, _CACHESTAT_FAST, _UNPACK, self._tick
         nr, range_p, result_p = _FAST_ARGS
         fast = self.method == "cachestat"
-        new: list[tuple[_File, str]] = []
+        # the new files and their names in two lists (a tuple each was one more object a file)
+        new: list[_File] = []
+        names: list[str] = []
         with os.scandir(dfd) as it:
             for entry in it:
                 try:
@@ -471,19 +476,21 @@ class PagecacheinfoProbe(Probe):
                     out[key] = prev  # known: its figures and where to open it kept
                     continue
                 # the path is cleaned once, by the record it goes in (if it is listed)
-                path = prefix + entry.name
-                f = out[key] = _File(key, path, [(path, False)], under_path=True)
+                name = entry.name
+                path = prefix + name
+                f = out[key] = _File(key, path, ((path, False),), under_path=True)
                 held = held_files.get(key)
                 if held is not None:
                     f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
                     f.owner = held.owner
                     continue
-                new.append((f, entry.name))
+                new.append(f)
+                names.append(name)
         # the new files measured after the directory is read: timed as one (two clock reads a
         # file cost as much as the Python of the loop above)
         self.walk_new += len(new)
         t0 = time.monotonic()
-        for f, name in new:
+        for f, name in zip(new, names, strict=True):
             if fast:
                 try:
                     fd = open_(name, NAMED_FLAGS, dir_fd=dfd)
@@ -780,14 +787,18 @@ class PagecacheinfoProbe(Probe):
         changed = False
         if self._tick == 1 or self._tick >= self._next_scan:
             t0 = time.monotonic()
-            self._files = self._scan_procs()
+            # a _File a file, no cycle among them: the collector would only walk them (six
+            # full passes over the 110,000 of the bench, a sixth of its first poll)
+            with startup_gc.paused():
+                self._files = self._scan_procs()
             self.last_scan_s = time.monotonic() - t0
             # the scans and the walk take a quarter of the budget each, the refresh the rest
             self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s * 4 / self._budget()))
             changed = True
         if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
             t0 = time.monotonic()
-            self._path_files = self._walk()
+            with startup_gc.paused():
+                self._path_files = self._walk()
             # the walk's own cost sets its cadence: measuring the files it found new is the
             # refresh's (the first walk of 100,000 files would otherwise wait 400 ticks)
             self.last_walk_s = time.monotonic() - t0 - self.walk_measure_s
