@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _held = False
-_lock = threading.Lock()
+#: reentrant: release() collects under it, and a finalizer that collection runs may pause too
+_lock = threading.RLock()
 #: pauses running now, and whether they turned the collector off (it was on when the first began)
 _pauses = 0
 _paused_it = False
