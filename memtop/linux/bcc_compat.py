@@ -423,8 +423,12 @@ def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, r
             raise OSError("memtop is exiting: no more uprobes")
         fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
+        # ref_ctr_offset (the 7th argument) is 0 said out loud: BCC's Python declares six, so its
+        # own calls leave whatever the stack holds there, and the kernel refuses (EINVAL,
+        # "ref_ctr_offset mismatch" in dmesg) a probe at an address another tracer probes with
+        # another reference counter: a second memtop, bpftrace or libbpf (which all pass 0)
         fd = bcc.libbcc.lib.bpf_attach_uprobe(
-            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid
+            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid, ctypes.c_uint32(0)
         )
         if fd < 0:
             raise OSError(f"attaching {'uretprobe' if retprobe else 'uprobe'} failed (fd {fd})")
