@@ -546,6 +546,7 @@ def pagecache_cost(r: dict[str, Any]) -> Iterator[Row]:
         f"{p['full_refresh_cpu_s']:.2f} s of CPU ({p['files_known']:,.0f} files"
         + (
             f", {p['fds_seen']:,.0f} fds of {p['processes']:,.0f} processes scanned"
+            + (" in a PID namespace of its own" if r.get("pane_own_pid_namespace") else "")
             if p.get("fds_seen")
             else ""
         )

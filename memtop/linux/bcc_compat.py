@@ -466,6 +466,10 @@ def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, r
             raise OSError("memtop is exiting: no more uprobes")
         fn = bpf.load_func(fn_name.encode(), bpfout.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
+        # ref_ctr_offset (the 7th argument) is 0 said out loud: BCC's Python declares six, so its
+        # own calls left whatever the stack held there, and the kernel refuses (EINVAL,
+        # "ref_ctr_offset mismatch" in dmesg) a probe at an address another tracer probes with
+        # another reference counter: a second memtop, bpftrace or libbpf (which all pass 0)
         fd = bpfout.lib().bpf_attach_uprobe(
             fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid, 0
         )

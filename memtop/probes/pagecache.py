@@ -41,6 +41,7 @@ from memtop.probes.base import BpfProbe, Probe
 from memtop.probes.layout import Packed
 from memtop.records import Record
 from memtop.records.pagecache import CachedFile, CachedFiles, PagecacheActivity
+from memtop.runtime import startup_gc
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 #: cachestat's number: new system calls have one number on every architecture but alpha
@@ -154,8 +155,11 @@ class _File:
     key: tuple[int, int]
     path: str
     #: (path, magic) to open it by, the first that works is used; magic: a /proc link (fd/N,
-    #: map_files/…) naming the inode itself, else a name the walk found
-    opens: list[tuple[str, bool]]
+    #: map_files/…) naming the inode itself, else a name the walk found. A tuple: tuples of
+    #: strings are dropped from the collector's lists, a list a file was 100,000 more objects
+    #: each of its full passes walked (docs/performance.md). Empty for a file only the walk
+    #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000
+    opens: tuple[tuple[str, bool], ...]
     size_bytes: int = 0
     holders: dict[int, str] = field(default_factory=dict)
     under_path: bool = False
@@ -166,6 +170,12 @@ class _File:
     measured_tick: int = -1
     #: the memory cgroup its sampled pages are charged to (None: not sampled yet)
     owner: Owner | None = None
+
+    def ways(self) -> tuple[tuple[str, bool], ...]:
+        """(path, magic) to open it by: ``opens``, or the name the walk found it by."""
+        if self.opens or not self.under_path:
+            return self.opens
+        return ((self.path, False),)
 
 
 class PagecacheinfoProbe(Probe):
@@ -326,7 +336,7 @@ class PagecacheinfoProbe(Probe):
             if len(found) >= self.max_files:
                 return None
             prev = self._files.get(key)
-            f = _File(key, prev.path if prev else "", [], size_bytes=prev.size_bytes if prev else 0)
+            f = _File(key, prev.path if prev else "", (), size_bytes=prev.size_bytes if prev else 0)
             if prev is not None:
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
                 f.owner = prev.owner
@@ -343,6 +353,10 @@ class PagecacheinfoProbe(Probe):
         (:meth:`_name`)."""
         link_dir = os.path.join(self.proc, pid, "fd") + "/"
         walked, tick = self._path_files, self._tick
+        # the walk's cachestat (no argument conversion; a failure is asked again the slow way,
+        # which says why): the first scan measures every held file, 10,000 in the bench
+        call, unpack, close = _CACHESTAT_FAST, _UNPACK, os.close
+        nr, range_p, result_p = _FAST_ARGS
 
         def visit(name: str, pfd: int, st: os.stat_result) -> None:
             key = (st.st_dev, st.st_ino)
@@ -351,7 +365,7 @@ class PagecacheinfoProbe(Probe):
                 return
             f.size_bytes = st.st_size
             if len(f.opens) < 2:
-                f.opens.append((link_dir + name, True))
+                f.opens += ((link_dir + name, True),)
             if f.pages is not None:
                 return
             under = walked.get(key)
@@ -363,12 +377,15 @@ class PagecacheinfoProbe(Probe):
             except OSError:
                 return  # measured by the refresh, the slow way, which says why not
             try:
-                f.pages = self._read_pages(fd, st.st_size)
+                if self.method == "cachestat" and call(nr, fd, range_p, result_p, 0) == 0:
+                    f.pages = unpack(_RESULT_BUF)
+                else:
+                    f.pages = self._read_pages(fd, st.st_size)
                 f.measured_tick = tick
             except OSError:
                 pass
             finally:
-                os.close(fd)
+                close(fd)
 
         return each_open_file(self.proc, pid, self.max_fds, visit)
 
@@ -403,7 +420,7 @@ class PagecacheinfoProbe(Probe):
             if f is None:
                 continue
             if len(f.opens) < 2:
-                f.opens.append((link, True))
+                f.opens += ((link, True),)
             if not f.path:
                 f.path = clean(parts[5], 1024)
 
@@ -451,14 +468,16 @@ class PagecacheinfoProbe(Probe):
         open_, close, call, unpack, tick = os.open, os.close, _CACHESTAT_FAST, _UNPACK, self._tick
         nr, range_p, result_p = _FAST_ARGS
         fast = self.method == "cachestat"
-        new: list[tuple[_File, str]] = []
+        # the new files and their names in two lists (a tuple each was one more object a file)
+        new: list[_File] = []
+        names: list[str] = []
         with os.scandir(dfd) as it:
             for entry in it:
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((prefix + entry.name, False))
-                        continue
+                    # the type from the directory entry (no stat), files first: most entries are
                     if not entry.is_file(follow_symlinks=False):
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append((prefix + entry.name, False))
                         continue  # a symlink, FIFO, socket or device: never opened
                     key = (dev, entry.inode())
                 except OSError:
@@ -471,19 +490,21 @@ class PagecacheinfoProbe(Probe):
                     out[key] = prev  # known: its figures and where to open it kept
                     continue
                 # the path is cleaned once, by the record it goes in (if it is listed)
-                path = prefix + entry.name
-                f = out[key] = _File(key, path, [(path, False)], under_path=True)
+                name = entry.name
+                path = prefix + name
+                f = out[key] = _File(key, path, (), under_path=True)
                 held = held_files.get(key)
                 if held is not None:
                     f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
                     f.owner = held.owner
                     continue
-                new.append((f, entry.name))
+                new.append(f)
+                names.append(name)
         # the new files measured after the directory is read: timed as one (two clock reads a
         # file cost as much as the Python of the loop above)
         self.walk_new += len(new)
         t0 = time.monotonic()
-        for f, name in new:
+        for f, name in zip(new, names, strict=True):
             if fast:
                 try:
                     fd = open_(name, NAMED_FLAGS, dir_fd=dfd)
@@ -493,7 +514,8 @@ class PagecacheinfoProbe(Probe):
                     try:
                         if call(nr, fd, range_p, result_p, 0) == 0:
                             f.pages = unpack(_RESULT_BUF)
-                            f.measured_tick, f.size_bytes = tick, UNCHECKED
+                            f.measured_tick = tick
+                            f.size_bytes = UNCHECKED
                     finally:
                         close(fd)
             if f.pages is None:  # the slow way: mincore, or what failed
@@ -569,7 +591,7 @@ class PagecacheinfoProbe(Probe):
 
     def _measure(self, f: _File) -> bool:
         """Read the file's pages now; False when it could not be opened (gone, replaced)."""
-        for path, magic in f.opens:
+        for path, magic in f.ways():
             opened = self._open(path, f.key, magic)
             if opened is None:
                 continue
@@ -603,7 +625,7 @@ class PagecacheinfoProbe(Probe):
         read on first use (a readlink for each of 10,000 held files would cost more than
         measuring them; only the listed are named). "" when every link is gone."""
         if not f.path:
-            for link, magic in f.opens:
+            for link, magic in f.ways():
                 if not magic:  # a name the walk found (cleaned by the record, as the walk's are)
                     f.path = link
                     break
@@ -625,7 +647,7 @@ class PagecacheinfoProbe(Probe):
             if not f.pages or not f.pages[0]:
                 continue
             got: Owner | None = None
-            for path, magic in f.opens:
+            for path, magic in f.ways():
                 opened = self._open(path, f.key, magic)
                 if opened is None:
                     continue
@@ -693,7 +715,8 @@ class PagecacheinfoProbe(Probe):
                 if under.measured_tick > f.measured_tick:
                     f.pages, f.measured_tick = under.pages, under.measured_tick
                 f.owner = f.owner or under.owner
-                f.opens = f.opens + under.opens
+                # once: a walk merged without a scan in between finds it there already
+                f.opens += tuple(w for w in under.ways() if w not in f.opens)
             every[key] = f
         fresh = []
         for f in every.values():
@@ -780,14 +803,18 @@ class PagecacheinfoProbe(Probe):
         changed = False
         if self._tick == 1 or self._tick >= self._next_scan:
             t0 = time.monotonic()
-            self._files = self._scan_procs()
+            # a _File a file, no cycle among them: the collector would only walk them (six
+            # full passes over the 110,000 of the bench, a sixth of its first poll)
+            with startup_gc.paused():
+                self._files = self._scan_procs()
             self.last_scan_s = time.monotonic() - t0
             # the scans and the walk take a quarter of the budget each, the refresh the rest
             self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s * 4 / self._budget()))
             changed = True
         if self.paths and (self._tick == 1 or self._tick >= self._next_walk):
             t0 = time.monotonic()
-            self._path_files = self._walk()
+            with startup_gc.paused():
+                self._path_files = self._walk()
             # the walk's own cost sets its cadence: measuring the files it found new is the
             # refresh's (the first walk of 100,000 files would otherwise wait 400 ticks)
             self.last_walk_s = time.monotonic() - t0 - self.walk_measure_s

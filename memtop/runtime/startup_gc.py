@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector while the app starts.
+"""Python's cyclic garbage collector while the app starts, and while a probe builds in bulk.
 
 Between imports and the first frame with 1,000 processes, the collector ran hundreds of times
 (measured with gc.callbacks; figures in docs/performance.md), two of them full passes over every object Textual,
@@ -8,28 +8,69 @@ first frame is on screen; then one full collection clears whatever cycles start-
 survivors are frozen (gc.freeze) so later full passes skip them. The price is bounded: a frozen
 object that later becomes part of an unreachable cycle (a start-up widget removed much later) is
 never collected; only what existed at the first frame can be lost that way, once.
+
+:func:`paused` is the same for a bounded bulk build in a worker thread (the page cache probe's
+first scan of 110,000 files): objects that form no cycle, that the collector would only walk
+(six full passes, a sixth of that scan's CPU). The collector is process-wide: the pause defers
+every thread's cycle collection by that long, nothing more; nested and concurrent pauses and the
+start-up hold share one count, so the collector comes back on only when the last one ends.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _held = False
+#: reentrant: release() collects under it, and a finalizer that collection runs may pause too
+_lock = threading.RLock()
+#: pauses running now, and whether they turned the collector off (it was on when the first began)
+_pauses = 0
+_paused_it = False
 
 
 def hold() -> None:
     """Stop automatic collection until :func:`release` (no-op when it is already off)."""
-    global _held
-    if gc.isenabled():
-        gc.disable()
-        _held = True
+    global _held, _paused_it
+    with _lock:
+        if gc.isenabled() or _paused_it:
+            gc.disable()
+            _held = True
+            _paused_it = False  # the hold's now: the pause's end leaves it off
 
 
 def release() -> None:
     """Collect once, freeze the survivors, collect automatically again. Idempotent."""
-    global _held
-    if _held:
+    global _held, _paused_it
+    with _lock:
+        if not _held:
+            return
         _held = False
         gc.collect()
         gc.freeze()
-        gc.enable()
+        if _pauses:
+            _paused_it = True  # the last pause to end turns it back on
+        else:
+            gc.enable()
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """No automatic collection while the block runs (for a bulk build of objects without
+    cycles); the collector is on again after it if it was on before."""
+    global _pauses, _paused_it
+    with _lock:
+        _pauses += 1
+        if _pauses == 1 and gc.isenabled():
+            gc.disable()
+            _paused_it = True
+    try:
+        yield
+    finally:
+        with _lock:
+            _pauses -= 1
+            if _pauses == 0 and _paused_it:
+                _paused_it = False
+                gc.enable()

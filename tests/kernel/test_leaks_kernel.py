@@ -277,3 +277,43 @@ def test_a_full_address_table_counts_what_it_could_not_hold(leakers: Leakers) ->
         lost = probe.counters()["allocations (address map full)"]
         assert len(leak) == 1 and leak[0].alloc_count >= 256, leak
         assert leak[0].alloc_count + lost == 3000 and lost > 0, (leak[0].alloc_count, lost)
+
+
+@pytest.mark.bpf
+def test_leaks_uprobes_leave_room_for_another_tracer_at_the_same_address(leakers: Leakers) -> None:
+    """The kernel keeps one reference-counter offset per probed address: memtop must register
+    with 0, as bpftrace, libbpf and a second memtop do, or theirs is refused (EINVAL). A probe of
+    the test's own at the address memtop traces, for another pid, registers."""
+    import ctypes
+
+    from memtop.linux import bcc_compat
+
+    leaky = leakers.start(leaky_argv("a", 30, 0.2))
+    probe = LeaksProbe([leaky.pid])
+    other = bcc_compat.compile_text("int other_tracer(struct pt_regs *ctx) { return 0; }\n")
+    try:
+        probe.load()
+        t = probe.targets[leaky.pid]
+        assert t.state == "tracing", t.message
+        _fn, path, offset, _ret, _hot = t.attach_list[0]
+        prog = other.load_func(b"other_tracer", 2)  # BPF_PROG_TYPE_KPROBE
+        lib = ctypes.CDLL("libbcc_bpf.so.0", use_errno=True)
+        lib.bpf_attach_uprobe.restype = ctypes.c_int
+        lib.bpf_attach_uprobe.argtypes = [
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_ulonglong,
+            ctypes.c_int,
+            ctypes.c_uint32,
+        ]
+        ev = f"p_memtop_test_other_{os.getpid()}".encode()
+        fd = lib.bpf_attach_uprobe(prog.fd, 0, ev, path.encode(), offset, os.getpid(), 0)
+        assert fd >= 0, (
+            f"another tracer's probe at {path}+{offset:#x} refused: memtop's ref_ctr_offset is not 0"
+        )
+        bcc_compat.close_perf_event_fd(fd)
+    finally:
+        probe.close()
+        bcc_compat.cleanup(other)

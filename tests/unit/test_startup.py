@@ -140,3 +140,39 @@ def test_the_doctors_checks_name_bccs_version_without_loading_llvm() -> None:
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_pause_gives_the_collector_back_once_the_last_pause_and_the_hold_end() -> None:
+    """startup_gc.paused (the page cache probe's bulk scan, in a worker thread) shares one count
+    with the start-up hold: the collector is on again only when the last pause has ended and the
+    hold was released, and a pause begun while it was off leaves it off."""
+    import gc
+
+    assert gc.isenabled()
+    try:
+        with startup_gc.paused():
+            assert not gc.isenabled()
+            with startup_gc.paused():  # another thread's, nested in time
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # the first is still running
+        assert gc.isenabled()
+        # the hold taken during a pause: the pause's end leaves it off, the release turns it on
+        with startup_gc.paused():
+            startup_gc.hold()
+        assert not gc.isenabled()
+        startup_gc.release()
+        assert gc.isenabled()
+        # released during a pause: on once the pause ends, not before
+        startup_gc.hold()
+        with startup_gc.paused():
+            startup_gc.release()
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        # off before (gc.disable by someone else): a pause does not turn it on
+        gc.disable()
+        with startup_gc.paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        startup_gc.release()
+        gc.enable()
