@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import ipaddress
+import itertools
 import json
 import math
+import operator
 import os
 import re
 import shutil
@@ -164,6 +166,11 @@ class _FamilyText:
     samples: list[Any]
     text: str
     label_texts: dict[int, LabelText]
+    #: its text's head (HELP and TYPE) and a line per sample, in order, where that is all it is
+    #: (no OpenMetrics suffix moved into a family of its own): a family some of whose samples
+    #: changed is patched there, only the changed ones written
+    head: str = ""
+    lines: list[str] | None = None
 
 
 @dataclass
@@ -267,7 +274,8 @@ class _Writer:
         self.bare = f'{{node="{_label_value(node)}"}} ' if node else " "
 
     def family(self, metric: Metric) -> str | None:
-        """The family's text (its own, or the last call's when its samples are the same)."""
+        """The family's text: the last call's when its samples are the same, patched where only
+        some are, else written whole."""
         mname, mtype = metric.name, metric.type
         if mtype == "counter":
             mname += "_total"
@@ -275,40 +283,27 @@ class _Writer:
             mname += "_info"
         key = f"{mname} {mtype}"
         prev = self.before.families.get(key)
-        if prev is not None and prev.doc == metric.documentation and prev.samples == metric.samples:
-            self.written.update(prev.label_texts)
-            self.fam_texts[key] = prev
-            return prev.text
+        if prev is not None and prev.doc == metric.documentation:
+            if prev.samples == metric.samples:
+                self.written.update(prev.label_texts)
+                self.fam_texts[key] = prev
+                return prev.text
+            patched = self._patch(metric, mname, key, prev)
+            if patched is not None:
+                return patched
         mtype = _TYPES.get(mtype, "untyped" if mtype == "unknown" else mtype)
         if not _METRIC_NAME.fullmatch(mname):
             return None
         doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n")
-        out = [f"# HELP {mname} {doc}\n# TYPE {mname} {mtype}\n"]
+        head = f"# HELP {mname} {doc}\n# TYPE {mname} {mtype}\n"
+        out: list[str] = []
         om: dict[str, list[str]] = {}
         base = metric.name
         used: dict[int, LabelText] = {}
         for name, labels, value, timestamp, *_ in metric.samples:
-            if name not in self.names_ok:
-                if not _METRIC_NAME.fullmatch(name):
-                    return None
-                self.names_ok.add(name)
-            if timestamp is not None:
+            line = self._line(name, labels, value, timestamp, used)
+            if line is None:
                 return None
-            if labels:
-                hit = self._labels(labels)
-                if hit is None:
-                    return None
-                used[id(labels)] = hit
-                last = hit.lines.get(name)
-                # the same value writes the same line; but 0.0 == -0.0 and NaN != NaN: a zero
-                # is written anew (its sign shows), a NaN never matches
-                if last is not None and last[0] == value and value:
-                    line = last[1]
-                else:
-                    line = f"{name}{{{hit.inner}}} {_go_float(value)}\n"
-                    hit.lines[name] = (value, line)
-            else:
-                line = f"{name}{self.bare}{_go_float(value)}\n"
             if name == base or name == mname:
                 out.append(line)
                 continue
@@ -317,13 +312,68 @@ class _Writer:
                 om.setdefault(suffix, []).append(line)
             else:
                 out.append(line)
+        plain = not om and all(x[0] in (base, mname) for x in metric.samples)
         for suffix, lines in sorted(om.items()):
             out.append(f"# HELP {metric.name}{suffix} {doc}\n# TYPE {metric.name}{suffix} gauge\n")
             out.extend(lines)
-        text = "".join(out)
+        text = head + "".join(out)
         # the samples list is held as it is: a family's samples are not changed once built
-        self.fam_texts[key] = _FamilyText(metric.documentation, metric.samples, text, used)
+        self.fam_texts[key] = _FamilyText(
+            metric.documentation, metric.samples, text, used, head, out if plain else None
+        )
         return text
+
+    def _patch(self, metric: Metric, mname: str, key: str, prev: _FamilyText) -> str | None:
+        """A plain family with as many samples as last time, written from the last call's lines
+        with those whose sample is not the same object written anew (memtop.export.metrics
+        keeps a cgroup's samples while they hold); None: write it whole."""
+        samples = metric.samples
+        if (
+            prev.lines is None
+            or len(prev.samples) != len(samples)
+            or len(prev.label_texts) > 2 * len(samples)
+        ):
+            return None
+        base = metric.name
+        lines = list(prev.lines)
+        used = dict(prev.label_texts)
+        for i in itertools.compress(itertools.count(), map(operator.is_not, samples, prev.samples)):
+            name, labels, value, timestamp, *_ = samples[i]
+            if name != base and name != mname:
+                return None
+            line = self._line(name, labels, value, timestamp, used)
+            if line is None:
+                return None
+            lines[i] = line
+        self.written.update(used)
+        text = prev.head + "".join(lines)
+        self.fam_texts[key] = _FamilyText(metric.documentation, samples, text, used, prev.head, lines)
+        return text
+
+    def _line(
+        self, name: str, labels: dict[str, str], value: float, timestamp: object, used: dict[int, LabelText]
+    ) -> str | None:
+        """One sample's line (None: a name to escape, or a timestamp: the library's encoder)."""
+        if name not in self.names_ok:
+            if not _METRIC_NAME.fullmatch(name):
+                return None
+            self.names_ok.add(name)
+        if timestamp is not None:
+            return None
+        if not labels:
+            return f"{name}{self.bare}{_go_float(value)}\n"
+        hit = self._labels(labels)
+        if hit is None:
+            return None
+        used[id(labels)] = hit
+        last = hit.lines.get(name)
+        # the same value writes the same line; but 0.0 == -0.0 and NaN != NaN: a zero is written
+        # anew (its sign shows), a NaN never matches
+        if last is not None and last[0] == value and value:
+            return last[1]
+        line = f"{name}{{{hit.inner}}} {_go_float(value)}\n"
+        hit.lines[name] = (value, line)
+        return line
 
     def _labels(self, labels: dict[str, str]) -> LabelText | None:
         """The set's text: this call's, the memo's, or written now (None: a name to escape)."""

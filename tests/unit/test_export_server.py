@@ -367,8 +367,8 @@ def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
 def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() -> None:
     """The writer is incremental: built twice from the same state, the second text is the first
     (each family's text reused whole, and still the library's); a cgroup whose usage moved has
-    that one line written anew, every other line as before, and the text is still the
-    library's byte for byte."""
+    its samples made anew and its lines written anew, every other cgroup's samples and lines
+    kept, and the text is still the library's byte for byte."""
     rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
     state = rec.state_at(rec.ts_at(rec.duration_s))
     assert isinstance(state, State)
@@ -390,8 +390,12 @@ def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() 
     path, row = next((p, r) for p, r in sorted(cg.rows.items()) if r.sample.usage_bytes)
     usage = row.sample.usage_bytes
     assert usage is not None
+    blocks = dict(acc.cgroup_blocks)
     row.sample = dataclasses.replace(row.sample, usage_bytes=usage + 4096)
     moved, lib = both()
+    # the moved cgroup's samples made anew, every other cgroup's kept (their lines reused)
+    assert acc.cgroup_blocks[path] is not blocks[path]
+    assert all(acc.cgroup_blocks[p] is b for p, b in blocks.items() if p != path)
     assert moved == lib and moved != first
     diff = set(moved.splitlines()) ^ set(first.splitlines())
     assert any(line.startswith(b"container_memory_usage_bytes{") and path.encode() in line for line in diff)
