@@ -407,6 +407,11 @@ def walk(top: str, max_cgroups: int = 10000) -> Iterator[tuple[str, str]]:
         yield path, d
         n += 1
         try:
+            # a directory's links are 2 + its subdirectories on kernfs (as on ext4 and tmpfs;
+            # btrfs and merged overlayfs directories say 1): at 2 it has none, and its listing
+            # (a memcg's ~30 files, for each of 500 leaf cgroups) is not read
+            if os.lstat(d).st_nlink == 2:
+                continue
             with os.scandir(d) as it:
                 subs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
         except OSError:
