@@ -757,13 +757,13 @@ def _needed(
         labels=CONTAINER_LABELS,
     )
     for path, r in rows:
-        n = r.needed(cg.polled_ns or r.ts_ns)
+        n = r.needed_figures(cg.polled_ns or r.ts_ns)
         if n is None:
             continue  # memory.stat lacks the inputs: absent, not 0
         lab = labs[path]
-        need.samples.append(acc.sample("memtop_working_set_bytes", path, lab, float(n.needed_bytes)))
-        cold.samples.append(acc.sample("memtop_cgroup_cold_bytes", path, lab, float(n.cold_bytes)))
-        thrash.samples.append(acc.sample("memtop_cgroup_thrashing", path, lab, float(n.thrashing)))
+        need.samples.append(acc.sample("memtop_working_set_bytes", path, lab, float(n[0])))
+        cold.samples.append(acc.sample("memtop_cgroup_cold_bytes", path, lab, float(n[1])))
+        thrash.samples.append(acc.sample("memtop_cgroup_thrashing", path, lab, float(n[2])))
     yield need
     yield cold
     yield thrash
