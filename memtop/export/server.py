@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import ipaddress
-import itertools
 import json
 import math
-import operator
 import os
 import re
 import shutil
@@ -164,7 +162,7 @@ class _FamilyText:
 
     doc: str
     samples: list[Any]
-    text: str
+    text: bytes
     label_texts: dict[int, LabelText]
     #: its text's head (HELP and TYPE) and a line per sample, in order, where that is all it is
     #: (no OpenMetrics suffix moved into a family of its own): a family some of whose samples
@@ -248,7 +246,7 @@ def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None
     changed its sign, -0.0 for 0.0, keeps its text; Prometheus reads both as the same value, and
     memtop's figures, counts and sizes, have no negative zero.)"""
     w = _Writer(node, memo if memo is not None else TextMemo())
-    out: list[str] = []
+    out: list[bytes] = []
     for metric in fams:
         text = w.family(metric)
         if text is None:
@@ -256,7 +254,7 @@ def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None
         out.append(text)
     if memo is not None:
         memo.labels, memo.families = w.written, w.fam_texts
-    return "".join(out).encode("utf-8")
+    return b"".join(out)
 
 
 class _Writer:
@@ -273,7 +271,7 @@ class _Writer:
         self.fam_texts: dict[str, _FamilyText] = {}
         self.bare = f'{{node="{_label_value(node)}"}} ' if node else " "
 
-    def family(self, metric: Metric) -> str | None:
+    def family(self, metric: Metric) -> bytes | None:
         """The family's text: the last call's when its samples are the same, patched where only
         some are, else written whole."""
         mname, mtype = metric.name, metric.type
@@ -316,38 +314,38 @@ class _Writer:
         for suffix, lines in sorted(om.items()):
             out.append(f"# HELP {metric.name}{suffix} {doc}\n# TYPE {metric.name}{suffix} gauge\n")
             out.extend(lines)
-        text = head + "".join(out)
+        text = (head + "".join(out)).encode("utf-8")
         # the samples list is held as it is: a family's samples are not changed once built
         self.fam_texts[key] = _FamilyText(
             metric.documentation, metric.samples, text, used, head, out if plain else None
         )
         return text
 
-    def _patch(self, metric: Metric, mname: str, key: str, prev: _FamilyText) -> str | None:
-        """A plain family with as many samples as last time, written from the last call's lines
-        with those whose sample is not the same object written anew (memtop.export.metrics
-        keeps a cgroup's samples while they hold); None: write it whole."""
+    def _patch(self, metric: Metric, mname: str, key: str, prev: _FamilyText) -> bytes | None:
+        """A plain family written from the last call's lines: a sample that is the same object
+        as one of the last call's (memtop.export.metrics keeps a cgroup's samples while they
+        hold) has its line back, wherever it now stands (cgroups come and go), the others are
+        written anew. None: write it whole. The last call's samples are held by the memo, so
+        no other object has the identity of one of them."""
         samples = metric.samples
-        if (
-            prev.lines is None
-            or len(prev.samples) != len(samples)
-            or len(prev.label_texts) > 2 * len(samples)
-        ):
+        if prev.lines is None or len(prev.label_texts) > 2 * len(samples) + 16:
             return None
         base = metric.name
-        lines = list(prev.lines)
+        # C-level passes: the last call's line of each sample by identity, then this call's
+        before = dict(zip(map(id, prev.samples), prev.lines, strict=True))
+        lines: list[str | None] = list(map(before.get, map(id, samples)))
         used = dict(prev.label_texts)
-        for i in itertools.compress(itertools.count(), map(operator.is_not, samples, prev.samples)):
+        for i in [i for i, line in enumerate(lines) if line is None]:
             name, labels, value, timestamp, *_ = samples[i]
             if name != base and name != mname:
                 return None
-            line = self._line(name, labels, value, timestamp, used)
-            if line is None:
+            lines[i] = self._line(name, labels, value, timestamp, used)
+            if lines[i] is None:
                 return None
-            lines[i] = line
+        done = [line for line in lines if line is not None]
         self.written.update(used)
-        text = prev.head + "".join(lines)
-        self.fam_texts[key] = _FamilyText(metric.documentation, samples, text, used, prev.head, lines)
+        text = (prev.head + "".join(done)).encode("utf-8")
+        self.fam_texts[key] = _FamilyText(metric.documentation, samples, text, used, prev.head, done)
         return text
 
     def _line(

@@ -399,6 +399,14 @@ def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() 
     assert moved == lib and moved != first
     diff = set(moved.splitlines()) ^ set(first.splitlines())
     assert any(line.startswith(b"container_memory_usage_bytes{") and path.encode() in line for line in diff)
+    # a cgroup gone: the others' lines stand one place earlier, and are still reused
+    before_gone = memo.families["container_memory_usage_bytes gauge"]
+    del cg.rows[next(p for p in sorted(cg.rows) if p != path and p != "/")]
+    fewer, lib = both()
+    assert fewer == lib and len(fewer) < len(moved)
+    now = memo.families["container_memory_usage_bytes gauge"]
+    assert now.text != before_gone.text and now.lines is not None and before_gone.lines is not None
+    assert {id(line) for line in now.lines} <= {id(line) for line in before_gone.lines}  # all reused
 
 
 def test_a_scrape_never_waits_for_a_build() -> None:
