@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.samples import Sample
@@ -34,7 +35,7 @@ from memtop.state.host import HostState
 from memtop.state.kernel import KernelState
 from memtop.state.oom import MACHINE, OomState
 from memtop.state.pagecache import PagecacheState
-from memtop.state.processes import ProcessesState, ProcRow
+from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.state.shared import SharedState
 from memtop.state.swapin import SwapinState
@@ -776,41 +777,44 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
     cg = state.get(CgroupsState)
     stalls = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
     lab = ["comm", "cgroup"] + (["pid"] if opts.pid_labels else [])
-    rows = list(procs.rows.items())
+    pids = list(procs.rows)
+    rows = list(procs.rows.values())
     # gauges: a top-K set changes as processes come, go and change rank, so even the cumulative
     # stall time is a per-process gauge here (a counter summed over "other" would go down)
-    spec: list[tuple[str, str, Callable[[int, ProcRow], float]]] = [
+    spec: list[tuple[str, str, Callable[[], list[float]]]] = [
         (
             "memtop_process_rss_bytes",
             "Resident memory of the top processes by RSS (the rest summed in rest=true)",
-            lambda pid, r: float(r.sample.rss_bytes),
+            lambda: [float(r.sample.rss_bytes) for r in rows],
         ),
         (
             "memtop_process_swap_bytes",
             "Swapped-out memory of the top processes by swap (the rest summed in rest=true)",
-            lambda pid, r: float(r.sample.swap_bytes),
+            lambda: [float(r.sample.swap_bytes) for r in rows],
         ),
         (
             "memtop_process_reclaim_stall_seconds",
             "Time the top processes by stall spent in reclaim since memtop started (the rest summed in rest=true)",
-            lambda pid, r: stalls.get(pid, 0) * NS,
+            lambda: [stalls.get(pid, 0) * NS for pid in pids],
         ),
     ]
-    for name, doc, get in spec:
+    for name, doc, values in spec:
         if name == "memtop_process_reclaim_stall_seconds" and not measuring(state, "vmscan"):
             continue  # the stalls come from vmscan's tracepoints
         fam = GaugeMetricFamily(name, doc, labels=lab)
-        ranked = sorted(rows, key=lambda pr: (get(*pr), pr[0]), reverse=True)
+        # by value, then pid, largest first: (value, pid) is unique, so the index never decides;
+        # each value computed once, the tuples compared in C
+        ranked = sorted(zip(values(), pids, range(len(pids)), strict=True), reverse=True)
         top, rest = ranked[: opts.topk], ranked[opts.topk :]
         # processes with the same labels (two bash in one cgroup, without pid labels) are one series
         series: dict[tuple[str, ...], float] = {}
-        for pid, r in top:
-            key = (r.sample.comm, cg.memcg_of(pid) or "") + ((str(pid),) if opts.pid_labels else ())
-            series[key] = series.get(key, 0.0) + get(pid, r)
+        for value, pid, i in top:
+            key = (rows[i].sample.comm, cg.memcg_of(pid) or "") + ((str(pid),) if opts.pid_labels else ())
+            series[key] = series.get(key, 0.0) + value
         for key, value in series.items():
             fam.add_metric(list(key), value)
         if rest:
-            add_rest(fam, sum(get(*pr) for pr in rest))
+            add_rest(fam, sum(map(itemgetter(0), rest)))  # in rank order, as the values were summed
         yield fam
 
 
