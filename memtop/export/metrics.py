@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.samples import Sample
@@ -34,7 +35,7 @@ from memtop.state.host import HostState
 from memtop.state.kernel import KernelState
 from memtop.state.oom import MACHINE, OomState
 from memtop.state.pagecache import PagecacheState
-from memtop.state.processes import ProcessesState, ProcRow
+from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.state.shared import SharedState
 from memtop.state.swapin import SwapinState
@@ -78,6 +79,60 @@ class Options:
         return re.compile(self.cgroup_regex) if self.cgroup_regex else None
 
 
+def _sample(name: str, labels: dict[str, str], value: float | None) -> Sample | None:
+    return None if value is None else Sample(name, labels, float(value))
+
+
+@dataclass(slots=True)
+class CgroupBlock:
+    """A cgroup's samples of the families that read its sample alone, in the families' order
+    (None: the figure is not known, no series): cAdvisor's (usage, working set, swap, limit,
+    cache, rss, kernel, failcnt, OOM events, pressure some and full) in ``container``, and its
+    page cache by state and file refaults in ``cache``."""
+
+    sample: CgroupSample
+    labels: dict[str, str]
+    container: tuple[Sample | None, ...]
+    cache: tuple[Sample | None, ...]
+
+    @staticmethod
+    def of(r: CgroupRow, labels: dict[str, str], state_labels: list[dict[str, str]]) -> CgroupBlock:
+        from memtop.linux.cgroupfs import working_set
+
+        s = r.sample
+        hits = r.event("max") if s.version == 2 else r.event("failcnt")
+        oom = r.event("oom_kill")
+        some = s.psi_some_us
+        container = (
+            _sample("container_memory_usage_bytes", labels, s.usage_bytes),
+            _sample(
+                "container_memory_working_set_bytes",
+                labels,
+                working_set(s.usage_bytes, r.stat("inactive_file")),
+            ),
+            _sample("container_memory_swap", labels, s.swap_bytes),
+            _sample("container_spec_memory_limit_bytes", labels, s.limit_bytes or 0),
+            _sample("container_memory_cache", labels, r.stat("file")),
+            _sample("container_memory_rss", labels, r.stat("anon")),
+            _sample("container_memory_kernel_usage", labels, r.stat("kernel")),
+            _sample("container_memory_failcnt", labels, hits),
+            None if oom is None else Sample("container_oom_events_total", labels, float(oom or 0)),
+            None
+            if some is None
+            else Sample("container_pressure_memory_waiting_seconds_total", labels, some * 1e-6),
+            None
+            if some is None
+            else Sample(
+                "container_pressure_memory_stalled_seconds_total", labels, (s.psi_full_us or 0) * 1e-6
+            ),
+        )
+        cache = tuple(
+            _sample("memtop_cgroup_page_cache_bytes", sl, r.stat(name))
+            for sl, (_label, name) in zip(state_labels, CGROUP_CACHE_STATES, strict=True)
+        ) + (_sample("memtop_cgroup_page_cache_refaults_total", labels, r.stat("refault_file")),)
+        return CgroupBlock(s, labels, container, cache)
+
+
 @dataclass
 class Accumulators:
     """Sums that must never go down although the rows they come from are bounded: per pid the
@@ -93,6 +148,10 @@ class Accumulators:
     cgroup_state_labels: dict[tuple[str, str], tuple[dict[str, str], dict[str, str]]] = field(
         default_factory=dict
     )
+    #: each cgroup's samples of its sample alone, kept while it is the same (``block_of``)
+    cgroup_blocks: dict[str, CgroupBlock] = field(default_factory=dict)
+    #: each cgroup's derived samples by sample name, then path (``sample``)
+    cgroup_samples: dict[str, dict[str, Sample]] = field(default_factory=dict)
 
     def labels_of(self, path: str, r: CgroupRow) -> dict[str, str]:
         """The cgroup's label set (the same object as at the last build while it holds)."""
@@ -114,12 +173,41 @@ class Accumulators:
         return labels
 
     def forget_cgroups(self, paths: Iterable[str]) -> None:
-        """Keep the label sets of ``paths`` only (the cgroups exported now)."""
+        """Keep the label sets, samples and blocks of ``paths`` only (the cgroups exported now)."""
         keep = set(paths)
         if len(self.cgroup_labels) > len(keep):
             self.cgroup_labels = {p: v for p, v in self.cgroup_labels.items() if p in keep}
         if len(self.cgroup_state_labels) > len(CGROUP_CACHE_STATES) * len(keep):
             self.cgroup_state_labels = {k: v for k, v in self.cgroup_state_labels.items() if k[0] in keep}
+        if len(self.cgroup_blocks) > len(keep):
+            self.cgroup_blocks = {p: v for p, v in self.cgroup_blocks.items() if p in keep}
+        for name, by_path in self.cgroup_samples.items():
+            if len(by_path) > len(keep):
+                self.cgroup_samples[name] = {p: v for p, v in by_path.items() if p in keep}
+
+    def block_of(self, path: str, r: CgroupRow) -> CgroupBlock:
+        """The cgroup's samples that come from its sample alone (:class:`CgroupBlock`): the same
+        objects as at the last build while its sample and labels are the same objects (an idle
+        cgroup's sample is kept from poll to poll), so the text writer reuses their lines."""
+        labels = self.labels_of(path, r)
+        hit = self.cgroup_blocks.get(path)
+        if hit is not None and hit.sample is r.sample and hit.labels is labels:
+            return hit
+        block = CgroupBlock.of(
+            r, labels, [self.state_labels_of(path, labels, st) for st, _ in CGROUP_CACHE_STATES]
+        )
+        self.cgroup_blocks[path] = block
+        return block
+
+    def sample(self, name: str, path: str, labels: dict[str, str], value: float) -> Sample:
+        """A cgroup's sample of a figure derived beyond its sample (needed memory, reclaim,
+        swap-ins): the last build's object while its labels and value are the same."""
+        by_path = self.cgroup_samples.setdefault(name, {})
+        hit = by_path.get(path)
+        if hit is not None and hit.labels is labels and hit.value == value:
+            return hit
+        by_path[path] = out = Sample(name, labels, value)
+        return out
 
     def add(self, name: str, key: int, value: int) -> None:
         prev = self.last.get((name, key), 0)
@@ -510,12 +598,6 @@ def container_labels(sample: CgroupSample | None) -> list[str]:
     return [name or cid, name, pod_name, namespace, sample.image]
 
 
-def _add(fam: Metric, labels: dict[str, str], value: float) -> None:
-    """One sample of a gauge or counter family with these labels (not all of the family's).
-    Appended as ``add_sample`` would, without its call: ~10,000 of them a build."""
-    fam.samples.append(Sample(fam.name + ("_total" if fam.type == "counter" else ""), labels, value))
-
-
 def _cgroup_rows(cg: CgroupsState, opts: Options) -> list[tuple[str, CgroupRow]]:
     """The cgroups exported: down to ``--cgroup-depth``, matching ``--cgroup-regex``."""
     pattern = opts.cgroup_filter()
@@ -534,6 +616,27 @@ def _cgroup_labels(path: str, r: CgroupRow) -> dict[str, str]:
     return {k: v for k, v in values if v or k in ("id", "name")}
 
 
+#: cAdvisor's families of a cgroup's sample alone, in :class:`CgroupBlock`'s order (its last
+#: four, failcnt, OOM events and pressure, are made in ``_cgroups``)
+CONTAINER_GAUGES = (
+    (
+        "container_memory_usage_bytes",
+        "Current memory usage in bytes, including all memory regardless of when it was accessed",
+    ),
+    ("container_memory_working_set_bytes", "Current working set in bytes (usage minus inactive file)"),
+    ("container_memory_swap", "Container swap usage in bytes"),
+    ("container_spec_memory_limit_bytes", "Memory limit for the container (0: none)"),
+    ("container_memory_cache", "Number of bytes of page cache memory"),
+    ("container_memory_rss", "Size of RSS (anonymous memory) in bytes"),
+    ("container_memory_kernel_usage", "Size of kernel memory allocated in bytes"),
+)
+
+
+def _column(blocks: list[CgroupBlock], i: int) -> list[Sample]:
+    """The samples of one family, the ``i``-th of each cgroup's block, those that exist."""
+    return [x for x in [b.container[i] for b in blocks] if x is not None]
+
+
 def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]:
     cg = state.get(CgroupsState)
     if not cg.rows or not measuring(state, "cgroups"):
@@ -541,80 +644,45 @@ def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     rows = _cgroup_rows(cg, opts)
 
     # one label set per cgroup, shared by its samples of every family (read-only): built once
-    # per cgroup while its labels hold, not once per series (7,000 of them with 500 cgroups)
+    # per cgroup while its labels hold, not once per series (7,000 of them with 500 cgroups);
+    # and the samples of its sample alone, made once while its sample holds (an idle cgroup's
+    # from build to build: the text writer then reuses their lines)
     acc.forget_cgroups(path for path, _r in rows)
-    labs = {path: acc.labels_of(path, r) for path, r in rows}
+    blocks = [acc.block_of(path, r) for path, r in rows]
+    labs = {path: b.labels for (path, _r), b in zip(rows, blocks, strict=True)}
 
     # cAdvisor's names and labels (id = the cgroup path, name = the container's)
-    spec: list[tuple[str, str, Callable[[CgroupRow], int | None]]] = [
-        (
-            "container_memory_usage_bytes",
-            "Current memory usage in bytes, including all memory regardless of when it was accessed",
-            lambda r: r.sample.usage_bytes,
-        ),
-        (
-            "container_memory_working_set_bytes",
-            "Current working set in bytes (usage minus inactive file)",
-            lambda r: _wset(r),
-        ),
-        ("container_memory_swap", "Container swap usage in bytes", lambda r: r.sample.swap_bytes),
-        (
-            "container_spec_memory_limit_bytes",
-            "Memory limit for the container (0: none)",
-            lambda r: r.sample.limit_bytes or 0,
-        ),
-        ("container_memory_cache", "Number of bytes of page cache memory", lambda r: r.stat("file")),
-        ("container_memory_rss", "Size of RSS (anonymous memory) in bytes", lambda r: r.stat("anon")),
-        (
-            "container_memory_kernel_usage",
-            "Size of kernel memory allocated in bytes",
-            lambda r: r.stat("kernel"),
-        ),
-    ]
-    for name, doc, get in spec:
+    for i, (name, doc) in enumerate(CONTAINER_GAUGES):
         g = GaugeMetricFamily(name, doc, labels=CONTAINER_LABELS)
-        for path, r in rows:
-            v = get(r)
-            if v is not None:
-                _add(g, labs[path], float(v))
+        g.samples = _column(blocks, i)
         yield g
     # cAdvisor's name has no _total (it predates the convention), and prometheus_client's counters
     # always add one: untyped, under exactly cAdvisor's name, so its queries find it
     fail = Metric("container_memory_failcnt", "Number of memory usage hits limits", "unknown")
+    fail.samples = _column(blocks, 7)
+    yield fail
     ooms = CounterMetricFamily(
         "container_oom_events",
         "Count of out of memory events observed for the container",
         labels=CONTAINER_LABELS,
     )
-    for path, r in rows:
-        hits = r.event("max") if r.sample.version == 2 else r.event("failcnt")
-        if hits is not None:
-            fail.add_sample(
-                "container_memory_failcnt",
-                labs[path],
-                float(hits),
-            )
-        if r.event("oom_kill") is not None:
-            _add(ooms, labs[path], float(r.event("oom_kill") or 0))
-    yield fail
+    ooms.samples = _column(blocks, 8)
     yield ooms
     some = CounterMetricFamily(
         "container_pressure_memory_waiting_seconds",
         "Total time duration tasks in the container have waited due to memory congestion",
         labels=CONTAINER_LABELS,
     )
+    some.samples = _column(blocks, 9)
+    yield some
     full = CounterMetricFamily(
         "container_pressure_memory_stalled_seconds",
         "Total time duration no tasks in the container could make progress due to memory congestion",
         labels=CONTAINER_LABELS,
     )
-    for path, r in rows:
-        if r.sample.psi_some_us is not None:
-            _add(some, labs[path], r.sample.psi_some_us * 1e-6)
-            _add(full, labs[path], (r.sample.psi_full_us or 0) * 1e-6)
-    yield some
+    full.samples = _column(blocks, 10)
     yield full
-    yield from _needed(cg, rows, labs)
+    yield from _needed(cg, rows, labs, acc)
     # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
     if measuring(state, "vmscan"):
         eps = CounterMetricFamily(
@@ -629,8 +697,22 @@ def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
         )
         for path, _r in rows:
             p = cg.probed.get(path)
-            _add(eps, labs[path], float(p.reclaim_events if p else 0))
-            _add(stall, labs[path], (p.reclaim_ns if p else 0) * NS)
+            eps.samples.append(
+                acc.sample(
+                    "memtop_cgroup_reclaim_episodes_total",
+                    path,
+                    labs[path],
+                    float(p.reclaim_events if p else 0),
+                )
+            )
+            stall.samples.append(
+                acc.sample(
+                    "memtop_cgroup_reclaim_stall_seconds_total",
+                    path,
+                    labs[path],
+                    (p.reclaim_ns if p else 0) * NS,
+                )
+            )
         yield eps
         yield stall
     if measuring(state, "swapin"):
@@ -641,12 +723,22 @@ def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
         )
         by_path = cg.swapin_by_path()
         for path, _r in rows:
-            _add(sw, labs[path], by_path.get(path, (0, 0))[1] * NS)
+            sw.samples.append(
+                acc.sample(
+                    "memtop_cgroup_swapin_wait_seconds_total",
+                    path,
+                    labs[path],
+                    by_path.get(path, (0, 0))[1] * NS,
+                )
+            )
         yield sw
 
 
 def _needed(
-    cg: CgroupsState, rows: list[tuple[str, CgroupRow]], labs: dict[str, dict[str, str]]
+    cg: CgroupsState,
+    rows: list[tuple[str, CgroupRow]],
+    labs: dict[str, dict[str, str]],
+    acc: Accumulators,
 ) -> Iterator[Metric]:
     """The needed-memory estimate per cgroup (docs/panes/cgroups.md): what it needs, what is cold,
     whether it thrashes. Not cAdvisor's working set (usage − inactive file), hence memtop_."""
@@ -666,22 +758,16 @@ def _needed(
         labels=CONTAINER_LABELS,
     )
     for path, r in rows:
-        n = r.needed(cg.polled_ns or r.ts_ns)
+        n = r.needed_figures(cg.polled_ns or r.ts_ns)
         if n is None:
             continue  # memory.stat lacks the inputs: absent, not 0
-        # the cgroup's one label set: written once per exposition for all its families
-        _add(need, labs[path], float(n.needed_bytes))
-        _add(cold, labs[path], float(n.cold_bytes))
-        _add(thrash, labs[path], float(n.thrashing))
+        lab = labs[path]
+        need.samples.append(acc.sample("memtop_working_set_bytes", path, lab, float(n[0])))
+        cold.samples.append(acc.sample("memtop_cgroup_cold_bytes", path, lab, float(n[1])))
+        thrash.samples.append(acc.sample("memtop_cgroup_thrashing", path, lab, float(n[2])))
     yield need
     yield cold
     yield thrash
-
-
-def _wset(r: CgroupRow) -> int | None:
-    from memtop.linux.cgroupfs import working_set
-
-    return working_set(r.sample.usage_bytes, r.stat("inactive_file"))
 
 
 def _processes(state: State, opts: Options) -> Iterator[Metric]:
@@ -691,41 +777,44 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
     cg = state.get(CgroupsState)
     stalls = {pid: r.total_ns for pid, r in state.get(ReclaimState).pids.items()}
     lab = ["comm", "cgroup"] + (["pid"] if opts.pid_labels else [])
-    rows = list(procs.rows.items())
+    pids = list(procs.rows)
+    rows = list(procs.rows.values())
     # gauges: a top-K set changes as processes come, go and change rank, so even the cumulative
     # stall time is a per-process gauge here (a counter summed over "other" would go down)
-    spec: list[tuple[str, str, Callable[[int, ProcRow], float]]] = [
+    spec: list[tuple[str, str, Callable[[], list[float]]]] = [
         (
             "memtop_process_rss_bytes",
             "Resident memory of the top processes by RSS (the rest summed in rest=true)",
-            lambda pid, r: float(r.sample.rss_bytes),
+            lambda: [float(r.sample.rss_bytes) for r in rows],
         ),
         (
             "memtop_process_swap_bytes",
             "Swapped-out memory of the top processes by swap (the rest summed in rest=true)",
-            lambda pid, r: float(r.sample.swap_bytes),
+            lambda: [float(r.sample.swap_bytes) for r in rows],
         ),
         (
             "memtop_process_reclaim_stall_seconds",
             "Time the top processes by stall spent in reclaim since memtop started (the rest summed in rest=true)",
-            lambda pid, r: stalls.get(pid, 0) * NS,
+            lambda: [stalls.get(pid, 0) * NS for pid in pids],
         ),
     ]
-    for name, doc, get in spec:
+    for name, doc, values in spec:
         if name == "memtop_process_reclaim_stall_seconds" and not measuring(state, "vmscan"):
             continue  # the stalls come from vmscan's tracepoints
         fam = GaugeMetricFamily(name, doc, labels=lab)
-        ranked = sorted(rows, key=lambda pr: (get(*pr), pr[0]), reverse=True)
+        # by value, then pid, largest first: (value, pid) is unique, so the index never decides;
+        # each value computed once, the tuples compared in C
+        ranked = sorted(zip(values(), pids, range(len(pids)), strict=True), reverse=True)
         top, rest = ranked[: opts.topk], ranked[opts.topk :]
         # processes with the same labels (two bash in one cgroup, without pid labels) are one series
         series: dict[tuple[str, ...], float] = {}
-        for pid, r in top:
-            key = (r.sample.comm, cg.memcg_of(pid) or "") + ((str(pid),) if opts.pid_labels else ())
-            series[key] = series.get(key, 0.0) + get(pid, r)
+        for value, pid, i in top:
+            key = (rows[i].sample.comm, cg.memcg_of(pid) or "") + ((str(pid),) if opts.pid_labels else ())
+            series[key] = series.get(key, 0.0) + value
         for key, value in series.items():
             fam.add_metric(list(key), value)
         if rest:
-            add_rest(fam, sum(get(*pr) for pr in rest))
+            add_rest(fam, sum(map(itemgetter(0), rest)))  # in rank order, as the values were summed
         yield fam
 
 
@@ -859,15 +948,10 @@ def _pagecache(state: State, opts: Options, acc: Accumulators) -> Iterator[Metri
             "File pages the cgroup read back after their eviction (memory.stat workingset_refault_file)",
             labels=CONTAINER_LABELS,
         )
-        for path, r in rows:
-            base = acc.labels_of(path, r)
-            for label, name in CGROUP_CACHE_STATES:
-                v = r.stat(name)
-                if v is not None:
-                    _add(g, acc.state_labels_of(path, base, label), float(v))
-            ref = r.stat("refault_file")
-            if ref is not None:
-                _add(refaults, base, float(ref))
+        blocks = [acc.block_of(path, r) for path, r in rows]
+        n = len(CGROUP_CACHE_STATES)
+        g.samples = [x for b in blocks for x in b.cache[:n] if x is not None]
+        refaults.samples = [x for x in [b.cache[n] for b in blocks] if x is not None]
         yield g
         yield refaults
     host = state.get(HostState)

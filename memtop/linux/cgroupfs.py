@@ -192,16 +192,29 @@ class HeldFiles:
     process's file limit is shared with BPF maps and /proc), the others are opened per read. A
     file whose cgroup went away reads as None and is closed."""
 
-    def __init__(self, max_open: int = 1024) -> None:
+    def __init__(self, max_open: int = 2048) -> None:
+        self._ceiling = max_open
+        self._soft = 0
+        self.max_open = 0
+        self._limit()
+        self._fds: dict[str, int] = {}
+
+    def _limit(self) -> None:
+        """``max_open`` from the soft RLIMIT_NOFILE now, a quarter of it: read again when the
+        limit moved (the /proc reader raises it when it loads, after this was made; a service's
+        default soft limit of 1,024 would have held 256 files: 128 cgroups)."""
         import resource
 
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        self.max_open = max(0, min(max_open, soft // 4 if soft > 0 else max_open))
-        self._fds: dict[str, int] = {}
+        if soft != self._soft:
+            self._soft = soft
+            self.max_open = max(0, min(self._ceiling, soft // 4 if soft > 0 else self._ceiling))
 
     def read(self, path: str, size: int = 4096) -> str | None:
         fd = self._fds.get(path)
         if fd is None:
+            if len(self._fds) >= self.max_open:
+                self._limit()
             if len(self._fds) >= self.max_open:
                 return read_text(path, size)
             try:
@@ -407,6 +420,11 @@ def walk(top: str, max_cgroups: int = 10000) -> Iterator[tuple[str, str]]:
         yield path, d
         n += 1
         try:
+            # a directory's links are 2 + its subdirectories on kernfs (as on ext4 and tmpfs;
+            # btrfs and merged overlayfs directories say 1): at 2 it has none, and its listing
+            # (a memcg's ~30 files, for each of 500 leaf cgroups) is not read
+            if os.lstat(d).st_nlink == 2:
+                continue
             with os.scandir(d) as it:
                 subs = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
         except OSError:

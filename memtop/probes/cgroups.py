@@ -42,6 +42,40 @@ LRU_GEN_EVERY_NS = 5_000_000_000
 HOST_ROOT_ENV = "MEMTOP_HOST_ROOT"
 
 
+def _same(
+    prev: CgroupSample,
+    version: int,
+    fig: tuple[object, ...],
+    psi: tuple[int, int | None] | None,
+    pids: tuple[int, ...],
+    upids: tuple[int, ...],
+    cid: int | None,
+    container: tuple[object, str],
+) -> bool:
+    """Whether a sample of these figures would equal ``prev``."""
+    return (
+        fig
+        == (
+            prev.usage_bytes,
+            prev.limit_bytes,
+            prev.high_bytes,
+            prev.low_bytes,
+            prev.min_bytes,
+            prev.soft_limit_bytes,
+            prev.swap_bytes,
+            prev.swap_limit_bytes,
+            prev.events,
+            prev.stat,
+        )
+        and version == prev.version
+        and (psi[0] if psi else None, psi[1] if psi else None) == (prev.psi_some_us, prev.psi_full_us)
+        and pids == prev.pids
+        and upids == prev.unified_pids
+        and cid == prev.cgroup_id
+        and container == (prev.container, prev.image)
+    )
+
+
 class CgroupsProbe(Probe):
     name = "cgroups"
     needs_bpf = False
@@ -235,6 +269,11 @@ class CgroupsProbe(Probe):
                 version, pids = 0, ()
                 fig = (None, None, None, None, None, None, None, None, (), ())
             upids, cid = self._unified(path, mdir, udir, walk_tick, prev)
+            if prev is not None and _same(prev, version, fig, psi, pids, upids, cid, self._container(path)):
+                # a walk's or a full read's figures as they were: the same sample object, which
+                # the state and the exporter take as nothing to redo (no record made and checked)
+                now[path] = prev
+                continue
             sample = CgroupSample(
                 path=path,
                 version=version,
@@ -259,16 +298,7 @@ class CgroupsProbe(Probe):
             now[path] = sample
             if sample != prev:
                 out.append(sample)
-        for path in last:
-            if path not in now:
-                out.append(CgroupGone(path))
-                mem_dirs.pop(path, None)
-                uni_dirs.pop(path, None)
-                for h in (mem, uni):
-                    if h is not None:
-                        self._held.drop_under(h.dir(path))
-                self._ids.pop(path, None)
-                self._containers.pop(path, None)
+        out.extend(self._gone(last, now, mem, uni))
         self._last = now
         self._raw = raw_now
         for path in [p for p in files if p not in now]:
@@ -279,6 +309,27 @@ class CgroupsProbe(Probe):
         out.append(CgroupPoll(len(now), over_limit=len(self._left_out), max_cgroups=self.max_cgroups))
         if self._left_out_total:
             out.append(Lost(self.name, OVER_LIMIT, self._left_out_total))
+        return out
+
+    def _gone(
+        self,
+        last: dict[str, CgroupSample],
+        now: dict[str, CgroupSample],
+        mem: cgroupfs.Hierarchy | None,
+        uni: cgroupfs.Hierarchy | None,
+    ) -> list[CgroupGone]:
+        """The cgroups read last poll and not this one, forgotten."""
+        out: list[CgroupGone] = []
+        for path in last:
+            if path not in now:
+                out.append(CgroupGone(path))
+                self._mem_dirs.pop(path, None)
+                self._uni_dirs.pop(path, None)
+                for h in (mem, uni):
+                    if h is not None:
+                        self._held.drop_under(h.dir(path))
+                self._ids.pop(path, None)
+                self._containers.pop(path, None)
         return out
 
     def _lru_gen(self, now: dict[str, CgroupSample]) -> CgroupLruGen | None:

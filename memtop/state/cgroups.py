@@ -143,6 +143,10 @@ class CgroupRow:
     _dicts_of: CgroupSample | None = None
     _stat: dict[str, int] = field(default_factory=dict)
     _events: dict[str, int] = field(default_factory=dict)
+    #: ``needed_figures``'s inputs and answer, while they hold
+    _needed_memo: (
+        tuple[CgroupSample, object, object, int, object, bool, tuple[int, int, bool] | None] | None
+    ) = None
 
     def _dicts(self) -> None:
         if self._dicts_of is not self.sample:
@@ -181,6 +185,32 @@ class CgroupRow:
             a, b = base[i], last[i]
             out.append(None if a is None or b is None else max(0, b - a) * PAGE_BYTES * 1e9 / dt)
         return dt / 1e9, out
+
+    def needed_figures(self, now_ns: int) -> tuple[int, int, bool] | None:
+        """``needed(now_ns)``'s needed bytes, cold bytes and whether it thrashes (what the
+        exporter exports of it), the last answer while its inputs hold: the same sample, the
+        same workingset points (first, last, how many), the same MGLRU ages (as fresh), and
+        those points' counters flat (an idle cgroup's): the rates are then 0 whatever the
+        window, and the answer does not depend on ``now_ns``."""
+        pts = self.workingset
+        first, last = (pts[0], pts[-1]) if pts else (None, None)
+        fresh = now_ns - self.lru_gen_ts_ns <= LRU_GEN_STALE_NS
+        m = self._needed_memo
+        if (
+            m is not None
+            and m[0] is self.sample
+            and m[1] is first
+            and m[2] is last
+            and m[3] == len(pts)
+            and m[4] is self.lru_gen
+            and m[5] == fresh
+        ):
+            return m[6]
+        n = self.needed(now_ns)
+        out = None if n is None else (n.needed_bytes, n.cold_bytes, n.thrashing)
+        flat = first is None or all(p[1:] == first[1:] for p in pts)
+        self._needed_memo = (self.sample, first, last, len(pts), self.lru_gen, fresh, out) if flat else None
+        return out
 
     def needed(self, now_ns: int) -> Needed | None:
         """The estimate (:class:`Needed`); None when memory.stat lacks its inputs (a cgroup of

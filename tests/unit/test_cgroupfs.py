@@ -515,3 +515,33 @@ def test_cgroup_reclaim_from_what_each_process_totals_grew_by() -> None:
     assert st.unattributed == 0 and row()["reclaim_episodes"] == 18
     state.apply(Batch(16_000_000_000, (CgroupPoll(1),)))
     assert st.unattributed == 4 and row()["reclaim_episodes"] == 18
+
+
+def test_held_files_follow_the_open_file_limit_as_it_is_raised(tmp_path: Path) -> None:
+    """The held files are a quarter of the soft open-file limit, read again when it moves: made
+    under a service's low limit and raised after (as the /proc reader raises it when it loads),
+    they hold more; past the limit a file is still read, opened for the read."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 1024:
+        pytest.skip(f"the soft open-file limit is {soft}: nothing to raise it back to")
+    files = []
+    for i in range(80):
+        f = tmp_path / f"memory.usage_in_bytes.{i}"
+        f.write_text(f"{i}\n")
+        files.append(str(f))
+    held: cgroupfs.HeldFiles | None = None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        held = cgroupfs.HeldFiles()
+        assert held.max_open == 64
+        assert [held.read(f) for f in files[:70]] == [f"{i}\n" for i in range(70)]
+        assert len(held) == 64  # the 6 past the limit read all the same, not held
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert held.read(files[70]) == "70\n"
+        assert held.max_open == min(2048, soft // 4) and len(held) == 65
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        if held is not None:
+            held.close()

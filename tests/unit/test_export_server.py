@@ -32,7 +32,7 @@ from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.node import with_node
 from memtop.export.server import Exporter as ServedExporter
-from memtop.export.server import LabelMemo, _Fixed, text_format
+from memtop.export.server import TextMemo, _Fixed, text_format
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.stream.recfile import Recording
@@ -343,7 +343,7 @@ def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
     byte; a cgroup whose container facts change gets a new set."""
     rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
     acc = Accumulators()
-    memo: LabelMemo = {}
+    memo = TextMemo()
     kept = 0
     before: dict[str, dict[str, str]] = {}
     for frac in (0.25, 0.5, 0.75, 1.0):
@@ -356,12 +356,57 @@ def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
         now = {p: labels for p, (_key, labels) in acc.cgroup_labels.items()}
         kept += sum(1 for p, labels in now.items() if before.get(p) is labels)
         before = now
-    assert kept > 0 and memo
+    assert kept > 0 and memo.labels
     path, (_key, labels) = next(iter(acc.cgroup_labels.items()))
     row = state.get(CgroupsState).rows[path]
     assert acc.labels_of(path, row) is labels
     moved = dataclasses.replace(row, sample=dataclasses.replace(row.sample, image="registry/x:1"))
     assert acc.labels_of(path, moved) is not labels
+
+
+def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() -> None:
+    """The writer is incremental: built twice from the same state, the second text is the first
+    (each family's text reused whole, and still the library's); a cgroup whose usage moved has
+    its samples made anew and its lines written anew, every other cgroup's samples and lines
+    kept, and the text is still the library's byte for byte."""
+    rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
+    state = rec.state_at(rec.ts_at(rec.duration_s))
+    assert isinstance(state, State)
+    acc, memo = Accumulators(), TextMemo()
+
+    def both() -> tuple[bytes | None, bytes]:
+        fams = list(families(state, Options(), acc))
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(_Fixed(with_node(fams, "n1")))
+        return text_format(fams, "n1", memo), generate_latest(reg)
+
+    first, lib = both()
+    assert first == lib
+    texts = {k: f.text for k, f in memo.families.items()}
+    again, lib = both()
+    assert again == first == lib
+    assert texts and all(memo.families[k].text is t for k, t in texts.items())  # reused, not rewritten
+    cg = state.get(CgroupsState)
+    path, row = next((p, r) for p, r in sorted(cg.rows.items()) if r.sample.usage_bytes)
+    usage = row.sample.usage_bytes
+    assert usage is not None
+    blocks = dict(acc.cgroup_blocks)
+    row.sample = dataclasses.replace(row.sample, usage_bytes=usage + 4096)
+    moved, lib = both()
+    # the moved cgroup's samples made anew, every other cgroup's kept (their lines reused)
+    assert acc.cgroup_blocks[path] is not blocks[path]
+    assert all(acc.cgroup_blocks[p] is b for p, b in blocks.items() if p != path)
+    assert moved == lib and moved != first
+    diff = set(moved.splitlines()) ^ set(first.splitlines())
+    assert any(line.startswith(b"container_memory_usage_bytes{") and path.encode() in line for line in diff)
+    # a cgroup gone: the others' lines stand one place earlier, and are still reused
+    before_gone = memo.families["container_memory_usage_bytes gauge"]
+    del cg.rows[next(p for p in sorted(cg.rows) if p != path and p != "/")]
+    fewer, lib = both()
+    assert fewer == lib and len(fewer) < len(moved)
+    now = memo.families["container_memory_usage_bytes gauge"]
+    assert now.text != before_gone.text and now.lines is not None and before_gone.lines is not None
+    assert {id(line) for line in now.lines} <= {id(line) for line in before_gone.lines}  # all reused
 
 
 def test_a_scrape_never_waits_for_a_build() -> None:

@@ -51,3 +51,44 @@ def test_needed_estimate_and_its_exported_series() -> None:
     (need,) = fams["memtop_working_set_bytes"].samples
     assert need.value == n.needed_bytes and need.labels["id"] == "/storm"
     assert fams["memtop_cgroup_thrashing"].samples[0].value == 1.0
+
+
+def test_needed_figures_are_needed_and_kept_only_while_flat() -> None:
+    """The exporter's figures (``needed_figures``) are ``needed``'s at every point; an idle
+    cgroup's (the same sample, counters flat) are the last answer whatever the time, and a
+    cgroup whose counters moved within its points is computed anew at each time, its rates
+    falling as the window moves past the move."""
+    from memtop.records.cgroups import CgroupPoll, CgroupSample
+    from memtop.state.cgroups import CgroupsState
+
+    s = 1_000_000_000
+
+    def sample(refault_file: int) -> CgroupSample:
+        stat = (
+            ("anon", 10 * MiB),
+            ("active_file", 2 * MiB),
+            ("inactive_file", 50 * MiB),
+            ("refault_anon", 0),
+            ("refault_file", refault_file),
+            ("activate_file", 0),
+        )
+        return CgroupSample("/idle", 2, usage_bytes=60 * MiB, limit_bytes=100 * MiB, stat=stat)
+
+    state = State(mode="bpf")
+    state.apply(Batch(1 * s, (ProbeStatus("cgroups", "attached"), sample(0), CgroupPoll(1))))
+    row = state.get(CgroupsState).rows["/idle"]
+    for now in (1 * s, 5 * s, 60 * s):
+        n = row.needed(now)
+        assert n is not None and row.needed_figures(now) == (n.needed_bytes, n.cold_bytes, n.thrashing)
+    kept = row._needed_memo
+    assert kept is not None and row.needed_figures(90 * s) == kept[6] and row._needed_memo is kept
+    # 2,560 file pages (10 MiB) read back within 2 s: the rates move with the time asked
+    state.apply(Batch(3 * s, (sample(2_560), CgroupPoll(1))))
+    seen: set[int] = set()
+    for now in (3 * s, 8 * s, 12 * s, 30 * s):
+        n = row.needed(now)
+        assert n is not None
+        assert row.needed_figures(now) == (n.needed_bytes, n.cold_bytes, n.thrashing)
+        assert row._needed_memo is None  # not flat: nothing kept
+        seen.add(n.needed_bytes)
+    assert len(seen) > 1
