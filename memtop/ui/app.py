@@ -421,7 +421,9 @@ class MemtopApp(RecordReplay):
         if self.first_frame_s is None:
             late = 0.0 if written_at is None else max(0.0, time.monotonic() - written_at)
             self.first_frame_s = ready.since_process_start() - late
-            startup_gc.release()
+            # in a terminal (the TUI as users run it; not under a test's Pilot) the collector
+            # runs at its steady thresholds from now on
+            startup_gc.release(steady=term_compat.SESSION is not None)
             # BPF programs compile from now on: compiling while the first frame was drawn made
             # it later and attached nothing sooner (docs/performance.md)
             self.source.begin_bpf()

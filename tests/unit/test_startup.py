@@ -3,6 +3,7 @@ commands that start one."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -112,4 +113,18 @@ def test_a_long_headless_snapshot_gives_the_collector_back_once_started(tmp_path
         assert source.seen[-1] is True and gc.isenabled()
     finally:
         startup_gc.release()
+        gc.enable()
+
+
+def test_the_tui_collects_at_its_steady_thresholds_after_the_first_frame() -> None:
+    """Once the TUI's first frame is on screen the collector runs again, at thresholds that keep
+    it from running several times a second over what each tick frees by itself."""
+    saved = gc.get_threshold()
+    startup_gc.hold()
+    try:
+        startup_gc.release(steady=True)
+        assert gc.isenabled() and gc.get_threshold() == startup_gc.STEADY_THRESHOLDS
+        assert startup_gc.STEADY_THRESHOLDS[0] > saved[0]
+    finally:
+        gc.set_threshold(*saved)
         gc.enable()
