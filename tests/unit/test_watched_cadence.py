@@ -236,3 +236,13 @@ def test_a_probe_no_one_sees_is_polled_every_fifth_tick_and_at_once_when_shown()
     # shown at 13, half a tick after 12's poll: only the probe shown again is read at once
     assert again == {"hidden": [13, 14], "ring": [14], "asked": [14]}
     assert everything == {"hidden": [15, 16, 17], "ring": [15, 16, 17], "asked": [15, 16, 17]}
+
+
+def test_the_probes_always_shown_are_registered_default_probes() -> None:
+    """What the header and the notices need is polled every tick on every pane: each is a probe
+    memtop starts with (a name that is not would silently slow the header down)."""
+    from memtop.probes.registry import PROBES, on_demand
+    from memtop.views import ALWAYS_SHOWN_PROBES
+
+    assert ALWAYS_SHOWN_PROBES
+    assert all(name in PROBES and not on_demand(name) for name in ALWAYS_SHOWN_PROBES)
