@@ -35,6 +35,13 @@ def enumerated(prefix: str, names: Sequence[str], count: str = "") -> dict[str, 
     return out
 
 
+#: a probe memtop starts with is polled this many times less often while nothing on screen needs
+#: what it feeds (``Probe.watched`` False: no pane, header figure or notice shown): its BPF
+#: counters keep counting in the kernel and the state divides by the real interval, so totals
+#: and rates stay exact; the pane shown again has it polled at once (``Source.watch``)
+UNWATCHED_EVERY = 5
+
+
 class Probe(ABC):
     name: ClassVar[str] = ""
     #: tracepoints this probe needs, as "category:event"
@@ -47,11 +54,14 @@ class Probe(ABC):
     features: ClassVar[tuple[str, ...]] = ()
     #: seconds between polls
     cadence_s: ClassVar[float] = 1.0
-    #: seconds between polls while what it feeds is not on screen (``watched`` False), for a
-    #: probe whose reads cost more than a tick's share and that only its own pane shows; None:
-    #: ``cadence_s`` whatever is shown (the Processes pane's column, the header and the OOM
-    #: notices need theirs every tick)
+    #: seconds between polls while nothing on screen needs what it feeds (``watched`` False), for
+    #: a probe whose reads cost more than :data:`UNWATCHED_EVERY` ticks' share; None: the
+    #: bridge's default, ``cadence_s`` times :data:`UNWATCHED_EVERY` for a probe memtop starts
+    #: with (a probe an intent attached keeps ``cadence_s``: it runs because the user asked)
     unwatched_cadence_s: ClassVar[float | None] = None
+    #: polled every ``cadence_s`` whatever is on screen: it drains a ring buffer that a poll
+    #: :data:`UNWATCHED_EVERY` times rarer could let overflow (process lifecycle in a churn)
+    full_cadence: ClassVar[bool] = False
     #: what it reads shows on its own pane only (and in snapshots, recordings, exports): while
     #: another pane is shown its first poll waits for the TUI's first frame (Bridge.start)
     own_pane_only: ClassVar[bool] = False

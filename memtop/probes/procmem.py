@@ -30,6 +30,8 @@ class ProcmemProbe(BpfProbe):
     program = "procmem"
     shares_unit = True
     tracepoints = ("sched:sched_process_fork", "sched:sched_process_exec", "sched:sched_process_exit")
+    #: its ring buffer holds a few thousand events: polled rarer, a process churn would overflow it
+    full_cadence = True
 
     def __init__(self, max_pids: int = 16384, ringbuf_pages: int = 64) -> None:
         super().__init__()

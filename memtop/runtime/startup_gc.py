@@ -30,6 +30,14 @@ _lock = threading.RLock()
 _pauses = 0
 _paused_it = False
 
+#: the collector's thresholds once the TUI runs (Python's are 700, 10, 10). A tick allocates a
+#: few thousand containers (records, rows, Textual's strips) that reference counting frees by
+#: the next tick; at 700 the youngest generation was collected several times a second and the
+#: older ones often enough that the collector was ~6 % of the idle TUI's CPU (gc.callbacks,
+#: docs/performance.md). At 50,000 a collection comes every minute or so; what a cycle holds
+#: meanwhile is a few MiB at most (RssAnon unchanged side by side).
+STEADY_THRESHOLDS = (50_000, 10, 10)
+
 
 def hold() -> None:
     """Stop automatic collection until :func:`release` (no-op when it is already off)."""
@@ -41,19 +49,21 @@ def hold() -> None:
             _paused_it = False  # the hold's now: the pause's end leaves it off
 
 
-def release() -> None:
-    """Collect once, freeze the survivors, collect automatically again. Idempotent."""
+def release(steady: bool = False) -> None:
+    """Collect once, freeze the survivors, collect automatically again. Idempotent.
+    ``steady``: from now on at :data:`STEADY_THRESHOLDS` (the TUI)."""
     global _held, _paused_it
     with _lock:
-        if not _held:
-            return
-        _held = False
-        gc.collect()
-        gc.freeze()
-        if _pauses:
-            _paused_it = True  # the last pause to end turns it back on
-        else:
-            gc.enable()
+        if _held:
+            _held = False
+            gc.collect()
+            gc.freeze()
+            if _pauses:
+                _paused_it = True  # the last pause to end turns it back on
+            else:
+                gc.enable()
+        if steady:
+            gc.set_threshold(*STEADY_THRESHOLDS)
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memtop.core.errors import MemtopError
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
-from memtop.probes.base import BpfProbe, Probe, load_together
+from memtop.probes.base import UNWATCHED_EVERY, BpfProbe, Probe, load_together
 from memtop.probes.host import collect_host_facts
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.host import HostFacts
@@ -190,6 +190,12 @@ class Bridge:
         self.clock: Callable[[], float] = time.monotonic
         #: the probes that feed what is on screen (None: all; see watch)
         self._watched: frozenset[str] | None = None
+        #: the probes memtop started with: polled less often while not watched (those an intent
+        #: attached keep their cadence: the user asked for them)
+        self._slowable = frozenset(p.name for p in self.probes)
+        #: probes watched again after a slower cadence, polled at the next poll whatever their due
+        #: time (under _lock: watch runs in the event loop, the poll in its thread)
+        self._catch_up: set[str] = set()
         #: probe name -> the optional parts of it a front end uses (None: all; see use_parts)
         self._used_parts: dict[str, frozenset[str]] | None = None
         self._pending_status: list[Record] = []
@@ -622,8 +628,32 @@ class Bridge:
             self._focus[pid].append(WSS_PROBE)
         return True
 
-    def watch(self, probes: Collection[str] | None) -> None:
-        self._watched = None if probes is None else frozenset(probes)
+    def watch(self, probes: Collection[str] | None) -> bool:
+        old, new = self._watched, None if probes is None else frozenset(probes)
+        self._watched = new
+        if old is None:
+            return False
+        now = self.clock()
+        with self._lock:
+            shown = [
+                p
+                for p in self._attached
+                if p.name not in old
+                and (new is None or p.name in new)
+                and self.cadence_of(p, watched=False) > p.cadence_s
+                and now - self._last_poll.get(p.name, 0.0) >= p.cadence_s * 0.9
+            ]
+            self._catch_up.update(p.name for p in shown)
+            return bool(shown)
+
+    def cadence_of(self, p: Probe, watched: bool) -> float:
+        """Seconds between ``p``'s polls while what it feeds is on screen (``watched``) or not."""
+        if watched:
+            return p.cadence_s
+        slower = p.unwatched_cadence_s or 0.0
+        if p.name in self._slowable and not p.full_cadence:
+            slower = max(slower, p.cadence_s * UNWATCHED_EVERY)
+        return max(p.cadence_s, slower)
 
     def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
         self._used_parts = None if parts is None else {k: frozenset(v) for k, v in parts.items()}
@@ -659,8 +689,10 @@ class Bridge:
             used = self._used_parts
             p.used_parts = None if used is None else used.get(p.name)
             last = self._last_poll.get(p.name, 0.0)
-            cadence_s = p.cadence_s if p.watched else max(p.cadence_s, p.unwatched_cadence_s or 0.0)
-            if not force and now - last < cadence_s * 0.9:
+            with self._lock:
+                shown_again = p.name in self._catch_up
+                self._catch_up.discard(p.name)
+            if not force and not shown_again and now - last < self.cadence_of(p, p.watched) * 0.9:
                 continue
             if now < self._retry_at.get(p.name, 0.0):
                 continue  # failing: it waits out its backoff (the others keep their cadence)

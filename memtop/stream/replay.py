@@ -195,8 +195,8 @@ class ReplaySource:
     def measure_working_set(self, pid: int, on: bool, window_s: float = 10.0) -> bool:
         return False  # the recording holds what was measured, if anything
 
-    def watch(self, probes: Collection[str] | None) -> None:
-        return None  # the recording holds what was read
+    def watch(self, probes: Collection[str] | None) -> bool:
+        return False  # the recording holds what was read
 
     def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
         return None  # the recording holds what was read

@@ -130,10 +130,12 @@ class Source(Protocol):
         when that cannot be done now (a replay; nothing to stop)."""
         ...
 
-    def watch(self, probes: Collection[str] | None) -> None:
-        """The probes that feed what is on screen now (the TUI's pane or drill-in); the others may
-        read their costly parts less often (each record still says when it was read). None, as
-        before any call: everything is watched (snapshots, recordings, the exporter)."""
+    def watch(self, probes: Collection[str] | None) -> bool:
+        """The probes that feed what is on screen now (the TUI's pane or drill-in, its header and
+        notices); the others are polled less often and may read their costly parts less often
+        still (each record still says when it was read). None, as before any call: everything
+        is watched (snapshots, recordings, the exporter). True when a probe now watched was
+        polled less often meanwhile: the next poll reads it, so poll now before drawing it."""
         ...
 
     def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:

@@ -36,7 +36,7 @@ from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
-from memtop.views import LEGEND, get_view
+from memtop.views import ALWAYS_SHOWN_PROBES, LEGEND, get_view
 from memtop.views.header import header_line
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ class MemtopApp(RecordReplay):
             # a fallback: on_ready marks the first frame sooner when that frame showed the data
             self.call_after_refresh(self._first_frame)
         self._draw_header()
-        self._watch()
+        self._watch_and_catch_up()
         # a drill-in covers the pane: the pane is drawn again when the drill-in is left (in a swap
         # storm, refreshing the unseen processes table was a tenth of memtop's CPU)
         pane = self.active_pane()
@@ -348,22 +348,31 @@ class MemtopApp(RecordReplay):
         if isinstance(screen, DrillScreen):
             screen.refresh_from(self.state)
 
-    def _watch(self) -> None:
-        """Tell the source which probes feed what is on screen (the drill-in's, or the pane's):
-        the Kernel and Shared probes read slabinfo and scan processes less often while their
-        panes are not shown. A recording (R) is of every pane, a headless snapshot is short:
-        everything is watched meanwhile."""
+    def _watch(self) -> bool:
+        """Tell the source which probes feed what is on screen (the drill-in's, or the pane's, and
+        those the header and the notices need): the others are polled less often, and the Kernel
+        and Shared probes read slabinfo and scan processes less often still. A recording (R) is
+        of every pane, a headless snapshot is short: everything is watched meanwhile. True when
+        a probe now watched was polled less often until now: poll before drawing it (the source
+        reads it at its next poll)."""
         probes: frozenset[str] | None = None
         if self.recorder is None and self.snapshot_request is None:
             drill = next((s for s in reversed(self.screen_stack) if isinstance(s, DrillScreen)), None)
             pane = self.active_pane()
             if drill is not None:
-                probes = frozenset(drill.view.probes)
+                probes = frozenset((*drill.view.probes, *ALWAYS_SHOWN_PROBES))
             elif pane is not None:
-                probes = frozenset(pane.view.probes)
-        if probes != self._watched:
-            self._watched = probes
-            self.source.watch(probes)
+                probes = frozenset((*pane.view.probes, *ALWAYS_SHOWN_PROBES))
+        if probes == self._watched:
+            return False
+        self._watched = probes
+        return self.source.watch(probes)
+
+    def _watch_and_catch_up(self) -> None:
+        """:meth:`_watch`, and a tick at once when what is now on screen was polled less often
+        (a drill-in left, a recording started): never drawn from a reading seconds old."""
+        if self._watch() and self._first_redraw_at is not None:
+            self.call_later(self.tick)
 
     def pop_screen(self) -> AwaitComplete:
         done = super().pop_screen()
@@ -412,7 +421,9 @@ class MemtopApp(RecordReplay):
         if self.first_frame_s is None:
             late = 0.0 if written_at is None else max(0.0, time.monotonic() - written_at)
             self.first_frame_s = ready.since_process_start() - late
-            startup_gc.release()
+            # in a terminal (the TUI as users run it; not under a test's Pilot) the collector
+            # runs at its steady thresholds from now on
+            startup_gc.release(steady=term_compat.SESSION is not None)
             # BPF programs compile from now on: compiling while the first frame was drawn made
             # it later and attached nothing sooner (docs/performance.md)
             self.source.begin_bpf()
@@ -442,7 +453,8 @@ class MemtopApp(RecordReplay):
             return
         for other in self.main_screen.query_one("#panes", Container).query_children(Pane):
             other.display = other is pane
-        self._watch()
+        if self._watch():  # its probes were polled less often while it was hidden: poll them now
+            await self.tick()
         pane.refresh_from(self.state)
         pane.focus_default()
 

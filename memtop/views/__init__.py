@@ -106,6 +106,13 @@ MEASURING = ("attached", "detached")
 #: poll is noise; two is a probe that is not measuring)
 STALE_AFTER_TICKS = 2
 
+#: the probes whose figures are on screen whatever pane is shown, so the TUI always watches them
+#: (``Source.watch``): the header's memory, swap and pressure (procfs; swapinfo's compressed
+#: swap) and the notices any screen shows: OOM kills (oom), kills by signal (kills), the
+#: out-of-memory forecasts (cgroups' usage, procfs' MemAvailable). The other probes are polled
+#: less often while no pane shown names them (``View.probes``).
+ALWAYS_SHOWN_PROBES: tuple[str, ...] = ("procfs", "swapinfo", "oom", "kills", "cgroups")
+
 
 class ProbeStatusDoc(TypedDict):
     """A probe's status in a document (``probes.<name>``)."""

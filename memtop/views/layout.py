@@ -57,15 +57,32 @@ def natural_width(col: Column[str], names: dict[str, int], sort_key: str) -> int
     return max(label, col.width, _FORMAT_WIDTHS.get(col.fmt, 0), names.get(col.key, 0))
 
 
-def measured_widths(columns: tuple[Column[str], ...], rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+#: per row object (by id, the row kept alive beside it so the id is not reused): the widths of
+#: its measured cells, as :func:`measured_widths` last computed them
+RowWidths = dict[int, tuple[Mapping[str, Any], tuple[int, ...]]]
+
+
+def measured_widths(
+    columns: tuple[Column[str], ...], rows: Sequence[Mapping[str, Any]], known: RowWidths | None = None
+) -> dict[str, int]:
     """The widest cell in ``rows`` of each column whose width is not known beforehand: names, and
-    figures with no declared width nor a formatter of known width (pids)."""
-    out: dict[str, int] = {}
-    for c in columns:
-        if c.numeric and (c.width or c.fmt in _FORMAT_WIDTHS):
-            continue
-        out[c.key] = max((cell_len(c.cell(r)) for r in rows), default=0)
-    return out
+    figures with no declared width nor a formatter of known width (pids). ``known``: the widths
+    of the rows measured last time, reused for the very same row objects (views hand unchanged
+    rows on as they were: with 1,000 idle processes, formatting each cell of each row every tick
+    to measure it was most of a table's redraw), and replaced by this call's."""
+    measured = [c for c in columns if not (c.numeric and (c.width or c.fmt in _FORMAT_WIDTHS))]
+    if known is None:
+        return {c.key: max((cell_len(c.cell(r)) for r in rows), default=0) for c in measured}
+    fresh: RowWidths = {}
+    for r in rows:
+        hit = known.get(id(r))
+        if hit is None or hit[0] is not r:
+            hit = (r, tuple(cell_len(c.cell(r)) for c in measured))
+        fresh[id(r)] = hit
+    known.clear()
+    known.update(fresh)
+    widest = [max(col) for col in zip(*(w for _, w in fresh.values()), strict=True)] if fresh else []
+    return {c.key: widest[i] if widest else 0 for i, c in enumerate(measured)}
 
 
 def fit_columns(

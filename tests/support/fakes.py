@@ -199,8 +199,9 @@ class FakeSource:
         self.working_set.append((pid, on, window_s))
         return on
 
-    def watch(self, probes: Collection[str] | None) -> None:
+    def watch(self, probes: Collection[str] | None) -> bool:
         self.watched.append(None if probes is None else frozenset(probes))
+        return False
 
     def use_parts(self, parts: Mapping[str, Collection[str]] | None) -> None:
         return None

@@ -1,17 +1,26 @@
 """The app tells its source which probes feed what is on screen (Source.watch): the pane's, the
-drill-in's while it covers the pane, and everything while a recording runs."""
+drill-in's while it covers the pane, with those the header and the notices need, and everything
+while a recording runs. The live source polls the others less often, and a pane shown again has
+its probes polled before it is drawn."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from support import FakeSource, vmscan_batches
-from support.ui import settle
+from support.ui import drive, settle, wait_until
 
+from memtop.probes.base import UNWATCHED_EVERY, Probe
+from memtop.records import Record
+from memtop.stream.bridge import Bridge
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes.base import DrillIn
 from memtop.ui.screens.process import ProcessScreen
-from memtop.views import get_view
+from memtop.views import ALWAYS_SHOWN_PROBES, get_view
+
+
+def shown(view: str) -> frozenset[str]:
+    return frozenset((*get_view(view).probes, *ALWAYS_SHOWN_PROBES))
 
 
 async def test_the_pane_or_drill_in_shown_is_what_is_watched(tmp_path: Path) -> None:
@@ -19,21 +28,21 @@ async def test_the_pane_or_drill_in_shown_is_what_is_watched(tmp_path: Path) -> 
     app = MemtopApp(source, initial_pane="reclaim", snapshot_dir=str(tmp_path))
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
-        assert source.watched[-1] == frozenset(get_view("reclaim").probes)
+        assert source.watched[-1] == shown("reclaim")
         await pilot.press("8")  # the Kernel pane
         await settle(pilot)
-        assert source.watched[-1] == frozenset(get_view("kernel").probes)
+        assert source.watched[-1] == shown("kernel")
         assert "kernel" in source.watched[-1]
         app.post_message(DrillIn(101))
         await settle(pilot)
         assert isinstance(app.screen, ProcessScreen)
         app.redraw()  # the tick's redraw
-        assert source.watched[-1] == frozenset(get_view("process").probes)
+        assert source.watched[-1] == shown("process")
         assert "kernel" not in source.watched[-1]
         await pilot.press("escape")
         await settle(pilot)
         app.redraw()
-        assert source.watched[-1] == frozenset(get_view("kernel").probes)
+        assert source.watched[-1] == shown("kernel")
         await pilot.press("R")  # a recording is of every pane
         await settle(pilot)
         app.redraw()
@@ -41,4 +50,70 @@ async def test_the_pane_or_drill_in_shown_is_what_is_watched(tmp_path: Path) -> 
         await pilot.press("R")
         await settle(pilot)
         app.redraw()
-        assert source.watched[-1] == frozenset(get_view("kernel").probes)
+        assert source.watched[-1] == shown("kernel")
+
+
+class Counted(Probe):
+    """A /proc-like probe that reads nothing and counts its polls."""
+
+    needs_bpf = False
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def load(self) -> None:
+        return None
+
+    def poll(self) -> list[Record]:
+        self.polls += 1
+        return []
+
+
+class CountedProcfs(Counted):
+    name = "procfs"  # the header's: watched on every pane
+
+
+class CountedKernel(Counted):
+    name = "kernel"  # the Kernel pane's only
+
+
+async def test_a_hidden_panes_probe_is_polled_less_often_and_at_once_when_shown(tmp_path: Path) -> None:
+    """On the live source, through the app's own ticks: the Kernel pane's probe is polled every
+    UNWATCHED_EVERY ticks while the Processes pane is shown (the header's procfs every tick),
+    at once when its pane is shown (before the pane is drawn: no tick of the clock between),
+    every tick while shown, and every tick while a recording runs, whatever pane is shown."""
+    procfs, kernel = CountedProcfs(), CountedKernel()
+    bridge = Bridge([procfs, kernel], allow_bpf=False)
+    now = [1000.0]
+    bridge.clock = lambda: now[0]
+    app = MemtopApp(bridge, snapshot_dir=str(tmp_path))
+
+    async def polled(ticks: int) -> tuple[int, int]:
+        """``ticks`` of the app a (stepped) second apart: how many polls each probe had."""
+        before = procfs.polls, kernel.polls
+        for _ in range(ticks):
+            now[0] += 1.0
+            await drive(app, pilot)
+        return procfs.polls - before[0], kernel.polls - before[1]
+
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot)
+        assert app.active_name == "processes"
+        # polled at start, then at the 5th: 3 s behind at the 8th
+        assert await polled(8) == (8, 8 // UNWATCHED_EVERY)
+        ticks, before = app.ticks_done, kernel.polls
+        await pilot.press("8")  # the Kernel pane: no second has passed since the last tick
+        await wait_until(pilot, lambda: kernel.polls > before, "the kernel probe's poll")
+        await settle(pilot)
+        assert kernel.polls == before + 1 and app.ticks_done == ticks + 1
+        assert await polled(6) == (6, 6)
+        await pilot.press("1")
+        await settle(pilot)
+        assert await polled(10) == (10, 10 // UNWATCHED_EVERY)
+        await pilot.press("R")  # a recording is of every pane: every probe every tick
+        await settle(pilot)
+        assert app.recorder is not None
+        assert await polled(6) == (6, 6)
+        await pilot.press("R")
+        await settle(pilot)
+    await bridge.stop()

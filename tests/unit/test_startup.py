@@ -3,6 +3,7 @@ commands that start one."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -175,4 +176,18 @@ def test_a_pause_gives_the_collector_back_once_the_last_pause_and_the_hold_end()
         assert not gc.isenabled()
     finally:
         startup_gc.release()
+        gc.enable()  # the test disabled it last: the tests after it run with it on
+
+
+def test_the_tui_collects_at_its_steady_thresholds_after_the_first_frame() -> None:
+    """Once the TUI's first frame is on screen the collector runs again, at thresholds that keep
+    it from running several times a second over what each tick frees by itself."""
+    saved = gc.get_threshold()
+    startup_gc.hold()
+    try:
+        startup_gc.release(steady=True)
+        assert gc.isenabled() and gc.get_threshold() == startup_gc.STEADY_THRESHOLDS
+        assert startup_gc.STEADY_THRESHOLDS[0] > saved[0]
+    finally:
+        gc.set_threshold(*saved)
         gc.enable()

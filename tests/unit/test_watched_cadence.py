@@ -168,3 +168,81 @@ def test_the_first_poll_leaves_out_what_only_an_unseen_pane_shows() -> None:
     assert asyncio.run(first_polls(("procfs",))) == (0, 1)
     assert asyncio.run(first_polls(("procfs", "ownpane"))) == (1, 2)
     assert asyncio.run(first_polls(None)) == (1, 2)
+
+
+class Plain(CountedProbe):
+    """A probe with no cadence of its own for when it is not watched: the bridge's default."""
+
+    name = "hidden"
+    unwatched_cadence_s = None
+
+
+class Ring(Plain):
+    """One that drains a ring buffer: polled every tick whatever is shown."""
+
+    name = "ring"
+    full_cadence = True
+
+
+class Asked(Plain):
+    name = "asked"
+
+
+def polled_ticks(bridge: Bridge, now: list[float], probes: list[Plain], ticks: range) -> dict[str, list[int]]:
+    """Poll once a (stepped) second for ``ticks``; the ticks at which each probe was polled."""
+    out: dict[str, list[int]] = {p.name: [] for p in probes}
+    for t in ticks:
+        before = [p.polls for p in probes]
+        bridge.poll_sync()
+        for p, n in zip(probes, before, strict=True):
+            if p.polls > n:
+                out[p.name].append(t)
+        now[0] += 1.0
+    return out
+
+
+def test_a_probe_no_one_sees_is_polled_every_fifth_tick_and_at_once_when_shown() -> None:
+    """A probe memtop started with whose data nothing on screen needs is polled every
+    UNWATCHED_EVERY ticks (its counters keep counting: the state divides by the real interval);
+    watched again, ``watch`` says so and the next poll reads it, even a tick after its last;
+    one that drains a ring buffer (``full_cadence``), one an intent attached and everything
+    when nothing is watched (a recording, the exporter, a snapshot) keep every tick."""
+    hidden, ring = Plain(), Ring()
+    bridge = Bridge([hidden, ring], allow_bpf=False)
+    now = [1000.0]
+    bridge.clock = lambda: now[0]
+
+    async def go() -> tuple[dict[str, list[int]], ...]:
+        await bridge.start()
+        await bridge.wait_settled(10)
+        asked = Asked()  # attached by an intent (a drill-in's, a tracer)
+        assert bridge.add_probe(asked)
+        await bridge.wait_settled(10)
+        probes = [hidden, ring, asked]
+        now[0] += 1.0  # tick 1 is a second after start()'s poll
+        assert not bridge.watch(("procfs",))  # nothing was slowed before
+        off = polled_ticks(bridge, now, probes, range(1, 13))
+        now[0] -= 0.5  # half a tick after the last poll: nothing is due by its cadence
+        assert bridge.watch(("procfs", "hidden"))
+        again = polled_ticks(bridge, now, probes, range(13, 15))
+        assert not bridge.watch(None)  # nothing was behind
+        everything = polled_ticks(bridge, now, probes, range(15, 18))
+        await bridge.stop()
+        return off, again, everything
+
+    off, again, everything = asyncio.run(go())
+    # start() polled at 0: then every 5th tick (with the tenth of slack every cadence has)
+    assert off == {"hidden": [5, 10], "ring": list(range(1, 13)), "asked": list(range(1, 13))}
+    # shown at 13, half a tick after 12's poll: only the probe shown again is read at once
+    assert again == {"hidden": [13, 14], "ring": [14], "asked": [14]}
+    assert everything == {"hidden": [15, 16, 17], "ring": [15, 16, 17], "asked": [15, 16, 17]}
+
+
+def test_the_probes_always_shown_are_registered_default_probes() -> None:
+    """What the header and the notices need is polled every tick on every pane: each is a probe
+    memtop starts with (a name that is not would silently slow the header down)."""
+    from memtop.probes.registry import PROBES, on_demand
+    from memtop.views import ALWAYS_SHOWN_PROBES
+
+    assert ALWAYS_SHOWN_PROBES
+    assert all(name in PROBES and not on_demand(name) for name in ALWAYS_SHOWN_PROBES)

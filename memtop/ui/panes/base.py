@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from memtop.ui.lines import segments_text
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, View, get_view, stale_probes
-from memtop.views.layout import Fit, cut, fit_columns, measured_widths
+from memtop.views.layout import Fit, RowWidths, cut, fit_columns, measured_widths
 from memtop.views.segments import probe_line
 
 #: a computed column's cell: what it shows for a row (fill_table's ``extra``)
@@ -145,6 +146,13 @@ class TableMemo:
     keys: list[str] = field(default_factory=list)
     #: the columns shown and the widths names are cut to: when they change, the table is rebuilt
     layout: tuple[tuple[str, ...], tuple[tuple[str, int], ...]] | None = None
+    #: the rows last given, the keys made of them, and the fit of the columns for them (with
+    #: what else it depends on): the same row objects again need neither measured nor keyed
+    given: list[Mapping[str, Any]] = field(default_factory=list)
+    given_keys: list[str] = field(default_factory=list)
+    fit: tuple[tuple[Any, ...], Fit] | None = None
+    #: each row's measured cell widths (memtop.views.layout.measured_widths)
+    widths: RowWidths = field(default_factory=dict)
 
 
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
@@ -183,7 +191,10 @@ def fill_table(
     if memo is None:
         memo = _MEMOS[table] = TableMemo()
     selected = cursor_key(table)
-    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort)
+    # the same row objects as last time (views hand unchanged rows on): their keys and widths
+    # are what they were, so only a new width, sort or set of columns fits the columns again
+    same = len(rows) == len(memo.given) and all(map(operator.is_, rows, memo.given))
+    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort, memo, same)
     layout = (fit.keys, tuple(sorted(fit.cut_to.items())))
     if memo.layout != layout:
         if table.columns:  # another width or sort: the columns anew, then every row
@@ -203,7 +214,8 @@ def fill_table(
         mark_sort(table, shown, *sort)
     filler = _Filler(table, shown, shown_extra, extra_same, memo, fit.cut_to)
 
-    new_keys = _unique_keys(rows, key)
+    new_keys = memo.given_keys if same else _unique_keys(rows, key)
+    memo.given, memo.given_keys = list(rows), new_keys
     # the order this function left the table in (it is the table's only writer); read it back
     # from the table only when something else changed it (building 1,000 keys costs a tick)
     old_keys = memo.keys
@@ -236,17 +248,26 @@ def _fit(
     extra: dict[str, Cell],
     extra_priority: int,
     sort: tuple[str, bool] | None,
+    memo: TableMemo,
+    same: bool,
 ) -> Fit:
     """The columns of ``columns`` and ``extra`` that fit the table's width (before the first
     layout: the terminal's), its vertical scrollbar's room kept whether shown or not (the columns
-    do not change as rows come and go)."""
+    do not change as rows come and go). ``same``: the rows are the very objects of the last
+    call, so the last fit holds unless the width, the sort or the columns changed."""
+    width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
+    key = (width, sort[0] if sort else "", columns, tuple(extra), extra_priority)
+    if same and memo.fit is not None and memo.fit[0] == key:
+        return memo.fit[1]
     every = columns + tuple(
         Column(name, name, numeric=False, width=cell_len(name) + 1, priority=extra_priority) for name in extra
     )
-    width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
     if width <= 0:
-        return Fit(every, {})
-    return fit_columns(every, measured_widths(columns, rows), width, sort[0] if sort else "")
+        fit = Fit(every, {})
+    else:
+        fit = fit_columns(every, measured_widths(columns, rows, memo.widths), width, sort[0] if sort else "")
+    memo.fit = (key, fit)
+    return fit
 
 
 def _unique_keys(rows: Sequence[Mapping[str, Any]], key: str) -> list[str]:
