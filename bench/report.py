@@ -266,7 +266,8 @@ def leaks_preflight(r: dict[str, Any]) -> Iterator[Row]:
 
 def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
     par = f" --parallel {r['parallel']}" if r.get("parallel", 1) > 1 else ""
-    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}`"
+    opts = "".join(f" --{k.replace('_', '-')} {r[k]}" for k in ("rates", "budgets", "cost_budgets") if k in r)
+    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}{opts}`"
     for c in r.get("cases", []):
         ratio = c["cost_pct_max"] / c["budget_pct"]
         found = f"; leak found {c['recall']} runs" if c["recall"] != "0/0" else ""
@@ -279,10 +280,17 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
         yield judged(
             f"40 · leaks on --budget {c['budget_pct']:g} % at {c['rate_pairs_per_s']:,} malloc+free/s, "
             f"a {r['leak_bytes_per_s'] * 60 / 2**20:.0f} MiB/min leak among ten churning stacks: cost "
-            "(the target's added CPU and memtop's, from /proc, beside an untraced twin and a memtop "
-            "without --leaks) against the budget",
+            "(the target's added CPU and memtop's, from /proc, beside "
+            + ("two untraced twins" if "noise_pct_median" in c else "an untraced twin")
+            + " and a memtop without --leaks) against the budget",
             cmd,
             f"{c['cost_pct_median']:.2f} % median, {c['cost_pct_max']:.2f} % max ({ratio:.2f}× the budget)"
+            + (
+                f"; the twins' own difference (noise) {c['noise_pct_median']:.2f} % median, the "
+                f"tracer's own account {c['cost_pct_shown_median']:.2f} % median"
+                if "noise_pct_median" in c
+                else ""
+            )
             + found
             + fp,
             "leaks_budget_ratio",
