@@ -85,7 +85,9 @@ def test_closing_mid_window_leaves_no_uprobe(leakers: Leakers) -> None:
     """Closed while its window thread traces or waits, the budgeted probe leaves no uprobe and
     no thread behind (every exit path detaches every probe)."""
     target = churn(leakers, LEAK_BPS)
-    probe = LeaksProbe([target.pid], budget=0.01, calls_per_s=RATE)
+    # a large budget: each window waits until the budget has paid for it, and at 1 % the second
+    # would come a minute or more after the first
+    probe = LeaksProbe([target.pid], budget=0.2, calls_per_s=RATE)
     try:
         probe.load()
         wait_until(lambda: probe.candidates.window >= 1, "a first window")
