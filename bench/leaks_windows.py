@@ -14,7 +14,7 @@ machine's setting) and the duty cycle, planned and actual. ``--jump-at S`` multi
 target's rate by ten after S seconds (SIGUSR1), the controller's rate-jump case.
 
 usage: sudo .venv/bin/python bench/leaks_windows.py [--rate 100000] [--budget 1] [--duration 120]
-           [--jump-at 0] [--json PATH]
+           [--jump-at 0] [--json PATH] [--save]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from harness import machine, save  # noqa: E402
 
 from memtop.probes import bpfstats  # noqa: E402
 from memtop.probes.leaks import LeaksProbe  # noqa: E402
@@ -150,12 +152,15 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=120.0)
     ap.add_argument("--jump-at", type=float, default=0.0, help="s: the rate x10 then (0: never)")
     ap.add_argument("--json", type=Path, help="write the result here")
+    ap.add_argument("--save", action="store_true", help="into bench/results/leaks_windows.json")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix=f"memtop-leakwindows-{os.getpid()}-") as d:
         r = run(args.rate, args.budget, args.duration, args.jump_at, Path(d))
     print(json.dumps({k: v for k, v in r.items() if k != "log"}, indent=1))
     if args.json is not None:
         args.json.write_text(json.dumps(r, indent=1) + "\n")
+    if args.save:
+        save("leaks_windows", {"machine": machine(), "duration_s": args.duration, **r})
     return 0
 
 
