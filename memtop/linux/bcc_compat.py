@@ -396,6 +396,33 @@ def load_uprobe_programs(bpf: Any, names: Sequence[str]) -> None:
             bpf.load_func(name.encode(), bcc.BPF.KPROBE)
 
 
+_ATTACH_UPROBE: Any = None
+
+
+def _attach_uprobe_fn(lib: Any) -> Any:
+    """libbcc's bpf_attach_uprobe with all seven of its parameters. Some bcc Python bindings
+    (Debian's here) declare six, leaving out ``ref_ctr_offset``, so the seventh, passed on the
+    stack, was whatever lay there: the kernel refused the probe (EINVAL, "ref_ctr_offset
+    mismatch" in dmesg) wherever another uprobe held the same place in the file with 0, as
+    every other tracer of libc's malloc does, and where none did it counted a "semaphore" at that
+    garbage offset in the target's memory. Passing 0 is right for a library without one, and
+    harmless to a libbcc that takes six."""
+    global _ATTACH_UPROBE
+    if _ATTACH_UPROBE is None:
+        proto = ctypes.CFUNCTYPE(
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_uint64,
+            ctypes.c_int,
+            ctypes.c_uint32,
+        )
+        _ATTACH_UPROBE = proto(("bpf_attach_uprobe", lib))
+    return _ATTACH_UPROBE
+
+
 def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, retprobe: bool) -> str:
     """Attach ``fn_name`` as a uprobe (or uretprobe) at file ``offset`` of ``path`` for ``pid``
     only; return the event name for :func:`detach_uprobe_event` (``cleanup`` detaches it too)."""
@@ -405,8 +432,8 @@ def attach_uprobe_at(bpf: Any, fn_name: str, path: str, offset: int, pid: int, r
             raise OSError("memtop is exiting: no more uprobes")
         fn = bpf.load_func(fn_name.encode(), bcc.BPF.KPROBE)
         ev_name = bpf._get_uprobe_evname(b"r" if retprobe else b"p", path.encode(), offset, pid)
-        fd = bcc.libbcc.lib.bpf_attach_uprobe(
-            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid
+        fd = _attach_uprobe_fn(bcc.libbcc.lib)(
+            fn.fd, 1 if retprobe else 0, ev_name, path.encode(), offset, pid, 0
         )
         if fd < 0:
             raise OSError(f"attaching {'uretprobe' if retprobe else 'uprobe'} failed (fd {fd})")

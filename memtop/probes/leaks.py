@@ -390,6 +390,8 @@ class _Target:
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
 #: the time the hot probes stay on beyond the first window's slice, before one was measured
 FIRST_LATENCY_S = 0.2
+#: a window's probe the kernel refused to attach again is tried once more after this long (s)
+REATTACH_RETRY_S = 0.1
 #: how often a target's mapped files may be read again (each is opened for its build id)
 MAPPINGS_EVERY_S = 10.0
 _MODULE = re.compile(r" \[([^\]]*)\]")
@@ -1185,8 +1187,18 @@ class LeaksProbe(BpfProbe):
                 hot_on = time.monotonic()
             try:
                 ev = bcc_compat.attach_uprobe_at(self.bpf, fn, path, off, t.pid, ret)
-            except OSError:
-                break  # exiting, or the process is gone: the next poll says which
+            except OSError as exc:
+                if "exiting" in str(exc) or _start_time(t.pid, self.proc_root) != t.start_time:
+                    break  # memtop is exiting, or the process is gone: the next poll says which
+                # the kernel refuses (EINVAL) a probe it is still letting go of from the last
+                # window (1 window in 8 at 2 s periods): once more after a moment, else this
+                # window goes without it (before, the window attached nothing from there on)
+                if self._win_stop.wait(REATTACH_RETRY_S):
+                    break
+                try:
+                    ev = bcc_compat.attach_uprobe_at(self.bpf, fn, path, off, t.pid, ret)
+                except OSError:
+                    continue
             t.events.append(ev)
             if hot:
                 t.hot.add(ev)
