@@ -258,6 +258,37 @@ def soak(
     return result
 
 
+def summarise(done: dict[tuple[int, float], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One case per (rate, budget): cost median and max over the runs that traced (a run whose
+    tracer could not attach, ``windows`` null, has no cost to speak of: its target, waiting for a
+    uprobe, started late; counted in ``untraced_runs``), recall and false positives."""
+    cases = []
+    for (rate, budget), every in done.items():
+        runs = [r for r in every if r.get("windows") is not None]
+        if not runs:
+            continue
+        leak_runs = [r for r in runs if r["leak"]]
+        clean_runs = [r for r in runs if not r["leak"]]
+        cases.append(
+            {
+                "rate_pairs_per_s": rate,
+                "budget_pct": budget,
+                "cost_pct_median": statistics.median(r["cost_pct"] for r in runs),
+                "cost_pct_max": max(r["cost_pct"] for r in runs),
+                "noise_pct_median": statistics.median(r.get("noise_pct", 0.0) for r in runs),
+                "cost_pct_shown_median": statistics.median(r["cost_pct_shown"] or 0.0 for r in runs),
+                "recall": f"{sum(r['found'] for r in leak_runs)}/{len(leak_runs)}",
+                "false_positives_leak_runs": sum(r["false_positives"] for r in leak_runs),
+                "false_positives_clean_runs": f"{sum(1 for r in clean_runs if r['reported'])}/{len(clean_runs)}"
+                if clean_runs
+                else None,
+                "untraced_runs": len(every) - len(runs),
+                "runs": every,
+            }
+        )
+    return cases
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rates", default="100000,1000000")
@@ -324,25 +355,7 @@ def main() -> int:
                 rate, budget, leak = plan[i]
                 print(f"{rate}/s budget {budget}% leak={leak}: {json.dumps(r)}", flush=True)
                 done.setdefault((rate, budget), []).append(r)
-    for (rate, budget), runs in done.items():
-        leak_runs = [r for r in runs if r["leak"]]
-        clean_runs = [r for r in runs if not r["leak"]]
-        result["cases"].append(
-            {
-                "rate_pairs_per_s": rate,
-                "budget_pct": budget,
-                "cost_pct_median": statistics.median(r["cost_pct"] for r in runs),
-                "cost_pct_max": max(r["cost_pct"] for r in runs),
-                "noise_pct_median": statistics.median(r["noise_pct"] for r in runs),
-                "cost_pct_shown_median": statistics.median(r["cost_pct_shown"] or 0.0 for r in runs),
-                "recall": f"{sum(r['found'] for r in leak_runs)}/{len(leak_runs)}",
-                "false_positives_leak_runs": sum(r["false_positives"] for r in leak_runs),
-                "false_positives_clean_runs": f"{sum(1 for r in clean_runs if r['reported'])}/{len(clean_runs)}"
-                if clean_runs
-                else None,
-                "runs": runs,
-            }
-        )
+    result["cases"] = summarise(done)
     path = ROOT / "bench" / "results" / "leaks_budget.json"
     if path.exists() and "soak" in (old := json.loads(path.read_text())):
         result["soak"] = old["soak"]  # the soak's figures are their own run's (--soak-minutes)

@@ -319,7 +319,12 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
                 else ""
             )
             + found
-            + fp,
+            + fp
+            + (
+                f"; {c['untraced_runs']} more run(s) not traced (the tracer could not attach) left out"
+                if c.get("untraced_runs")
+                else ""
+            ),
             "leaks_budget_ratio",
             ratio,
         )
