@@ -1190,9 +1190,10 @@ class LeaksProbe(BpfProbe):
             except OSError as exc:
                 if "exiting" in str(exc) or _start_time(t.pid, self.proc_root) != t.start_time:
                     break  # memtop is exiting, or the process is gone: the next poll says which
-                # the kernel refuses (EINVAL) a probe it is still letting go of from the last
-                # window (1 window in 8 at 2 s periods): once more after a moment, else this
-                # window goes without it (before, the window attached nothing from there on)
+                # the kernel refuses (EINVAL) a probe where another tracer holds the same place
+                # with another ref_ctr_offset (a memtop from before bcc_compat passed 0: 3
+                # windows in 24 here): once more after a moment (its own window may be over),
+                # else this window goes without it (before, it attached nothing from there on)
                 if self._win_stop.wait(REATTACH_RETRY_S):
                     break
                 try:
