@@ -265,7 +265,10 @@ def summarise(done: dict[tuple[int, float], list[dict[str, Any]]]) -> list[dict[
     cases = []
     for (rate, budget), every in done.items():
         runs = [r for r in every if r.get("windows") is not None]
-        if not runs:
+        if not runs:  # kept, so the table says so rather than leaving the case out
+            cases.append(
+                {"rate_pairs_per_s": rate, "budget_pct": budget, "untraced_runs": len(every), "runs": every}
+            )
             continue
         leak_runs = [r for r in runs if r["leak"]]
         clean_runs = [r for r in runs if not r["leak"]]
