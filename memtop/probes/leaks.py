@@ -390,6 +390,8 @@ class _Target:
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
 #: the time the hot probes stay on beyond the first window's slice, before one was measured
 FIRST_LATENCY_S = 0.2
+#: a window's probe the kernel refused to attach again is tried once more after this long (s)
+REATTACH_RETRY_S = 0.1
 #: how often a target's mapped files may be read again (each is opened for its build id)
 MAPPINGS_EVERY_S = 10.0
 _MODULE = re.compile(r" \[([^\]]*)\]")
@@ -427,11 +429,17 @@ class LeaksProbe(BpfProbe):
         stack_at_entry: bool = False,
         budget: float = 0.0,
         calls_per_s: float = 0.0,
+        prior_cost_s: float = 0.0,
+        prior_s: float = 0.0,
     ) -> None:
         super().__init__()
         #: tracing on a budget (a share of one core; 0: all the time): windows, candidates
         self.budget = max(0.0, float(budget))
         self._window_calls_per_s = max(0.0, float(calls_per_s))
+        #: the preflight's cost (its traps, CPU s) and how long before this probe it counted:
+        #: on a budget both are part of what tracing has spent, and since when
+        self._prior_cost_s = max(0.0, float(prior_cost_s))
+        self._prior_s = max(0.0, float(prior_s))
         # half the address table at most: the rest for the blocks a window sees come and go
         self.candidates = leakwindows.Candidates(min(leakwindows.MAX_CANDIDATES, max(1024, max_allocs // 2)))
         self._win_lock = threading.RLock()
@@ -440,6 +448,8 @@ class LeaksProbe(BpfProbe):
         self._win_on = False
         self._win_on_s, self._win_period_s, self._win_wait_s = 0.0, 0.0, 0.0
         self._win_start_ns = 0
+        #: the calls the current window's slice counted when last checked
+        self._slice_calls = 0
         #: the windows' cost, measured (the targets' CPU from /proc, memtop's own)
         self.meter = leakwindows.CostMeter()
         #: memtop's CPU in polls (ns), and that total when the last window was planned
@@ -999,7 +1009,9 @@ class LeaksProbe(BpfProbe):
         """The first window is on (load attached everything): the window thread ends it, then
         attaches and detaches every target's uprobes in slices sized to the budget."""
         self._win_on = True
-        self._win_start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        # the budget's clock starts with the preflight, whose count is spent already
+        self._win_start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - int(self._prior_s * 1e9)
+        self.meter.prior(self._prior_cost_s)
         # the first window as the next ones are planned: at the headroom, with the hot probes'
         # two detaches (~0.1 s each) on beyond the slice
         self._win_wait_s, self._win_period_s = leakwindows.plan_window(
@@ -1029,23 +1041,30 @@ class LeaksProbe(BpfProbe):
         return total
 
     def _windows(self) -> None:
-        """Each window: wait the slice, detach, follow the candidates; wait half the untraced
-        span, read the targets' CPU (the window's cost: what they spent beyond their untraced
-        rate), wait the other half, read it again (their untraced rate); plan the next window
-        from what the windows cost, measured; attach again. The probes are on from the first
-        attach to the last detach (both take time: the kernel removes a uprobe's breakpoints one
-        by one), so that whole span is the window's."""
+        """Each window: wait the slice (ended early once it counted the calls the budget affords:
+        a rate jump), detach, follow the candidates; wait half the untraced span, read the
+        targets' CPU (the window's cost: what they spent beyond their untraced rate), wait the
+        other half, read it again (their untraced rate); plan the next window from what the
+        windows cost, measured, and start it once the budget's headroom since tracing began has
+        paid for it; attach again. The probes are on from the first attach to the last detach
+        (both take time: the kernel lets go of a uprobe after a grace period), so that whole span
+        is the window's."""
         calls0 = self._counters()[Counter.CALLS]
         attach_began = time.monotonic()
         cpu_began = self._targets_cpu_s()
         attach_ns = 0
-        while not self._win_stop.wait(self._win_wait_s):
+        attach_s = 0.0
+        planned = (self._win_wait_s, self._win_period_s)
+        cap = leakwindows.slice_calls(leakwindows.HEADROOM * self.budget, self._win_period_s, 0.0)
+        self._slice_calls = 0
+        while self._slice(self._win_wait_s, calls0, cap):
             cpu0 = time.thread_time_ns()
             # the window lasts until the hot probes are off: from there it costs next to nothing
-            hot_off = attach_began
+            hot_off = detach_began = time.monotonic()
             for t in list(self.targets.values()):
                 hot_off = max(hot_off, self._detach_window(t))
-            on_s = hot_off - attach_began
+            detach_s = time.monotonic() - detach_began
+            on_s = max(0.0, hot_off - attach_began)
             with self._win_lock:
                 if self.bpf is None:
                     return
@@ -1053,6 +1072,7 @@ class LeaksProbe(BpfProbe):
                 calls = max(calls0, self._counters()[Counter.CALLS]) - calls0
                 if on_s > 0:
                     self._window_calls_per_s = calls / on_s
+                    self.meter.calls(self._window_calls_per_s)
                 self._end_window()
             spent_ns = time.thread_time_ns() - cpu0
             self.meter.own((spent_ns + attach_ns) / 1e9)
@@ -1072,38 +1092,89 @@ class LeaksProbe(BpfProbe):
             if cpu_mid is not None and cpu_end is not None:
                 self.meter.untraced(cpu_end - cpu_mid, end - mid)
             traced = cpu_mid - cpu_began if cpu_mid is not None and cpu_began is not None else None
-            self.meter.window(estimated_s, traced, mid - attach_began)
-            with self._win_lock:
-                if self.bpf is None:
-                    return
-                poll_s = (self._poll_ns - self._poll_ns_planned) / 1e9
-                self._poll_ns_planned = self._poll_ns
-                self.meter.own(poll_s)
-                elapsed_s = max(
-                    1e-3, (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self._win_start_ns) / 1e9
+            measured0 = self.meter.measured
+            counted_s = self.meter.window(estimated_s, traced, mid - attach_began)
+            self.meter.window_spent(counted_s + overhead_s)
+            self.meter.log.append(
+                leakwindows.WindowLog(
+                    index=self.candidates.window,
+                    planned_on_s=planned[0],
+                    planned_period_s=planned[1],
+                    on_s=on_s,
+                    calls=calls,
+                    estimated_s=estimated_s,
+                    target_s=counted_s,
+                    measured=self.meter.measured > measured0,
+                    own_s=overhead_s,
+                    attach_s=attach_s,
+                    detach_s=detach_s,
+                    slice_calls=self._slice_calls,
+                    cap_calls=cap,
+                    spent_s=self.meter.spent_s,
+                    elapsed_s=(time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self._win_start_ns) / 1e9,
                 )
-                debt_s = self.meter.debt_s(self.budget, elapsed_s)
-                wait, period = leakwindows.plan_window(
-                    leakwindows.HEADROOM * self.budget,
-                    self._window_calls_per_s,
-                    overhead_s + debt_s,
-                    latency_s,
-                    self.meter.scale(),
-                )
-                self._win_wait_s, self._win_period_s = wait, period
-                self._win_on_s = wait + latency_s
+            )
+            hold_s = self._plan_next(overhead_s, latency_s, attach_began)
+            if hold_s > 0 and self._win_stop.wait(hold_s):
+                return
+            planned = (self._win_wait_s, self._win_period_s)
+            cap = leakwindows.slice_calls(
+                leakwindows.HEADROOM * self.budget, self._win_period_s, overhead_s, self.meter.scale()
+            )
             cpu0 = time.thread_time_ns()
             with self._win_lock:
                 if self.bpf is None:
                     return
                 calls0 = self._counters()[Counter.CALLS]
+                self._slice_calls = 0
                 cpu_began = self._targets_cpu_s()
                 attach_began = time.monotonic()
                 hot_on = [self._reattach(t) for t in self.targets.values() if t.state == "tracing"]
+                attach_s = time.monotonic() - attach_began
                 # the window is on from its first hot probe (the others cost next to nothing)
                 attach_began = min(hot_on, default=attach_began)
                 self._win_on = True
             attach_ns = time.thread_time_ns() - cpu0
+
+    def _slice(self, wait_s: float, calls0: int, cap: float) -> bool:
+        """Wait out a window's slice, checking the calls it counted SLICE_CHECKS times: once
+        they reach ``cap`` (what the budget affords; the rate jumped) the slice ends. False:
+        the probe is closing."""
+        end = time.monotonic() + wait_s
+        step = max(0.005, wait_s / leakwindows.SLICE_CHECKS)
+        while (left := end - time.monotonic()) > 0:
+            if self._win_stop.wait(min(step, left)):
+                return False
+            with self._win_lock:
+                if self.bpf is None:
+                    return False
+                self._slice_calls = self._counters()[Counter.CALLS] - calls0
+                if cap > 0 and self._slice_calls >= cap:
+                    break
+        return not self._win_stop.is_set()
+
+    def _plan_next(self, overhead_s: float, latency_s: float, attach_began: float) -> float:
+        """The next window's slice and period, planned at the headroom on the highest recent
+        rate and the measured cost per call; returns how long to wait beyond now for the budget
+        to have paid for it (0: at once)."""
+        with self._win_lock:
+            poll_s = (self._poll_ns - self._poll_ns_planned) / 1e9
+            self._poll_ns_planned = self._poll_ns
+            self.meter.own(poll_s)
+            rate = self.meter.planning_rate(self._window_calls_per_s)
+            scale = self.meter.scale()
+            wait, period = leakwindows.plan_window(
+                leakwindows.HEADROOM * self.budget, rate, overhead_s, latency_s, scale
+            )
+            expected_s = self.meter.expected_s(
+                leakwindows.window_cost(rate, wait, overhead_s, latency_s, scale)
+            )
+            elapsed_s = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self._win_start_ns) / 1e9
+            hold_s = max(0.0, self.meter.start_after_s(self.budget, expected_s) - elapsed_s)
+            self._win_wait_s = wait
+            self._win_period_s = period
+            self._win_on_s = wait + latency_s
+            return hold_s
 
     def _reattach(self, t: _Target) -> float:
         """``t``'s uprobes again, as the first attach placed them (no symbol lookups); the hot
@@ -1116,8 +1187,19 @@ class LeaksProbe(BpfProbe):
                 hot_on = time.monotonic()
             try:
                 ev = bcc_compat.attach_uprobe_at(self.bpf, fn, path, off, t.pid, ret)
-            except OSError:
-                break  # exiting, or the process is gone: the next poll says which
+            except OSError as exc:
+                if "exiting" in str(exc) or _start_time(t.pid, self.proc_root) != t.start_time:
+                    break  # memtop is exiting, or the process is gone: the next poll says which
+                # the kernel refuses (EINVAL) a probe where another tracer holds the same place
+                # with another ref_ctr_offset (a memtop from before bcc_compat passed 0: 3
+                # windows in 24 here): once more after a moment (its own window may be over),
+                # else this window goes without it (before, it attached nothing from there on)
+                if self._win_stop.wait(REATTACH_RETRY_S):
+                    break
+                try:
+                    ev = bcc_compat.attach_uprobe_at(self.bpf, fn, path, off, t.pid, ret)
+                except OSError:
+                    continue
             t.events.append(ev)
             if hot:
                 t.hot.add(ev)
@@ -1125,8 +1207,11 @@ class LeaksProbe(BpfProbe):
 
     def _detach_window(self, t: _Target) -> float:
         """``t``'s uprobes off at a window's end, the hot ones first, each under the lock on its
-        own (a detach takes the kernel ~0.1 s: a poll waits for one, not for all). Returns when
-        the hot ones were off (monotonic s)."""
+        own (a detach takes the kernel ~0.1 s: a poll waits for one, not for all). One at a time:
+        detached all at once (in threads), the waits overlapped but the target spent 0.36-0.58 CPU
+        s per window at 1M calls/s against 0.07-0.09 s one by one, on few calls (bench/
+        leaks_windows.py's measurements, docs/panes/leaks.md). Returns when the hot ones were off
+        (monotonic s)."""
         hot_off = time.monotonic()
         with self._win_lock:
             # the hot entry probes (free) first, the hot return probes (malloc) last of the hot:

@@ -51,11 +51,18 @@ MAX_STACKS = 4096
 #: more where the measured cost is above the estimate
 MIN_ON_S = 0.02
 MIN_PERIOD_S = 2.0
-MAX_PERIOD_S = 300.0
+#: a window that costs more than this long a period of the budget's headroom waits that long:
+#: the budget is a ceiling, so at a tiny budget windows come rarely rather than over it
+MAX_PERIOD_S = 3600.0
 #: the share of the budget the windows aim at: a window's cost is known only once it has ended,
 #: and measured costs scatter (the target's own variance, a shared machine's load); aimed at the
 #: budget itself, half the windows would exceed it
 HEADROOM = 0.8
+#: a window's slice ends early once it has counted this many times the calls it was planned for
+#: (a rate jump while it traces): its cost stays the planned one at any rate
+SLICE_CALLS = 1.0
+#: the slice is checked for its calls this many times (it ends within 1/SLICE_CHECKS of it)
+SLICE_CHECKS = 16
 #: the last windows whose measured cost corrects the estimate (the ratio of their sums)
 FEEDBACK_WINDOWS = 4
 #: the untraced spans whose median CPU rate is the targets' baseline
@@ -66,6 +73,36 @@ MIN_BASELINE_S = 0.2
 MAX_SCALE = 20.0
 
 Key = tuple[int, int]  # (pid, stack id)
+#: windows kept in CostMeter.log (bench/leaks_windows.py and the tests read them)
+LOG_WINDOWS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class WindowLog:
+    """One window as planned and as it went (seconds; CPU seconds for costs): the slice and
+    period planned, how long the hot probes were actually on (``on_s``: first hot attach to last
+    hot detach), the period it actually took (attach to the next attach), the calls counted, the
+    targets' added CPU as estimated from them and as counted (measured from /proc when
+    ``measured``), memtop's own CPU on it (attach, detach, the table's scan) and the wall time
+    its attach and detach took."""
+
+    index: int
+    planned_on_s: float
+    planned_period_s: float
+    on_s: float
+    calls: int
+    estimated_s: float
+    target_s: float
+    measured: bool
+    own_s: float
+    attach_s: float
+    detach_s: float
+    #: calls counted when the slice ended, and what the budget afforded it (slice_calls)
+    slice_calls: int = 0
+    cap_calls: float = 0.0
+    #: tracing's cost counted so far and the time since tracing began, when this was logged
+    spent_s: float = 0.0
+    elapsed_s: float = 0.0
 
 
 def plan_window(
@@ -90,6 +127,24 @@ def plan_window(
     return max(MIN_ON_S, min(period, on)), period
 
 
+def window_cost(
+    calls_per_s: float, on_s: float, overhead_s: float, latency_s: float, scale: float = 1.0
+) -> float:
+    """A window's expected cost (CPU s): memtop's ``overhead_s`` and the traced calls of the
+    slice ``on_s`` and the probes' ``latency_s`` beyond it, at leakcost's exact cost per call
+    corrected by ``scale`` (plan_window's model)."""
+    per_s = leakcost.estimate(calls_per_s, calls_per_s).exact_cpu if calls_per_s > 0 else 0.0
+    return overhead_s + per_s * max(1.0 / MAX_SCALE, min(MAX_SCALE, scale)) * (on_s + latency_s)
+
+
+def slice_calls(budget: float, period_s: float, overhead_s: float, scale: float = 1.0) -> float:
+    """The calls a window planned on ``budget`` over ``period_s`` can afford (memtop's
+    ``overhead_s`` apart), at leakcost's cost per call corrected by ``scale``: its slice ends
+    early once it has counted SLICE_CALLS times as many (the rate jumped while it traced)."""
+    per_call = leakcost.estimate(1.0, 1.0).exact_cpu * max(1.0 / MAX_SCALE, min(MAX_SCALE, scale))
+    return SLICE_CALLS * max(0.0, budget * period_s - overhead_s) / per_call
+
+
 class CostMeter:
     """What tracing costs, measured, for the windows to be planned from it: the targets' added
     CPU (their CPU time from a window's attach to the middle of the untraced span after it, less
@@ -101,6 +156,10 @@ class CostMeter:
 
     def __init__(self) -> None:
         self._rates: deque[float] = deque(maxlen=BASELINE_SPANS)
+        #: the allocation rates (calls/s) the last windows counted
+        self._call_rates: deque[float] = deque(maxlen=FEEDBACK_WINDOWS)
+        #: what the last windows cost in all (CPU s: the targets' added, memtop's)
+        self._window_costs: deque[float] = deque(maxlen=FEEDBACK_WINDOWS)
         #: (estimated, measured) targets' added CPU s of the last windows
         self._windows: deque[tuple[float, float]] = deque(maxlen=FEEDBACK_WINDOWS)
         #: everything measured since tracing began (CPU s): the targets' added, memtop's
@@ -109,6 +168,8 @@ class CostMeter:
         self.own_s = 0.0
         #: windows whose targets' cost was measured (else estimated: no baseline yet)
         self.measured = 0
+        #: the last windows, as planned and as they went
+        self.log: deque[WindowLog] = deque(maxlen=LOG_WINDOWS)
 
     def untraced(self, cpu_s: float, span_s: float) -> None:
         """The targets' CPU over an untraced span (its second half)."""
@@ -133,6 +194,11 @@ class CostMeter:
         self.spent_s += cost
         return cost
 
+    def prior(self, cpu_s: float) -> None:
+        """The targets' added CPU before the windows: the preflight's count (its traps)."""
+        self.target_s += max(0.0, cpu_s)
+        self.spent_s += max(0.0, cpu_s)
+
     def own(self, cpu_s: float) -> None:
         """memtop's own CPU on tracing (a window's attach and detach, polls)."""
         self.own_s += cpu_s
@@ -145,6 +211,36 @@ class CostMeter:
         if not self._windows or est <= 0:
             return 1.0
         return max(1.0 / MAX_SCALE, min(MAX_SCALE, got / est))
+
+    def calls(self, calls_per_s: float) -> None:
+        """The allocation rate a window counted."""
+        if calls_per_s >= 0:
+            self._call_rates.append(calls_per_s)
+
+    def window_spent(self, cpu_s: float) -> None:
+        """What a window cost in all, measured (its targets' added CPU and memtop's)."""
+        self._window_costs.append(max(0.0, cpu_s))
+
+    def expected_s(self, model_s: float) -> float:
+        """The next window's expected cost: the model's (window_cost), or more where one of the
+        last windows cost more (what the model misses: a target kept off CPU, the kernel's work
+        on the target's side as the probes come off, a loaded machine): a ceiling is planned on
+        the worst that was seen lately, not on the mean."""
+        return max([model_s, *self._window_costs])
+
+    def planning_rate(self, first: float) -> float:
+        """The rate the next window is planned for: the highest of the last windows' (a window
+        whose target was off CPU, on a loaded machine, counts few calls; planned on that, the
+        next one would trace for too long), ``first`` (the preflight's) before any."""
+        return max(self._call_rates) if self._call_rates else first
+
+    def start_after_s(self, budget: float, expected_s: float) -> float:
+        """When the next window may start (s since tracing began): once HEADROOM x budget over
+        the time since then covers what was spent and ``expected_s``, that window's expected
+        cost. Paid before it is spent, so at no time has tracing cost more than its headroom of
+        the budget and one window's misestimate (the budget is a ceiling, over any span from the
+        start, not only over a long run)."""
+        return (self.spent_s + max(0.0, expected_s)) / (HEADROOM * max(1e-4, budget))
 
     def debt_s(self, budget: float, elapsed_s: float) -> float:
         """CPU s spent beyond HEADROOM x budget since tracing began (memtop's polls included):

@@ -51,6 +51,8 @@ FOCUS_BPF = ("faultstack", "growth")
 #: the allocation tracer the leaks pane shows, and its preflight (the calls counted first)
 LEAKS_PROBE = "leaks"
 PREFLIGHT_PROBE = "leakrate"
+#: the preflight's count on a budget (`--budget`), seconds: its traps are paid from the budget
+BUDGET_PREFLIGHT_S = 0.25
 #: the working-set probe (the drill-in's w): one measurement at a time
 WSS_PROBE = "wss"
 NO_BPF = "needs BPF (memtop runs with --no-bpf)"
@@ -519,7 +521,13 @@ class Bridge:
         from memtop.core.leakcost import PROPOSED_SAMPLE_BYTES
         from memtop.probes.leakrate import LeakRateProbe
 
-        probe = LeakRateProbe(list(pids), sample_bytes=self.leaks_sample_bytes or PROPOSED_SAMPLE_BYTES)
+        probe = LeakRateProbe(
+            list(pids),
+            sample_bytes=self.leaks_sample_bytes or PROPOSED_SAMPLE_BYTES,
+            # on a budget the count is part of the cost: at 1M calls/s a second of it is a CPU
+            # second, a 1 % budget's 100 s; the windows measure the rate again anyway
+            window_s=BUDGET_PREFLIGHT_S if self.leaks_budget else 1.0,
+        )
         if not self.add_probe(probe):
             return False
         self._preflight_probe, self._preflight_auto = probe, auto
@@ -535,7 +543,7 @@ class Bridge:
     def _preflight_done(self, probe: Probe, exc: Exception | None) -> None:
         """The preflight counted (or failed): its record, and in a non-interactive session the
         decision and the leaks probe queued (the loader picks it up next, in this thread)."""
-        from memtop.core.leakcost import estimate
+        from memtop.core.leakcost import TRAP_NS, estimate
         from memtop.probes.leakrate import LeakRateProbe
         from memtop.probes.leaks import LeaksProbe
 
@@ -574,6 +582,9 @@ class Bridge:
                     sample_bytes=rec.sample_bytes if rec.decision == "sampled" else 0,
                     budget=self.leaks_budget,
                     calls_per_s=rec.allocs_per_s if rec.state == "measured" else 0.0,
+                    # the count's traps, spent already: the budget counts them
+                    prior_cost_s=(rec.alloc_calls + rec.free_calls) * (rec.trap_ns or TRAP_NS) / 1e9,
+                    prior_s=rec.window_ns / 1e9,
                 )
                 with self._lock:
                     self.probes.append(leaks)

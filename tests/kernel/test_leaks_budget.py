@@ -8,8 +8,10 @@ against the budget is measured by bench/leaks_budget.py (from /proc), not assert
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,7 +85,9 @@ def test_closing_mid_window_leaves_no_uprobe(leakers: Leakers) -> None:
     """Closed while its window thread traces or waits, the budgeted probe leaves no uprobe and
     no thread behind (every exit path detaches every probe)."""
     target = churn(leakers, LEAK_BPS)
-    probe = LeaksProbe([target.pid], budget=0.01, calls_per_s=RATE)
+    # a large budget: each window waits until the budget has paid for it, and at 1 % the second
+    # would come a minute or more after the first
+    probe = LeaksProbe([target.pid], budget=0.2, calls_per_s=RATE)
     try:
         probe.load()
         wait_until(lambda: probe.candidates.window >= 1, "a first window")
@@ -92,3 +96,48 @@ def test_closing_mid_window_leaves_no_uprobe(leakers: Leakers) -> None:
         probe.close()
     assert our_uprobes() == []
     assert not any(t.name == "memtop-leak-windows" for t in threading.enumerate())
+
+
+#: the rate-jump test's first rate (pairs/s): at 5 % its windows trace most of every period, so
+#: after the jump a slice planned for it would trace several times what it affords
+JUMP_RATE = 2_000
+
+
+@pytest.mark.bpf
+def test_a_tenfold_rate_jump_ends_the_slice_on_the_budget(leakers: Leakers) -> None:
+    """A real target whose allocation rate jumps tenfold (SIGUSR1) between two windows: the
+    window planned at the old rate ends its slice once it has counted the calls the budget
+    affords (not ten times as many), the next ones are planned at the new rate, and what the
+    tracer counted as spent (the targets' added CPU from /proc and memtop's) is within the budget
+    at the end. The cost against the budget from /proc, beside an untraced twin, is
+    bench/leaks_budget.py's and bench/leaks_windows.py --jump-at's."""
+    budget = 0.05
+    target = leakers.start([str(compile_c("budgetchurn")), str(JUMP_RATE), "0", "0", "180"])
+    probe = LeaksProbe([target.pid], budget=budget, calls_per_s=JUMP_RATE)
+
+    def windows(n: int) -> Callable[[], bool]:
+        def done() -> bool:
+            probe.poll()  # as the live source does every tick: its CPU is counted too
+            return len(probe.meter.log) >= n
+
+        return done
+
+    try:
+        probe.load()
+        wait_until(windows(3), "three windows at the first rate", timeout_s=120)
+        before = list(probe.meter.log)
+        target.proc.send_signal(signal.SIGUSR1)
+        wait_until(windows(len(before) + 4), "four windows after the rate jump", timeout_s=120)
+        after = list(probe.meter.log)[len(before) :]
+    finally:
+        probe.close()
+    rate_before = sorted(w.calls / w.on_s for w in before)[1]
+    rate_after = max(w.calls / w.on_s for w in after)
+    assert rate_after >= 5 * rate_before, (rate_before, rate_after)  # the jump reached the windows
+    for w in after:
+        # a slice is checked SLICE_CHECKS times: it ends within a check of its cap
+        assert w.slice_calls <= 3 * w.cap_calls, (w.slice_calls, w.cap_calls, after)
+    jumped = [w for w in after if w.calls / w.on_s >= 5 * rate_before]
+    assert len(jumped) >= 3, after  # and the windows after it were planned at the new rate
+    last = after[-1]
+    assert last.spent_s <= budget * last.elapsed_s, (last.spent_s, last.elapsed_s, after)

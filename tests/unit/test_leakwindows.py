@@ -178,27 +178,41 @@ def test_the_candidates_followed_stay_within_a_few_mebibytes() -> None:
     assert held < 4 << 20, held
 
 
-def simulate(budget: float, rate: float, true_scale: float, windows: int) -> tuple[float, float]:
+def simulate(
+    budget: float, rate: float, true_scale: float, windows: int, jump_at: int = -1
+) -> tuple[float, list[float], float]:
     """Windows planned with CostMeter's feedback on a simulated target whose traced calls really
     cost ``true_scale`` times leakcost's estimate, each window costing memtop 30 ms and the probes
-    staying on 0.1 s beyond the slice: (the cost measured over the whole run as a share of a
-    core, the last windows' scale)."""
+    staying on 0.1 s beyond the slice, each started once the headroom paid for it (and its slice
+    ended at its calls' cap); the rate x10 from window ``jump_at`` on: (the cost over the whole
+    run as a share of a core, the cost since tracing began at each window's end, the last
+    windows' scale)."""
     meter = leakwindows.CostMeter()
     per_call = leakcost.estimate(1.0, 1.0).exact_cpu
     overhead, latency = 0.03, 0.1
-    elapsed = 0.0
-    on, period = plan_window(budget, rate, 0.0, 0.0)
-    for _ in range(windows):
-        calls = rate * (on + latency)
+    start = 0.0
+    at_ends: list[float] = []
+    on, period = plan_window(leakwindows.HEADROOM * budget, rate, 0.0, latency)
+    cap = leakwindows.slice_calls(leakwindows.HEADROOM * budget, period, 0.0)
+    for i in range(windows):
+        if i == jump_at:
+            rate *= 10
+        slice_s = min(on, cap / rate)  # the slice ends on its cap
+        calls = rate * (slice_s + latency)
         base = 0.04  # the target's untraced CPU rate
-        span = on + latency + (period - on - latency) / 2
-        meter.untraced(base * (period - span), period - span)
-        meter.window(calls * per_call, base * span + true_scale * calls * per_call, span)
+        span = slice_s + latency + max(0.0, period - slice_s - latency) / 2
+        meter.untraced(base * span, span)
+        cost = meter.window(calls * per_call, base * span + true_scale * calls * per_call, span)
         meter.own(overhead)
-        elapsed += max(period, on + latency)
-        debt = meter.debt_s(budget, elapsed)
-        on, period = plan_window(leakwindows.HEADROOM * budget, rate, overhead + debt, latency, meter.scale())
-    return meter.spent_s / elapsed, meter.scale()
+        meter.window_spent(cost + overhead)
+        meter.calls(calls / (slice_s + latency))
+        at_ends.append(meter.spent_s / (start + slice_s + latency))
+        r, scale = meter.planning_rate(rate), meter.scale()
+        on, period = plan_window(leakwindows.HEADROOM * budget, r, overhead, latency, scale)
+        cap = leakwindows.slice_calls(leakwindows.HEADROOM * budget, period, overhead, scale)
+        expected = meter.expected_s(leakwindows.window_cost(r, on, overhead, latency, scale))
+        start = max(start + period, meter.start_after_s(budget, expected))
+    return meter.spent_s / start, at_ends, meter.scale()
 
 
 @pytest.mark.parametrize("rate", [1e5, 1e6])
@@ -208,22 +222,57 @@ def test_windows_planned_on_the_measured_cost_keep_within_the_budget(
     rate: float, budget: float, true_scale: float
 ) -> None:
     """The estimate per call is off by ``true_scale`` (the machine, the allocator): planned on
-    the measured cost, the run's cost ends within the budget and near its headroom."""
-    cost, scale = simulate(budget, rate, true_scale, 60)
+    the measured cost, the run's cost ends within the budget and near its headroom, and (the
+    first window apart: it is on before anything is measured, paid for after it) within the
+    budget at every window's end."""
+    cost, at_ends, scale = simulate(budget, rate, true_scale, 60)
     assert scale == pytest.approx(true_scale, rel=1e-6)
     assert cost <= budget, cost
     assert cost >= 0.5 * leakwindows.HEADROOM * budget, cost  # and the budget is used
+    assert max(at_ends[1:]) <= budget, at_ends
 
 
-def test_an_overspend_is_paid_back() -> None:
-    """A first window far over the budget (the probes stayed on for seconds): the next period is
-    long enough to pay it back, and none is owed once the run's cost is within the budget."""
+@pytest.mark.parametrize("rate", [1e4, 1e5])
+@pytest.mark.parametrize("budget", [0.01, 0.05])
+def test_a_rate_jump_stays_within_the_budget(rate: float, budget: float) -> None:
+    """The rate x10 between two windows: the slice planned at the old rate ends on its calls'
+    cap, the next ones are planned at the new rate. The run's cost is within the budget, and so
+    it is at every window's end but the first's and the jump's (the probes' latency, ten times as
+    costly in the window that meets the jump, is the one thing no cap on a slice bounds: paid
+    for after it)."""
+    jump = 10
+    cost, at_ends, _scale = simulate(budget, rate, 1.0, 40, jump_at=jump)
+    assert cost <= budget, cost
+    assert max(at_ends[1:jump] + at_ends[jump + 1 :]) <= budget, at_ends
+
+
+def test_the_next_window_waits_until_paid_for() -> None:
+    """A first window far over the budget (the probes stayed on for seconds): the next one starts
+    only once the headroom since tracing began covers it and what was spent."""
     meter = leakwindows.CostMeter()
     meter.own(2.0)  # 2 CPU s on the first window: 250 s of a 1 % budget's headroom
-    assert meter.debt_s(0.01, 10.0) == pytest.approx(2.0 - 0.08)
-    on, period = plan_window(0.008, 1e5, 0.03 + meter.debt_s(0.01, 10.0), 0.1)
-    assert (2.0 + 0.03 + leakcost.estimate(1e5, 1e5).exact_cpu * (on + 0.1)) / (10.0 + period) <= 0.01
-    assert meter.debt_s(0.01, 300.0) == 0.0
+    assert meter.start_after_s(0.01, 0.4) == pytest.approx(2.4 / (leakwindows.HEADROOM * 0.01))
+    meter.prior(0.5)  # the preflight's count
+    assert meter.spent_s == pytest.approx(2.5) and meter.target_s == pytest.approx(0.5)
+
+
+def test_windows_are_planned_on_the_highest_recent_rate() -> None:
+    meter = leakwindows.CostMeter()
+    assert meter.planning_rate(5e4) == 5e4  # the preflight's before any window
+    for r in (1e5, 2e3, 9e4):  # a window whose target was off CPU counts few calls
+        meter.calls(r)
+    assert meter.planning_rate(5e4) == 1e5
+    for r in (1e3,) * leakwindows.FEEDBACK_WINDOWS:
+        meter.calls(r)
+    assert meter.planning_rate(5e4) == 1e3  # and follows a lasting drop
+
+
+def test_a_slice_affords_what_its_period_budget_pays_for() -> None:
+    per_call = leakcost.estimate(1.0, 1.0).exact_cpu
+    assert leakwindows.slice_calls(0.008, 10.0, 0.03) == pytest.approx(
+        leakwindows.SLICE_CALLS * (0.08 - 0.03) / per_call
+    )
+    assert leakwindows.slice_calls(0.008, 10.0, 1.0) == 0.0
 
 
 def test_without_a_baseline_the_estimate_is_counted() -> None:

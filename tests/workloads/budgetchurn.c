@@ -6,11 +6,12 @@
 // calls: in flight when a window ends, freed soon after), and leaks LEAK_BPS bytes per second
 // from leak_here() in LEAK_SIZE blocks (0: no leak). Waits for a uprobe on malloc first (not with
 // "nowait": a bench's untraced run), prints "start", then "leaked <bytes> <count>" every second,
-// and exits after DURATION_S seconds.
+// and exits after DURATION_S seconds. Each SIGUSR1 multiplies CALLS_PER_S by ten (a rate jump).
 //
 // usage: budgetchurn CALLS_PER_S LEAK_BPS LEAK_SIZE DURATION_S [nowait]
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@ static void *volatile keep;
 static void *ring[STACKS][RING];
 static unsigned pos[STACKS];
 static size_t leaked_bytes, leaked_count;
+static volatile sig_atomic_t jumps;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    jumps++;
+}
 
 #define CHURN(i)                                            \
     __attribute__((noinline)) void churn_##i(void) {        \
@@ -59,6 +66,7 @@ int main(int argc, char **argv) {
     double calls = atof(argv[1]), leak_bps = atof(argv[2]), duration = atof(argv[4]);
     size_t leak_size = (size_t)atol(argv[3]);
     volatile unsigned char *m = (volatile unsigned char *)dlsym(RTLD_DEFAULT, "malloc");
+    signal(SIGUSR1, on_usr1);
     printf("ready %d\n", (int)getpid());
     fflush(stdout);
     double give_up = now_s() + 120;
@@ -74,6 +82,8 @@ int main(int argc, char **argv) {
     double t0 = now_s(), end = t0 + duration, report = t0 + 1, owed = 0, carry = 0;
     unsigned k = 0;
     while (now_s() < end) {
+        for (; jumps > 0; jumps--)
+            calls *= 10;
         carry += calls / 1000.0;
         for (; carry >= 1; carry -= 1)
             churns[k++ % STACKS]();
