@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,9 @@ class Compiled:
         self._ringbuf_manager: int | None = None
         self._callbacks: list[Any] = []
         self._closed = False
+        # every program is loaded when compiled (BCC loads on first use): a Compiled dropped
+        # without cleanup() must not keep them all, so its fds go with it
+        self._finalizer = weakref.finalize(self, _close_fds, list(fds))
 
     # programs
     def load_func(self, name: bytes | str, prog_type: int) -> Function:
@@ -300,14 +304,17 @@ class Compiled:
         if self._ringbuf_manager:
             lib().bpf_free_ringbuf(self._ringbuf_manager)
             self._ringbuf_manager = None
-        fds = list(self._programs.values()) + [fd for _t, fd in self._table_info.values()]
         self._programs.clear()
         self.funcs.clear()
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._finalizer()  # closes every fd received, once
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 # -- tables ------------------------------------------------------------------------------------------

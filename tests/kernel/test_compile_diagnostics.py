@@ -23,7 +23,8 @@ def test_clang_errors_name_the_failure_and_reach_fd2(tmp_path: Path) -> None:
         try:
             with pytest.raises(ProbeError) as failed, bcc_errors("broken.bpf.c"):
                 bcc_compat.compile_text("int f(void *ctx) { return not_declared_here; }\n")
-            bcc_compat.compile_text("int g(void *ctx) { return 0; }\n")  # and a good one after
+            good = bcc_compat.compile_text("int g(void *ctx) { return 0; }\n")  # and a good one after
+            bcc_compat.cleanup(good)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
