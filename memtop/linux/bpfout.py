@@ -57,36 +57,23 @@ def lib() -> Any:
         if _lib is None:
             cdll = ctypes.CDLL("libbcc_bpf.so.0", use_errno=True)
             c = ctypes
+            # map fd, in and out batch tokens, keys, values, count
+            batch = [
+                c.c_int,
+                c.POINTER(c.c_uint32),
+                c.POINTER(c.c_uint32),
+                c.c_void_p,
+                c.c_void_p,
+                c.c_void_p,
+            ]
             for name, res, args in (
                 ("bpf_lookup_elem", c.c_int, [c.c_int, c.c_void_p, c.c_void_p]),
                 ("bpf_update_elem", c.c_int, [c.c_int, c.c_void_p, c.c_void_p, c.c_ulonglong]),
                 ("bpf_delete_elem", c.c_int, [c.c_int, c.c_void_p]),
                 ("bpf_get_first_key", c.c_int, [c.c_int, c.c_void_p, c.c_uint]),
                 ("bpf_get_next_key", c.c_int, [c.c_int, c.c_void_p, c.c_void_p]),
-                (
-                    "bpf_lookup_batch",
-                    c.c_int,
-                    [
-                        c.c_int,
-                        c.POINTER(c.c_uint32),
-                        c.POINTER(c.c_uint32),
-                        c.c_void_p,
-                        c.c_void_p,
-                        c.c_void_p,
-                    ],
-                ),
-                (
-                    "bpf_lookup_and_delete_batch",
-                    c.c_int,
-                    [
-                        c.c_int,
-                        c.POINTER(c.c_uint32),
-                        c.POINTER(c.c_uint32),
-                        c.c_void_p,
-                        c.c_void_p,
-                        c.c_void_p,
-                    ],
-                ),
+                ("bpf_lookup_batch", c.c_int, batch),
+                ("bpf_lookup_and_delete_batch", c.c_int, batch),
                 ("bpf_attach_tracepoint", c.c_int, [c.c_int, c.c_char_p, c.c_char_p]),
                 ("bpf_attach_raw_tracepoint", c.c_int, [c.c_int, c.c_char_p]),
                 (
