@@ -42,6 +42,37 @@ LRU_GEN_EVERY_NS = 5_000_000_000
 HOST_ROOT_ENV = "MEMTOP_HOST_ROOT"
 
 
+#: a cgroup's figures as a read makes them: eight sizes (None where the file is missing), events, stat
+Figures = tuple[
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+    int | None,
+    tuple[tuple[str, int], ...],
+    tuple[tuple[str, int], ...],
+]
+
+
+def _figures(prev: CgroupSample) -> Figures:
+    """A sample's figures in the order a read makes them (the poll compares the two)."""
+    return (
+        prev.usage_bytes,
+        prev.limit_bytes,
+        prev.high_bytes,
+        prev.low_bytes,
+        prev.min_bytes,
+        prev.soft_limit_bytes,
+        prev.swap_bytes,
+        prev.swap_limit_bytes,
+        prev.events,
+        prev.stat,
+    )
+
+
 def _same(
     prev: CgroupSample,
     version: int,
@@ -54,19 +85,7 @@ def _same(
 ) -> bool:
     """Whether a sample of these figures would equal ``prev``."""
     return (
-        fig
-        == (
-            prev.usage_bytes,
-            prev.limit_bytes,
-            prev.high_bytes,
-            prev.low_bytes,
-            prev.min_bytes,
-            prev.soft_limit_bytes,
-            prev.swap_bytes,
-            prev.swap_limit_bytes,
-            prev.events,
-            prev.stat,
-        )
+        fig == _figures(prev)
         and version == prev.version
         and (psi[0] if psi else None, psi[1] if psi else None) == (prev.psi_some_us, prev.psi_full_us)
         and pids == prev.pids
@@ -250,18 +269,7 @@ class CgroupsProbe(Probe):
                     if same_psi and pids is prev.pids and not walk_tick:
                         now[path] = prev  # nothing moved: the common case, kept cheap
                         continue
-                    fig = (
-                        prev.usage_bytes,
-                        prev.limit_bytes,
-                        prev.high_bytes,
-                        prev.low_bytes,
-                        prev.min_bytes,
-                        prev.soft_limit_bytes,
-                        prev.swap_bytes,
-                        prev.swap_limit_bytes,
-                        prev.events,
-                        prev.stat,
-                    )
+                    fig = _figures(prev)
             else:
                 if psi is None and udir is not None and not os.path.isdir(udir):
                     self._held.drop_under(udir)
