@@ -281,13 +281,9 @@ def attach_raw_tracepoint_fd(bpf: Any, fn_name: str, event: str) -> int:
 
 
 def online_cpus() -> list[int]:
-    """The online CPUs (/sys/devices/system/cpu/online: "0-3,5")."""
-    text = Path("/sys/devices/system/cpu/online").read_text().strip()
-    cpus: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus += range(int(lo), int(hi or lo) + 1)
-    return cpus
+    from memtop.linux import bpfout
+
+    return bpfout.cpu_list("online")
 
 
 def cleanup(bpf: Any) -> None:

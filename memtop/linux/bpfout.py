@@ -359,14 +359,19 @@ def ctype_of(desc: Any) -> Any:
     return type(str(desc[0]) or "anon", (base,), body)
 
 
-def possible_cpus() -> int:
-    """How many CPUs a per-CPU map holds a value for (/sys/devices/system/cpu/possible)."""
-    text = Path("/sys/devices/system/cpu/possible").read_text().strip()
-    n = 0
+def cpu_list(kind: str) -> list[int]:
+    """The CPUs of /sys/devices/system/cpu/``kind`` ("online", "possible"; written "0-3,5")."""
+    text = Path("/sys/devices/system/cpu", kind).read_text().strip()
+    cpus: list[int] = []
     for part in text.split(","):
         lo, _, hi = part.partition("-")
-        n += (int(hi) - int(lo) + 1) if hi else 1
-    return n
+        cpus += range(int(lo), int(hi or lo) + 1)
+    return cpus
+
+
+def possible_cpus() -> int:
+    """How many CPUs a per-CPU map holds a value for."""
+    return len(cpu_list("possible"))
 
 
 class Table:
