@@ -350,6 +350,7 @@ class ProcfsProbe(Probe):
             slab_bytes=vals.get("Slab", 0),
             zswap_bytes=vals.get("Zswap", 0),
             zswapped_bytes=vals.get("Zswapped", 0),
+            page_cache_bytes=vals.get("Cached", 0),
         )
 
     def pressure(self) -> Pressure | None:

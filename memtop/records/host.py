@@ -25,6 +25,10 @@ class MemInfo(Record):
     #: in RAM, not on a disk, though they take swap space (meminfo Zswap, Zswapped)
     zswap_bytes: int = 0
     zswapped_bytes: int = 0
+    #: meminfo's ``Cached`` alone (``cached_bytes`` adds SReclaimable, as free's buff/cache
+    #: does): the page cache the Page cache pane sets its list beside; None in recordings made
+    #: before it was recorded
+    page_cache_bytes: int | None = None
 
     @property
     def used_bytes(self) -> int:

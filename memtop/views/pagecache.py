@@ -235,7 +235,11 @@ class PagecacheView(View[PagecacheDoc]):
         shown = pick(MAX_ROWS, matched, key=lambda m: m[0])
         rows = [_row(seen, evicted, back, files_rate, traced) for _, seen, evicted, back in shown]
         table = st.table
-        meminfo = host.meminfo.cached_bytes if host.meminfo is not None else None
+        m = host.meminfo
+        # meminfo's Cached; a recording made before it was kept has only Cached + SReclaimable
+        meminfo = (
+            None if m is None else (m.page_cache_bytes if m.page_cache_bytes is not None else m.cached_bytes)
+        )
         listed = table.cached_bytes if table is not None else 0
         dirty = table.dirty_bytes if table is not None else None
         return {
