@@ -7,7 +7,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memtop.core.text import clean
-from memtop.records import Batch, Lost, ProbeStatus
+from memtop.probes.base import Probe
+from memtop.records import Batch, Lost, ProbeStatus, Record
 from memtop.records.host import HostFacts, VmStat
 from memtop.records.oom import OomKill
 from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
@@ -226,3 +227,20 @@ RECORDED_FACTS = HostFacts(
     bpf_error="no BPF on the recorded host",
     bpf_hint="it was a test",
 )
+
+
+class CountedPolls(Probe):
+    """A probe that reads nothing and counts its polls: what the bridge's cadence rules are tested
+    with (subclasses set ``name`` and the cadence class variables)."""
+
+    needs_bpf = False
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def load(self) -> None:
+        return None
+
+    def poll(self) -> list[Record]:
+        self.polls += 1
+        return []

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from support import FakeSource, vmscan_batches
+from support.fakes import CountedPolls
 from support.ui import drive, settle, wait_until
 
-from memtop.probes.base import UNWATCHED_EVERY, Probe
-from memtop.records import Record
+from memtop.probes.base import UNWATCHED_EVERY
 from memtop.stream.bridge import Bridge
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes.base import DrillIn
@@ -53,27 +53,11 @@ async def test_the_pane_or_drill_in_shown_is_what_is_watched(tmp_path: Path) -> 
         assert source.watched[-1] == shown("kernel")
 
 
-class Counted(Probe):
-    """A /proc-like probe that reads nothing and counts its polls."""
-
-    needs_bpf = False
-
-    def __init__(self) -> None:
-        self.polls = 0
-
-    def load(self) -> None:
-        return None
-
-    def poll(self) -> list[Record]:
-        self.polls += 1
-        return []
-
-
-class CountedProcfs(Counted):
+class CountedProcfs(CountedPolls):
     name = "procfs"  # the header's: watched on every pane
 
 
-class CountedKernel(Counted):
+class CountedKernel(CountedPolls):
     name = "kernel"  # the Kernel pane's only
 
 

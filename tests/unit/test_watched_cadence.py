@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
+from support.fakes import CountedPolls
 from test_sharedinfo import HEADER, fake_proc, fake_sys, row
 
 from memtop.probes.kernel import KernelProbe
@@ -96,21 +97,11 @@ def test_bridge_tells_each_probe_whether_it_is_watched(tmp_path: Path) -> None:
     assert asyncio.run(go()) == [(True, True), (False, True), (False, False), (True, True)]
 
 
-class CountedProbe(SharedinfoProbe):
+class CountedProbe(CountedPolls):
     """A probe only its own pane shows (``unwatched_cadence_s``): counts its polls."""
 
     name = "counted"
     unwatched_cadence_s: ClassVar[float | None] = 10.0
-
-    def __init__(self) -> None:
-        self.polls = 0
-
-    def load(self) -> None:
-        return None
-
-    def poll(self) -> list[Record]:
-        self.polls += 1
-        return []
 
 
 def test_bridge_polls_a_probe_at_its_unwatched_cadence_off_its_pane() -> None:
