@@ -99,6 +99,10 @@ def _same(
 class CgroupsProbe(Probe):
     name = "cgroups"
     needs_bpf = False
+    #: who is in each cgroup2 directory of a hybrid machine (its ``cgroup.procs``, read at each
+    #: walk: 500 cgroups, 500 files more every walk): the OOM pane's PSI of a killed process's
+    #: cgroup; the exporter's figures come from the memory controller's members
+    optional_parts = ("unified_pids",)
 
     def __init__(
         self,
@@ -181,7 +185,7 @@ class CgroupsProbe(Probe):
     ) -> tuple[tuple[int, ...], int]:
         """Who is in the cgroup's cgroup2 directory when it is another than the memory one (read at
         each walk), and the cgroup2 id (read once)."""
-        if udir is not None and udir != mdir:
+        if udir is not None and udir != mdir and self.reads("unified_pids"):
             upids = cgroupfs.read_procs(udir) if walk_tick or prev is None else prev.unified_pids
         else:
             upids = ()
