@@ -50,7 +50,8 @@ NS = 1e-9
 #: kills probe: not every process's oom_score_adj (the OOM pane's column); the sharedinfo probe:
 #: not the scan of every process's smaps (the Shared pane's tables); the /proc reader: not each
 #: process's command line (process series are labelled by comm); the pagecache probe: its
-#: totals, not its per-file and per-process map dumps. A new family that
+#: totals, not its per-file and per-process map dumps; the cgroups probe: not who is in each
+#: cgroup2 directory of a hybrid machine (the memory controller's members label the series). A new family that
 #: uses one of those parts adds it here (tests/kernel/test_export_reads.py holds this honest).
 EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
     "kernel": ("slabinfo",),
@@ -58,6 +59,7 @@ EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
     "sharedinfo": (),
     "procfs": (),
     "pagecache": (),
+    "cgroups": (),
 }
 #: the label only the top-K families' rest bucket carries (``rest="true"``)
 REST_LABEL = "rest"

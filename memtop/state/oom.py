@@ -127,6 +127,9 @@ class OomState(SubState):
         self.kill_counts: dict[tuple[str, str, str], int] = {}
         #: systemd-oomd's monitored cgroups as oomctl said (None: oomctl not installed, not run)
         self.oomd: OomdMonitored | None = None
+        #: per memcg whose forecast is flat whatever the time: what it was made of (its sample,
+        #: its history's last point, when its row was updated, the machine's swap) and it
+        self._flat: dict[str, tuple[object, object, int, int, Forecast]] = {}
 
     def apply(self, batch: Batch, state: State) -> None:
         for rec in batch.records:
@@ -172,10 +175,25 @@ class OomState(SubState):
 
         now = state.ts_ns
         out: dict[str, Forecast] = {}
+        flat, keep = self._flat, {}
+        swap_total = self.swap_total_bytes
         for path, row in state.get(CgroupsState).rows.items():
             smp = row.sample
             limit = smp.limit_bytes
             if limit is None or limit >= NO_LIMIT or smp.usage_bytes is None or not row.history:
+                continue
+            stale = now - row.ts_ns > STALE_NS
+            memo = flat.get(path)
+            if (
+                memo is not None
+                and stale
+                and memo[0] is smp
+                and memo[1] is row.history[-1]
+                and memo[2] == row.ts_ns
+                and memo[3] == swap_total
+            ):
+                # an idle memcg (500 of them, each tick): the same answer as the last tick's
+                out[path], keep[path] = memo[4], memo
                 continue
             # swap it may still use: its own swap limit (v1 memsw - limit, v2 swap.max), at most
             # the machine's swap
@@ -187,7 +205,7 @@ class OomState(SubState):
             used = smp.usage_bytes + (smp.swap_bytes or 0)
             # from its latest sample (this batch's may come after this state's apply); a cgroup
             # is sent only when it changed, so one not sent for a while has been flat since
-            at = row.ts_ns if now - row.ts_ns <= STALE_NS else now
+            at = now if stale else row.ts_ns
             then = None
             for point in reversed(row.history):
                 then = point
@@ -196,13 +214,18 @@ class OomState(SubState):
             rate = 0.0
             if then is not None and then[1] is not None and at > then[0]:
                 rate = (used - then[1] - (then[6] or 0)) * 1e9 / (at - then[0])
-            out[path] = _forecast(path, used, limit + room, rate, age_ns=now - at)
+            out[path] = f = _forecast(path, used, limit + room, rate, age_ns=now - at)
+            if stale and then is row.history[-1] and at > then[0] and rate == 0.0:
+                # its window starts at its last point, which is its sample now: flat (no growth,
+                # no time left to count down) at every later tick until a new sample comes
+                keep[path] = (smp, then, row.ts_ns, swap_total, f)
         if self._available:
             # the killers' thresholds only while the kills probe reads them (an earlyoom that
             # exited while it failed would otherwise be forecast against)
             kills = state.statuses.get("kills")
             out[MACHINE] = self._machine(kills is not None and kills.state == "attached")
         self.forecasts = out
+        self._flat = keep
         for path, f in out.items():
             if f.seconds_left is not None and f.seconds_left < FORECAST_NOTICE_S:
                 if path not in self._warned:

@@ -147,6 +147,7 @@ class ExitedRow:
 
 class ProcessesState(SubState):
     key = "processes"
+    process_samples = True
 
     def __init__(self) -> None:
         self.rows: dict[int, ProcRow] = {}

@@ -24,6 +24,7 @@ from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.oom import OomProbe
 from memtop.probes.vmscan import VmscanProbe
 from memtop.records import Batch, Record
+from memtop.records.cgroups import CgroupSample
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.stream.bridge import now_ns
@@ -269,3 +270,96 @@ def test_reclaim_of_a_process_oom_killed_before_any_read_counts_in_its_cgroup() 
             assert row["reclaim_episodes"] == mine["memcg_events"]
     finally:
         driven.close()
+
+
+@pytest.mark.bpf  # root: cgroups and a swap file
+def test_pressure_of_a_child_read_only_when_its_parent_moved() -> None:
+    """A cgroup's memory.pressure is read again only when its parent's PSI totals moved (the
+    kernel charges a stall to every ancestor): a real stall in a child (memcg reclaim under a
+    limit) is seen, exactly as the child's file says once it stops, while an idle sibling's and
+    a quiet parent's children's files are not read at all."""
+    if LAYOUT.mode != "hybrid" or LAYOUT.unified is None or not LAYOUT.psi:
+        pytest.skip("needs a hybrid layout with PSI (a cgroup2 tree beside the v1 memory controller)")
+    exe = compile_c("reclaim_hog")
+    top = Path(LAYOUT.unified.mountpoint) / f"memtop-psi-{os.getpid()}"
+    busy, idle = top / "busy", top / "idle"
+    probe = CgroupsProbe(full_every=1_000_000)  # no full read in the test's ticks
+    read: list[str] = []
+    held_read = probe._held.read
+
+    def spy(path: str, size: int = 4096) -> str | None:
+        read.append(path)
+        return held_read(path, size)
+
+    probe._held.read = spy  # type: ignore[method-assign]
+    latest: dict[str, tuple[int | None, int | None]] = {}
+
+    def tick() -> None:
+        for rec in probe.poll():
+            if isinstance(rec, CgroupSample):
+                latest[rec.path] = (rec.psi_some_us, rec.psi_full_us)
+
+    def pressure_read(d: Path) -> bool:
+        return str(d / "memory.pressure") in read
+
+    def file_totals(d: Path) -> tuple[int, int] | None:
+        return cgroupfs.parse_pressure((d / "memory.pressure").read_text())
+
+    probe.load()
+    try:
+        with swapfile(), memcg(100 * MiB) as cg:
+            for d in (top, busy, idle):
+                d.mkdir()
+            hog = start(exe, ["300", "2", "0", "1", "0"], cg.path / "cgroup.procs", busy / "cgroup.procs")
+            try:
+                name = f"/{top.name}"
+                tick()
+                tick()  # the second: the parents' totals compared with the first's
+                read.clear()
+                tick()  # nothing below the new parent ran: its children are not read
+                assert not pressure_read(busy) and not pressure_read(idle), read
+                assert latest[name + "/busy"] == file_totals(busy)
+                assert hog.stdin is not None
+                hog.stdin.write("go\n")
+                hog.stdin.flush()
+                read.clear()
+                wait_line(hog, "done", tick)
+                # the stall moved the parent: the busy child was read, at what its file said
+                assert pressure_read(busy), read
+                tick()
+                some = latest[name + "/busy"][0]
+                assert some is not None and some > 0
+                total = file_totals(busy)
+
+                def caught_up() -> bool:
+                    nonlocal total
+                    tick()
+                    total = file_totals(busy)
+                    return latest[name + "/busy"] == total
+
+                wait_until(caught_up, "memtop's PSI totals of the busy child at its file's")
+                # the idle sibling never stalled: whether read or not, it says what its file says
+                assert latest[name + "/idle"] == file_totals(idle) == (0, 0)
+                # quiet again (the workload waits on its stdin): its parent does not move, the
+                # child is not read, and its totals are still the file's
+                read.clear()
+                tick()
+                assert not pressure_read(busy), read
+                assert latest[name + "/busy"] == file_totals(busy)
+            finally:
+                hog.kill()
+                hog.wait()
+    finally:
+        probe.close()
+        for d in (busy, idle, top):
+
+            def removed(d: Path = d) -> bool:  # busy until the kernel has let its last process go
+                try:
+                    d.rmdir()
+                except FileNotFoundError:
+                    return True
+                except OSError:
+                    return False
+                return True
+
+            wait_until(removed, f"{d} removed")

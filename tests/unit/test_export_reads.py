@@ -1,8 +1,8 @@
 """The exporter reads only what it exports (Source.use_parts, EXPORTED_PARTS): through a Bridge told
 the exporter's parts the Kernel probe never opens /proc/vmallocinfo, buddyinfo or allocinfo, the
 kills probe never scans every process's oom_score_adj, the sharedinfo probe never scans every
-process's smaps, the /proc reader never opens a command line and the pagecache probe never dumps
-its per-file maps, while a probe told nothing (the
+process's smaps, the /proc reader never opens a command line, the pagecache probe never dumps
+its per-file maps and the cgroups probe never lists a cgroup2 directory's members, while a probe told nothing (the
 TUI, snapshots, recordings, batch) reads them all; and every exported figure is the same either
 way."""
 
@@ -25,12 +25,14 @@ from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Options, familie
 from memtop.linux import bcc_compat, cgroupfs
 from memtop.probes import kernel as kernel_mod
 from memtop.probes import procfs as procfs_mod
+from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.kernel import KernelProbe
 from memtop.probes.kills import KillsProbe
 from memtop.probes.pagecache import PagecacheProbe
 from memtop.probes.procfs import ProcfsProbe
 from memtop.probes.shared import SharedinfoProbe
 from memtop.records import Batch, Lost, ProbeStatus
+from memtop.records.cgroups import CgroupSample
 from memtop.records.pagecache import PagecacheActivity
 from memtop.records.processes import ProcSample
 from memtop.records.shared import HugePools, SharedProc, SharedScan, ShmTable
@@ -218,3 +220,37 @@ def test_pagecache_dumps_its_maps_only_for_the_pane(monkeypatch: pytest.MonkeyPa
         probe.bpf = None
     assert isinstance(lean, PagecacheActivity) and isinstance(full, PagecacheActivity)
     assert (lean.added, lean.deleted) == (full.added, full.deleted) == (7, 3)
+
+
+@pytest.mark.parametrize("exporting", [True, False])
+def test_cgroups_reads_cgroup2_members_only_for_the_panes(
+    exporting: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the real cgroup trees of a hybrid machine: no cgroup2 directory's cgroup.procs read for
+    the exporter (its series come from the memory controller's members), each one at a walk for
+    the others; the memory controller's members read either way, and the samples the same but
+    for who is in the cgroup2 twin."""
+    lay = cgroupfs.layout()
+    if lay.mode != "hybrid" or lay.unified is None or lay.memory is None:
+        pytest.skip("needs a hybrid layout (a cgroup2 tree beside the v1 memory controller)")
+    read: Counter[str] = Counter()
+    real = cgroupfs.read_procs
+
+    def counted(d: str) -> tuple[int, ...]:
+        assert lay.unified is not None and lay.memory is not None
+        read["unified" if d.startswith(lay.unified.mountpoint) else "memory"] += 1
+        return real(d)
+
+    monkeypatch.setattr(cgroupfs, "read_procs", counted)
+    probe = CgroupsProbe()
+    probe.used_parts = frozenset(EXPORTED_PARTS["cgroups"]) if exporting else None
+    probe.load()
+    try:
+        samples = [r for r in probe.poll() if isinstance(r, CgroupSample)]
+    finally:
+        probe.close()
+    assert read["memory"] > 0 and samples
+    if exporting:
+        assert read["unified"] == 0 and all(s.unified_pids == () for s in samples)
+    else:
+        assert read["unified"] > 0

@@ -191,6 +191,32 @@ def test_forecast_of_a_memcg_growing_toward_its_limit() -> None:
     assert [r["cgroup"] for r in doc["at_risk"]] == ["/grow"]
 
 
+def test_forecast_of_an_idle_memcg_kept_is_what_computing_it_gives() -> None:
+    """A memcg that grew and then stood still (no sample for many ticks): its forecast, kept from
+    tick to tick once its window starts at its last point, equals the one computed afresh at
+    every tick (a second state whose kept forecasts are dropped before each batch)."""
+    kept, fresh = State(mode="bpf"), State(mode="bpf")
+    for t in range(40):  # growth for 4 s (one sample a second), then idle ticks only
+        recs = []
+        if t < 5:
+            recs.append(
+                CgroupSample(
+                    path="/idle",
+                    version=1,
+                    usage_bytes=(50 + 10 * t) << 20,
+                    limit_bytes=200 << 20,
+                    swap_bytes=0,
+                    swap_limit_bytes=0,
+                )
+            )
+        fresh.get(OomState)._flat.clear()
+        _apply(kept, 100 + t, *recs)
+        _apply(fresh, 100 + t, *recs)
+        assert kept.get(OomState).forecasts == fresh.get(OomState).forecasts, t
+    assert "/idle" in kept.get(OomState)._flat  # the kept answer was the one served
+    assert kept.get(OomState).forecasts["/idle"].seconds_left is None  # flat: no time counted down
+
+
 def test_next_victim_by_badness_with_oom_score_adj() -> None:
     """The kernel's choice in a memcg: RSS + swap + adj thousandths of its limit; -1000 never."""
 
