@@ -13,11 +13,17 @@ runs on the fault path for them. To keep memtop cheap with thousands of processe
   pages, so on a tick where ``/proc/vmstat`` shows reclaim (pgsteal, pgscan, pswpout moved) every
   process is read. The cost: a long-idle process that wakes up shows its first change up to
   ``quiet_every - 1`` ticks late (then it is busy and read every tick again); exits are seen at
-  once (the pid leaves the /proc listing).
+  once (the pid leaves the /proc listing);
+- a pid whose /proc/PID directory has another inode than when it was read is another process (the
+  pid was reused between two listings: the kernel gives each process's directory an inode of its
+  own), read at once however quiet; so a kernel thread, whose figures never change, is read once
+  and not again while its directory stays (before, one in ``quiet_every`` ticks, only to notice a
+  reused pid).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pwd
@@ -133,8 +139,11 @@ class ProcfsProbe(Probe):
         #: pids read every tick however quiet (the process in focus); replaced whole, never
         #: changed in place, so the polling thread reads one consistent set
         self.followed: frozenset[int] = frozenset()
-        #: kernel threads (no mm): re-read at the quiet cadence only to notice a reused pid
+        #: kernel threads (no mm): not read again while their directory's inode stays
         self._kthreads: set[int] = set()
+        #: pid -> the inode of its /proc/PID directory when it was last read: another inode is
+        #: another process with the same pid
+        self._inodes: dict[int, int] = {}
 
     def follow(self, pid: int) -> None:
         """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
@@ -230,8 +239,10 @@ class ProcfsProbe(Probe):
             comm, f = parse_stat(stat)
         except ValueError:
             return None
-        # f[0] is state; minflt=f[7], majflt=f[9], starttime=f[19], vsize=f[20], rss=f[21]
-        key = (comm, f[7], f[9], f[20], f[21], f[1])
+        # f[0] is state; minflt=f[7], majflt=f[9], num_threads=f[17], starttime=f[19], vsize=f[20],
+        # rss=f[21]: what status adds (the RSS split, swap, threads, uid) moves with these: RSS
+        # and swap by reclaim with rss, a thread come or gone with num_threads
+        key = (comm, f[7], f[9], f[20], f[21], f[1], f[17])
         if cached is not None and cached[1] == key:
             self._cache[pid] = (raw, key, cached[2])
             return cached[2]
@@ -287,36 +298,45 @@ class ProcfsProbe(Probe):
         cache, same = self._cache, self._same
         self.last_reads = 0
         try:
-            names = os.listdir(self.root)
+            entries = os.scandir(self.root)
         except OSError:
-            names = []
-        kthreads = self._kthreads
-        for name in names:
-            if not name.isdigit():
-                continue
-            pid = int(name)
-            listed.add(pid)
-            sample: ProcSample | None = None
-            if (
-                not read_all
-                and same.get(pid, 0) >= QUIET_AFTER
-                and pid % self.quiet_every != phase
-                and pid not in self.followed
-            ):
-                # quiet and not its tick: as last read
-                if pid not in kthreads:
+            entries = None
+        kthreads, inodes, followed, every = self._kthreads, self._inodes, self.followed, self.quiet_every
+        with entries if entries is not None else contextlib.nullcontext(()) as listing:
+            for entry in listing:
+                name = entry.name
+                if not name.isdigit():
+                    continue
+                pid = int(name)
+                listed.add(pid)
+                ino = entry.inode()
+                sample: ProcSample | None = None
+                known = inodes.get(pid)
+                if known != ino:  # new, or the pid is another process's now
+                    if known is not None:  # nothing of the process that had it carries over
+                        cache.pop(pid, None)
+                        self._cmdline.pop(pid, None)
+                        same.pop(pid, None)
+                        kthreads.discard(pid)
+                    inodes[pid] = ino
+                    sample = self.read_pid(pid)
+                elif pid in kthreads:
+                    continue  # a kernel thread's figures never change
+                elif read_all or same.get(pid, 0) < QUIET_AFTER or pid % every == phase or pid in followed:
+                    sample = self.read_pid(pid)
+                else:  # quiet and not its tick: as last read
                     hit = cache.get(pid)
                     sample = hit[2] if hit is not None else self.read_pid(pid)
-            else:
-                sample = self.read_pid(pid)
-            if sample is not None:
-                out.append(sample)
+                if sample is not None:
+                    out.append(sample)
         for gone in set(cache) - listed:
             del cache[gone]
             self._cmdline.pop(gone, None)
         for gone in set(same) - listed:
             del same[gone]
         kthreads &= listed
+        for gone in set(inodes) - listed:
+            del inodes[gone]
         for gone in set(self._fds) - listed:
             self._forget_fd(gone)
         for rec in (self.meminfo(), self.pressure(), vmstat):
