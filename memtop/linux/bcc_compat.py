@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import operator
 import os
 import platform
 import re
@@ -535,7 +536,10 @@ def percpu_sums(bpf: Any, table: str) -> list[int]:
     """Every slot of a per-CPU array of u64 counters, summed over the CPUs (a plain array of u64:
     its values), in one BPF_MAP_LOOKUP_BATCH call (bcc's getvalue is a syscall and a ctypes array
     per slot: a reclaim histogram of 128 slots read slot by slot was most of the vmscan probe's
-    poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6)."""
+    poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6).
+    The buffers are the table's own, kept from call to call (a table is read by one poll at a
+    time), and are read as memoryviews: a ctypes array's elements one by one, and a Python sum
+    per slot, were ~5x the cost of the lookup itself for a 384-slot histogram."""
     import ctypes as ct
 
     from memtop.linux import bpfout
@@ -545,14 +549,29 @@ def percpu_sums(bpf: Any, table: str) -> list[int]:
     ncpu = ct.sizeof(t.Leaf) // 8  # bcc's per-CPU Leaf: a u64 per possible CPU
     if ct.sizeof(t.Leaf) != 8 * ncpu or ct.sizeof(t.Key) != 4:
         raise TypeError(f"{table} is not a per-CPU array of u64")
-    keys = (ct.c_uint32 * n)()
-    values = (ct.c_uint64 * (n * ncpu))()
+    # kept on the table itself: BCC's own tables (in the compiler's process, and tests) are
+    # mappings, which cannot key a dict
+    bufs = getattr(t, PERCPU_BUFFERS, None)
+    if bufs is None:
+        bufs = ((ct.c_uint32 * n)(), (ct.c_uint64 * (n * ncpu))())
+        setattr(t, PERCPU_BUFFERS, bufs)
+    keys, values = bufs
     total = _batch_read(bpfout.lib().bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
-    flat = list(values)
+    flat = memoryview(values).cast("B").cast("Q")[: total * ncpu].tolist()
+    sums = flat[0::ncpu]
+    for cpu in range(1, ncpu):
+        sums = list(map(operator.add, sums, flat[cpu::ncpu]))
+    got = memoryview(keys).cast("B").cast("I")[:total].tolist()
+    if got == list(range(total)):  # an array hands its slots in order
+        return sums + [0] * (n - total)
     out = [0] * n
-    for i in range(total):
-        out[keys[i]] = sum(flat[i * ncpu : (i + 1) * ncpu])
+    for slot, value in zip(got, sums, strict=True):
+        out[slot] = value
     return out
+
+
+#: the attribute of a table holding the key and value buffers percpu_sums reads into
+PERCPU_BUFFERS = "_memtop_percpu_buffers"
 
 
 def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:

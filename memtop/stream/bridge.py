@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -137,6 +138,75 @@ async def in_daemon_thread(fn: Callable[[], T], name: str) -> T:
     return await fut
 
 
+#: seconds a worker thread waits for its next job before it ends (started again by the next):
+#: longer than the slowest tick (10 s), so a running app keeps one thread
+WORKER_IDLE_S = 30.0
+
+
+class DaemonWorker:
+    """One long-lived daemon thread that runs the functions given to it one at a time, each
+    awaited: the polls. A thread per poll (:func:`in_daemon_thread`) cost a thread's creation,
+    start-up handshake and exit every tick. The thread ends after :data:`WORKER_IDLE_S` without
+    a job, or when :meth:`stop` is called (a new job starts it again), so a source left unclosed
+    leaves no thread behind for long; daemon, it never keeps an exiting memtop alive."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None
+        ] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        #: threads started (for tests: one per run of jobs, not one per job)
+        self.started = 0
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._jobs.put((loop, fut, fn))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+                self.started += 1
+                self._thread.start()
+        return await fut
+
+    def stop(self) -> None:
+        """End the thread once the job it runs (if any) is done."""
+        with self._lock:
+            if self._thread is not None:
+                self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=WORKER_IDLE_S)
+            except queue.Empty:
+                job = None
+            if job is None:
+                with self._lock:  # a job put meanwhile is served: this thread goes on
+                    if self._jobs.empty():
+                        self._thread = None
+                        return
+                continue
+            loop, fut, fn = job
+            ok = False
+            value: Any = None
+            try:
+                value, ok = fn(), True
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                value = exc
+            try:
+                loop.call_soon_threadsafe(_settle, fut, ok, value)
+            except RuntimeError:  # the loop is closed: nobody awaits this any more
+                pass
+
+
+def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if not fut.done():
+        fut.set_result(value) if ok else fut.set_exception(value)
+
+
 def _load(probe: Probe) -> Exception | None:
     try:
         probe.load()
@@ -212,6 +282,8 @@ class Bridge:
         self._polling = False
         #: the poll in flight (shielded from its awaiter's cancellation; see poll)
         self._poll_task: asyncio.Task[Batch] | None = None
+        #: the thread the polls run in, kept from poll to poll
+        self._poller = DaemonWorker("memtop-poll")
         self._stopped = False
         self.bpf_error: MemtopError | None = None
         #: the host facts last emitted (a recorder opened later puts them in its prelude)
@@ -785,7 +857,7 @@ class Bridge:
 
     async def _poll_and_publish(self) -> Batch:
         try:
-            batch = await in_daemon_thread(self.poll_sync, "memtop-poll")
+            batch = await self._poller.run(self.poll_sync)
         finally:
             self._polling = False
         self.publish(batch)
@@ -803,6 +875,7 @@ class Bridge:
         """Detach every probe (idempotent, safe from signal/atexit paths). A poll still running
         in a worker finishes first, waited for at most ``wait_s``."""
         self._stopped = True
+        self._poller.stop()
         from memtop.probes import symbols
 
         symbols.shutdown()  # a poll waiting on a symbol lookup returns now

@@ -172,13 +172,30 @@ def _hung_up(fd: int) -> bool:
 SESSION: TerminalSession | None = None
 
 
+class WakingEvent(threading.Event):
+    """The driver's ``exit_event``: setting it also writes to a pipe the input thread waits on,
+    so that thread can wait without a timeout (memtop.ui.textual_compat.run_input_loop)."""
+
+    def __init__(self, wake_fd: int) -> None:
+        super().__init__()
+        self.wake_fd = wake_fd
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # full (the thread is awake anyway) or closed
+            os.write(self.wake_fd, b"x")
+
+
 class MemtopDriver(LinuxDriver):
     """Textual's Linux driver, drawing on the session's copy of stdout, quiet once the terminal
-    has gone."""
+    has gone, its input thread asleep until a key comes."""
 
     def __init__(self, app: App[Any], **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
         self._suspended = False
+        # kept for the process's life: a driver is made once per app run
+        self._wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.exit_event = WakingEvent(wake_w)
         if SESSION is not None and SESSION.out is not None:
             textual_compat.set_driver_output(self, SESSION.out)
 
@@ -203,7 +220,7 @@ class MemtopDriver(LinuxDriver):
 
     def run_input_thread(self) -> None:
         try:
-            super().run_input_thread()
+            textual_compat.run_input_loop(self, self._wake_r)
         except OSError:  # EIO: the other end of the terminal closed
             if SESSION is not None:
                 SESSION.gone()

@@ -14,12 +14,16 @@ starts with an underscore.
 from __future__ import annotations
 
 import inspect
+import os
+import selectors
+from codecs import getincrementaldecoder
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import zip_longest
 from typing import Any
 
 from rich.style import Style
+from textual._parser import ParseError
 from textual._two_way_dict import TwoWayDict
 from textual.widgets import DataTable
 from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
@@ -238,12 +242,66 @@ def set_driver_output(driver: Any, stream: Any) -> None:
     driver._file = stream
 
 
+def run_input_loop(driver: Any, wake_fd: int, selector: selectors.BaseSelector | None = None) -> None:
+    """Textual's ``LinuxDriver.run_input_thread``, without its polling: Textual's thread wakes
+    every 0.1 s (``select(0.1)``) to let its parser time out a lone Escape, ten wake-ups a
+    second for nothing while no key is pressed (about 1 ms of CPU a second, a tenth of an idle
+    memtop's). Here the thread sleeps until the terminal or ``wake_fd`` (written when the
+    driver's ``exit_event`` is set: memtop/ui/term_compat.py) is readable, with a timeout only
+    while the parser waits for the rest of an escape sequence (``Parser._timeout_time``).
+    ``selector``: the one to wait on (a test's, to see the timeouts asked for)."""
+    from textual._time import get_time
+    from textual._xterm_parser import XTermParser
+
+    sel = selector if selector is not None else selectors.SelectSelector()
+    fileno: int = driver.fileno
+    sel.register(fileno, selectors.EVENT_READ)
+    sel.register(wake_fd, selectors.EVENT_READ)
+    parser = XTermParser(driver._debug)
+    decode = getincrementaldecoder("utf-8")().decode
+    post = driver.process_message
+    try:
+        while not driver.exit_event.is_set():
+            due = parser._timeout_time
+            ready = sel.select(None if due is None else max(0.0, due - get_time()))
+            for key, _mask in ready:
+                if key.fd == wake_fd:
+                    try:  # drained, so a restarted loop (after a suspend) does not spin on it
+                        while os.read(wake_fd, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    continue
+                data = decode(os.read(fileno, 4096))
+                if data:  # empty: end of file (the session's watch handles a hung-up terminal)
+                    for event in parser.feed(data):
+                        post(event)
+            for event in parser.tick():
+                post(event)
+    finally:
+        sel.close()
+        try:
+            for _event in parser.feed(""):
+                pass
+        except (EOFError, ParseError):
+            pass
+
+
 def _driver_problems() -> list[str]:
+    from textual._parser import Parser
     from textual.drivers.linux_driver import LinuxDriver
 
+    out = []
     if "self._file" not in inspect.getsource(LinuxDriver.__init__):
-        return ["LinuxDriver.__init__ no longer sets self._file (the stream the driver draws on)"]
-    return []
+        out.append("LinuxDriver.__init__ no longer sets self._file (the stream the driver draws on)")
+    init = inspect.getsource(Parser.__init__)
+    if "self._timeout_time" not in init or "_timeout_time" not in inspect.getsource(Parser.tick):
+        out.append("textual._parser.Parser no longer keeps _timeout_time (when tick() is due)")
+    source = inspect.getsource(LinuxDriver.run_input_thread)
+    for part in ("XTermParser(self._debug)", "self.process_message(event)", "self.exit_event.is_set()"):
+        if part not in source:
+            out.append(f"LinuxDriver.run_input_thread no longer has {part!r} (memtop's input loop copies it)")
+    return out
 
 
 def problems() -> list[str]:

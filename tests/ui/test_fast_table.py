@@ -362,3 +362,48 @@ def test_rows_of_a_fixed_height_table_come_and_go_without_laying_out_the_screen(
     assert [fast_layouts[i] for i in quiet] == [0, 0, 0], fast_layouts
     for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
         assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+
+
+def test_an_empty_table_filled_with_no_rows_again_repaints_nothing(monkeypatch: Any) -> None:
+    """A table that stays empty (no process exited, no reclaim episode) is not cleared and
+    repainted every tick: with the Processes pane's "Recently exited" that was most of the lines
+    an idle tick drew. Rows that come are drawn, and the table emptied again is repainted."""
+    from memtop.ui.panes.base import fill_table
+    from memtop.views import Column
+
+    columns = (Column("key", "KEY", numeric=False), Column("n", "N"))
+    drawn: list[int] = []
+    render_line = FastTable.render_line
+
+    def counting(self: FastTable, y: int) -> Any:
+        drawn.append(y)
+        return render_line(self, y)
+
+    monkeypatch.setattr(FastTable, "render_line", counting)
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        app = _app(FastTable)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", FastTable)
+            fill_table(t, columns, [], "key")
+            await settle(pilot)
+            assert drawn, "the first frame drew the table"
+            drawn.clear()
+            for _ in range(3):
+                fill_table(t, columns, [], "key")
+                await settle(pilot)
+            idle = list(drawn)
+            drawn.clear()
+            fill_table(t, columns, [{"key": "a", "n": 1}], "key")
+            await settle(pilot)
+            came = list(drawn)
+            drawn.clear()
+            fill_table(t, columns, [], "key")
+            await settle(pilot)
+            assert t.row_count == 0
+            return idle, came, list(drawn)
+
+    idle, came, went = asyncio.run(run())
+    assert idle == []
+    assert 1 in came  # the row below the header
+    assert went  # emptied again: drawn again (here one line high: the header)

@@ -73,3 +73,66 @@ async def test_a_cancelled_poll_still_hands_its_batch_on() -> None:
     await wait_until_async(polled, "the bridge to poll again")
     assert refused(), "the leaks probe's refusal was lost with the cancelled poll"
     await bridge.stop()
+
+
+class ThreadProbe(Probe):
+    """Notes the thread each poll runs in."""
+
+    name = "threads"
+    needs_bpf = False
+    cadence_s = 0.0
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def load(self) -> None:
+        return None
+
+    def poll(self) -> list[Record]:
+        self.threads.append(threading.get_ident())
+        return []
+
+
+async def test_polls_run_in_one_kept_thread_which_ends_with_the_bridge() -> None:
+    """A thread per poll cost its creation and start every tick: one thread serves them all,
+    and closing the bridge ends it."""
+    probe = ThreadProbe()
+    bridge = Bridge([probe])
+    await bridge.start()  # its first poll is in the event loop's thread: the first frame waits for it
+    probe.threads.clear()
+    for _ in range(5):
+        await bridge.poll()
+    assert len(probe.threads) >= 5
+    assert len(set(probe.threads)) == 1
+    assert threading.get_ident() not in probe.threads  # not the event loop's
+    worker = next(t for t in threading.enumerate() if t.ident == probe.threads[0])
+    assert worker.name == "memtop-poll" and worker.daemon
+    await bridge.stop()
+    await asyncio.to_thread(worker.join, 30)
+    assert not worker.is_alive()
+
+
+async def test_the_poll_thread_hands_back_a_failure_and_starts_again_after_stopping() -> None:
+    from memtop.stream.bridge import DaemonWorker
+
+    worker = DaemonWorker("memtop-test-worker")
+
+    def boom() -> int:
+        raise ValueError("boom")
+
+    assert await worker.run(lambda: 1) == 1
+    try:
+        await worker.run(boom)
+    except ValueError as exc:
+        assert str(exc) == "boom"
+    else:
+        raise AssertionError("the failure was not handed back")
+    assert await worker.run(lambda: threading.current_thread().name) == "memtop-test-worker"
+    assert worker.started == 1
+    worker.stop()
+    await wait_until_async(
+        lambda: not any(t.name == "memtop-test-worker" for t in threading.enumerate()), "the worker's end"
+    )
+    assert await worker.run(lambda: 2) == 2
+    assert worker.started == 2
+    worker.stop()

@@ -1,8 +1,10 @@
 """The /proc poller on a fake /proc: a quiet process is read every few ticks, everything on a
-reclaim tick, a followed process every tick, an exited one leaves at once."""
+reclaim tick, a followed process every tick, an exited one leaves at once, a kernel thread is read
+once, and a pid that is another process's now (its directory another inode) is read at once."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from fakeproc import add_proc, make_fake_proc
@@ -30,8 +32,8 @@ def test_quiet_process_is_read_every_nth_tick_and_its_change_shows_within_n(tmp_
     for _ in range(8):
         samples(probe)
         reads.append(probe.last_reads)
-    # 4 pids (one kernel thread), each read on one tick in four
-    assert sum(reads) == 2 * 4, reads
+    # 4 pids: the three processes each read on one tick in four, the kernel thread not again
+    assert sum(reads) == 2 * 3, reads
     assert max(reads) < 4
     # alpha (pid 101) runs: its faults move; the poller shows it within quiet_every ticks
     add_proc(root, 101, "alpha", (9000, 500, 0), 0, 5000, 0)
@@ -54,10 +56,10 @@ def test_reclaim_tick_reads_every_process(tmp_path: Path) -> None:
     add_proc(root, 303, "charlie", (2000, 100, 0), 6512, 300, 1, uid=65534)
     (root / "vmstat").write_text("pgfault 1000\npgmajfault 10\npswpin 5\npswpout 1507\npgscan_kswapd 900\n")
     got = samples(probe)
-    assert probe.last_reads == 4
+    assert probe.last_reads == 3  # every process (a kernel thread has no pages to lose)
     assert got[303].swap_bytes == 6512 * 1024 and got[303].rss_anon_bytes == 2000 * 1024
     samples(probe)  # no further reclaim: back to skipping
-    assert probe.last_reads < 4
+    assert probe.last_reads < 3
 
 
 def test_followed_process_is_read_every_tick(tmp_path: Path) -> None:
@@ -74,3 +76,44 @@ def test_exited_process_leaves_at_once_even_when_quiet(tmp_path: Path) -> None:
     root, probe = quiet_probe(tmp_path)
     shutil.rmtree(root / "303")
     assert 303 not in samples(probe)
+
+
+def replace_dir(root: Path, pid: int, comm: str, cmdline: bytes) -> None:
+    """Pid ``pid`` is another process's now: its directory replaced by another (a new inode: the
+    kernel's /proc gives each process's directory its own), as when a pid is reused between two
+    listings."""
+    scratch = 999_999
+    add_proc(root, scratch, comm, (700, 10, 0), 0, 20000, 5, cmdline=cmdline)
+    old = root / str(pid)
+    shutil.rmtree(old)
+    (root / str(scratch)).rename(old)
+    stat = old / "stat"
+    stat.write_text(stat.read_text().replace(f"{scratch} ", f"{pid} ", 1))
+
+
+def test_a_reused_pid_is_read_at_once_however_quiet_and_keeps_nothing_of_the_old(tmp_path: Path) -> None:
+    root, probe = quiet_probe(tmp_path)
+    for _ in range(8):
+        samples(probe)
+    assert samples(probe)[202].cmdline == "bravo --big"
+    read: list[int] = []
+    read_pid = probe.read_pid
+
+    def counting(pid: int) -> ProcSample | None:
+        read.append(pid)
+        return read_pid(pid)
+
+    probe.read_pid = counting  # type: ignore[method-assign]
+    # bravo (quiet: read one tick in four) exits and pid 202 is delta's: read on the next tick
+    replace_dir(root, 202, "delta", b"delta\0-x\0")
+    got = samples(probe)[202]
+    assert 202 in read
+    assert (got.comm, got.cmdline, got.rss_anon_bytes) == ("delta", "delta -x", 700 * 1024)
+    # the kernel thread was read once, never since; pid 2 another process's: read at once
+    read.clear()
+    for _ in range(4):
+        samples(probe)
+    assert 2 not in read
+    replace_dir(root, 2, "echo", b"echo\0")
+    got = samples(probe)[2]
+    assert 2 in read and got.comm == "echo"

@@ -224,7 +224,12 @@ def fill_table(
     new_set, old_set = set(new_keys), set(old_keys)
     gone = [k for k in old_keys if k not in new_set]
     added = [k for k in new_keys if k not in old_set]
-    if old_keys and len(gone) + len(added) <= (max(32, len(new_keys) // 4) if edits is None else edits):
+    if not old_keys and not new_keys:
+        # empty and still empty (no exited process, no reclaim episode): rebuilding cleared the
+        # table, which repainted every line of it every tick (the Processes pane's "Recently
+        # exited", 9 of the ~11 lines an idle tick drew)
+        pass
+    elif old_keys and len(gone) + len(added) <= (max(32, len(new_keys) // 4) if edits is None else edits):
         # a few rows came or went, or the order moved: edit in place (a full rebuild re-measures
         # every row, which with 1,000 processes costs more than everything else in a tick)
         filler.edit(rows, new_keys, gone)
