@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import ipaddress
 import json
 import math
@@ -31,11 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, generate_latest
-from prometheus_client.registry import Collector, CollectorRegistry
-
 from memtop.core.errors import MemtopError
+from memtop.export.families import CounterMetricFamily, GaugeMetricFamily, Metric
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Budget, Options, families
 from memtop.export.node import with_node
@@ -133,14 +131,102 @@ class BpfRunTime:
                 continue
 
 
-class _Fixed(Collector):
-    """Families already built, for an encoder that wants a registry."""
+class _Fixed:
+    """Families already built, for prometheus_client's encoders, which want a registry (its
+    ``Collector`` protocol: ``collect``; typed Any, the library's Metric being its own class)."""
 
     def __init__(self, fams: list[Metric]) -> None:
         self.fams = fams
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
         yield from self.fams
+
+
+UNDERSCORES, ALLOW_UTF8 = "underscores", "allow-utf-8"
+CONTENT_TYPE_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE_OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Format:
+    """An exposition format a scraper asked for: ``kind`` "text" or "openmetrics", the content
+    type answered (also the cache's key), the escaping scheme of names and the version asked."""
+
+    kind: str
+    content_type: str
+    escaping: str = UNDERSCORES
+    version: str = ""
+
+    @property
+    def openmetrics(self) -> bool:
+        return self.kind == "openmetrics"
+
+
+TEXT_0_0_4 = Format("text", CONTENT_TYPE_0_0_4)
+
+
+def _param(toks: list[str], key: str) -> str:
+    for tok in toks:
+        if "=" in tok:
+            k, v = tok.strip().split("=", 1)
+            if k == key:
+                return v
+    return ""
+
+
+def _at_least_1(version: str) -> bool:
+    """Whether ``version`` is 1.0.0 or later, compared as prometheus_client does (numbers part by
+    part); a part that is not a number, where the library's comparison raises, is not."""
+    parts: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            return False
+        parts.append(int(part))
+    return tuple(parts) >= (1, 0, 0)
+
+
+def negotiate(accept: str) -> Format:
+    """The format for a scraper's ``Accept`` header: prometheus_client's ``choose_encoder``'s
+    choice and content type, made without importing it. The first OpenMetrics entry without a
+    version, or of version 1.0.0 or later, wins (Prometheus asks for OpenMetrics 1.0.0 first);
+    else the first ``text/plain`` of version 1.0.0 or later; else the text format 0.0.4."""
+    for accepted in (accept or "").split(","):
+        toks = accepted.split(";")
+        kind = toks[0].strip()
+        if kind not in ("application/openmetrics-text", "text/plain"):
+            continue
+        version = _param(toks, "version")
+        escaping = _param(toks, "escaping")
+        if escaping not in (ALLOW_UTF8, UNDERSCORES, "dots", "values"):
+            escaping = UNDERSCORES
+        if kind == "application/openmetrics-text":
+            if not version:
+                return Format("openmetrics", CONTENT_TYPE_OPENMETRICS, UNDERSCORES, "1.0.0")
+            if _at_least_1(version):
+                ctype = f"application/openmetrics-text; version={version}; charset=utf-8; escaping={escaping}"
+                return Format("openmetrics", ctype, escaping, version)
+        elif version and _at_least_1(version):
+            return Format(
+                "text", f"text/plain; version=1.0.0; charset=utf-8; escaping={escaping}", escaping, version
+            )
+    return TEXT_0_0_4
+
+
+def library_encode(fmt: Format, fams: list[Metric]) -> bytes:
+    """The families as prometheus_client encodes them in ``fmt``: for what memtop's writers leave
+    to it (a name to escape, an escaping scheme they do not write). Imported here, on the first
+    such call only (the library's import costs ~9 MiB the exporter would keep)."""
+    from prometheus_client.exposition import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(fams))
+    if fmt.openmetrics:
+        # (its OpenMetrics encoder is untyped: taken as the callable it is)
+        om = importlib.import_module("prometheus_client.openmetrics.exposition")
+        encode: Callable[..., bytes] = om.generate_latest
+        return encode(reg, escaping=fmt.escaping, version=fmt.version or "1.0.0")
+    return generate_latest(reg, escaping=fmt.escaping)
 
 
 class LabelText:
@@ -181,19 +267,12 @@ class TextMemo:
     families: dict[str, _FamilyText] = field(default_factory=dict)
 
 
-def _encode(
-    encoder: Callable[[CollectorRegistry], bytes],
-    fams: list[Metric],
-    node: str = "",
-    memo: TextMemo | None = None,
-) -> bytes:
-    if encoder is generate_latest:  # the text format Prometheus asks for by default
+def _encode(fmt: Format, fams: list[Metric], node: str = "", memo: TextMemo | None = None) -> bytes:
+    if not fmt.openmetrics and fmt.escaping in (UNDERSCORES, ALLOW_UTF8):  # the same text for plain names
         text = text_format(fams, node, memo)
         if text is not None:
             return text
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Fixed(with_node(fams, node)))
-    return encoder(reg)
+    return library_encode(fmt, with_node(fams, node))
 
 
 #: names the text format writes as they are (others: the library's encoder escapes them)
@@ -429,7 +508,7 @@ class _Scraper:
 FORGET_PERIODS, FORGET_S = 4, 120.0
 
 
-class Exporter(Collector):
+class Exporter:
     """The collector a textfile write or a scrape asks: memtop's families, built at most once per
     batch the Runner applied, plus the exporter's own counters, fresh at every scrape.
 
@@ -460,8 +539,9 @@ class Exporter(Collector):
         self._generation_at = self.clock()
         self._prebuild_pending = False
         self._built: dict[str, _Built] = {}
-        #: the text writer's label sets from build to build (used under ``_lock`` only)
-        self._labels_text = TextMemo()
+        #: each writer's label sets and families from build to build, by content type (used
+        #: under ``_lock`` only)
+        self._memos: dict[str, TextMemo] = {}
         #: the kinds of scrape seen, keyed by what they ask (content type, gzip), not by the
         #: Accept header's text: a few entries whatever clients send
         self._scrapers: dict[tuple[str, bool], _Scraper] = {}
@@ -508,8 +588,8 @@ class Exporter(Collector):
     def exposition(self, accept: str = "", gzip: bool = False, latest: bool = False) -> tuple[bytes, str]:
         """(body, content type) for a scraper's ``Accept``, gzip-compressed when asked.
         ``latest``: of the state now, whatever a background build is doing (a textfile write)."""
-        encoder, ctype = choose_encoder(accept)
-        openmetrics = ctype.startswith("application/openmetrics-text")
+        fmt = negotiate(accept)
+        ctype = fmt.content_type
         now = self.clock()
         self._note_scrape(accept, ctype, gzip, now)
         built = self._built.get(ctype)
@@ -517,8 +597,8 @@ class Exporter(Collector):
             with self._lock:
                 built = self._fresh(accept, gzip)
         assert built is not None
-        live = _encode(encoder, list(self._live_metrics(now, built)), self.opts.node)
-        if openmetrics and not live.endswith(EOF):
+        live = _encode(fmt, list(self._live_metrics(now, built)), self.opts.node)
+        if fmt.openmetrics and not live.endswith(EOF):
             live += EOF
         if not gzip:
             return built.text + live, ctype
@@ -538,13 +618,15 @@ class Exporter(Collector):
     def _fresh(self, accept: str, gzip: bool) -> _Built:
         """The exposition of the state now for ``accept``, built unless the cache has it (the
         caller holds ``_lock``)."""
-        encoder, ctype = choose_encoder(accept)
+        fmt = negotiate(accept)
+        ctype = fmt.content_type
         key = (self.generation, ctype)
         built = self._built.get(ctype)
         if built is None or built.key != key:
             at = self._generation_at
-            text = _encode(encoder, self._build(), self.opts.node, self._labels_text)
-            if ctype.startswith("application/openmetrics-text") and text.endswith(EOF):
+            memo = self._memos.setdefault(ctype, TextMemo())
+            text = _encode(fmt, self._build(), self.opts.node, memo)
+            if fmt.openmetrics and text.endswith(EOF):
                 text = text[: -len(EOF)]  # the self-metrics go before the end marker
             built = _Built(key, text, at)
         if gzip and built.gz_state is None:
@@ -663,12 +745,6 @@ class Exporter(Collector):
         )
         c.add_metric([], float(server))
         yield c
-
-
-def registry_for(exporter: Exporter) -> CollectorRegistry:
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(exporter)
-    return reg
 
 
 def serve(address: tuple[str, int], exporter: Exporter) -> HttpServer:

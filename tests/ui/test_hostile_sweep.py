@@ -35,12 +35,13 @@ import pytest
 from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 from support.protobuf import profile_strings
 from support.ui import tick_until, wait_until
 from textual.pilot import Pilot
 
 from memtop.core.text import LIMIT, is_clean
+from memtop.export.families import Metric as Family
 from memtop.export.metrics import Accumulators, families
 from memtop.export.metrics import Options as ExportOptions
 from memtop.headless.frontends import _emit, _probe_line
@@ -323,11 +324,11 @@ def test_snapshots_and_batch_lines(recordings: dict[str, Recording], name: str) 
     assert [s for s in SHOWN if s not in seen] == []
 
 
-class _Fixed(Collector):
-    def __init__(self, fams: list[Metric]) -> None:
+class _Fixed:
+    def __init__(self, fams: list[Family]) -> None:
         self.fams = fams
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
         yield from self.fams
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
+import json
 import math
 import os
 import re
@@ -14,6 +15,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,11 +25,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 from support import FakeSource, memtop_cmd, vmscan_batches
 
+from memtop.export.families import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.node import with_node
@@ -257,6 +259,59 @@ def test_gzip_decodes_to_the_same_exposition() -> None:
         assert text.endswith(b"# EOF\n") and text.count(b"# EOF") == 1
         # refused with q=0: plain
         assert "content-encoding" not in get(ex.url, {"Accept-Encoding": "gzip;q=0"})[1]
+
+
+#: runs ``memtop export`` in this interpreter until SIGTERM, then prints the prometheus_client
+#: modules it imported meanwhile (its stdout: nothing else writes there)
+_IMPORTS_PROBE = """
+import json, sys
+from memtop.cli import main
+rc = main(sys.argv[1:])
+print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] == "prometheus_client")), flush=True)
+sys.exit(rc)
+"""
+
+
+def test_the_exporter_never_imports_prometheus_client() -> None:
+    """The library's import costs ~9 MiB of anonymous memory (http.server, email, ssl, ...) the
+    exporter would keep for weeks: memtop's families and writers are its own, and an exporter
+    scraped as curl does (no Accept) and in text 1.0.0 never imports it (sys.modules of the exporter's process, printed as it exits)."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix=f"memtop-imports-{os.getpid()}-") as tmp:
+        err = Path(tmp) / "stderr"
+        with err.open("wb") as f:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _IMPORTS_PROBE, "export", "--no-bpf", "--listen", f"127.0.0.1:{port}"],
+                stdout=subprocess.PIPE,
+                stderr=f,
+            )
+        url = f"http://127.0.0.1:{port}/metrics"
+        try:
+
+            def up() -> bool:
+                try:
+                    return get(url)[0] == 200
+                except OSError:
+                    return False
+
+            until("memtop export serving", up)
+            bodies = {accept: get(url, {"Accept": accept} if accept else None) for accept in ACCEPTS}
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.read_text()
+    for accept, (status, headers, body) in bodies.items():
+        assert status == 200 and b"memtop_exporter_scrapes_total" in body, accept
+        assert headers["content-type"].startswith(ACCEPTS[accept]), accept
+    assert json.loads(out.decode().strip().splitlines()[-1]) == []
+
+
+#: Accept headers and the content type each is answered with: Prometheus 2.42's own, none (curl),
+#: and the text format 1.0.0 Prometheus 3 may ask for
+ACCEPTS = {
+    "": "text/plain; version=0.0.4",
+    "text/plain;version=1.0.0": "text/plain; version=1.0.0",
+}
 
 
 def test_request_parsing() -> None:
