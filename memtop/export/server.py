@@ -256,6 +256,7 @@ class _FamilyText:
     #: changed is patched there, only the changed ones written
     head: str = ""
     lines: list[str] | None = None
+    unit: str = ""
 
 
 @dataclass
@@ -268,8 +269,8 @@ class TextMemo:
 
 
 def _encode(fmt: Format, fams: list[Metric], node: str = "", memo: TextMemo | None = None) -> bytes:
-    if not fmt.openmetrics and fmt.escaping in (UNDERSCORES, ALLOW_UTF8):  # the same text for plain names
-        text = text_format(fams, node, memo)
+    if fmt.escaping in (UNDERSCORES, ALLOW_UTF8):  # the same text for plain names
+        text = text_format(fams, node, memo, openmetrics=fmt.openmetrics)
         if text is not None:
             return text
     return library_encode(fmt, with_node(fams, node))
@@ -278,6 +279,8 @@ def _encode(fmt: Format, fams: list[Metric], node: str = "", memo: TextMemo | No
 #: names the text format writes as they are (others: the library's encoder escapes them)
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
+#: sample names OpenMetrics writes as they are (its encoder makes any other character "_")
+_OM_SAMPLE_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 #: the samples prometheus_client's text format moves to a gauge family of their own
 _OM_SUFFIXES = ("_created", "_gsum", "_gcount")
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram"}
@@ -306,7 +309,9 @@ def _label_value(v: str) -> str:
     return v
 
 
-def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None) -> bytes | None:
+def text_format(
+    fams: list[Metric], node: str = "", memo: TextMemo | None = None, *, openmetrics: bool = False
+) -> bytes | None:
     """The text format 0.0.4, byte for byte what prometheus_client's ``generate_latest`` writes
     for these families (with ``node="<node>"`` in every sample's labels, as
     ``memtop.export.node.with_node`` adds it, unless ``node`` is ""), at a fraction of its cost:
@@ -324,14 +329,22 @@ def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None
     holds, and each of its lines whose value did not move is reused. The memo holds each set it
     names, so no other set can have its identity meanwhile. (Equal values: a zero that only
     changed its sign, -0.0 for 0.0, keeps its text; Prometheus reads both as the same value, and
-    memtop's figures, counts and sizes, have no negative zero.)"""
-    w = _Writer(node, memo if memo is not None else TextMemo())
+    memtop's figures, counts and sizes, have no negative zero.)
+
+    ``openmetrics``: OpenMetrics 1.0.0 instead, byte for byte what prometheus_client's
+    ``openmetrics.exposition.generate_latest`` writes (the family named without ``_total``, its
+    type as it is, HELP escaping quotes too, every sample in its family in order, ``# EOF`` at
+    the end), incremental the same way (a memo is for one format only). None also for a sample
+    with a timestamp or an exemplar (the backfill's: the library writes those)."""
+    w = _Writer(node, memo if memo is not None else TextMemo(), openmetrics)
     out: list[bytes] = []
     for metric in fams:
         text = w.family(metric)
         if text is None:
             return None
         out.append(text)
+    if openmetrics:
+        out.append(EOF)
     if memo is not None:
         memo.labels, memo.families = w.written, w.fam_texts
     return b"".join(out)
@@ -340,8 +353,11 @@ def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None
 class _Writer:
     """One call of :func:`text_format`: what it checked, wrote and will leave in the memo."""
 
-    def __init__(self, node: str, memo: TextMemo) -> None:
+    def __init__(self, node: str, memo: TextMemo, openmetrics: bool = False) -> None:
         self.node = node
+        self.om = openmetrics
+        #: a sample's name as written: OpenMetrics writes it with only a label name's characters
+        self.sample_name = _OM_SAMPLE_NAME if openmetrics else _METRIC_NAME
         self.before = memo
         self.label_sets: dict[tuple[str, ...], bool] = {}
         self.names_ok: set[str] = set()
@@ -354,6 +370,8 @@ class _Writer:
     def family(self, metric: Metric) -> bytes | None:
         """The family's text: the last call's when its samples are the same, patched where only
         some are, else written whole."""
+        if self.om:
+            return self._om_family(metric)
         mname, mtype = metric.name, metric.type
         if mtype == "counter":
             mname += "_total"
@@ -401,6 +419,42 @@ class _Writer:
         )
         return text
 
+    def _om_family(self, metric: Metric) -> bytes | None:
+        """An OpenMetrics family: its samples in order under its own name and type, so any family
+        is patched line by line (no suffix is moved)."""
+        mname, mtype = metric.name, metric.type
+        key = f"{mname} {mtype}"
+        prev = self.before.families.get(key)
+        if prev is not None and prev.doc == metric.documentation and prev.unit == metric.unit:
+            if prev.samples == metric.samples:
+                self.written.update(prev.label_texts)
+                self.fam_texts[key] = prev
+                return prev.text
+            patched = self._patch(metric, mname, key, prev)
+            if patched is not None:
+                return patched
+        if not _METRIC_NAME.fullmatch(mname):
+            return None
+        doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+        head = f"# HELP {mname} {doc}\n# TYPE {mname} {mtype}\n"
+        if metric.unit:
+            head += f"# UNIT {mname} {metric.unit}\n"
+        used: dict[int, LabelText] = {}
+        out: list[str] = []
+        for sample in metric.samples:
+            name, labels, value, timestamp, exemplar, native, *_ = sample
+            if exemplar is not None or native is not None:
+                return None
+            line = self._line(name, labels, value, timestamp, used)
+            if line is None:
+                return None
+            out.append(line)
+        text = (head + "".join(out)).encode("utf-8")
+        self.fam_texts[key] = _FamilyText(
+            metric.documentation, metric.samples, text, used, head, out, metric.unit
+        )
+        return text
+
     def _patch(self, metric: Metric, mname: str, key: str, prev: _FamilyText) -> bytes | None:
         """A plain family written from the last call's lines: a sample that is the same object
         as one of the last call's (memtop.export.metrics keeps a cgroup's samples while they
@@ -416,8 +470,11 @@ class _Writer:
         lines: list[str | None] = list(map(before.get, map(id, samples)))
         used = dict(prev.label_texts)
         for i in [i for i, line in enumerate(lines) if line is None]:
-            name, labels, value, timestamp, *_ = samples[i]
-            if name != base and name != mname:
+            name, labels, value, timestamp, exemplar, native, *_ = samples[i]
+            if self.om:
+                if exemplar is not None or native is not None:
+                    return None
+            elif name != base and name != mname:
                 return None
             lines[i] = self._line(name, labels, value, timestamp, used)
             if lines[i] is None:
@@ -425,7 +482,9 @@ class _Writer:
         done = [line for line in lines if line is not None]
         self.written.update(used)
         text = (prev.head + "".join(done)).encode("utf-8")
-        self.fam_texts[key] = _FamilyText(metric.documentation, samples, text, used, prev.head, done)
+        self.fam_texts[key] = _FamilyText(
+            metric.documentation, samples, text, used, prev.head, done, prev.unit
+        )
         return text
 
     def _line(
@@ -433,7 +492,7 @@ class _Writer:
     ) -> str | None:
         """One sample's line (None: a name to escape, or a timestamp: the library's encoder)."""
         if name not in self.names_ok:
-            if not _METRIC_NAME.fullmatch(name):
+            if not self.sample_name.fullmatch(name):
                 return None
             self.names_ok.add(name)
         if timestamp is not None:
