@@ -568,8 +568,8 @@ FORGET_PERIODS, FORGET_S = 4, 120.0
 
 
 class Exporter:
-    """The collector a textfile write or a scrape asks: memtop's families, built at most once per
-    batch the Runner applied, plus the exporter's own counters, fresh at every scrape.
+    """What a textfile write or a scrape asks (``exposition``): memtop's families, built at most
+    once per batch the Runner applied, plus the exporter's own counters, fresh at every scrape.
 
     ``background`` (the served exporter): the export loop builds after each tick what the next
     scrapes will ask for (``prebuild``), and a scrape never waits for a build: one that lands
@@ -612,14 +612,6 @@ class Exporter:
         # what a scrape gets (never older: a scrape outside that window builds)
         self._prebuild_pending = self.background
         self.generation += 1
-
-    def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            out = self._build()
-        with self._meta:
-            self.scrapes += 1
-        yield from out
-        yield from self._live_metrics(self.clock())
 
     def _build(self) -> list[Metric]:
         """memtop's families now and the build's own figures (the caller holds ``_lock``)."""
