@@ -87,7 +87,7 @@ def backfill(
             if target is None:
                 target = merged[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
                 order[fam.name] = len(order)
-            target.samples.extend(Sample(s.name, s.labels, s.value, stamp, s.exemplar) for s in fam.samples)
+            target.samples.extend(Sample(s.name, s.labels, s.value, stamp) for s in fam.samples)
         points += 1
     source.close()
     samples = 0

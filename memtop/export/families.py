@@ -9,9 +9,10 @@ five small classes. memtop writes both expositions itself (``memtop.export.serve
 is imported, lazily, only to encode what memtop's writers leave to it (a name the format would
 have to escape, an escaping scheme a scraper asked for) and by the backfill.
 
-``Sample`` is a named tuple with the library's six fields, so a family of these still goes through
-the library's encoders (which read ``exemplar`` and ``native_histogram``) and a sample compares
-equal to the library's."""
+``Sample`` is a named tuple of the four fields memtop's writers read (10,000 samples a build, and
+the last build's kept beside them); the two the library's encoders also read, ``exemplar`` and
+``native_histogram``, are None for every memtop sample, so a family of these still goes through
+them."""
 
 from __future__ import annotations
 
@@ -27,8 +28,14 @@ class Sample(NamedTuple):
     value: float
     #: seconds since the epoch (a float) or an object whose ``str`` is the OpenMetrics timestamp
     timestamp: Any = None
-    exemplar: Any = None
-    native_histogram: Any = None
+
+    @property
+    def exemplar(self) -> None:
+        return None
+
+    @property
+    def native_histogram(self) -> None:
+        return None
 
 
 class Metric:

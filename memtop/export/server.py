@@ -442,9 +442,10 @@ class _Writer:
         used: dict[int, LabelText] = {}
         out: list[str] = []
         for sample in metric.samples:
-            name, labels, value, timestamp, exemplar, native, *_ = sample
-            if exemplar is not None or native is not None:
+            # (a sample of the library's may have them; memtop's have neither)
+            if sample.exemplar is not None or sample.native_histogram is not None:
                 return None
+            name, labels, value, timestamp, *_ = sample
             line = self._line(name, labels, value, timestamp, used)
             if line is None:
                 return None
@@ -470,9 +471,10 @@ class _Writer:
         lines: list[str | None] = list(map(before.get, map(id, samples)))
         used = dict(prev.label_texts)
         for i in [i for i, line in enumerate(lines) if line is None]:
-            name, labels, value, timestamp, exemplar, native, *_ = samples[i]
+            sample = samples[i]
+            name, labels, value, timestamp, *_ = sample
             if self.om:
-                if exemplar is not None or native is not None:
+                if sample.exemplar is not None or sample.native_histogram is not None:
                     return None
             elif name != base and name != mname:
                 return None
