@@ -34,7 +34,7 @@ from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.node import with_node
 from memtop.export.server import Exporter as ServedExporter
-from memtop.export.server import TextMemo, _Fixed, negotiate, text_format
+from memtop.export.server import TextMemo, _encode, _Fixed, negotiate, text_format
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.stream.recfile import Recording
@@ -416,6 +416,28 @@ def library_om(reg: CollectorRegistry) -> bytes:
     encode, ctype = choose_encoder(PROMETHEUS_ACCEPT)
     assert ctype.startswith("application/openmetrics-text; version=1.0.0")
     return encode(reg)
+
+
+def test_every_format_a_scraper_may_ask_for_is_the_librarys() -> None:
+    """Whatever the Accept header, the body is what prometheus_client's choice of encoder writes
+    for the same families (memtop's writers, or the library for the escapings they leave to it)."""
+    rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
+    state = rec.state_at(rec.ts_at(rec.duration_s))
+    assert isinstance(state, State)
+    fams = list(families(state, Options(), Accumulators()))
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(with_node(fams, "n1")))
+    for accept in (
+        "",
+        PROMETHEUS_ACCEPT,
+        "text/plain;version=1.0.0",
+        "text/plain;version=1.0.0;escaping=allow-utf-8",
+        "text/plain;version=1.0.0;escaping=dots",
+        "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8",
+        "application/openmetrics-text;version=1.0.0;escaping=values",
+    ):
+        encoder, _ = choose_encoder(accept)
+        assert _encode(negotiate(accept), fams, "n1", TextMemo()) == encoder(reg), accept
 
 
 def test_accept_negotiation_is_the_librarys() -> None:
