@@ -9,6 +9,9 @@
   node_exporter's. Beside it memtop's at its default ``--interval 1``;
 * RssAnon of both once BCC has compiled every program and a few scrapes are done; target: memtop
   <= 40 MiB;
+* the same CPU and RssAnon, of both, scraped with Prometheus's own Accept header (OpenMetrics
+  first, as Debian's Prometheus 2.42 sends it): what a real deployment pays (the rows above are
+  scraped without Accept, the text format 0.0.4);
 * scrape latency (HTTP round trip on loopback, gzip) at p50 and p99 of scrapes spaced a tick apart
   (memtop at ``--interval 1``: each tick's exposition is built in the background, and a scrape
   that lands during the tick gets the one before), and of back-to-back scrapes (served from the
@@ -62,9 +65,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def fetch(url: str, gz: bool = True) -> bytes:
-    """The body as sent (still compressed when ``gz``)."""
-    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"} if gz else {})
+#: what Prometheus 2.42 (Debian's) sends: OpenMetrics first
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+
+
+def fetch(url: str, gz: bool = True, accept: str = "") -> bytes:
+    """The body as sent (still compressed when ``gz``), for ``accept`` (none by default)."""
+    headers = {"Accept-Encoding": "gzip"} if gz else {}
+    if accept:
+        headers["Accept"] = accept
+    req = urllib.request.Request(url, headers=headers)
     with urllib.request.urlopen(req, timeout=30) as r:
         return bytes(r.read())
 
@@ -159,6 +172,39 @@ def pct(values: list[float], q: float) -> float:
     return s[max(0, min(len(s) - 1, round(q * len(s)) - 1))]
 
 
+def scraped_as_prometheus(
+    out: dict[str, list[float]], node: subprocess.Popen[bytes], node_url: str, against: str | None
+) -> None:
+    """The 15 s phase again, every exporter scraped with Prometheus' own Accept header
+    (OpenMetrics): the format a real deployment asks for, which the phase without Accept never
+    builds. Rows ``*_om_*``."""
+    with ExitStack() as other:
+        them = other.enter_context(exporter(15.0, against)) if against else None
+        with exporter(15.0) as (proc, url):
+            time.sleep(20)
+            body = fetch(url, gz=False, accept=PROMETHEUS_ACCEPT)
+            assert body.endswith(b"# EOF\n"), "not OpenMetrics"
+            out["memtop_om_gzip_bytes"].append(len(fetch(url, accept=PROMETHEUS_ACCEPT)))
+            for u in (node_url, *([them[1]] if them is not None else [])):
+                fetch(u, accept=PROMETHEUS_ACCEPT)
+            c0, n0, t0 = cpu_s(proc.pid), cpu_s(node.pid), time.monotonic()
+            a0 = cpu_s(them[0].pid) if them is not None else 0.0
+            for _ in range(8):
+                fetch(url, accept=PROMETHEUS_ACCEPT)
+                fetch(node_url, accept=PROMETHEUS_ACCEPT)
+                if them is not None:
+                    fetch(them[1], accept=PROMETHEUS_ACCEPT)
+                time.sleep(15)
+            dt = time.monotonic() - t0
+            out["memtop_om_cpu_pct_15s"].append(100 * (cpu_s(proc.pid) - c0) / dt)
+            out["node_om_cpu_pct_15s"].append(100 * (cpu_s(node.pid) - n0) / dt)
+            out["memtop_om_rss_anon_mib"].append(rss_anon_mib(proc.pid))
+            out["node_om_rss_anon_mib"].append(rss_anon_mib(node.pid))
+            if them is not None:
+                out["against_om_cpu_pct_15s"].append(100 * (cpu_s(them[0].pid) - a0) / dt)
+                out["against_om_rss_anon_mib"].append(rss_anon_mib(them[0].pid))
+
+
 def one_round(out: dict[str, list[float]], against: str | None = None) -> None:
     with node_exporter() as (node, node_url), ExitStack() as other:
         # with --against, the other memtop's exporter runs beside this one in the same 15 s
@@ -191,6 +237,8 @@ def one_round(out: dict[str, list[float]], against: str | None = None) -> None:
                 out["against_cpu_pct_15s"].append(100 * (cpu_s(them[0].pid) - a0) / dt)
                 out["against_rss_anon_mib"].append(rss_anon_mib(them[0].pid))
                 out["against_gzip_bytes"].append(len(fetch(them[1])))
+        other.close()
+        scraped_as_prometheus(out, node, node_url, against)
         with exporter(1.0) as (proc, url):
             time.sleep(10)
             for _ in range(60):  # a tick apart: each scrape has a new state to show
@@ -301,7 +349,13 @@ def main(rounds: int = 3, fault: bool = True, against: str | None = None, label:
             "memtop_scrape_ms",
             "node_scrape_ms",
             "memtop_cached_scrape_ms",
+            "memtop_om_gzip_bytes",
+            "memtop_om_cpu_pct_15s",
+            "memtop_om_rss_anon_mib",
+            "node_om_cpu_pct_15s",
+            "node_om_rss_anon_mib",
             *(("against_cpu_pct_15s", "against_rss_anon_mib", "against_gzip_bytes") if against else ()),
+            *(("against_om_cpu_pct_15s", "against_om_rss_anon_mib") if against else ()),
         )
     }
     with many_cgroups(500):  # 500 sleepers, each in a memcg of its own

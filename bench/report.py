@@ -675,6 +675,36 @@ def drill_fault_cost(r: dict[str, Any]) -> Iterator[Row]:
     )
 
 
+def _export_as_prometheus(r: dict[str, Any], cmd: str) -> Iterator[Row]:
+    """The rows of the phase scraped with Prometheus's own Accept header (OpenMetrics first)."""
+    if "memtop_om_cpu_pct_15s" not in r:
+        return
+    other = ""
+    if "against_om_cpu_pct_15s" in r:
+        other = (
+            f"; {r.get('against', 'another memtop')}'s exporter scraped alike: "
+            f"{r['against_om_rss_anon_mib']:.1f} MiB, CPU {r['against_om_cpu_pct_15s']:.2f} %"
+        )
+    yield judged(
+        "export · RssAnon scraped with Prometheus's own Accept header (OpenMetrics), every 15 s",
+        cmd,
+        f"{r['memtop_om_rss_anon_mib']:.1f} MiB; node_exporter scraped the same way "
+        f"{r['node_om_rss_anon_mib']:.1f} MiB{other}",
+        "export_rss_anon_mib",
+        r["memtop_om_rss_anon_mib"],
+    )
+    ratio = r["memtop_om_cpu_pct_15s"] / r["node_om_cpu_pct_15s"]
+    yield judged(
+        "export · CPU scraped with Prometheus's own Accept header (OpenMetrics), beside node_exporter "
+        "scraped the same way, every 15 s",
+        cmd,
+        f"{r['memtop_om_cpu_pct_15s']:.2f} % against {r['node_om_cpu_pct_15s']:.2f} %: {x(ratio)} "
+        f"({r['memtop_om_gzip_bytes'] / 1e3:.0f} kB gzipped)",
+        "export_cpu_vs_node",
+        ratio,
+    )
+
+
 def export_cost(r: dict[str, Any]) -> Iterator[Row]:
     against = f" --against MEMTOP --label '{r['against']}'" if "against" in r else ""
     cmd = f"`{PY} bench/export_cost.py {r['rounds']}{against}`"
@@ -738,6 +768,7 @@ def export_cost(r: dict[str, Any]) -> Iterator[Row]:
             "export_rss_anon_mib",
             r["memtop_rss_anon_mib"],
         )
+    yield from _export_as_prometheus(r, cmd)
     if "fault_cpu" in r:
         # judged by the workload's CPU time: a program on the fault path runs in the faulting
         # task; its wall clock also moves with the shared machine's load

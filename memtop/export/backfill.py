@@ -8,26 +8,26 @@ count and sum of one point side by side: samples are gathered per family and sor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from prometheus_client.core import Metric
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.registry import Collector, CollectorRegistry
-from prometheus_client.samples import Sample, Timestamp
+from typing import Any
 
 from memtop.core.errors import MemtopError
+from memtop.export.families import Metric, Sample
 from memtop.export.metrics import Accumulators, Budget, Options, families
 from memtop.linux import files
 from memtop.stream.runner import Runner
 from memtop.views import wall_ns
 
 
-class _Merged(Collector):
+class _Merged:
+    """The merged families, for prometheus_client's encoder (its ``Collector`` protocol)."""
+
     def __init__(self, merged: list[Metric]) -> None:
         self.merged = merged
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
         yield from self.merged
 
 
@@ -47,6 +47,11 @@ def backfill(
 ) -> tuple[int, int]:
     """Write ``output``; (points, samples) written. MemtopError when the recording has no
     wall-clock time to stamp the points with (a recording made before memtop recorded it)."""
+    # prometheus_client here only: its timestamps and OpenMetrics encoder (with timestamps, which
+    # memtop's own writer leaves to it), imported by this one-shot command, not by the exporter
+    from prometheus_client.registry import CollectorRegistry
+    from prometheus_client.samples import Timestamp
+
     from memtop.stream.recfile import Recording
     from memtop.stream.replay import ReplaySource
 
@@ -82,7 +87,7 @@ def backfill(
             if target is None:
                 target = merged[fam.name] = Metric(fam.name, fam.documentation, fam.type, fam.unit)
                 order[fam.name] = len(order)
-            target.samples.extend(Sample(s.name, s.labels, s.value, stamp, s.exemplar) for s in fam.samples)
+            target.samples.extend(Sample(s.name, s.labels, s.value, stamp) for s in fam.samples)
         points += 1
     source.close()
     samples = 0
@@ -98,6 +103,9 @@ def backfill(
         samples += len(fam.samples)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Merged([merged[name] for name in sorted(order, key=lambda n: order[n])]))
-    encoder, _ = choose_encoder("application/openmetrics-text; version=1.0.0")
-    files.write_atomic(output, encoder(registry), force=force)
+    # (its OpenMetrics encoder is untyped: taken as the callable it is)
+    encode: Callable[[CollectorRegistry], bytes] = importlib.import_module(
+        "prometheus_client.openmetrics.exposition"
+    ).generate_latest
+    files.write_atomic(output, encode(registry), force=force)
     return points, samples

@@ -24,9 +24,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.samples import Sample
-
+from memtop.export.families import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    Sample,
+)
 from memtop.records.cgroups import CgroupSample
 from memtop.records.reclaim import RECLAIM_KINDS
 from memtop.state import State

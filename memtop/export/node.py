@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import socket
 
-from prometheus_client.metrics_core import Metric
-
+from memtop.export.families import Metric
 from memtop.linux.cgroupfs import read_text
 
 #: a host name is at most 64 bytes (HOST_NAME_MAX); a Kubernetes node name at most 253

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import ipaddress
 import json
 import math
@@ -31,11 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, generate_latest
-from prometheus_client.registry import Collector, CollectorRegistry
-
 from memtop.core.errors import MemtopError
+from memtop.export.families import CounterMetricFamily, GaugeMetricFamily, Metric
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Budget, Options, families
 from memtop.export.node import with_node
@@ -133,14 +131,102 @@ class BpfRunTime:
                 continue
 
 
-class _Fixed(Collector):
-    """Families already built, for an encoder that wants a registry."""
+class _Fixed:
+    """Families already built, for prometheus_client's encoders, which want a registry (its
+    ``Collector`` protocol: ``collect``; typed Any, the library's Metric being its own class)."""
 
     def __init__(self, fams: list[Metric]) -> None:
         self.fams = fams
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
         yield from self.fams
+
+
+UNDERSCORES, ALLOW_UTF8 = "underscores", "allow-utf-8"
+CONTENT_TYPE_0_0_4 = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE_OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Format:
+    """An exposition format a scraper asked for: ``kind`` "text" or "openmetrics", the content
+    type answered (also the cache's key), the escaping scheme of names and the version asked."""
+
+    kind: str
+    content_type: str
+    escaping: str = UNDERSCORES
+    version: str = ""
+
+    @property
+    def openmetrics(self) -> bool:
+        return self.kind == "openmetrics"
+
+
+TEXT_0_0_4 = Format("text", CONTENT_TYPE_0_0_4)
+
+
+def _param(toks: list[str], key: str) -> str:
+    for tok in toks:
+        if "=" in tok:
+            k, v = tok.strip().split("=", 1)
+            if k == key:
+                return v
+    return ""
+
+
+def _at_least_1(version: str) -> bool:
+    """Whether ``version`` is 1.0.0 or later, compared as prometheus_client does (numbers part by
+    part); a part that is not a number, where the library's comparison raises, is not."""
+    parts: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            return False
+        parts.append(int(part))
+    return tuple(parts) >= (1, 0, 0)
+
+
+def negotiate(accept: str) -> Format:
+    """The format for a scraper's ``Accept`` header: prometheus_client's ``choose_encoder``'s
+    choice and content type, made without importing it. The first OpenMetrics entry without a
+    version, or of version 1.0.0 or later, wins (Prometheus asks for OpenMetrics 1.0.0 first);
+    else the first ``text/plain`` of version 1.0.0 or later; else the text format 0.0.4."""
+    for accepted in (accept or "").split(","):
+        toks = accepted.split(";")
+        kind = toks[0].strip()
+        if kind not in ("application/openmetrics-text", "text/plain"):
+            continue
+        version = _param(toks, "version")
+        escaping = _param(toks, "escaping")
+        if escaping not in (ALLOW_UTF8, UNDERSCORES, "dots", "values"):
+            escaping = UNDERSCORES
+        if kind == "application/openmetrics-text":
+            if not version:
+                return Format("openmetrics", CONTENT_TYPE_OPENMETRICS, UNDERSCORES, "1.0.0")
+            if _at_least_1(version):
+                ctype = f"application/openmetrics-text; version={version}; charset=utf-8; escaping={escaping}"
+                return Format("openmetrics", ctype, escaping, version)
+        elif version and _at_least_1(version):
+            return Format(
+                "text", f"text/plain; version=1.0.0; charset=utf-8; escaping={escaping}", escaping, version
+            )
+    return TEXT_0_0_4
+
+
+def library_encode(fmt: Format, fams: list[Metric]) -> bytes:
+    """The families as prometheus_client encodes them in ``fmt``: for what memtop's writers leave
+    to it (a name to escape, an escaping scheme they do not write). Imported here, on the first
+    such call only (the library's import costs ~9 MiB the exporter would keep)."""
+    from prometheus_client.exposition import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(fams))
+    if fmt.openmetrics:
+        # (its OpenMetrics encoder is untyped: taken as the callable it is)
+        om = importlib.import_module("prometheus_client.openmetrics.exposition")
+        encode: Callable[..., bytes] = om.generate_latest
+        return encode(reg, escaping=fmt.escaping, version=fmt.version or "1.0.0")
+    return generate_latest(reg, escaping=fmt.escaping)
 
 
 class LabelText:
@@ -170,6 +256,7 @@ class _FamilyText:
     #: changed is patched there, only the changed ones written
     head: str = ""
     lines: list[str] | None = None
+    unit: str = ""
 
 
 @dataclass
@@ -181,24 +268,19 @@ class TextMemo:
     families: dict[str, _FamilyText] = field(default_factory=dict)
 
 
-def _encode(
-    encoder: Callable[[CollectorRegistry], bytes],
-    fams: list[Metric],
-    node: str = "",
-    memo: TextMemo | None = None,
-) -> bytes:
-    if encoder is generate_latest:  # the text format Prometheus asks for by default
-        text = text_format(fams, node, memo)
+def _encode(fmt: Format, fams: list[Metric], node: str = "", memo: TextMemo | None = None) -> bytes:
+    if fmt.escaping in (UNDERSCORES, ALLOW_UTF8):  # the same text for plain names
+        text = text_format(fams, node, memo, openmetrics=fmt.openmetrics)
         if text is not None:
             return text
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Fixed(with_node(fams, node)))
-    return encoder(reg)
+    return library_encode(fmt, with_node(fams, node))
 
 
 #: names the text format writes as they are (others: the library's encoder escapes them)
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
+#: sample names OpenMetrics writes as they are (its encoder makes any other character "_")
+_OM_SAMPLE_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 #: the samples prometheus_client's text format moves to a gauge family of their own
 _OM_SUFFIXES = ("_created", "_gsum", "_gcount")
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram"}
@@ -227,7 +309,9 @@ def _label_value(v: str) -> str:
     return v
 
 
-def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None) -> bytes | None:
+def text_format(
+    fams: list[Metric], node: str = "", memo: TextMemo | None = None, *, openmetrics: bool = False
+) -> bytes | None:
     """The text format 0.0.4, byte for byte what prometheus_client's ``generate_latest`` writes
     for these families (with ``node="<node>"`` in every sample's labels, as
     ``memtop.export.node.with_node`` adds it, unless ``node`` is ""), at a fraction of its cost:
@@ -245,14 +329,22 @@ def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None
     holds, and each of its lines whose value did not move is reused. The memo holds each set it
     names, so no other set can have its identity meanwhile. (Equal values: a zero that only
     changed its sign, -0.0 for 0.0, keeps its text; Prometheus reads both as the same value, and
-    memtop's figures, counts and sizes, have no negative zero.)"""
-    w = _Writer(node, memo if memo is not None else TextMemo())
+    memtop's figures, counts and sizes, have no negative zero.)
+
+    ``openmetrics``: OpenMetrics 1.0.0 instead, byte for byte what prometheus_client's
+    ``openmetrics.exposition.generate_latest`` writes (the family named without ``_total``, its
+    type as it is, HELP escaping quotes too, every sample in its family in order, ``# EOF`` at
+    the end), incremental the same way (a memo is for one format only). None also for a sample
+    with a timestamp or an exemplar (the backfill's: the library writes those)."""
+    w = _Writer(node, memo if memo is not None else TextMemo(), openmetrics)
     out: list[bytes] = []
     for metric in fams:
         text = w.family(metric)
         if text is None:
             return None
         out.append(text)
+    if openmetrics:
+        out.append(EOF)
     if memo is not None:
         memo.labels, memo.families = w.written, w.fam_texts
     return b"".join(out)
@@ -261,8 +353,11 @@ def text_format(fams: list[Metric], node: str = "", memo: TextMemo | None = None
 class _Writer:
     """One call of :func:`text_format`: what it checked, wrote and will leave in the memo."""
 
-    def __init__(self, node: str, memo: TextMemo) -> None:
+    def __init__(self, node: str, memo: TextMemo, openmetrics: bool = False) -> None:
         self.node = node
+        self.om = openmetrics
+        #: a sample's name as written: OpenMetrics writes it with only a label name's characters
+        self.sample_name = _OM_SAMPLE_NAME if openmetrics else _METRIC_NAME
         self.before = memo
         self.label_sets: dict[tuple[str, ...], bool] = {}
         self.names_ok: set[str] = set()
@@ -275,6 +370,8 @@ class _Writer:
     def family(self, metric: Metric) -> bytes | None:
         """The family's text: the last call's when its samples are the same, patched where only
         some are, else written whole."""
+        if self.om:
+            return self._om_family(metric)
         mname, mtype = metric.name, metric.type
         if mtype == "counter":
             mname += "_total"
@@ -322,6 +419,43 @@ class _Writer:
         )
         return text
 
+    def _om_family(self, metric: Metric) -> bytes | None:
+        """An OpenMetrics family: its samples in order under its own name and type, so any family
+        is patched line by line (no suffix is moved)."""
+        mname, mtype = metric.name, metric.type
+        key = f"{mname} {mtype}"
+        prev = self.before.families.get(key)
+        if prev is not None and prev.doc == metric.documentation and prev.unit == metric.unit:
+            if prev.samples == metric.samples:
+                self.written.update(prev.label_texts)
+                self.fam_texts[key] = prev
+                return prev.text
+            patched = self._patch(metric, mname, key, prev)
+            if patched is not None:
+                return patched
+        if not _METRIC_NAME.fullmatch(mname):
+            return None
+        doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+        head = f"# HELP {mname} {doc}\n# TYPE {mname} {mtype}\n"
+        if metric.unit:
+            head += f"# UNIT {mname} {metric.unit}\n"
+        used: dict[int, LabelText] = {}
+        out: list[str] = []
+        for sample in metric.samples:
+            # (a sample of the library's may have them; memtop's have neither)
+            if sample.exemplar is not None or sample.native_histogram is not None:
+                return None
+            name, labels, value, timestamp, *_ = sample
+            line = self._line(name, labels, value, timestamp, used)
+            if line is None:
+                return None
+            out.append(line)
+        text = (head + "".join(out)).encode("utf-8")
+        self.fam_texts[key] = _FamilyText(
+            metric.documentation, metric.samples, text, used, head, out, metric.unit
+        )
+        return text
+
     def _patch(self, metric: Metric, mname: str, key: str, prev: _FamilyText) -> bytes | None:
         """A plain family written from the last call's lines: a sample that is the same object
         as one of the last call's (memtop.export.metrics keeps a cgroup's samples while they
@@ -337,8 +471,12 @@ class _Writer:
         lines: list[str | None] = list(map(before.get, map(id, samples)))
         used = dict(prev.label_texts)
         for i in [i for i, line in enumerate(lines) if line is None]:
-            name, labels, value, timestamp, *_ = samples[i]
-            if name != base and name != mname:
+            sample = samples[i]
+            name, labels, value, timestamp, *_ = sample
+            if self.om:
+                if sample.exemplar is not None or sample.native_histogram is not None:
+                    return None
+            elif name != base and name != mname:
                 return None
             lines[i] = self._line(name, labels, value, timestamp, used)
             if lines[i] is None:
@@ -346,7 +484,9 @@ class _Writer:
         done = [line for line in lines if line is not None]
         self.written.update(used)
         text = (prev.head + "".join(done)).encode("utf-8")
-        self.fam_texts[key] = _FamilyText(metric.documentation, samples, text, used, prev.head, done)
+        self.fam_texts[key] = _FamilyText(
+            metric.documentation, samples, text, used, prev.head, done, prev.unit
+        )
         return text
 
     def _line(
@@ -354,7 +494,7 @@ class _Writer:
     ) -> str | None:
         """One sample's line (None: a name to escape, or a timestamp: the library's encoder)."""
         if name not in self.names_ok:
-            if not _METRIC_NAME.fullmatch(name):
+            if not self.sample_name.fullmatch(name):
                 return None
             self.names_ok.add(name)
         if timestamp is not None:
@@ -429,9 +569,9 @@ class _Scraper:
 FORGET_PERIODS, FORGET_S = 4, 120.0
 
 
-class Exporter(Collector):
-    """The collector a textfile write or a scrape asks: memtop's families, built at most once per
-    batch the Runner applied, plus the exporter's own counters, fresh at every scrape.
+class Exporter:
+    """What a textfile write or a scrape asks (``exposition``): memtop's families, built at most
+    once per batch the Runner applied, plus the exporter's own counters, fresh at every scrape.
 
     ``background`` (the served exporter): the export loop builds after each tick what the next
     scrapes will ask for (``prebuild``), and a scrape never waits for a build: one that lands
@@ -460,8 +600,9 @@ class Exporter(Collector):
         self._generation_at = self.clock()
         self._prebuild_pending = False
         self._built: dict[str, _Built] = {}
-        #: the text writer's label sets from build to build (used under ``_lock`` only)
-        self._labels_text = TextMemo()
+        #: each writer's label sets and families from build to build, by content type (used
+        #: under ``_lock`` only)
+        self._memos: dict[str, TextMemo] = {}
         #: the kinds of scrape seen, keyed by what they ask (content type, gzip), not by the
         #: Accept header's text: a few entries whatever clients send
         self._scrapers: dict[tuple[str, bool], _Scraper] = {}
@@ -473,14 +614,6 @@ class Exporter(Collector):
         # what a scrape gets (never older: a scrape outside that window builds)
         self._prebuild_pending = self.background
         self.generation += 1
-
-    def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            out = self._build()
-        with self._meta:
-            self.scrapes += 1
-        yield from out
-        yield from self._live_metrics(self.clock())
 
     def _build(self) -> list[Metric]:
         """memtop's families now and the build's own figures (the caller holds ``_lock``)."""
@@ -508,8 +641,8 @@ class Exporter(Collector):
     def exposition(self, accept: str = "", gzip: bool = False, latest: bool = False) -> tuple[bytes, str]:
         """(body, content type) for a scraper's ``Accept``, gzip-compressed when asked.
         ``latest``: of the state now, whatever a background build is doing (a textfile write)."""
-        encoder, ctype = choose_encoder(accept)
-        openmetrics = ctype.startswith("application/openmetrics-text")
+        fmt = negotiate(accept)
+        ctype = fmt.content_type
         now = self.clock()
         self._note_scrape(accept, ctype, gzip, now)
         built = self._built.get(ctype)
@@ -517,8 +650,8 @@ class Exporter(Collector):
             with self._lock:
                 built = self._fresh(accept, gzip)
         assert built is not None
-        live = _encode(encoder, list(self._live_metrics(now, built)), self.opts.node)
-        if openmetrics and not live.endswith(EOF):
+        live = _encode(fmt, list(self._live_metrics(now, built)), self.opts.node)
+        if fmt.openmetrics and not live.endswith(EOF):
             live += EOF
         if not gzip:
             return built.text + live, ctype
@@ -538,13 +671,15 @@ class Exporter(Collector):
     def _fresh(self, accept: str, gzip: bool) -> _Built:
         """The exposition of the state now for ``accept``, built unless the cache has it (the
         caller holds ``_lock``)."""
-        encoder, ctype = choose_encoder(accept)
+        fmt = negotiate(accept)
+        ctype = fmt.content_type
         key = (self.generation, ctype)
         built = self._built.get(ctype)
         if built is None or built.key != key:
             at = self._generation_at
-            text = _encode(encoder, self._build(), self.opts.node, self._labels_text)
-            if ctype.startswith("application/openmetrics-text") and text.endswith(EOF):
+            memo = self._memos.setdefault(ctype, TextMemo())
+            text = _encode(fmt, self._build(), self.opts.node, memo)
+            if fmt.openmetrics and text.endswith(EOF):
                 text = text[: -len(EOF)]  # the self-metrics go before the end marker
             built = _Built(key, text, at)
         if gzip and built.gz_state is None:
@@ -663,12 +798,6 @@ class Exporter(Collector):
         )
         c.add_metric([], float(server))
         yield c
-
-
-def registry_for(exporter: Exporter) -> CollectorRegistry:
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(exporter)
-    return reg
 
 
 def serve(address: tuple[str, int], exporter: Exporter) -> HttpServer:

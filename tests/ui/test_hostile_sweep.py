@@ -35,14 +35,16 @@ import pytest
 from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import CollectorRegistry
 from support.protobuf import profile_strings
 from support.ui import tick_until, wait_until
 from textual.pilot import Pilot
 
 from memtop.core.text import LIMIT, is_clean
+from memtop.export.families import Metric as Family
 from memtop.export.metrics import Accumulators, families
 from memtop.export.metrics import Options as ExportOptions
+from memtop.export.server import text_format
 from memtop.headless.frontends import _emit, _probe_line
 from memtop.headless.snapshots import render
 from memtop.records import KIND_KEY, RECORD_TYPES, Record, from_json
@@ -323,11 +325,11 @@ def test_snapshots_and_batch_lines(recordings: dict[str, Recording], name: str) 
     assert [s for s in SHOWN if s not in seen] == []
 
 
-class _Fixed(Collector):
-    def __init__(self, fams: list[Metric]) -> None:
+class _Fixed:
+    def __init__(self, fams: list[Family]) -> None:
         self.fams = fams
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
         yield from self.fams
 
 
@@ -335,9 +337,12 @@ class _Fixed(Collector):
 def test_exporter_exposition(recordings: dict[str, Recording], name: str, tmp_path: Path) -> None:
     state = end_state(recordings[name])
     opts = ExportOptions(pid_labels=True)
+    fams = list(families(state, opts, Accumulators()))
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(_Fixed(list(families(state, opts, Accumulators()))))
+    reg.register(_Fixed(fams))
     body = generate_latest(reg).decode("utf-8")  # strict: all of it UTF-8
+    # memtop's own writers, which the exporter serves, are the library's byte for byte here too
+    assert text_format(fams) == body.encode("utf-8")
     # the exposition's own escapes (\\, \", \n in label values) leave one sample a line
     assert_safe(body, f"{name}: /metrics")
     labels = 0
@@ -350,6 +355,7 @@ def test_exporter_exposition(recordings: dict[str, Recording], name: str, tmp_pa
     # OpenMetrics, which a scraper may ask for (and the backfill writes): the same, by its parser
     encode, _ = choose_encoder("application/openmetrics-text; version=1.0.0")
     om = encode(reg).decode("utf-8")
+    assert text_format(fams, openmetrics=True) == om.encode("utf-8")
     assert_safe(om, f"{name}: /metrics (OpenMetrics)")
     # (prometheus_client's OpenMetrics parser is untyped: taken as the callable it is)
     parser = importlib.import_module("prometheus_client.openmetrics.parser")

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from prometheus_client.core import Metric
 from test_export_metrics import generate_latest_of, state_at_end
 
+from memtop.export.families import Metric
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.linux import cgroupfs
 from memtop.records import Batch, ProbeStatus

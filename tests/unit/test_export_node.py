@@ -6,8 +6,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from prometheus_client.core import GaugeMetricFamily
 
+from memtop.export.families import GaugeMetricFamily
 from memtop.export.node import ENV, node_name, with_node
 
 

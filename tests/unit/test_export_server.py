@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
+import json
 import math
 import os
 import re
@@ -14,6 +15,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,16 +25,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
-from prometheus_client.exposition import generate_latest
+from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import CollectorRegistry
 from support import FakeSource, memtop_cmd, vmscan_batches
 
+from memtop.export.families import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.node import with_node
 from memtop.export.server import Exporter as ServedExporter
-from memtop.export.server import TextMemo, _Fixed, text_format
+from memtop.export.server import TextMemo, _encode, _Fixed, negotiate, text_format
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
 from memtop.stream.recfile import Recording
@@ -259,6 +261,66 @@ def test_gzip_decodes_to_the_same_exposition() -> None:
         assert "content-encoding" not in get(ex.url, {"Accept-Encoding": "gzip;q=0"})[1]
 
 
+#: runs ``memtop export`` in this interpreter until SIGTERM, then prints the prometheus_client
+#: modules it imported meanwhile (its stdout: nothing else writes there)
+_IMPORTS_PROBE = """
+import json, sys
+from memtop.cli import main
+rc = main(sys.argv[1:])
+print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] == "prometheus_client")), flush=True)
+sys.exit(rc)
+"""
+
+
+def test_the_exporter_never_imports_prometheus_client() -> None:
+    """The library's import costs ~9 MiB of anonymous memory (http.server, email, ssl, ...) the
+    exporter would keep for weeks: memtop's families and writers are its own, and an exporter
+    scraped as Prometheus scrapes (OpenMetrics first), as curl does (no Accept) and in text
+    1.0.0 never imports it (sys.modules of the exporter's process, printed as it exits)."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix=f"memtop-imports-{os.getpid()}-") as tmp:
+        err = Path(tmp) / "stderr"
+        with err.open("wb") as f:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _IMPORTS_PROBE, "export", "--no-bpf", "--listen", f"127.0.0.1:{port}"],
+                stdout=subprocess.PIPE,
+                stderr=f,
+            )
+        url = f"http://127.0.0.1:{port}/metrics"
+        try:
+
+            def up() -> bool:
+                try:
+                    return get(url)[0] == 200
+                except OSError:
+                    return False
+
+            until("memtop export serving", up)
+            bodies = {accept: get(url, {"Accept": accept} if accept else None) for accept in ACCEPTS}
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.read_text()
+    for accept, (status, headers, body) in bodies.items():
+        assert status == 200 and b"memtop_exporter_scrapes_total" in body, accept
+        assert headers["content-type"].startswith(ACCEPTS[accept]), accept
+    assert json.loads(out.decode().strip().splitlines()[-1]) == []
+
+
+#: what Prometheus 2.42 sends: OpenMetrics 1.0.0 first
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+    "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+)
+#: Accept headers and the content type each is answered with: Prometheus 2.42's own, none (curl),
+#: and the text format 1.0.0 Prometheus 3 may ask for
+ACCEPTS = {
+    PROMETHEUS_ACCEPT: "application/openmetrics-text; version=1.0.0",
+    "": "text/plain; version=0.0.4",
+    "text/plain;version=1.0.0": "text/plain; version=1.0.0",
+}
+
+
 def test_request_parsing() -> None:
     assert accepts_gzip("gzip") and accepts_gzip("deflate, gzip;q=0.5") and accepts_gzip("*")
     assert not accepts_gzip("") and not accepts_gzip("gzip;q=0") and not accepts_gzip("identity")
@@ -325,6 +387,7 @@ def test_the_text_format_is_the_librarys_byte_for_byte() -> None:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(_Fixed(fams))
     assert text_format(fams) == generate_latest(reg)
+    assert text_format(fams, openmetrics=True) == library_om(reg)
     # the node label, written into each label set's text, as with_node's families encode
     own_node = GaugeMetricFamily("memtop_test_node", "n", labels=["node"])
     own_node.add_metric(["numa0"], 1.0)  # a sample's own node label wins, as in with_node
@@ -332,8 +395,78 @@ def test_the_text_format_is_the_librarys_byte_for_byte() -> None:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(_Fixed(with_node(fams, 'n"1')))
     assert text_format(fams, 'n"1') == generate_latest(reg)
+    assert text_format(fams, 'n"1', openmetrics=True) == library_om(reg)
     dotted = GaugeMetricFamily("memtop.dotted", "d", value=1.0)
     assert text_format([dotted]) is None  # not ours to escape: the library's encoder does
+    assert text_format([dotted], openmetrics=True) is None
+    # a sample name OpenMetrics would rewrite (":" is not a label name's character)
+    colon = GaugeMetricFamily("memtop:colon", "c", value=1.0)
+    assert text_format([colon]) is not None and text_format([colon], openmetrics=True) is None
+    # a counter with a creation time, a family with a unit: OpenMetrics writes both its way
+    created = CounterMetricFamily("memtop_test_created", "c", value=2.0, created=1700000000.5)
+    sized = GaugeMetricFamily("memtop_test_size", "s", value=3.0, unit="bytes")
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed([created, sized]))
+    assert text_format([created, sized], openmetrics=True) == library_om(reg)
+    assert text_format([created, sized]) == generate_latest(reg)
+
+
+def library_om(reg: CollectorRegistry) -> bytes:
+    """prometheus_client's OpenMetrics 1.0.0, as it answers Prometheus' Accept header."""
+    encode, ctype = choose_encoder(PROMETHEUS_ACCEPT)
+    assert ctype.startswith("application/openmetrics-text; version=1.0.0")
+    return encode(reg)
+
+
+def test_every_format_a_scraper_may_ask_for_is_the_librarys() -> None:
+    """Whatever the Accept header, the body is what prometheus_client's choice of encoder writes
+    for the same families (memtop's writers, or the library for the escapings they leave to it)."""
+    rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
+    state = rec.state_at(rec.ts_at(rec.duration_s))
+    assert isinstance(state, State)
+    fams = list(families(state, Options(), Accumulators()))
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Fixed(with_node(fams, "n1")))
+    for accept in (
+        "",
+        PROMETHEUS_ACCEPT,
+        "text/plain;version=1.0.0",
+        "text/plain;version=1.0.0;escaping=allow-utf-8",
+        "text/plain;version=1.0.0;escaping=dots",
+        "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8",
+        "application/openmetrics-text;version=1.0.0;escaping=values",
+    ):
+        encoder, _ = choose_encoder(accept)
+        assert _encode(negotiate(accept), fams, "n1", TextMemo()) == encoder(reg), accept
+
+
+def test_accept_negotiation_is_the_librarys() -> None:
+    """memtop's choice of format and content type for an Accept header is choose_encoder's."""
+    headers = [
+        "",
+        PROMETHEUS_ACCEPT,
+        "application/openmetrics-text",
+        "application/openmetrics-text;version=0.0.1,text/plain;version=0.0.4",
+        "application/openmetrics-text; version=1.0.0; escaping=allow-utf-8",
+        "application/openmetrics-text; version=2.0.0",
+        "application/openmetrics-text;version=1.0.0;escaping=bogus",
+        "text/plain;version=1.0.0;escaping=dots",
+        "text/plain",
+        "text/html, */*",
+        "application/openmetrics-text;version=x.y,text/plain;version=1.0.0",
+        " application/openmetrics-text ; version=1.0.0",
+    ]
+    for accept in headers:
+        encoder, ctype = choose_encoder(accept) if "x.y" not in accept else (None, "")
+        fmt = negotiate(accept)
+        if "x.y" in accept:  # the library's version comparison raises; memtop skips the entry
+            assert fmt.content_type.startswith("text/plain; version=1.0.0"), accept
+            continue
+        assert fmt.content_type == ctype, accept
+        assert fmt.openmetrics == ctype.startswith("application/openmetrics-text"), accept
+        assert (encoder is generate_latest) == (
+            fmt.content_type == "text/plain; version=0.0.4; charset=utf-8"
+        )
 
 
 def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
@@ -343,7 +476,7 @@ def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
     byte; a cgroup whose container facts change gets a new set."""
     rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
     acc = Accumulators()
-    memo = TextMemo()
+    memo, om_memo = TextMemo(), TextMemo()
     kept = 0
     before: dict[str, dict[str, str]] = {}
     for frac in (0.25, 0.5, 0.75, 1.0):
@@ -353,6 +486,7 @@ def test_label_sets_kept_from_build_to_build_write_the_same_text() -> None:
         reg = CollectorRegistry(auto_describe=False)
         reg.register(_Fixed(with_node(fams, "n1")))
         assert text_format(fams, "n1", memo) == generate_latest(reg)
+        assert text_format(fams, "n1", om_memo, openmetrics=True) == library_om(reg)
         now = {p: labels for p, (_key, labels) in acc.cgroup_labels.items()}
         kept += sum(1 for p, labels in now.items() if before.get(p) is labels)
         before = now
@@ -372,12 +506,14 @@ def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() 
     rec = Recording.load(Path(__file__).resolve().parents[2] / "tests" / "data" / "cgroups.jsonl.gz")
     state = rec.state_at(rec.ts_at(rec.duration_s))
     assert isinstance(state, State)
-    acc, memo = Accumulators(), TextMemo()
+    acc, memo, om_memo = Accumulators(), TextMemo(), TextMemo()
 
     def both() -> tuple[bytes | None, bytes]:
         fams = list(families(state, Options(), acc))
         reg = CollectorRegistry(auto_describe=False)
         reg.register(_Fixed(with_node(fams, "n1")))
+        # OpenMetrics too, through its own memo: the library's byte for byte at every step
+        assert text_format(fams, "n1", om_memo, openmetrics=True) == library_om(reg)
         return text_format(fams, "n1", memo), generate_latest(reg)
 
     first, lib = both()

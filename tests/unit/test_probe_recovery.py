@@ -15,12 +15,11 @@ import errno
 from pathlib import Path
 
 import pytest
-from prometheus_client.core import Metric
-from prometheus_client.exposition import generate_latest
 from test_cgroupfs import MiB, v2_tree
 
+from memtop.export.families import Metric
 from memtop.export.metrics import Accumulators, Options, families
-from memtop.export.server import Exporter, registry_for
+from memtop.export.server import Exporter
 from memtop.linux import cgroupfs
 from memtop.probes.base import Probe
 from memtop.probes.cgroups import CgroupsProbe
@@ -146,7 +145,7 @@ def test_a_failing_poll_is_retried_with_backoff_and_recovers(
     last = fams["memtop_probe_last_success_timestamp_seconds"].samples
     assert any(s.labels["probe"] == "cgroups" for s in last)
     # what --textfile writes (the same registry /metrics serves)
-    text = generate_latest(registry_for(Exporter(runner, Options()))).decode()
+    text = Exporter(runner, Options()).exposition(latest=True)[0].decode()
     assert "container_memory_usage_bytes{" not in text
     assert 'memtop_probe_poll_failures{probe="cgroups"} 1.0' in text
 
