@@ -107,13 +107,20 @@ def census() -> list[str]:
         for t in tables:
             cells = 0
             nbytes = 0
+            seen: set[int] = set()
             for rk in list(t.rows):
                 for cell in t.get_row(rk):
                     cells += 1
+                    if id(cell) in seen:  # a cell shared with another
+                        continue
+                    seen.add(id(cell))
                     nbytes += sys.getsizeof(cell)
                     if isinstance(cell, Text):
                         nbytes += sys.getsizeof(cell.plain) + sys.getsizeof(cell._spans)
-            out.append(f"table {t.id or type(t).__name__}: {len(t.rows)} rows, {cells} cells, ~{nbytes} B")
+            out.append(
+                f"table {t.id or type(t).__name__}: {len(t.rows)} rows, {cells} cells "
+                f"({len(seen)} objects), ~{nbytes} B"
+            )
     except Exception as e:  # noqa: BLE001 - a census, not a test
         out.append(f"tables: {e!r}")
     return out
@@ -162,6 +169,7 @@ def main() -> int:
     ap.add_argument("--after", type=float, default=40.0)
     ap.add_argument("--condition", default="1000 sleepers")
     ap.add_argument("--no-trace", action="store_true")
+    ap.add_argument("--root", default=str(ROOT), help="the checkout whose memtop runs (an A/B)")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*")
     a = ap.parse_args()
@@ -174,7 +182,7 @@ def main() -> int:
     cmd = [str(PYTHON), __file__, str(out), "--inside", "--after", str(a.after)]
     cmd += ["--no-trace"] if a.no_trace else []
     tmp = Path(tempfile.mkdtemp(prefix="memtop-selfmem-"))
-    env: dict[str, Any] = dict(os.environ, PYTHONPATH=str(ROOT))
+    env: dict[str, Any] = dict(os.environ, PYTHONPATH=a.root)
     try:
         with load_condition(a.condition, settle_s=1):
             prog = OnTerminal(cmd, env)
