@@ -261,6 +261,9 @@ class ProcessesState(SubState):
         for pid in [p for p in self.rows if p not in seen]:
             row = self.rows.pop(pid)
             row.exited_ns = ts
+            # what only the table drew (its sparkline, GROW/s): a gone row keeps what a drill-in
+            # into it shows (its sample and history), for the grace
+            row.spark, row.spark_ts, row.spark_same = IntRing(0), IntRing(0), 0
             self.gone[pid] = row
             ev = self._exit_seen.pop(pid, None)
             if ev is not None:

@@ -210,6 +210,8 @@ def test_gone_rows_are_bounded_under_churn() -> None:
     assert len(procs.gone) == MAX_GONE
     assert 100 in procs.gone  # in focus: kept
     assert 100 + n - 1 in procs.gone and 101 not in procs.gone  # the newest kept, the oldest not
+    # a gone row keeps what a drill-in shows (sample, history), not what only the table drew
+    assert all(not r.spark and not r.spark_ts and r.history for r in procs.gone.values())
 
 
 def test_a_sparkline_window_keeps_only_what_the_pane_shows_in_a_fixed_ring() -> None:
