@@ -125,6 +125,20 @@ def census() -> list[str]:
     return out
 
 
+def modules() -> list[str]:
+    """The modules loaded, and memtop's largest by source size (their code objects are most of
+    the heap that imports leave)."""
+    files = {
+        n: f for n, m in list(sys.modules.items()) if m is not None and (f := getattr(m, "__file__", None))
+    }
+    own = sorted(
+        ((Path(f).stat().st_size, n) for n, f in files.items() if n.startswith("memtop")), reverse=True
+    )
+    mods = files
+    out = [f"modules loaded: {len(mods)}, memtop's {len(own)} ({sum(s for s, _ in own) >> 10} KiB of source)"]
+    return out + [f"  {size >> 10:5d} KiB {name}" for size, name in own[:30]]
+
+
 def report(out: Path, after_s: float, traced: bool) -> None:
     time.sleep(after_s)
     lines = [
@@ -143,7 +157,7 @@ def report(out: Path, after_s: float, traced: bool) -> None:
         lines += ["", "top 25 by traceback:"]
         for s in snap.statistics("traceback")[:25]:
             lines += ["", str(s)] + s.traceback.format(limit=8)
-    lines += ["", "census:"] + census()
+    lines += ["", "census:"] + census() + modules()
     lines += ["", "anonymous memory by mapping:"] + smaps_anon()
     before = status_kib("RssAnon")
     libc = ctypes.CDLL(None)
