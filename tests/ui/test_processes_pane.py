@@ -509,3 +509,7 @@ async def test_caches_keep_only_what_the_rows_shown_draw(tmp_path: Path, no_bpf:
         memo = _MEMOS[table]
         assert set(memo.shown) == set(memo.rows) == {"101", "202", "303"}
         assert len(pane._sparks) <= 3
+        for _ in range(2):  # the cells kept for sharing: those of the last two fills only
+            force_tick(app)
+            await settle(pilot)
+        assert len(memo.texts) + len(memo.texts_before) <= 3 * len(table.columns)

@@ -158,13 +158,13 @@ class TableMemo:
     #: shows the same: with 1,000 processes most cells repeat ("0", "sleep", "root", the same
     #: RSS), and a Text of its own per cell was ~3 KiB a row (bench/self_memory.py). Nothing
     #: edits a cell's Text in place (a change is a new cell), so sharing one cannot change what
-    #: another shows. Emptied past CELL_CACHE entries (cells already in the table keep theirs).
+    #: another shows. Those written by this fill and by the one before: a cache of every value
+    #: ever shown cost as much as the sharing saved once the figures had moved for a minute.
     texts: dict[tuple[str, JustifyMethod, str], Text] = field(default_factory=dict)
+    texts_before: dict[tuple[str, JustifyMethod, str], Text] = field(default_factory=dict)
 
 
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
-#: at most this many distinct cells are kept for sharing per table
-CELL_CACHE = 8192
 
 
 def cursor_key(table: DataTable[Any]) -> str | None:
@@ -318,7 +318,10 @@ class _Filler:
         self.cut_to = [(i, cut_to[c.key]) for i, c in enumerate(columns) if c.key in cut_to]
         #: equal cells share one Text (FastTable only: a DataTable's rows are reordered by the
         #: identity of their first cell, _reorder)
-        self.shared = memo.texts if isinstance(table, FastTable) else None
+        self.shared: dict[tuple[str, JustifyMethod, str], Text] | None = None
+        if isinstance(table, FastTable):
+            memo.texts_before, memo.texts = memo.texts, {}
+            self.shared, self.before = memo.texts, memo.texts_before
 
     def cells_for(self, row: Mapping[str, Any], k: str) -> list[str]:
         """What row ``k`` shows now, as plain strings: cells that did not change are not touched
@@ -355,9 +358,10 @@ class _Filler:
         key = (value, justify, style)
         text = shared.get(key)
         if text is None:
-            if len(shared) >= CELL_CACHE:
-                shared.clear()
-            text = shared[key] = Text(value, justify=justify, style=style)
+            text = self.before.get(key)
+            if text is None:
+                text = Text(value, justify=justify, style=style)
+            shared[key] = text
         return text
 
     def texts(self, plain: list[str], row: Mapping[str, Any]) -> list[Text]:
