@@ -193,8 +193,11 @@ def run_condition(window_s: float) -> dict[str, dict[str, float]]:
         dirs.append(ready_nobpf.parent)
         if AGAINST is not None:
             root, label = AGAINST
+            # that checkout first on the path (``-m`` would put the working directory, this
+            # checkout when run from it, before PYTHONPATH), as bench/startup_ab.py runs it
+            code = f"import sys; sys.path.insert(0, {root!r}); from memtop.cli import entry; raise SystemExit(entry())"
             env = dict(os.environ, PYTHONPATH=root)
-            progs[f"memtop at {label}"] = OnTerminal([str(VENV_PYTHON), "-m", "memtop"], env)
+            progs[f"memtop at {label}"] = OnTerminal([str(VENV_PYTHON), "-c", code], env)
         first: dict[str, float] = {}
         for name, p in sorted(progs.items(), key=lambda kv: kv[1].started):
             sleep_until(p.started + FIRST_MINUTE_S)

@@ -120,6 +120,15 @@ def census() -> list[str]:
                 f"table {t.id or type(t).__name__}: {len(t.rows)} rows, {cells} cells "
                 f"({len(seen)} objects), ~{nbytes} B"
             )
+            try:
+                from memtop.ui.panes.base import _MEMOS
+
+                memo = _MEMOS.get(t)
+                if memo is not None:
+                    kept = [len(v) for k, v in vars(memo).items() if k.startswith("texts")]
+                    out.append(f"  its memo: {len(memo.shown)} rows shown, cells kept for sharing {kept}")
+            except ImportError:
+                pass
     except Exception as e:  # noqa: BLE001 - a census, not a test
         out.append(f"tables: {e!r}")
     return out
