@@ -3,6 +3,7 @@ pseudo-terminal of 160x45 at 1 s refresh, beside htop (and atop, when installed)
 idle, watching 1,000 live processes (spawned sleepers) and in a fault storm.
 
     sudo .venv/bin/python bench/memtop_self.py [ROUNDS] [--window S] [--conditions A,B]
+        [--against ROOT --label L]
 
 Each round and condition starts memtop (the default probes) on its own terminal and waits for
 every probe to be attached or failed (MEMTOP_READY_FILE, which also gives the time to the first
@@ -39,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import CONDITIONS, QUIET_S, load_condition, machine, memtop_cmd, save, status_kb
+from harness import CONDITIONS, QUIET_S, VENV_PYTHON, load_condition, machine, memtop_cmd, save, status_kb
 
 CLK = os.sysconf("SC_CLK_TCK")
 #: the terminal every program draws on (rows, columns)
@@ -161,6 +162,11 @@ def sleep_until(t: float) -> None:
     time.sleep(max(0.0, t - time.monotonic()))
 
 
+#: ``--against ROOT --label L``: that checkout's memtop (this venv's Python) runs beside the others
+#: as "memtop at L", for an A/B in the same run (its CPU and memory; its first frame is not timed)
+AGAINST: tuple[str, str] | None = None
+
+
 def run_condition(window_s: float) -> dict[str, dict[str, float]]:
     """One run of every program in the current condition: {program: figures}."""
     memtop, ready = start_memtop()
@@ -185,6 +191,13 @@ def run_condition(window_s: float) -> dict[str, dict[str, float]]:
             progs[name] = OnTerminal(cmd, dict(os.environ))
         progs["memtop --no-bpf"], ready_nobpf = start_memtop("--no-bpf")
         dirs.append(ready_nobpf.parent)
+        if AGAINST is not None:
+            root, label = AGAINST
+            # that checkout first on the path (``-m`` would put the working directory, this
+            # checkout when run from it, before PYTHONPATH), as bench/startup_ab.py runs it
+            code = f"import sys; sys.path.insert(0, {root!r}); from memtop.cli import entry; raise SystemExit(entry())"
+            env = dict(os.environ, PYTHONPATH=root)
+            progs[f"memtop at {label}"] = OnTerminal([str(VENV_PYTHON), "-c", code], env)
         first: dict[str, float] = {}
         for name, p in sorted(progs.items(), key=lambda kv: kv[1].started):
             sleep_until(p.started + FIRST_MINUTE_S)
@@ -238,6 +251,7 @@ def main(rounds: int = 3, window_s: float = 30.0, conditions: tuple[str, ...] = 
         "machine": machine(),
         "size": f"{SIZE[1]}x{SIZE[0]}",
         "window_s": window_s,
+        "against": AGAINST[1] if AGAINST else None,
         "summary": summary,
         "samples": samples,
     }
@@ -250,5 +264,9 @@ if __name__ == "__main__":
     ap.add_argument("rounds", nargs="?", type=int, default=3)
     ap.add_argument("--window", type=float, default=30.0, help="seconds of the steady window")
     ap.add_argument("--conditions", default=",".join(CONDITIONS), help="of: " + ", ".join(CONDITIONS))
+    ap.add_argument("--against", metavar="ROOT", help="another checkout's memtop beside, in the same run")
+    ap.add_argument("--label", help="its name in the report (default: ROOT)")
     a = ap.parse_args()
+    if a.against:
+        AGAINST = (str(Path(a.against).resolve()), a.label or a.against)
     main(a.rounds, a.window, tuple(c.strip() for c in a.conditions.split(",")))

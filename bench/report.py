@@ -812,7 +812,9 @@ def memtop_self(r: dict[str, Any]) -> Iterator[Row]:
     s: dict[str, dict[str, dict[str, float]]] = r["summary"]
     conds = list(s)
     n = len(r["samples"][conds[0]]["memtop"])
-    cmd = f"`{PY} bench/memtop_self.py {n}`"
+    against = r.get("against")
+    ab = f" --against CHECKOUT --label {against}" if against else ""
+    cmd = f"`{PY} bench/memtop_self.py {n}{ab}`"
     size = r.get("size", "160x45")
     beside = [p for p in s[conds[0]] if p not in ("memtop", "memtop --no-bpf")]
     for c in conds:

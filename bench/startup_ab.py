@@ -5,7 +5,7 @@ earlier revision, alternating run by run, idle, with 1,000 sleepers and in a fau
 
     .venv/bin/python bench/startup_ab.py REV [ROUNDS] --tui
 
-REV is checked out in a temporary git worktree and run with this checkout's venv (same Python,
+REV is copied to a temporary directory (git archive) and run with this checkout's venv (same Python,
 Textual and BCC), so only memtop's code differs. Each run is `memtop snapshot` headless, or with
 ``--tui`` the TUI on a 160x45 pseudo-terminal (bench/memtop_self.py's, the first frame a user
 sees: the TUI reads first only what the pane shown needs); memtop reports both times (from its
@@ -15,6 +15,7 @@ process start) through MEMTOP_READY_FILE.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,8 +63,12 @@ def run_once_tui(root: Path) -> dict[str, float]:
 
 @contextmanager
 def worktree(rev: str) -> Iterator[Path]:
+    """REV's files in a temporary directory: a copy (git archive), not a worktree, so nothing of
+    the repository's own state (its list of worktrees, shared with other checkouts) changes."""
     path = Path(tempfile.mkdtemp(prefix="memtop-rev-")) / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(path), rev], check=True)
+    path.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     # bytecode for both trees, as `make setup` compiles this one's (else the revision pays for
     # compiling its modules on every start and the A/B measures that)
     for tree in (path, ROOT):
@@ -75,7 +80,7 @@ def worktree(rev: str) -> Iterator[Path]:
     try:
         yield path
     finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def main(rev: str, rounds: int = 8, tui: bool = False) -> dict[str, object]:

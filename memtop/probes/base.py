@@ -62,9 +62,6 @@ class Probe(ABC):
     #: polled every ``cadence_s`` whatever is on screen: it drains a ring buffer that a poll
     #: :data:`UNWATCHED_EVERY` times rarer could let overflow (process lifecycle in a churn)
     full_cadence: ClassVar[bool] = False
-    #: what it reads shows on its own pane only (and in snapshots, recordings, exports): while
-    #: another pane is shown its first poll waits for the TUI's first frame (Bridge.start)
-    own_pane_only: ClassVar[bool] = False
     #: whether what this probe feeds is on screen (``Source.watch``): a probe with costly reads
     #: that only its own pane shows may space them out while False. True unless a front end says
     #: otherwise (snapshots, recordings, the exporter and tests never do).

@@ -27,8 +27,6 @@ MAX_SITES = 500
 class KernelProbe(Probe):
     name = "kernel"
     needs_bpf = False
-    #: the Kernel pane's alone: its first read waits for the TUI's first frame on another pane
-    own_pane_only = True
     #: what only the Kernel pane shows, beside meminfo (always read): a front end that does not
     #: use one (the exporter exports slab caches only) never reads its file
     optional_parts = ("slabinfo", "buddyinfo", "vmallocinfo", "allocinfo")

@@ -187,7 +187,6 @@ class PagecacheinfoProbe(Probe):
     #: only the Page cache pane shows what it reads (the exporter watches everything): off the
     #: pane its scans and refresh were a tenth of memtop's idle CPU (docs/performance.md)
     unwatched_cadence_s = 5.0
-    own_pane_only = True
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:
@@ -915,7 +914,6 @@ class PagecacheProbe(BpfProbe):
     #: only the Page cache pane shows it; its two map dumps (up to 16,384 files) were a quarter
     #: of memtop's idle CPU when read every tick off the pane (docs/performance.md)
     unwatched_cadence_s = 10.0
-    own_pane_only = True
     #: the per-file and per-process maps (the pane's tables): the exporter exports the totals only
     optional_parts = ("per_file",)
     tracepoints: ClassVar[tuple[str, ...]] = (

@@ -328,8 +328,6 @@ class SharedinfoProbe(Probe):
     name = "sharedinfo"
     needs_bpf = False
     cadence_s = 1.0
-    #: the Shared pane's alone: its first scan waits for the TUI's first frame on another pane
-    own_pane_only = True
     #: the scan of every process's maps and smaps and of the tmpfs mounts (the pane's process
     #: and mount tables): nothing exported uses it (pools and segments are read without it)
     optional_parts = ("processes",)

@@ -118,15 +118,59 @@ class History:
         return self._data.buffer_info()[1] * self._data.itemsize
 
 
+class IntRing:
+    """The last ``cap`` integers appended, oldest first, in a fixed ring of 64-bit integers: a
+    process's sparkline window. A ``deque(maxlen=30)`` of ints cost ~2.2 KiB a process (the
+    deque's block and an int object per value); this is ~0.3 KiB, which with 1,000 processes is
+    ~4 MiB of memtop's RssAnon (bench/self_memory.py, docs/performance.md). Values beyond int64
+    (a recording may hold any uint64) are kept at its bounds, as History keeps them."""
+
+    __slots__ = ("cap", "_data", "_start")
+
+    def __init__(self, cap: int = SPARK_LEN) -> None:
+        self.cap = cap
+        self._data = array("q")
+        self._start = 0  # where the oldest value is once the ring is full
+
+    def append(self, value: int) -> None:
+        d = self._data
+        if not -I64_MAX - 1 <= value <= I64_MAX:
+            value = max(-I64_MAX - 1, min(value, I64_MAX))
+        if len(d) < self.cap:
+            d.append(value)
+        else:
+            d[self._start] = value
+            self._start = (self._start + 1) % self.cap
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __bool__(self) -> bool:
+        return bool(self._data)
+
+    def __getitem__(self, i: int) -> int:
+        n = len(self._data)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("ring index out of range")
+        return self._data[(self._start + i) % n]
+
+    def __iter__(self) -> Iterator[int]:
+        d, start = self._data, self._start
+        yield from d[start:]
+        yield from d[:start]
+
+
 @dataclass(slots=True)
 class ProcRow:
     sample: ProcSample
     ts_ns: int
     minflt_per_s: float = 0.0
     majflt_per_s: float = 0.0
-    spark: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
+    spark: IntRing = field(default_factory=IntRing)
     #: when each spark value was read (the RSS growth is over their window)
-    spark_ts: deque[int] = field(default_factory=lambda: deque(maxlen=SPARK_LEN))
+    spark_ts: IntRing = field(default_factory=IntRing)
     #: how many of the newest spark values are equal (a sparkline of them need not be redrawn)
     spark_same: int = 0
     history: History = field(default_factory=History)
@@ -218,6 +262,9 @@ class ProcessesState(SubState):
         for pid in [p for p in self.rows if p not in seen]:
             row = self.rows.pop(pid)
             row.exited_ns = ts
+            # what only the table drew (its sparkline, GROW/s): a gone row keeps what a drill-in
+            # into it shows (its sample and history), for the grace
+            row.spark, row.spark_ts, row.spark_same = IntRing(0), IntRing(0), 0
             self.gone[pid] = row
             ev = self._exit_seen.pop(pid, None)
             if ev is not None:

@@ -342,9 +342,10 @@ class Bridge:
         for probe in [p for p in self.probes if not p.needs_bpf]:
             self._load_one(probe)
         self._note_host()
-        # the TUI's first frame waits for this poll: probes that only an unseen pane shows are
-        # read at the next tick (the sharedinfo and pagecacheinfo scans of every process were
-        # over half of it with ~200 processes, docs/performance.md)
+        # the TUI's first frame waits for this poll: probes it does not draw from are read at
+        # the next tick (the sharedinfo and pagecacheinfo scans of every process were over half
+        # of it with ~200 processes, the cgroups probe most of the rest with 500 memcgs,
+        # docs/performance.md)
         self.publish(self.poll_sync(force=True, seen_only=True))
         with self._lock:
             self._queue.extend(p for p in self.probes if p.needs_bpf)
@@ -743,14 +744,14 @@ class Bridge:
 
     # -- polling ------------------------------------------------------------------------------
     def poll_sync(self, force: bool = False, seen_only: bool = False) -> Batch:
-        """Poll every due attached probe (worker thread); ``seen_only``: not those that feed only
-        a pane not on screen (``Probe.own_pane_only``, not watched)."""
+        """Poll every due attached probe (worker thread); ``seen_only``: only those watched (what
+        the first screen draws), when a front end said what it watches."""
         records: list[Record] = []
         now = self.clock()
         with self._lock:
             probes = list(self._attached)
         if seen_only and self._watched is not None:
-            probes = [p for p in probes if not p.own_pane_only or p.name in self._watched]
+            probes = [p for p in probes if p.name in self._watched]
         with self._poll_lock:
             records.extend(self._poll_probes(probes, now, force))
         with self._lock:

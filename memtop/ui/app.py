@@ -36,7 +36,7 @@ from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
-from memtop.views import ALWAYS_SHOWN_PROBES, LEGEND, get_view
+from memtop.views import ALWAYS_SHOWN_PROBES, FIRST_FRAME_PROBES, LEGEND, get_view
 from memtop.views.header import header_line
 
 if TYPE_CHECKING:
@@ -359,10 +359,13 @@ class MemtopApp(RecordReplay):
         if self.recorder is None and self.snapshot_request is None:
             drill = next((s for s in reversed(self.screen_stack) if isinstance(s, DrillScreen)), None)
             pane = self.active_pane()
+            # until the first frame is on screen, only what it draws (the source's first poll
+            # reads only what is watched); the notices' probes from the tick after it
+            always = ALWAYS_SHOWN_PROBES if self.first_frame_s is not None else FIRST_FRAME_PROBES
             if drill is not None:
-                probes = frozenset((*drill.view.probes, *ALWAYS_SHOWN_PROBES))
+                probes = frozenset((*drill.view.probes, *always))
             elif pane is not None:
-                probes = frozenset((*pane.view.probes, *ALWAYS_SHOWN_PROBES))
+                probes = frozenset((*pane.view.probes, *always))
         if probes == self._watched:
             return False
         self._watched = probes
@@ -427,6 +430,9 @@ class MemtopApp(RecordReplay):
             # BPF programs compile from now on: compiling while the first frame was drawn made
             # it later and attached nothing sooner (docs/performance.md)
             self.source.begin_bpf()
+            # the probes the first frame did not wait for (the notices', the CGROUP column's):
+            # read at a tick now rather than at the next one
+            self._watch_and_catch_up()
 
     def active_pane(self) -> Pane | None:
         """The pane shown (None while a pane asked for is still being built)."""

@@ -112,6 +112,13 @@ STALE_AFTER_TICKS = 2
 #: out-of-memory forecasts (cgroups' usage, procfs' MemAvailable). The other probes are polled
 #: less often while no pane shown names them (``View.probes``).
 ALWAYS_SHOWN_PROBES: tuple[str, ...] = ("procfs", "swapinfo", "oom", "kills", "cgroups")
+#: of those, what the header draws (memory, swap, pressure): with the shown pane's own probes,
+#: all the TUI's first frame waits for. The notices need a second reading (a kill counted, a
+#: usage's slope), so their probes are read at the tick right after the first frame, as is the
+#: cgroups probe for the Processes pane's CGROUP column (its cells read "-" until then, as
+#: RECLAIM Σ's do until the vmscan probe attaches): ~0.3 s of a first frame in a fault storm
+#: on a machine with 500 memcgs (docs/performance.md).
+FIRST_FRAME_PROBES: tuple[str, ...] = ("procfs", "swapinfo")
 
 
 class ProbeStatusDoc(TypedDict):

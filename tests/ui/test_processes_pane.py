@@ -475,3 +475,41 @@ def test_panes_follow_their_views_and_load_when_built() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['memtop.ui.panes.base']"
+
+
+async def test_caches_keep_only_what_the_rows_shown_draw(tmp_path: Path, no_bpf: None) -> None:
+    """What the pane keeps to draw its rows is bounded by the rows it shows: the sparklines of
+    this redraw only (not of every window ever drawn), equal cells as one Text, and nothing of a
+    process once it is gone (a churning machine must not grow memtop)."""
+    import shutil
+
+    from memtop.ui.panes.base import _MEMOS
+    from memtop.ui.panes.processes import ProcessesPane
+
+    root = make_fake_proc(tmp_path / "proc")
+    pids = range(2000, 2060)
+    app = MemtopApp(Bridge([ProcfsProbe(root)]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        for tick in range(SPARK_WIDTH + 3):  # every process grows each tick: a new window each
+            for i, pid in enumerate(pids):
+                add_proc(root, pid, "grower", (100 + i + 7 * tick, 10, 0), 0, 5, 0)
+            force_tick(app)
+            await settle(pilot)
+        pane = app.query_one(ProcessesPane)
+        table = app.query_one("#processes-table", DataTable)
+        assert table.row_count == 63 and len(pane._sparks) <= table.row_count
+        cells = [c for rk in table.rows for c in table.get_row(rk)]
+        assert len({id(c) for c in cells}) < len(cells) // 2  # "grower", "0", "-" … shared
+        for pid in pids:
+            shutil.rmtree(root / str(pid))
+        force_tick(app)
+        await settle(pilot)
+        assert sorted(table_pids(app)) == [101, 202, 303]
+        memo = _MEMOS[table]
+        assert set(memo.shown) == set(memo.rows) == {"101", "202", "303"}
+        assert len(pane._sparks) <= 3
+        for _ in range(2):  # the cells kept for sharing: those of the last two fills only
+            force_tick(app)
+            await settle(pilot)
+        assert len(memo.texts) + len(memo.texts_before) <= 3 * len(table.columns)

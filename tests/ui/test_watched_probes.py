@@ -83,8 +83,9 @@ async def test_a_hidden_panes_probe_is_polled_less_often_and_at_once_when_shown(
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         assert app.active_name == "processes"
-        # polled at start, then at the 5th: 3 s behind at the 8th
-        assert await polled(8) == (8, 8 // UNWATCHED_EVERY)
+        # not in the first poll (the first frame does not draw it): at the first tick, then at
+        # the 6th, 2 s behind at the 8th
+        assert await polled(8) == (8, 1 + 7 // UNWATCHED_EVERY)
         ticks, before = app.ticks_done, kernel.polls
         await pilot.press("8")  # the Kernel pane: no second has passed since the last tick
         await wait_until(pilot, lambda: kernel.polls > before, "the kernel probe's poll")
@@ -100,4 +101,39 @@ async def test_a_hidden_panes_probe_is_polled_less_often_and_at_once_when_shown(
         assert await polled(6) == (6, 6)
         await pilot.press("R")
         await settle(pilot)
+    await bridge.stop()
+
+
+class CountedCgroups(Counted):
+    """The cgroups probe: the notices' and the Processes pane's CGROUP column, not the header's.
+    Notes at each poll whether the app's first frame was on screen."""
+
+    name = "cgroups"
+
+    def __init__(self, app: list[MemtopApp]) -> None:
+        super().__init__()
+        self.app = app
+        self.after_first_frame: list[bool] = []
+
+    def poll(self) -> list[Record]:
+        self.after_first_frame.append(self.app[0].first_frame_s is not None)
+        return super().poll()
+
+
+async def test_the_first_frame_waits_only_for_the_probes_it_draws(tmp_path: Path) -> None:
+    """The first frame on the Processes pane waits for the header's probe (procfs), not for the
+    cgroups probe (the notices', the CGROUP column's): that one is read by a tick the app makes
+    as soon as the frame is on screen, not a refresh later (the app's timer is off here, so no
+    other tick comes), and every tick after."""
+    holder: list[MemtopApp] = []
+    procfs, cgroups = CountedProcfs(), CountedCgroups(holder)
+    bridge = Bridge([procfs, cgroups], allow_bpf=False)
+    app = MemtopApp(bridge, snapshot_dir=str(tmp_path))
+    holder.append(app)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_until(pilot, lambda: cgroups.polls > 0, "the cgroups probe's first poll")
+        await settle(pilot)
+        assert procfs.polls >= 1 and cgroups.after_first_frame == [True]
+        assert app.ticks_done == 1
+        assert app._watched == shown("processes")  # the notices' probes watched from then on
     await bridge.stop()

@@ -210,3 +210,32 @@ def test_gone_rows_are_bounded_under_churn() -> None:
     assert len(procs.gone) == MAX_GONE
     assert 100 in procs.gone  # in focus: kept
     assert 100 + n - 1 in procs.gone and 101 not in procs.gone  # the newest kept, the oldest not
+    # a gone row keeps what a drill-in shows (sample, history), not what only the table drew
+    assert all(not r.spark and not r.spark_ts and r.history for r in procs.gone.values())
+
+
+def test_a_sparkline_window_keeps_only_what_the_pane_shows_in_a_fixed_ring() -> None:
+    """A process's RSS window (the sparkline and GROW/s) holds the last SPARK_LEN values and
+    their times, oldest first, in a ring that does not grow with the ticks; a checkpoint (a
+    pickle, memtop/stream/replay.py) gives it back as it was."""
+    import pickle
+
+    from memtop.records import Batch
+    from memtop.records.processes import ProcSample
+    from memtop.state import State
+    from memtop.state.processes import I64_MAX, SPARK_LEN, ProcessesState
+
+    state = State()
+    n = SPARK_LEN * 5 + 7
+    for i in range(n):
+        ts = (i + 1) * 10**9
+        state.apply(Batch(ts, (ProcSample(7, "grow", "u", 0, 4096 * (i + 1), 0, 0, 0, 0, 0),)))
+    row = state.get(ProcessesState).rows[7]
+    assert list(row.spark) == [4096 * (i + 1) for i in range(n - SPARK_LEN, n)]
+    assert list(row.spark_ts) == [(i + 1) * 10**9 for i in range(n - SPARK_LEN, n)]
+    assert (row.spark[0], row.spark[-1], len(row.spark)) == (4096 * (n - SPARK_LEN + 1), 4096 * n, SPARK_LEN)
+    assert row.spark._data.buffer_info()[1] == SPARK_LEN  # the ring itself, nothing older
+    back = pickle.loads(pickle.dumps(row.spark, protocol=pickle.HIGHEST_PROTOCOL))
+    assert list(back) == list(row.spark)
+    row.spark.append(1 << 64)  # a recording's uint64: kept at the top, not a crash
+    assert row.spark[-1] == I64_MAX and len(row.spark) == SPARK_LEN

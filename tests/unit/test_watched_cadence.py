@@ -133,19 +133,18 @@ def test_bridge_polls_a_probe_at_its_unwatched_cadence_off_its_pane() -> None:
     assert polled == [1, 2, 3, 4, 13, 22, 31, *range(33, 40)]
 
 
-class OwnPaneProbe(CountedProbe):
-    name = "ownpane"
+class OtherPaneProbe(CountedProbe):
+    name = "otherpane"
     unwatched_cadence_s = None
-    own_pane_only = True
 
 
-def test_the_first_poll_leaves_out_what_only_an_unseen_pane_shows() -> None:
-    """The TUI's first frame waits for the bridge's first poll: a probe that feeds only its own
-    pane is read then only when that pane is the one shown, else at the next tick. Nothing
-    watched (snapshots, recordings, the exporter): read in the first poll."""
+def test_the_first_poll_reads_only_what_the_first_frame_draws() -> None:
+    """The TUI's first frame waits for the bridge's first poll: a probe is read then only when
+    it is watched (the pane shown names it, or the header draws from it), else at the next
+    poll. Nothing watched (snapshots, recordings, the exporter): read in the first poll."""
 
     async def first_polls(watch: tuple[str, ...] | None) -> tuple[int, int]:
-        probe = OwnPaneProbe()
+        probe = OtherPaneProbe()
         bridge = Bridge([probe], allow_bpf=False)
         bridge.watch(watch)
         await bridge.start()
@@ -157,7 +156,7 @@ def test_the_first_poll_leaves_out_what_only_an_unseen_pane_shows() -> None:
         return at_start, after
 
     assert asyncio.run(first_polls(("procfs",))) == (0, 1)
-    assert asyncio.run(first_polls(("procfs", "ownpane"))) == (1, 2)
+    assert asyncio.run(first_polls(("procfs", "otherpane"))) == (1, 2)
     assert asyncio.run(first_polls(None)) == (1, 2)
 
 

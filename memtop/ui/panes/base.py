@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,6 +154,14 @@ class TableMemo:
     fit: tuple[tuple[Any, ...], Fit] | None = None
     #: each row's measured cell widths (memtop.views.layout.measured_widths)
     widths: RowWidths = field(default_factory=dict)
+    #: the cells of a FastTable by (text, justify, style), one Text shared by every cell that
+    #: shows the same: with 1,000 processes most cells repeat ("0", "sleep", "root", the same
+    #: RSS), and a Text of its own per cell was ~3 KiB a row (bench/self_memory.py). Nothing
+    #: edits a cell's Text in place (a change is a new cell), so sharing one cannot change what
+    #: another shows. Those written by this fill and by the one before: a cache of every value
+    #: ever shown cost as much as the sharing saved once the figures had moved for a minute.
+    texts: dict[tuple[str, JustifyMethod, str], Text] = field(default_factory=dict)
+    texts_before: dict[tuple[str, JustifyMethod, str], Text] = field(default_factory=dict)
 
 
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
@@ -312,6 +321,12 @@ class _Filler:
         self.col_keys = [c.key for c in columns] + list(extra)
         #: the name columns cut to a width, by position
         self.cut_to = [(i, cut_to[c.key]) for i, c in enumerate(columns) if c.key in cut_to]
+        #: equal cells share one Text (FastTable only: a DataTable's rows are reordered by the
+        #: identity of their first cell, _reorder)
+        self.shared: dict[tuple[str, JustifyMethod, str], Text] | None = None
+        if isinstance(table, FastTable):
+            memo.texts_before, memo.texts = memo.texts, {}
+            self.shared, self.before = memo.texts, memo.texts_before
 
     def cells_for(self, row: Mapping[str, Any], k: str) -> list[str]:
         """What row ``k`` shows now, as plain strings: cells that did not change are not touched
@@ -328,18 +343,31 @@ class _Filler:
         else:
             ex = [str(fn(row)) for fn in self.extra.values()]
         self.memo.rows[k] = row
-        cells = [c.cell(row) for c in self.columns]
+        # interned: the memo keeps every row's cells, most of which repeat across rows
+        cells = [sys.intern(c.cell(row)) for c in self.columns]
         for i, w in self.cut_to:
             cells[i] = cut(cells[i], w)
         return cells + ex
 
     def as_text(self, i: int, value: str, row: Mapping[str, Any]) -> Text:
+        style = ""
         if i in self.graded:
             # a figure past its threshold (memtop/views/levels.py) is coloured
             lvl = self.columns[i].level_of(row)
             if lvl:
-                return Text(value, justify=self.justify[i], style=level_style(lvl))
-        return Text(value, justify=self.justify[i])
+                style = level_style(lvl)
+        justify = self.justify[i]
+        shared = self.shared
+        if shared is None:
+            return Text(value, justify=justify, style=style)
+        key = (value, justify, style)
+        text = shared.get(key)
+        if text is None:
+            text = self.before.get(key)
+            if text is None:
+                text = Text(value, justify=justify, style=style)
+            shared[key] = text
+        return text
 
     def texts(self, plain: list[str], row: Mapping[str, Any]) -> list[Text]:
         return [self.as_text(i, v, row) for i, v in enumerate(plain)]

@@ -90,9 +90,11 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         status = segments_text(view.summary(doc, self.opts), self.status_text(state))
         show_text(self.query_one("#processes-status", StatusLine), status)
 
-        sparks = self._sparks
-        if len(sparks) > 4096:
-            sparks.clear()
+        # the sparklines drawn in this redraw, from last redraw's when drawn then: kept no longer
+        # than a row shows them (a cache of up to 4,096 windows of 12 values was ~2 MiB in a
+        # fault storm, where every busy process draws a new one each tick)
+        last = self._sparks
+        sparks: dict[tuple[int, ...], str] = {}
 
         def spark(row: Mapping[str, Any]) -> str:
             r = procs.rows.get(row["pid"])
@@ -102,7 +104,10 @@ class ProcessesPane(FilterablePane, SortableTablePane):
                 vals = tuple(r.spark)[-SPARK_WIDTH:] if r else ()
             text = sparks.get(vals)
             if text is None:
-                text = sparks[vals] = fmt.sparkline(list(vals), SPARK_WIDTH, SPARK_MIN_SPAN)
+                text = last.get(vals)
+                if text is None:
+                    text = fmt.sparkline(list(vals), SPARK_WIDTH, SPARK_MIN_SPAN)
+                sparks[vals] = text
             return text
 
         def flat_before(row: Mapping[str, Any]) -> bool:
@@ -124,6 +129,7 @@ class ProcessesPane(FilterablePane, SortableTablePane):
             extra_priority=7,
             sort=(self.opts.sort or self.default_sort, self.opts.reverse),
         )
+        self._sparks = sparks
         title = self.query_one("#processes-exited-title", Static)
         show_text(title, Text(exited_title(doc), style="bold", no_wrap=True, overflow="ellipsis"))
         exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
