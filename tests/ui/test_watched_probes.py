@@ -12,6 +12,7 @@ from support.fakes import CountedPolls
 from support.ui import drive, settle, wait_until
 
 from memtop.probes.base import UNWATCHED_EVERY
+from memtop.records import Record
 from memtop.stream.bridge import Bridge
 from memtop.ui.app import MemtopApp
 from memtop.ui.panes.base import DrillIn
@@ -104,7 +105,7 @@ async def test_a_hidden_panes_probe_is_polled_less_often_and_at_once_when_shown(
     await bridge.stop()
 
 
-class CountedCgroups(Counted):
+class CountedCgroups(CountedPolls):
     """The cgroups probe: the notices' and the Processes pane's CGROUP column, not the header's.
     Notes at each poll whether the app's first frame was on screen."""
 
