@@ -383,6 +383,8 @@ class _Target:
     attach_list: list[tuple[str, str, int, bool, bool]] = field(default_factory=list)
     #: the events of the functions a program calls most (malloc, free & co.): detached first
     hot: set[str] = field(default_factory=set)
+    #: on a budget, its uprobe_multi links (fd, hot): one per program and file
+    links: list[tuple[int, bool]] = field(default_factory=list)
 
 
 #: the functions a program calls most: their probes are detached first when a window ends (each
@@ -390,6 +392,8 @@ class _Target:
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
 #: the time the hot probes stay on beyond the first window's slice, before one was measured
 FIRST_LATENCY_S = 0.2
+#: the same with uprobe_multi links (all breakpoints out at once: the slice's last check)
+FIRST_LATENCY_LINKS_S = 0.01
 #: a window's probe the kernel refused to attach again is tried once more after this long (s)
 REATTACH_RETRY_S = 0.1
 #: how often a target's mapped files may be read again (each is opened for its build id)
@@ -488,6 +492,13 @@ class LeaksProbe(BpfProbe):
         self._pending_lock = threading.Lock()
         self._allocators: dict[int, allocators.Allocator] = {}
         self._allocs_map: tuple[mmap.mmap, mmap.mmap] | None = None
+        #: on a budget, windows attach through uprobe_multi links (Linux 6.6+): each program's
+        #: probes in one link, all breakpoints in or out at once, one grace period per link
+        #: instead of one per probe under the kernel's event_mutex (a perf-event uprobe's close:
+        #: 0.1-0.4 s each, the hot ones trapping meanwhile). False when the kernel refused one
+        #: (``multi_error`` says why): perf-event uprobes, as without a budget
+        self._multi = bool(self.budget)
+        self.multi_error = ""
 
     def defines(self) -> dict[str, int]:
         return {
@@ -508,6 +519,8 @@ class LeaksProbe(BpfProbe):
             "A_BUSY": A_BUSY,
             **{f"C_{c.name}": c.value for c in Counter},
             "N_COUNTERS": len(Counter),
+            # the compiler's process also loads each uprobe program for uprobe_multi links
+            "UPROBE_MULTI": int(self._multi),
         }
 
     def _exact_mode(self) -> bool:
@@ -607,6 +620,11 @@ class LeaksProbe(BpfProbe):
                 # seconds the others took (at 1M/s, a second of the target's CPU)
                 specs = sorted(specs, key=lambda sp: sp[0].removeprefix(alloc.prefix) in HOT_SYMBOLS)
             self._attach_file(t, alloc, path, specs, seen)
+        if self._multi:
+            self._first_links(t)
+            if not t.links and not t.events:
+                t.state, t.message = "failed", f"{alloc.describe()}: could not attach ({self.multi_error})"
+                return
         attached = {s.split("=", 1)[0] for s in t.symbols}
         missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
         if missing:
@@ -651,8 +669,15 @@ class LeaksProbe(BpfProbe):
             # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
             # still finds the return address at rsp
             delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
+            hot = sym.removeprefix(alloc.prefix) in HOT_SYMBOLS
+            if self._multi:  # attached by _first_links, one link per program
+                for fn, ret in ((enter_fn, False), (ret_fn, True)):
+                    if fn is not None:
+                        t.attach_list.append((fn, mod_path, off + delta, ret, hot))
+                t.symbols.append(sym)
+                self._how[sym.removeprefix(alloc.prefix)] = how
+                continue
             try:
-                hot = sym.removeprefix(alloc.prefix) in HOT_SYMBOLS
                 if enter_fn is not None:
                     t.events.append(
                         bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False)
@@ -688,6 +713,8 @@ class LeaksProbe(BpfProbe):
             message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
         if alloc.note:
             message += f"; {alloc.note}"
+        if self.multi_error:
+            message += f"; {self.multi_error}"
         return message
 
     def add_pids(self, pids: Sequence[int]) -> None:
@@ -775,6 +802,7 @@ class LeaksProbe(BpfProbe):
         return dropped
 
     def _detach_pid(self, t: _Target) -> None:
+        self._close_links(t)
         if self.bpf is None:
             return
         for ev in t.events:
@@ -795,6 +823,7 @@ class LeaksProbe(BpfProbe):
                 if t.symbolizer is not None:
                     t.symbolizer.close()
                     t.symbolizer = None
+                self._close_links(t)
                 t.events.clear()
             super().close()
 
@@ -1015,7 +1044,10 @@ class LeaksProbe(BpfProbe):
         # the first window as the next ones are planned: at the headroom, with the hot probes'
         # two detaches (~0.1 s each) on beyond the slice
         self._win_wait_s, self._win_period_s = leakwindows.plan_window(
-            leakwindows.HEADROOM * self.budget, self._window_calls_per_s, 0.0, FIRST_LATENCY_S
+            leakwindows.HEADROOM * self.budget,
+            self._window_calls_per_s,
+            0.0,
+            FIRST_LATENCY_LINKS_S if self._multi else FIRST_LATENCY_S,
         )
         self._win_on_s = self._win_wait_s
         self._win_thread = threading.Thread(target=self._windows, name="memtop-leak-windows", daemon=True)
@@ -1176,10 +1208,70 @@ class LeaksProbe(BpfProbe):
             self._win_on_s = wait + latency_s
             return hold_s
 
+    def _first_links(self, t: _Target) -> None:
+        """``t``'s first window through uprobe_multi links; where the kernel refuses one (before
+        Linux 6.6, or a program not loaded for them) every window uses perf-event uprobes."""
+        try:
+            self._link_attach(t, strict=True)
+        except OSError as exc:
+            self._close_links(t)
+            self._multi = False
+            self.multi_error = f"uprobe_multi links refused ({clean(str(exc), 120)}): one uprobe at a time"
+            self._reattach(t)
+
+    def _link_groups(self, t: _Target) -> list[tuple[str, str, bool, list[int], bool]]:
+        """``t``'s attach list as links: (program, file, return probe, offsets, hot), the hot
+        ones last."""
+        groups: dict[tuple[str, str, bool], tuple[list[int], bool]] = {}
+        for fn, path, off, ret, hot in t.attach_list:
+            offs, was_hot = groups.get((fn, path, ret), ([], False))
+            groups[(fn, path, ret)] = ([*offs, off], was_hot or hot)
+        out = [(fn, path, ret, offs, hot) for (fn, path, ret), (offs, hot) in groups.items()]
+        return sorted(out, key=lambda g: g[4])
+
+    def _link_attach(self, t: _Target, strict: bool = False) -> float:
+        """``t``'s probes as uprobe_multi links, the hot ones last. Returns when the first hot
+        link began to attach (monotonic s). ``strict``: raise on the first refusal (else that
+        link goes without, as a perf-event uprobe the kernel refuses does)."""
+        hot_on = None
+        for fn, path, ret, offs, hot in self._link_groups(t):
+            if hot and hot_on is None:
+                hot_on = time.monotonic()
+            try:
+                prog = bcc_compat.load_uprobe_multi(self.bpf, fn)
+                fd = bcc_compat.attach_uprobe_multi(prog, path, offs, t.pid, ret)
+            except Exception as exc:  # noqa: BLE001 - BCC raises plain Exceptions
+                if strict:
+                    raise OSError(str(exc)) from exc
+                if _start_time(t.pid, self.proc_root) != t.start_time:
+                    break  # the process is gone: the next poll says so
+                continue
+            t.links.append((fd, hot))
+        return time.monotonic() if hot_on is None else hot_on
+
+    def _close_links(self, t: _Target) -> float:
+        """``t``'s links closed, all at once (one thread each): a close takes its breakpoints out
+        at once, then waits for a grace period; closed one after another the hot ones would
+        trap through the others' waits. Returns when the closes began (monotonic s): the
+        breakpoints are out within microseconds of it."""
+        links, t.links = t.links, []
+        began = time.monotonic()
+        if len(links) == 1:
+            os.close(links[0][0])
+        elif links:
+            threads = [threading.Thread(target=os.close, args=(fd,), daemon=True) for fd, _hot in links]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        return began
+
     def _reattach(self, t: _Target) -> float:
         """``t``'s uprobes again, as the first attach placed them (no symbol lookups); the hot
         ones last (each attach takes the kernel ~0.1 s, and they cost from the moment they
         land). Returns when the first hot one began to attach (monotonic s)."""
+        if self._multi:
+            return self._link_attach(t)
         t.events, t.hot = [], set()
         hot_on = None
         for fn, path, off, ret, hot in sorted(t.attach_list, key=lambda sp: sp[4]):
@@ -1212,6 +1304,8 @@ class LeaksProbe(BpfProbe):
         s per window at 1M calls/s against 0.07-0.09 s one by one, on few calls (bench/
         leaks_windows.py's measurements, docs/panes/leaks.md). Returns when the hot ones were off
         (monotonic s)."""
+        if self._multi:
+            return self._close_links(t)
         hot_off = time.monotonic()
         with self._win_lock:
             # the hot entry probes (free) first, the hot return probes (malloc) last of the hot:
