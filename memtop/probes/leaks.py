@@ -392,6 +392,8 @@ class _Target:
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
 #: the time the hot probes stay on beyond the first window's slice, before one was measured
 FIRST_LATENCY_S = 0.2
+#: the address table's blocks at most on a budget (alloc_slots: 128k slots, 1 MiB of addresses)
+BUDGET_MAX_ALLOCS = 1 << 15
 #: the same with uprobe_multi links (all breakpoints out at once: the slice's last check)
 FIRST_LATENCY_LINKS_S = 0.01
 #: a window's probe the kernel refused to attach again is tried once more after this long (s)
@@ -439,6 +441,11 @@ class LeaksProbe(BpfProbe):
         super().__init__()
         #: tracing on a budget (a share of one core; 0: all the time): windows, candidates
         self.budget = max(0.0, float(budget))
+        if self.budget:
+            # the table is read twice a window (candidates, ages), and memtop's CPU is part of
+            # the budget: 1M slots took ~20 ms a read. A window holds its slice's live blocks
+            # and the candidates (at most half the table)
+            max_allocs = min(max_allocs, BUDGET_MAX_ALLOCS)
         self._window_calls_per_s = max(0.0, float(calls_per_s))
         #: the preflight's cost (its traps, CPU s) and how long before this probe it counted:
         #: on a budget both are part of what tracing has spent, and since when

@@ -527,6 +527,7 @@ class Bridge:
             # on a budget the count is part of the cost: at 1M calls/s a second of it is a CPU
             # second, a 1 % budget's 100 s; the windows measure the rate again anyway
             window_s=BUDGET_PREFLIGHT_S if self.leaks_budget else 1.0,
+            links=bool(self.leaks_budget),
         )
         if not self.add_probe(probe):
             return False
