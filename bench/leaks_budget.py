@@ -360,8 +360,19 @@ def main() -> int:
                 done.setdefault((rate, budget), []).append(r)
     result["cases"] = summarise(done)
     path = ROOT / "bench" / "results" / "leaks_budget.json"
-    if path.exists() and "soak" in (old := json.loads(path.read_text())):
+    old = json.loads(path.read_text()) if path.exists() else {}
+    if "soak" in old:
         result["soak"] = old["soak"]  # the soak's figures are their own run's (--soak-minutes)
+    # cases not run this time (another rate, another budget) keep their figures and their own
+    # command line, so one rate can be measured again without the others
+    kept = [
+        {**c, "command": c.get("command", old.get("command_line"))}
+        for c in old.get("cases", [])
+        if (c["rate_pairs_per_s"], c["budget_pct"]) not in done
+    ]
+    for c in result["cases"]:
+        c["command"] = " ".join(["bench/leaks_budget.py", *sys.argv[1:]])
+    result["cases"] = sorted(kept + result["cases"], key=lambda c: (c["rate_pairs_per_s"], c["budget_pct"]))
     save("leaks_budget", result)
     return 0
 

@@ -33,6 +33,12 @@ from memtop.records.leaks import LEAK_CONFIDENCE
 
 #: a candidate is judged once it has lived this many windows
 AGE_WINDOWS = 1
+#: a leak is told by survivors born in at least this many windows: one window's blocks may be
+#: one long-lived structure built then, and a single survivor's confidence would otherwise
+#: rise with wall time alone (the other stacks' resolve rate sharpening), not with evidence
+MIN_SURVIVOR_WINDOWS = 2
+#: the confidence shown at most while survivors come from fewer windows (below LEAK_CONFIDENCE)
+SINGLE_WINDOW_CONFIDENCE = 0.99
 #: candidates followed at most; past it the oldest are summarised per stack (counted unresolved
 #: for good) and forgotten, here and in the kernel's address table (end_window returns them): the
 #: table never fills with a leak's blocks, however long it runs. A candidate is ~250 bytes of
@@ -401,10 +407,13 @@ class Candidates:
         )
         self.p_resolve = rates[len(rates) // 2] if rates else None
         unresolved: dict[Key, tuple[int, int, int]] = {}
+        born_in: dict[Key, set[int]] = {}
         cutoff = self.window - AGE_WINDOWS
         for key, wb, size, _ts in self.live.values():
             n, b, old = unresolved.get(key, (0, 0, 0))
             unresolved[key] = (n + 1, b + size, old + (wb <= cutoff))
+            if wb <= cutoff:
+                born_in.setdefault(key, set()).add(wb)
         for key, v in self.stacks.items():
             n, b, old = unresolved.get(key, (0, 0, 0))
             n += v.aged_out  # forgotten, never resolved: old and unresolved for good
@@ -422,6 +431,9 @@ class Candidates:
                 continue
             s = (1.0 - self.p_resolve) ** AGE_WINDOWS
             v.confidence = max(0.0, 1.0 - binomial_tail(v.judged, s, old))
+            # summarised candidates were born in earlier windows than any followed
+            if len(born_in.get(key, ())) + min(v.aged_out, MIN_SURVIVOR_WINDOWS) < MIN_SURVIVOR_WINDOWS:
+                v.confidence = min(v.confidence, SINGLE_WINDOW_CONFIDENCE)
 
     def leaks(self) -> list[tuple[Key, StackVerdict]]:
         """Stacks reported as leaks, the most confident (then the most bytes) first."""

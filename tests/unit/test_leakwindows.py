@@ -92,6 +92,23 @@ def test_no_leak_no_report_over_many_windows() -> None:
     assert len(c.live) == 160
 
 
+def test_survivors_of_one_window_are_no_leak_however_long_it_runs() -> None:
+    """Blocks from one window that never go (a structure built once) give a confidence that
+    stays below reporting while the other stacks' resolve rate sharpens over hundreds of
+    windows; a second window's survivor from the same stack makes it a leak."""
+    c, t = Candidates(), Target(leak_per_window=0, seed=5)
+    built = {(1, 0x8000_0000 + 4096 * i): ((1, 77), 4096, 10**9 + i) for i in range(2)}
+    c.end_window(t.window() | built)
+    for _ in range(300):
+        c.end_window(t.window() | built)
+        assert c.leaks() == []
+    assert 0 < c.stacks[(1, 77)].confidence <= leakwindows.SINGLE_WINDOW_CONFIDENCE
+    later = {(1, 0x8100_0000): ((1, 77), 4096, 10**9 + 99)}
+    c.end_window(t.window() | built | later)
+    c.end_window(t.window() | built | later)
+    assert [k for k, _v in c.leaks()] == [(1, 77)]
+
+
 def test_a_stack_that_frees_late_is_no_leak() -> None:
     """A cache: its blocks outlive a window, then are freed; a few stragglers are no leak."""
     c, t = Candidates(), Target(leak_per_window=0, seed=3)
