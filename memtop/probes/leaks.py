@@ -390,6 +390,18 @@ class _Target:
 #: the functions a program calls most: their probes are detached first when a window ends (each
 #: detach takes the kernel ~0.1 s, and the hot ones cost while they wait their turn)
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
+#: on a budget the windows probe these only (the allocator's prefix apart), in one link (they
+#: share a return program). Every window attaches them again, and a link costs memtop ~1.5 ms of
+#: CPU and each probe in it ~0.6 ms more (the kernel walks every mapping of the file in the
+#: system: libc's, ~2,000 here). free is not probed: a candidate is resolved by its address
+#: handed out again (what resolves nearly all of them anyway: at a duty of a few per mille a
+#: candidate's free falls between windows), and without its trap a traced malloc+free costs
+#: ~1.5 us instead of ~2.5 us, so a budget traces 1.6 times the calls and sees as many more of
+#: a leak's. The rest (free, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
+#: mmap, munmap, an allocator's extended API) are not traced, as the target's line says
+BUDGET_SYMBOLS = frozenset({"malloc", "calloc", "_Znwm", "_Znam"})
+#: what a budgeted window cannot do without
+BUDGET_REQUIRED = ("malloc",)
 #: the time the hot probes stay on beyond the first window's slice, before one was measured
 FIRST_LATENCY_S = 0.2
 #: the address table's blocks at most on a budget (alloc_slots: 128k slots, 1 MiB of addresses)
@@ -506,6 +518,10 @@ class LeaksProbe(BpfProbe):
         #: (``multi_error`` says why): perf-event uprobes, as without a budget
         self._multi = bool(self.budget)
         self.multi_error = ""
+        #: the window the last poll of the stacks' tables followed, and the blocks it counted
+        #: outstanding per pid (on a budget the tables change only while a window traces)
+        self._polled_window = -1
+        self._tracked: dict[int, int] = {}
 
     def defines(self) -> dict[str, int]:
         return {
@@ -612,6 +628,12 @@ class LeaksProbe(BpfProbe):
         # mode the program runs in (a pid that exec'd into jemalloc under a glibc-mode program)
         exact = bool(self.exact_sizes) or not alloc.header_sizes
         plan = probe_plan(t.pid, alloc, exact, self.proc_root)
+        if self.budget:
+            plan = [
+                (p, kept)
+                for p, sp in plan
+                if (kept := [x for x in sp if x[0].removeprefix(alloc.prefix) in BUDGET_SYMBOLS])
+            ]
         if exact and not self.exact_sizes:
             plan = [(p, [(s, e, EXACT_RETURNS.get(r or "", r)) for s, e, r in sp]) for p, sp in plan]
         if self.stack_at_entry:
@@ -629,11 +651,14 @@ class LeaksProbe(BpfProbe):
             self._attach_file(t, alloc, path, specs, seen)
         if self._multi:
             self._first_links(t)
-            if not t.links and not t.events:
+            if self._multi:
+                pass  # the window thread attaches the first window's links as it starts
+            elif not t.events:
                 t.state, t.message = "failed", f"{alloc.describe()}: could not attach ({self.multi_error})"
                 return
         attached = {s.split("=", 1)[0] for s in t.symbols}
-        missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
+        required = BUDGET_REQUIRED if self.budget else REQUIRED
+        missing = [s for s in required if alloc.prefix + s not in attached]
         if missing:
             self._detach_pid(t)
             t.state, t.message = "failed", f"{alloc.describe()}: could not attach {', '.join(missing)}"
@@ -720,6 +745,12 @@ class LeaksProbe(BpfProbe):
             message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
         if alloc.note:
             message += f"; {alloc.note}"
+        if self.budget:
+            message += (
+                "; on a budget only malloc and calloc (and new) are traced: blocks from realloc"
+                " and the others are not seen, a block is counted freed once its address is"
+                " handed out again"
+            )
         if self.multi_error:
             message += f"; {self.multi_error}"
         return message
@@ -967,6 +998,46 @@ class LeaksProbe(BpfProbe):
             self._ages_stale = True
         if exiting:
             self._ages_next = 0.0  # the final figures of an exiting pid include its ages
+        if not (self.budget and not exiting and not self._win_on and self._polled_window == self.candidates.window):
+            out += self._poll_stacks(now_ns)
+            self._polled_window = self.candidates.window
+        # else on a budget between windows: nothing traces, the tables are as the last poll read
+        # them (memtop's polls are part of the budget: ~1.5 ms each, a fifth of 1 % of a core)
+        for t in exiting:
+            self._detach_pid(t)
+            t.state = "exited"
+            t.exited_ts_ns = now_ns
+            t.message = "exited; showing its last figures"
+            if t.symbolizer is not None:
+                t.symbolizer.close()
+                t.symbolizer = None
+        for t in self.targets.values():
+            out.append(
+                LeakTarget(
+                    pid=t.pid,
+                    comm=t.comm,
+                    state=t.state,
+                    message=t.message,
+                    symbols=tuple(t.symbols),
+                    failed_symbols=tuple(t.failed),
+                    tracked_allocs=self._tracked.get(t.pid, 0),
+                    exited_ts_ns=t.exited_ts_ns,
+                    allocator=t.allocator,
+                    execs=t.execs,
+                    mappings=t.mappings,
+                )
+            )
+        c = self._counters()
+        for i in LOST_COUNTERS:
+            out.append(Lost(probe=self.name, what=COUNTERS[i], count=c[i]))
+        out.append(LeakCalls(calls=c[Counter.CALLS], sample_bytes=self.sample_bytes))
+        return out
+
+    def _poll_stacks(self, now_ns: int) -> list[Record]:
+        """Each stack's figures from the kernel's tables (those that changed, and those with
+        blocks outstanding: their ages move), and the blocks tracked per pid."""
+        assert self.bpf is not None
+        out: list[Record] = []
         _k, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "stats")
         stats: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         for i in range(n):
@@ -1005,34 +1076,7 @@ class LeaksProbe(BpfProbe):
                     ages_ts_ns=self._ages_ts_ns,
                 )
             )
-        for t in exiting:
-            self._detach_pid(t)
-            t.state = "exited"
-            t.exited_ts_ns = now_ns
-            t.message = "exited; showing its last figures"
-            if t.symbolizer is not None:
-                t.symbolizer.close()
-                t.symbolizer = None
-        for t in self.targets.values():
-            out.append(
-                LeakTarget(
-                    pid=t.pid,
-                    comm=t.comm,
-                    state=t.state,
-                    message=t.message,
-                    symbols=tuple(t.symbols),
-                    failed_symbols=tuple(t.failed),
-                    tracked_allocs=tracked.get(t.pid, 0),
-                    exited_ts_ns=t.exited_ts_ns,
-                    allocator=t.allocator,
-                    execs=t.execs,
-                    mappings=t.mappings,
-                )
-            )
-        c = self._counters()
-        for i in LOST_COUNTERS:
-            out.append(Lost(probe=self.name, what=COUNTERS[i], count=c[i]))
-        out.append(LeakCalls(calls=c[Counter.CALLS], sample_bytes=self.sample_bytes))
+        self._tracked = tracked
         return out
 
     def counters(self) -> dict[str, int]:
@@ -1088,11 +1132,22 @@ class LeaksProbe(BpfProbe):
         paid for it; attach again. The probes are on from the first attach to the last detach
         (both take time: the kernel lets go of a uprobe after a grace period), so that whole span
         is the window's."""
-        calls0 = self._counters()[Counter.CALLS]
-        attach_began = time.monotonic()
-        cpu_began = self._targets_cpu_s()
         attach_ns = 0
         attach_s = 0.0
+        cpu0 = time.thread_time_ns()
+        with self._win_lock:
+            if self.bpf is None:
+                return
+            calls0 = self._counters()[Counter.CALLS]
+            cpu_began = self._targets_cpu_s()
+            attach_began = time.monotonic()
+            if self._multi:  # the first window's links (load checked the kernel takes them)
+                attach_began = min(
+                    (self._reattach(t) for t in self.targets.values() if t.state == "tracing"),
+                    default=attach_began,
+                )
+                attach_s = time.monotonic() - attach_began
+                attach_ns = time.thread_time_ns() - cpu0
         planned = (self._win_wait_s, self._win_period_s)
         cap = leakwindows.slice_calls(leakwindows.HEADROOM * self.budget, self._win_period_s, 0.0)
         self._slice_calls = 0
@@ -1184,12 +1239,18 @@ class LeaksProbe(BpfProbe):
         while (left := end - time.monotonic()) > 0:
             if self._win_stop.wait(min(step, left)):
                 return False
-            with self._win_lock:
+            # never waiting for a poll (its symbol lookups take tens of ms of wall time, the
+            # probes trapping all along): the slice ends on time, its calls checked next step
+            if not self._win_lock.acquire(blocking=False):
+                continue
+            try:
                 if self.bpf is None:
                     return False
                 self._slice_calls = self._counters()[Counter.CALLS] - calls0
                 if cap > 0 and self._slice_calls >= cap:
                     break
+            finally:
+                self._win_lock.release()
         return not self._win_stop.is_set()
 
     def _plan_next(self, overhead_s: float, latency_s: float, attach_began: float) -> float:
@@ -1216,10 +1277,14 @@ class LeaksProbe(BpfProbe):
             return hold_s
 
     def _first_links(self, t: _Target) -> None:
-        """``t``'s first window through uprobe_multi links; where the kernel refuses one (before
-        Linux 6.6, or a program not loaded for them) every window uses perf-event uprobes."""
+        """Whether the kernel takes ``t``'s links: attached and closed at once (the window thread
+        attaches the first window's as it starts: attached here, the probes would trap through
+        the rest of the load, ~50 ms, 50k calls at 1M/s). Where the kernel refuses one (before
+        Linux 6.6, or a program not loaded for them) every window uses perf-event uprobes, and
+        this first one is on from here."""
         try:
             self._link_attach(t, strict=True)
+            self._close_links(t)
         except OSError as exc:
             self._close_links(t)
             self._multi = False

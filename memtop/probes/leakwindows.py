@@ -57,6 +57,11 @@ MAX_STACKS = 4096
 #: more where the measured cost is above the estimate
 MIN_ON_S = 0.02
 MIN_PERIOD_S = 2.0
+#: memtop's own work per window (attach, detach, the table's scan: ~6 ms with uprobe_multi
+#: links) at most this share of what the window may spend: the period is stretched until it is,
+#: so that at high rates the budget goes to traced calls (a few ms of slice each) rather than to
+#: attaching and detaching every 2 s
+MAX_OWN_SHARE = 0.1
 #: a window that costs more than this long a period of the budget's headroom waits that long:
 #: the budget is a ceiling, so at a tiny budget windows come rarely rather than over it
 MAX_PERIOD_S = 3600.0
@@ -119,15 +124,16 @@ def plan_window(
     the table's scan), ``latency_s`` how long the probes stay on beyond the slice (attaching and
     detaching take time). Per window the cost is ``overhead_s`` plus the traced calls of
     ``slice + latency_s`` at memtop.core.leakcost's exact cost; the period is the shortest that keeps
-    it within the budget with at least MIN_ON_S of slice (at most MAX_PERIOD_S: past that the
-    cost shown says by how much the budget is exceeded), and the slice spends what is left. A
+    it within the budget with at least MIN_ON_S of slice and ``overhead_s`` at most MAX_OWN_SHARE
+    of it (at most MAX_PERIOD_S: past that the cost shown says by how much the budget is
+    exceeded), and the slice spends what is left. A
     slice that would fill the period means tracing all the time. ``scale``: what the targets'
     added CPU measured per traced call against that cost (CostMeter.scale)."""
     budget = max(1e-4, budget)
     per_s = leakcost.estimate(calls_per_s, calls_per_s).exact_cpu if calls_per_s > 0 else 0.0
     per_s *= max(1.0 / MAX_SCALE, min(MAX_SCALE, scale))
     need = (overhead_s + per_s * (latency_s + MIN_ON_S)) / budget
-    period = min(MAX_PERIOD_S, max(MIN_PERIOD_S, need))
+    period = min(MAX_PERIOD_S, max(MIN_PERIOD_S, need, overhead_s / (MAX_OWN_SHARE * budget)))
     spend = budget * period - overhead_s
     on = period if per_s <= 0 else spend / per_s - latency_s
     return max(MIN_ON_S, min(period, on)), period

@@ -52,7 +52,7 @@ FOCUS_BPF = ("faultstack", "growth")
 LEAKS_PROBE = "leaks"
 PREFLIGHT_PROBE = "leakrate"
 #: the preflight's count on a budget (`--budget`), seconds: its traps are paid from the budget
-BUDGET_PREFLIGHT_S = 0.25
+BUDGET_PREFLIGHT_S = 0.1
 #: the working-set probe (the drill-in's w): one measurement at a time
 WSS_PROBE = "wss"
 NO_BPF = "needs BPF (memtop runs with --no-bpf)"
