@@ -640,9 +640,7 @@ def attach_uprobe_multi(prog_fd: int, path: str, offsets: Sequence[int], pid: in
         tail = (len(offsets), _BPF_F_UPROBE_MULTI_RETURN if retprobe else 0, pid)
         ctypes.memmove(ctypes.byref(attr, 48), (ctypes.c_uint32 * 3)(*tail), 12)
         fd = int(
-            _libc.syscall(
-                ctypes.c_long(nr), ctypes.c_long(_BPF_LINK_CREATE), attr, ctypes.c_long(_ATTR_SIZE)
-            )
+            _libc.syscall(ctypes.c_long(nr), ctypes.c_long(_BPF_LINK_CREATE), attr, ctypes.c_long(_ATTR_SIZE))
         )
         if fd < 0:
             err = ctypes.get_errno()

@@ -998,7 +998,9 @@ class LeaksProbe(BpfProbe):
             self._ages_stale = True
         if exiting:
             self._ages_next = 0.0  # the final figures of an exiting pid include its ages
-        if not (self.budget and not exiting and not self._win_on and self._polled_window == self.candidates.window):
+        if not (
+            self.budget and not exiting and not self._win_on and self._polled_window == self.candidates.window
+        ):
             out += self._poll_stacks(now_ns)
             self._polled_window = self.candidates.window
         # else on a budget between windows: nothing traces, the tables are as the last poll read
