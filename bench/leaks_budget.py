@@ -292,6 +292,15 @@ def summarise(done: dict[tuple[int, float], list[dict[str, Any]]]) -> list[dict[
     return cases
 
 
+def command_of(r: dict[str, Any]) -> str | None:
+    """The command line a results file's cases were measured with (None: not said)."""
+    if "runs" not in r or "duration_s" not in r:
+        return None
+    par = f" --parallel {r['parallel']}" if r.get("parallel", 1) > 1 else ""
+    opts = "".join(f" --{k.replace('_', '-')} {r[k]}" for k in ("rates", "budgets", "cost_budgets") if k in r)
+    return f"bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}{opts}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rates", default="100000,1000000")
@@ -366,12 +375,12 @@ def main() -> int:
     # cases not run this time (another rate, another budget) keep their figures and their own
     # command line, so one rate can be measured again without the others
     kept = [
-        {**c, "command": c.get("command", old.get("command_line"))}
+        {**c, "command": c.get("command") or command_of(old)}
         for c in old.get("cases", [])
         if (c["rate_pairs_per_s"], c["budget_pct"]) not in done
     ]
     for c in result["cases"]:
-        c["command"] = " ".join(["bench/leaks_budget.py", *sys.argv[1:]])
+        c["command"] = command_of(result)
     result["cases"] = sorted(kept + result["cases"], key=lambda c: (c["rate_pairs_per_s"], c["budget_pct"]))
     save("leaks_budget", result)
     return 0
