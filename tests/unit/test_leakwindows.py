@@ -34,6 +34,18 @@ def test_a_window_costs_no_more_than_the_budget(rate: float, budget: float) -> N
         assert on == period  # nothing to pay for: trace all the time
 
 
+def test_memtops_own_work_is_a_tenth_of_a_window_at_most() -> None:
+    """At 200k calls/s on 1 % a window's own work (6 ms: attach, detach, the table's scan) would
+    take most of the shortest period's budget (2 s, 16 ms): the period stretches until it is a
+    tenth, and the slice spends the rest."""
+    budget, overhead, latency = 0.008, 0.006, 0.005
+    on, period = plan_window(budget, 2e5, overhead, latency)
+    assert period > leakwindows.MIN_PERIOD_S and on > leakwindows.MIN_ON_S
+    assert overhead == pytest.approx(leakwindows.MAX_OWN_SHARE * budget * period)
+    per_s = leakcost.estimate(2e5, 2e5).exact_cpu
+    assert overhead + per_s * (on + latency) == pytest.approx(budget * period)
+
+
 def test_binomial_tail() -> None:
     def exact(n: int, s: float, u: int) -> float:
         return sum(math.comb(n, k) * s**k * (1 - s) ** (n - k) for k in range(u, n + 1))
