@@ -19,6 +19,7 @@ held during the count only, give the count program's own ns per call as the kern
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -91,6 +92,12 @@ def _gone(pid: int, start: int | None, proc_root: str) -> bool:
     except (OSError, ValueError, IndexError):
         return True
     return state in ("Z", "X") or _start_time(pid, proc_root) != start
+
+
+def _close_fd(fd: int) -> None:
+    """A link's fd closed (in a thread of its own: never an exception to print)."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 class LeakRateProbe(BpfProbe):
@@ -326,7 +333,7 @@ class LeakRateProbe(BpfProbe):
     def _detach(self) -> None:
         fds, self._link_fds = self._link_fds, []
         # all at once: each close takes its breakpoint out, then waits for a grace period
-        threads = [threading.Thread(target=os.close, args=(fd,), daemon=True) for fd in fds]
+        threads = [threading.Thread(target=_close_fd, args=(fd,), daemon=True) for fd in fds]
         for th in threads:
             th.start()
         for th in threads:

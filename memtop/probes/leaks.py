@@ -16,6 +16,7 @@ single-step trap that dominates bcc memleak's cost on x86.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import mmap
 import os
@@ -415,6 +416,12 @@ MAPPINGS_EVERY_S = 10.0
 _MODULE = re.compile(r" \[([^\]]*)\]")
 #: /proc/PID/stat's clock ticks per second
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _close_fd(fd: int) -> None:
+    """A link's fd closed (in a thread of its own: never an exception to print)."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -1331,9 +1338,9 @@ class LeaksProbe(BpfProbe):
         links, t.links = t.links, []
         began = time.monotonic()
         if len(links) == 1:
-            os.close(links[0][0])
+            _close_fd(links[0][0])
         elif links:
-            threads = [threading.Thread(target=os.close, args=(fd,), daemon=True) for fd, _hot in links]
+            threads = [threading.Thread(target=_close_fd, args=(fd,), daemon=True) for fd, _hot in links]
             for th in threads:
                 th.start()
             for th in threads:
