@@ -292,6 +292,15 @@ def summarise(done: dict[tuple[int, float], list[dict[str, Any]]]) -> list[dict[
     return cases
 
 
+def command_of(r: dict[str, Any]) -> str | None:
+    """The command line a results file's cases were measured with (None: not said)."""
+    if "runs" not in r or "duration_s" not in r:
+        return None
+    par = f" --parallel {r['parallel']}" if r.get("parallel", 1) > 1 else ""
+    opts = "".join(f" --{k.replace('_', '-')} {r[k]}" for k in ("rates", "budgets", "cost_budgets") if k in r)
+    return f"bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}{opts}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rates", default="100000,1000000")
@@ -360,8 +369,19 @@ def main() -> int:
                 done.setdefault((rate, budget), []).append(r)
     result["cases"] = summarise(done)
     path = ROOT / "bench" / "results" / "leaks_budget.json"
-    if path.exists() and "soak" in (old := json.loads(path.read_text())):
+    old = json.loads(path.read_text()) if path.exists() else {}
+    if "soak" in old:
         result["soak"] = old["soak"]  # the soak's figures are their own run's (--soak-minutes)
+    # cases not run this time (another rate, another budget) keep their figures and their own
+    # command line, so one rate can be measured again without the others
+    kept = [
+        {**c, "command": c.get("command") or command_of(old)}
+        for c in old.get("cases", [])
+        if (c["rate_pairs_per_s"], c["budget_pct"]) not in done
+    ]
+    for c in result["cases"]:
+        c["command"] = command_of(result)
+    result["cases"] = sorted(kept + result["cases"], key=lambda c: (c["rate_pairs_per_s"], c["budget_pct"]))
     save("leaks_budget", result)
     return 0
 

@@ -294,8 +294,10 @@ def leaks_windows(r: dict[str, Any]) -> Iterator[Row]:
 def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
     par = f" --parallel {r['parallel']}" if r.get("parallel", 1) > 1 else ""
     opts = "".join(f" --{k.replace('_', '-')} {r[k]}" for k in ("rates", "budgets", "cost_budgets") if k in r)
-    cmd = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}{opts}`"
+    whole = f"`{PY} bench/leaks_budget.py --runs {r['runs']} --duration {r['duration_s']:g}{par}{opts}`"
     for c in r.get("cases", []):
+        # a case measured by another run than the file's last (one rate again) names its own
+        cmd = f"`{PY} {c['command']}`" if c.get("command") else whole
         if "cost_pct_max" not in c:
             yield Row(
                 f"40 · leaks on --budget {c['budget_pct']:g} % at {c['rate_pairs_per_s']:,} malloc+free/s",

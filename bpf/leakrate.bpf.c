@@ -15,6 +15,10 @@
 #ifndef N_FNS
 #define N_FNS 40
 #endif
+#ifndef UPROBE_MULTI
+// 1: memtop's compiler process also loads each program for uprobe_multi links (on a budget)
+#define UPROBE_MULTI 0
+#endif
 
 BPF_PERCPU_ARRAY(calls, u64, N_FNS);
 

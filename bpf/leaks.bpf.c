@@ -113,6 +113,10 @@
 #ifndef C_CALLS
 #define C_CALLS 7         // allocation calls seen (sampled or not): the target's allocation rate
 #endif
+#ifndef UPROBE_MULTI
+// 1: memtop's compiler process also loads each program for uprobe_multi links (on a budget)
+#define UPROBE_MULTI 0
+#endif
 #ifndef N_COUNTERS
 #define N_COUNTERS 8
 #endif

@@ -586,3 +586,82 @@ def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
     fn = bpfout.lib().bpf_lookup_and_delete_batch
     total = _batch_read(fn, f"BPF_MAP_LOOKUP_AND_DELETE_BATCH on {table}", t, keys, values)
     return [(keys[i], values[i]) for i in range(total)]
+
+
+# -- uprobe_multi links (leaks on a budget) ------------------------------------------------------
+
+#: BPF_TRACE_UPROBE_MULTI (include/uapi/linux/bpf.h's enum bpf_attach_type, Linux 6.6+): the
+#: expected attach type a program needs to be attached through a uprobe_multi link
+UPROBE_MULTI = 48
+#: BPF_LINK_CREATE, BPF_F_UPROBE_MULTI_RETURN, and the bpf(2) syscall's number on x86-64
+_BPF_LINK_CREATE = 28
+_BPF_F_UPROBE_MULTI_RETURN = 1
+_SYS_BPF = {"x86_64": 321, "aarch64": 280}
+#: union bpf_attr is zero-padded to this size (the kernel checks that what it does not know is 0)
+_ATTR_SIZE = 128
+_libc: Any = None
+
+
+def load_uprobe_multi(bpf: Any, name: str) -> int:
+    """The fd of ``name`` loaded to be attached by :func:`attach_uprobe_multi` (its own copy of
+    the program: one loaded for perf-event uprobes is refused by a uprobe_multi link). Raises
+    when it could not be loaded (a kernel before 6.6, a compile without UPROBE_MULTI)."""
+    if getattr(bpf, "module", None) is None:  # compiled in the compiler's process
+        return int(bpf.load_func(name.encode(), UPROBE_MULTI_KEY).fd)
+    with COMPILE_LOCK:
+        key = name.encode()
+        if key + b"#multi" in bpf.funcs:
+            return int(bpf.funcs[key + b"#multi"].fd)
+        have = bpf.funcs.pop(key, None)  # BCC keeps one program per name: this copy beside it
+        try:
+            fn = bpf.load_func(key, bcc_module().BPF.KPROBE, None, UPROBE_MULTI)
+            multi = bpf.funcs.pop(key)
+        finally:
+            if have is not None:
+                bpf.funcs[key] = have
+        bpf.funcs[key + b"#multi"] = multi  # closed with the module
+        return int(fn.fd)
+
+
+#: the program type key under which the compiler's process reports a program's uprobe_multi
+#: copy (memtop.linux.bpfout.Compiled.load_func): BPF_PROG_TYPE_KPROBE with the attach type
+UPROBE_MULTI_KEY = 2 | UPROBE_MULTI << 8
+
+
+def attach_uprobe_multi(prog_fd: int, path: str, offsets: Sequence[int], pid: int, retprobe: bool) -> int:
+    """One uprobe_multi link (Linux 6.6+): the program at every file offset of ``path``, as
+    uprobes or uretprobes, for ``pid`` only (the kernel writes breakpoints into its address space
+    alone). Returns the link's fd: closing it takes every breakpoint out at once and waits for
+    one grace period, where a perf-event uprobe each waits for its own under the kernel's
+    event_mutex. Raises OSError when the kernel refuses."""
+    global _libc
+    nr = _SYS_BPF.get(platform.machine())
+    if nr is None:
+        raise OSError(f"uprobe_multi links: bpf(2) is not known on {platform.machine()}")
+    with _UPROBE_GATE:
+        if _uprobes_stopped:
+            raise OSError("memtop is exiting: no more uprobes")
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.syscall.restype = ctypes.c_long
+        cpath = ctypes.create_string_buffer(os.fsencode(path))
+        offs = (ctypes.c_uint64 * len(offsets))(*offsets)
+        attr = ctypes.create_string_buffer(_ATTR_SIZE)
+        # link_create: prog_fd, target_fd, attach_type, flags; then uprobe_multi's path,
+        # offsets, ref_ctr_offsets, cookies (none), cnt, flags, pid
+        struct_fields = (prog_fd, 0, UPROBE_MULTI, 0)
+        ctypes.memmove(attr, (ctypes.c_uint32 * 4)(*struct_fields), 16)
+        ctypes.memmove(
+            ctypes.byref(attr, 16),
+            (ctypes.c_uint64 * 4)(ctypes.addressof(cpath), ctypes.addressof(offs), 0, 0),
+            32,
+        )
+        tail = (len(offsets), _BPF_F_UPROBE_MULTI_RETURN if retprobe else 0, pid)
+        ctypes.memmove(ctypes.byref(attr, 48), (ctypes.c_uint32 * 3)(*tail), 12)
+        fd = int(
+            _libc.syscall(ctypes.c_long(nr), ctypes.c_long(_BPF_LINK_CREATE), attr, ctypes.c_long(_ATTR_SIZE))
+        )
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"uprobe_multi link: {os.strerror(err)}")
+        return fd

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import socket
 import struct
 import sys
@@ -88,6 +89,9 @@ def _tables(bpf: Any, lib: Any) -> list[dict[str, Any]]:
     return out
 
 
+_MULTI = re.compile(r"^#define UPROBE_MULTI 1$", re.M)
+
+
 def compile_and_load(req: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
     from memtop.linux import bcc_compat
     from memtop.linux.bpfout import type_of
@@ -99,6 +103,9 @@ def compile_and_load(req: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
     fds: list[int] = []
     programs = []
     by_ctx = {str(k): int(v) for k, v in dict(req.get("types", {})).items()}
+    # a program built with UPROBE_MULTI=1 (the leaks probe on a budget) also gets each uprobe
+    # program loaded for uprobe_multi links
+    multi = "-DUPROBE_MULTI=1" in req.get("cflags", []) or bool(_MULTI.search(str(req["text"])))
     for fn in names:
         prog_type = type_of(fn, by_ctx)
         try:
@@ -109,6 +116,15 @@ def compile_and_load(req: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
             continue
         programs.append({"name": fn, "type": prog_type, "fd_index": len(fds)})
         fds.append(int(f.fd))
+        if multi and prog_type == bcc_compat.UPROBE_MULTI_KEY & 0xFF:
+            # its copy for uprobe_multi links (leaks on a budget): memtop asks for it by this key
+            try:
+                fd = bcc_compat.load_uprobe_multi(bpf, fn)
+            except Exception as exc:  # noqa: BLE001 - a kernel before 6.6: memtop falls back
+                programs.append({"name": fn, "type": bcc_compat.UPROBE_MULTI_KEY, "error": str(exc)})
+                continue
+            programs.append({"name": fn, "type": bcc_compat.UPROBE_MULTI_KEY, "fd_index": len(fds)})
+            fds.append(fd)
     tables = _tables(bpf, lib)
     for t in tables:
         t["fd_index"] = len(fds)

@@ -19,6 +19,7 @@ held during the count only, give the count program's own ns per call as the kern
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -93,6 +94,12 @@ def _gone(pid: int, start: int | None, proc_root: str) -> bool:
     return state in ("Z", "X") or _start_time(pid, proc_root) != start
 
 
+def _close_fd(fd: int) -> None:
+    """A link's fd closed (in a thread of its own: never an exception to print)."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
 class LeakRateProbe(BpfProbe):
     name = "leakrate"
     program = "leakrate"
@@ -105,10 +112,16 @@ class LeakRateProbe(BpfProbe):
         window_s: float = 1.0,
         sample_bytes: int = 0,
         proc_root: str = "/proc",
+        links: bool = False,
     ) -> None:
         super().__init__()
         self.pids = list(dict.fromkeys(int(p) for p in pids))
         self.window_s = window_s
+        #: count through uprobe_multi links (on a budget, where the count is part of the cost):
+        #: a perf-event uprobe's close waits for grace periods under the kernel's event_mutex,
+        #: 0.1-0.4 s each, and the probes still attached count (and cost) through the waits
+        self.links = links
+        self._link_fds: list[int] = []
         #: what byte sampling would use (recorded with the result)
         self.sample_bytes = sample_bytes
         self.proc_root = proc_root
@@ -150,7 +163,7 @@ class LeakRateProbe(BpfProbe):
             if self._stop.is_set():
                 break
             self._attach_pid(pid)
-        if not self._events:
+        if not self._events and not self._link_fds:
             why = "; ".join(self._failed) or "no allocator function found"
             raise ProbeError(
                 f"the leaks preflight could not attach ({why})",
@@ -190,6 +203,16 @@ class LeakRateProbe(BpfProbe):
                             continue
                         slot = self._slots[name] = (len(self._slots), ret is not None)
                 delta, _how = probe_offset(code, fn_base)
+                if self.links:
+                    try:
+                        prog = bcc_compat.load_uprobe_multi(self.bpf, f"count_{slot[0]}")
+                        fd = bcc_compat.attach_uprobe_multi(prog, mod_path, [off + delta], pid, False)
+                    except Exception:  # noqa: BLE001 - refused (before Linux 6.6): perf events
+                        self.links = False
+                    else:
+                        self._link_fds.append(fd)
+                        attached.add(name)
+                        continue
                 try:
                     ev = bcc_compat.attach_uprobe_at(
                         self.bpf, f"count_{slot[0]}", mod_path, off + delta, pid, False
@@ -209,7 +232,7 @@ class LeakRateProbe(BpfProbe):
         }
 
     def defines(self) -> dict[str, int]:
-        return {"N_FNS": N_FNS}
+        return {"N_FNS": N_FNS, "UPROBE_MULTI": int(self.links)}
 
     def _counts(self) -> list[int]:
         t = self.bpf["calls"]
@@ -253,7 +276,7 @@ class LeakRateProbe(BpfProbe):
             state, message = "failed", "cut short: memtop is exiting"
         else:
             state = "measured"
-            message = f"{len(self._events)} entry probes counted calls for {took:.2f} s, then detached"
+            message = f"{len(self._events) + len(self._link_fds)} entry probes counted calls for {took:.2f} s, then detached"
         if self._failed:
             message += "; not attached: " + "; ".join(self._failed)
         self.result = LeakPreflight(
@@ -308,6 +331,13 @@ class LeakRateProbe(BpfProbe):
             self._idle.wait(wait_s)
 
     def _detach(self) -> None:
+        fds, self._link_fds = self._link_fds, []
+        # all at once: each close takes its breakpoint out, then waits for a grace period
+        threads = [threading.Thread(target=_close_fd, args=(fd,), daemon=True) for fd in fds]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
         if self.bpf is None:
             return
         for ev in self._events:

@@ -16,6 +16,7 @@ single-step trap that dominates bcc memleak's cost on x86.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import mmap
 import os
@@ -383,13 +384,31 @@ class _Target:
     attach_list: list[tuple[str, str, int, bool, bool]] = field(default_factory=list)
     #: the events of the functions a program calls most (malloc, free & co.): detached first
     hot: set[str] = field(default_factory=set)
+    #: on a budget, its uprobe_multi links (fd, hot): one per program and file
+    links: list[tuple[int, bool]] = field(default_factory=list)
 
 
 #: the functions a program calls most: their probes are detached first when a window ends (each
 #: detach takes the kernel ~0.1 s, and the hot ones cost while they wait their turn)
 HOT_SYMBOLS = frozenset({"malloc", "free", "_Znwm", "_ZdlPv", "_ZdlPvm"})
+#: on a budget the windows probe these only (the allocator's prefix apart), in one link (they
+#: share a return program). Every window attaches them again, and a link costs memtop ~1.5 ms of
+#: CPU and each probe in it ~0.6 ms more (the kernel walks every mapping of the file in the
+#: system: libc's, ~2,000 here). free is not probed: a candidate is resolved by its address
+#: handed out again (what resolves nearly all of them anyway: at a duty of a few per mille a
+#: candidate's free falls between windows), and without its trap a traced malloc+free costs
+#: ~1.5 us instead of ~2.5 us, so a budget traces 1.6 times the calls and sees as many more of
+#: a leak's. The rest (free, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc,
+#: mmap, munmap, an allocator's extended API) are not traced, as the target's line says
+BUDGET_SYMBOLS = frozenset({"malloc", "calloc", "_Znwm", "_Znam"})
+#: what a budgeted window cannot do without
+BUDGET_REQUIRED = ("malloc",)
 #: the time the hot probes stay on beyond the first window's slice, before one was measured
 FIRST_LATENCY_S = 0.2
+#: the address table's blocks at most on a budget (alloc_slots: 128k slots, 1 MiB of addresses)
+BUDGET_MAX_ALLOCS = 1 << 15
+#: the same with uprobe_multi links (all breakpoints out at once: the slice's last check)
+FIRST_LATENCY_LINKS_S = 0.01
 #: a window's probe the kernel refused to attach again is tried once more after this long (s)
 REATTACH_RETRY_S = 0.1
 #: how often a target's mapped files may be read again (each is opened for its build id)
@@ -397,6 +416,12 @@ MAPPINGS_EVERY_S = 10.0
 _MODULE = re.compile(r" \[([^\]]*)\]")
 #: /proc/PID/stat's clock ticks per second
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _close_fd(fd: int) -> None:
+    """A link's fd closed (in a thread of its own: never an exception to print)."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _age_bucket(age_ns: int) -> int:
@@ -435,6 +460,11 @@ class LeaksProbe(BpfProbe):
         super().__init__()
         #: tracing on a budget (a share of one core; 0: all the time): windows, candidates
         self.budget = max(0.0, float(budget))
+        if self.budget:
+            # the table is read twice a window (candidates, ages), and memtop's CPU is part of
+            # the budget: 1M slots took ~20 ms a read. A window holds its slice's live blocks
+            # and the candidates (at most half the table)
+            max_allocs = min(max_allocs, BUDGET_MAX_ALLOCS)
         self._window_calls_per_s = max(0.0, float(calls_per_s))
         #: the preflight's cost (its traps, CPU s) and how long before this probe it counted:
         #: on a budget both are part of what tracing has spent, and since when
@@ -488,6 +518,17 @@ class LeaksProbe(BpfProbe):
         self._pending_lock = threading.Lock()
         self._allocators: dict[int, allocators.Allocator] = {}
         self._allocs_map: tuple[mmap.mmap, mmap.mmap] | None = None
+        #: on a budget, windows attach through uprobe_multi links (Linux 6.6+): each program's
+        #: probes in one link, all breakpoints in or out at once, one grace period per link
+        #: instead of one per probe under the kernel's event_mutex (a perf-event uprobe's close:
+        #: 0.1-0.4 s each, the hot ones trapping meanwhile). False when the kernel refused one
+        #: (``multi_error`` says why): perf-event uprobes, as without a budget
+        self._multi = bool(self.budget)
+        self.multi_error = ""
+        #: the window the last poll of the stacks' tables followed, and the blocks it counted
+        #: outstanding per pid (on a budget the tables change only while a window traces)
+        self._polled_window = -1
+        self._tracked: dict[int, int] = {}
 
     def defines(self) -> dict[str, int]:
         return {
@@ -508,6 +549,8 @@ class LeaksProbe(BpfProbe):
             "A_BUSY": A_BUSY,
             **{f"C_{c.name}": c.value for c in Counter},
             "N_COUNTERS": len(Counter),
+            # the compiler's process also loads each uprobe program for uprobe_multi links
+            "UPROBE_MULTI": int(self._multi),
         }
 
     def _exact_mode(self) -> bool:
@@ -592,6 +635,12 @@ class LeaksProbe(BpfProbe):
         # mode the program runs in (a pid that exec'd into jemalloc under a glibc-mode program)
         exact = bool(self.exact_sizes) or not alloc.header_sizes
         plan = probe_plan(t.pid, alloc, exact, self.proc_root)
+        if self.budget:
+            plan = [
+                (p, kept)
+                for p, sp in plan
+                if (kept := [x for x in sp if x[0].removeprefix(alloc.prefix) in BUDGET_SYMBOLS])
+            ]
         if exact and not self.exact_sizes:
             plan = [(p, [(s, e, EXACT_RETURNS.get(r or "", r)) for s, e, r in sp]) for p, sp in plan]
         if self.stack_at_entry:
@@ -607,8 +656,16 @@ class LeaksProbe(BpfProbe):
                 # seconds the others took (at 1M/s, a second of the target's CPU)
                 specs = sorted(specs, key=lambda sp: sp[0].removeprefix(alloc.prefix) in HOT_SYMBOLS)
             self._attach_file(t, alloc, path, specs, seen)
+        if self._multi:
+            self._first_links(t)
+            if self._multi:
+                pass  # the window thread attaches the first window's links as it starts
+            elif not t.events:
+                t.state, t.message = "failed", f"{alloc.describe()}: could not attach ({self.multi_error})"
+                return
         attached = {s.split("=", 1)[0] for s in t.symbols}
-        missing = [s for s in REQUIRED if alloc.prefix + s not in attached]
+        required = BUDGET_REQUIRED if self.budget else REQUIRED
+        missing = [s for s in required if alloc.prefix + s not in attached]
         if missing:
             self._detach_pid(t)
             t.state, t.message = "failed", f"{alloc.describe()}: could not attach {', '.join(missing)}"
@@ -651,8 +708,15 @@ class LeaksProbe(BpfProbe):
             # only rsp-neutral, argument-preserving instructions are skipped, so a return probe
             # still finds the return address at rsp
             delta, how = probe_offset(code, base) if self.place_probes else (0, "entry")
+            hot = sym.removeprefix(alloc.prefix) in HOT_SYMBOLS
+            if self._multi:  # attached by _first_links, one link per program
+                for fn, ret in ((enter_fn, False), (ret_fn, True)):
+                    if fn is not None:
+                        t.attach_list.append((fn, mod_path, off + delta, ret, hot))
+                t.symbols.append(sym)
+                self._how[sym.removeprefix(alloc.prefix)] = how
+                continue
             try:
-                hot = sym.removeprefix(alloc.prefix) in HOT_SYMBOLS
                 if enter_fn is not None:
                     t.events.append(
                         bcc_compat.attach_uprobe_at(self.bpf, enter_fn, mod_path, off + delta, t.pid, False)
@@ -688,6 +752,14 @@ class LeaksProbe(BpfProbe):
             message += f", {fmt.bytes_h(anon)} anonymous memory already resident then (not seen)"
         if alloc.note:
             message += f"; {alloc.note}"
+        if self.budget:
+            message += (
+                "; on a budget only malloc and calloc (and new) are traced: blocks from realloc"
+                " and the others are not seen, a block is counted freed once its address is"
+                " handed out again"
+            )
+        if self.multi_error:
+            message += f"; {self.multi_error}"
         return message
 
     def add_pids(self, pids: Sequence[int]) -> None:
@@ -775,6 +847,7 @@ class LeaksProbe(BpfProbe):
         return dropped
 
     def _detach_pid(self, t: _Target) -> None:
+        self._close_links(t)
         if self.bpf is None:
             return
         for ev in t.events:
@@ -795,6 +868,7 @@ class LeaksProbe(BpfProbe):
                 if t.symbolizer is not None:
                     t.symbolizer.close()
                     t.symbolizer = None
+                self._close_links(t)
                 t.events.clear()
             super().close()
 
@@ -931,6 +1005,48 @@ class LeaksProbe(BpfProbe):
             self._ages_stale = True
         if exiting:
             self._ages_next = 0.0  # the final figures of an exiting pid include its ages
+        if not (
+            self.budget and not exiting and not self._win_on and self._polled_window == self.candidates.window
+        ):
+            out += self._poll_stacks(now_ns)
+            self._polled_window = self.candidates.window
+        # else on a budget between windows: nothing traces, the tables are as the last poll read
+        # them (memtop's polls are part of the budget: ~1.5 ms each, a fifth of 1 % of a core)
+        for t in exiting:
+            self._detach_pid(t)
+            t.state = "exited"
+            t.exited_ts_ns = now_ns
+            t.message = "exited; showing its last figures"
+            if t.symbolizer is not None:
+                t.symbolizer.close()
+                t.symbolizer = None
+        for t in self.targets.values():
+            out.append(
+                LeakTarget(
+                    pid=t.pid,
+                    comm=t.comm,
+                    state=t.state,
+                    message=t.message,
+                    symbols=tuple(t.symbols),
+                    failed_symbols=tuple(t.failed),
+                    tracked_allocs=self._tracked.get(t.pid, 0),
+                    exited_ts_ns=t.exited_ts_ns,
+                    allocator=t.allocator,
+                    execs=t.execs,
+                    mappings=t.mappings,
+                )
+            )
+        c = self._counters()
+        for i in LOST_COUNTERS:
+            out.append(Lost(probe=self.name, what=COUNTERS[i], count=c[i]))
+        out.append(LeakCalls(calls=c[Counter.CALLS], sample_bytes=self.sample_bytes))
+        return out
+
+    def _poll_stacks(self, now_ns: int) -> list[Record]:
+        """Each stack's figures from the kernel's tables (those that changed, and those with
+        blocks outstanding: their ages move), and the blocks tracked per pid."""
+        assert self.bpf is not None
+        out: list[Record] = []
         _k, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "stats")
         stats: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         for i in range(n):
@@ -969,34 +1085,7 @@ class LeaksProbe(BpfProbe):
                     ages_ts_ns=self._ages_ts_ns,
                 )
             )
-        for t in exiting:
-            self._detach_pid(t)
-            t.state = "exited"
-            t.exited_ts_ns = now_ns
-            t.message = "exited; showing its last figures"
-            if t.symbolizer is not None:
-                t.symbolizer.close()
-                t.symbolizer = None
-        for t in self.targets.values():
-            out.append(
-                LeakTarget(
-                    pid=t.pid,
-                    comm=t.comm,
-                    state=t.state,
-                    message=t.message,
-                    symbols=tuple(t.symbols),
-                    failed_symbols=tuple(t.failed),
-                    tracked_allocs=tracked.get(t.pid, 0),
-                    exited_ts_ns=t.exited_ts_ns,
-                    allocator=t.allocator,
-                    execs=t.execs,
-                    mappings=t.mappings,
-                )
-            )
-        c = self._counters()
-        for i in LOST_COUNTERS:
-            out.append(Lost(probe=self.name, what=COUNTERS[i], count=c[i]))
-        out.append(LeakCalls(calls=c[Counter.CALLS], sample_bytes=self.sample_bytes))
+        self._tracked = tracked
         return out
 
     def counters(self) -> dict[str, int]:
@@ -1015,7 +1104,10 @@ class LeaksProbe(BpfProbe):
         # the first window as the next ones are planned: at the headroom, with the hot probes'
         # two detaches (~0.1 s each) on beyond the slice
         self._win_wait_s, self._win_period_s = leakwindows.plan_window(
-            leakwindows.HEADROOM * self.budget, self._window_calls_per_s, 0.0, FIRST_LATENCY_S
+            leakwindows.HEADROOM * self.budget,
+            self._window_calls_per_s,
+            0.0,
+            FIRST_LATENCY_LINKS_S if self._multi else FIRST_LATENCY_S,
         )
         self._win_on_s = self._win_wait_s
         self._win_thread = threading.Thread(target=self._windows, name="memtop-leak-windows", daemon=True)
@@ -1049,11 +1141,22 @@ class LeaksProbe(BpfProbe):
         paid for it; attach again. The probes are on from the first attach to the last detach
         (both take time: the kernel lets go of a uprobe after a grace period), so that whole span
         is the window's."""
-        calls0 = self._counters()[Counter.CALLS]
-        attach_began = time.monotonic()
-        cpu_began = self._targets_cpu_s()
         attach_ns = 0
         attach_s = 0.0
+        cpu0 = time.thread_time_ns()
+        with self._win_lock:
+            if self.bpf is None:
+                return
+            calls0 = self._counters()[Counter.CALLS]
+            cpu_began = self._targets_cpu_s()
+            attach_began = time.monotonic()
+            if self._multi:  # the first window's links (load checked the kernel takes them)
+                attach_began = min(
+                    (self._reattach(t) for t in self.targets.values() if t.state == "tracing"),
+                    default=attach_began,
+                )
+                attach_s = time.monotonic() - attach_began
+                attach_ns = time.thread_time_ns() - cpu0
         planned = (self._win_wait_s, self._win_period_s)
         cap = leakwindows.slice_calls(leakwindows.HEADROOM * self.budget, self._win_period_s, 0.0)
         self._slice_calls = 0
@@ -1145,12 +1248,18 @@ class LeaksProbe(BpfProbe):
         while (left := end - time.monotonic()) > 0:
             if self._win_stop.wait(min(step, left)):
                 return False
-            with self._win_lock:
+            # never waiting for a poll (its symbol lookups take tens of ms of wall time, the
+            # probes trapping all along): the slice ends on time, its calls checked next step
+            if not self._win_lock.acquire(blocking=False):
+                continue
+            try:
                 if self.bpf is None:
                     return False
                 self._slice_calls = self._counters()[Counter.CALLS] - calls0
                 if cap > 0 and self._slice_calls >= cap:
                     break
+            finally:
+                self._win_lock.release()
         return not self._win_stop.is_set()
 
     def _plan_next(self, overhead_s: float, latency_s: float, attach_began: float) -> float:
@@ -1176,10 +1285,74 @@ class LeaksProbe(BpfProbe):
             self._win_on_s = wait + latency_s
             return hold_s
 
+    def _first_links(self, t: _Target) -> None:
+        """Whether the kernel takes ``t``'s links: attached and closed at once (the window thread
+        attaches the first window's as it starts: attached here, the probes would trap through
+        the rest of the load, ~50 ms, 50k calls at 1M/s). Where the kernel refuses one (before
+        Linux 6.6, or a program not loaded for them) every window uses perf-event uprobes, and
+        this first one is on from here."""
+        try:
+            self._link_attach(t, strict=True)
+            self._close_links(t)
+        except OSError as exc:
+            self._close_links(t)
+            self._multi = False
+            self.multi_error = f"uprobe_multi links refused ({clean(str(exc), 120)}): one uprobe at a time"
+            self._reattach(t)
+
+    def _link_groups(self, t: _Target) -> list[tuple[str, str, bool, list[int], bool]]:
+        """``t``'s attach list as links: (program, file, return probe, offsets, hot), the hot
+        ones last."""
+        groups: dict[tuple[str, str, bool], tuple[list[int], bool]] = {}
+        for fn, path, off, ret, hot in t.attach_list:
+            offs, was_hot = groups.get((fn, path, ret), ([], False))
+            groups[(fn, path, ret)] = ([*offs, off], was_hot or hot)
+        out = [(fn, path, ret, offs, hot) for (fn, path, ret), (offs, hot) in groups.items()]
+        return sorted(out, key=lambda g: g[4])
+
+    def _link_attach(self, t: _Target, strict: bool = False) -> float:
+        """``t``'s probes as uprobe_multi links, the hot ones last. Returns when the first hot
+        link began to attach (monotonic s). ``strict``: raise on the first refusal (else that
+        link goes without, as a perf-event uprobe the kernel refuses does)."""
+        hot_on = None
+        for fn, path, ret, offs, hot in self._link_groups(t):
+            if hot and hot_on is None:
+                hot_on = time.monotonic()
+            try:
+                prog = bcc_compat.load_uprobe_multi(self.bpf, fn)
+                fd = bcc_compat.attach_uprobe_multi(prog, path, offs, t.pid, ret)
+            except Exception as exc:  # noqa: BLE001 - BCC raises plain Exceptions
+                if strict:
+                    raise OSError(str(exc)) from exc
+                if _start_time(t.pid, self.proc_root) != t.start_time:
+                    break  # the process is gone: the next poll says so
+                continue
+            t.links.append((fd, hot))
+        return time.monotonic() if hot_on is None else hot_on
+
+    def _close_links(self, t: _Target) -> float:
+        """``t``'s links closed, all at once (one thread each): a close takes its breakpoints out
+        at once, then waits for a grace period; closed one after another the hot ones would
+        trap through the others' waits. Returns when the closes began (monotonic s): the
+        breakpoints are out within microseconds of it."""
+        links, t.links = t.links, []
+        began = time.monotonic()
+        if len(links) == 1:
+            _close_fd(links[0][0])
+        elif links:
+            threads = [threading.Thread(target=_close_fd, args=(fd,), daemon=True) for fd, _hot in links]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        return began
+
     def _reattach(self, t: _Target) -> float:
         """``t``'s uprobes again, as the first attach placed them (no symbol lookups); the hot
         ones last (each attach takes the kernel ~0.1 s, and they cost from the moment they
         land). Returns when the first hot one began to attach (monotonic s)."""
+        if self._multi:
+            return self._link_attach(t)
         t.events, t.hot = [], set()
         hot_on = None
         for fn, path, off, ret, hot in sorted(t.attach_list, key=lambda sp: sp[4]):
@@ -1212,6 +1385,8 @@ class LeaksProbe(BpfProbe):
         s per window at 1M calls/s against 0.07-0.09 s one by one, on few calls (bench/
         leaks_windows.py's measurements, docs/panes/leaks.md). Returns when the hot ones were off
         (monotonic s)."""
+        if self._multi:
+            return self._close_links(t)
         hot_off = time.monotonic()
         with self._win_lock:
             # the hot entry probes (free) first, the hot return probes (malloc) last of the hot:

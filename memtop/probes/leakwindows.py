@@ -33,6 +33,12 @@ from memtop.records.leaks import LEAK_CONFIDENCE
 
 #: a candidate is judged once it has lived this many windows
 AGE_WINDOWS = 1
+#: a leak is told by survivors born in at least this many windows: one window's blocks may be
+#: one long-lived structure built then, and a single survivor's confidence would otherwise
+#: rise with wall time alone (the other stacks' resolve rate sharpening), not with evidence
+MIN_SURVIVOR_WINDOWS = 2
+#: the confidence shown at most while survivors come from fewer windows (below LEAK_CONFIDENCE)
+SINGLE_WINDOW_CONFIDENCE = 0.99
 #: candidates followed at most; past it the oldest are summarised per stack (counted unresolved
 #: for good) and forgotten, here and in the kernel's address table (end_window returns them): the
 #: table never fills with a leak's blocks, however long it runs. A candidate is ~250 bytes of
@@ -51,6 +57,11 @@ MAX_STACKS = 4096
 #: more where the measured cost is above the estimate
 MIN_ON_S = 0.02
 MIN_PERIOD_S = 2.0
+#: memtop's own work per window (attach, detach, the table's scan: ~6 ms with uprobe_multi
+#: links) at most this share of what the window may spend: the period is stretched until it is,
+#: so that at high rates the budget goes to traced calls (a few ms of slice each) rather than to
+#: attaching and detaching every 2 s
+MAX_OWN_SHARE = 0.1
 #: a window that costs more than this long a period of the budget's headroom waits that long:
 #: the budget is a ceiling, so at a tiny budget windows come rarely rather than over it
 MAX_PERIOD_S = 3600.0
@@ -113,15 +124,16 @@ def plan_window(
     the table's scan), ``latency_s`` how long the probes stay on beyond the slice (attaching and
     detaching take time). Per window the cost is ``overhead_s`` plus the traced calls of
     ``slice + latency_s`` at memtop.core.leakcost's exact cost; the period is the shortest that keeps
-    it within the budget with at least MIN_ON_S of slice (at most MAX_PERIOD_S: past that the
-    cost shown says by how much the budget is exceeded), and the slice spends what is left. A
+    it within the budget with at least MIN_ON_S of slice and ``overhead_s`` at most MAX_OWN_SHARE
+    of it (at most MAX_PERIOD_S: past that the cost shown says by how much the budget is
+    exceeded), and the slice spends what is left. A
     slice that would fill the period means tracing all the time. ``scale``: what the targets'
     added CPU measured per traced call against that cost (CostMeter.scale)."""
     budget = max(1e-4, budget)
     per_s = leakcost.estimate(calls_per_s, calls_per_s).exact_cpu if calls_per_s > 0 else 0.0
     per_s *= max(1.0 / MAX_SCALE, min(MAX_SCALE, scale))
     need = (overhead_s + per_s * (latency_s + MIN_ON_S)) / budget
-    period = min(MAX_PERIOD_S, max(MIN_PERIOD_S, need))
+    period = min(MAX_PERIOD_S, max(MIN_PERIOD_S, need, overhead_s / (MAX_OWN_SHARE * budget)))
     spend = budget * period - overhead_s
     on = period if per_s <= 0 else spend / per_s - latency_s
     return max(MIN_ON_S, min(period, on)), period
@@ -401,10 +413,13 @@ class Candidates:
         )
         self.p_resolve = rates[len(rates) // 2] if rates else None
         unresolved: dict[Key, tuple[int, int, int]] = {}
+        born_in: dict[Key, set[int]] = {}
         cutoff = self.window - AGE_WINDOWS
         for key, wb, size, _ts in self.live.values():
             n, b, old = unresolved.get(key, (0, 0, 0))
             unresolved[key] = (n + 1, b + size, old + (wb <= cutoff))
+            if wb <= cutoff:
+                born_in.setdefault(key, set()).add(wb)
         for key, v in self.stacks.items():
             n, b, old = unresolved.get(key, (0, 0, 0))
             n += v.aged_out  # forgotten, never resolved: old and unresolved for good
@@ -422,6 +437,9 @@ class Candidates:
                 continue
             s = (1.0 - self.p_resolve) ** AGE_WINDOWS
             v.confidence = max(0.0, 1.0 - binomial_tail(v.judged, s, old))
+            # summarised candidates were born in earlier windows than any followed
+            if len(born_in.get(key, ())) + min(v.aged_out, MIN_SURVIVOR_WINDOWS) < MIN_SURVIVOR_WINDOWS:
+                v.confidence = min(v.confidence, SINGLE_WINDOW_CONFIDENCE)
 
     def leaks(self) -> list[tuple[Key, StackVerdict]]:
         """Stacks reported as leaks, the most confident (then the most bytes) first."""

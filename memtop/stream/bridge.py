@@ -53,7 +53,7 @@ FOCUS_BPF = ("faultstack", "growth")
 LEAKS_PROBE = "leaks"
 PREFLIGHT_PROBE = "leakrate"
 #: the preflight's count on a budget (`--budget`), seconds: its traps are paid from the budget
-BUDGET_PREFLIGHT_S = 0.25
+BUDGET_PREFLIGHT_S = 0.1
 #: the working-set probe (the drill-in's w): one measurement at a time
 WSS_PROBE = "wss"
 NO_BPF = "needs BPF (memtop runs with --no-bpf)"
@@ -600,6 +600,7 @@ class Bridge:
             # on a budget the count is part of the cost: at 1M calls/s a second of it is a CPU
             # second, a 1 % budget's 100 s; the windows measure the rate again anyway
             window_s=BUDGET_PREFLIGHT_S if self.leaks_budget else 1.0,
+            links=bool(self.leaks_budget),
         )
         if not self.add_probe(probe):
             return False

@@ -149,6 +149,25 @@ def our_uprobes() -> list[dict[str, Any]]:
     return [e for e in entries if e.get("pid") == os.getpid() and "uprobe" in str(e.get("fd_type", ""))]
 
 
+def our_links() -> list[dict[str, str]]:
+    """uprobe_multi links held by this process (leaks on a budget), as the kernel shows each in
+    /proc/self/fdinfo: link_type, pid (the one process whose breakpoints it places), path and
+    uprobe_cnt. bpftool perf lists perf-event uprobes only."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            info = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:  # closed meanwhile (the listing's own fd, a window's close)
+            continue
+        fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+        link = {k.strip(): v.strip() for k, v in fields.items()}
+        if "probe_multi" in link.get("link_type", ""):
+            out.append(link)
+    return out
+
+
 @pytest.mark.bpf
 def test_target_exit_keeps_last_data_and_detaches(leakers: Leakers) -> None:
     from memtop.probes.leaks import LeaksProbe

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from support import bpf_left_behind, compile_c, function_address, prog_ids_of, run_snapshot, wait_until
+from test_leaks_kernel import our_links
 
 from memtop.linux import bcc_compat
 from memtop.probes.leakrate import LeakRateProbe
@@ -84,15 +85,19 @@ def code(pid: int, addr: int, n: int = 16) -> bytes:
 
 
 @pytest.mark.bpf
-@pytest.mark.parametrize(("rate", "proposal"), [(LOW, "exact"), (HIGH, "sampled")])
+@pytest.mark.parametrize(
+    ("rate", "proposal", "links"), [(LOW, "exact", False), (HIGH, "sampled", False), (HIGH, "sampled", True)]
+)
 def test_the_count_matches_the_program_and_leaves_nothing(
-    paced: list[Paced], rate: int, proposal: str
+    paced: list[Paced], rate: int, proposal: str, links: bool
 ) -> None:
+    """The count (perf-event uprobes; with ``links``, uprobe_multi links, as on a budget) is
+    the target's own count of its calls, and leaves no breakpoint, program or link behind."""
     p = Paced(rate, 60)
     paced.append(p)
     malloc = function_address(p.pid, "libc.so", "malloc")
     before = code(p.pid, malloc)
-    probe = LeakRateProbe([p.pid])
+    probe = LeakRateProbe([p.pid], links=links)
     changed = threading.Event()
     done = threading.Event()
 
@@ -118,6 +123,7 @@ def test_the_count_matches_the_program_and_leaves_nothing(
         probe.close()
     assert changed.is_set(), "the count never put its breakpoint in malloc"
     assert bpf_left_behind(os.getpid(), mine) == {}
+    assert probe.links == links and our_links() == []
     (rec,) = probe.poll()
     assert isinstance(rec, LeakPreflight) and rec.state == "measured", rec
     assert rec.allocator == "glibc" and 0.9e9 < rec.window_ns < 1.2e9

@@ -34,6 +34,18 @@ def test_a_window_costs_no_more_than_the_budget(rate: float, budget: float) -> N
         assert on == period  # nothing to pay for: trace all the time
 
 
+def test_memtops_own_work_is_a_tenth_of_a_window_at_most() -> None:
+    """At 200k calls/s on 1 % a window's own work (6 ms: attach, detach, the table's scan) would
+    take most of the shortest period's budget (2 s, 16 ms): the period stretches until it is a
+    tenth, and the slice spends the rest."""
+    budget, overhead, latency = 0.008, 0.006, 0.005
+    on, period = plan_window(budget, 2e5, overhead, latency)
+    assert period > leakwindows.MIN_PERIOD_S and on > leakwindows.MIN_ON_S
+    assert overhead == pytest.approx(leakwindows.MAX_OWN_SHARE * budget * period)
+    per_s = leakcost.estimate(2e5, 2e5).exact_cpu
+    assert overhead + per_s * (on + latency) == pytest.approx(budget * period)
+
+
 def test_binomial_tail() -> None:
     def exact(n: int, s: float, u: int) -> float:
         return sum(math.comb(n, k) * s**k * (1 - s) ** (n - k) for k in range(u, n + 1))
@@ -90,6 +102,23 @@ def test_no_leak_no_report_over_many_windows() -> None:
         assert c.leaks() == []
     # and the candidates followed stay what is live, not everything ever seen
     assert len(c.live) == 160
+
+
+def test_survivors_of_one_window_are_no_leak_however_long_it_runs() -> None:
+    """Blocks from one window that never go (a structure built once) give a confidence that
+    stays below reporting while the other stacks' resolve rate sharpens over hundreds of
+    windows; a second window's survivor from the same stack makes it a leak."""
+    c, t = Candidates(), Target(leak_per_window=0, seed=5)
+    built = {(1, 0x8000_0000 + 4096 * i): ((1, 77), 4096, 10**9 + i) for i in range(2)}
+    c.end_window(t.window() | built)
+    for _ in range(300):
+        c.end_window(t.window() | built)
+        assert c.leaks() == []
+    assert 0 < c.stacks[(1, 77)].confidence <= leakwindows.SINGLE_WINDOW_CONFIDENCE
+    later = {(1, 0x8100_0000): ((1, 77), 4096, 10**9 + 99)}
+    c.end_window(t.window() | built | later)
+    c.end_window(t.window() | built | later)
+    assert [k for k, _v in c.leaks()] == [(1, 77)]
 
 
 def test_a_stack_that_frees_late_is_no_leak() -> None:
