@@ -380,13 +380,9 @@ class _Writer:
         key = f"{mname} {mtype}"
         prev = self.before.families.get(key)
         if prev is not None and prev.doc == metric.documentation:
-            if prev.samples == metric.samples:
-                self.written.update(prev.label_texts)
-                self.fam_texts[key] = prev
-                return prev.text
-            patched = self._patch(metric, mname, key, prev)
-            if patched is not None:
-                return patched
+            kept = self._kept(metric, mname, key, prev)
+            if kept is not None:
+                return kept
         mtype = _TYPES.get(mtype, "untyped" if mtype == "unknown" else mtype)
         if not _METRIC_NAME.fullmatch(mname):
             return None
@@ -419,6 +415,15 @@ class _Writer:
         )
         return text
 
+    def _kept(self, metric: Metric, mname: str, key: str, prev: _FamilyText) -> bytes | None:
+        """The family's last text when its samples are the last build's, else that text patched
+        where samples changed; None when it must be written anew."""
+        if prev.samples == metric.samples:
+            self.written.update(prev.label_texts)
+            self.fam_texts[key] = prev
+            return prev.text
+        return self._patch(metric, mname, key, prev)
+
     def _om_family(self, metric: Metric) -> bytes | None:
         """An OpenMetrics family: its samples in order under its own name and type, so any family
         is patched line by line (no suffix is moved)."""
@@ -426,13 +431,9 @@ class _Writer:
         key = f"{mname} {mtype}"
         prev = self.before.families.get(key)
         if prev is not None and prev.doc == metric.documentation and prev.unit == metric.unit:
-            if prev.samples == metric.samples:
-                self.written.update(prev.label_texts)
-                self.fam_texts[key] = prev
-                return prev.text
-            patched = self._patch(metric, mname, key, prev)
-            if patched is not None:
-                return patched
+            kept = self._kept(metric, mname, key, prev)
+            if kept is not None:
+                return kept
         if not _METRIC_NAME.fullmatch(mname):
             return None
         doc = metric.documentation.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')

@@ -117,24 +117,7 @@ async def in_daemon_thread(fn: Callable[[], T], name: str) -> T:
     (issue 19, item 5); a daemon thread never does."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[T] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not fut.done():
-            fut.set_result(value) if ok else fut.set_exception(value)
-
-    def run() -> None:
-        ok = False
-        value: Any = None
-        try:
-            value, ok = fn(), True
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            value = exc
-        try:
-            loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:  # the loop is closed: nobody awaits this any more
-            pass
-
-    threading.Thread(target=run, name=name, daemon=True).start()
+    threading.Thread(target=_run_into, args=(loop, fut, fn), name=name, daemon=True).start()
     return await fut
 
 
@@ -189,17 +172,21 @@ class DaemonWorker:
                         self._thread = None
                         return
                 continue
-            loop, fut, fn = job
-            ok = False
-            value: Any = None
-            try:
-                value, ok = fn(), True
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                value = exc
-            try:
-                loop.call_soon_threadsafe(_settle, fut, ok, value)
-            except RuntimeError:  # the loop is closed: nobody awaits this any more
-                pass
+            _run_into(*job)
+
+
+def _run_into(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], fn: Callable[[], Any]) -> None:
+    """``fn()`` here (a worker thread), its result or exception handed to ``fut`` on ``loop``."""
+    ok = False
+    value: Any = None
+    try:
+        value, ok = fn(), True
+    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+        value = exc
+    try:
+        loop.call_soon_threadsafe(_settle, fut, ok, value)
+    except RuntimeError:  # the loop is closed: nobody awaits this any more
+        pass
 
 
 def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
