@@ -81,8 +81,18 @@ class _Labelled(Metric):
     __slots__ = ("_labelnames",)
 
     def __init__(
-        self, name: str, documentation: str, typ: str, labels: Sequence[str] | None, unit: str
+        self,
+        name: str,
+        documentation: str,
+        typ: str,
+        labels: Sequence[str] | None,
+        unit: str,
+        first: object = None,
+        first_is: str = "value",
     ) -> None:
+        """``first``: the sample given with the family (its ``first_is``), exclusive of labels."""
+        if labels is not None and first is not None:
+            raise ValueError(f"Can only specify at most one of {first_is} and labels.")
         super().__init__(name, documentation, typ, unit)
         self._labelnames = tuple(labels or ())
 
@@ -100,9 +110,7 @@ class GaugeMetricFamily(_Labelled):
         labels: Sequence[str] | None = None,
         unit: str = "",
     ) -> None:
-        if labels is not None and value is not None:
-            raise ValueError("Can only specify at most one of value and labels.")
-        super().__init__(name, documentation, "gauge", labels, unit)
+        super().__init__(name, documentation, "gauge", labels, unit, value)
         if value is not None:
             self.add_metric([], value)
 
@@ -129,9 +137,7 @@ class CounterMetricFamily(_Labelled):
     ) -> None:
         if name.endswith("_total"):
             name = name[:-6]
-        if labels is not None and value is not None:
-            raise ValueError("Can only specify at most one of value and labels.")
-        super().__init__(name, documentation, "counter", labels, unit)
+        super().__init__(name, documentation, "counter", labels, unit, value)
         if value is not None:
             self.add_metric([], value, created)
 
@@ -161,9 +167,7 @@ class HistogramMetricFamily(_Labelled):
     ) -> None:
         if sum_value is not None and buckets is None:
             raise ValueError("sum value cannot be provided without buckets.")
-        if labels is not None and buckets is not None:
-            raise ValueError("Can only specify at most one of buckets and labels.")
-        super().__init__(name, documentation, "histogram", labels, unit)
+        super().__init__(name, documentation, "histogram", labels, unit, buckets, "buckets")
         if buckets is not None:
             self.add_metric([], buckets, sum_value)
 

@@ -207,10 +207,8 @@ def test_fast_table_header_is_not_redrawn_for_cell_changes(monkeypatch: Any) -> 
     asyncio.run(run())
 
 
-def test_rows_that_come_and_go_off_screen_repaint_no_line_on_screen(monkeypatch: Any) -> None:
-    """A process started and gone at the bottom of a long table changes nothing on screen:
-    DataTable repaints every line for it, FastTable none (and the lines that did change, only
-    those). What it then draws is compared with DataTable's above."""
+def count_lines_drawn(monkeypatch: Any) -> list[int]:
+    """The y of every line FastTable renders from now on, in order."""
     drawn: list[int] = []
     render_line = FastTable.render_line
 
@@ -219,6 +217,14 @@ def test_rows_that_come_and_go_off_screen_repaint_no_line_on_screen(monkeypatch:
         return render_line(self, y)
 
     monkeypatch.setattr(FastTable, "render_line", counting)
+    return drawn
+
+
+def test_rows_that_come_and_go_off_screen_repaint_no_line_on_screen(monkeypatch: Any) -> None:
+    """A process started and gone at the bottom of a long table changes nothing on screen:
+    DataTable repaints every line for it, FastTable none (and the lines that did change, only
+    those). What it then draws is compared with DataTable's above."""
+    drawn = count_lines_drawn(monkeypatch)
 
     async def run() -> tuple[list[int], list[int]]:
         app = _app(FastTable)
@@ -372,14 +378,7 @@ def test_an_empty_table_filled_with_no_rows_again_repaints_nothing(monkeypatch: 
     from memtop.views import Column
 
     columns = (Column("key", "KEY", numeric=False), Column("n", "N"))
-    drawn: list[int] = []
-    render_line = FastTable.render_line
-
-    def counting(self: FastTable, y: int) -> Any:
-        drawn.append(y)
-        return render_line(self, y)
-
-    monkeypatch.setattr(FastTable, "render_line", counting)
+    drawn = count_lines_drawn(monkeypatch)
 
     async def run() -> tuple[list[int], list[int], list[int]]:
         app = _app(FastTable)
