@@ -6,9 +6,13 @@ their histories and sparklines, bytes per row) and of the tables' cells, the pro
 memory from /proc/self/smaps by kind of mapping, and RssAnon before and after ``malloc_trim(0)``.
 
     sudo .venv/bin/python bench/self_memory.py OUTDIR [--after S] [--condition C] [--no-trace]
+        [--diff-from S [--trace-from S]]
 
 ``--no-trace``: without tracemalloc (its own bookkeeping is a large part of the heap), for the
-figures of smaps and malloc_trim only. A measuring tool, not a benchmark case: nothing is saved
+figures of smaps and malloc_trim only. ``--diff-from S``: what grew between S seconds in and
+AFTER (tracemalloc's snapshots compared, top 25 by traceback and by line), and RssAnon every 5 s
+between; ``--trace-from S``: tracemalloc starts S seconds in, once the first frame is drawn
+(``--after 200 --trace-from 30 --diff-from 50`` is what docs/performance.md quotes). A measuring tool, not a benchmark case: nothing is saved
 to bench/results."""
 
 from __future__ import annotations
