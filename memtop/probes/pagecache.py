@@ -154,12 +154,14 @@ class _File:
 
     key: tuple[int, int]
     path: str
-    #: (path, magic) to open it by, the first that works is used; magic: a /proc link (fd/N,
-    #: map_files/…) naming the inode itself, else a name the walk found. A tuple: tuples of
+    #: the /proc links (fd/N, map_files/…) naming the inode itself to open it by ("magic"),
+    #: tried first (:meth:`ways`: then ``named``, the names a walk found). A tuple: tuples of
     #: strings are dropped from the collector's lists, a list a file was 100,000 more objects
     #: each of its full passes walked (docs/performance.md). Empty for a file only the walk
-    #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000
-    opens: tuple[tuple[str, bool], ...]
+    #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000.
+    #: Strings, not (path, magic) pairs: a pair was 56 B more a way, two ways a file of the
+    #: ~9,000 that 2,100 processes held (:meth:`ways` pairs them when asked)
+    opens: tuple[str, ...]
     size_bytes: int = 0
     #: pid, comm, pid, comm … of up to MAX_HOLDERS processes holding it, in the order the scan
     #: met them: one flat tuple, not a dict (a dict was 224 B a file with 1 to 5 holders, and
@@ -173,6 +175,8 @@ class _File:
     measured_tick: int = -1
     #: the memory cgroup its sampled pages are charged to (None: not sampled yet)
     owner: Owner | None = None
+    #: names the walk found it by (not magic), tried after ``opens``
+    named: tuple[str, ...] = ()
 
     def holder_pairs(self) -> tuple[tuple[int, str], ...]:
         """(pid, comm) of each holder, sorted (as a CachedFile lists them)."""
@@ -181,8 +185,8 @@ class _File:
 
     def ways(self) -> tuple[tuple[str, bool], ...]:
         """(path, magic) to open it by: ``opens``, or the name the walk found it by."""
-        if self.opens or not self.under_path:
-            return self.opens
+        if self.opens or self.named or not self.under_path:
+            return tuple((p, True) for p in self.opens) + tuple((p, False) for p in self.named)
         return ((self.path, False),)
 
 
@@ -380,7 +384,7 @@ class PagecacheinfoProbe(Probe):
                 return
             f.size_bytes = st.st_size
             if len(f.opens) < 2:
-                f.opens += ((link_dir + name, True),)
+                f.opens += (link_dir + name,)
             if f.pages is not None:
                 return
             under = walked.get(key)
@@ -435,7 +439,7 @@ class PagecacheinfoProbe(Probe):
             if f is None:
                 continue
             if len(f.opens) < 2:
-                f.opens += ((link, True),)
+                f.opens += (link,)
             if not f.path:
                 f.path = clean(parts[5], 1024)
 
@@ -731,7 +735,11 @@ class PagecacheinfoProbe(Probe):
                     f.pages, f.measured_tick = under.pages, under.measured_tick
                 f.owner = f.owner or under.owner
                 # once: a walk merged without a scan in between finds it there already
-                f.opens += tuple(w for w in under.ways() if w not in f.opens)
+                for path, magic in under.ways():
+                    if magic and path not in f.opens:
+                        f.opens += (path,)
+                    elif not magic and path not in f.named:
+                        f.named += (path,)
             every[key] = f
         fresh = []
         for f in every.values():
