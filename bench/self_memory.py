@@ -6,9 +6,13 @@ their histories and sparklines, bytes per row) and of the tables' cells, the pro
 memory from /proc/self/smaps by kind of mapping, and RssAnon before and after ``malloc_trim(0)``.
 
     sudo .venv/bin/python bench/self_memory.py OUTDIR [--after S] [--condition C] [--no-trace]
+        [--diff-from S [--trace-from S]]
 
 ``--no-trace``: without tracemalloc (its own bookkeeping is a large part of the heap), for the
-figures of smaps and malloc_trim only. A measuring tool, not a benchmark case: nothing is saved
+figures of smaps and malloc_trim only. ``--diff-from S``: what grew between S seconds in and
+AFTER (tracemalloc's snapshots compared, top 25 by traceback and by line), and RssAnon every 5 s
+between; ``--trace-from S``: tracemalloc starts S seconds in, once the first frame is drawn
+(``--after 200 --trace-from 30 --diff-from 50`` is what docs/performance.md quotes). A measuring tool, not a benchmark case: nothing is saved
 to bench/results."""
 
 from __future__ import annotations
@@ -148,14 +152,51 @@ def modules() -> list[str]:
     return out + [f"  {size >> 10:5d} KiB {name}" for size, name in own[:30]]
 
 
-def report(out: Path, after_s: float, traced: bool) -> None:
-    time.sleep(after_s)
+def _snapshot() -> tracemalloc.Snapshot:
+    return tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+
+
+def report(
+    out: Path, after_s: float, traced: bool, diff_from_s: float | None = None, trace_from_s: float = 0.0
+) -> None:
+    """The report at ``after_s``; with ``diff_from_s``, also what grew since then (tracemalloc's
+    snapshots diffed, top 25 by traceback), and RssAnon every 5 s between. ``trace_from_s``:
+    tracemalloc starts then, not at the process's start (what was allocated before and lives on
+    is not seen, but the TUI runs at its own pace until then: tracing from the start made a first
+    frame with 4,000 processes take longer than the first snapshot's wait)."""
+    t0 = time.monotonic()
+    if traced and trace_from_s:
+        time.sleep(trace_from_s)
+        tracemalloc.start(10)
+    timeline: list[str] = []
+    first: tracemalloc.Snapshot | None = None
+    if diff_from_s is not None:
+        taken = False
+        while (now := time.monotonic() - t0) < after_s:
+            if not taken and now >= diff_from_s:
+                taken = True
+                first = _snapshot() if traced else None
+                timeline.append(f"{now:6.0f} s RssAnon {status_kib('RssAnon')} kB (first snapshot)")
+            else:
+                timeline.append(f"{now:6.0f} s RssAnon {status_kib('RssAnon')} kB")
+            time.sleep(min(5.0, max(0.0, after_s - now)))
+    else:
+        time.sleep(after_s)
     lines = [
         f"after {after_s:.0f} s: RssAnon {status_kib('RssAnon')} kB, RssFile {status_kib('RssFile')} kB",
         "",
     ]
+    if timeline:
+        lines += ["RssAnon over the run:"] + timeline + [""]
     if traced:
-        snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        snap = _snapshot()
+        if first is not None:
+            grown = snap.compare_to(first, "traceback")
+            lines += [f"grown since {diff_from_s:.0f} s, top 25 by traceback:"]
+            for d in grown[:25]:
+                lines += ["", str(d)] + d.traceback.format(limit=10)
+            lines += ["", f"grown since {diff_from_s:.0f} s, top 25 by line:"]
+            lines += [str(d) for d in snap.compare_to(first, "lineno")[:25]] + [""]
         size, peak = tracemalloc.get_traced_memory()
         lines += [
             f"traced {size >> 10} kB (peak {peak >> 10} kB), tracemalloc's own {tracemalloc.get_tracemalloc_memory() >> 10} kB",
@@ -183,10 +224,14 @@ def report(out: Path, after_s: float, traced: bool) -> None:
     os.kill(os.getpid(), 15)
 
 
-def inside(out: Path, after_s: float, traced: bool, rest: list[str]) -> int:
-    if traced:
+def inside(
+    out: Path, after_s: float, traced: bool, diff_from_s: float | None, trace_from_s: float, rest: list[str]
+) -> int:
+    if traced and not trace_from_s:
         tracemalloc.start(25)
-    threading.Thread(target=report, args=(out, after_s, traced), daemon=True).start()
+    threading.Thread(
+        target=report, args=(out, after_s, traced, diff_from_s, trace_from_s), daemon=True
+    ).start()
     from memtop.cli import main as memtop_main
 
     return memtop_main(rest)
@@ -198,6 +243,8 @@ def main() -> int:
     ap.add_argument("--after", type=float, default=40.0)
     ap.add_argument("--condition", default="1000 sleepers")
     ap.add_argument("--no-trace", action="store_true")
+    ap.add_argument("--diff-from", type=float, help="seconds in: a first snapshot, diffed at --after")
+    ap.add_argument("--trace-from", type=float, default=0.0, help="seconds in: tracemalloc starts")
     ap.add_argument("--root", default=str(ROOT), help="the checkout whose memtop runs (an A/B)")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*")
@@ -205,17 +252,19 @@ def main() -> int:
     out = Path(a.outdir)
     out.mkdir(parents=True, exist_ok=True)
     if a.inside:
-        return inside(out, a.after, not a.no_trace, a.rest)
+        return inside(out, a.after, not a.no_trace, a.diff_from, a.trace_from, a.rest)
     from memtop_self import OnTerminal
 
     cmd = [str(PYTHON), __file__, str(out), "--inside", "--after", str(a.after)]
     cmd += ["--no-trace"] if a.no_trace else []
+    cmd += ["--diff-from", str(a.diff_from)] if a.diff_from is not None else []
+    cmd += ["--trace-from", str(a.trace_from)]
     tmp = Path(tempfile.mkdtemp(prefix="memtop-selfmem-"))
     env: dict[str, Any] = dict(os.environ, PYTHONPATH=a.root)
     try:
         with load_condition(a.condition, settle_s=1):
             prog = OnTerminal(cmd, env)
-            deadline = time.monotonic() + a.after + 120
+            deadline = time.monotonic() + a.after + 600  # a traced report takes minutes
             while prog.alive() and time.monotonic() < deadline:
                 time.sleep(0.5)
             prog.stop()

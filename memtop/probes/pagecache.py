@@ -27,10 +27,10 @@ import os
 import stat as stat_mod
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import ClassVar, Self, cast
 
 from memtop.core.text import clean
 from memtop.linux import bcc_compat
@@ -154,14 +154,19 @@ class _File:
 
     key: tuple[int, int]
     path: str
-    #: (path, magic) to open it by, the first that works is used; magic: a /proc link (fd/N,
-    #: map_files/…) naming the inode itself, else a name the walk found. A tuple: tuples of
+    #: the /proc links (fd/N, map_files/…) naming the inode itself to open it by ("magic"),
+    #: tried first (:meth:`ways`: then ``named``, the names a walk found). A tuple: tuples of
     #: strings are dropped from the collector's lists, a list a file was 100,000 more objects
     #: each of its full passes walked (docs/performance.md). Empty for a file only the walk
-    #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000
-    opens: tuple[tuple[str, bool], ...]
+    #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000.
+    #: Strings, not (path, magic) pairs: a pair was 56 B more a way, two ways a file of the
+    #: ~9,000 that 2,100 processes held (:meth:`ways` pairs them when asked)
+    opens: tuple[str, ...]
     size_bytes: int = 0
-    holders: dict[int, str] = field(default_factory=dict)
+    #: pid, comm, pid, comm … of up to MAX_HOLDERS processes holding it, in the order the scan
+    #: met them: one flat tuple, not a dict (a dict was 224 B a file with 1 to 5 holders, and
+    #: with 2,100 processes the probe knew 8,400 files; docs/performance.md)
+    holders: tuple[int | str, ...] = ()
     under_path: bool = False
     #: (cached, dirty, writeback, evicted, recently evicted) pages, mincore: (cached, 0, …)
     pages: tuple[int, int, int, int, int] | None = None
@@ -170,11 +175,18 @@ class _File:
     measured_tick: int = -1
     #: the memory cgroup its sampled pages are charged to (None: not sampled yet)
     owner: Owner | None = None
+    #: names the walk found it by (not magic), tried after ``opens``
+    named: tuple[str, ...] = ()
+
+    def holder_pairs(self) -> tuple[tuple[int, str], ...]:
+        """(pid, comm) of each holder, sorted (as a CachedFile lists them)."""
+        h = self.holders
+        return tuple(sorted((cast(int, h[i]), cast(str, h[i + 1])) for i in range(0, len(h), 2)))
 
     def ways(self) -> tuple[tuple[str, bool], ...]:
         """(path, magic) to open it by: ``opens``, or the name the walk found it by."""
-        if self.opens or not self.under_path:
-            return self.opens
+        if self.opens or self.named or not self.under_path:
+            return tuple((p, True) for p in self.opens) + tuple((p, False) for p in self.named)
         return ((self.path, False),)
 
 
@@ -318,17 +330,20 @@ class PagecacheinfoProbe(Probe):
                 continue
             procs += 1
             comm = clean(comm_text.rstrip("\n"), 64)
-            n = self._scan_fds(pid, comm, found, self_fds)
+            # one int object per process, not one per file it holds: the holders of ~8,400
+            # files of 2,100 processes were ~40,000 ints (~1 MiB of memtop's RssAnon)
+            holder = int(pid)
+            n = self._scan_fds(pid, holder, comm, found, self_fds)
             fds += n
             truncated |= n >= self.max_fds
-            self._scan_maps(pid, comm, found)
+            self._scan_maps(pid, holder, comm, found)
             if len(found) >= self.max_files:
                 truncated = True
                 break
         return procs, fds, truncated
 
     def _hold(
-        self, found: dict[tuple[int, int], _File], key: tuple[int, int], pid: str, comm: str
+        self, found: dict[tuple[int, int], _File], key: tuple[int, int], pid: int, comm: str
     ) -> _File | None:
         f = found.get(key)
         if f is None:
@@ -340,11 +355,16 @@ class PagecacheinfoProbe(Probe):
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
                 f.owner = prev.owner
             found[key] = f
-        if len(f.holders) < MAX_HOLDERS:
-            f.holders[int(pid)] = comm
+        h = f.holders
+        # a scan meets a process's files one process at a time: a pid already among the
+        # holders is the last one added
+        if len(h) < 2 * MAX_HOLDERS and not (h and h[-2] == pid):
+            f.holders = (*h, pid, comm)
         return f
 
-    def _scan_fds(self, pid: str, comm: str, found: dict[tuple[int, int], _File], self_fds: int) -> int:
+    def _scan_fds(
+        self, pid: str, holder: int, comm: str, found: dict[tuple[int, int], _File], self_fds: int
+    ) -> int:
         """The regular files ``pid`` holds open, each by one lookup of its /proc/PID/fd link (an
         O_PATH open, procfd.each_open_file). A file not known yet (from the last scan, the walk
         or another pid) is measured there and then, reopened through /proc/self/fd: it is not
@@ -359,12 +379,12 @@ class PagecacheinfoProbe(Probe):
 
         def visit(name: str, pfd: int, st: os.stat_result) -> None:
             key = (st.st_dev, st.st_ino)
-            f = self._hold(found, key, pid, comm)
+            f = self._hold(found, key, holder, comm)
             if f is None:
                 return
             f.size_bytes = st.st_size
             if len(f.opens) < 2:
-                f.opens += ((link_dir + name, True),)
+                f.opens += (link_dir + name,)
             if f.pages is not None:
                 return
             under = walked.get(key)
@@ -388,7 +408,7 @@ class PagecacheinfoProbe(Probe):
 
         return each_open_file(self.proc, pid, self.max_fds, visit)
 
-    def _scan_maps(self, pid: str, comm: str, found: dict[tuple[int, int], _File]) -> None:
+    def _scan_maps(self, pid: str, holder: int, comm: str, found: dict[tuple[int, int], _File]) -> None:
         text = read_text(os.path.join(self.proc, pid, "maps"), 8 << 20, errors="surrogateescape")
         if not text:
             return
@@ -415,11 +435,11 @@ class PagecacheinfoProbe(Probe):
             key = self._map_keys[mkey]
             if key is None:
                 continue
-            f = self._hold(found, key, pid, comm)
+            f = self._hold(found, key, holder, comm)
             if f is None:
                 continue
             if len(f.opens) < 2:
-                f.opens += ((link, True),)
+                f.opens += (link,)
             if not f.path:
                 f.path = clean(parts[5], 1024)
 
@@ -677,7 +697,7 @@ class PagecacheinfoProbe(Probe):
             evicted_bytes=pages[3] * PAGE_SIZE if exact else None,
             recently_evicted_bytes=pages[4] * PAGE_SIZE if exact else None,
             method=self.method,
-            holders=tuple(sorted(f.holders.items())),
+            holders=f.holder_pairs(),
             under_path=f.under_path,
             cgroup=owner.cgroup or "",
             cgroup_pages=owner.pages if owner.cgroup else 0,
@@ -715,14 +735,18 @@ class PagecacheinfoProbe(Probe):
                     f.pages, f.measured_tick = under.pages, under.measured_tick
                 f.owner = f.owner or under.owner
                 # once: a walk merged without a scan in between finds it there already
-                f.opens += tuple(w for w in under.ways() if w not in f.opens)
+                for path, magic in under.ways():
+                    if magic and path not in f.opens:
+                        f.opens += (path,)
+                    elif not magic and path not in f.named:
+                        f.named += (path,)
             every[key] = f
         fresh = []
         for f in every.values():
             if f.pages is None:
                 fresh.append(f)
             elif f.sent is not None and (
-                f.sent.under_path != f.under_path or f.sent.holders != tuple(sorted(f.holders.items()))
+                f.sent.under_path != f.under_path or f.sent.holders != f.holder_pairs()
             ):
                 fresh.append(f)
         for k in self._all:

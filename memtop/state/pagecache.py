@@ -4,7 +4,9 @@ the window). Rates of the cumulative counters are derived here."""
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,64 @@ MAX_PIDS = 8192
 Sample = tuple[int, int, int]  # (ts_ns, a, b)
 
 
-def _since(history: deque[Sample], now_ns: int) -> tuple[Sample, Sample] | None:
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class Samples:
+    """A file's (ts_ns, a, b) samples, one per change, the latest last, in one flat array of
+    64-bit integers: only those the thrashing window can still need are kept. A ``deque`` of
+    3-tuples was ~0.6 KiB a file empty and ~0.1 KiB a sample, and with every file the pagecache
+    probe counted (up to 32,768) it was what grew most in memtop's RssAnon over a session's first
+    minutes (bench/self_memory.py, docs/performance.md). Kept: the newest SAMPLES, of them only
+    from the one in force at the window's start as of the newest sample's tick (a later view's
+    window starts later still), and at least two (two samples equal to the last make a span of
+    nothing, one makes no span): :meth:`since` answers as the deque did. Values beyond int64 (a
+    recording may hold any uint64) are kept at its bounds, as a process's History keeps them."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self) -> None:
+        self._data = array("q")
+
+    def append(self, ts_ns: int, a: int, b: int) -> None:
+        d = self._data
+        try:
+            d.extend((ts_ns, a, b))
+        except OverflowError:  # what extend took before the value that overflowed goes too
+            del d[len(d) - len(d) % 3 :]
+            d.extend(max(I64_MIN, min(v, I64_MAX)) for v in (ts_ns, a, b))
+        n = len(d) // 3
+        # the sample in force at the window's start (the last at or before it), as of now
+        start = d[-3] - WINDOW_NS
+        keep_from = 0
+        for i in range(n - 1, -1, -1):
+            if d[3 * i] <= start:
+                keep_from = i
+                break
+        keep_from = max(keep_from, n - SAMPLES)
+        keep_from = min(keep_from, n - 2) if n >= 2 else 0
+        if keep_from > 0:
+            del d[: 3 * keep_from]
+
+    def __len__(self) -> int:
+        return len(self._data) // 3
+
+    def __getitem__(self, i: int) -> Sample:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("sample index out of range")
+        d = self._data
+        return d[3 * i], d[3 * i + 1], d[3 * i + 2]
+
+    def __iter__(self) -> Iterator[Sample]:
+        d = self._data
+        for i in range(0, len(d), 3):
+            yield d[i], d[i + 1], d[i + 2]
+
+
+def _since(history: Samples, now_ns: int) -> tuple[Sample, Sample] | None:
     """The sample in force at the window's start and the latest (a sample holds until the next:
     one is kept per change); None with fewer than two."""
     if len(history) < 2:
@@ -40,13 +99,13 @@ def _since(history: deque[Sample], now_ns: int) -> tuple[Sample, Sample] | None:
     return first, history[-1]
 
 
-@dataclass
+@dataclass(slots=True)
 class FileSeen:
     """A file's latest figures; over the window, (ts_ns, cached, evicted) samples and, from the
     pagecache probe, (ts_ns, pages added, pages deleted) samples."""
 
     rec: CachedFile
-    history: deque[Sample] = field(default_factory=lambda: deque(maxlen=SAMPLES))
+    history: Samples = field(default_factory=Samples)
 
 
 class PagecacheState(SubState):
@@ -61,7 +120,7 @@ class PagecacheState(SubState):
         self.totals_prev: tuple[int, int] | None = None
         self.page_bytes = 4096
         #: per file: (ts_ns, added, deleted) at each change, the latest last
-        self.file_counts: OrderedDict[tuple[int, int], deque[Sample]] = OrderedDict()
+        self.file_counts: OrderedDict[tuple[int, int], Samples] = OrderedDict()
         #: per pid: (comm, added, deleted) now
         self.pid_counts: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
         #: what changed in the latest reading: per file and pid, (added, deleted) since the one before
@@ -76,7 +135,7 @@ class PagecacheState(SubState):
                 if seen is None:
                     seen = self.files[key] = FileSeen(rec)
                 seen.rec = rec
-                seen.history.append((batch.ts_ns, rec.cached_bytes, rec.evicted_bytes or 0))
+                seen.history.append(batch.ts_ns, rec.cached_bytes, rec.evicted_bytes or 0)
             elif isinstance(rec, CachedFiles):
                 for gone in rec.gone:
                     self.files.pop(gone, None)
@@ -96,15 +155,15 @@ class PagecacheState(SubState):
             key = (dev, ino)
             hist = self.file_counts.pop(key, None)
             if hist is None:
-                hist = deque(maxlen=SAMPLES)
+                hist = Samples()
                 # first seen (or pushed out of the kernel's LRU and back): counted from 0
-                hist.append((self.activity_prev_ts_ns or ts, 0, 0))
+                hist.append(self.activity_prev_ts_ns or ts, 0, 0)
             pa, pd = hist[-1][1], hist[-1][2]
             if a < pa or d < pd:  # counted again from 0 by the kernel after an eviction
                 pa = pd = 0
             if not first:
                 self.file_delta[key] = (a - pa, d - pd)
-            hist.append((ts, a, d))
+            hist.append(ts, a, d)
             self.file_counts[key] = hist
             while len(self.file_counts) > MAX_ACTIVE_FILES:
                 self.file_counts.popitem(last=False)
