@@ -171,6 +171,8 @@ class MemtopApp(RecordReplay):
         self.first_frame_s: float | None = None
         #: CPU seconds (user + system, every thread) this process had used by its first frame
         self.first_frame_cpu_s: float | None = None
+        #: set once the first frame with data is on screen
+        self._drawn = asyncio.Event()
         #: monotonic time of the first redraw (the data reached the widgets)
         self._first_redraw_at: float | None = None
         self.error: MemtopError | None = None
@@ -294,6 +296,12 @@ class MemtopApp(RecordReplay):
     async def _announce_ready(self) -> None:
         """For scripts and benchmarks (memtop.runtime.ready): once every probe is attached or failed."""
         await self.source.wait_settled(120.0)
+        # and once the first frame is drawn: with nothing to compile (--no-bpf) every probe was
+        # settled before it, and the file said nothing of the first frame
+        try:
+            await asyncio.wait_for(self._drawn.wait(), 120.0)
+        except TimeoutError:
+            pass
         ready.announce(self.source.statuses(), self.first_frame_s, self.first_frame_cpu_s)
 
     def _start_timer(self) -> None:
@@ -430,6 +438,7 @@ class MemtopApp(RecordReplay):
             # above is this stretched by whoever else runs (the callbacks since the frame was
             # written are in it too: a few ms at most)
             self.first_frame_cpu_s = time.process_time()
+            self._drawn.set()
             # in a terminal (the TUI as users run it; not under a test's Pilot) the collector
             # runs at its steady thresholds from now on
             startup_gc.release(steady=term_compat.SESSION is not None)
