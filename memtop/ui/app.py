@@ -25,7 +25,7 @@ from memtop.core.errors import Interrupted, MemtopError
 from memtop.headless import snapshots
 from memtop.headless.snapshots import SnapshotRequest
 from memtop.records import Batch
-from memtop.runtime import lifecycle, ready, resources, startup_gc
+from memtop.runtime import lifecycle, priority, ready, resources, startup_gc
 from memtop.state import State
 from memtop.stream.runner import Runner
 from memtop.stream.source import Source
@@ -442,6 +442,9 @@ class MemtopApp(RecordReplay):
             # in a terminal (the TUI as users run it; not under a test's Pilot) the collector
             # runs at its steady thresholds from now on
             startup_gc.release(steady=term_compat.SESSION is not None)
+            # the start's raised priority ends with it: from now on memtop competes with what it
+            # watches as started, and the BPF compiler's process, started next, inherits that
+            priority.restore()
             # BPF programs compile from now on: compiling while the first frame was drawn made
             # it later and attached nothing sooner (docs/performance.md)
             self.source.begin_bpf()
