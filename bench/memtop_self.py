@@ -8,7 +8,8 @@ idle, watching 1,000 live processes (spawned sleepers) and in a fault storm.
 Each round and condition starts memtop (the default probes) on its own terminal and waits for
 every probe to be attached or failed (MEMTOP_READY_FILE, which also gives the time to the first
 frame and to all probes attached, from memtop's process start), sampling its RssAnon every 50 ms
-meanwhile (the peak is the compiler's). Then htop (``-d 10``: 1 s), atop (``1``) and memtop
+meanwhile (the peak is the compiler's), and the CPU time memtop had used by its first frame (what
+the load stretches into that wall time). Then htop (``-d 10``: 1 s), atop (``1``) and memtop
 ``--no-bpf`` start, each on a terminal of the same size. Each one's CPU time (user + system, from
 /proc/PID/stat) is read 60 s after its own start (its first minute, memtop's including the BPF
 compilation) and over a common window of ``--window`` seconds after that (steady state, given as
@@ -182,6 +183,8 @@ def run_condition(window_s: float) -> dict[str, dict[str, float]]:
             time.sleep(0.05)
         out["memtop"] = {
             "first_frame_s": float(doc.get("first_frame_s") or 0),
+            # the CPU memtop had used by then: the part of the wall time that is memtop's own
+            "first_frame_cpu_s": float(doc.get("first_frame_cpu_s") or 0),
             "all_probes_s": float(doc.get("settled_s") or 0),
             "rss_anon_peak_mib": peak[0] / 1024,
             "rss_anon_attached_mib": status_kb(memtop.pid, "RssAnon")["RssAnon"] / 1024,

@@ -54,7 +54,10 @@ def run_once_tui(root: Path) -> dict[str, float]:
     prog = OnTerminal([str(VENV_PYTHON), "-c", code], env)
     try:
         doc = wait_ready(prog, ready, [0])
-        return {"first_frame_s": float(doc["first_frame_s"]), "all_probes_s": float(doc["settled_s"])}
+        out = {"first_frame_s": float(doc["first_frame_s"]), "all_probes_s": float(doc["settled_s"])}
+        if doc.get("first_frame_cpu_s"):  # the CPU used by then, from revisions that report it
+            out["first_frame_cpu_s"] = float(doc["first_frame_cpu_s"])
+        return out
     finally:
         prog.stop()
         ready.unlink(missing_ok=True)
@@ -105,7 +108,8 @@ def main(rev: str, rounds: int = 8, tui: bool = False) -> dict[str, object]:
                     for name, root in order:
                         for metric, value in once(root).items():
                             samples.setdefault(metric, {k: [] for k in variants})[name].append(value)
-            out[cond] = {m: summary(s, label) for m, s in samples.items()}
+            # a metric an earlier revision does not report (the CPU to the first frame) is left out
+            out[cond] = {m: summary(s, label) for m, s in samples.items() if all(s.values())}
     save("startup_ab", out)
     return out
 

@@ -23,7 +23,7 @@ from memtop.commands.args import (
     pid_list,
 )
 from memtop.core.errors import MemtopError
-from memtop.runtime import startup_gc
+from memtop.runtime import priority, startup_gc
 
 if TYPE_CHECKING:
     _SubcommandsBase = argparse._SubParsersAction[Parser]
@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # collections before the first frame; commands that draw no app release it at once, and any
     # command on its way out (a no-op once an app's first frame released it)
     startup_gc.hold()
+    # the start at a raised priority until the TUI's first frame (memtop.runtime.priority); the
+    # commands that draw no app put it back as soon as they know they are one
+    priority.boost()
     from memtop.runtime import lifecycle
 
     lifecycle.ensure_std_fds()  # `memtop 2>&-`: nothing may land on a closed fd 0-2, LLVM aborted
@@ -129,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
+        priority.restore()
         startup_gc.release()
 
 
@@ -149,6 +153,8 @@ def absolute_paths(args: argparse.Namespace) -> None:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     absolute_paths(args)
+    if not tui_command(args):  # only the terminal app's first frame is raced (a no-op when done)
+        priority.restore()
     # the commands that draw no app get the collector back at once; the exporter above all, which
     # runs for weeks: held, every reference cycle a poll made (ctypes casts, exceptions) stayed,
     # and its RssAnon grew 45 MiB in 2 minutes of process churn (bench/soak_export.py)
@@ -166,6 +172,13 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("memtop: interrupted\n")
         return 130
+
+
+def tui_command(args: argparse.Namespace) -> bool:
+    """Whether ``args`` run the terminal app (`memtop`, `memtop replay FILE`)."""
+    if args.command is None:  # `--batch` and the options that go with it print, no app
+        return not any(getattr(args, k, None) for k in ("batch", "json", "count", "replay", "limit"))
+    return bool(args.command == "replay")
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from memtop.commands.common import check_pane, check_pid, make_source
-from memtop.runtime import startup_gc
+from memtop.runtime import priority, startup_gc
 
 if TYPE_CHECKING:
     from memtop.stream.source import Source
@@ -23,6 +23,7 @@ def run_app(app: MemtopApp, headless: bool = False) -> int:
 
             code = term_compat.run_in_terminal(app)
     finally:
+        priority.restore()  # as the collector: the first frame puts it back, or the way out
         startup_gc.release()  # the first frame releases it; an app that never drew one too
         # the probes are still detaching in a thread (uprobes go one at a time in the kernel): the
         # process may not wind down around it (LLVM's static destructors under a thread inside

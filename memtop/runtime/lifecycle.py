@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from memtop.core.errors import NoTerminal
+from memtop.runtime import priority
 
 #: from the first exit request (q, a signal, the terminal gone) to the process being gone
 EXIT_DEADLINE_S = 2.5
@@ -190,6 +191,8 @@ def _hard_exit(code: int) -> None:
         t = threading.Thread(target=_quietly, args=(fn,), daemon=True)
         t.start()
         t.join(timeout=0.2)
+    # a start that never drew its first frame leaves its session's autogroup as it found it
+    _quietly(priority.restore)
     os._exit(code)
 
 

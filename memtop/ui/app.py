@@ -25,7 +25,7 @@ from memtop.core.errors import Interrupted, MemtopError
 from memtop.headless import snapshots
 from memtop.headless.snapshots import SnapshotRequest
 from memtop.records import Batch
-from memtop.runtime import lifecycle, ready, resources, startup_gc
+from memtop.runtime import lifecycle, priority, ready, resources, startup_gc
 from memtop.state import State
 from memtop.stream.runner import Runner
 from memtop.stream.source import Source
@@ -169,6 +169,10 @@ class MemtopApp(RecordReplay):
         self._drill_mounted: Awaitable[Any] | None = None  # the drill-in screen, once pushed
         #: seconds from process start to the first frame with data (for the benchmarks)
         self.first_frame_s: float | None = None
+        #: CPU seconds (user + system, every thread) this process had used by its first frame
+        self.first_frame_cpu_s: float | None = None
+        #: set once the first frame with data is on screen
+        self._drawn = asyncio.Event()
         #: monotonic time of the first redraw (the data reached the widgets)
         self._first_redraw_at: float | None = None
         self.error: MemtopError | None = None
@@ -292,7 +296,13 @@ class MemtopApp(RecordReplay):
     async def _announce_ready(self) -> None:
         """For scripts and benchmarks (memtop.runtime.ready): once every probe is attached or failed."""
         await self.source.wait_settled(120.0)
-        ready.announce(self.source.statuses(), self.first_frame_s)
+        # and once the first frame is drawn: with nothing to compile (--no-bpf) every probe was
+        # settled before it, and the file said nothing of the first frame
+        try:
+            await asyncio.wait_for(self._drawn.wait(), 120.0)
+        except TimeoutError:
+            pass
+        ready.announce(self.source.statuses(), self.first_frame_s, self.first_frame_cpu_s)
 
     def _start_timer(self) -> None:
         if self._timer is not None:
@@ -424,9 +434,17 @@ class MemtopApp(RecordReplay):
         if self.first_frame_s is None:
             late = 0.0 if written_at is None else max(0.0, time.monotonic() - written_at)
             self.first_frame_s = ready.since_process_start() - late
+            # the CPU the process used to get there: on a shared or loaded machine the wall time
+            # above is this stretched by whoever else runs (the callbacks since the frame was
+            # written are in it too: a few ms at most)
+            self.first_frame_cpu_s = time.process_time()
+            self._drawn.set()
             # in a terminal (the TUI as users run it; not under a test's Pilot) the collector
             # runs at its steady thresholds from now on
             startup_gc.release(steady=term_compat.SESSION is not None)
+            # the start's raised priority ends with it: from now on memtop competes with what it
+            # watches as started, and the BPF compiler's process, started next, inherits that
+            priority.restore()
             # BPF programs compile from now on: compiling while the first frame was drawn made
             # it later and attached nothing sooner (docs/performance.md)
             self.source.begin_bpf()

@@ -421,6 +421,8 @@ async def test_first_frame_is_marked_when_the_frame_with_data_is_written(
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         assert app.first_frame_s is not None
+        # the CPU to that frame is read with it: some, and no more than the process has used now
+        assert app.first_frame_cpu_s is not None and 0 < app.first_frame_cpu_s <= time.process_time()
         first_written, rows = spy.frames[0][1], spy.frames[0][2]
         assert rows == 3  # the first frame already showed the processes
         # marked once, through Ready, with the time that frame was written (not a later repaint)
