@@ -14,7 +14,9 @@ memory.pressure when its parent's PSI totals moved (a stall is charged to every 
 moved (a cgroup pinned at its limit stalls: its PSI moves while its usage may not), when the
 cgroup is new, and every ``full_every`` ticks otherwise, spread over the ticks (a limit can change
 with no usage change). The files read every tick are held open and re-read with pread. An idle
-cgroup under an idle parent costs one pread a tick. A sample is sent only when something in it changed.
+cgroup under an idle parent costs one pread a tick, and at a walk one read of its cgroup.procs
+(who is in it may change with nothing charged): its sample is kept when that lists the same
+processes. A sample is sent only when something in it changed.
 """
 
 from __future__ import annotations
