@@ -6,8 +6,12 @@ n-th tick never comes): what the probe shows is what the schedstat rule read."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from support import kb, proc_status
@@ -111,8 +115,9 @@ def test_a_sleeper_whose_parent_exits_shows_its_new_parent_at_once(monkeypatch: 
         sh.stdin.flush()
         sh.wait()
         got = poll_off_backstop(probe, {sleeper}, read)
-        fields = open(f"/proc/{sleeper}/stat").read().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{sleeper}/stat").read_text().rsplit(")", 1)[1].split()
         assert got[sleeper].ppid == int(fields[1]) != sh.pid
     finally:
-        subprocess.run(["kill", str(sleeper)], check=False)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(sleeper, signal.SIGKILL)
         probe.close()
