@@ -210,30 +210,68 @@ class HeldFiles:
             self._soft = soft
             self.max_open = max(0, min(self._ceiling, soft // 4 if soft > 0 else self._ceiling))
 
+    def _fd(self, path: str) -> int | None:
+        """The held fd of ``path``, opened now if need be; None when it cannot be opened or no
+        more may be held (then the caller reads it as read_text does)."""
+        fd = self._fds.get(path)
+        if fd is not None:
+            return fd
+        if len(self._fds) >= self.max_open:
+            self._limit()
+        if len(self._fds) >= self.max_open:
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            regular = stat_mod.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            regular = False
+        if not regular:
+            os.close(fd)
+            return None
+        self._fds[path] = fd
+        return fd
+
     def read(self, path: str, size: int = 4096) -> str | None:
         fd = self._fds.get(path)
         if fd is None:
-            if len(self._fds) >= self.max_open:
-                self._limit()
-            if len(self._fds) >= self.max_open:
-                return read_text(path, size)
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError:
-                return None
-            try:
-                regular = stat_mod.S_ISREG(os.fstat(fd).st_mode)
-            except OSError:
-                regular = False
-            if not regular:
-                os.close(fd)
-                return None
-            self._fds[path] = fd
+            fd = self._fd(path)
+            if fd is None:
+                return read_text(path, size) if len(self._fds) >= self.max_open else None
         try:
             return os.pread(fd, size, 0).decode("utf-8", "replace")
         except OSError:
             self.drop(path)
             return None
+
+    def read_whole(self, path: str, limit: int = MAX_FILE) -> bytes | None:
+        """A file of many records (cgroup.procs), read to its end, at most ``limit`` bytes. A
+        seq_file hands out at most a buffer's worth a read, so it is read on at the offset
+        reached until a read returns nothing; a read at offset 0 starts the listing anew
+        (kernel/cgroup/cgroup.c __cgroup_procs_start() restarts its task iterator at position
+        0). Held like :meth:`read`: an open and a first read of a cgroup file cost five times
+        what a pread on a held one does. cgroup2's only: v1's cgroup.procs, held, reads a list
+        the kernel keeps for a second after each read (memtop.probes.cgroups says why)."""
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fd(path)
+            if fd is None:
+                return read_bytes(path, limit) if len(self._fds) >= self.max_open else None
+        parts: list[bytes] = []
+        size = 0
+        try:
+            while size < limit:
+                chunk = os.pread(fd, min(16384, limit - size), size)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                size += len(chunk)
+        except OSError:
+            self.drop(path)
+            return None
+        return b"".join(parts)
 
     def drop(self, path: str) -> None:
         fd = self._fds.pop(path, None)
@@ -400,11 +438,12 @@ def working_set(usage: int | None, inactive_file: int | None) -> int | None:
     return max(0, usage - (inactive_file or 0))
 
 
-def read_procs(d: str) -> tuple[int, ...]:
-    """The processes (tgids) directly in the cgroup at ``d``."""
-    text = read_text(os.path.join(d, "cgroup.procs"))
+def read_procs(d: str, held: HeldFiles | None = None) -> tuple[int, ...]:
+    """The processes (tgids) directly in the cgroup at ``d`` (its file held open in ``held``)."""
+    path = os.path.join(d, "cgroup.procs")
+    data = held.read_whole(path) if held is not None else read_bytes(path)
     out = []
-    for line in (text or "").split():
+    for line in (data or b"").split():
         if line.isdigit():
             out.append(int(line))
     return tuple(out)

@@ -14,7 +14,9 @@ memory.pressure when its parent's PSI totals moved (a stall is charged to every 
 moved (a cgroup pinned at its limit stalls: its PSI moves while its usage may not), when the
 cgroup is new, and every ``full_every`` ticks otherwise, spread over the ticks (a limit can change
 with no usage change). The files read every tick are held open and re-read with pread. An idle
-cgroup under an idle parent costs one pread a tick. A sample is sent only when something in it changed.
+cgroup under an idle parent costs one pread a tick, and at a walk one read of its cgroup.procs
+(who is in it may change with nothing charged): its sample is kept when that lists the same
+processes. A sample is sent only when something in it changed.
 """
 
 from __future__ import annotations
@@ -133,6 +135,13 @@ class CgroupsProbe(Probe):
         self._sent_layout = False
         #: every cgroup's usage and pressure files, held open (memtop.linux.cgroupfs.HeldFiles)
         self._held = cgroupfs.HeldFiles()
+        #: their cgroup.procs on cgroup2, read at each walk and when the usage moved, held apart:
+        #: past its limit they are opened per read, never in the place of a usage or pressure
+        #: file. Not on v1, whose cgroup.procs an open file reads from a list the kernel keeps
+        #: for a second after each read (kernel/cgroup/cgroup-v1.c cgroup_pidlist_start() finds
+        #: it again, cgroup_pidlist_stop() frees it CGROUP_PIDLIST_DESTROY_DELAY later): a held
+        #: one could read members a second old; a file opened anew builds the list anew
+        self._procs_held = cgroupfs.HeldFiles(max_open=1024)
         #: per cgroup: (memory dir, cgroup2 dir, usage file, pressure file, a spread for full reads)
         self._files: dict[str, tuple[str | None, str | None, str | None, str | None, int]] = {}
         #: per cgroup: the usage and pressure text read last tick (unchanged: nothing to parse)
@@ -165,6 +174,46 @@ class CgroupsProbe(Probe):
 
     def close(self) -> None:
         self._held.close()
+        self._procs_held.close()
+
+    def _as_before(
+        self,
+        prev: CgroupSample | None,
+        before: tuple[str | None, str | None] | None,
+        raw: tuple[str | None, str | None],
+        full: bool,
+        walk_tick: bool,
+        mdir: str | None,
+        udir: str | None,
+        mem: cgroupfs.Hierarchy | None,
+    ) -> tuple[CgroupSample | None, tuple[int, ...] | None]:
+        """A cgroup's last sample when it stands (its usage and pressure read as before, no full
+        read due), and at a walk the members read to tell (None when not read)."""
+        if prev is None or full or not unchanged(before, raw):
+            return None, None
+        if not walk_tick:
+            return prev, None
+        if mdir is None or (udir is not None and udir != mdir and self.reads("unified_pids")):
+            return None, None
+        # a walk: of a cgroup whose files read as before, only who is in it may have moved (a
+        # process moved in or out takes no charge along on v2, nor on v1 by default)
+        pids = self._members(mdir, mem)
+        return (prev if pids == prev.pids else None), pids
+
+    def _pids(
+        self, prev: CgroupSample | None, read: bool, mdir: str, mem: cgroupfs.Hierarchy | None
+    ) -> tuple[int, ...]:
+        """Who is in the memory cgroup: read when ``read`` (a walk, its usage moved) or new."""
+        return prev.pids if prev is not None and not read else self._members(mdir, mem)
+
+    def _members(self, mdir: str, mem: cgroupfs.Hierarchy | None) -> tuple[int, ...]:
+        """Who is in the memory cgroup at ``mdir`` (its cgroup.procs held on cgroup2)."""
+        return cgroupfs.read_procs(mdir, self._procs_held if mem is not None and mem.version == 2 else None)
+
+    def _drop_under(self, directory: str) -> None:
+        """Close the held files of a cgroup that went away."""
+        self._held.drop_under(directory)
+        self._procs_held.drop_under(directory)
 
     def note(self) -> str:
         return self.layout.mode if self.layout is not None else ""
@@ -251,21 +300,20 @@ class CgroupsProbe(Probe):
             psi_text = self._pressure(path, f[3], full, before[1] if before else None, psi_moved)
             raw = (usage_text, psi_text)
             raw_now[path] = raw
-            if prev is not None and not (walk_tick or full) and unchanged(before, raw):
-                now[path] = prev  # nothing moved since the last tick: the common case, kept cheap
+            stands, walk_pids = self._as_before(prev, before, raw, full, walk_tick, mdir, udir, mem)
+            if stands is not None:
+                now[path] = stands  # nothing moved since the last tick: the common case, kept cheap
                 continue
             psi = cgroupfs.parse_pressure(psi_text) if psi_text is not None else None
             if mdir is not None and mem is not None:
                 version = mem.version
                 usage = cgroupfs.parse_int(usage_text)
                 if usage is None and path != "/" and not os.path.isdir(mdir):
-                    self._held.drop_under(mdir)
+                    self._drop_under(mdir)
                     continue  # removed since the last walk
                 # who is in it: at each walk, and when its usage moved (new members charge pages)
                 moved = prev is None or usage != prev.usage_bytes
-                pids = (
-                    prev.pids if prev is not None and not (walk_tick or moved) else cgroupfs.read_procs(mdir)
-                )
+                pids = walk_pids if walk_pids is not None else self._pids(prev, walk_tick or moved, mdir, mem)
                 stalled = psi is not None and prev is not None and psi[0] != prev.psi_some_us
                 if prev is None or usage != prev.usage_bytes or stalled or full or prev.version != version:
                     r = cgroupfs.read_memory(version, mdir)
@@ -290,7 +338,7 @@ class CgroupsProbe(Probe):
                     fig = _figures(prev)
             else:
                 if psi is None and udir is not None and not os.path.isdir(udir):
-                    self._held.drop_under(udir)
+                    self._drop_under(udir)
                     continue  # removed since the last walk
                 version, pids = 0, ()
                 fig = (None, None, None, None, None, None, None, None, (), ())
@@ -395,7 +443,7 @@ class CgroupsProbe(Probe):
                 self._uni_dirs.pop(path, None)
                 for h in (mem, uni):
                     if h is not None:
-                        self._held.drop_under(h.dir(path))
+                        self._drop_under(h.dir(path))
                 self._ids.pop(path, None)
                 self._containers.pop(path, None)
         return out

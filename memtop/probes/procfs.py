@@ -8,12 +8,24 @@ runs on the fault path for them. To keep memtop cheap with thousands of processe
   which halves the kernel's cost of a read (no path walk, no open/close); a file of a process that
   exited fails with ESRCH, so a reused pid is never read through the old process's file;
 - a *quiet* process (stat line unchanged for ``QUIET_AFTER`` reads: it has not run, faulted or
-  changed RSS) is read every ``quiet_every``-th tick, staggered by pid, instead of every tick.
-  A sleeping process's figures change only when it runs or when the kernel reclaims or swaps its
-  pages, so on a tick where ``/proc/vmstat`` shows reclaim (pgsteal, pgscan, pswpout moved) every
-  process is read. The cost: a long-idle process that wakes up shows its first change up to
-  ``quiet_every - 1`` ticks late (then it is busy and read every tick again); exits are seen at
-  once (the pid leaves the /proc listing);
+  changed RSS) with one thread is checked every tick by its ``/proc/PID/schedstat`` (held open,
+  pread: a fifth of the kernel's cost of a stat read), and its stat is read only when that moved.
+  Why that is exact: schedstat's first two fields are the task's ``se.sum_exec_runtime`` and
+  ``sched_info.run_delay`` and the third ``sched_info.pcount``, the times it was put on a CPU
+  (kernel/sched/stats.h sched_info_arrive(), fs/proc/base.c proc_pid_schedstat()); a task that
+  has not been on a CPU has not faulted, exec'd, renamed itself (/proc/PID/comm is writable only
+  by its own thread group: fs/proc/base.c comm_write()), mapped memory or made a thread, so of
+  its stat line only the RSS can move (the kernel reclaims or swaps its pages: then
+  ``/proc/vmstat`` shows it and every process is read) and the parent (its parent exited: the
+  parent's pid leaves the listing, and its children are read on that tick). What is left (another
+  process writing into it through ptrace or process_vm_writev, or paging it out with
+  process_madvise) is caught by a read every ``BACKSTOP_TICKS`` ticks, staggered by pid. A process
+  with several threads is read every tick (schedstat is its main thread's only). Where schedstat
+  cannot tell (a fake /proc in tests, a kernel without CONFIG_SCHED_INFO: it reads "0 0 0"), a
+  quiet process is read every ``quiet_every``-th tick, staggered by pid, and every process on a
+  tick where ``/proc/vmstat`` shows reclaim; a long-idle process that wakes up then shows its
+  first change up to ``quiet_every - 1`` ticks late. Exits are seen at once (the pid leaves the
+  /proc listing);
 - a pid whose /proc/PID directory has another inode than when it was read is another process (the
   pid was reused between two listings: the kernel gives each process's directory an inode of its
   own), read at once however quiet; so a kernel thread, whose figures never change, is read once
@@ -78,6 +90,10 @@ RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
 STATUS_FIELDS = re.compile(rb"\n(Uid|Threads|RssAnon|RssFile|RssShmem|VmSwap):[ \t]*(\d+)")
 #: consecutive identical stat reads after which a process counts as quiet
 QUIET_AFTER = 3
+#: a quiet process whose schedstat did not move is still read once in this many ticks, staggered
+#: by pid: what moves a process's RSS without it running and without reclaim (ptrace,
+#: process_vm_writev, process_madvise from another process) shows within them
+BACKSTOP_TICKS = 16
 
 
 def read_bytes(path: str, chunk: int = 4096) -> bytes | None:
@@ -167,6 +183,13 @@ class ProcfsProbe(Probe):
         #: pid -> the inode of its /proc/PID directory when it was last read: another inode is
         #: another process with the same pid
         self._inodes: dict[int, int] = {}
+        #: whether /proc/PID/schedstat tells when a task ran (the real /proc, CONFIG_SCHED_INFO);
+        #: found at load
+        self.schedstat = False
+        #: pid -> its schedstat file, held open like the stat files
+        self._sfds: dict[int, int] = {}
+        #: pid -> its schedstat text read before its last stat read (or since, unchanged)
+        self._sched: dict[int, bytes] = {}
 
     def follow(self, pid: int) -> None:
         """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
@@ -189,18 +212,51 @@ class ProcfsProbe(Probe):
                     pass
             # leave room for BPF maps, perf buffers, the terminal and snapshot files
             self._max_fds = max(0, min(soft, 1 << 16) - 1024)
+        # "0 0 0" where the kernel keeps no sched_info (fs/proc/base.c proc_pid_schedstat()):
+        # then it cannot say whether a task ran, and the quiet rule falls back to every n-th tick
+        own = read_bytes(f"{self._root_s}/self/schedstat") or b""
+        self.schedstat = self.keep_open and len(own.split()) == 3 and own.split()[2] != b"0"
 
     def close(self) -> None:
-        for pid in list(self._fds):
+        for pid in list(self._fds) + list(self._sfds):
             self._forget_fd(pid)
 
     def _forget_fd(self, pid: int) -> None:
-        fd = self._fds.pop(pid, None)
-        if fd is not None:
+        self._sched.pop(pid, None)
+        for fds in (self._fds, self._sfds):
+            fd = fds.pop(pid, None)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def ran(self, pid: int) -> bool:
+        """Whether ``pid``'s main thread was on a CPU since its schedstat was last read (True when
+        that cannot be told: never read, or the file cannot be). The text read now is kept: read
+        before the stat read that follows, a run after it shows next time."""
+        fd = self._sfds.get(pid)
+        raw = b""
+        if fd is None and len(self._fds) + len(self._sfds) < self._max_fds:
             try:
-                os.close(fd)
+                fd = os.open(f"{self._root_s}/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
-                pass
+                fd = None
+            if fd is not None:
+                self._sfds[pid] = fd
+        try:
+            if fd is not None:
+                raw = os.pread(fd, 128, 0)
+            else:
+                raw = read_bytes(f"{self._root_s}/{pid}/schedstat") or b""
+        except OSError:  # gone (ESRCH): its stat read says so
+            raw = b""
+        if not raw:
+            self._sched.pop(pid, None)
+            return True
+        before = self._sched.get(pid)
+        self._sched[pid] = raw
+        return before != raw
 
     def read_stat(self, pid: int) -> bytes | None:
         """The raw stat line: pread on the kept file, or open/read/close (and keep it open)."""
@@ -216,7 +272,7 @@ class ProcfsProbe(Probe):
                     return read_bytes(f"{self._root_s}/{pid}/stat")
             # the process this file belonged to is gone; the pid may now be someone else's
             self._forget_fd(pid)
-        if not self.keep_open or len(self._fds) >= self._max_fds:
+        if not self.keep_open or len(self._fds) + len(self._sfds) >= self._max_fds:
             return read_bytes(f"{self._root_s}/{pid}/stat")
         try:
             fd = os.open(f"{self._root_s}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
@@ -325,16 +381,23 @@ class ProcfsProbe(Probe):
         except OSError:
             entries = None
         kthreads, inodes, followed, every = self._kthreads, self._inodes, self.followed, self.quiet_every
+        exact = self.schedstat
+        backstop = self._tick % BACKSTOP_TICKS
+        #: pid -> where its unread (kept) sample is in ``out``: read after all if its parent exited
+        kept: dict[int, int] = {}
         # bound once: with 1,000 sleepers this loop runs 1,000 times a tick, most of them for a
         # quiet process whose last sample is handed on as it was
-        listed_add, inodes_get, same_get, cache_get, out_append = (
+        listed_add, inodes_get, same_get, cache_get, out_append, ran = (
             listed.add,
             inodes.get,
             same.get,
             cache.get,
             out.append,
+            self.ran,
         )
         read_pid = self.read_pid
+        sched = self._sched
+        sfds_get, sched_get, pread = self._sfds.get, sched.get, os.pread
         with entries if entries is not None else contextlib.nullcontext(()) as listing:
             for entry in listing:
                 name = entry.name
@@ -349,34 +412,70 @@ class ProcfsProbe(Probe):
                         continue  # a kernel thread's figures never change
                     if (
                         not read_all
-                        and pid % every != phase
                         and same_get(pid, 0) >= QUIET_AFTER
                         and pid not in followed
                         and (hit := cache_get(pid)) is not None
                     ):
-                        out_append(hit[2])  # quiet and not its tick: as last read
-                        continue
+                        if exact:
+                            # one thread that did not run: its stat line is as last read (the
+                            # module's docstring says why); several threads: read every tick.
+                            # The common case inline (its file held, read before): a pread and
+                            # a comparison of bytes
+                            skip = hit[2].threads == 1 and pid % BACKSTOP_TICKS != backstop
+                            if skip and (sfd := sfds_get(pid)) is not None and (was := sched_get(pid)):
+                                try:
+                                    now_s = pread(sfd, 128, 0)
+                                except OSError:
+                                    now_s = b""  # gone: its stat read says so
+                                skip = now_s == was
+                                if not skip and now_s:
+                                    sched[pid] = now_s  # read before the stat read below
+                            elif skip:
+                                skip = not ran(pid)
+                        else:
+                            skip = pid % every != phase
+                        if skip:
+                            kept[pid] = len(out)
+                            out_append(hit[2])  # quiet: as last read
+                            continue
+                    elif exact and not read_all and same_get(pid, 0) == QUIET_AFTER - 1:
+                        ran(pid)  # about to be quiet: its schedstat before this stat read
                 elif known is not None:  # the pid is another process's now: nothing carries over
                     cache.pop(pid, None)
                     self._cmdline.pop(pid, None)
                     same.pop(pid, None)
                     kthreads.discard(pid)
+                    self._sched.pop(pid, None)
                 inodes[pid] = ino
                 sample = read_pid(pid)
                 if sample is not None:
                     out_append(sample)
         # every pid read has its inode noted first: those gone from the listing are all there
-        for gone in inodes.keys() - listed:
+        gone_pids = inodes.keys() - listed
+        for gone in gone_pids:
             del inodes[gone]
             cache.pop(gone, None)
             self._cmdline.pop(gone, None)
             same.pop(gone, None)
             kthreads.discard(gone)
             self._forget_fd(gone)
+        if gone_pids and kept:
+            self._reparented(out, kept, gone_pids)
         for rec in (self.meminfo(), self.pressure(), vmstat):
             if rec is not None:
                 out.append(rec)
         return out
+
+    def _reparented(self, out: list[Record], kept: dict[int, int], gone: set[int]) -> None:
+        """The kept samples of processes whose parent exited this tick, read: the kernel gave
+        them another parent (kernel/exit.c forget_original_parent()) while they slept. A pid
+        reused within one tick is not seen here; its children are read within BACKSTOP_TICKS."""
+        for pid, at in kept.items():
+            rec = out[at]
+            if isinstance(rec, ProcSample) and rec.ppid in gone:
+                sample = self.read_pid(pid)
+                if sample is not None:
+                    out[at] = sample
 
     def _reclaimed(self, vmstat: VmStat | None) -> bool:
         """Whether the kernel reclaimed, swapped out or moved pages since the last tick (then an

@@ -236,10 +236,10 @@ def test_cgroups_reads_cgroup2_members_only_for_the_panes(
     read: Counter[str] = Counter()
     real = cgroupfs.read_procs
 
-    def counted(d: str) -> tuple[int, ...]:
+    def counted(d: str, held: cgroupfs.HeldFiles | None = None) -> tuple[int, ...]:
         assert lay.unified is not None and lay.memory is not None
         read["unified" if d.startswith(lay.unified.mountpoint) else "memory"] += 1
-        return real(d)
+        return real(d, held)
 
     monkeypatch.setattr(cgroupfs, "read_procs", counted)
     probe = CgroupsProbe()
