@@ -102,44 +102,37 @@ def widest_of(
     """:func:`measured_widths` of ``rows`` (``known`` updated), with how many rows are that wide."""
     widths = measured_widths(columns, rows, known)
     top = list(widths.values())
-    cols = zip(*(w for _, w in known.values()), strict=True) if known else iter(())
-    count = [sum(map(t.__eq__, col)) for t, col in zip(top, cols, strict=True)] if known else [0] * len(top)
+    cols = list(zip(*(w for _, w in known.values()), strict=True)) if known else []
+    count = [col.count(t) for t, col in zip(top, cols, strict=True)] if cols else [0] * len(top)
     return Widest(widths, count)
 
 
 def remeasured(
     columns: tuple[Column[str], ...],
-    rows: Sequence[Mapping[str, Any]],
-    given: Sequence[Mapping[str, Any]],
-    moved: Sequence[int],
+    came: Sequence[Mapping[str, Any]],
+    went: Sequence[int],
     known: RowWidths,
     widest: Widest,
 ) -> Widest | None:
-    """What :func:`widest_of` gives for ``rows``, which are the rows ``given`` last time (whose
-    widths are in ``known`` and whose widest cells were ``widest``) but at the positions
-    ``moved``: only those rows are measured, and ``known`` is kept as widest_of keeps it. None
-    when that cannot tell (every row that was the widest of a column replaced): then measure
-    them all (``known`` stays a good cache). With 1,000 idle processes, measuring every row
-    for the one whose figures moved was a fifth of a table's fill."""
+    """What :func:`widest_of` gives for the rows measured last time (their widths ``known``, their
+    widest cells ``widest``) less those whose ids are ``went``, with the rows ``came``: only the
+    rows that came are measured, and ``known`` is kept as widest_of keeps it. None when that
+    cannot tell (every row that was the widest of a column went, or a row is not known): then
+    measure them all (``known`` stays a good cache). With 1,000 idle processes, measuring every
+    row for the one whose figures moved was a fifth of a table's fill."""
     measured = [c for c in columns if not (c.numeric and (c.width or c.fmt in _FORMAT_WIDTHS))]
     if [c.key for c in measured] != list(widest.widths):
         return None
     top, count = list(widest.widths.values()), list(widest.count)
-    for i in moved:
-        old = known.get(id(given[i]))
-        if old is None or old[0] is not given[i]:
-            return None
-    for i in moved:
-        old = known.pop(id(given[i]), None)
-        for c, w in enumerate(old[1] if old is not None else ()):
+    if any(rid not in known for rid in went) or any(id(r) in known for r in came):
+        return None
+    for rid in went:
+        for c, w in enumerate(known.pop(rid)[1]):
             if w == top[c]:
                 count[c] -= 1
                 if not count[c]:  # the widest gone: the next widest is among the rows kept
                     return None
-    for i in moved:
-        r = rows[i]
-        if id(r) in known:  # the same row also in a place kept: counted there already
-            return None
+    for r in came:
         widths = tuple(cell_len(c.cell(r)) for c in measured)
         known[id(r)] = (r, widths)
         for c, w in enumerate(widths):

@@ -410,9 +410,10 @@ def test_an_empty_table_filled_with_no_rows_again_repaints_nothing(monkeypatch: 
 
 def test_a_row_replaced_in_place_is_the_only_one_keyed_measured_and_formatted(monkeypatch: Any) -> None:
     """One process's figures moved among many idle ones: fill_table neither keys the rows
-    again nor measures, formats or compares the others (with 1,000 rows those passes were most of a
-    fill); the table shows what a table filled afresh with the same rows shows, also once a
-    wider name widens its column. A row of another key in that place is keyed again."""
+    again nor measures, formats or compares the others (with 1,000 rows those passes were most
+    of a fill); rows that come, go and move cost the rows that came; the table shows what a
+    table filled afresh with the same rows shows, also once a wider name widens its column. A
+    row of another key in that place is keyed again."""
     from memtop.ui.panes import base
     from memtop.views import Column
 
@@ -464,6 +465,14 @@ def test_a_row_replaced_in_place_is_the_only_one_keyed_measured_and_formatted(mo
             base.fill_table(t, columns, rows, "key")
             await settle(pilot)
             assert keyed == [200]
+            formatted.clear()
+            looked_at.clear()
+            # one gone, one come, the order moved: only the row that came is measured and drawn
+            rows = [{"key": "p200", "n": 200}, *rows[:3], *rows[4:]][::-1]
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            assert formatted == ["p200", "p200"] and looked_at == ["p200"]
+            assert [str(t.get_row_at(i)[0]) for i in range(t.row_count)] == [str(r["key"]) for r in rows]
             fresh = _app(FastTable)
             shown, widths = cells(t), [c.content_width for c in t.ordered_columns]
         async with fresh.run_test(size=(60, 12)) as pilot:

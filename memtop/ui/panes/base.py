@@ -151,6 +151,7 @@ class TableMemo:
     #: the rows last given, the keys made of them, and the fit of the columns for them (with
     #: what else it depends on): the same row objects again need neither measured nor keyed
     given: list[Mapping[str, Any]] = field(default_factory=list)
+    given_ids: set[int] = field(default_factory=set)
     given_keys: list[str] = field(default_factory=list)
     fit: tuple[tuple[Any, ...], Fit] | None = None
     #: each row's measured cell widths (memtop.views.layout.measured_widths), and the widest of
@@ -213,7 +214,19 @@ def fill_table(
         else None
     )
     same = moved is not None and not moved
-    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort, memo, moved)
+    # the rows given now that were not given last time and the ids of those given then and not
+    # now (None: a row object listed twice, which identity cannot tell apart): rows that only
+    # moved (a re-sort) or stayed are neither measured nor compared again
+    change: tuple[list[Mapping[str, Any]], list[int]] | None = ([], [])
+    if not same:
+        ids = set(map(id, rows))
+        if len(ids) == len(rows) and len(memo.given_ids) == len(given):
+            came = ids - memo.given_ids
+            change = ([r for r in rows if id(r) in came] if came else [], list(memo.given_ids - ids))
+        else:
+            change = None
+        memo.given_ids = ids
+    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort, memo, change)
     layout = (fit.keys, tuple(sorted(fit.cut_to.items())))
     if memo.layout != layout:
         if table.columns:  # another width or sort: the columns anew, then every row
@@ -283,18 +296,18 @@ def _fit(
     extra_priority: int,
     sort: tuple[str, bool] | None,
     memo: TableMemo,
-    moved: list[int] | None,
+    change: tuple[list[Mapping[str, Any]], list[int]] | None,
 ) -> Fit:
     """The columns of ``columns`` and ``extra`` that fit the table's width (before the first
     layout: the terminal's), its vertical scrollbar's room kept whether shown or not (the columns
-    do not change as rows come and go). ``moved``: the positions whose row is not the object
-    given there by the last call (None: another number of rows). With none, the last fit holds
-    unless the width, the sort or the columns changed; with a few, only those rows are measured
-    and the fit is made again only when the widest cell of a column changed."""
+    do not change as rows come and go). ``change``: the row objects given now and not by the
+    last call, and the ids of those given then and not now (None: not known). With none, the
+    last fit holds unless the width, the sort or the columns changed; else only the rows that
+    came are measured, and the fit is made again only when the widest cell of a column changed."""
     width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
     key = (width, sort[0] if sort else "", columns, tuple(extra), extra_priority)
     last = memo.fit
-    if last is not None and last[0] == key and moved is not None and not moved:
+    if last is not None and last[0] == key and change is not None and not change[0] and not change[1]:
         return last[1]
     every = columns + tuple(
         Column(name, name, numeric=False, width=cell_len(name) + 1, priority=extra_priority) for name in extra
@@ -304,8 +317,8 @@ def _fit(
         memo.widest = None
     else:
         before, widest = memo.widest, None
-        if last is not None and last[0] == key and moved is not None and before is not None:
-            widest = remeasured(columns, rows, memo.given, moved, memo.widths, before)
+        if last is not None and last[0] == key and change is not None and before is not None:
+            widest = remeasured(columns, *change, memo.widths, before)
         if widest is None:
             widest = widest_of(columns, rows, memo.widths)
         memo.widest = widest
