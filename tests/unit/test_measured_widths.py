@@ -93,3 +93,14 @@ def test_rows_that_come_go_and_move_at_random_give_the_widths_of_every_row_measu
         assert got == widest_of(columns, rows, {})
         given, widest = rows, got
     assert untold < 150  # most fills are told from the rows that came and went
+
+
+def test_row_keys_are_unique_as_a_table_needs_them() -> None:
+    """Each row's key as a string; a key listed again gets a suffix (a table's keys are unique),
+    whether or not the keys were unique to begin with."""
+    from memtop.ui.panes.base import _unique_keys
+
+    assert _unique_keys([{"pid": 3}, {"pid": 1}, {"pid": 2}], "pid") == ["3", "1", "2"]
+    rows = [{"k": 1}, {"k": 2}, {"k": 1}, {"k": "1"}, {"k": 2}]
+    assert _unique_keys(rows, "k") == ["1", "2", "1#1", "1#2", "2#1"]
+    assert _unique_keys([], "k") == []

@@ -332,13 +332,15 @@ def _fit(
 def _unique_keys(rows: Sequence[Mapping[str, Any]], key: str) -> list[str]:
     """Each row's key as a string; keys must be unique in a DataTable, so a repeated key gets a
     suffix (``k#1``, ``k#2`` …)."""
-    out: list[str] = []
+    out = [str(r[key]) for r in rows]
+    if len(set(out)) == len(out):  # the usual case (pids): nothing to count, in C
+        return out
     seen: dict[str, int] = {}
-    for r in rows:
-        k = str(r[key])
+    for i, k in enumerate(out):
         n = seen.get(k, 0)
         seen[k] = n + 1
-        out.append(k if n == 0 else f"{k}#{n}")
+        if n:
+            out[i] = f"{k}#{n}"
     return out
 
 
