@@ -101,6 +101,6 @@ def test_row_keys_are_unique_as_a_table_needs_them() -> None:
     from memtop.ui.panes.base import _unique_keys
 
     assert _unique_keys([{"pid": 3}, {"pid": 1}, {"pid": 2}], "pid") == ["3", "1", "2"]
-    rows = [{"k": 1}, {"k": 2}, {"k": 1}, {"k": "1"}, {"k": 2}]
+    rows: list[dict[str, object]] = [{"k": 1}, {"k": 2}, {"k": 1}, {"k": "1"}, {"k": 2}]
     assert _unique_keys(rows, "k") == ["1", "2", "1#1", "1#2", "2#1"]
     assert _unique_keys([], "k") == []
