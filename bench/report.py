@@ -815,7 +815,7 @@ def memtop_self(r: dict[str, Any]) -> Iterator[Row]:
     conds = list(s)
     n = len(r["samples"][conds[0]]["memtop"])
     against = r.get("against")
-    ab = f" --against CHECKOUT --label {against}" if against else ""
+    ab = f" --against CHECKOUT --label '{against}'" if against else ""
     cmd = f"`{PY} bench/memtop_self.py {n}{ab}`"
     size = r.get("size", "160x45")
     beside = [p for p in s[conds[0]] if p not in ("memtop", "memtop --no-bpf")]
