@@ -586,6 +586,25 @@ class StackTrace(Table):
         pass
 
 
+def ring_callback(callback: Callable[[Any, Any, int], Any]) -> Callable[[Any, Any, int], int]:
+    """``callback`` as libbpf calls it for each record of a ring buffer: what it returns as an int
+    (0 when it returns nothing, or no int), as BCC does."""
+
+    def ringbuf_cb(c: Any, data: Any, size: int) -> int:
+        # as BCC: an exception is ctypes' to print (it cannot cross into C), the return 0
+        ret = callback(c, data, size)
+        if ret is None:
+            # what the probes' callbacks return: int(None) raised and caught a TypeError for
+            # each record, a third of a record's cost (process churn: hundreds a second)
+            return 0
+        try:
+            return int(ret)
+        except (TypeError, ValueError):
+            return 0
+
+    return ringbuf_cb
+
+
 class RingBuf(Table):
     """A ring buffer (BCC's RingBuf): ``open_ring_buffer(callback)``, read by the module's
     ``ring_buffer_consume``."""
@@ -594,15 +613,7 @@ class RingBuf(Table):
         return 0
 
     def open_ring_buffer(self, callback: Callable[[Any, Any, int], Any], ctx: Any = None) -> None:
-        def ringbuf_cb(c: Any, data: Any, size: int) -> int:
-            # as BCC: an exception is ctypes' to print (it cannot cross into C), the return 0
-            ret = callback(c, data, size)
-            try:
-                return int(ret)
-            except (TypeError, ValueError):
-                return 0
-
-        fn = RingbufCallback(ringbuf_cb)
+        fn = RingbufCallback(ring_callback(callback))
         self.bpf._open_ring_buffer(self.map_fd, fn, ctx)
         self._cbs[0] = fn
 

@@ -46,15 +46,18 @@ class ProcmemProbe(BpfProbe):
     def after_load(self) -> None:
         self.bpf["procmem_events"].open_ring_buffer(self._on_event)
 
-    def _on_event(self, _ctx: Any, data: Any, _size: int) -> None:
-        ev = ctypes.cast(data, ctypes.POINTER(_Event)).contents
+    def _on_event(self, _ctx: Any, data: int, _size: int) -> None:
+        # one call per process started or gone on the whole machine (hundreds a second under a
+        # test suite's churn): the record read in place, its integer fields are ints already and
+        # a char array reads as its bytes up to the first NUL
+        ev = _Event.from_address(data)
         self._pending.append(
             ProcEvent(
-                ts_ns=int(ev.ts_ns),
-                event=KINDS.get(int(ev.kind), "unknown"),
-                pid=int(ev.pid),
-                comm=clean(bytes(ev.comm).split(b"\0", 1)[0]),
-                lifetime_ns=int(ev.lifetime_ns),
+                ts_ns=ev.ts_ns,
+                event=KINDS.get(ev.kind, "unknown"),
+                pid=ev.pid,
+                comm=clean(ev.comm),
+                lifetime_ns=ev.lifetime_ns,
             )
         )
 

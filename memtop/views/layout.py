@@ -86,6 +86,63 @@ def measured_widths(
     return {c.key: widest[i] if widest else 0 for i, c in enumerate(measured)}
 
 
+@dataclass(slots=True)
+class Widest:
+    """The widest measured cell of each column (:func:`measured_widths`) and how many rows have
+    it (at least: a row object listed twice counts once): a row replaced that was not the only
+    one that wide leaves the column as wide."""
+
+    widths: dict[str, int]
+    count: list[int]
+
+
+def widest_of(
+    columns: tuple[Column[str], ...], rows: Sequence[Mapping[str, Any]], known: RowWidths
+) -> Widest:
+    """:func:`measured_widths` of ``rows`` (``known`` updated), with how many rows are that wide."""
+    widths = measured_widths(columns, rows, known)
+    top = list(widths.values())
+    cols = list(zip(*(w for _, w in known.values()), strict=True)) if known else []
+    count = [col.count(t) for t, col in zip(top, cols, strict=True)] if cols else [0] * len(top)
+    return Widest(widths, count)
+
+
+def remeasured(
+    columns: tuple[Column[str], ...],
+    came: Sequence[Mapping[str, Any]],
+    went: Sequence[int],
+    known: RowWidths,
+    widest: Widest,
+) -> Widest | None:
+    """What :func:`widest_of` gives for the rows measured last time (their widths ``known``, their
+    widest cells ``widest``) less those whose ids are ``went``, with the rows ``came``: only the
+    rows that came are measured, and ``known`` is kept as widest_of keeps it. None when that
+    cannot tell (every row that was the widest of a column went, or a row is not known): then
+    measure them all (``known`` stays a good cache). With 1,000 idle processes, measuring every
+    row for the one whose figures moved was a fifth of a table's fill."""
+    measured = [c for c in columns if not (c.numeric and (c.width or c.fmt in _FORMAT_WIDTHS))]
+    if [c.key for c in measured] != list(widest.widths):
+        return None
+    top, count = list(widest.widths.values()), list(widest.count)
+    if any(rid not in known for rid in went) or any(id(r) in known for r in came):
+        return None
+    for rid in went:
+        for c, w in enumerate(known.pop(rid)[1]):
+            if w == top[c]:
+                count[c] -= 1
+                if not count[c]:  # the widest gone: the next widest is among the rows kept
+                    return None
+    for r in came:
+        widths = tuple(cell_len(c.cell(r)) for c in measured)
+        known[id(r)] = (r, widths)
+        for c, w in enumerate(widths):
+            if w > top[c]:
+                top[c], count[c] = w, 1
+            elif w == top[c]:
+                count[c] += 1
+    return Widest(dict(zip(widest.widths, top, strict=True)), count)
+
+
 def fit_columns(
     columns: tuple[Column[str], ...], names: dict[str, int], width: int, sort_key: str = ""
 ) -> Fit:

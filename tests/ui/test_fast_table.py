@@ -406,3 +406,80 @@ def test_an_empty_table_filled_with_no_rows_again_repaints_nothing(monkeypatch: 
     assert idle == []
     assert 1 in came  # the row below the header
     assert went  # emptied again: drawn again (here one line high: the header)
+
+
+def test_a_row_replaced_in_place_is_the_only_one_keyed_measured_and_formatted(monkeypatch: Any) -> None:
+    """One process's figures moved among many idle ones: fill_table neither keys the rows
+    again nor measures, formats or compares the others (with 1,000 rows those passes were most
+    of a fill); rows that come, go and move cost the rows that came; the table shows what a
+    table filled afresh with the same rows shows, also once a wider name widens its column. A
+    row of another key in that place is keyed again."""
+    from memtop.ui.panes import base
+    from memtop.views import Column
+
+    formatted: list[str] = []
+
+    def name(v: object) -> str:
+        formatted.append(str(v))
+        return str(v)
+
+    columns = (Column("key", "KEY", name, numeric=False), Column("n", "N"))
+    keyed: list[int] = []
+    unique_keys = base._unique_keys
+
+    def counted_keys(rows: Any, key: str) -> list[str]:
+        keyed.append(len(rows))
+        return unique_keys(rows, key)
+
+    monkeypatch.setattr(base, "_unique_keys", counted_keys)
+    looked_at: list[str] = []
+    cells_for = base._Filler.cells_for
+
+    def counted_cells(self: Any, row: Any, k: str) -> list[str]:
+        looked_at.append(k)
+        return cells_for(self, row, k)
+
+    monkeypatch.setattr(base._Filler, "cells_for", counted_cells)
+
+    def cells(t: FastTable) -> list[list[str]]:
+        return [[c.plain for c in t.get_row_at(i)] for i in range(t.row_count)]
+
+    async def run() -> None:
+        app = _app(FastTable)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", FastTable)
+            rows = [{"key": f"p{i}", "n": i} for i in range(200)]
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            keyed.clear()
+            formatted.clear()
+            looked_at.clear()
+            rows = [*rows[:7], {"key": "p7", "n": 70}, *rows[8:]]
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            assert keyed == [] and formatted == ["p7", "p7"]  # measured, and its cell written
+            assert looked_at == ["p7"]
+            assert cells(t)[7] == ["p7", "70"]
+            rows = [*rows[:9], {"key": "p9", "n": 9}, *rows[10:]]
+            rows[9]["key"] = "a-wider-name-p9"  # another key in its place: keyed again
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            assert keyed == [200]
+            formatted.clear()
+            looked_at.clear()
+            # one gone, one come, the order moved: only the row that came is measured and drawn
+            rows = [{"key": "p200", "n": 200}, *rows[:3], *rows[4:]][::-1]
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            assert formatted == ["p200", "p200"] and looked_at == ["p200"]
+            assert [str(t.get_row_at(i)[0]) for i in range(t.row_count)] == [str(r["key"]) for r in rows]
+            fresh = _app(FastTable)
+            shown, widths = cells(t), [c.content_width for c in t.ordered_columns]
+        async with fresh.run_test(size=(60, 12)) as pilot:
+            t2 = fresh.query_one("#t", FastTable)
+            base.fill_table(t2, columns, rows, "key")
+            await settle(pilot)
+            assert shown == cells(t2)
+            assert widths == [c.content_width for c in t2.ordered_columns] == [15, 3]
+
+    asyncio.run(run())

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memtop.core import fmt
-from memtop.state.processes import ProcessesState, rss_growth_per_s
+from memtop.state.processes import ProcessesState, ProcRow, rss_growth_per_s
 from memtop.stream.recfile import Recording
 from memtop.ui.panes.processes import SPARK_MIN_SPAN, SPARK_WIDTH
 from memtop.views import Options, get_view
+from memtop.views import processes as processes_view
 from memtop.views.processes import growth_h
 
 PRESSURE = Path(__file__).resolve().parents[1] / "data" / "pressure.jsonl.gz"
@@ -39,3 +42,27 @@ def test_growth_is_the_window_s_slope() -> None:
     assert rows[0]["comm"] == "leaky" and rows[0]["rss_growth_bytes_per_s"] == round(expected, 1)
     assert next(r for r in rows if r["comm"] == "bash")["rss_growth_bytes_per_s"] == 0
     assert growth_h(expected).startswith("+") and growth_h(-2048.0) == "-2.0K" and growth_h(0.2) == "0"
+
+
+def test_a_flat_window_is_not_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process whose window holds one value grows at 0.0 without its ring being read (with
+    1,000 idle processes the ring reads were half of the Processes document); one whose window
+    moved is measured, and every figure is what measuring all of them gives."""
+    rec = Recording.load(PRESSURE)
+    state = rec.state_at(rec.ts_at(30.0))
+    procs = state.get(ProcessesState)
+    flat = {pid for pid, r in procs.rows.items() if len(r.spark) and r.spark_same >= len(r.spark)}
+    moved = set(procs.rows) - flat
+    assert flat and moved  # the recording has both
+    measured: list[int] = []
+
+    def counted(row: ProcRow) -> float:
+        measured.append(row.sample.pid)
+        return rss_growth_per_s(row)
+
+    monkeypatch.setattr(processes_view, "rss_growth_per_s", counted)
+    rows = get_view("processes").document(state, Options())["rows"]
+    assert set(measured) == moved
+    assert {r["pid"]: r["rss_growth_bytes_per_s"] for r in rows} == {
+        pid: round(rss_growth_per_s(r), 1) for pid, r in procs.rows.items()
+    }

@@ -5,8 +5,9 @@ from __future__ import annotations
 import operator
 import sys
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -25,7 +26,7 @@ from memtop.ui.lines import segments_text
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.table import FastTable
 from memtop.views import Column, Options, View, get_view, stale_probes
-from memtop.views.layout import Fit, RowWidths, cut, fit_columns, measured_widths
+from memtop.views.layout import Fit, RowWidths, Widest, cut, fit_columns, remeasured, widest_of
 from memtop.views.segments import probe_line
 
 #: a computed column's cell: what it shows for a row (fill_table's ``extra``)
@@ -150,10 +151,13 @@ class TableMemo:
     #: the rows last given, the keys made of them, and the fit of the columns for them (with
     #: what else it depends on): the same row objects again need neither measured nor keyed
     given: list[Mapping[str, Any]] = field(default_factory=list)
+    given_ids: set[int] = field(default_factory=set)
     given_keys: list[str] = field(default_factory=list)
     fit: tuple[tuple[Any, ...], Fit] | None = None
-    #: each row's measured cell widths (memtop.views.layout.measured_widths)
+    #: each row's measured cell widths (memtop.views.layout.measured_widths), and the widest of
+    #: them by column, which the last fit was made for
     widths: RowWidths = field(default_factory=dict)
+    widest: Widest | None = None
     #: the cells of a FastTable by (text, justify, style), one Text shared by every cell that
     #: shows the same: with 1,000 processes most cells repeat ("0", "sleep", "root", the same
     #: RSS), and a Text of its own per cell was ~3 KiB a row (bench/self_memory.py). Nothing
@@ -200,10 +204,29 @@ def fill_table(
     if memo is None:
         memo = _MEMOS[table] = TableMemo()
     selected = cursor_key(table)
-    # the same row objects as last time (views hand unchanged rows on): their keys and widths
-    # are what they were, so only a new width, sort or set of columns fits the columns again
-    same = len(rows) == len(memo.given) and all(map(operator.is_, rows, memo.given))
-    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort, memo, same)
+    # the positions whose row object is not the one given there last time (views hand unchanged
+    # rows on): None when as many rows did not come; none at all, the keys and widths are what
+    # they were, so only a new width, sort or set of columns fits the columns again
+    given = memo.given
+    moved = (
+        list(compress(range(len(rows)), map(operator.is_not, rows, given)))
+        if len(rows) == len(given)
+        else None
+    )
+    same = moved is not None and not moved
+    # the rows given now that were not given last time and the ids of those given then and not
+    # now (None: a row object listed twice, which identity cannot tell apart): rows that only
+    # moved (a re-sort) or stayed are neither measured nor compared again
+    change: tuple[list[Mapping[str, Any]], list[int]] | None = ([], [])
+    if not same:
+        ids = set(map(id, rows))
+        if len(ids) == len(rows) and len(memo.given_ids) == len(given):
+            came = ids - memo.given_ids
+            change = ([r for r in rows if id(r) in came] if came else [], list(memo.given_ids - ids))
+        else:
+            change = None
+        memo.given_ids = ids
+    fit = _fit(table, columns, rows, extra or {}, extra_priority, sort, memo, change)
     layout = (fit.keys, tuple(sorted(fit.cut_to.items())))
     if memo.layout != layout:
         if table.columns:  # another width or sort: the columns anew, then every row
@@ -223,16 +246,26 @@ def fill_table(
         mark_sort(table, shown, *sort)
     filler = _Filler(table, shown, shown_extra, extra_same, memo, fit.cut_to)
 
-    new_keys = memo.given_keys if same else _unique_keys(rows, key)
+    # a row replaced by one of the same key in its place (a process whose figures moved) leaves
+    # the keys as they were: with 1,000 rows, keying them all again was a tenth of a fill
+    given_keys = memo.given_keys
+    keep = same or (moved is not None and all(str(rows[i][key]) == given_keys[i] for i in moved))
+    new_keys = given_keys if keep else _unique_keys(rows, key)
     memo.given, memo.given_keys = list(rows), new_keys
     # the order this function left the table in (it is the table's only writer); read it back
     # from the table only when something else changed it (building 1,000 keys costs a tick)
     old_keys = memo.keys
     if len(old_keys) != table.row_count:
         old_keys = [str(r.key.value) for r in table.ordered_rows]
-    new_set, old_set = set(new_keys), set(old_keys)
-    gone = [k for k in old_keys if k not in new_set]
-    added = [k for k in new_keys if k not in old_set]
+    if new_keys is old_keys:  # the same keys in the same order: none came, went or moved
+        new_set: Collection[str] = new_keys
+        gone: list[str] = []
+        added: list[str] = []
+    else:
+        new_set = set(new_keys)
+        old_set = set(old_keys)
+        gone = [k for k in old_keys if k not in new_set]
+        added = [k for k in new_keys if k not in old_set]
     if not old_keys and not new_keys:
         # empty and still empty (no exited process, no reclaim episode): rebuilding cleared the
         # table, which repainted every line of it every tick (the Processes pane's "Recently
@@ -263,23 +296,35 @@ def _fit(
     extra_priority: int,
     sort: tuple[str, bool] | None,
     memo: TableMemo,
-    same: bool,
+    change: tuple[list[Mapping[str, Any]], list[int]] | None,
 ) -> Fit:
     """The columns of ``columns`` and ``extra`` that fit the table's width (before the first
     layout: the terminal's), its vertical scrollbar's room kept whether shown or not (the columns
-    do not change as rows come and go). ``same``: the rows are the very objects of the last
-    call, so the last fit holds unless the width, the sort or the columns changed."""
+    do not change as rows come and go). ``change``: the row objects given now and not by the
+    last call, and the ids of those given then and not now (None: not known). With none, the
+    last fit holds unless the width, the sort or the columns changed; else only the rows that
+    came are measured, and the fit is made again only when the widest cell of a column changed."""
     width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
     key = (width, sort[0] if sort else "", columns, tuple(extra), extra_priority)
-    if same and memo.fit is not None and memo.fit[0] == key:
-        return memo.fit[1]
+    last = memo.fit
+    if last is not None and last[0] == key and change is not None and not change[0] and not change[1]:
+        return last[1]
     every = columns + tuple(
         Column(name, name, numeric=False, width=cell_len(name) + 1, priority=extra_priority) for name in extra
     )
     if width <= 0:
         fit = Fit(every, {})
+        memo.widest = None
     else:
-        fit = fit_columns(every, measured_widths(columns, rows, memo.widths), width, sort[0] if sort else "")
+        before, widest = memo.widest, None
+        if last is not None and last[0] == key and change is not None and before is not None:
+            widest = remeasured(columns, *change, memo.widths, before)
+        if widest is None:
+            widest = widest_of(columns, rows, memo.widths)
+        memo.widest = widest
+        if last is not None and last[0] == key and before is not None and widest.widths == before.widths:
+            return last[1]  # no column's widest cell changed: neither does the fit
+        fit = fit_columns(every, widest.widths, width, sort[0] if sort else "")
     memo.fit = (key, fit)
     return fit
 
@@ -287,13 +332,15 @@ def _fit(
 def _unique_keys(rows: Sequence[Mapping[str, Any]], key: str) -> list[str]:
     """Each row's key as a string; keys must be unique in a DataTable, so a repeated key gets a
     suffix (``k#1``, ``k#2`` …)."""
-    out: list[str] = []
+    out = [str(r[key]) for r in rows]
+    if len(set(out)) == len(out):  # the usual case (pids): nothing to count, in C
+        return out
     seen: dict[str, int] = {}
-    for r in rows:
-        k = str(r[key])
+    for i, k in enumerate(out):
         n = seen.get(k, 0)
         seen[k] = n + 1
-        out.append(k if n == 0 else f"{k}#{n}")
+        if n:
+            out[i] = f"{k}#{n}"
     return out
 
 
@@ -384,7 +431,16 @@ class _Filler:
             shown.pop(k, None)
             self.memo.rows.pop(k, None)
         new_rows: list[tuple[str, list[Text]]] = []
+        drawn_from, extra, extra_same = self.memo.rows, self.extra, self.extra_same
         for r, k in zip(rows, keys, strict=True):
+            if (
+                drawn_from.get(k) is r
+                and k in shown
+                and (not extra or (extra_same is not None and extra_same(r)))
+            ):
+                # the very row drawn there, its computed cells unchanged: what cells_for would
+                # say without the call (with 1,000 idle rows most of a fill)
+                continue
             plain = self.cells_for(r, k)
             old = shown.get(k)
             if old == plain:
