@@ -268,12 +268,16 @@ class TextMemo:
     families: dict[str, _FamilyText] = field(default_factory=dict)
 
 
-def _encode(fmt: Format, fams: list[Metric], node: str = "", memo: TextMemo | None = None) -> bytes:
+def _encode(
+    fmt: Format, fams: list[Metric], node: str = "", memo: TextMemo | None = None, *, eof: bool = True
+) -> bytes:
+    """``eof`` False: an OpenMetrics text without its ``# EOF`` (more lines follow it)."""
     if fmt.escaping in (UNDERSCORES, ALLOW_UTF8):  # the same text for plain names
-        text = text_format(fams, node, memo, openmetrics=fmt.openmetrics)
+        text = text_format(fams, node, memo, openmetrics=fmt.openmetrics, eof=eof)
         if text is not None:
             return text
-    return library_encode(fmt, with_node(fams, node))
+    text = library_encode(fmt, with_node(fams, node))
+    return text[: -len(EOF)] if not eof and fmt.openmetrics and text.endswith(EOF) else text
 
 
 #: names the text format writes as they are (others: the library's encoder escapes them)
@@ -310,7 +314,12 @@ def _label_value(v: str) -> str:
 
 
 def text_format(
-    fams: list[Metric], node: str = "", memo: TextMemo | None = None, *, openmetrics: bool = False
+    fams: list[Metric],
+    node: str = "",
+    memo: TextMemo | None = None,
+    *,
+    openmetrics: bool = False,
+    eof: bool = True,
 ) -> bytes | None:
     """The text format 0.0.4, byte for byte what prometheus_client's ``generate_latest`` writes
     for these families (with ``node="<node>"`` in every sample's labels, as
@@ -335,7 +344,9 @@ def text_format(
     ``openmetrics.exposition.generate_latest`` writes (the family named without ``_total``, its
     type as it is, HELP escaping quotes too, every sample in its family in order, ``# EOF`` at
     the end), incremental the same way (a memo is for one format only). None also for a sample
-    with a timestamp or an exemplar (the backfill's: the library writes those)."""
+    with a timestamp or an exemplar (the backfill's: the library writes those). ``eof`` False:
+    OpenMetrics without its ``# EOF`` line (the exporter's self-metrics follow: cutting it off
+    afterwards copied the whole text, 0.8 MiB kept per format)."""
     w = _Writer(node, memo if memo is not None else TextMemo(), openmetrics)
     out: list[bytes] = []
     for metric in fams:
@@ -343,7 +354,7 @@ def text_format(
         if text is None:
             return None
         out.append(text)
-    if openmetrics:
+    if openmetrics and eof:
         out.append(EOF)
     if memo is not None:
         memo.labels, memo.families = w.written, w.fam_texts
@@ -679,9 +690,8 @@ class Exporter:
         if built is None or built.key != key:
             at = self._generation_at
             memo = self._memos.setdefault(ctype, TextMemo())
-            text = _encode(fmt, self._build(), self.opts.node, memo)
-            if fmt.openmetrics and text.endswith(EOF):
-                text = text[: -len(EOF)]  # the self-metrics go before the end marker
+            # the self-metrics go before the end marker
+            text = _encode(fmt, self._build(), self.opts.node, memo, eof=False)
             built = _Built(key, text, at)
         if gzip and built.gz_state is None:
             comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: a gzip header
@@ -700,11 +710,13 @@ class Exporter:
         now = self.clock()
         interval = self.runner.interval_s
         due: list[_Scraper] = []
+        forgot = False
         with self._meta:
             for k, sc in list(self._scrapers.items()):
                 period = min(sc.gaps) if sc.gaps else 0.0
                 if now - sc.last > max(FORGET_S, FORGET_PERIODS * period):
                     del self._scrapers[k]
+                    forgot = True
                     continue
                 expected = sc.last + period
                 if sc.gaps:
@@ -714,7 +726,21 @@ class Exporter:
                 if wanted:
                     sc.built = True
                     due.append(sc)
+            if forgot:
+                self._forget_formats({ctype for ctype, _ in self._scrapers})
         return due
+
+    def _forget_formats(self, scraped: set[str]) -> None:
+        """Drop the writers' memos and the cached expositions of the formats no scraper asks for
+        any more (the caller holds ``_meta``): a format asked for once (a curl, a start-up check
+        without Accept beside a Prometheus asking for OpenMetrics) kept a second set of lines,
+        label texts and the whole text, ~5 MiB with 500 cgroups, for as long as the exporter ran.
+        A build running meanwhile writes into the memo it took; the next scrape of that format
+        writes it whole again."""
+        for ctype in [c for c in self._memos if c not in scraped]:
+            self._memos.pop(ctype, None)
+        for ctype in [c for c in self._built if c not in scraped]:
+            self._built.pop(ctype, None)
 
     def prebuild(self) -> None:
         """After a tick: build what the next scrapes will ask for (their Accept, gzip), so they

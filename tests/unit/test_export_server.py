@@ -618,3 +618,40 @@ def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
     for _ in range(10):
         tick()
     assert ex.builds - burst <= 2
+
+
+def test_a_format_no_scraper_asks_for_any_more_is_forgotten() -> None:
+    """A format asked for once (curl without Accept beside a Prometheus asking for OpenMetrics)
+    keeps its writer's memo and its cached exposition only as long as its scraper is remembered:
+    then both go, and the format still asked for keeps its own; asked for again, it is written
+    whole, the same series as before."""
+    two = vmscan_batches()
+    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(400)]
+    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
+    ex = ServedExporter(runner, Options(), background=True)
+    now = [1000.0]
+    ex.clock = lambda: now[0]
+
+    def tick() -> None:
+        now[0] += 1.0
+        asyncio.run(runner.tick())
+        ex.prebuild()
+
+    tick()
+    drop = re.compile(rb"^memtop_exporter_(scrapes_total|exposition_age_seconds) .*$", re.M)
+    once = drop.sub(b"", ex.exposition()[0])  # curl, once
+    om, text = ACCEPTS[PROMETHEUS_ACCEPT], ACCEPTS[""]
+    for t in range(1, 301):
+        tick()
+        if t % 15 == 0:  # Prometheus, every 15 s
+            ex.exposition(PROMETHEUS_ACCEPT, gzip=True)
+        if t == 60:
+            assert {c.split(";")[0] for c in ex._memos} == {om.split(";")[0], text.split(";")[0]}
+    assert [c for c in ex._memos if c.startswith("text/plain")] == []
+    assert [c for c in ex._built if c.startswith("text/plain")] == []
+    assert [c for c in ex._memos if c.startswith("application/openmetrics-text")] != []
+    # asked again: written whole, with the same series as the first time
+    body, ctype = ex.exposition()
+    assert ctype.startswith(text) and [c for c in ex._memos if c.startswith("text/plain")] != []
+    names = re.compile(rb"^([a-z_]+)[{ ]", re.M)
+    assert set(names.findall(drop.sub(b"", body))) == set(names.findall(once))
