@@ -59,6 +59,9 @@ OWNER_TOP = 32
 NAMED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOATIME
 
 
+#: the holders of every file while the "files" part is not read: never written to
+_NO_HOLDERS: dict[int, str] = {}
+
 #: bpf/pagecache.bpf.c's map entries (the layouts are checked: tests/kernel/test_struct_layouts.py)
 FILE_KEY = Packed("struct pc_file_key_t", "<QII", ("ino", "dev", "pad"))
 COUNTS = Packed("struct pc_counts_t", "<QQ", ("added", "deleted"))
@@ -161,6 +164,7 @@ class _File:
     #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000
     opens: tuple[tuple[str, bool], ...]
     size_bytes: int = 0
+    #: (without the probe's "files" part: no holders kept, the one empty dict shared by all)
     holders: dict[int, str] = field(default_factory=dict)
     under_path: bool = False
     #: (cached, dirty, writeback, evicted, recently evicted) pages, mincore: (cached, 0, …)
@@ -187,6 +191,12 @@ class PagecacheinfoProbe(Probe):
     #: only the Page cache pane shows what it reads (the exporter watches everything): off the
     #: pane its scans and refresh were a tenth of memtop's idle CPU (docs/performance.md)
     unwatched_cadence_s = 5.0
+    #: "files": a record for each file listed, with its holders, name and memory cgroup. The
+    #: exporter exports only the listed files' sum (and the --cache-path files): without it the
+    #: probe still finds, measures and ranks every file (the sum is the same), but keeps no
+    #: holders, reads no names, samples no cgroups and sends a record only for a file under a
+    #: --cache-path (12,000 files' holders were ~3 MiB of the exporter's heap)
+    optional_parts = ("files",)
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:
@@ -229,6 +239,8 @@ class PagecacheinfoProbe(Probe):
         #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
         self.method = method or "cachestat"
         self._tick = 0
+        #: whether the "files" part is read this poll (optional_parts)
+        self._per_file = True
         self._files: dict[tuple[int, int], _File] = {}
         self._path_files: dict[tuple[int, int], _File] = {}
         #: (maps' dev field, inode) -> the key stat gave (maps name devices as the superblock's,
@@ -335,11 +347,21 @@ class PagecacheinfoProbe(Probe):
             if len(found) >= self.max_files:
                 return None
             prev = self._files.get(key)
-            f = _File(key, prev.path if prev else "", (), size_bytes=prev.size_bytes if prev else 0)
+            f = _File(
+                key,
+                prev.path if prev else "",
+                (),
+                size_bytes=prev.size_bytes if prev else 0,
+                holders={} if self._per_file else _NO_HOLDERS,
+            )
             if prev is not None:
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
                 f.owner = prev.owner
             found[key] = f
+        if not self._per_file:
+            return f
+        if f.holders is _NO_HOLDERS:
+            f.holders = {}
         if len(f.holders) < MAX_HOLDERS:
             f.holders[int(pid)] = comm
         return f
@@ -491,7 +513,9 @@ class PagecacheinfoProbe(Probe):
                 # the path is cleaned once, by the record it goes in (if it is listed)
                 name = entry.name
                 path = prefix + name
-                f = out[key] = _File(key, path, (), under_path=True)
+                f = out[key] = _File(
+                    key, path, (), holders={} if self._per_file else _NO_HOLDERS, under_path=True
+                )
                 held = held_files.get(key)
                 if held is not None:
                     f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick
@@ -798,6 +822,7 @@ class PagecacheinfoProbe(Probe):
 
     def poll(self) -> list[Record]:
         self._tick += 1
+        self._per_file = self.reads("files")
         out: list[Record] = []
         changed = False
         if self._tick == 1 or self._tick >= self._next_scan:
@@ -846,7 +871,7 @@ class PagecacheinfoProbe(Probe):
             # left out is below every floor: it does not qualify)
             listed_now = self._listed
             todo = [f for f in self._order if f.key in listed_now]
-        if self.owner_top and self._tick >= self._next_owner:
+        if self.owner_top and self._per_file and self._tick >= self._next_owner:
             t0 = time.monotonic()
             self._sample_owners()
             self.last_owner_s = time.monotonic() - t0
@@ -867,6 +892,8 @@ class PagecacheinfoProbe(Probe):
                 if f.size_bytes == UNCHECKED and not self._measure(f):
                     continue  # its size and inode checked before it is shown (_measure_at)
                 self._listed.add(f.key)
+            if not self._per_file and not f.under_path:
+                continue  # listed (it counts in the sum), but no record asked for
             rec = self._record(f)
             if rec != f.sent:
                 out.append(rec)
@@ -887,9 +914,18 @@ class PagecacheinfoProbe(Probe):
                 why=self._why(),
                 cached_bytes=totals[0] * PAGE_SIZE,
                 dirty_bytes=totals[1] * PAGE_SIZE if self.method == "cachestat" else None,
+                listed_cached_bytes=self._listed_cached_pages() * PAGE_SIZE,
             )
         )
         return out
+
+    def _listed_cached_pages(self) -> int:
+        """Cached pages of the files listed: the sum of their records' figures as the state holds
+        them (a listed file's record is sent whenever a figure of it changes)."""
+        files = self._all
+        return sum(
+            f.pages[0] for f in (files.get(k) for k in self._listed) if f is not None and f.pages is not None
+        )
 
     def measured(self) -> list[CachedFile]:
         """Every file known and measured, with its latest figures (listed or not)."""
