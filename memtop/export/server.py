@@ -851,7 +851,7 @@ async def export(
 ) -> int:
     """Run until SIGINT/SIGTERM (or ``duration_s``): serve /metrics and/or write ``textfile``
     every interval. A textfile that cannot be written is an error (exit 2)."""
-    from memtop.headless.frontends import _begin, _stop_on_signals
+    from memtop.headless.start import begin, stop_on_signals
 
     # the textfile's directory is opened and checked once, before anything else starts, and its
     # earlier runs' temporary files removed
@@ -859,7 +859,7 @@ async def export(
     server: HttpServer | None = None
     runner: Runner | None = None
     stop = asyncio.Event()
-    undo = _stop_on_signals(stop)
+    undo = stop_on_signals(stop)
     try:
         # before the first poll: nothing the exporter does not export is ever read
         source.use_parts(EXPORTED_PARTS)
@@ -872,7 +872,7 @@ async def export(
             sys.stderr.write(f"memtop: serving http://{where}:{port}/metrics\n")
         if out is not None:
             sys.stderr.write(f"memtop: writing {out.path} every {interval_s:g} s\n")
-        await _begin(runner, stop, None, ())
+        await begin(runner, stop, None, ())
         # every probe is attached: what start-up made (modules, BCC's objects, the probes) lives
         # as long as the exporter; frozen, the collector's full passes skip it for weeks
         gc.collect()
