@@ -56,7 +56,8 @@ NS = 1e-9
 #: process's command line (process series are labelled by comm); the pagecache probe: its
 #: totals, not its per-file and per-process map dumps; the pagecacheinfo probe: the listed files'
 #: sum and the --cache-path files, not a record with holders and cgroup of every file listed
-#: (``listed_cached_bytes``); the cgroups probe: not who is in each
+#: (``listed_cached_bytes``); the vmscan probe: not the slab shrinkers' calls (named from
+#: /proc/kallsyms, held ~4 MiB; no family exports them); the cgroups probe: not who is in each
 #: cgroup2 directory of a hybrid machine (the memory controller's members label the series). A new family that
 #: uses one of those parts adds it here (tests/kernel/test_export_reads.py holds this honest).
 EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
@@ -67,6 +68,7 @@ EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
     "pagecache": (),
     "pagecacheinfo": (),
     "cgroups": (),
+    "vmscan": (),
 }
 #: the label only the top-K families' rest bucket carries (``rest="true"``)
 REST_LABEL = "rest"
