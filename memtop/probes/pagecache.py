@@ -59,9 +59,6 @@ OWNER_TOP = 32
 NAMED_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC | os.O_NOATIME
 
 
-#: the holders of every file while the "files" part is not read: never written to
-_NO_HOLDERS: dict[int, str] = {}
-
 #: bpf/pagecache.bpf.c's map entries (the layouts are checked: tests/kernel/test_struct_layouts.py)
 FILE_KEY = Packed("struct pc_file_key_t", "<QII", ("ino", "dev", "pad"))
 COUNTS = Packed("struct pc_counts_t", "<QQ", ("added", "deleted"))
@@ -164,7 +161,6 @@ class _File:
     #: found: its ``path`` is its one way (:meth:`ways`), two tuples fewer for each of 100,000
     opens: tuple[tuple[str, bool], ...]
     size_bytes: int = 0
-    #: (without the probe's "files" part: no holders kept, the one empty dict shared by all)
     holders: dict[int, str] = field(default_factory=dict)
     under_path: bool = False
     #: (cached, dirty, writeback, evicted, recently evicted) pages, mincore: (cached, 0, …)
@@ -347,21 +343,13 @@ class PagecacheinfoProbe(Probe):
             if len(found) >= self.max_files:
                 return None
             prev = self._files.get(key)
-            f = _File(
-                key,
-                prev.path if prev else "",
-                (),
-                size_bytes=prev.size_bytes if prev else 0,
-                holders={} if self._per_file else _NO_HOLDERS,
-            )
+            f = _File(key, prev.path if prev else "", (), size_bytes=prev.size_bytes if prev else 0)
             if prev is not None:
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
                 f.owner = prev.owner
             found[key] = f
         if not self._per_file:
-            return f
-        if f.holders is _NO_HOLDERS:
-            f.holders = {}
+            return f  # without the "files" part, no holders are kept
         if len(f.holders) < MAX_HOLDERS:
             f.holders[int(pid)] = comm
         return f
@@ -513,9 +501,7 @@ class PagecacheinfoProbe(Probe):
                 # the path is cleaned once, by the record it goes in (if it is listed)
                 name = entry.name
                 path = prefix + name
-                f = out[key] = _File(
-                    key, path, (), holders={} if self._per_file else _NO_HOLDERS, under_path=True
-                )
+                f = out[key] = _File(key, path, (), under_path=True)
                 held = held_files.get(key)
                 if held is not None:
                     f.pages, f.sent, f.measured_tick = held.pages, held.sent, held.measured_tick

@@ -251,14 +251,13 @@ def test_the_exporters_listed_sum_is_the_listed_files_sum_without_their_records(
     they see the same files whatever else the machine runs."""
     files = make(tree)
     opens = " ".join(f"{3 + i}<{p}" for i, p in enumerate(files.values()))
-    child = subprocess.Popen(
-        ["sh", "-c", f"exec {opens}; echo ready; exec sleep 600"], stdout=subprocess.PIPE, text=True
-    )
+    child = subprocess.Popen(["sh", "-c", f"exec {opens}; exec sleep 600"])
     proc_root = Path("/var/tmp") / f"memtop-pcache-proc-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     proc_root.mkdir()
     try:
-        assert child.stdout is not None
-        LineReader(child.stdout).wait_for("ready")
+        # once the shell has become sleep: its maps are sleep's from then on, for both probes
+        comm = Path(f"/proc/{child.pid}/comm")
+        wait_until(lambda: comm.read_text().strip() == "sleep", "the holder exec'd")
         (proc_root / str(child.pid)).symlink_to(f"/proc/{child.pid}")
 
         def exported(lean: bool) -> tuple[float, PagecacheState, list[Record]]:
