@@ -54,7 +54,10 @@ NS = 1e-9
 #: kills probe: not every process's oom_score_adj (the OOM pane's column); the sharedinfo probe:
 #: not the scan of every process's smaps (the Shared pane's tables); the /proc reader: not each
 #: process's command line (process series are labelled by comm); the pagecache probe: its
-#: totals, not its per-file and per-process map dumps; the cgroups probe: not who is in each
+#: totals, not its per-file and per-process map dumps; the pagecacheinfo probe: the listed files'
+#: sum and the --cache-path files, not a record with holders and cgroup of every file listed
+#: (``listed_cached_bytes``); the vmscan probe: not the slab shrinkers' calls (named from
+#: /proc/kallsyms, held ~4 MiB; no family exports them); the cgroups probe: not who is in each
 #: cgroup2 directory of a hybrid machine (the memory controller's members label the series). A new family that
 #: uses one of those parts adds it here (tests/kernel/test_export_reads.py holds this honest).
 EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
@@ -63,7 +66,9 @@ EXPORTED_PARTS: dict[str, tuple[str, ...]] = {
     "sharedinfo": (),
     "procfs": (),
     "pagecache": (),
+    "pagecacheinfo": (),
     "cgroups": (),
+    "vmscan": (),
 }
 #: the label only the top-K families' rest bucket carries (``rest="true"``)
 REST_LABEL = "rest"
@@ -987,7 +992,12 @@ def _pagecache(state: State, opts: Options, acc: Accumulators) -> Iterator[Metri
             "memtop_page_cache_listed_bytes",
             "Page cache of the files memtop lists (open, mapped or under --cache-path): not all of Cached",
         )
-        listed.add_metric([], float(sum(f.rec.cached_bytes for f in pc.files.values())))
+        # the probe's sum of the files it lists (the exporter asks for no record of each); a
+        # recording made before it was sent: its listed files' records
+        total = pc.table.listed_cached_bytes
+        if total is None:
+            total = sum(f.rec.cached_bytes for f in pc.files.values())
+        listed.add_metric([], float(total))
         yield listed
         named = [f.rec for f in pc.files.values() if f.rec.under_path]
         if named:

@@ -8,9 +8,7 @@ probes are attached (or have failed), then ticks on the Runner's grid.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,9 +19,10 @@ from typing import IO, TYPE_CHECKING, Any
 from memtop import __version__
 from memtop.core.errors import Interrupted
 from memtop.headless.snapshots import SnapshotRequest, options_for, render_file, write
+from memtop.headless.start import begin, stop_on_signals
 from memtop.linux import files
 from memtop.records import Record
-from memtop.runtime import ready, startup_gc
+from memtop.runtime import startup_gc
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.stream.recording import Recorder, open_recorder
@@ -49,43 +48,9 @@ class RecordResult:
     reason: str
 
 
-def _stop_on_signals(
-    stop: asyncio.Event, sigs: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM)
-) -> Callable[[], None]:
-    """The signals set ``stop`` (the loop then finishes what it does); returns an undo."""
-    loop = asyncio.get_running_loop()
-    done: list[signal.Signals] = []
-    for sig in sigs:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-            done.append(sig)
-
-    def undo() -> None:
-        for sig in done:
-            with contextlib.suppress(Exception):
-                loop.remove_signal_handler(sig)
-
-    return undo
-
-
-async def _begin(
-    runner: Runner,
-    stop: asyncio.Event,
-    focus: int | None,
-    leak_pids: Sequence[int],
-    tracers: Sequence[str] = (),
-) -> None:
-    """Start the source, state the intents, wait until every probe attached or failed.
-    ``tracers``: the pane's while-shown tracers (a snapshot or --batch of it shows the pane)."""
-    await runner.start()
-    if focus is not None:
-        runner.source.focus(focus)
-    if leak_pids:
-        runner.source.trace_allocations(leak_pids)
-    for tracer in tracers:
-        runner.source.trace_kernel(tracer, True)
-    await runner.settle(stop)
-    ready.announce(runner.source.statuses())
+#: (their names here before memtop.headless.start had them)
+_stop_on_signals = stop_on_signals
+_begin = begin
 
 
 async def record(

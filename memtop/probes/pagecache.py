@@ -199,6 +199,12 @@ class PagecacheinfoProbe(Probe):
     #: only the Page cache pane shows what it reads (the exporter watches everything): off the
     #: pane its scans and refresh were a tenth of memtop's idle CPU (docs/performance.md)
     unwatched_cadence_s = 5.0
+    #: "files": a record for each file listed, with its holders, name and memory cgroup. The
+    #: exporter exports only the listed files' sum (and the --cache-path files): without it the
+    #: probe still finds, measures and ranks every file (the sum is the same), but keeps no
+    #: holders, reads no names, samples no cgroups and sends a record only for a file under a
+    #: --cache-path (12,000 files' holders were ~3 MiB of the exporter's heap)
+    optional_parts = ("files",)
 
     @classmethod
     def at_start(cls, proc_root: str | Path) -> Self:
@@ -241,6 +247,8 @@ class PagecacheinfoProbe(Probe):
         #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
         self.method = method or "cachestat"
         self._tick = 0
+        #: whether the "files" part is read this poll (optional_parts)
+        self._per_file = True
         self._files: dict[tuple[int, int], _File] = {}
         self._path_files: dict[tuple[int, int], _File] = {}
         #: (maps' dev field, inode) -> the key stat gave (maps name devices as the superblock's,
@@ -355,6 +363,8 @@ class PagecacheinfoProbe(Probe):
                 f.pages, f.sent, f.measured_tick = prev.pages, prev.sent, prev.measured_tick
                 f.owner = prev.owner
             found[key] = f
+        if not self._per_file:
+            return f  # without the "files" part, no holders are kept
         h = f.holders
         # a scan meets a process's files one process at a time: a pid already among the
         # holders is the last one added
@@ -822,6 +832,7 @@ class PagecacheinfoProbe(Probe):
 
     def poll(self) -> list[Record]:
         self._tick += 1
+        self._per_file = self.reads("files")
         out: list[Record] = []
         changed = False
         if self._tick == 1 or self._tick >= self._next_scan:
@@ -870,7 +881,7 @@ class PagecacheinfoProbe(Probe):
             # left out is below every floor: it does not qualify)
             listed_now = self._listed
             todo = [f for f in self._order if f.key in listed_now]
-        if self.owner_top and self._tick >= self._next_owner:
+        if self.owner_top and self._per_file and self._tick >= self._next_owner:
             t0 = time.monotonic()
             self._sample_owners()
             self.last_owner_s = time.monotonic() - t0
@@ -891,6 +902,8 @@ class PagecacheinfoProbe(Probe):
                 if f.size_bytes == UNCHECKED and not self._measure(f):
                     continue  # its size and inode checked before it is shown (_measure_at)
                 self._listed.add(f.key)
+            if not self._per_file and not f.under_path:
+                continue  # listed (it counts in the sum), but no record asked for
             rec = self._record(f)
             if rec != f.sent:
                 out.append(rec)
@@ -911,9 +924,18 @@ class PagecacheinfoProbe(Probe):
                 why=self._why(),
                 cached_bytes=totals[0] * PAGE_SIZE,
                 dirty_bytes=totals[1] * PAGE_SIZE if self.method == "cachestat" else None,
+                listed_cached_bytes=self._listed_cached_pages() * PAGE_SIZE,
             )
         )
         return out
+
+    def _listed_cached_pages(self) -> int:
+        """Cached pages of the files listed: the sum of their records' figures as the state holds
+        them (a listed file's record is sent whenever a figure of it changes)."""
+        files = self._all
+        return sum(
+            f.pages[0] for f in (files.get(k) for k in self._listed) if f is not None and f.pages is not None
+        )
 
     def measured(self) -> list[CachedFile]:
         """Every file known and measured, with its latest figures (listed or not)."""

@@ -146,6 +146,11 @@ class VmscanProbe(BpfProbe):
         "compaction:mm_compaction_kcompactd_wake",
     )
 
+    #: "shrinkers": the slab shrinkers' calls, each named by its scan function from
+    #: /proc/kallsyms (KernelSymbols: ~4 MiB once the first shrinker runs). Only the Reclaim
+    #: pane shows them; the exporter exports none (memtop.export.metrics.EXPORTED_PARTS)
+    optional_parts = ("shrinkers",)
+
     def __init__(
         self,
         ringbuf_pages: int = 256,
@@ -282,7 +287,7 @@ class VmscanProbe(BpfProbe):
             compaction_count=c[Counter.COMPACT_COUNT],
             compaction_total_ns=c[Counter.COMPACT_NS],
             compaction_hist=tuple((i, n) for i, n in enumerate(chist) if n),
-            slab=self._slab(),
+            slab=self._slab() if self.reads("shrinkers") else (),
             slab_dropped=c[Counter.SLAB_DROPPED],
         )
         hist = tuple(

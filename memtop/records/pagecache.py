@@ -67,6 +67,10 @@ class CachedFiles(Record):
     why: str = ""
     cached_bytes: int = 0
     dirty_bytes: int | None = None
+    #: cached bytes of the files listed (the ones the records above are sent for), summed by the
+    #: probe: what the exporter exports when it asks for no per-file records (None: a
+    #: recording made before it was sent; the listed files' records are summed instead)
+    listed_cached_bytes: int | None = None
 
 
 @record("pagecache_activity")

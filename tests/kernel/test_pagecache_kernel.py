@@ -27,11 +27,14 @@ from typing import Any
 import pytest
 from support import LineReader, between, bracket, memcg, wait_until
 
+from memtop.export.metrics import EXPORTED_PARTS, Accumulators, families
+from memtop.export.metrics import Options as ExportOptions
 from memtop.probes.cgroups import CgroupsProbe
 from memtop.probes.pagecache import PagecacheinfoProbe, PagecacheProbe
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.pagecache import CachedFile, PagecacheActivity
 from memtop.state import State
+from memtop.state.pagecache import PagecacheState
 from memtop.views import Options, get_view
 
 pytestmark = pytest.mark.bpf
@@ -237,6 +240,67 @@ def test_a_file_held_open_names_its_process(tree: Path) -> None:
         if child.stdin is not None:
             child.stdin.close()
         child.wait(timeout=30)
+
+
+def test_the_exporters_listed_sum_is_the_listed_files_sum_without_their_records(tree: Path) -> None:
+    """The exporter asks the pagecacheinfo probe for no per-file records (EXPORTED_PARTS): its
+    ``memtop_page_cache_listed_bytes`` is then the probe's own sum, which equals the sum of the
+    records a probe asked for everything sends (what the family summed before), on real files a
+    process holds open and maps; the lean probe keeps no holders and sends no file's record.
+    Both read a /proc of that one process (a directory holding a link to its /proc entry), so
+    they see the same files whatever else the machine runs."""
+    files = make(tree)
+    opens = " ".join(f"{3 + i}<{p}" for i, p in enumerate(files.values()))
+    child = subprocess.Popen(["sh", "-c", f"exec {opens}; exec sleep 600"])
+    proc_root = Path("/var/tmp") / f"memtop-pcache-proc-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    proc_root.mkdir()
+    try:
+        # once the shell has become sleep: its maps are sleep's from then on, for both probes
+        comm = Path(f"/proc/{child.pid}/comm")
+        wait_until(lambda: comm.read_text().strip() == "sleep", "the holder exec'd")
+        (proc_root / str(child.pid)).symlink_to(f"/proc/{child.pid}")
+
+        def exported(lean: bool) -> tuple[float, PagecacheState, list[Record]]:
+            probe = PagecacheinfoProbe(str(proc_root), scan_every=1000)
+            probe.used_parts = frozenset(EXPORTED_PARTS["pagecacheinfo"]) if lean else None
+            state = State(mode="bpf")
+            recs: list[Record] = []
+            for i in range(3):
+                got = [ProbeStatus("pagecacheinfo", "attached"), *probe.poll()]
+                state.apply(Batch(ts_ns=(i + 1) * 1_000_000_000, records=tuple(got)))
+                recs += got
+            if lean:
+                assert all(not f.holders for f in probe._all.values())
+            (fam,) = [
+                f
+                for f in families(state, ExportOptions(), Accumulators())
+                if f.name == "memtop_page_cache_listed_bytes"
+            ]
+            return fam.samples[0].value, state.get(PagecacheState), recs
+
+        full_value, full, full_recs = exported(lean=False)
+        lean_value, lean, lean_recs = exported(lean=True)
+        records_sum = sum(f.rec.cached_bytes for f in full.files.values())
+        assert full.table is not None and full.table.listed_cached_bytes == records_sum
+        # the files the process holds are listed, with what the kernel says they hold
+        held = {
+            str(p): r
+            for r in full_recs
+            if isinstance(r, CachedFile)
+            for p in files.values()
+            if r.path == str(p)
+        }
+        assert held[str(files["full"])].cached_bytes == kernel_cachestat(files["full"])[0] == 4 * MiB
+        assert records_sum >= 4 * MiB
+        assert not [r for r in lean_recs if isinstance(r, CachedFile)] and not lean.files
+        # the same files (the process's binary, libraries and open files), the same sum
+        assert lean_value == full_value == records_sum
+    finally:
+        child.kill()
+        child.wait()
+        for p in proc_root.iterdir():
+            p.unlink()
+        proc_root.rmdir()
 
 
 def test_pages_added_and_deleted_for_a_file_read_once_cold_equal_its_pages(tree: Path) -> None:

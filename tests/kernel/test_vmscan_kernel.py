@@ -273,6 +273,46 @@ def test_300mib_in_100mib_memcg_matches_vmstat_and_cgroup(live: Live) -> None:
 
 
 @pytest.mark.bpf
+def test_the_exporter_never_names_shrinkers() -> None:
+    """Beside a probe that reads everything (the Reclaim pane's), one told the exporter's parts
+    (EXPORTED_PARTS: no family exports the shrinkers) sends no shrinker row and never reads
+    /proc/kallsyms to name one (~4 MiB kept by a long-running exporter), through the same
+    reclaim with dentries to shrink; its reclaim figures by origin move the same."""
+    from memtop.export.metrics import EXPORTED_PARTS
+
+    full, lean = Live(), Live()
+    lean.probe.used_parts = frozenset(EXPORTED_PARTS["vmscan"])
+    try:
+        with hog_in_memcg(LIMIT_MIB, WORK_MIB, passes=1, dentries=50_000) as hog:
+            for lv in (full, lean):
+                lv.tick()
+            before = [origin_rows(lv.vmscan()) for lv in (full, lean)]
+            k0 = vmstat()
+            hog.go()
+
+            def both() -> None:
+                full.tick()
+                lean.tick()
+
+            hog.wait_done(both)
+            k1 = vmstat()
+            both()
+        if delta(k1, k0, "slabs_scanned") > 0:
+            assert full.vmscan()["slab_shrink"], "the kernel scanned slabs but no shrinker was counted"
+        assert lean.vmscan()["slab_shrink"] == []
+        assert not lean.probe.symbols._loaded
+        after = [origin_rows(lv.vmscan()) for lv in (full, lean)]
+        moved = [
+            {o: a[o]["pages_scanned"] - b[o]["pages_scanned"] for o in ("kswapd", "direct", "memcg")}
+            for a, b in zip(after, before, strict=True)
+        ]
+        assert moved[1]["memcg"] > 0 and close(moved[0]["memcg"], moved[1]["memcg"]), moved
+    finally:
+        full.close()
+        lean.close()
+
+
+@pytest.mark.bpf
 def test_ring_overflow_counts_lost_events_but_histogram_counts_all() -> None:
     lv = Live(ringbuf_pages=1, log_per_s=0)  # one page: room for ~70 events; log every episode
     try:

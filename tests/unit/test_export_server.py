@@ -267,7 +267,7 @@ _IMPORTS_PROBE = """
 import json, sys
 from memtop.cli import main
 rc = main(sys.argv[1:])
-print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] == "prometheus_client")), flush=True)
+print(json.dumps(sorted(sys.modules)), flush=True)
 sys.exit(rc)
 """
 
@@ -276,7 +276,10 @@ def test_the_exporter_never_imports_prometheus_client() -> None:
     """The library's import costs ~9 MiB of anonymous memory (http.server, email, ssl, ...) the
     exporter would keep for weeks: memtop's families and writers are its own, and an exporter
     scraped as Prometheus scrapes (OpenMetrics first), as curl does (no Accept) and in text
-    1.0.0 never imports it (sys.modules of the exporter's process, printed as it exits)."""
+    1.0.0 never imports it (sys.modules of the exporter's process, printed as it exits). Nor
+    what only the other front ends run (module code kept for weeks, ~3 MiB): the doctor's checks
+    (they import every probe and view: run in a forked child), the views, snapshots and
+    recordings, the on-demand probes, Textual, Rich and bcc."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix=f"memtop-imports-{os.getpid()}-") as tmp:
         err = Path(tmp) / "stderr"
@@ -304,7 +307,16 @@ def test_the_exporter_never_imports_prometheus_client() -> None:
     for accept, (status, headers, body) in bodies.items():
         assert status == 200 and b"memtop_exporter_scrapes_total" in body, accept
         assert headers["content-type"].startswith(ACCEPTS[accept]), accept
-    assert json.loads(out.decode().strip().splitlines()[-1]) == []
+    modules = json.loads(out.decode().strip().splitlines()[-1])
+    assert [m for m in modules if m.partition(".")[0] == "prometheus_client"] == []
+    never = re.compile(
+        r"(textual|rich|plotext|textual_plotext|bcc)(\.|$)"
+        r"|memtop\.(ui|headless\.(doctor|frontends|snapshots)|stream\.(recording|replay|recfile))(\.|$)"
+        r"|memtop\.views\.(?!levels$)|memtop\.core\.(leakcost|pprof)$"
+        r"|memtop\.probes\.(leaks|leakrate|leakwindows|allocators|faultstack|growth|smaps|wss|slabtrace|pagealloc)$"
+    )
+    assert [m for m in modules if never.match(m)] == []
+    assert "memtop.export.server" in modules  # (it printed the exporter's modules)
 
 
 #: what Prometheus 2.42 sends: OpenMetrics 1.0.0 first
@@ -518,10 +530,12 @@ def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() 
 
     first, lib = both()
     assert first == lib
-    texts = {k: f.text for k, f in memo.families.items()}
+    kept = dict(memo.families)
     again, lib = both()
     assert again == first == lib
-    assert texts and all(memo.families[k].text is t for k, t in texts.items())  # reused, not rewritten
+    assert kept and all(memo.families[k] is f for k, f in kept.items())  # reused, not rewritten
+    # a family is kept as its lines, not also as its text
+    assert all(f.text == b"" for f in kept.values() if f.lines is not None)
     cg = state.get(CgroupsState)
     path, row = next((p, r) for p, r in sorted(cg.rows.items()) if r.sample.usage_bytes)
     usage = row.sample.usage_bytes
@@ -541,7 +555,7 @@ def test_an_unchanged_build_reuses_its_text_and_a_moved_value_is_written_anew() 
     fewer, lib = both()
     assert fewer == lib and len(fewer) < len(moved)
     now = memo.families["container_memory_usage_bytes gauge"]
-    assert now.text != before_gone.text and now.lines is not None and before_gone.lines is not None
+    assert now.body() != before_gone.body() and now.lines is not None and before_gone.lines is not None
     assert {id(line) for line in now.lines} <= {id(line) for line in before_gone.lines}  # all reused
 
 
@@ -618,3 +632,40 @@ def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
     for _ in range(10):
         tick()
     assert ex.builds - burst <= 2
+
+
+def test_a_format_no_scraper_asks_for_any_more_is_forgotten() -> None:
+    """A format asked for once (curl without Accept beside a Prometheus asking for OpenMetrics)
+    keeps its writer's memo and its cached exposition only as long as its scraper is remembered:
+    then both go, and the format still asked for keeps its own; asked for again, it is written
+    whole, the same series as before."""
+    two = vmscan_batches()
+    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(400)]
+    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
+    ex = ServedExporter(runner, Options(), background=True)
+    now = [1000.0]
+    ex.clock = lambda: now[0]
+
+    def tick() -> None:
+        now[0] += 1.0
+        asyncio.run(runner.tick())
+        ex.prebuild()
+
+    tick()
+    drop = re.compile(rb"^memtop_exporter_(scrapes_total|exposition_age_seconds) .*$", re.M)
+    once = drop.sub(b"", ex.exposition()[0])  # curl, once
+    om, text = ACCEPTS[PROMETHEUS_ACCEPT], ACCEPTS[""]
+    for t in range(1, 301):
+        tick()
+        if t % 15 == 0:  # Prometheus, every 15 s
+            ex.exposition(PROMETHEUS_ACCEPT, gzip=True)
+        if t == 60:
+            assert {c.split(";")[0] for c in ex._memos} == {om.split(";")[0], text.split(";")[0]}
+    assert [c for c in ex._memos if c.startswith("text/plain")] == []
+    assert [c for c in ex._built if c.startswith("text/plain")] == []
+    assert [c for c in ex._memos if c.startswith("application/openmetrics-text")] != []
+    # asked again: written whole, with the same series as the first time
+    body, ctype = ex.exposition()
+    assert ctype.startswith(text) and [c for c in ex._memos if c.startswith("text/plain")] != []
+    names = re.compile(rb"^([a-z_]+)[{ ]", re.M)
+    assert set(names.findall(drop.sub(b"", body))) == set(names.findall(once))
