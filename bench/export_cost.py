@@ -82,12 +82,12 @@ def fetch(url: str, gz: bool = True, accept: str = "") -> bytes:
         return bytes(r.read())
 
 
-def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes) -> None:
+def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes, accept: str = "") -> None:
     deadline = time.monotonic() + 300
     body = b""
     while True:
         try:
-            body = fetch(url, gz=False)
+            body = fetch(url, gz=False, accept=accept)
             if marker in body:
                 return
         except OSError:
@@ -100,8 +100,13 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes) -> None:
 
 
 @contextmanager
-def exporter(interval: float, exe: str | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`memtop export` of this tree, or of the memtop executable ``exe`` (``--against``)."""
+def exporter(
+    interval: float, exe: str | None = None, accept: str = ""
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`memtop export` of this tree, or of the memtop executable ``exe`` (``--against``), waited
+    for by scrapes with ``accept``: the phase's own format, so that an exporter only ever
+    Prometheus scrapes (a deployment's: the DaemonSet's probes read /, not /metrics) is not also
+    holding a text writer's memo for the readiness polls."""
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -117,7 +122,7 @@ def exporter(interval: float, exe: str | None = None) -> Iterator[tuple[subproce
     )
     url = f"http://127.0.0.1:{port}/metrics"
     try:
-        wait_up(url, proc, b'probe="vmscan",reason="",state="attached"')
+        wait_up(url, proc, b'probe="vmscan",reason="",state="attached"', accept)
         yield proc, url
     finally:
         stop(proc)
@@ -179,8 +184,8 @@ def scraped_as_prometheus(
     (OpenMetrics): the format a real deployment asks for, which the phase without Accept never
     builds. Rows ``*_om_*``."""
     with ExitStack() as other:
-        them = other.enter_context(exporter(15.0, against)) if against else None
-        with exporter(15.0) as (proc, url):
+        them = other.enter_context(exporter(15.0, against, PROMETHEUS_ACCEPT)) if against else None
+        with exporter(15.0, accept=PROMETHEUS_ACCEPT) as (proc, url):
             time.sleep(20)
             body = fetch(url, gz=False, accept=PROMETHEUS_ACCEPT)
             assert body.endswith(b"# EOF\n"), "not OpenMetrics"
