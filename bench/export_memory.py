@@ -30,15 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = ROOT / ".venv" / "bin" / "python"
-
-
-def status_kib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
+from harness import ROOT  # noqa: E402
+from self_memory import PYTHON, status_kib  # noqa: E402
 
 
 def modules() -> list[str]:

@@ -9,14 +9,10 @@ import sys
 import time
 
 import pytest
-from support import kb, proc_status
+from support import kb, pid_reads, proc_status
+from support import proc_samples as samples
 
 from memtop.probes.procfs import QUIET_AFTER, ProcfsProbe
-from memtop.records.processes import ProcSample
-
-
-def samples(probe: ProcfsProbe) -> dict[int, ProcSample]:
-    return {r.pid: r for r in probe.poll() if isinstance(r, ProcSample)}
 
 
 @pytest.mark.bpf  # runs with the kernel tests (real /proc); needs no BPF itself
@@ -38,14 +34,7 @@ def test_real_proc_sleepers_skipped_then_a_waking_one_shows_exact_rss(
         for _ in range(200)
     ]
     probe = ProcfsProbe()
-    read: list[int] = []
-    read_pid = probe.read_pid
-
-    def counting(pid: int) -> ProcSample | None:
-        read.append(pid)
-        return read_pid(pid)
-
-    monkeypatch.setattr(probe, "read_pid", counting)
+    read = pid_reads(monkeypatch, probe)
     probe.load()
     try:
         assert probe.quiet_every > 1 and probe.keep_open

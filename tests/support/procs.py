@@ -5,9 +5,15 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from support.waits import wait_until
+
+if TYPE_CHECKING:
+    import pytest
+
+    from memtop.probes.procfs import ProcfsProbe
+    from memtop.records.processes import ProcSample
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -92,3 +98,24 @@ def code_byte(pid: int, addr: int) -> int:
     with open(f"/proc/{pid}/mem", "rb") as f:
         f.seek(addr)
         return f.read(1)[0]
+
+
+def pid_reads(monkeypatch: pytest.MonkeyPatch, probe: ProcfsProbe) -> list[int]:
+    """The pids the /proc reader ``probe`` reads a process's files of, in order (its
+    ``read_pid`` spied on); the test may clear the list between polls."""
+    read: list[int] = []
+    read_pid = probe.read_pid
+
+    def counting(pid: int) -> ProcSample | None:
+        read.append(pid)
+        return read_pid(pid)
+
+    monkeypatch.setattr(probe, "read_pid", counting)
+    return read
+
+
+def proc_samples(probe: ProcfsProbe) -> dict[int, ProcSample]:
+    """One poll of the /proc reader ``probe``: its process samples by pid."""
+    from memtop.records.processes import ProcSample
+
+    return {r.pid: r for r in probe.poll() if isinstance(r, ProcSample)}

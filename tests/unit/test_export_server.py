@@ -590,13 +590,12 @@ def test_a_scrape_never_waits_for_a_build() -> None:
     assert ex.builds == 3
 
 
-def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
-    """At a 1 s interval, a scraper every 10 s is answered from an exposition built at the tick
-    before its scrape (never by the scrape itself, never more than one tick old), for one or two
-    builds per scrape; once it stops, or after a burst of back-to-back scrapes, ticks build
-    nothing."""
+def ticking_exporter(ticks: int) -> tuple[ServedExporter, list[float], Callable[[], None]]:
+    """A background exporter over ``ticks`` alternating vmscan batches a second apart, its clock
+    (``now[0]``, moved by the caller for a scrape between ticks) and a tick: the clock a second on,
+    the runner's tick and the prebuild a served exporter makes after it."""
     two = vmscan_batches()
-    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(120)]
+    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(ticks)]
     runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
     ex = ServedExporter(runner, Options(), background=True)
     now = [1000.0]
@@ -606,6 +605,16 @@ def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
         now[0] += 1.0
         asyncio.run(runner.tick())
         ex.prebuild()
+
+    return ex, now, tick
+
+
+def test_a_slow_scraper_costs_a_build_per_scrape_not_per_tick() -> None:
+    """At a 1 s interval, a scraper every 10 s is answered from an exposition built at the tick
+    before its scrape (never by the scrape itself, never more than one tick old), for one or two
+    builds per scrape; once it stops, or after a burst of back-to-back scrapes, ticks build
+    nothing."""
+    ex, now, tick = ticking_exporter(120)
 
     ages: list[float] = []
     for t in range(1, 61):
@@ -639,17 +648,7 @@ def test_a_format_no_scraper_asks_for_any_more_is_forgotten() -> None:
     keeps its writer's memo and its cached exposition only as long as its scraper is remembered:
     then both go, and the format still asked for keeps its own; asked for again, it is written
     whole, the same series as before."""
-    two = vmscan_batches()
-    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(400)]
-    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
-    ex = ServedExporter(runner, Options(), background=True)
-    now = [1000.0]
-    ex.clock = lambda: now[0]
-
-    def tick() -> None:
-        now[0] += 1.0
-        asyncio.run(runner.tick())
-        ex.prebuild()
+    ex, now, tick = ticking_exporter(400)
 
     tick()
     drop = re.compile(rb"^memtop_exporter_(scrapes_total|exposition_age_seconds) .*$", re.M)
