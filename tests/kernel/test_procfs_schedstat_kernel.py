@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import kb, proc_status
+from support import kb, pid_reads, proc_status
+from support import proc_samples as samples
 
 from memtop.probes.procfs import BACKSTOP_TICKS, QUIET_AFTER, ProcfsProbe
 from memtop.records.processes import ProcSample
@@ -28,27 +29,19 @@ def quiet_probe(monkeypatch: pytest.MonkeyPatch) -> tuple[ProcfsProbe, list[int]
     pids whose stat it reads."""
     probe = ProcfsProbe(quiet_every=NEVER)
     monkeypatch.setattr(probe, "_reclaimed", lambda _vmstat: False)
-    read: list[int] = []
-    read_pid = probe.read_pid
-
-    def counting(pid: int) -> ProcSample | None:
-        read.append(pid)
-        return read_pid(pid)
-
-    monkeypatch.setattr(probe, "read_pid", counting)
+    read = pid_reads(monkeypatch, probe)
     probe.load()
     assert probe.schedstat, "this kernel's /proc/PID/schedstat should tell when a task ran"
     return probe, read
 
 
-def samples(probe: ProcfsProbe) -> dict[int, ProcSample]:
-    return {r.pid: r for r in probe.poll() if isinstance(r, ProcSample)}
-
-
 def poll_off_backstop(probe: ProcfsProbe, pids: set[int], read: list[int]) -> dict[int, ProcSample]:
     """A poll on a tick that is none of ``pids``' backstop tick (each is read once in
     BACKSTOP_TICKS ticks whatever its schedstat says), ``read`` holding only its reads."""
-    while (probe._tick + 1) % BACKSTOP_TICKS in {p % BACKSTOP_TICKS for p in pids}:  # noqa: SLF001
+    due = {p % BACKSTOP_TICKS for p in pids}
+    # fewer pids than BACKSTOP_TICKS, or every tick would be one's backstop tick
+    assert len(due) < BACKSTOP_TICKS, "too many pids: no tick is free of their backstop reads"
+    while (probe._tick + 1) % BACKSTOP_TICKS in due:  # noqa: SLF001
         samples(probe)
     read.clear()
     return samples(probe)
@@ -64,7 +57,7 @@ def test_a_quiet_process_that_wakes_shows_at_the_next_tick(monkeypatch: pytest.M
         subprocess.Popen(
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
-        for _ in range(20)
+        for _ in range(8)  # consecutive pids: fewer than BACKSTOP_TICKS, so a tick is none's backstop
     ]
     probe, read = quiet_probe(monkeypatch)
     try:
