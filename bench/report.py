@@ -356,7 +356,8 @@ def leaks_budget(r: dict[str, Any]) -> Iterator[Row]:
                 else ""
             )
             + f"; {soak['candidates']:,} candidates followed, {soak['aged_out']:,} summarised, "
-            f"{soak.get('stacks_dropped') or 0} stacks dropped, {soak['lost']} lost",
+            f"{soak.get('stacks_dropped') or 0} stacks dropped, {soak['lost']} lost"
+            + (f"; {soak['note']}" if soak.get("note") else ""),
             "leaks_budget_soak_mib",
             soak["rss_growth_after_warmup_mib"],
         )
