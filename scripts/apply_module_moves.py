@@ -31,6 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_MOVES = Path(__file__).resolve().parent / "module_moves.txt"
+PACKAGE = Path(__file__).resolve().parent.parent / "memtop"
+
+
+def package_modules(root: Path) -> set[str]:
+    """The dotted names of the modules and packages under ``root`` (a package directory)."""
+    out = set()
+    for p in root.rglob("*.py"):
+        if "__pycache__" in p.parts:
+            continue
+        parts = p.relative_to(root.parent).with_suffix("").parts
+        out.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
 
 _FROM = re.compile(
     # at a line's start, or inside a one-line program in a string (``"import os; from memtop ..."``)
@@ -47,6 +60,10 @@ class Moves:
     modules: dict[str, str] = field(default_factory=dict)
     #: (module, name) -> (module, name), keyed by the module's name after its own move
     names: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    #: the package's modules as they are now, none of them an old name: a module added after the
+    #: moves under a moved module's name (``memtop.headless.start``, where ``memtop.headless``
+    #: was a module) is the new layout already
+    existing: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, path: Path) -> Moves:
@@ -68,6 +85,7 @@ class Moves:
         # a name move written with the module's old name also applies under its new name
         for (om, on), target in list(moves.names.items()):
             moves.names.setdefault((moves.module(om), on), target)
+        moves.existing = {m for m in package_modules(PACKAGE) if m not in moves.modules}
         return moves
 
     @property
@@ -86,7 +104,7 @@ class Moves:
         return self.modules[best] + name[len(best) :]
 
     def new_modules(self) -> set[str]:
-        return set(self.modules.values()) | {m for m, _ in self.names.values()}
+        return set(self.modules.values()) | {m for m, _ in self.names.values()} | self.existing
 
     def name(self, module: str, name: str) -> tuple[str, str]:
         """Where ``module.name`` lives now (following chains of moves)."""

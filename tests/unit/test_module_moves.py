@@ -128,3 +128,16 @@ def test_the_tree_is_already_rewritten() -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_module_added_under_a_moved_modules_name_is_left_alone(tmp_path: Path) -> None:
+    """memtop.headless was a module (now memtop.headless.frontends); memtop.headless.start came
+    after the moves: naming it is the new layout already, while the old module's names still move."""
+    text, _ = rewrite(
+        tmp_path,
+        "from memtop.headless.start import begin\nimport memtop.headless.start\n"
+        "from memtop.headless import run_batch\n",
+    )
+    assert "from memtop.headless.start import begin\n" in text
+    assert "import memtop.headless.start\n" in text
+    assert "from memtop.headless.frontends import run_batch\n" in text
