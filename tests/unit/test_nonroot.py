@@ -22,7 +22,14 @@ def test_unprivileged_snapshot_runs_proc_view_with_banner() -> None:
     import tempfile
 
     tmp_path = Path(tempfile.mkdtemp(prefix="memtop-nonroot-"))  # pytest's tmp dirs are 0700
-    tmp_path.chmod(0o777)
+    try:
+        tmp_path.chmod(0o777)
+        snapshots_as_nobody(tmp_path)
+    finally:  # not pytest's: nothing else removes it (77 were left in /tmp)
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def snapshots_as_nobody(tmp_path: Path) -> None:
     for fmt in ("json", "svg"):
         out = tmp_path / f"s.{fmt}"
         proc = subprocess.run(
