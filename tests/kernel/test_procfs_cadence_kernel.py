@@ -4,12 +4,10 @@ waking one's RSS shown exactly, the files of exited processes closed."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
-from support import kb, pid_reads, proc_status
+from support import kb, pid_reads, proc_status, waking_sleepers
 from support import proc_samples as samples
 
 from memtop.probes.procfs import QUIET_AFTER, ProcfsProbe
@@ -23,16 +21,7 @@ def test_real_proc_sleepers_skipped_then_a_waking_one_shows_exact_rss(
     wakes and allocates 64 MiB shows its RSS (= /proc/PID/status) within quiet_every ticks, and the
     files of exited processes are closed. Only this test's own children are counted: other
     processes on the machine come, go and reclaim as they please."""
-    code = (
-        "import sys; print('ready', flush=True); sys.stdin.readline(); b = bytearray(64 << 20); "
-        "b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); sys.stdin.readline()"
-    )
-    kids = [
-        subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(200)
-    ]
+    kids = waking_sleepers(200)
     probe = ProcfsProbe()
     read = pid_reads(monkeypatch, probe)
     probe.load()

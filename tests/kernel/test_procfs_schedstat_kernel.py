@@ -10,11 +10,10 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import kb, pid_reads, proc_status
+from support import kb, pid_reads, proc_status, waking_sleepers
 from support import proc_samples as samples
 
 from memtop.probes.procfs import BACKSTOP_TICKS, QUIET_AFTER, ProcfsProbe
@@ -49,16 +48,7 @@ def poll_off_backstop(probe: ProcfsProbe, pids: set[int], read: list[int]) -> di
 
 @pytest.mark.bpf  # runs with the kernel tests (real /proc); needs no BPF itself
 def test_a_quiet_process_that_wakes_shows_at_the_next_tick(monkeypatch: pytest.MonkeyPatch) -> None:
-    code = (
-        "import sys; print('ready', flush=True); sys.stdin.readline(); b = bytearray(64 << 20); "
-        "b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); sys.stdin.readline()"
-    )
-    kids = [
-        subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(8)  # consecutive pids: fewer than BACKSTOP_TICKS, so a tick is none's backstop
-    ]
+    kids = waking_sleepers(8)  # consecutive pids: fewer than BACKSTOP_TICKS, so a tick is none's backstop
     probe, read = quiet_probe(monkeypatch)
     try:
         for k in kids:

@@ -43,6 +43,7 @@ from support.procs import (
     proc_stat_faults,
     proc_status,
     vmstat,
+    waking_sleepers,
     within,
 )
 from support.programs import bpf_unavailable_reason, compile_c, missing_programs
@@ -102,6 +103,7 @@ __all__ = [
     "readable",
     "wait_until",
     "wait_until_async",
+    "waking_sleepers",
     "within",
     "zram_filesystem",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -119,3 +120,18 @@ def proc_samples(probe: ProcfsProbe) -> dict[int, ProcSample]:
     from memtop.records.processes import ProcSample
 
     return {r.pid: r for r in probe.poll() if isinstance(r, ProcSample)}
+
+
+def waking_sleepers(n: int) -> list[subprocess.Popen[str]]:
+    """``n`` children that say "ready" and sleep on their stdin; a line sent wakes one to fault in
+    64 MiB of anonymous memory, say "ok" and sleep again."""
+    code = (
+        "import sys; print('ready', flush=True); sys.stdin.readline(); b = bytearray(64 << 20); "
+        "b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); sys.stdin.readline()"
+    )
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(n)
+    ]
