@@ -545,3 +545,51 @@ def test_held_files_follow_the_open_file_limit_as_it_is_raised(tmp_path: Path) -
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         if held is not None:
             held.close()
+
+
+def test_a_cgroup_read_in_full_every_tick_has_those_files_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup whose usage moved at two polls in a row is read in full at each tick while it
+    keeps moving: its limit, events and memory.stat files are then held open and re-read with
+    pread, not opened at every tick, and what they say is what each tick's sample says; once it
+    stops moving they are closed within ``full_every`` ticks."""
+    probe = v2_probe(tmp_path)
+    probe.full_every = 6
+    app = tmp_path / "cg" / "system.slice" / "app.service"
+    app_path = "/system.slice/app.service"
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if str(path).startswith(str(app) + "/"):
+            opened.append(os.path.basename(str(path)))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", counting_open)
+
+    def grow(mib: int) -> CgroupSample:
+        # written in place, as the kernel's files change (a held descriptor reads the new text)
+        (app / "memory.current").write_text(f"{mib * MiB}\n")
+        (app / "memory.stat").write_text(V2_STAT.replace("anon 41943040", f"anon {(mib - 20) * MiB}"))
+        (app / "memory.events").write_text(
+            f"low 0\nhigh {mib}\nmax 17\noom 1\noom_kill 1\noom_group_kill 0\n"
+        )
+        return next(r for r in probe.poll() if isinstance(r, CgroupSample) and r.path == app_path)
+
+    probe.poll()
+    for mib in (65, 66):  # moved at two polls in a row: held from the second
+        grow(mib)
+    assert "memory.stat" in opened and "memory.max" in opened
+    opened.clear()
+    for mib in (67, 68, 69, 70):
+        s = grow(mib)
+        assert s.usage_bytes == mib * MiB and dict(s.stat)["anon"] == (mib - 20) * MiB
+        assert dict(s.events)["high"] == mib
+    assert opened == [], "a cgroup read in full every tick opened its files again"
+    assert any(p.startswith(str(app)) for p in probe._full_held._fds)  # noqa: SLF001
+    for _ in range(probe.full_every + 1):  # quiet again: a full read once in full_every ticks
+        probe.poll()
+    assert not any(p.startswith(str(app)) for p in probe._full_held._fds)  # noqa: SLF001
+    probe.close()
+    assert len(probe._full_held) == 0  # noqa: SLF001
