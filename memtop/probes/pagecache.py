@@ -53,6 +53,9 @@ MAX_HOLDERS = 8
 BUDGET = 0.01
 #: the size of a file measured without an fstat (:meth:`PagecacheinfoProbe._measure_at`)
 UNCHECKED = -1
+#: seconds between both page cache probes' polls while their pane is not on screen (the TUI):
+#: half the thrashing window (memtop.state.pagecache.WINDOW_NS), see the probes
+UNWATCHED_CADENCE_S = 15.0
 #: files whose memory cgroup is sampled (the ones holding the most)
 OWNER_TOP = 32
 #: how a --cache-path file is opened: never through a symlink, never blocking, no controlling tty
@@ -197,8 +200,11 @@ class PagecacheinfoProbe(Probe):
     needs_bpf = False
     cadence_s = 1.0
     #: only the Page cache pane shows what it reads (the exporter watches everything): off the
-    #: pane its scans and refresh were a tenth of memtop's idle CPU (docs/performance.md)
-    unwatched_cadence_s = 5.0
+    #: pane its scans and refresh were a tenth of memtop's idle CPU at every 5 s, still its
+    #: poll thread's second cost (docs/performance.md). At most half the thrashing window
+    #: (memtop.state.pagecache.WINDOW_NS): the pane shown again reads a file's evictions over
+    #: its window from the sample in force at its start, which is then at most this much older
+    unwatched_cadence_s = UNWATCHED_CADENCE_S
     #: "files": a record for each file listed, with its holders, name and memory cgroup. The
     #: exporter exports only the listed files' sum (and the --cache-path files): without it the
     #: probe still finds, measures and ranks every file (the sum is the same), but keeps no
@@ -958,8 +964,9 @@ class PagecacheProbe(BpfProbe):
     program = "pagecache"
     shares_unit = True
     #: only the Page cache pane shows it; its two map dumps (up to 16,384 files) were a quarter
-    #: of memtop's idle CPU when read every tick off the pane (docs/performance.md)
-    unwatched_cadence_s = 10.0
+    #: of memtop's idle CPU when read every tick off the pane (docs/performance.md); its counters
+    #: count on in the kernel meanwhile, and the pane shown again divides by the real interval
+    unwatched_cadence_s = UNWATCHED_CADENCE_S
     #: the per-file and per-process maps (the pane's tables): the exporter exports the totals only
     optional_parts = ("per_file",)
     tracepoints: ClassVar[tuple[str, ...]] = (
