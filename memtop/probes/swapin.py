@@ -17,7 +17,7 @@ from typing import Self
 
 from memtop.core.errors import ProbeError
 from memtop.core.text import clean
-from memtop.linux import bcc_compat, kernelfs
+from memtop.linux import bcc_compat, cgroupfs, kernelfs
 from memtop.linux.cgroupfs import read_text
 from memtop.linux.ksyms import TEXT_TYPES, text_symbols
 from memtop.probes.base import BpfProbe, Probe
@@ -334,23 +334,47 @@ class SwapinfoProbe(Probe):
     def __init__(self, proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> None:
         self.proc = Path(proc_root)
         self.sys = Path(sys_root)
+        real = str(self.proc) == "/proc" and str(self.sys) == "/sys"
+        #: on the real /proc and /sys its ~10 small files are held open and pread from offset 0
+        #: (procfs and sysfs print them anew there): an open, fstat, two reads and a close each
+        #: at every poll before. Not elsewhere: a fixture file replaced would keep its old text
+        self._held = cgroupfs.HeldFiles(max_open=64) if real else None
+        #: the mount table, read again only when it changed (where debugfs is)
+        self._mounts = kernelfs.MountTable(str(self.proc))
 
     def load(self) -> None:
         if not (self.proc / "swaps").is_file():
             raise ProbeError(f"{self.proc}/swaps is missing", "this kernel has no swap support")
 
+    def close(self) -> None:
+        if self._held is not None:
+            self._held.close()
+        self._mounts.close()
+
     def poll(self) -> list[Record]:
-        return [read_swapinfo(self.proc, self.sys)]
+        return [read_swapinfo(self.proc, self.sys, self._held, self._mounts)]
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, held: cgroupfs.HeldFiles | None = None) -> str:
     # bounded, no FIFO, no symlink: a proc root given on the command line is not trusted
+    if held is not None:
+        # to its end: /proc/swaps is a record a device (fs/seq_file.c reads on from the offset)
+        raw = held.read_whole(str(path))
+        return "" if raw is None else raw.decode("utf-8", "replace")
     return read_text(str(path)) or ""
 
 
-def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapInfo:
+def read_swapinfo(
+    proc: Path = Path("/proc"),
+    sys: Path = Path("/sys"),
+    held: cgroupfs.HeldFiles | None = None,
+    mounts: kernelfs.MountTable | None = None,
+) -> SwapInfo:
+    """The swap devices, zswap's pool, parameters and debugfs counters, and zram's devices: the
+    files opened for the read, or held open in ``held``; the mount table (where debugfs is) read
+    anew or from ``mounts``."""
     devices: list[tuple[str, str, int, int, int]] = []
-    for line in _read(proc / "swaps").splitlines()[1:]:
+    for line in _read(proc / "swaps", held).splitlines()[1:]:
         parts = line.split()
         if len(parts) >= 5:
             try:
@@ -365,10 +389,15 @@ def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapI
                 )
             except ValueError:
                 continue
-    meminfo = kernelfs.parse_meminfo(_read(proc / "meminfo"))
-    params = kernelfs.read_zswap_params(str(sys))
-    debugfs = kernelfs.debugfs_mount(read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape"))
-    debug = kernelfs.read_zswap_debug(debugfs) if debugfs else {}
+    meminfo = kernelfs.parse_meminfo(_read(proc / "meminfo", held))
+    params = kernelfs.read_zswap_params(str(sys), held)
+    mountinfo = (
+        mounts.text()
+        if mounts is not None
+        else read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape")
+    )
+    debugfs = kernelfs.debugfs_mount(mountinfo)
+    debug = kernelfs.read_zswap_debug(debugfs, held) if debugfs else {}
     return SwapInfo(
         devices=tuple(devices),
         zswap_enabled=params.get("enabled") in ("Y", "1"),
@@ -379,6 +408,6 @@ def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapI
         debugfs=clean(debugfs) if debug and debugfs else "",
         zram=tuple(
             (z.name, z.algorithm, z.disksize_bytes, tuple(z.stats.items()))
-            for z in kernelfs.read_zram(str(sys))
+            for z in kernelfs.read_zram(str(sys), held=held)
         ),
     )
