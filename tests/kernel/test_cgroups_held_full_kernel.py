@@ -3,7 +3,8 @@
 usage keeps moving): each read shows the kernel's figures as they are then, not as they were
 when the file was opened. Checked against the same files opened anew, around a workload that
 grows its anonymous memory between reads, and through the probe, which holds them once the
-cgroup's usage moved at two polls in a row."""
+cgroup's usage moved at two polls in a row; and a busy cgroup's members read again, between walks,
+once a task was created or exited on the machine (a fork into it, a member's exit)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,23 @@ from memtop.probes.cgroups import CgroupsProbe
 from memtop.records.cgroups import CgroupSample
 
 MiB = 1 << 20
-#: grows its anonymous memory by the MiB each line asks for, touching every page, and says so
+#: grows its anonymous memory by the MiB each line asks for, touching every page, and says so;
+#: "fork" starts a child (in its cgroup) and prints its pid, "reap" ends it
 GROWER = """
-import sys
-held = []
+import subprocess, sys
+held, kids = [], []
 print("ready", flush=True)
 for line in sys.stdin:
-    held.append(bytearray(int(line) << 20))  # zeroed: every page written, so charged
-    print("grown", flush=True)
+    if line.startswith("fork"):
+        kids.append(subprocess.Popen(["sleep", "600"]))
+        print("child", kids[-1].pid, flush=True)
+    elif line.startswith("reap"):
+        kids[-1].kill()
+        kids.pop().wait()
+        print("reaped", flush=True)
+    else:
+        held.append(bytearray(int(line) << 20))  # zeroed: every page written, so charged
+        print("grown", flush=True)
 """
 
 
@@ -36,11 +46,15 @@ def anon_now(cg: MemCgroup) -> int:
     return stat["total_rss"] if cg.v1 else stat["anon"]
 
 
-def grow(proc: subprocess.Popen[str], out: LineReader, mib: int) -> None:
+def ask(proc: subprocess.Popen[str], out: LineReader, line: str) -> str:
     assert proc.stdin is not None
-    proc.stdin.write(f"{mib}\n")
+    proc.stdin.write(f"{line}\n")
     proc.stdin.flush()
-    assert out.readline() == "grown"
+    return out.readline()
+
+
+def grow(proc: subprocess.Popen[str], out: LineReader, mib: int) -> None:
+    assert ask(proc, out, str(mib)) == "grown"
 
 
 @pytest.mark.bpf  # a real memory cgroup: runs with the kernel tests
@@ -108,6 +122,43 @@ def test_the_probe_holds_a_moving_cgroups_files_and_reads_it_as_the_kernel_does(
                 assert proc.pid in s.pids
             # moved at every poll since its first: its full read's files are held
             assert held_stat in probe._full_held._fds  # noqa: SLF001
+        finally:
+            probe.close()
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.bpf
+def test_a_busy_cgroups_forks_and_exits_show_at_the_next_poll_between_walks() -> None:
+    """Its usage moving at every poll, the cgroup's members are read again once a task was
+    created or exited (/proc/loadavg): a child forked into it shows at the next poll, and is
+    gone at the one after it exits, on polls that are no walk."""
+    with memcg(1024 * MiB) as cg:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        out = LineReader(proc.stdout, "grower")
+        probe = CgroupsProbe()
+        probe.load()
+        path = "/" + cg.name
+
+        def pids() -> tuple[int, ...]:
+            probe.poll()
+            return probe._last[path].pids  # noqa: SLF001
+
+        try:
+            assert out.readline() == "ready"
+            cg.add(proc.pid)
+            assert pids() == (proc.pid,)  # the first poll: a walk
+            probe.walk_every = 1_000_000  # no walk from now on
+            for _ in range(2):
+                child = int(ask(proc, out, "fork").split()[1])
+                grow(proc, out, 4)
+                assert sorted(pids()) == sorted((proc.pid, child))
+                assert ask(proc, out, "reap") == "reaped"
+                grow(proc, out, 4)
+                assert pids() == (proc.pid,)
         finally:
             probe.close()
             proc.kill()

@@ -593,3 +593,49 @@ def test_a_cgroup_read_in_full_every_tick_has_those_files_held(
     assert not any(p.startswith(str(app)) for p in probe._full_held._fds)  # noqa: SLF001
     probe.close()
     assert len(probe._full_held) == 0  # noqa: SLF001
+
+
+def test_members_are_read_again_when_the_usage_moved_and_a_task_came_or_went(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup's members change by a fork, an exit or a move into it. Between walks they are
+    read again when its usage moved and /proc/loadavg says a task was created (the last pid
+    moved) or exited (the count of tasks moved) since they were last read; a move alone shows
+    at the next walk, as it does in a cgroup whose usage holds still."""
+    probe = v2_probe(tmp_path)
+    probe._real_tree = True  # noqa: SLF001 - the machine's rule, on a fixture tree and loadavg
+    loadavg = tmp_path / "loadavg"
+    probe._loadavg_path = str(loadavg)  # noqa: SLF001
+    app = tmp_path / "cg" / "system.slice" / "app.service"
+    app_path = "/system.slice/app.service"
+    reads: list[str] = []
+    real = cgroupfs.read_procs
+
+    def counted(d: str, held: cgroupfs.HeldFiles | None = None) -> tuple[int, ...]:
+        reads.append(d)
+        return real(d, held)
+
+    monkeypatch.setattr(cgroupfs, "read_procs", counted)
+
+    def tick(usage_mib: int, tasks: str) -> tuple[int, ...]:
+        loadavg.write_text(f"0.00 0.00 0.00 {tasks}\n")
+        (app / "memory.current").write_text(f"{usage_mib * MiB}\n")
+        reads.clear()
+        probe.poll()
+        return probe._last[app_path].pids  # noqa: SLF001
+
+    assert probe.walk_every == 5  # polls 1, 5 and 10 are walks: every cgroup's members read
+    assert tick(64, "1/100 500") == (4242, 4243)
+    (app / "cgroup.procs").write_text("4242\n4243\n4244\n")
+    assert tick(65, "1/100 500") == (4242, 4243) and str(app) not in reads  # no task came or went
+    assert tick(66, "1/100 501") == (4242, 4243, 4244) and str(app) in reads  # a task created
+    (app / "cgroup.procs").write_text("4242\n4244\n")
+    assert tick(67, "1/99 501") == (4242, 4244) and str(app) in reads  # a task exited
+    assert tick(67, "1/99 501") == (4242, 4244) and str(app) in reads  # poll 5, a walk
+    (app / "cgroup.procs").write_text("4242\n4244\n4245\n")
+    assert tick(68, "1/99 501") == (4242, 4244) and str(app) not in reads  # moved in, no task came
+    assert tick(68, "1/98 501") == (4242, 4244) and str(app) not in reads  # an exit, usage held still
+    assert tick(69, "1/98 501") == (4242, 4244, 4245) and str(app) in reads  # that exit, since read
+    (app / "cgroup.procs").write_text("4242\n4244\n4245\n4246\n")
+    assert tick(70, "1/98 501") == (4242, 4244, 4245) and str(app) not in reads
+    assert tick(70, "1/98 501") == (4242, 4244, 4245, 4246) and str(app) in reads  # poll 10, a walk
