@@ -20,7 +20,7 @@ from memtop.core.text import clean
 from memtop.linux import bcc_compat, cgroupfs, kernelfs
 from memtop.linux.cgroupfs import read_text
 from memtop.linux.ksyms import TEXT_TYPES, text_symbols
-from memtop.probes.base import BpfProbe, Probe
+from memtop.probes.base import MAPS_BACKSTOP, BpfProbe, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
@@ -178,6 +178,14 @@ class SwapinProbe(BpfProbe):
         self._sent: dict[int, tuple[int, ...]] = {}
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
+        #: what says a major fault was counted (:meth:`_maps_due`) at the last poll, how many
+        #: polls in a row it held, and the no-wait faults taken as file reads at the last read
+        self._signal: tuple[int, int, int] | None = None
+        self._still = 0
+        self._polls = 0
+        self._nowait_file_total = 0
+        #: map reads done (for tests)
+        self.map_reads = 0
 
     def defines(self) -> dict[str, int]:
         return {
@@ -232,10 +240,10 @@ class SwapinProbe(BpfProbe):
         kinds = [k for k in ("SW1", "SW2", "FI1", "FI2") if k in self.ranges]
         return f"major-fault perf event + sched_switch ({len(kinds)}/4 fault kinds located)"
 
-    def _classify_nowait(self) -> None:
+    def _classify_nowait(self) -> bool:
         """Drain the no-wait major faults counted since the last poll and classify each region's
         count by the process's mappings. Unclassifiable ones (process gone, address unmapped)
-        stay counted as swap-ins."""
+        stay counted as swap-ins. Whether any was drained."""
         by_pid: dict[int, list[tuple[int, int, int]]] = {}
         for k, v in bcc_compat.map_drain(self.bpf, "nowait_regions"):
             by_pid.setdefault(int(k.pid), []).append((int(k.region), int(v.count), int(v.addr)))
@@ -244,15 +252,58 @@ class SwapinProbe(BpfProbe):
             counts = self._nowait.setdefault(pid, [0, 0])
             for region, count, addr in regions:
                 counts[0 if region_file_backed(maps, region, addr) else 1] += count
+        return bool(by_pid)
+
+    def poll_failed(self) -> None:
+        self._signal = None  # the next polls read the maps: this one may not have
+
+    def _maps_due(self, signal: tuple[int, int, int], drained: bool) -> bool:
+        """Whether the per-process maps (stats, pid_hist) must be read this poll. Only the
+        major-fault program changes them, and each of its runs that does ends by counting the
+        fault where this poll reads it first: a swap-in's or file read's histogram, a lost
+        count, or a no-wait region (drained at the next poll) (bpf/swapin.bpf.c
+        on_major_fault(); an entry is evicted only by that program's insert). When none moved
+        at this poll and the one before, the maps are as last read: a run's updates come
+        microseconds before its count. Walking them costs the kernel every bucket (16,384 and
+        more) even when they are empty. Read at least once in MAPS_BACKSTOP polls all the same."""
+        self._still = self._still + 1 if signal == self._signal and not drained else 0
+        self._signal = signal
+        self._polls += 1
+        return self._still < 2 or self._polls % MAPS_BACKSTOP == 0
 
     def poll(self) -> list[Record]:
         if self.bpf is None:
             return []
         out: list[Record] = []
-        seen: set[int] = set()
         # drain first: every drained region's faults are already in the stats map (BPF bumps
         # that first), so a no-wait fault is never counted as file before the stats show it
-        self._classify_nowait()
+        drained = self._classify_nowait()
+        # the counts that say a fault was counted, read before the maps they stand for
+        swap_hist = self.array_slots("hist", HIST_SLOTS)
+        file_hist = self.array_slots("file_hist", HIST_SLOTS)
+        lost = self.array_slots("swapin_lost", len(LOST))
+        if self._maps_due((sum(swap_hist), sum(file_hist), sum(lost)), drained):
+            self.map_reads += 1
+            self._nowait_file_total = self._read_maps(out)
+        # a fault that never blocked waited 0 ns: bucket 0 of its kind
+        swap_hist[0] += sum(v[6] for v in self._sent.values())
+        file_hist[0] += self._nowait_file_total
+        counters = self.array_slots("swapin_counters", len(COUNTERS))
+        out.append(
+            SwapinHistogram(
+                swapin_counts=tuple(swap_hist),
+                file_counts=tuple(file_hist),
+                fault_sleeps=counters[COUNTERS.index("sleeps")],
+                stack_walks=counters[COUNTERS.index("stack walks")],
+            )
+        )
+        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
+        return out
+
+    def _read_maps(self, out: list[Record]) -> int:
+        """Each process's totals and histograms whose figures changed since sent, into ``out``;
+        the no-wait faults taken as file reads, in all."""
+        seen: set[int] = set()
         nowait_file_total = 0
         pid_hist: dict[int, dict[int, int]] = {}
         for hk, hv in self.bpf["pid_hist"].items():
@@ -301,23 +352,7 @@ class SwapinProbe(BpfProbe):
         for gone in set(self._sent) - seen:  # evicted from the LRU map
             del self._sent[gone]
             self._nowait.pop(gone, None)
-        # a fault that never blocked waited 0 ns: bucket 0 of its kind
-        swap_hist = self.array_slots("hist", HIST_SLOTS)
-        file_hist = self.array_slots("file_hist", HIST_SLOTS)
-        swap_hist[0] += sum(v[6] for v in self._sent.values())
-        file_hist[0] += nowait_file_total
-        counters = self.array_slots("swapin_counters", len(COUNTERS))
-        out.append(
-            SwapinHistogram(
-                swapin_counts=tuple(swap_hist),
-                file_counts=tuple(file_hist),
-                fault_sleeps=counters[COUNTERS.index("sleeps")],
-                stack_walks=counters[COUNTERS.index("stack walks")],
-            )
-        )
-        lost = self.array_slots("swapin_lost", len(LOST))
-        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
-        return out
+        return nowait_file_total
 
 
 class SwapinfoProbe(Probe):

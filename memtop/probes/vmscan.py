@@ -20,16 +20,13 @@ from typing import Any
 
 from memtop.core.text import clean
 from memtop.linux.ksyms import text_symbols
-from memtop.probes.base import BpfProbe, enumerated
+from memtop.probes.base import MAPS_BACKSTOP, BpfProbe, enumerated
 from memtop.records import Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import ORIGINS, VmscanTotals
 
 #: log2 latency buckets of each histogram (a u64 of nanoseconds has 64)
 HIST_SLOTS = 64
-#: the per-process and per-cgroup maps are read at least once in this many polls, whatever the
-#: reclaim histogram says (:meth:`VmscanProbe._maps_due`)
-MAPS_BACKSTOP = 16
 #: (cgroup2 id, kind) entries of the per-cgroup table
 MAX_CGROUPS = 4096
 
@@ -287,6 +284,9 @@ class VmscanProbe(BpfProbe):
             out.append((int(k.cgroup_id), kind_name(kind), *_stalls(v)))
         out.sort()
         return tuple(out)
+
+    def poll_failed(self) -> None:
+        self._episodes = None  # the next polls read the maps: this one may not have
 
     def _maps_due(self, rhist: list[int]) -> bool:
         """Whether the per-process and per-cgroup maps (pid_stats, cg_stats, reclaim_pid_hist)

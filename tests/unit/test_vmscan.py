@@ -143,7 +143,8 @@ def test_per_process_and_cgroup_maps_are_walked_only_when_an_episode_may_have_ch
     process's totals in the record; and totals that did not move are the same record again."""
     from types import SimpleNamespace
 
-    from memtop.probes.vmscan import HIST_SLOTS, MAPS_BACKSTOP, Counter, VmscanProbe
+    from memtop.probes.base import MAPS_BACKSTOP
+    from memtop.probes.vmscan import HIST_SLOTS, Counter, VmscanProbe
 
     probe = VmscanProbe()
     maps = _Maps()
