@@ -147,7 +147,8 @@ class CgroupsProbe(Probe):
         #: one could read members a second old; a file opened anew builds the list anew
         self._procs_held = cgroupfs.HeldFiles(max_open=1024)
         #: the files of a full read (limits, events, memory.stat: 7-9 a cgroup) of the cgroups
-        #: whose usage or pressure moved at two polls in a row, held open while they keep moving:
+        #: whose usage or pressure moved twice within ``full_every`` polls, held open while they
+        #: keep moving:
         #: those are read every tick (an open, fstat, two reads and a close of each, 13-21 µs,
         #: against ~1-9 µs a pread), while holding every cgroup's would hold 4,500 files with
         #: 500 cgroups, most of them read once in ``full_every`` ticks
@@ -455,13 +456,14 @@ class CgroupsProbe(Probe):
 
     def _held_for(self, path: str, moving: bool) -> cgroupfs.HeldFiles | None:
         """Where a full read of ``path`` finds its files: held open when its usage or pressure
-        moved at the last poll and this one (it is read every tick while it keeps moving),
-        opened for the read otherwise."""
+        moved this poll and at another within the last ``full_every`` (it is read in full at
+        each tick it moves: a cgroup that moves at every tick, or every other, is read as often
+        as a held file pays), opened for the read otherwise (a first move, a spread full read
+        of a quiet cgroup)."""
         before = self._moved_at.get(path)
-        if not moving:  # a spread full read: its files as they are (held while it moved lately)
-            return self._full_held if before is not None else None
-        self._moved_at[path] = self._tick
-        return self._full_held if before == self._tick - 1 else None
+        if moving:
+            self._moved_at[path] = self._tick
+        return self._full_held if before is not None else None
 
     def _release_quiet(self, now: dict[str, CgroupSample]) -> None:
         """Close the full read's files of the cgroups that stopped moving ``full_every`` ticks

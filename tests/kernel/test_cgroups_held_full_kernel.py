@@ -3,7 +3,7 @@
 usage keeps moving): each read shows the kernel's figures as they are then, not as they were
 when the file was opened. Checked against the same files opened anew, around a workload that
 grows its anonymous memory between reads, and through the probe, which holds them once the
-cgroup's usage moved at two polls in a row; and a busy cgroup's members read again, between walks,
+cgroup's usage moved twice within full_every polls; and a busy cgroup's members read again, between walks,
 once a task was created or exited on the machine (a fork into it, a member's exit)."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_the_probe_holds_a_moving_cgroups_files_and_reads_it_as_the_kernel_does(
                 s = sample()
                 assert dict(s.stat)["anon"] == anon_now(cg), f"poll {n + 2}"
                 assert proc.pid in s.pids
-            # moved at every poll since its first: its full read's files are held
+            # moved again since its first: its full read's files are held
             assert held_stat in probe._full_held._fds  # noqa: SLF001
         finally:
             probe.close()

@@ -550,10 +550,10 @@ def test_held_files_follow_the_open_file_limit_as_it_is_raised(tmp_path: Path) -
 def test_a_cgroup_read_in_full_every_tick_has_those_files_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A cgroup whose usage moved at two polls in a row is read in full at each tick while it
-    keeps moving: its limit, events and memory.stat files are then held open and re-read with
-    pread, not opened at every tick, and what they say is what each tick's sample says; once it
-    stops moving they are closed within ``full_every`` ticks."""
+    """A cgroup whose usage moved twice within ``full_every`` ticks is read in full at each tick
+    it moves: its limit, events and memory.stat files are then held open and re-read with
+    pread, not opened at every such tick, and what they say is what each tick's sample says;
+    once it stops moving they are closed within ``full_every`` ticks."""
     probe = v2_probe(tmp_path)
     probe.full_every = 6
     app = tmp_path / "cg" / "system.slice" / "app.service"
@@ -578,15 +578,19 @@ def test_a_cgroup_read_in_full_every_tick_has_those_files_held(
         return next(r for r in probe.poll() if isinstance(r, CgroupSample) and r.path == app_path)
 
     probe.poll()
-    for mib in (65, 66):  # moved at two polls in a row: held from the second
-        grow(mib)
+    grow(65)  # its first move: read with the files opened for the read
     assert "memory.stat" in opened and "memory.max" in opened
+    probe.poll()  # a tick it holds still
+    opened.clear()
+    grow(66)  # moved again within full_every ticks: held from now on
+    assert "memory.stat" in opened
     opened.clear()
     for mib in (67, 68, 69, 70):
         s = grow(mib)
         assert s.usage_bytes == mib * MiB and dict(s.stat)["anon"] == (mib - 20) * MiB
         assert dict(s.events)["high"] == mib
-    assert opened == [], "a cgroup read in full every tick opened its files again"
+        probe.poll()  # every other tick
+    assert opened == [], "a cgroup read in full at every move opened its files again"
     assert any(p.startswith(str(app)) for p in probe._full_held._fds)  # noqa: SLF001
     for _ in range(probe.full_every + 1):  # quiet again: a full read once in full_every ticks
         probe.poll()
