@@ -250,10 +250,10 @@ class ProcfsProbe(Probe):
             while chunk := os.pread(fd, 8192, at):
                 parts.append(chunk)
                 at += len(chunk)
-        except OSError:
+        except OSError:  # unreadable (PSI switched off: EOPNOTSUPP), opened again next time
             del self._host_fds[name]
             os.close(fd)
-            return read_to_end(path)
+            return None
         return b"".join(parts)
 
     def _forget_fd(self, pid: int) -> None:
