@@ -14,6 +14,7 @@ the v2 memory controller cannot be enabled where the v1 one is bound.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat as stat_mod
@@ -201,6 +202,8 @@ class HeldFiles:
         self.max_open = 0
         self._limit()
         self._fds: dict[str, int] = {}
+        #: files that refused a pread (ESPIPE): opened for each read
+        self._unseekable: set[str] = set()
 
     def _limit(self) -> None:
         """``max_open`` from the soft RLIMIT_NOFILE now, a quarter of it: read again when the
@@ -240,14 +243,21 @@ class HeldFiles:
     def read(self, path: str, size: int = 4096) -> str | None:
         fd = self._fds.get(path)
         if fd is None:
+            if path in self._unseekable:
+                return read_text(path, size)
             fd = self._fd(path)
             if fd is None:
                 return read_text(path, size) if len(self._fds) >= self.max_open else None
         try:
             return os.pread(fd, size, 0).decode("utf-8", "replace")
-        except OSError:
+        except OSError as exc:
             self.drop(path)
-            return None
+            if exc.errno != errno.ESPIPE:
+                return None
+            # a file that cannot be pread (debugfs's simple attributes are not seekable): read
+            # as it is opened, from now on
+            self._unseekable.add(path)
+            return read_text(path, size)
 
     def read_whole(self, path: str, limit: int = MAX_FILE) -> bytes | None:
         """A file of many records (cgroup.procs), read to its end, at most ``limit`` bytes. A

@@ -483,7 +483,7 @@ def debugfs_mount(mountinfo: str | None) -> str | None:
     return None
 
 
-def read_zswap_debug(debugfs: str, held: HeldFiles | None = None) -> dict[str, int]:
+def read_zswap_debug(debugfs: str) -> dict[str, int]:
     """zswap's counters in debugfs (``stored_pages``, ``pool_total_size``,
     ``written_back_pages``, ``reject_*``, ``pool_limit_hit``…): every file of the directory that
     holds one integer, so a kernel's new counter shows without a change here."""
@@ -493,9 +493,9 @@ def read_zswap_debug(debugfs: str, held: HeldFiles | None = None) -> dict[str, i
     except OSError:
         return {}
     out: dict[str, int] = {}
-    read = _reader(held)
     for name in names:
-        text = read(os.path.join(d, name), 64)
+        # opened for each read: debugfs's simple attributes cannot be pread
+        text = read_text(os.path.join(d, name), limit=64)
         if text is not None and text.strip().isdigit():
             out[clean(name)] = int(text.strip())
     return out

@@ -432,7 +432,7 @@ def read_swapinfo(
         else read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape")
     )
     debugfs = kernelfs.debugfs_mount(mountinfo)
-    debug = kernelfs.read_zswap_debug(debugfs, held) if debugfs else {}
+    debug = kernelfs.read_zswap_debug(debugfs) if debugfs else {}
     return SwapInfo(
         devices=tuple(devices),
         zswap_enabled=params.get("enabled") in ("Y", "1"),

@@ -643,3 +643,34 @@ def test_members_are_read_again_when_the_usage_moved_and_a_task_came_or_went(
     (app / "cgroup.procs").write_text("4242\n4244\n4245\n4246\n")
     assert tick(70, "1/98 501") == (4242, 4244, 4245) and str(app) not in reads
     assert tick(70, "1/98 501") == (4242, 4244, 4245, 4246) and str(app) in reads  # poll 10, a walk
+
+
+def test_a_held_file_that_refuses_pread_is_read_as_it_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular file whose pread fails with ESPIPE (debugfs's simple attributes) is read whole
+    by opening it, then and from then on, not held; another error is no text, as before."""
+    import errno
+
+    f = tmp_path / "stored_pages"
+    f.write_text("42\n")
+    real = os.pread
+    refusing = {"errno": errno.ESPIPE}
+
+    def pread(fd: int, n: int, off: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}") == str(f):  # the file under test (f, as it is now)
+            raise OSError(refusing["errno"], os.strerror(refusing["errno"]))
+        return real(fd, n, off)
+
+    monkeypatch.setattr(os, "pread", pread)
+    held = cgroupfs.HeldFiles()
+    assert held.read(str(f)) == "42\n"
+    assert len(held) == 0
+    f.write_text("43\n")
+    assert held.read(str(f)) == "43\n" and len(held) == 0
+    other = tmp_path / "memory.current"
+    other.write_text("7\n")
+    f = other
+    refusing["errno"] = errno.EIO
+    assert held.read(str(other)) is None and len(held) == 0
+    held.close()
