@@ -14,6 +14,7 @@ the v2 memory controller cannot be enabled where the v1 one is bound.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat as stat_mod
@@ -26,6 +27,9 @@ V1_UNLIMITED = 1 << 62
 #: the largest cgroup file memtop reads (memory.stat is ~1.5 KiB; cgroup.procs of a huge cgroup
 #: is bounded so one cgroup cannot make a tick slow)
 MAX_FILE = 1 << 20
+#: the most one pread of a held memory.stat takes (~1.5 KiB on v1 and v2; a bigger text is cut,
+#: as MAX_FILE cuts a file opened per read)
+MAX_STAT = 64 << 10
 #: containers/storage's containers.json: ~600 bytes a container, so room for ten thousand
 MAX_STORAGE_INDEX = 8 << 20
 
@@ -198,6 +202,8 @@ class HeldFiles:
         self.max_open = 0
         self._limit()
         self._fds: dict[str, int] = {}
+        #: files that refused a pread (ESPIPE): opened for each read
+        self._unseekable: set[str] = set()
 
     def _limit(self) -> None:
         """``max_open`` from the soft RLIMIT_NOFILE now, a quarter of it: read again when the
@@ -237,14 +243,21 @@ class HeldFiles:
     def read(self, path: str, size: int = 4096) -> str | None:
         fd = self._fds.get(path)
         if fd is None:
+            if path in self._unseekable:
+                return read_text(path, size)
             fd = self._fd(path)
             if fd is None:
                 return read_text(path, size) if len(self._fds) >= self.max_open else None
         try:
             return os.pread(fd, size, 0).decode("utf-8", "replace")
-        except OSError:
+        except OSError as exc:
             self.drop(path)
-            return None
+            if exc.errno != errno.ESPIPE:
+                return None
+            # a file that cannot be pread (debugfs's simple attributes are not seekable): read
+            # as it is opened, from now on
+            self._unseekable.add(path)
+            return read_text(path, size)
 
     def read_whole(self, path: str, limit: int = MAX_FILE) -> bytes | None:
         """A file of many records (cgroup.procs), read to its end, at most ``limit`` bytes. A
@@ -387,45 +400,58 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
 }
 
 
-def read_memory(version: int, d: str) -> Reading:
-    """The memory controller's figures of the cgroup at directory ``d``."""
+def read_memory(
+    version: int, d: str, held: HeldFiles | None = None, usage_text: str | None = None
+) -> Reading:
+    """The memory controller's figures of the cgroup at directory ``d``: its files opened for
+    the read, or held open in ``held`` and re-read with pread (a cgroup read every tick: its
+    usage keeps moving). ``usage_text``: its usage file's text as the caller just read it (not
+    read again)."""
     r = Reading()
     j = os.path.join
+
+    def read(path: str, size: int = 4096) -> str | None:
+        if held is None:
+            return read_text(path)
+        # one pread gives a whole file: each of these is printed by one show() into a seq_file
+        # buffer grown to fit it, and a read at offset 0 prints it anew (fs/seq_file.c)
+        return held.read(path, size)
+
     if version == 2:
-        r.usage_bytes = parse_int(read_text(j(d, "memory.current")))
-        r.limit_bytes = parse_int(read_text(j(d, "memory.max")))
-        r.high_bytes = parse_int(read_text(j(d, "memory.high")))
-        r.low_bytes = parse_int(read_text(j(d, "memory.low")))
-        r.min_bytes = parse_int(read_text(j(d, "memory.min")))
-        r.swap_bytes = parse_int(read_text(j(d, "memory.swap.current")))
-        r.swap_limit_bytes = parse_int(read_text(j(d, "memory.swap.max")))
-        r.events = _flat_keyed(read_text(j(d, "memory.events")))
-        raw = _flat_keyed(read_text(j(d, "memory.stat")))
+        r.usage_bytes = parse_int(usage_text if usage_text is not None else read(j(d, "memory.current")))
+        r.limit_bytes = parse_int(read(j(d, "memory.max")))
+        r.high_bytes = parse_int(read(j(d, "memory.high")))
+        r.low_bytes = parse_int(read(j(d, "memory.low")))
+        r.min_bytes = parse_int(read(j(d, "memory.min")))
+        r.swap_bytes = parse_int(read(j(d, "memory.swap.current")))
+        r.swap_limit_bytes = parse_int(read(j(d, "memory.swap.max")))
+        r.events = _flat_keyed(read(j(d, "memory.events")))
+        raw = _flat_keyed(read(j(d, "memory.stat"), MAX_STAT))
         r.stat = {name: raw[k2] for name, (k2, _) in STAT_NAMES.items() if k2 and k2 in raw}
         return r
 
     def unl(v: int | None) -> int | None:
         return None if v is None or v >= V1_UNLIMITED else v
 
-    r.usage_bytes = parse_int(read_text(j(d, "memory.usage_in_bytes")))
-    r.limit_bytes = unl(parse_int(read_text(j(d, "memory.limit_in_bytes"))))
-    r.soft_limit_bytes = unl(parse_int(read_text(j(d, "memory.soft_limit_in_bytes"))))
-    memsw = parse_int(read_text(j(d, "memory.memsw.usage_in_bytes")))
+    r.usage_bytes = parse_int(usage_text if usage_text is not None else read(j(d, "memory.usage_in_bytes")))
+    r.limit_bytes = unl(parse_int(read(j(d, "memory.limit_in_bytes"))))
+    r.soft_limit_bytes = unl(parse_int(read(j(d, "memory.soft_limit_in_bytes"))))
+    memsw = parse_int(read(j(d, "memory.memsw.usage_in_bytes")))
     if memsw is not None and r.usage_bytes is not None:
         r.swap_bytes = max(0, memsw - r.usage_bytes)
-    memsw_limit = unl(parse_int(read_text(j(d, "memory.memsw.limit_in_bytes"))))
+    memsw_limit = unl(parse_int(read(j(d, "memory.memsw.limit_in_bytes"))))
     if memsw_limit is not None and r.limit_bytes is not None:
         r.swap_limit_bytes = max(0, memsw_limit - r.limit_bytes)
-    failcnt = parse_int(read_text(j(d, "memory.failcnt")))
-    oom = _flat_keyed(read_text(j(d, "memory.oom_control")))
+    failcnt = parse_int(read(j(d, "memory.failcnt")))
+    oom = _flat_keyed(read(j(d, "memory.oom_control")))
     if failcnt is not None:
         r.events["failcnt"] = failcnt
     for k in ("oom_kill", "under_oom"):
         if k in oom:
             r.events[k] = oom[k]
-    raw = _flat_keyed(read_text(j(d, "memory.stat")))
+    raw = _flat_keyed(read(j(d, "memory.stat"), MAX_STAT))
     r.stat = {name: raw[k1] for name, (_, k1) in STAT_NAMES.items() if k1 and k1 in raw}
-    kmem = parse_int(read_text(j(d, "memory.kmem.usage_in_bytes")))
+    kmem = parse_int(read(j(d, "memory.kmem.usage_in_bytes")))
     if kmem is not None:
         r.stat["kernel"] = kmem
     return r

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import gzip
 import os
+import select
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memtop.core.text import clean
-from memtop.linux.cgroupfs import read_text
+from memtop.linux.cgroupfs import MAX_FILE, HeldFiles, read_text
 
 #: /proc/slabinfo and /proc/vmallocinfo may be long on a big machine: read at most this much
 MAX_PROC_FILE = 8 << 20
@@ -402,15 +404,73 @@ def selected_algorithm(text: str | None) -> str:
     return clean(words[0]) if len(words) == 1 else ""
 
 
-def read_zswap_params(sys: str = "/sys") -> dict[str, str]:
+def _reader(held: HeldFiles | None) -> Callable[[str, int], str | None]:
+    """How a small kernel file is read: opened for the read (:func:`read_text`), or held open
+    in ``held`` and pread from offset 0, where sysfs and procfs print it anew."""
+    if held is None:
+        return lambda path, limit: read_text(path, limit)
+    return lambda path, limit: held.read(path, limit)
+
+
+def read_zswap_params(sys: str = "/sys", held: HeldFiles | None = None) -> dict[str, str]:
     """zswap's parameters as text (``Y``/``N``, ``lzo``, ``20``); empty without zswap."""
     d = os.path.join(sys, "module", "zswap", "parameters")
     out: dict[str, str] = {}
+    read = _reader(held)
     for name in ZSWAP_PARAMS:
-        text = read_text(os.path.join(d, name), limit=256)
+        text = read(os.path.join(d, name), 256)
         if text is not None:
             out[name] = clean(text.strip())
     return out
+
+
+class MountTable:
+    """/proc/self/mountinfo held open, read again only when the mount table changed: a poll(2)
+    of a mountinfo file says POLLPRI once after each mount or unmount in its namespace since the
+    last poll (fs/proc_namespace.c mounts_poll(): the namespace's event count against the one
+    the file last saw). A file of the real /proc only; elsewhere (a proc root given on the
+    command line, a fixture) it is read every time, as :func:`read_text` reads it."""
+
+    def __init__(self, proc: str = "/proc") -> None:
+        self.path = os.path.join(proc, "self", "mountinfo")
+        self._watch = proc == "/proc"
+        self._fd: int | None = None
+        self._text: str | None = None
+        #: reads of the file (for tests)
+        self.reads = 0
+
+    def text(self) -> str | None:
+        if not self._watch:
+            self.reads += 1
+            return read_text(self.path, errors="surrogateescape")
+        if self._fd is not None:
+            p = select.poll()
+            p.register(self._fd, select.POLLPRI)
+            if not p.poll(0):
+                return self._text
+        else:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+        self.reads += 1
+        parts: list[bytes] = []
+        at = 0
+        try:
+            while at < MAX_FILE and (chunk := os.pread(self._fd, 65536, at)):
+                parts.append(chunk)
+                at += len(chunk)
+        except OSError:
+            self.close()
+            return None
+        self._text = b"".join(parts).decode("utf-8", "surrogateescape")
+        return self._text
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._text = None
 
 
 def debugfs_mount(mountinfo: str | None) -> str | None:
@@ -434,6 +494,7 @@ def read_zswap_debug(debugfs: str) -> dict[str, int]:
         return {}
     out: dict[str, int] = {}
     for name in names:
+        # opened for each read: debugfs's simple attributes cannot be pread
         text = read_text(os.path.join(d, name), limit=64)
         if text is not None and text.strip().isdigit():
             out[clean(name)] = int(text.strip())
@@ -450,8 +511,9 @@ class Zram:
     stats: dict[str, int]
 
 
-def read_zram(sys: str = "/sys", limit: int = 64) -> list[Zram]:
+def read_zram(sys: str = "/sys", limit: int = 64, held: HeldFiles | None = None) -> list[Zram]:
     """Every initialised zram device under ``sys``/block (at most ``limit``)."""
+    read = _reader(held)
     block = os.path.join(sys, "block")
     try:
         names = sorted(n for n in os.listdir(block) if n.startswith("zram") and n[4:].isdigit())
@@ -460,13 +522,13 @@ def read_zram(sys: str = "/sys", limit: int = 64) -> list[Zram]:
     out: list[Zram] = []
     for name in names[:limit]:
         d = os.path.join(block, name)
-        disksize = read_text(os.path.join(d, "disksize"), limit=64)
+        disksize = read(os.path.join(d, "disksize"), 64)
         if disksize is None or not disksize.strip().isdigit() or int(disksize) == 0:
             continue  # not initialised: no figures to show
-        stats = parse_columns(read_text(os.path.join(d, "mm_stat"), limit=1024), ZRAM_MM_STAT)
-        stats.update(parse_columns(read_text(os.path.join(d, "io_stat"), limit=1024), ZRAM_IO_STAT))
-        stats.update(parse_columns(read_text(os.path.join(d, "bd_stat"), limit=1024), ZRAM_BD_STAT))
-        algorithm = selected_algorithm(read_text(os.path.join(d, "comp_algorithm"), limit=1024))
+        stats = parse_columns(read(os.path.join(d, "mm_stat"), 1024), ZRAM_MM_STAT)
+        stats.update(parse_columns(read(os.path.join(d, "io_stat"), 1024), ZRAM_IO_STAT))
+        stats.update(parse_columns(read(os.path.join(d, "bd_stat"), 1024), ZRAM_BD_STAT))
+        algorithm = selected_algorithm(read(os.path.join(d, "comp_algorithm"), 1024))
         out.append(Zram(name, algorithm, int(disksize), stats))
     return out
 

@@ -41,6 +41,11 @@ def enumerated(prefix: str, names: Sequence[str], count: str = "") -> dict[str, 
 #: and rates stay exact; the pane shown again has it polled at once (``Source.watch``)
 UNWATCHED_EVERY = 5
 
+#: a probe that skips reading a kernel map while the counters its programs bump with each update
+#: held (the vmscan and swap-in probes' per-process maps) reads it at least once in this many
+#: polls all the same: a program preempted between its count and its update for over a tick
+MAPS_BACKSTOP = 16
+
 
 class Probe(ABC):
     name: ClassVar[str] = ""

@@ -53,6 +53,9 @@ MAX_HOLDERS = 8
 BUDGET = 0.01
 #: the size of a file measured without an fstat (:meth:`PagecacheinfoProbe._measure_at`)
 UNCHECKED = -1
+#: seconds between both page cache probes' polls while their pane is not on screen (the TUI):
+#: half the thrashing window (memtop.state.pagecache.WINDOW_NS), see the probes
+UNWATCHED_CADENCE_S = 15.0
 #: files whose memory cgroup is sampled (the ones holding the most)
 OWNER_TOP = 32
 #: how a --cache-path file is opened: never through a symlink, never blocking, no controlling tty
@@ -197,8 +200,11 @@ class PagecacheinfoProbe(Probe):
     needs_bpf = False
     cadence_s = 1.0
     #: only the Page cache pane shows what it reads (the exporter watches everything): off the
-    #: pane its scans and refresh were a tenth of memtop's idle CPU (docs/performance.md)
-    unwatched_cadence_s = 5.0
+    #: pane its scans and refresh were a tenth of memtop's idle CPU at every 5 s, still its
+    #: poll thread's second cost (docs/performance.md). At most half the thrashing window
+    #: (memtop.state.pagecache.WINDOW_NS): the pane shown again reads a file's evictions over
+    #: its window from the sample in force at its start, which is then at most this much older
+    unwatched_cadence_s = UNWATCHED_CADENCE_S
     #: "files": a record for each file listed, with its holders, name and memory cgroup. The
     #: exporter exports only the listed files' sum (and the --cache-path files): without it the
     #: probe still finds, measures and ranks every file (the sum is the same), but keeps no
@@ -950,6 +956,14 @@ class PagecacheinfoProbe(Probe):
         return "; ".join(parts)
 
 
+def _file_counts(key: bytes, value: bytes) -> tuple[int, int, int, int]:
+    """(device, inode, pages added, pages deleted) of a pc_files entry."""
+    ino, kdev, _pad = FILE_KEY.unpack_from(key)
+    added, deleted = COUNTS.unpack_from(value)
+    # the kernel's dev_t (major << 20 | minor) as stat's st_dev encodes it
+    return os.makedev(kdev >> 20, kdev & 0xFFFFF), ino, added, deleted
+
+
 class PagecacheProbe(BpfProbe):
     """Pages added to and deleted from the page cache per file and per process (filemap
     tracepoints, counted in kernel maps)."""
@@ -958,8 +972,9 @@ class PagecacheProbe(BpfProbe):
     program = "pagecache"
     shares_unit = True
     #: only the Page cache pane shows it; its two map dumps (up to 16,384 files) were a quarter
-    #: of memtop's idle CPU when read every tick off the pane (docs/performance.md)
-    unwatched_cadence_s = 10.0
+    #: of memtop's idle CPU when read every tick off the pane (docs/performance.md); its counters
+    #: count on in the kernel meanwhile, and the pane shown again divides by the real interval
+    unwatched_cadence_s = UNWATCHED_CADENCE_S
     #: the per-file and per-process maps (the pane's tables): the exporter exports the totals only
     optional_parts = ("per_file",)
     tracepoints: ClassVar[tuple[str, ...]] = (
@@ -971,8 +986,9 @@ class PagecacheProbe(BpfProbe):
         super().__init__()
         self.max_files = max_files
         self.max_pids = max_pids
-        #: what the last poll sent, per file and per pid (only changes are sent again)
-        self._files: dict[tuple[int, int], tuple[int, int]] = {}
+        #: what the last poll read, per file as the map's raw key and value bytes (only changes
+        #: are decoded and sent again), and per pid as sent
+        self._files: dict[bytes, bytes] = {}
         self._pids: dict[int, tuple[str, int, int]] = {}
 
     def defines(self) -> dict[str, int]:
@@ -984,14 +1000,19 @@ class PagecacheProbe(BpfProbe):
         added, deleted = self.array_slots("pc_totals", 2)
         if not self.reads("per_file"):
             return [PagecacheActivity(added=added, deleted=deleted, page_bytes=PAGE_SIZE)]
-        # the maps in a few batched lookups: a syscall per entry would cost 16,384 a tick
+        # the maps in a few batched lookups: a syscall per entry would cost 16,384 a tick. Each
+        # file's entry is kept as its raw bytes and only one that changed since the last poll is
+        # decoded: unpacking every entry of a full map was ~9 ms of a poll, the bytes ~3.5
         keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_files")
-        files_now: dict[tuple[int, int], tuple[int, int]] = {}
-        for i in range(n):
-            ino, kdev, _pad = FILE_KEY.unpack_from(keys, i * ksz)
-            a, d = COUNTS.unpack_from(values, i * vsz)
-            # the kernel's dev_t (major << 20 | minor) as stat's st_dev encodes it
-            files_now[(os.makedev(kdev >> 20, kdev & 0xFFFFF), ino)] = (a, d)
+        files_now = dict(
+            zip(
+                [keys[i : i + ksz] for i in range(0, n * ksz, ksz)],
+                [values[i : i + vsz] for i in range(0, n * vsz, vsz)],
+                strict=True,
+            )
+        )
+        last_files = self._files
+        changed = [(k, v) for k, v in files_now.items() if last_files.get(k) != v]
         keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_pids")
         pids_now: dict[int, tuple[str, int, int]] = {}
         for i in range(n):
@@ -1001,7 +1022,7 @@ class PagecacheProbe(BpfProbe):
             prev = self._pids.get(pid)
             name = prev[0] if prev is not None else clean(comm.split(b"\0", 1)[0], 16)
             pids_now[pid] = (name, a, d)
-        files = tuple(sorted((*k, *v) for k, v in files_now.items() if self._files.get(k) != v))
+        files = tuple(sorted(_file_counts(k, v) for k, v in changed))
         pids = tuple(sorted((p, *v) for p, v in pids_now.items() if self._pids.get(p) != v))
         self._files, self._pids = files_now, pids_now
         return [

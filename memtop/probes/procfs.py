@@ -190,6 +190,10 @@ class ProcfsProbe(Probe):
         self._sfds: dict[int, int] = {}
         #: pid -> its schedstat text read before its last stat read (or since, unchanged)
         self._sched: dict[int, bytes] = {}
+        #: /proc/meminfo, vmstat and pressure/memory, held open like the stat files and pread
+        #: from offset 0 every tick (the kernel prints them anew there): three opens and closes
+        #: a tick less
+        self._host_fds: dict[str, int] = {}
 
     def follow(self, pid: int) -> None:
         """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
@@ -220,6 +224,37 @@ class ProcfsProbe(Probe):
     def close(self) -> None:
         for pid in list(self._fds) + list(self._sfds):
             self._forget_fd(pid)
+        for fd in self._host_fds.values():
+            os.close(fd)
+        self._host_fds.clear()
+
+    def read_host(self, name: str) -> bytes | None:
+        """A whole machine-wide file below the proc root (``meminfo``, ``vmstat``,
+        ``pressure/memory``): held open and pread to its end from offset 0 on the real /proc
+        (each is a seq_file, printed anew by a read at offset 0, then continued at the offset
+        reached: fs/seq_file.c seq_read_iter()), opened and read anew elsewhere (a fixture file
+        replaced by another would keep its old text)."""
+        path = f"{self._root_s}/{name}"
+        if not self.keep_open:
+            return read_to_end(path)
+        fd = self._host_fds.get(name)
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+            self._host_fds[name] = fd
+        parts: list[bytes] = []
+        at = 0
+        try:
+            while chunk := os.pread(fd, 8192, at):
+                parts.append(chunk)
+                at += len(chunk)
+        except OSError:  # unreadable (PSI switched off: EOPNOTSUPP), opened again next time
+            del self._host_fds[name]
+            os.close(fd)
+            return None
+        return b"".join(parts)
 
     def _forget_fd(self, pid: int) -> None:
         self._sched.pop(pid, None)
@@ -296,10 +331,6 @@ class ProcfsProbe(Probe):
                 name = str(uid)
             self._users[uid] = name
         return name
-
-    def _read(self, path: Path) -> str | None:
-        raw = read_bytes(str(path))
-        return None if raw is None else raw.decode("utf-8", errors="replace")
 
     def read_pid(self, pid: int) -> ProcSample | None:
         """One process (None if it is gone or is a kernel thread)."""
@@ -487,9 +518,10 @@ class ProcfsProbe(Probe):
         return before is None or before != now
 
     def meminfo(self) -> MemInfo | None:
-        text = self._read(self.root / "meminfo")
-        if text is None:
+        raw = self.read_host("meminfo")
+        if raw is None:
             return None
+        text = raw.decode("utf-8", errors="replace")
         vals = parse_meminfo(text)
         return MemInfo(
             total_bytes=vals.get("MemTotal", 0),
@@ -507,9 +539,10 @@ class ProcfsProbe(Probe):
         )
 
     def pressure(self) -> Pressure | None:
-        text = self._read(self.root / "pressure" / "memory")
-        if text is None:
+        raw = self.read_host("pressure/memory")
+        if raw is None:
             return None
+        text = raw.decode("utf-8", errors="replace")
         lines: dict[str, dict[str, str]] = {}
         for line in text.splitlines():
             parts = line.split()
@@ -526,7 +559,7 @@ class ProcfsProbe(Probe):
         )
 
     def vmstat(self) -> VmStat | None:
-        raw = read_to_end(f"{self._root_s}/vmstat")
+        raw = self.read_host("vmstat")
         if raw is None:
             return None
         # one regex pass in C over the ~180 lines, the ~90 wanted found by prefix (a Python loop

@@ -17,10 +17,10 @@ from typing import Self
 
 from memtop.core.errors import ProbeError
 from memtop.core.text import clean
-from memtop.linux import bcc_compat, kernelfs
+from memtop.linux import bcc_compat, cgroupfs, kernelfs
 from memtop.linux.cgroupfs import read_text
 from memtop.linux.ksyms import TEXT_TYPES, text_symbols
-from memtop.probes.base import BpfProbe, Probe
+from memtop.probes.base import MAPS_BACKSTOP, BpfProbe, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
@@ -178,6 +178,14 @@ class SwapinProbe(BpfProbe):
         self._sent: dict[int, tuple[int, ...]] = {}
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
+        #: what says a major fault was counted (:meth:`_maps_due`) at the last poll, how many
+        #: polls in a row it held, and the no-wait faults taken as file reads at the last read
+        self._signal: tuple[int, int, int] | None = None
+        self._still = 0
+        self._polls = 0
+        self._nowait_file_total = 0
+        #: map reads done (for tests)
+        self.map_reads = 0
 
     def defines(self) -> dict[str, int]:
         return {
@@ -232,10 +240,10 @@ class SwapinProbe(BpfProbe):
         kinds = [k for k in ("SW1", "SW2", "FI1", "FI2") if k in self.ranges]
         return f"major-fault perf event + sched_switch ({len(kinds)}/4 fault kinds located)"
 
-    def _classify_nowait(self) -> None:
+    def _classify_nowait(self) -> bool:
         """Drain the no-wait major faults counted since the last poll and classify each region's
         count by the process's mappings. Unclassifiable ones (process gone, address unmapped)
-        stay counted as swap-ins."""
+        stay counted as swap-ins. Whether any was drained."""
         by_pid: dict[int, list[tuple[int, int, int]]] = {}
         for k, v in bcc_compat.map_drain(self.bpf, "nowait_regions"):
             by_pid.setdefault(int(k.pid), []).append((int(k.region), int(v.count), int(v.addr)))
@@ -244,15 +252,58 @@ class SwapinProbe(BpfProbe):
             counts = self._nowait.setdefault(pid, [0, 0])
             for region, count, addr in regions:
                 counts[0 if region_file_backed(maps, region, addr) else 1] += count
+        return bool(by_pid)
+
+    def poll_failed(self) -> None:
+        self._signal = None  # the next polls read the maps: this one may not have
+
+    def _maps_due(self, signal: tuple[int, int, int], drained: bool) -> bool:
+        """Whether the per-process maps (stats, pid_hist) must be read this poll. Only the
+        major-fault program changes them, and each of its runs that does ends by counting the
+        fault where this poll reads it first: a swap-in's or file read's histogram, a lost
+        count, or a no-wait region (drained at the next poll) (bpf/swapin.bpf.c
+        on_major_fault(); an entry is evicted only by that program's insert). When none moved
+        at this poll and the one before, the maps are as last read: a run's updates come
+        microseconds before its count. Walking them costs the kernel every bucket (16,384 and
+        more) even when they are empty. Read at least once in MAPS_BACKSTOP polls all the same."""
+        self._still = self._still + 1 if signal == self._signal and not drained else 0
+        self._signal = signal
+        self._polls += 1
+        return self._still < 2 or self._polls % MAPS_BACKSTOP == 0
 
     def poll(self) -> list[Record]:
         if self.bpf is None:
             return []
         out: list[Record] = []
-        seen: set[int] = set()
         # drain first: every drained region's faults are already in the stats map (BPF bumps
         # that first), so a no-wait fault is never counted as file before the stats show it
-        self._classify_nowait()
+        drained = self._classify_nowait()
+        # the counts that say a fault was counted, read before the maps they stand for
+        swap_hist = self.array_slots("hist", HIST_SLOTS)
+        file_hist = self.array_slots("file_hist", HIST_SLOTS)
+        lost = self.array_slots("swapin_lost", len(LOST))
+        if self._maps_due((sum(swap_hist), sum(file_hist), sum(lost)), drained):
+            self.map_reads += 1
+            self._nowait_file_total = self._read_maps(out)
+        # a fault that never blocked waited 0 ns: bucket 0 of its kind
+        swap_hist[0] += sum(v[6] for v in self._sent.values())
+        file_hist[0] += self._nowait_file_total
+        counters = self.array_slots("swapin_counters", len(COUNTERS))
+        out.append(
+            SwapinHistogram(
+                swapin_counts=tuple(swap_hist),
+                file_counts=tuple(file_hist),
+                fault_sleeps=counters[COUNTERS.index("sleeps")],
+                stack_walks=counters[COUNTERS.index("stack walks")],
+            )
+        )
+        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
+        return out
+
+    def _read_maps(self, out: list[Record]) -> int:
+        """Each process's totals and histograms whose figures changed since sent, into ``out``;
+        the no-wait faults taken as file reads, in all."""
+        seen: set[int] = set()
         nowait_file_total = 0
         pid_hist: dict[int, dict[int, int]] = {}
         for hk, hv in self.bpf["pid_hist"].items():
@@ -301,23 +352,7 @@ class SwapinProbe(BpfProbe):
         for gone in set(self._sent) - seen:  # evicted from the LRU map
             del self._sent[gone]
             self._nowait.pop(gone, None)
-        # a fault that never blocked waited 0 ns: bucket 0 of its kind
-        swap_hist = self.array_slots("hist", HIST_SLOTS)
-        file_hist = self.array_slots("file_hist", HIST_SLOTS)
-        swap_hist[0] += sum(v[6] for v in self._sent.values())
-        file_hist[0] += nowait_file_total
-        counters = self.array_slots("swapin_counters", len(COUNTERS))
-        out.append(
-            SwapinHistogram(
-                swapin_counts=tuple(swap_hist),
-                file_counts=tuple(file_hist),
-                fault_sleeps=counters[COUNTERS.index("sleeps")],
-                stack_walks=counters[COUNTERS.index("stack walks")],
-            )
-        )
-        lost = self.array_slots("swapin_lost", len(LOST))
-        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
-        return out
+        return nowait_file_total
 
 
 class SwapinfoProbe(Probe):
@@ -334,23 +369,47 @@ class SwapinfoProbe(Probe):
     def __init__(self, proc_root: str | Path = "/proc", sys_root: str | Path = "/sys") -> None:
         self.proc = Path(proc_root)
         self.sys = Path(sys_root)
+        real = str(self.proc) == "/proc" and str(self.sys) == "/sys"
+        #: on the real /proc and /sys its ~10 small files are held open and pread from offset 0
+        #: (procfs and sysfs print them anew there): an open, fstat, two reads and a close each
+        #: at every poll before. Not elsewhere: a fixture file replaced would keep its old text
+        self._held = cgroupfs.HeldFiles(max_open=64) if real else None
+        #: the mount table, read again only when it changed (where debugfs is)
+        self._mounts = kernelfs.MountTable(str(self.proc))
 
     def load(self) -> None:
         if not (self.proc / "swaps").is_file():
             raise ProbeError(f"{self.proc}/swaps is missing", "this kernel has no swap support")
 
+    def close(self) -> None:
+        if self._held is not None:
+            self._held.close()
+        self._mounts.close()
+
     def poll(self) -> list[Record]:
-        return [read_swapinfo(self.proc, self.sys)]
+        return [read_swapinfo(self.proc, self.sys, self._held, self._mounts)]
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, held: cgroupfs.HeldFiles | None = None) -> str:
     # bounded, no FIFO, no symlink: a proc root given on the command line is not trusted
+    if held is not None:
+        # to its end: /proc/swaps is a record a device (fs/seq_file.c reads on from the offset)
+        raw = held.read_whole(str(path))
+        return "" if raw is None else raw.decode("utf-8", "replace")
     return read_text(str(path)) or ""
 
 
-def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapInfo:
+def read_swapinfo(
+    proc: Path = Path("/proc"),
+    sys: Path = Path("/sys"),
+    held: cgroupfs.HeldFiles | None = None,
+    mounts: kernelfs.MountTable | None = None,
+) -> SwapInfo:
+    """The swap devices, zswap's pool, parameters and debugfs counters, and zram's devices: the
+    files opened for the read, or held open in ``held``; the mount table (where debugfs is) read
+    anew or from ``mounts``."""
     devices: list[tuple[str, str, int, int, int]] = []
-    for line in _read(proc / "swaps").splitlines()[1:]:
+    for line in _read(proc / "swaps", held).splitlines()[1:]:
         parts = line.split()
         if len(parts) >= 5:
             try:
@@ -365,9 +424,14 @@ def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapI
                 )
             except ValueError:
                 continue
-    meminfo = kernelfs.parse_meminfo(_read(proc / "meminfo"))
-    params = kernelfs.read_zswap_params(str(sys))
-    debugfs = kernelfs.debugfs_mount(read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape"))
+    meminfo = kernelfs.parse_meminfo(_read(proc / "meminfo", held))
+    params = kernelfs.read_zswap_params(str(sys), held)
+    mountinfo = (
+        mounts.text()
+        if mounts is not None
+        else read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape")
+    )
+    debugfs = kernelfs.debugfs_mount(mountinfo)
     debug = kernelfs.read_zswap_debug(debugfs) if debugfs else {}
     return SwapInfo(
         devices=tuple(devices),
@@ -379,6 +443,6 @@ def read_swapinfo(proc: Path = Path("/proc"), sys: Path = Path("/sys")) -> SwapI
         debugfs=clean(debugfs) if debug and debugfs else "",
         zram=tuple(
             (z.name, z.algorithm, z.disksize_bytes, tuple(z.stats.items()))
-            for z in kernelfs.read_zram(str(sys))
+            for z in kernelfs.read_zram(str(sys), held=held)
         ),
     )

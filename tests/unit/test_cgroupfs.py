@@ -545,3 +545,132 @@ def test_held_files_follow_the_open_file_limit_as_it_is_raised(tmp_path: Path) -
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         if held is not None:
             held.close()
+
+
+def test_a_cgroup_read_in_full_every_tick_has_those_files_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup whose usage moved twice within ``full_every`` ticks is read in full at each tick
+    it moves: its limit, events and memory.stat files are then held open and re-read with
+    pread, not opened at every such tick, and what they say is what each tick's sample says;
+    once it stops moving they are closed within ``full_every`` ticks."""
+    probe = v2_probe(tmp_path)
+    probe.full_every = 6
+    app = tmp_path / "cg" / "system.slice" / "app.service"
+    app_path = "/system.slice/app.service"
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if str(path).startswith(str(app) + "/"):
+            opened.append(os.path.basename(str(path)))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", counting_open)
+
+    def grow(mib: int) -> CgroupSample:
+        # written in place, as the kernel's files change (a held descriptor reads the new text)
+        (app / "memory.current").write_text(f"{mib * MiB}\n")
+        (app / "memory.stat").write_text(V2_STAT.replace("anon 41943040", f"anon {(mib - 20) * MiB}"))
+        (app / "memory.events").write_text(
+            f"low 0\nhigh {mib}\nmax 17\noom 1\noom_kill 1\noom_group_kill 0\n"
+        )
+        return next(r for r in probe.poll() if isinstance(r, CgroupSample) and r.path == app_path)
+
+    probe.poll()
+    grow(65)  # its first move: read with the files opened for the read
+    assert "memory.stat" in opened and "memory.max" in opened
+    probe.poll()  # a tick it holds still
+    opened.clear()
+    grow(66)  # moved again within full_every ticks: held from now on
+    assert "memory.stat" in opened
+    opened.clear()
+    for mib in (67, 68, 69, 70):
+        s = grow(mib)
+        assert s.usage_bytes == mib * MiB and dict(s.stat)["anon"] == (mib - 20) * MiB
+        assert dict(s.events)["high"] == mib
+        probe.poll()  # every other tick
+    assert opened == [], "a cgroup read in full at every move opened its files again"
+    assert any(p.startswith(str(app)) for p in probe._full_held._fds)  # noqa: SLF001
+    for _ in range(probe.full_every + 1):  # quiet again: a full read once in full_every ticks
+        probe.poll()
+    assert not any(p.startswith(str(app)) for p in probe._full_held._fds)  # noqa: SLF001
+    probe.close()
+    assert len(probe._full_held) == 0  # noqa: SLF001
+
+
+def test_members_are_read_again_when_the_usage_moved_and_a_task_came_or_went(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cgroup's members change by a fork, an exit or a move into it. Between walks they are
+    read again when its usage moved and /proc/loadavg says a task was created (the last pid
+    moved) or exited (the count of tasks moved) since they were last read; a move alone shows
+    at the next walk, as it does in a cgroup whose usage holds still."""
+    probe = v2_probe(tmp_path)
+    probe._real_tree = True  # noqa: SLF001 - the machine's rule, on a fixture tree and loadavg
+    loadavg = tmp_path / "loadavg"
+    probe._loadavg_path = str(loadavg)  # noqa: SLF001
+    app = tmp_path / "cg" / "system.slice" / "app.service"
+    app_path = "/system.slice/app.service"
+    reads: list[str] = []
+    real = cgroupfs.read_procs
+
+    def counted(d: str, held: cgroupfs.HeldFiles | None = None) -> tuple[int, ...]:
+        reads.append(d)
+        return real(d, held)
+
+    monkeypatch.setattr(cgroupfs, "read_procs", counted)
+
+    def tick(usage_mib: int, tasks: str) -> tuple[int, ...]:
+        loadavg.write_text(f"0.00 0.00 0.00 {tasks}\n")
+        (app / "memory.current").write_text(f"{usage_mib * MiB}\n")
+        reads.clear()
+        probe.poll()
+        return probe._last[app_path].pids  # noqa: SLF001
+
+    assert probe.walk_every == 5  # polls 1, 5 and 10 are walks: every cgroup's members read
+    assert tick(64, "1/100 500") == (4242, 4243)
+    (app / "cgroup.procs").write_text("4242\n4243\n4244\n")
+    assert tick(65, "1/100 500") == (4242, 4243) and str(app) not in reads  # no task came or went
+    assert tick(66, "1/100 501") == (4242, 4243, 4244) and str(app) in reads  # a task created
+    (app / "cgroup.procs").write_text("4242\n4244\n")
+    assert tick(67, "1/99 501") == (4242, 4244) and str(app) in reads  # a task exited
+    assert tick(67, "1/99 501") == (4242, 4244) and str(app) in reads  # poll 5, a walk
+    (app / "cgroup.procs").write_text("4242\n4244\n4245\n")
+    assert tick(68, "1/99 501") == (4242, 4244) and str(app) not in reads  # moved in, no task came
+    assert tick(68, "1/98 501") == (4242, 4244) and str(app) not in reads  # an exit, usage held still
+    assert tick(69, "1/98 501") == (4242, 4244, 4245) and str(app) in reads  # that exit, since read
+    (app / "cgroup.procs").write_text("4242\n4244\n4245\n4246\n")
+    assert tick(70, "1/98 501") == (4242, 4244, 4245) and str(app) not in reads
+    assert tick(70, "1/98 501") == (4242, 4244, 4245, 4246) and str(app) in reads  # poll 10, a walk
+
+
+def test_a_held_file_that_refuses_pread_is_read_as_it_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regular file whose pread fails with ESPIPE (debugfs's simple attributes) is read whole
+    by opening it, then and from then on, not held; another error is no text, as before."""
+    import errno
+
+    f = tmp_path / "stored_pages"
+    f.write_text("42\n")
+    real = os.pread
+    refusing = {"errno": errno.ESPIPE}
+
+    def pread(fd: int, n: int, off: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}") == str(f):  # the file under test (f, as it is now)
+            raise OSError(refusing["errno"], os.strerror(refusing["errno"]))
+        return real(fd, n, off)
+
+    monkeypatch.setattr(os, "pread", pread)
+    held = cgroupfs.HeldFiles()
+    assert held.read(str(f)) == "42\n"
+    assert len(held) == 0
+    f.write_text("43\n")
+    assert held.read(str(f)) == "43\n" and len(held) == 0
+    other = tmp_path / "memory.current"
+    other.write_text("7\n")
+    f = other
+    refusing["errno"] = errno.EIO
+    assert held.read(str(other)) is None and len(held) == 0
+    held.close()

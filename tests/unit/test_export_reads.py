@@ -254,3 +254,43 @@ def test_cgroups_reads_cgroup2_members_only_for_the_panes(
         assert read["unified"] == 0 and all(s.unified_pids == () for s in samples)
     else:
         assert read["unified"] > 0
+
+
+def test_pagecache_decodes_and_sends_only_the_files_whose_counts_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The per-file map is kept as each entry's bytes from poll to poll: a file is decoded (its
+    device as stat's st_dev, its inode and counts) and sent only when its counts moved, every
+    file still counted as tracked."""
+    import os
+    import struct
+
+    from memtop.probes.pagecache import COUNTS, FILE_KEY
+
+    counts = {(259 << 20 | 3, 11): (5, 0), (8 << 20 | 1, 12): (9, 2), (259 << 20 | 3, 13): (1, 1)}
+
+    def dump(_bpf: object, table: str) -> tuple[bytes, bytes, int, int, int]:
+        if table == "pc_pids":
+            return b"", b"", 0, 4, 32
+        keys = b"".join(struct.pack(FILE_KEY.fmt, ino, kdev, 0) for kdev, ino in counts)
+        values = b"".join(struct.pack(COUNTS.fmt, *ad) for ad in counts.values())
+        return keys, values, len(counts), struct.calcsize(FILE_KEY.fmt), struct.calcsize(COUNTS.fmt)
+
+    monkeypatch.setattr(bcc_compat, "map_dump", dump)
+    probe = PagecacheProbe()
+    probe.bpf = NoBpf()
+    monkeypatch.setattr(probe, "array_slots", lambda table, n: [15, 3])
+    try:
+        (first,) = probe.poll()
+        counts[(8 << 20 | 1, 12)] = (10, 2)
+        (second,) = probe.poll()
+        (third,) = probe.poll()
+    finally:
+        probe.bpf = None
+    assert isinstance(first, PagecacheActivity) and isinstance(second, PagecacheActivity)
+    assert isinstance(third, PagecacheActivity)
+    nvme, sda = os.makedev(259, 3), os.makedev(8, 1)
+    assert first.files == tuple(sorted(((nvme, 11, 5, 0), (sda, 12, 9, 2), (nvme, 13, 1, 1))))
+    assert second.files == ((sda, 12, 10, 2),)
+    assert third.files == ()
+    assert first.files_tracked == second.files_tracked == third.files_tracked == 3

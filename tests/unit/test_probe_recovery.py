@@ -102,10 +102,12 @@ def test_a_failing_poll_is_retried_with_backoff_and_recovers(
     broken = {"on": False}
     real_read_memory = cgroupfs.read_memory
 
-    def read_memory(version: int, d: str) -> cgroupfs.Reading:
+    def read_memory(
+        version: int, d: str, held: cgroupfs.HeldFiles | None = None, usage_text: str | None = None
+    ) -> cgroupfs.Reading:
         if broken["on"]:
             raise OSError(errno.EIO, "Input/output error", d)
-        return real_read_memory(version, d)
+        return real_read_memory(version, d, held, usage_text)
 
     monkeypatch.setattr(cgroupfs, "read_memory", read_memory)
     probe, ticker = TreeProbe(tmp_path / "cg"), Ticker()

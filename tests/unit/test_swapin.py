@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memtop.probes.procmaps import parse_maps
 from memtop.probes.swapin import file_backed_at, read_swapinfo, region_file_backed
 from memtop.records import from_json, to_json
@@ -52,3 +54,76 @@ def test_swapinfo_reads_proc_swaps(tmp_path: Path) -> None:
     )
     assert info.zswap_enabled and info.zswap_pool_bytes == MiB and info.zswapped_bytes == 4 * MiB
     assert from_json(to_json(info)) == info
+
+
+def test_per_process_maps_are_walked_only_when_a_fault_may_have_changed_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The major-fault program, the only one that changes the per-process maps, ends each run
+    that does by counting the fault in a histogram, a lost count or a no-wait region: while
+    none moved at two polls in a row the maps are as last read and are not walked (an empty one
+    costs the kernel a walk of every bucket), but once in MAPS_BACKSTOP polls; a fault has them
+    walked at that poll and the next, its process's totals sent."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from memtop.linux import bcc_compat
+    from memtop.probes import swapin
+    from memtop.probes.base import MAPS_BACKSTOP
+    from memtop.probes.swapin import COUNTERS, HIST_SLOTS, LOST, SwapinProbe, _Stats
+    from memtop.records.swapin import SwapinProc
+
+    stats: dict[int, _Stats] = {}
+    walks = {"stats": 0, "pid_hist": 0}
+    regions: list[tuple[Any, Any]] = []
+
+    class Maps:
+        def __getitem__(self, name: str) -> Any:
+            def items() -> list[tuple[Any, Any]]:
+                walks[name] += 1
+                if name == "stats":
+                    return [(SimpleNamespace(value=pid), s) for pid, s in stats.items()]
+                return []
+
+            return SimpleNamespace(items=items)
+
+    probe = SwapinProbe()
+    probe.bpf = Maps()
+    arrays = {"hist": [0] * HIST_SLOTS, "file_hist": [0] * HIST_SLOTS, "swapin_lost": [0] * len(LOST)}
+    counters = [0] * len(COUNTERS)
+
+    def array_slots(table: str, n: int) -> list[int]:
+        if table == "swapin_counters":
+            counters[0] += 100  # context switches walk stacks all the time: not a fault
+            return list(counters)
+        return list(arrays[table][:n])
+
+    def drain(_bpf: Any, table: str) -> list[tuple[Any, Any]]:
+        assert table == "nowait_regions"
+        out = list(regions)
+        regions.clear()
+        return out
+
+    monkeypatch.setattr(probe, "array_slots", array_slots)
+    monkeypatch.setattr(bcc_compat, "map_drain", drain)
+    monkeypatch.setattr(swapin, "read_maps", lambda _pid: [])
+    walked: list[int] = []
+    sent: dict[int, list[int]] = {}
+    for poll in range(1, 25):
+        if poll == 10:  # a swap-in that waited: its process's totals, then its histogram's count
+            stats[4242] = _Stats(swapins=1, swap_wait_ns=5000, swap_wait_max_ns=5000, comm=b"pager")
+            arrays["hist"][12] += 1
+        if poll == 18:  # a fault that never waited: its totals, then its region (drained next)
+            stats[4242].swapins_nowait += 1
+            regions.append((SimpleNamespace(pid=4242, region=7), SimpleNamespace(count=1, addr=7 << 21)))
+        before = walks["stats"]
+        recs = probe.poll()
+        if walks["stats"] > before:
+            walked.append(poll)
+            assert walks["pid_hist"] == walks["stats"]
+        for r in recs:
+            if isinstance(r, SwapinProc):
+                sent.setdefault(r.pid, []).append(poll)
+    assert walked == [1, 2, 10, 11, MAPS_BACKSTOP, 18, 19]
+    assert probe.map_reads == len(walked)
+    assert sent == {4242: [10, 18]}

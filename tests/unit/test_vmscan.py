@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support import vmscan_batches
 
 from memtop.records import from_json, to_json
@@ -103,3 +104,76 @@ def test_shrinker_names_from_kallsyms(tmp_path: Path) -> None:
     assert syms.name(0xFFFFFFFFA0000000) == "evil_\\x1b]0;owned\\x07"
     assert len(syms) == 4
     assert KernelSymbols(tmp_path / "missing").name(0x10) == "0x10"
+
+
+class _Maps:
+    """A probe's compiled maps, faked: each hash map's entries (counted as they are walked), the
+    origins' per-CPU values."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, list[tuple[Any, Any]]] = {
+            "slab_stats": [],
+            "pid_stats": [],
+            "cg_stats": [],
+            "reclaim_pid_hist": [],
+        }
+        self.walks: dict[str, int] = dict.fromkeys(self.entries, 0)
+
+    def __getitem__(self, name: str) -> Any:
+        from types import SimpleNamespace
+
+        if name == "origins":
+            zero = SimpleNamespace(scanned=0, reclaimed=0, events=0)
+            return SimpleNamespace(Key=int, getvalue=lambda _k: [zero, zero])
+
+        def items() -> list[tuple[Any, Any]]:
+            self.walks[name] += 1
+            return list(self.entries[name])
+
+        return SimpleNamespace(items=items)
+
+
+def test_per_process_and_cgroup_maps_are_walked_only_when_an_episode_may_have_changed_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reclaim end's program, the only one that changes the per-process and per-cgroup maps,
+    bumps the reclaim histogram first: while its total holds at two polls in a row the maps are
+    as last read and are not walked (an empty one costs the kernel a walk of every bucket), but
+    once in MAPS_BACKSTOP polls; an episode has them walked at that poll and the next, its
+    process's totals in the record; and totals that did not move are the same record again."""
+    from types import SimpleNamespace
+
+    from memtop.probes.base import MAPS_BACKSTOP
+    from memtop.probes.vmscan import HIST_SLOTS, Counter, VmscanProbe
+
+    probe = VmscanProbe()
+    maps = _Maps()
+    probe.bpf = maps
+    arrays = {
+        "vmscan_counters": [0] * len(Counter),
+        "compact_hist": [0] * HIST_SLOTS,
+        "reclaim_hist": [0] * (2 * HIST_SLOTS),
+    }
+    monkeypatch.setattr(probe, "array_slots", lambda table, n: list(arrays[table][:n]))
+    walked: list[int] = []
+    records: list[Any] = []
+    for poll in range(1, 25):
+        if poll == 20:  # an episode ends: its histogram slot first, then its process's totals
+            arrays["reclaim_hist"][HIST_SLOTS + 10] += 1
+            key = SimpleNamespace(pid=4242, kind=1)
+            stat = SimpleNamespace(
+                cgroup_id=7, comm=b"leaker", events=1, total_ns=1500, max_ns=1500, reclaimed=32
+            )
+            maps.entries["pid_stats"].append((key, stat))
+        before = maps.walks["pid_stats"]
+        _vm, rc = probe.totals()
+        if maps.walks["pid_stats"] > before:
+            walked.append(poll)
+            assert maps.walks["cg_stats"] == maps.walks["reclaim_pid_hist"] == maps.walks["pid_stats"]
+        records.append(rc)
+    assert walked == [1, 2, MAPS_BACKSTOP, 20, 21]
+    assert probe.map_reads == len(walked)
+    assert maps.walks["slab_stats"] == 24  # no counter says a shrinker ran: read every poll
+    assert records[18].pids == () and records[19].pids == ((4242, "leaker", "memcg", 1, 1500, 1500, 32),)
+    assert records[19].pid_cgroups == ((4242, 7),)
+    assert records[2] is records[1] and records[20] is records[19]  # unchanged: the same record

@@ -236,3 +236,20 @@ def test_the_probes_always_shown_are_registered_default_probes() -> None:
 
     assert ALWAYS_SHOWN_PROBES
     assert all(name in PROBES and not on_demand(name) for name in ALWAYS_SHOWN_PROBES)
+
+
+def test_the_page_cache_probes_off_their_pane_poll_within_half_the_thrashing_window() -> None:
+    """Off the Page cache pane (the TUI on another) both page cache probes are polled every
+    15 s: rarely, as their scans and map dumps were the poll thread's largest cost after the
+    cgroups and /proc readers, and at most half the thrashing window apart, so the pane shown
+    again reads each file's evictions from a sample at most that much older than its window's
+    start. On their pane, and for every front end that watches nothing: every tick."""
+    from memtop.probes.pagecache import PagecacheinfoProbe, PagecacheProbe
+    from memtop.state.pagecache import WINDOW_NS
+
+    info, bpf = PagecacheinfoProbe(), PagecacheProbe()
+    bridge = Bridge([info, bpf], allow_bpf=False)
+    for p in (info, bpf):
+        assert bridge.cadence_of(p, watched=False) == 15.0
+        assert bridge.cadence_of(p, watched=False) <= WINDOW_NS / 2e9
+        assert bridge.cadence_of(p, watched=True) == 1.0

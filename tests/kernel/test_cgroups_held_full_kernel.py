@@ -1,0 +1,165 @@
+"""A memory cgroup's full-read files (limits, events, memory.stat) held open and re-read with pread
+(memtop.linux.cgroupfs.read_memory with a HeldFiles, as the cgroups probe reads a cgroup whose
+usage keeps moving): each read shows the kernel's figures as they are then, not as they were
+when the file was opened. Checked against the same files opened anew, around a workload that
+grows its anonymous memory between reads, and through the probe, which holds them once the
+cgroup's usage moved twice within full_every polls; and a busy cgroup's members read again, between walks,
+once a task was created or exited on the machine (a fork into it, a member's exit)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import LineReader, MemCgroup, memcg
+
+from memtop.linux import cgroupfs
+from memtop.probes.cgroups import CgroupsProbe
+from memtop.records.cgroups import CgroupSample
+
+MiB = 1 << 20
+#: grows its anonymous memory by the MiB each line asks for, touching every page, and says so;
+#: "fork" starts a child (in its cgroup) and prints its pid, "reap" ends it
+GROWER = """
+import subprocess, sys
+held, kids = [], []
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.startswith("fork"):
+        kids.append(subprocess.Popen(["sleep", "600"]))
+        print("child", kids[-1].pid, flush=True)
+    elif line.startswith("reap"):
+        kids[-1].kill()
+        kids.pop().wait()
+        print("reaped", flush=True)
+    else:
+        held.append(bytearray(int(line) << 20))  # zeroed: every page written, so charged
+        print("grown", flush=True)
+"""
+
+
+def anon_now(cg: MemCgroup) -> int:
+    """The cgroup's anonymous memory as its memory.stat says, the file opened anew."""
+    stat = cg.stat()
+    return stat["total_rss"] if cg.v1 else stat["anon"]
+
+
+def ask(proc: subprocess.Popen[str], out: LineReader, line: str) -> str:
+    assert proc.stdin is not None
+    proc.stdin.write(f"{line}\n")
+    proc.stdin.flush()
+    return out.readline()
+
+
+def grow(proc: subprocess.Popen[str], out: LineReader, mib: int) -> None:
+    assert ask(proc, out, str(mib)) == "grown"
+
+
+@pytest.mark.bpf  # a real memory cgroup: runs with the kernel tests
+def test_held_full_read_files_show_the_kernels_new_figures() -> None:
+    with memcg(1024 * MiB) as cg:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        out = LineReader(proc.stdout, "grower")
+        held = cgroupfs.HeldFiles()
+        try:
+            assert out.readline() == "ready"
+            cg.add(proc.pid)
+            version = 1 if cg.v1 else 2
+            first = cgroupfs.read_memory(version, str(cg.path), held)
+            stat_file = str(cg.path / "memory.stat")
+            assert stat_file in held._fds  # noqa: SLF001 - held, not opened per read
+            for _ in range(3):
+                grow(proc, out, 32)
+                again = cgroupfs.read_memory(version, str(cg.path), held)
+                # the workload is idle between its lines: the file opened anew reads the same
+                assert again.stat["anon"] == anon_now(cg)
+                assert again.stat["anon"] >= first.stat["anon"] + 32 * MiB
+                assert again.usage_bytes is not None and again.usage_bytes >= again.stat["anon"]
+                first = again
+            # a limit written while the file is held: the held file's next read says it
+            limit = cg.path / ("memory.limit_in_bytes" if cg.v1 else "memory.max")
+            limit.write_text(str(900 * MiB))
+            assert cgroupfs.read_memory(version, str(cg.path), held).limit_bytes == 900 * MiB
+        finally:
+            held.close()
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.bpf
+def test_the_probe_holds_a_moving_cgroups_files_and_reads_it_as_the_kernel_does() -> None:
+    lay = cgroupfs.layout()
+    if lay.memory is None:
+        pytest.skip("no memory controller mounted")
+    with memcg(1024 * MiB) as cg:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        out = LineReader(proc.stdout, "grower")
+        probe = CgroupsProbe()
+        probe.load()
+        path = "/" + cg.name
+
+        def sample() -> CgroupSample:
+            return next(r for r in probe.poll() if isinstance(r, CgroupSample) and r.path == path)
+
+        try:
+            assert out.readline() == "ready"
+            cg.add(proc.pid)
+            grow(proc, out, 16)
+            sample()  # new: read in full, files opened for the read
+            held_stat = str(Path(lay.memory.dir(path)) / "memory.stat")
+            for n in range(4):
+                grow(proc, out, 16)
+                s = sample()
+                assert dict(s.stat)["anon"] == anon_now(cg), f"poll {n + 2}"
+                assert proc.pid in s.pids
+            # moved again since its first: its full read's files are held
+            assert held_stat in probe._full_held._fds  # noqa: SLF001
+        finally:
+            probe.close()
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.bpf
+def test_a_busy_cgroups_forks_and_exits_show_at_the_next_poll_between_walks() -> None:
+    """Its usage moving at every poll, the cgroup's members are read again once a task was
+    created or exited (/proc/loadavg): a child forked into it shows at the next poll, and is
+    gone at the one after it exits, on polls that are no walk."""
+    with memcg(1024 * MiB) as cg:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        out = LineReader(proc.stdout, "grower")
+        probe = CgroupsProbe()
+        probe.load()
+        path = "/" + cg.name
+
+        def pids() -> tuple[int, ...]:
+            probe.poll()
+            return probe._last[path].pids  # noqa: SLF001
+
+        try:
+            assert out.readline() == "ready"
+            cg.add(proc.pid)
+            assert pids() == (proc.pid,)  # the first poll: a walk
+            probe.walk_every = 1_000_000  # no walk from now on
+            for _ in range(2):
+                child = int(ask(proc, out, "fork").split()[1])
+                grow(proc, out, 4)
+                assert sorted(pids()) == sorted((proc.pid, child))
+                assert ask(proc, out, "reap") == "reaped"
+                grow(proc, out, 4)
+                assert pids() == (proc.pid,)
+        finally:
+            probe.close()
+            proc.kill()
+            proc.wait()
