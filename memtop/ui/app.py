@@ -36,6 +36,7 @@ from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
+from memtop.ui.textual_compat import LeanScreen
 from memtop.views import ALWAYS_SHOWN_PROBES, FIRST_FRAME_PROBES, LEGEND, get_view
 from memtop.views.header import header_line
 
@@ -221,6 +222,11 @@ class MemtopApp(RecordReplay):
         pane = pane_class(name)(id=f"pane-{name}")
         await container.mount(pane)
         return pane
+
+    def get_default_screen(self) -> Screen[Any]:
+        """The main screen, whose partial updates render only the lines they send (on an idle
+        tick Textual rendered every widget on it for the header and a row or two)."""
+        return LeanScreen(id="_default")
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, made to survive the terminal going away (memtop.ui.term_compat)."""

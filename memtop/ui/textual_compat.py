@@ -23,8 +23,12 @@ from itertools import zip_longest
 from typing import Any
 
 from rich.style import Style
+from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._two_way_dict import TwoWayDict
+from textual.geometry import Region
+from textual.screen import Screen
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
 from textual.widgets.data_table import CellKey, ColumnKey, DuplicateKey, RowKey
@@ -181,6 +185,103 @@ class CompatDataTable(DataTable[Any]):
         return bool(self._should_render_row_labels)
 
 
+class LeanCompositor(Compositor):
+    """A compositor whose partial updates render only what they send.
+
+    Textual's partial update renders every widget that overlaps the box around all the dirty
+    regions, each over its whole height, then sends only the dirty lines: when the header
+    (line 0) and a row near the bottom changed, every widget on screen was rendered (ten on the
+    Processes pane, ~45 lines each through the styles cache; py-spy put most of an idle
+    memtop's screen updates there). Here each dirty line takes its pieces front to back as
+    Textual's do, but a widget is rendered only over the dirty lines where something in front
+    of it left a piece that is sent still empty, so the same pieces are sent from far fewer
+    renders. A full update (the first frame, a resize, a screenshot) is Textual's own."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        update_regions = self._dirty_regions.copy()
+        self._dirty_regions.clear()
+        if not update_regions:
+            return None
+        spans = list(self._regions_to_spans(update_regions))
+        chops = self.lean_chops(spans)
+        return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
+
+    def lean_chops(self, spans: Sequence[tuple[int, int, int]]) -> list[dict[int, Strip | None]]:
+        """The pieces of each line of ``spans`` ((y, x1, x2), as ChopsUpdate reads them), as
+        Textual's ``_render_chops`` makes them for the pieces sent: per line, every piece a span
+        overlaps holds the strip of the front-most widget there."""
+        cuts = self.cuts
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+        # per line, the pieces (their first cell) ChopsUpdate sends: those a span overlaps
+        wanted: dict[int, list[int]] = {}
+        for y, x1, x2 in spans:
+            if not 0 <= y < len(cuts):
+                continue
+            line = cuts[y]
+            got = wanted.setdefault(y, [])
+            got += [
+                c for c, end in zip(line, line[1:], strict=False) if c <= x2 and end > x1 and c not in got
+            ]
+        if not wanted:
+            return chops
+        lines = sorted(wanted)
+        for widget, (region, clip) in self.visible_widgets.items():  # front to back
+            render_region = region.intersection(clip)
+            top, bottom = render_region.y, render_region.bottom
+            if not render_region.width or not render_region.height:
+                continue
+            first_cut, last_cut = render_region.column_span
+            # the dirty lines of this widget where a piece it covers is still empty
+            need = [
+                y
+                for y in lines
+                if top <= y < bottom
+                and any(chops[y][c] is None for c in wanted[y] if first_cut <= c < last_cut)
+            ]
+            if not need:
+                continue
+            y0, y1 = need[0], need[-1] + 1
+            strips = widget.render_lines(
+                Region(render_region.x - region.x, y0 - region.y, render_region.width, y1 - y0)
+            )
+            render_x = render_region.x
+            for y, strip in zip(range(y0, y1), strips, strict=False):
+                if y not in wanted:
+                    continue
+                line_chops = chops[y]
+                final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+                pieces = strip.divide([cut - render_x for cut in final_cuts[1:]])
+                for cut, piece in zip(final_cuts, pieces, strict=False):
+                    if line_chops.get(cut) is None:
+                        line_chops[cut] = piece
+        return chops
+
+
+class LeanScreen(Screen[Any]):
+    """A screen that draws its partial updates through :class:`LeanCompositor`."""
+
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._compositor = LeanCompositor()
+
+
+def _compositor_problems() -> list[str]:
+    out = []
+    for name in ("cuts", "visible_widgets", "_dirty_regions", "_regions_to_spans", "render_partial_update"):
+        if not hasattr(Compositor, name) and name not in inspect.getsource(Compositor.__init__):
+            out.append(f"textual._compositor.Compositor has no {name}")
+    params = list(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
+    if params != ["chops", "spans", "chop_ends"]:
+        out.append(f"textual._compositor.ChopsUpdate takes {params}, not chops, spans, chop_ends")
+    if "self._compositor = Compositor()" not in inspect.getsource(Screen.__init__):
+        out.append("Screen.__init__ no longer sets self._compositor = Compositor()")
+    source = inspect.getsource(Compositor._render_chops)
+    for part in ("strip.divide([cut - render_x for cut in final_cuts[1:]])", "last_cut >= cut >= first_cut"):
+        if part not in source:
+            out.append(f"Compositor._render_chops no longer has {part!r} (LeanCompositor copies it)")
+    return out
+
+
 def _attribute_problems(table: DataTable[Any]) -> list[str]:
     out: list[str] = []
     expected: dict[str, type | tuple[type, ...]] = {
@@ -309,6 +410,7 @@ def problems() -> list[str]:
     this Textual is compatible). Checks a DataTable instance: call it where one may be built."""
     out = _signature_problems()
     out += _driver_problems()
+    out += _compositor_problems()
     out += _attribute_problems(DataTable())
     # memtop's own names must not shadow (or be shadowed by) DataTable's
     for name in (
