@@ -183,6 +183,9 @@ class MemtopApp(RecordReplay):
         self._exit_started = 0.0
         #: the probes last said to feed what is on screen (None: all; Source.watch)
         self._watched: frozenset[str] | None = None
+        #: what the header was last drawn from (its line, the recording's text, the width, the
+        #: styles as NO_COLOR leaves them)
+        self._header_drawn: tuple[object, ...] | None = None
 
     @property
     def state(self) -> State:
@@ -494,11 +497,18 @@ class MemtopApp(RecordReplay):
 
     def _draw_header(self) -> None:
         head = header_line(self.state, paused=self.paused, interval_s=self.runner.interval_s)
+        recording = self.recording_text()
+        width = self.size.width
+        # the header's figures move a few times a minute on an idle machine: the same line is
+        # not built again to be found equal to what is shown (a tenth of an idle redraw)
+        drawn = (head, recording.plain, tuple(recording.spans), width, mono("bold red"))
+        if drawn == self._header_drawn:
+            return
+        self._header_drawn = drawn
         t = Text()
         for seg in head.lead:
             t.append(seg.text, style=mono(seg.style))
-        t.append_text(self.recording_text())  # replay position / recording: first, never cut off
-        width = self.size.width
+        t.append_text(recording)  # replay position / recording: first, never cut off
         first, second = head.fit(width - t.cell_len, width) if width else (head.rest, ())
         for seg in first:
             t.append(seg.text, style=mono(seg.style))

@@ -59,7 +59,11 @@ async def test_partial_updates_send_what_textuals_send(monkeypatch: pytest.Monke
     twins = Twins(monkeypatch)
     app = replay_app(pane, at_s=20.0)
     async with app.run_test(size=SIZE) as pilot:
-        await drive(app, pilot, ticks=6)  # the recording's pressure: rows, charts, header move
+        replay = app.source.replay
+        assert replay is not None
+        for _ in range(6):  # the recording's pressure: rows, charts, header move
+            replay.step(1)
+            await drive(app, pilot)
         # and pieces of any shape: over, under and between widgets, one cell to several lines
         compositor = app.main_screen._compositor
         rng = random.Random(36)
@@ -70,7 +74,8 @@ async def test_partial_updates_send_what_textuals_send(monkeypatch: pytest.Monke
             if rng.random() < 0.5:
                 compositor._dirty_regions.add(Region(0, rng.randrange(SIZE[1]), SIZE[0], 1))
             app.main_screen._compositor_refresh()
-        await drive(app, pilot, ticks=2)
+        replay.step(1)
+        await drive(app, pilot)
     assert twins.compared > 40
     assert not twins.differ, twins.differ[:3]
 
