@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from support.ui import count_layouts, settle
 from textual.app import App, ComposeResult
@@ -481,5 +483,99 @@ def test_a_row_replaced_in_place_is_the_only_one_keyed_measured_and_formatted(mo
             await settle(pilot)
             assert shown == cells(t2)
             assert widths == [c.content_width for c in t2.ordered_columns] == [15, 3]
+
+    asyncio.run(run())
+
+
+class StyledTableApp(TableApp):
+    """A table whose colours follow a class of the screen and the focus, as the panes' do
+    (``.stale DataTable`` greys a pane whose probe stopped reading)."""
+
+    CSS = """
+    Screen.grey DataTable { color: $text-muted; background: $panel; }
+    Screen.grey DataTable > .datatable--odd-row { background: $boost; }
+    """
+
+
+async def _restyled_screens(cls: type[DataTable[Any]]) -> list[str]:
+    """Screens of a table, a row edited between them, after each change of the CSS that applies
+    to it: a class of the screen, the focus, the theme."""
+    app = StyledTableApp(cls, fixed=1)
+    shots: list[str] = []
+    async with app.run_test(size=(90, 16)) as pilot:
+        t = app.query_one("#t", DataTable)
+        for c in range(6):
+            t.add_column(Text(f"COL{c}"), key=f"c{c}")
+        for r in range(20):
+            t.add_row(*[Text(f"{r}-{c}") for c in range(6)], key=str(r))
+        steps: list[Callable[[], object]] = [
+            lambda: app.screen.set_class(True, "grey"),
+            lambda: t.blur(),
+            lambda: t.focus(),
+            lambda: setattr(app, "theme", "textual-light"),
+            lambda: app.screen.set_class(False, "grey"),
+        ]
+        await settle(pilot)
+        for i, step in enumerate(steps):
+            step()
+            await settle(pilot)
+            t.update_cell("3", "c2", Text(f"x{i}"))  # a line drawn anew after the change
+            await settle(pilot)
+            shots.append(app.export_screenshot())
+    return shots
+
+
+def test_styles_kept_between_frames_follow_the_css() -> None:
+    """FastTable keeps a row's styles from frame to frame until Textual says the table's CSS may
+    have changed: after each change it draws what DataTable draws."""
+    fast = asyncio.run(_restyled_screens(FastTable))
+    plain = asyncio.run(_restyled_screens(DataTable))
+    colours = [set(re.findall(r"fill: (#[0-9a-f]+)", svg)) for svg in fast]
+    assert colours[0] != colours[3]  # the class and the theme changed what is drawn
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+
+
+def test_a_changed_row_is_drawn_without_walking_the_dom(monkeypatch: Any) -> None:
+    """A row's styles are those of its zebra stripe, cursor and mouse, the same every frame until
+    the CSS changes: a changed row's line does not compute them again (DOMNode.rich_style walks
+    every ancestor's styles; it was most of such a line's cost), nor its cells' (a meta style
+    per cell, saying which row and column a click is on, and the sums with the row's)."""
+    from textual.dom import DOMNode
+
+    walks: list[str] = []
+    rich_style = vars(DOMNode)["rich_style"].fget
+
+    def counting(self: DOMNode) -> Any:
+        walks.append(type(self).__name__)
+        return rich_style(self)
+
+    async def run() -> None:
+        app = _app(FastTable)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", FastTable)
+            for c in range(4):
+                t.add_column(Text(f"COL{c}"), key=f"c{c}")
+            t.add_keyed_rows([(str(r), [Text(f"{r}-{c}") for c in range(4)]) for r in range(20)])
+            await settle(pilot)
+            t.update_cell("2", "c1", Text("first"))
+            t.update_cell("3", "c1", Text("first"))
+            await settle(pilot)
+            monkeypatch.setattr(DOMNode, "rich_style", property(counting))
+            from_meta = Style.from_meta
+
+            def meta_counting(meta: Any) -> Style:
+                walks.append("meta")
+                return from_meta(meta)
+
+            monkeypatch.setattr(Style, "from_meta", meta_counting)
+            drawn = count_lines_drawn(monkeypatch)
+            for i in range(3):
+                t.update_cell("2", "c1", Text(f"v{i}"))
+                t.update_cell("3", "c1", Text(f"v{i}"))
+                await settle(pilot)
+            assert drawn  # the rows were drawn again
+            # nor the styles of its cells: the same row, column and colours as the frame before
+            assert [w for w in walks if w in ("FastTable", "meta")] == []
 
     asyncio.run(run())
