@@ -31,7 +31,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
-from textual.widgets.data_table import CellKey, ColumnKey, DuplicateKey, RowKey
+from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, DuplicateKey, RowKey
 
 
 def textual_version() -> str:
@@ -89,6 +89,20 @@ class CompatDataTable(DataTable[Any]):
             self._highlight_cursor()
         self._update_count += len(keys)
         self.check_idle()
+
+    def set_row_cells(self, row_key: RowKey, cells: Sequence[tuple[ColumnKey, Any, bool]]) -> None:
+        """DataTable's ``update_cell`` for several cells of one row, each (column, value, whether
+        its column may widen for it), with one repaint instead of one a cell."""
+        if row_key not in self._row_locations or any(c not in self._column_locations for c, _, _ in cells):
+            raise CellDoesNotExist(f"No such cells in row_key={row_key!r}: {[c for c, _, _ in cells]!r}.")
+        data = self._data[row_key]
+        for column_key, value, widen in cells:
+            data[column_key] = value
+            self._update_count += 1
+            if widen:
+                self._updated_cells.add(CellKey(row_key, column_key))
+                self._require_update_dimensions = True
+        self.refresh()
 
     def remove_rows(self, keys: Iterable[RowKey]) -> None:
         """Rows removed at once, ending where ``remove_row`` per row ends: DataTable's remove_row
@@ -420,6 +434,7 @@ def problems() -> list[str]:
         "row_cells",
         "set_row_order",
         "append_rows",
+        "set_row_cells",
         "remove_rows",
         "quiet_repaint",
         "update_scrollbars",

@@ -579,3 +579,39 @@ def test_a_changed_row_is_drawn_without_walking_the_dom(monkeypatch: Any) -> Non
             assert [w for w in walks if w in ("FastTable", "meta")] == []
 
     asyncio.run(run())
+
+
+def test_a_row_whose_cells_changed_is_repainted_once(monkeypatch: Any) -> None:
+    """fill_table writes every changed cell of a row at once: one repaint of the row (DataTable's
+    update_cell repaints it for each cell), and the row shows what DataTable shows."""
+    from memtop.ui.panes import base
+    from memtop.views import Column
+
+    columns = (Column("key", "KEY", numeric=False), Column("a", "A"), Column("b", "B"), Column("c", "C"))
+    repaints: list[int | None] = []
+    refresh = FastTable.refresh
+
+    def counting(self: FastTable, *regions: Any, **kwargs: Any) -> Any:
+        repaints.append(self._partial_row)
+        return refresh(self, *regions, **kwargs)
+
+    async def run(cls: type[DataTable[Any]]) -> tuple[str, list[int | None]]:
+        app = _app(cls)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", DataTable)
+            rows = [{"key": f"p{i}", "a": i, "b": i, "c": i} for i in range(20)]
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            repaints.clear()
+            rows = [*rows[:3], {"key": "p3", "a": 30, "b": 31, "c": 123456}, *rows[4:]]
+            base.fill_table(t, columns, rows, "key")
+            got = list(repaints)
+            await settle(pilot)
+            return re.sub(r"terminal-\d+", "terminal-N", app.export_screenshot()), got
+
+    monkeypatch.setattr(FastTable, "refresh", counting)
+    fast, fast_repaints = asyncio.run(run(FastTable))
+    plain, _ = asyncio.run(run(DataTable))
+    assert fast_repaints == [3]  # the row at index 3, once
+    assert "123456" in fast
+    assert fast == plain

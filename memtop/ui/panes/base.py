@@ -453,13 +453,19 @@ class _Filler:
         self.add_rows(new_rows)
 
     def update_cells(self, k: str, old: list[str], plain: list[str], row: Mapping[str, Any]) -> None:
+        changed: list[tuple[str, Text, bool]] = []
         for i, ck in enumerate(self.col_keys):
             if old[i] != plain[i]:
                 # a wider value widens its column (measuring only when it must: DataTable
                 # re-measures the whole column when a value gets narrower)
                 col = self.table.columns.get(ColumnKey(ck))
                 grow = col is not None and cell_len(plain[i]) > col.content_width
-                self.table.update_cell(k, ck, self.as_text(i, plain[i], row), update_width=grow)
+                changed.append((ck, self.as_text(i, plain[i], row), grow))
+        if isinstance(self.table, FastTable):  # the row repainted once for all its cells
+            self.table.update_row(k, changed)
+            return
+        for ck, text, grow in changed:
+            self.table.update_cell(k, ck, text, update_width=grow)
 
     def rebuild(self, rows: Sequence[Mapping[str, Any]], keys: list[str]) -> None:
         """Every row anew, in order."""
