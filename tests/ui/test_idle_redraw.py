@@ -4,10 +4,13 @@ drawn."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 from rich.text import Text
 from support.ui import drive, replay_app
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 import memtop.ui.app as app_module
 from memtop.ui.lines import show_text
@@ -45,3 +48,41 @@ async def test_an_unchanged_header_is_not_built_again(monkeypatch: pytest.Monkey
         assert len(written) == 3
         assert len(set(written)) == 3
         assert str(app.main_screen.query_one("#header", Static).render()) == written[-1]
+
+
+async def test_exited_processes_unchanged_are_not_formatted_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "Recently exited" rows are the same objects from redraw to redraw while their entries
+    are (the view's and the pane's): the table neither formats nor compares them again. With
+    processes coming and going on the machine that was up to 50 rows every tick."""
+    from memtop.state.processes import ProcessesState
+    from memtop.ui.panes import base
+    from memtop.views.processes import ProcessesView
+
+    looked_at: list[str] = []
+    cells_for = base._Filler.cells_for
+
+    def counted(self: base._Filler, row: Mapping[str, Any], k: str) -> list[str]:
+        if ":" in k:  # an exited row's key (pid:exited_ns)
+            looked_at.append(k)
+        return cells_for(self, row, k)
+
+    app = replay_app("processes", at_s=35.0)  # paused after the OOM kill: processes have exited
+    async with app.run_test(size=(160, 45)) as pilot:
+        await drive(app, pilot, ticks=2)
+        assert app.main_screen.query_one("#processes-exited", DataTable).row_count > 0
+        pane = app.active_pane()
+        assert pane is not None
+        view = pane.view
+        assert isinstance(view, ProcessesView)
+        first = view.document(app.state, view.default_options())["exited"]
+        again = view.document(app.state, view.default_options())["exited"]
+        assert first and all(a is b for a, b in zip(first, again, strict=True))
+        monkeypatch.setattr(base._Filler, "cells_for", counted)
+        await drive(app, pilot, ticks=2)
+        assert looked_at == []
+        # an entry whose lifetime was learnt later (its exit event after the poll): a new row
+        entry = app.state.get(ProcessesState).exited[0]
+        entry.lifetime_ns += 1_000_000_000
+        later = view.document(app.state, view.default_options())["exited"]
+        assert later[0] is not first[0] and later[0]["lifetime_ns"] == entry.lifetime_ns
+        assert all(a is b for a, b in zip(first[1:], later[1:], strict=True))
