@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import os
 import selectors
+from bisect import bisect_left
 from codecs import getincrementaldecoder
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -246,12 +247,13 @@ class LeanCompositor(Compositor):
                 continue
             first_cut, last_cut = render_region.column_span
             # the dirty lines of this widget where a piece it covers is still empty
-            need = [
-                y
-                for y in lines
-                if top <= y < bottom
-                and any(chops[y][c] is None for c in wanted[y] if first_cut <= c < last_cut)
-            ]
+            need = []
+            for y in lines[bisect_left(lines, top) : bisect_left(lines, bottom)]:
+                line_chops = chops[y]
+                for c in wanted[y]:
+                    if first_cut <= c < last_cut and line_chops[c] is None:
+                        need.append(y)
+                        break
             if not need:
                 continue
             y0, y1 = need[0], need[-1] + 1
