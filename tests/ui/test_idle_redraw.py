@@ -86,3 +86,28 @@ async def test_exited_processes_unchanged_are_not_formatted_again(monkeypatch: p
         later = view.document(app.state, view.default_options())["exited"]
         assert later[0] is not first[0] and later[0]["lifetime_ns"] == entry.lifetime_ns
         assert all(a is b for a, b in zip(first[1:], later[1:], strict=True))
+
+
+async def test_the_sort_mark_is_not_built_again_while_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mark_sort built every column's label each tick to find it the same; it now checks a column
+    again only when the sort, the column's width or its label changed."""
+    from memtop.ui.panes import base
+
+    built: list[str] = []
+
+    def counting(label: str = "", *args: Any, **kwargs: Any) -> Text:
+        built.append(label)
+        return Text(label, *args, **kwargs)
+
+    app = replay_app("processes", at_s=20.0)  # paused: every tick the same rows
+    async with app.run_test(size=(160, 45)) as pilot:
+        await drive(app, pilot, ticks=2)
+        monkeypatch.setattr(base, "Text", counting)
+        await drive(app, pilot, ticks=3)
+        assert built == []
+        await pilot.press("P")  # sort by PID: the mark moves
+        await drive(app, pilot)
+        table = app.main_screen.query_one("#processes-table", DataTable)
+        labels = {str(c.key.value): c.label for c in table.ordered_columns}
+        assert labels["pid"].plain.startswith("PID") and "underline" in str(labels["pid"].spans)
+        assert "underline" not in str(labels["rss_bytes"].spans)
