@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from rich.segment import Segment
-from support.ui import drive, replay_app, settle
+from support.ui import drive, replay_app, settle, wait_until
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.widget import Widget
@@ -105,3 +105,24 @@ async def test_a_changed_header_renders_the_header_alone(monkeypatch: pytest.Mon
         both = list(rendered)
     assert header_only == ["Static#header:1"]
     assert sorted(both) == ["KeyLine#keys:1", "Static#header:1"]
+
+
+async def test_a_drill_in_sends_what_textual_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drill-in screens draw through the same compositor: the process drill-in's charts,
+    tables and sections as the replay moves."""
+    from memtop.ui.screens import DrillScreen
+
+    twins = Twins(monkeypatch)
+    app = replay_app("processes", at_s=20.0, initial_pid=3620)  # the recording's memory hog
+    async with app.run_test(size=SIZE) as pilot:
+        await drive(app, pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, DrillScreen), "the drill-in")
+        replay = app.source.replay
+        assert replay is not None
+        before = twins.compared
+        for _ in range(6):
+            replay.step(1)
+            await drive(app, pilot)
+        assert isinstance(app.screen, DrillScreen)
+        assert twins.compared > before
+    assert not twins.differ, twins.differ[:3]
