@@ -21,14 +21,16 @@ from codecs import getincrementaldecoder
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import zip_longest
-from typing import Any
+from typing import Any, Self
 
+from rich.color import Color as RichColor
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._two_way_dict import TwoWayDict
 from textual.geometry import Region
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
@@ -43,8 +45,84 @@ def textual_version() -> str:
     return version("textual")
 
 
+class LeanScrollBar(ScrollBar):
+    """A scrollbar repainted only when what it draws changed.
+
+    Textual repaints a scrollbar, every line of it, whenever its range, window or position
+    changes: a table of processes whose rows come and go changes its range every tick, mostly
+    without moving the thumb by a cell (on the shared machine the table's scrollbar was ~55 of
+    the ~90 lines a second the TUI drew). Here a repaint asked with nothing else changed is made
+    only when the bar's segments (what it draws: the thumb's cells and eighths, its colours and
+    click targets) or its size differ from those last painted."""
+
+    def __init__(self, vertical: bool = True, name: str | None = None, *, thickness: int = 1) -> None:
+        #: what the bar was last painted from (None: not known, the next repaint is made)
+        self.painted: tuple[object, ...] | None = None
+        #: set while its table's range changes with its rows (CompatDataTable.update_scrollbars):
+        #: only such repaints are skipped when nothing drawn changed; any other (a style, a
+        #: hover, a layout) is Textual's own
+        self.lean = False
+        super().__init__(vertical, name, thickness=thickness)
+
+    def bar_key(self) -> tuple[object, ...] | None:
+        """What the bar draws now, as ScrollBarRender draws it (None: not a plain bar)."""
+        bar = self.render()
+        if type(bar) is not self.renderer or not isinstance(bar.style, Style):
+            return None
+        width, height = self.size
+        size, thickness = (height, width) if self.vertical else (width, height)
+        style = bar.style
+        segments = bar.render_bar(
+            size=size,
+            window_size=bar.window_size,
+            virtual_size=bar.virtual_size,
+            position=bar.position,
+            vertical=bar.vertical,
+            thickness=thickness,
+            back_color=style.bgcolor or RichColor.parse("#555555"),
+            bar_color=style.color or RichColor.parse("bright_magenta"),
+        )
+        # the colours come from the table's styles and its ancestors' backgrounds: any change of
+        # their rules (an animation's steps too) is a repaint
+        parent = self.parent
+        styles = tuple(n.styles._cache_key for n in parent.ancestors_with_self) if parent else ()
+        generation = (self.app._css_update_count, self.styles._cache_key, styles)
+        return (width, height, generation, tuple(segments.segments))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.painted = None
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        if not self.lean or regions or layout or recompose or not repaint or not self.is_mounted:
+            self.painted = None
+            return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+        try:
+            key = self.bar_key()
+        except Exception:  # noqa: BLE001 - not laid out yet, Textual internals moved: repaint
+            key = None
+        if key is not None and key == self.painted:
+            return self
+        self.painted = key
+        return super().refresh()
+
+
 class CompatDataTable(DataTable[Any]):
     """DataTable with the internals FastTable uses behind names of memtop's own."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Widget's own, created as it creates it, but a :class:`LeanScrollBar`."""
+        if self._vertical_scrollbar is not None:
+            return self._vertical_scrollbar
+        self._vertical_scrollbar = scroll_bar = LeanScrollBar(
+            vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+        )
+        self._vertical_scrollbar.display = False
+        self.app._start_widget(self, scroll_bar)
+        return scroll_bar
 
     # -- rows --------------------------------------------------------------------------------------
     def row_key_at(self, row_index: int) -> RowKey | None:
@@ -141,8 +219,17 @@ class CompatDataTable(DataTable[Any]):
     def update_scrollbars(self) -> None:
         """What a layout does for a scroll view whose virtual size changed and whose own size did
         not (ScrollView._size_updated): the scrollbars' range and visibility, the scroll offset
-        kept within the new size. A scrollbar shown or hidden asks for a layout itself."""
-        self._scroll_update(self.virtual_size)
+        kept within the new size. A scrollbar shown or hidden asks for a layout itself. The
+        vertical scrollbar repaints only if what it draws changed (:class:`LeanScrollBar`)."""
+        bar = self._vertical_scrollbar
+        if not isinstance(bar, LeanScrollBar):
+            self._scroll_update(self.virtual_size)
+            return
+        bar.lean = True
+        try:
+            self._scroll_update(self.virtual_size)
+        finally:
+            bar.lean = False
 
     def quiet_repaint(self) -> AbstractContextManager[None]:
         """Where a whole repaint asked by rows edited within may be narrowed (FastTable)."""
@@ -298,6 +385,35 @@ def _compositor_problems() -> list[str]:
     return out
 
 
+def _scrollbar_problems() -> list[str]:
+    from textual.widget import Widget
+
+    out = []
+    getter = Widget.__dict__["vertical_scrollbar"].fget
+    source = inspect.getsource(getter) if getter is not None else ""
+    for part in (
+        "self._vertical_scrollbar = scroll_bar = ScrollBar(",
+        'vertical=True, name="vertical", thickness=self.scrollbar_size_vertical',
+        "self._vertical_scrollbar.display = False",
+        "self.app._start_widget(self, scroll_bar)",
+    ):
+        if part not in source:
+            out.append(f"Widget.vertical_scrollbar no longer has {part!r} (CompatDataTable copies it)")
+    params = list(inspect.signature(ScrollBarRender.render_bar).parameters)
+    if params != [
+        "size",
+        "virtual_size",
+        "window_size",
+        "position",
+        "thickness",
+        "vertical",
+        "back_color",
+        "bar_color",
+    ]:
+        out.append(f"ScrollBarRender.render_bar takes {params}")
+    return out
+
+
 def _attribute_problems(table: DataTable[Any]) -> list[str]:
     out: list[str] = []
     expected: dict[str, type | tuple[type, ...]] = {
@@ -427,6 +543,7 @@ def problems() -> list[str]:
     out = _signature_problems()
     out += _driver_problems()
     out += _compositor_problems()
+    out += _scrollbar_problems()
     out += _attribute_problems(DataTable())
     # memtop's own names must not shadow (or be shadowed by) DataTable's
     for name in (

@@ -615,3 +615,80 @@ def test_a_row_whose_cells_changed_is_repainted_once(monkeypatch: Any) -> None:
     assert fast_repaints == [3]  # the row at index 3, once
     assert "123456" in fast
     assert fast == plain
+
+
+class TallTableApp(TableApp):
+    """A table of a height of its own, as the panes' are (its rows change what it scrolls over,
+    not its box)."""
+
+    CSS = "DataTable { height: 1fr; }"
+
+
+async def _growing_screens(cls: type[DataTable[Any]], repaints: list[int]) -> list[str]:
+    """Screens of a long table whose rows come and go below the screen one at a time (the range
+    moves, the thumb mostly not), then by hundreds (the thumb moves), scrolled down once."""
+    app = TallTableApp(cls)
+    shots: list[str] = []
+    async with app.run_test(size=(60, 14)) as pilot:
+        t = app.query_one("#t", DataTable)
+        for c in range(3):
+            t.add_column(Text(f"COL{c}"), key=f"c{c}")
+        for r in range(500):
+            t.add_row(*[Text(f"{r}-{c}") for c in range(3)], key=str(r))
+        await settle(pilot)
+        shots.append(app.export_screenshot())
+        repaints.clear()
+
+        def add(keys: list[str]) -> None:
+            for k in keys:
+                t.add_row(*[Text(k) for _ in range(3)], key=k)
+
+        def remove(keys: list[str]) -> None:
+            for k in keys:
+                t.remove_row(k)
+
+        hundreds = [f"m{i}" for i in range(300)]
+        steps: list[Callable[[], object]] = [
+            *[lambda k=f"n{i}": add([k]) for i in range(6)],
+            *[lambda k=f"n{i}": remove([k]) for i in range(3)],
+            lambda: add(hundreds),
+            lambda: t.scroll_to(y=200, animate=False),
+            lambda: remove(hundreds),
+        ]
+        for step in steps:
+            step()
+            await settle(pilot)
+            shots.append(app.export_screenshot())
+    return shots
+
+
+def test_a_scrollbar_whose_thumb_did_not_move_is_not_repainted(monkeypatch: Any) -> None:
+    """Rows that come and go change the table's range every tick, mostly without moving the
+    scrollbar's thumb by a cell: FastTable's scrollbar is repainted for a new range only when
+    what it draws changed, and draws what DataTable's draws after every step."""
+    from textual.widget import Widget
+
+    from memtop.ui.textual_compat import LeanScrollBar
+
+    asked: list[int] = []  # repaints asked for a new range
+    made: list[int] = []  # of which made
+    refresh, lean_refresh = Widget.refresh, LeanScrollBar.refresh
+
+    def counting(self: Widget, *regions: Any, **kwargs: Any) -> Any:
+        if isinstance(self, LeanScrollBar) and self.lean:
+            made.append(len(regions))
+        return refresh(self, *regions, **kwargs)
+
+    def asking(self: LeanScrollBar, *regions: Any, **kwargs: Any) -> Any:
+        if self.lean:
+            asked.append(len(regions))
+        return lean_refresh(self, *regions, **kwargs)
+
+    monkeypatch.setattr(Widget, "refresh", counting)
+    monkeypatch.setattr(LeanScrollBar, "refresh", asking)
+    fast = asyncio.run(_growing_screens(FastTable, []))
+    plain = asyncio.run(_growing_screens(DataTable, []))
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+    assert len(asked) >= 9  # each step that moved the range
+    assert 0 < len(made) <= 4, (asked, made)  # the thumb's moves
