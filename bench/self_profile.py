@@ -9,8 +9,9 @@ memtop runs in a Python that first wraps a few functions with timers (each call'
 screen update (layout and rendering, and within it the styles cache's and FastTable's lines and
 the compositor's reflow), the app's redraw (views and widgets), the state's apply, the bridge's
 poll and each probe's poll. After ``--warmup`` seconds it counts for ``--seconds``, then writes
-each part's CPU ms a second and calls a second, beside the whole process's CPU, and the bench
-prints that. The wrappers cost a little themselves: compare parts with each other, and the whole
+each part's CPU ms a second and calls a second, beside the whole process's CPU and each
+thread's (the main thread draws and applies, the poll thread polls), and the bench prints
+that. The wrappers cost a little themselves: compare parts with each other, and the whole
 with bench/memtop_self.py's figures. A part whose function is no longer there (another Textual)
 is left out and named."""
 
@@ -84,14 +85,30 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
             ):
                 setattr(v, poll, _timed(spent, calls, f"  poll: {v.__name__}", vars(v)[poll]))
 
+    def threads_cpu_s() -> dict[str, float]:
+        # each live thread's own CPU clock (the main thread: Textual, the redraw, the state; the
+        # poll thread: the probes), by name
+        out: dict[str, float] = {}
+        for t in threading.enumerate():
+            if t.ident is None:
+                continue
+            try:
+                out[t.name] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            except (OSError, ProcessLookupError):
+                continue
+        return out
+
     def count() -> None:
         time.sleep(warmup_s)
         t0, s0, c0, p0 = time.monotonic(), Counter(spent), Counter(calls), os.times()
+        th0 = threads_cpu_s()
         time.sleep(seconds)
         dt, p1 = time.monotonic() - t0, os.times()
+        th1 = threads_cpu_s()
         doc = {
             "window_s": dt,
             "process_cpu_ms_per_s": 1000 * ((p1.user + p1.system) - (p0.user + p0.system)) / dt,
+            "threads_cpu_ms_per_s": {k: 1000 * (v - th0[k]) / dt for k, v in th1.items() if k in th0},
             "parts": {
                 k: {"cpu_ms_per_s": (spent[k] - s0[k]) / 1e6 / dt, "calls_per_s": (calls[k] - c0[k]) / dt}
                 for k in spent
@@ -144,6 +161,10 @@ def main(warmup_s: float, seconds: float, argv: list[str]) -> dict[str, Any]:
 
 def show(doc: dict[str, Any]) -> None:
     print(f"memtop's CPU over {doc['window_s']:.0f} s: {doc['process_cpu_ms_per_s']:.1f} ms a second")
+    threads: dict[str, float] = doc.get("threads_cpu_ms_per_s", {})
+    for name, ms in sorted(threads.items(), key=lambda kv: -kv[1]):
+        if ms >= 0.01:
+            print(f"{ms:8.2f} ms/s  thread {name}")
     order = [label for *_, label in PARTS]
     parts: dict[str, dict[str, float]] = doc["parts"]
     polls = sorted((k for k in parts if k.startswith("  poll: ")), key=lambda k: -parts[k]["cpu_ms_per_s"])

@@ -12,10 +12,14 @@ import pkgutil
 from typing import TypeVar
 
 from memtop.records import Batch, Lost, ProbeStatus
-from memtop.records.processes import ProcSample
+from memtop.records.processes import ProcEvent, ProcSample
 from memtop.state.base import SubState
 
 S = TypeVar("S", bound=SubState)
+
+#: the records only the sub-states with ``process_samples`` get (exact types: a batch's records
+#: are the registered record classes themselves)
+PER_PROCESS: frozenset[type] = frozenset((ProcSample, ProcEvent))
 
 
 def _load_submodules() -> None:
@@ -55,10 +59,12 @@ class State:
             self.first_ts_ns = batch.ts_ns
         self.ts_ns = batch.ts_ns
         self.batches += 1
-        # the /proc reader's per-process samples, most of a batch, go only to the sub-states
-        # that read them (``SubState.process_samples``): one pass over the batch here instead
-        # of one isinstance chain over each of them in every sub-state
-        rest = tuple(r for r in batch.records if type(r) is not ProcSample)
+        # the per-process records, most of a batch, go only to the sub-states that read them
+        # (``SubState.process_samples``): one pass over the batch here instead of one isinstance
+        # chain over each of them in every sub-state. Besides the /proc reader's samples (one a
+        # process a tick), the lifecycle probe's exec and exit events: the machine's process
+        # churn, ~60-80 a tick on the shared test VM, each went through a dozen sub-states
+        rest = tuple(r for r in batch.records if type(r) not in PER_PROCESS)
         lean = batch if len(rest) == len(batch.records) else Batch(batch.ts_ns, rest)
         for rec in rest:
             if isinstance(rec, ProbeStatus):

@@ -33,10 +33,11 @@ class SubState:
 
     key: ClassVar[str] = ""
     registry: ClassVar[list[type[SubState]]] = []
-    #: whether ``apply`` reads the /proc reader's per-process samples (``ProcSample``): one per
-    #: process every tick, most of a batch's records (2,000 processes: 2,000 of ~2,100); a
-    #: sub-state that does not gets each batch without them (its isinstance chain ran over
-    #: every one of them, in each of a dozen sub-states)
+    #: whether ``apply`` reads the per-process records (``memtop.state.PER_PROCESS``: the /proc
+    #: reader's ``ProcSample``, one per process every tick, most of a batch's records (2,000
+    #: processes: 2,000 of ~2,100), and the lifecycle probe's ``ProcEvent``, one per exec and
+    #: exit on the machine); a sub-state that does not gets each batch without them (its
+    #: isinstance chain ran over every one of them, in each of a dozen sub-states)
     process_samples: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:

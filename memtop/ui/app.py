@@ -36,6 +36,7 @@ from memtop.ui.panes import pane_class, pane_names
 from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
+from memtop.ui.textual_compat import LeanScreen
 from memtop.views import ALWAYS_SHOWN_PROBES, FIRST_FRAME_PROBES, LEGEND, get_view
 from memtop.views.header import header_line
 
@@ -182,6 +183,9 @@ class MemtopApp(RecordReplay):
         self._exit_started = 0.0
         #: the probes last said to feed what is on screen (None: all; Source.watch)
         self._watched: frozenset[str] | None = None
+        #: what the header was last drawn from (its line, the recording's text, the width, the
+        #: styles as NO_COLOR leaves them)
+        self._header_drawn: tuple[object, ...] | None = None
 
     @property
     def state(self) -> State:
@@ -221,6 +225,11 @@ class MemtopApp(RecordReplay):
         pane = pane_class(name)(id=f"pane-{name}")
         await container.mount(pane)
         return pane
+
+    def get_default_screen(self) -> Screen[Any]:
+        """The main screen, whose partial updates render only the lines they send (on an idle
+        tick Textual rendered every widget on it for the header and a row or two)."""
+        return LeanScreen(id="_default")
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's Linux driver, made to survive the terminal going away (memtop.ui.term_compat)."""
@@ -488,11 +497,18 @@ class MemtopApp(RecordReplay):
 
     def _draw_header(self) -> None:
         head = header_line(self.state, paused=self.paused, interval_s=self.runner.interval_s)
+        recording = self.recording_text()
+        width = self.size.width
+        # the header's figures move a few times a minute on an idle machine: the same line is
+        # not built again to be found equal to what is shown (a tenth of an idle redraw)
+        drawn = (head, recording.plain, tuple(recording.spans), width, mono("bold red"))
+        if drawn == self._header_drawn:
+            return
+        self._header_drawn = drawn
         t = Text()
         for seg in head.lead:
             t.append(seg.text, style=mono(seg.style))
-        t.append_text(self.recording_text())  # replay position / recording: first, never cut off
-        width = self.size.width
+        t.append_text(recording)  # replay position / recording: first, never cut off
         first, second = head.fit(width - t.cell_len, width) if width else (head.rest, ())
         for seg in first:
             t.append(seg.text, style=mono(seg.style))

@@ -16,18 +16,25 @@ from __future__ import annotations
 import inspect
 import os
 import selectors
+from bisect import bisect_left
 from codecs import getincrementaldecoder
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import zip_longest
-from typing import Any
+from typing import Any, Self
 
+from rich.color import Color as RichColor
 from rich.style import Style
+from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._two_way_dict import TwoWayDict
+from textual.geometry import Region
+from textual.screen import Screen
+from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import Row  # not re-exported: rows are built as add_row does
-from textual.widgets.data_table import CellKey, ColumnKey, DuplicateKey, RowKey
+from textual.widgets.data_table import CellDoesNotExist, CellKey, ColumnKey, DuplicateKey, RowKey
 
 
 def textual_version() -> str:
@@ -38,8 +45,84 @@ def textual_version() -> str:
     return version("textual")
 
 
+class LeanScrollBar(ScrollBar):
+    """A scrollbar repainted only when what it draws changed.
+
+    Textual repaints a scrollbar, every line of it, whenever its range, window or position
+    changes: a table of processes whose rows come and go changes its range every tick, mostly
+    without moving the thumb by a cell (on the shared machine the table's scrollbar was ~55 of
+    the ~90 lines a second the TUI drew). Here a repaint asked with nothing else changed is made
+    only when the bar's segments (what it draws: the thumb's cells and eighths, its colours and
+    click targets) or its size differ from those last painted."""
+
+    def __init__(self, vertical: bool = True, name: str | None = None, *, thickness: int = 1) -> None:
+        #: what the bar was last painted from (None: not known, the next repaint is made)
+        self.painted: tuple[object, ...] | None = None
+        #: set while its table's range changes with its rows (CompatDataTable.update_scrollbars):
+        #: only such repaints are skipped when nothing drawn changed; any other (a style, a
+        #: hover, a layout) is Textual's own
+        self.lean = False
+        super().__init__(vertical, name, thickness=thickness)
+
+    def bar_key(self) -> tuple[object, ...] | None:
+        """What the bar draws now, as ScrollBarRender draws it (None: not a plain bar)."""
+        bar = self.render()
+        if type(bar) is not self.renderer or not isinstance(bar.style, Style):
+            return None
+        width, height = self.size
+        size, thickness = (height, width) if self.vertical else (width, height)
+        style = bar.style
+        segments = bar.render_bar(
+            size=size,
+            window_size=bar.window_size,
+            virtual_size=bar.virtual_size,
+            position=bar.position,
+            vertical=bar.vertical,
+            thickness=thickness,
+            back_color=style.bgcolor or RichColor.parse("#555555"),
+            bar_color=style.color or RichColor.parse("bright_magenta"),
+        )
+        # the colours come from the table's styles and its ancestors' backgrounds: any change of
+        # their rules (an animation's steps too) is a repaint
+        parent = self.parent
+        styles = tuple(n.styles._cache_key for n in parent.ancestors_with_self) if parent else ()
+        generation = (self.app._css_update_count, self.styles._cache_key, styles)
+        return (width, height, generation, tuple(segments.segments))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.painted = None
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        if not self.lean or regions or layout or recompose or not repaint or not self.is_mounted:
+            self.painted = None
+            return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+        try:
+            key = self.bar_key()
+        except Exception:  # noqa: BLE001 - not laid out yet, Textual internals moved: repaint
+            key = None
+        if key is not None and key == self.painted:
+            return self
+        self.painted = key
+        return super().refresh()
+
+
 class CompatDataTable(DataTable[Any]):
     """DataTable with the internals FastTable uses behind names of memtop's own."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Widget's own, created as it creates it, but a :class:`LeanScrollBar`."""
+        if self._vertical_scrollbar is not None:
+            return self._vertical_scrollbar
+        self._vertical_scrollbar = scroll_bar = LeanScrollBar(
+            vertical=True, name="vertical", thickness=self.scrollbar_size_vertical
+        )
+        self._vertical_scrollbar.display = False
+        self.app._start_widget(self, scroll_bar)
+        return scroll_bar
 
     # -- rows --------------------------------------------------------------------------------------
     def row_key_at(self, row_index: int) -> RowKey | None:
@@ -86,6 +169,20 @@ class CompatDataTable(DataTable[Any]):
         self._update_count += len(keys)
         self.check_idle()
 
+    def set_row_cells(self, row_key: RowKey, cells: Sequence[tuple[ColumnKey, Any, bool]]) -> None:
+        """DataTable's ``update_cell`` for several cells of one row, each (column, value, whether
+        its column may widen for it), with one repaint instead of one a cell."""
+        if row_key not in self._row_locations or any(c not in self._column_locations for c, _, _ in cells):
+            raise CellDoesNotExist(f"No such cells in row_key={row_key!r}: {[c for c, _, _ in cells]!r}.")
+        data = self._data[row_key]
+        for column_key, value, widen in cells:
+            data[column_key] = value
+            self._update_count += 1
+            if widen:
+                self._updated_cells.add(CellKey(row_key, column_key))
+                self._require_update_dimensions = True
+        self.refresh()
+
     def remove_rows(self, keys: Iterable[RowKey]) -> None:
         """Rows removed at once, ending where ``remove_row`` per row ends: DataTable's remove_row
         renumbers every row below the one removed (a log that drops its 64 oldest of 200 rows a
@@ -122,8 +219,17 @@ class CompatDataTable(DataTable[Any]):
     def update_scrollbars(self) -> None:
         """What a layout does for a scroll view whose virtual size changed and whose own size did
         not (ScrollView._size_updated): the scrollbars' range and visibility, the scroll offset
-        kept within the new size. A scrollbar shown or hidden asks for a layout itself."""
-        self._scroll_update(self.virtual_size)
+        kept within the new size. A scrollbar shown or hidden asks for a layout itself. The
+        vertical scrollbar repaints only if what it draws changed (:class:`LeanScrollBar`)."""
+        bar = self._vertical_scrollbar
+        if not isinstance(bar, LeanScrollBar):
+            self._scroll_update(self.virtual_size)
+            return
+        bar.lean = True
+        try:
+            self._scroll_update(self.virtual_size)
+        finally:
+            bar.lean = False
 
     def quiet_repaint(self) -> AbstractContextManager[None]:
         """Where a whole repaint asked by rows edited within may be narrowed (FastTable)."""
@@ -179,6 +285,133 @@ class CompatDataTable(DataTable[Any]):
     @property
     def renders_row_labels(self) -> bool:
         return bool(self._should_render_row_labels)
+
+
+class LeanCompositor(Compositor):
+    """A compositor whose partial updates render only what they send.
+
+    Textual's partial update renders every widget that overlaps the box around all the dirty
+    regions, each over its whole height, then sends only the dirty lines: when the header
+    (line 0) and a row near the bottom changed, every widget on screen was rendered (ten on the
+    Processes pane, ~45 lines each through the styles cache; py-spy put most of an idle
+    memtop's screen updates there). Here each dirty line takes its pieces front to back as
+    Textual's do, but a widget is rendered only over the dirty lines where something in front
+    of it left a piece that is sent still empty, so the same pieces are sent from far fewer
+    renders. A full update (the first frame, a resize, a screenshot) is Textual's own."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        update_regions = self._dirty_regions.copy()
+        self._dirty_regions.clear()
+        if not update_regions:
+            return None
+        spans = list(self._regions_to_spans(update_regions))
+        chops = self.lean_chops(spans)
+        return ChopsUpdate(chops, spans, [cut_set[1:] for cut_set in self.cuts])
+
+    def lean_chops(self, spans: Sequence[tuple[int, int, int]]) -> list[dict[int, Strip | None]]:
+        """The pieces of each line of ``spans`` ((y, x1, x2), as ChopsUpdate reads them), as
+        Textual's ``_render_chops`` makes them for the pieces sent: per line, every piece a span
+        overlaps holds the strip of the front-most widget there."""
+        cuts = self.cuts
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+        # per line, the pieces (their first cell) ChopsUpdate sends: those a span overlaps
+        wanted: dict[int, list[int]] = {}
+        for y, x1, x2 in spans:
+            if not 0 <= y < len(cuts):
+                continue
+            line = cuts[y]
+            got = wanted.setdefault(y, [])
+            got += [
+                c for c, end in zip(line, line[1:], strict=False) if c <= x2 and end > x1 and c not in got
+            ]
+        if not wanted:
+            return chops
+        lines = sorted(wanted)
+        for widget, (region, clip) in self.visible_widgets.items():  # front to back
+            render_region = region.intersection(clip)
+            top, bottom = render_region.y, render_region.bottom
+            if not render_region.width or not render_region.height:
+                continue
+            first_cut, last_cut = render_region.column_span
+            # the dirty lines of this widget where a piece it covers is still empty
+            need = []
+            for y in lines[bisect_left(lines, top) : bisect_left(lines, bottom)]:
+                line_chops = chops[y]
+                for c in wanted[y]:
+                    if first_cut <= c < last_cut and line_chops[c] is None:
+                        need.append(y)
+                        break
+            if not need:
+                continue
+            y0, y1 = need[0], need[-1] + 1
+            strips = widget.render_lines(
+                Region(render_region.x - region.x, y0 - region.y, render_region.width, y1 - y0)
+            )
+            render_x = render_region.x
+            for y, strip in zip(range(y0, y1), strips, strict=False):
+                if y not in wanted:
+                    continue
+                line_chops = chops[y]
+                final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+                pieces = strip.divide([cut - render_x for cut in final_cuts[1:]])
+                for cut, piece in zip(final_cuts, pieces, strict=False):
+                    if line_chops.get(cut) is None:
+                        line_chops[cut] = piece
+        return chops
+
+
+class LeanScreen(Screen[Any]):
+    """A screen that draws its partial updates through :class:`LeanCompositor`."""
+
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._compositor = LeanCompositor()
+
+
+def _compositor_problems() -> list[str]:
+    out = []
+    for name in ("cuts", "visible_widgets", "_dirty_regions", "_regions_to_spans", "render_partial_update"):
+        if not hasattr(Compositor, name) and name not in inspect.getsource(Compositor.__init__):
+            out.append(f"textual._compositor.Compositor has no {name}")
+    params = list(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
+    if params != ["chops", "spans", "chop_ends"]:
+        out.append(f"textual._compositor.ChopsUpdate takes {params}, not chops, spans, chop_ends")
+    if "self._compositor = Compositor()" not in inspect.getsource(Screen.__init__):
+        out.append("Screen.__init__ no longer sets self._compositor = Compositor()")
+    source = inspect.getsource(Compositor._render_chops)
+    for part in ("strip.divide([cut - render_x for cut in final_cuts[1:]])", "last_cut >= cut >= first_cut"):
+        if part not in source:
+            out.append(f"Compositor._render_chops no longer has {part!r} (LeanCompositor copies it)")
+    return out
+
+
+def _scrollbar_problems() -> list[str]:
+    from textual.widget import Widget
+
+    out = []
+    getter = Widget.__dict__["vertical_scrollbar"].fget
+    source = inspect.getsource(getter) if getter is not None else ""
+    for part in (
+        "self._vertical_scrollbar = scroll_bar = ScrollBar(",
+        'vertical=True, name="vertical", thickness=self.scrollbar_size_vertical',
+        "self._vertical_scrollbar.display = False",
+        "self.app._start_widget(self, scroll_bar)",
+    ):
+        if part not in source:
+            out.append(f"Widget.vertical_scrollbar no longer has {part!r} (CompatDataTable copies it)")
+    params = list(inspect.signature(ScrollBarRender.render_bar).parameters)
+    if params != [
+        "size",
+        "virtual_size",
+        "window_size",
+        "position",
+        "thickness",
+        "vertical",
+        "back_color",
+        "bar_color",
+    ]:
+        out.append(f"ScrollBarRender.render_bar takes {params}")
+    return out
 
 
 def _attribute_problems(table: DataTable[Any]) -> list[str]:
@@ -309,6 +542,8 @@ def problems() -> list[str]:
     this Textual is compatible). Checks a DataTable instance: call it where one may be built."""
     out = _signature_problems()
     out += _driver_problems()
+    out += _compositor_problems()
+    out += _scrollbar_problems()
     out += _attribute_problems(DataTable())
     # memtop's own names must not shadow (or be shadowed by) DataTable's
     for name in (
@@ -318,6 +553,7 @@ def problems() -> list[str]:
         "row_cells",
         "set_row_order",
         "append_rows",
+        "set_row_cells",
         "remove_rows",
         "quiet_repaint",
         "update_scrollbars",

@@ -211,6 +211,8 @@ class ProcessesView(View[ProcessesDoc]):
         # pid -> (sample, figures from other probes, row): a process whose sample object and
         # figures did not change keeps its row dict, so tables can tell it is unchanged by identity
         self._row_cache: dict[int, tuple[ProcSample, Figures, ProcessRow]] = {}
+        #: id of an exited process's entry -> (the entry, its lifetime then, its row)
+        self._exited_cache: dict[int, tuple[ExitedRow, int, ExitedProcess]] = {}
 
     def document(self, state: State, opts: Options) -> ProcessesDoc:
         procs = state.get(ProcessesState)
@@ -287,19 +289,29 @@ class ProcessesView(View[ProcessesDoc]):
         listed: list[ExitedRow] | deque[ExitedRow] = procs.exited
         if opts.extra.get("exited") == "all":
             listed = sorted([*procs.exited, *between], key=lambda e: e.exited_ns, reverse=True)
-        exited: list[ExitedProcess] = [
-            {
-                "pid": e.pid,
-                "comm": e.comm,
-                "exited_ns": e.exited_ns,
-                "lifetime_ns": e.lifetime_ns or None,  # 0: its start was never seen
-                "rss_bytes": e.last.rss_bytes if e.last else None,
-                "swap_bytes": e.last.swap_bytes if e.last else None,
-                "minor_faults": e.last.minor_faults if e.last else None,
-                "major_faults": e.last.major_faults if e.last else None,
-            }
-            for e in listed
-            if matches(
+        # an exited process's row is the same object while its entry is (its lifetime may be
+        # learnt later): the pane's table tells by identity that it need not format it again
+        # (up to EXITED_LEN rows a tick on a machine where processes come and go)
+        old_exited: dict[int, tuple[ExitedRow, int, ExitedProcess]] = self._exited_cache
+        kept: dict[int, tuple[ExitedRow, int, ExitedProcess]] = {}
+        exited: list[ExitedProcess] = []
+        for e in listed:
+            gone = old_exited.get(id(e))
+            if gone is not None and gone[0] is e and gone[1] == e.lifetime_ns:
+                exited_row = gone[2]
+            else:
+                exited_row = {
+                    "pid": e.pid,
+                    "comm": e.comm,
+                    "exited_ns": e.exited_ns,
+                    "lifetime_ns": e.lifetime_ns or None,  # 0: its start was never seen
+                    "rss_bytes": e.last.rss_bytes if e.last else None,
+                    "swap_bytes": e.last.swap_bytes if e.last else None,
+                    "minor_faults": e.last.minor_faults if e.last else None,
+                    "major_faults": e.last.major_faults if e.last else None,
+                }
+            kept[id(e)] = (e, e.lifetime_ns, exited_row)
+            if not opts.filter or matches(
                 {
                     "comm": e.comm,
                     "user": e.last.user if e.last else "",
@@ -307,8 +319,9 @@ class ProcessesView(View[ProcessesDoc]):
                     "cmdline": e.last.cmdline if e.last else "",
                 },
                 opts.filter,
-            )
-        ]
+            ):
+                exited.append(exited_row)
+        self._exited_cache = kept
         head = self.head(state)
         doc: ProcessesDoc = {
             "pane": head["pane"],

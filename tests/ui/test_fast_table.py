@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
 from support.ui import count_layouts, settle
 from textual.app import App, ComposeResult
@@ -483,3 +485,210 @@ def test_a_row_replaced_in_place_is_the_only_one_keyed_measured_and_formatted(mo
             assert widths == [c.content_width for c in t2.ordered_columns] == [15, 3]
 
     asyncio.run(run())
+
+
+class StyledTableApp(TableApp):
+    """A table whose colours follow a class of the screen and the focus, as the panes' do
+    (``.stale DataTable`` greys a pane whose probe stopped reading)."""
+
+    CSS = """
+    Screen.grey DataTable { color: $text-muted; background: $panel; }
+    Screen.grey DataTable > .datatable--odd-row { background: $boost; }
+    """
+
+
+async def _restyled_screens(cls: type[DataTable[Any]]) -> list[str]:
+    """Screens of a table, a row edited between them, after each change of the CSS that applies
+    to it: a class of the screen, the focus, the theme."""
+    app = StyledTableApp(cls, fixed=1)
+    shots: list[str] = []
+    async with app.run_test(size=(90, 16)) as pilot:
+        t = app.query_one("#t", DataTable)
+        for c in range(6):
+            t.add_column(Text(f"COL{c}"), key=f"c{c}")
+        for r in range(20):
+            t.add_row(*[Text(f"{r}-{c}") for c in range(6)], key=str(r))
+        steps: list[Callable[[], object]] = [
+            lambda: app.screen.set_class(True, "grey"),
+            lambda: t.blur(),
+            lambda: t.focus(),
+            lambda: setattr(app, "theme", "textual-light"),
+            lambda: app.screen.set_class(False, "grey"),
+        ]
+        await settle(pilot)
+        for i, step in enumerate(steps):
+            step()
+            await settle(pilot)
+            t.update_cell("3", "c2", Text(f"x{i}"))  # a line drawn anew after the change
+            await settle(pilot)
+            shots.append(app.export_screenshot())
+    return shots
+
+
+def test_styles_kept_between_frames_follow_the_css() -> None:
+    """FastTable keeps a row's styles from frame to frame until Textual says the table's CSS may
+    have changed: after each change it draws what DataTable draws."""
+    fast = asyncio.run(_restyled_screens(FastTable))
+    plain = asyncio.run(_restyled_screens(DataTable))
+    colours = [set(re.findall(r"fill: (#[0-9a-f]+)", svg)) for svg in fast]
+    assert colours[0] != colours[3]  # the class and the theme changed what is drawn
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+
+
+def test_a_changed_row_is_drawn_without_walking_the_dom(monkeypatch: Any) -> None:
+    """A row's styles are those of its zebra stripe, cursor and mouse, the same every frame until
+    the CSS changes: a changed row's line does not compute them again (DOMNode.rich_style walks
+    every ancestor's styles; it was most of such a line's cost), nor its cells' (a meta style
+    per cell, saying which row and column a click is on, and the sums with the row's)."""
+    from textual.dom import DOMNode
+
+    walks: list[str] = []
+    rich_style = vars(DOMNode)["rich_style"].fget
+
+    def counting(self: DOMNode) -> Any:
+        walks.append(type(self).__name__)
+        return rich_style(self)
+
+    async def run() -> None:
+        app = _app(FastTable)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", FastTable)
+            for c in range(4):
+                t.add_column(Text(f"COL{c}"), key=f"c{c}")
+            t.add_keyed_rows([(str(r), [Text(f"{r}-{c}") for c in range(4)]) for r in range(20)])
+            await settle(pilot)
+            t.update_cell("2", "c1", Text("first"))
+            t.update_cell("3", "c1", Text("first"))
+            await settle(pilot)
+            monkeypatch.setattr(DOMNode, "rich_style", property(counting))
+            from_meta = Style.from_meta
+
+            def meta_counting(meta: Any) -> Style:
+                walks.append("meta")
+                return from_meta(meta)
+
+            monkeypatch.setattr(Style, "from_meta", meta_counting)
+            drawn = count_lines_drawn(monkeypatch)
+            for i in range(3):
+                t.update_cell("2", "c1", Text(f"v{i}"))
+                t.update_cell("3", "c1", Text(f"v{i}"))
+                await settle(pilot)
+            assert drawn  # the rows were drawn again
+            # nor the styles of its cells: the same row, column and colours as the frame before
+            assert [w for w in walks if w in ("FastTable", "meta")] == []
+
+    asyncio.run(run())
+
+
+def test_a_row_whose_cells_changed_is_repainted_once(monkeypatch: Any) -> None:
+    """fill_table writes every changed cell of a row at once: one repaint of the row (DataTable's
+    update_cell repaints it for each cell), and the row shows what DataTable shows."""
+    from memtop.ui.panes import base
+    from memtop.views import Column
+
+    columns = (Column("key", "KEY", numeric=False), Column("a", "A"), Column("b", "B"), Column("c", "C"))
+    repaints: list[int | None] = []
+    refresh = FastTable.refresh
+
+    def counting(self: FastTable, *regions: Any, **kwargs: Any) -> Any:
+        repaints.append(self._partial_row)
+        return refresh(self, *regions, **kwargs)
+
+    async def run(cls: type[DataTable[Any]]) -> tuple[str, list[int | None]]:
+        app = _app(cls)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", DataTable)
+            rows = [{"key": f"p{i}", "a": i, "b": i, "c": i} for i in range(20)]
+            base.fill_table(t, columns, rows, "key")
+            await settle(pilot)
+            repaints.clear()
+            rows = [*rows[:3], {"key": "p3", "a": 30, "b": 31, "c": 123456}, *rows[4:]]
+            base.fill_table(t, columns, rows, "key")
+            got = list(repaints)
+            await settle(pilot)
+            return re.sub(r"terminal-\d+", "terminal-N", app.export_screenshot()), got
+
+    monkeypatch.setattr(FastTable, "refresh", counting)
+    fast, fast_repaints = asyncio.run(run(FastTable))
+    plain, _ = asyncio.run(run(DataTable))
+    assert fast_repaints == [3]  # the row at index 3, once
+    assert "123456" in fast
+    assert fast == plain
+
+
+class TallTableApp(TableApp):
+    """A table of a height of its own, as the panes' are (its rows change what it scrolls over,
+    not its box)."""
+
+    CSS = "DataTable { height: 1fr; }"
+
+
+async def _growing_screens(cls: type[DataTable[Any]], repaints: list[int]) -> list[str]:
+    """Screens of a long table whose rows come and go below the screen one at a time (the range
+    moves, the thumb mostly not), then by hundreds (the thumb moves), scrolled down once."""
+    app = TallTableApp(cls)
+    shots: list[str] = []
+    async with app.run_test(size=(60, 14)) as pilot:
+        t = app.query_one("#t", DataTable)
+        for c in range(3):
+            t.add_column(Text(f"COL{c}"), key=f"c{c}")
+        for r in range(500):
+            t.add_row(*[Text(f"{r}-{c}") for c in range(3)], key=str(r))
+        await settle(pilot)
+        shots.append(app.export_screenshot())
+        repaints.clear()
+
+        def add(keys: list[str]) -> None:
+            for k in keys:
+                t.add_row(*[Text(k) for _ in range(3)], key=k)
+
+        def remove(keys: list[str]) -> None:
+            for k in keys:
+                t.remove_row(k)
+
+        hundreds = [f"m{i}" for i in range(300)]
+        steps: list[Callable[[], object]] = [
+            *[lambda k=f"n{i}": add([k]) for i in range(6)],
+            *[lambda k=f"n{i}": remove([k]) for i in range(3)],
+            lambda: add(hundreds),
+            lambda: t.scroll_to(y=200, animate=False),
+            lambda: remove(hundreds),
+        ]
+        for step in steps:
+            step()
+            await settle(pilot)
+            shots.append(app.export_screenshot())
+    return shots
+
+
+def test_a_scrollbar_whose_thumb_did_not_move_is_not_repainted(monkeypatch: Any) -> None:
+    """Rows that come and go change the table's range every tick, mostly without moving the
+    scrollbar's thumb by a cell: FastTable's scrollbar is repainted for a new range only when
+    what it draws changed, and draws what DataTable's draws after every step."""
+    from textual.widget import Widget
+
+    from memtop.ui.textual_compat import LeanScrollBar
+
+    asked: list[int] = []  # repaints asked for a new range
+    made: list[int] = []  # of which made
+    refresh, lean_refresh = Widget.refresh, LeanScrollBar.refresh
+
+    def counting(self: Widget, *regions: Any, **kwargs: Any) -> Any:
+        if isinstance(self, LeanScrollBar) and self.lean:
+            made.append(len(regions))
+        return refresh(self, *regions, **kwargs)
+
+    def asking(self: LeanScrollBar, *regions: Any, **kwargs: Any) -> Any:
+        if self.lean:
+            asked.append(len(regions))
+        return lean_refresh(self, *regions, **kwargs)
+
+    monkeypatch.setattr(Widget, "refresh", counting)
+    monkeypatch.setattr(LeanScrollBar, "refresh", asking)
+    fast = asyncio.run(_growing_screens(FastTable, []))
+    plain = asyncio.run(_growing_screens(DataTable, []))
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
+    assert len(asked) >= 9  # each step that moved the range
+    assert 0 < len(made) <= 4, (asked, made)  # the thumb's moves

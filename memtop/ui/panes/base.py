@@ -166,6 +166,8 @@ class TableMemo:
     #: ever shown cost as much as the sharing saved once the figures had moved for a minute.
     texts: dict[tuple[str, JustifyMethod, str], Text] = field(default_factory=dict)
     texts_before: dict[tuple[str, JustifyMethod, str], Text] = field(default_factory=dict)
+    #: per column, what mark_sort last checked its label for and the label it left there
+    marked: dict[str, tuple[tuple[Any, ...], Text]] = field(default_factory=dict)
 
 
 _MEMOS: weakref.WeakKeyDictionary[DataTable[Any], TableMemo] = weakref.WeakKeyDictionary()
@@ -243,7 +245,7 @@ def fill_table(
         for name in shown_extra:
             table.add_column(Text(name), key=name)
     if sort is not None:
-        mark_sort(table, shown, *sort)
+        mark_sort(table, shown, *sort, memo=memo)
     filler = _Filler(table, shown, shown_extra, extra_same, memo, fit.cut_to)
 
     # a row replaced by one of the same key in its place (a process whose figures moved) leaves
@@ -453,13 +455,19 @@ class _Filler:
         self.add_rows(new_rows)
 
     def update_cells(self, k: str, old: list[str], plain: list[str], row: Mapping[str, Any]) -> None:
+        changed: list[tuple[str, Text, bool]] = []
         for i, ck in enumerate(self.col_keys):
             if old[i] != plain[i]:
                 # a wider value widens its column (measuring only when it must: DataTable
                 # re-measures the whole column when a value gets narrower)
                 col = self.table.columns.get(ColumnKey(ck))
                 grow = col is not None and cell_len(plain[i]) > col.content_width
-                self.table.update_cell(k, ck, self.as_text(i, plain[i], row), update_width=grow)
+                changed.append((ck, self.as_text(i, plain[i], row), grow))
+        if isinstance(self.table, FastTable):  # the row repainted once for all its cells
+            self.table.update_row(k, changed)
+            return
+        for ck, text, grow in changed:
+            self.table.update_cell(k, ck, text, update_width=grow)
 
     def rebuild(self, rows: Sequence[Mapping[str, Any]], keys: list[str]) -> None:
         """Every row anew, in order."""
@@ -481,12 +489,25 @@ class _Filler:
                 self.table.add_row(*cells, key=k)
 
 
-def mark_sort(table: DataTable[Any], columns: tuple[Column[str], ...], key: str, reverse: bool) -> None:
+def mark_sort(
+    table: DataTable[Any],
+    columns: tuple[Column[str], ...],
+    key: str,
+    reverse: bool,
+    memo: TableMemo | None = None,
+) -> None:
     """Mark the sort column in the header, as htop does: its label underlined, with ▼ (largest
-    first) or ▲ when the column is wide enough for it (a column is never widened for the mark)."""
+    first) or ▲ when the column is wide enough for it (a column is never widened for the mark).
+    ``memo``: a column whose label is the one checked last time for the same mark and width is
+    not checked again (every tick built each column's label to find it the same)."""
+    marked = memo.marked if memo is not None else {}
     for c in columns:
         col = table.columns.get(ColumnKey(c.key))
         if col is None:
+            continue
+        sig = (c.label, c.numeric, c.key == key, reverse, col.content_width)
+        last = marked.get(c.key)
+        if last is not None and last[0] == sig and last[1] is col.label:
             continue
         want = Text(c.label, justify="right" if c.numeric else "left")
         if c.key == key:
@@ -497,6 +518,7 @@ def mark_sort(table: DataTable[Any], columns: tuple[Column[str], ...], key: str,
         if col.label.plain != want.plain or col.label.spans != want.spans:
             col.label = want
             table.refresh()
+        marked[c.key] = (sig, col.label)
 
 
 def _reorder(table: DataTable[Any], keys: list[str]) -> None:

@@ -67,6 +67,8 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         super().__init__(**kwargs)
         #: RSS sparklines drawn lately, by the window of values they draw
         self._sparks: dict[tuple[int, ...], str] = {}
+        #: id of an exited row of the view -> (that row, the row the table was given for it)
+        self._exited_keyed: dict[int, tuple[Mapping[str, Any], dict[str, Any]]] = {}
 
     def compose(self) -> ComposeResult:
         yield StatusLine(id="processes-status", classes="pane-status")
@@ -132,7 +134,19 @@ class ProcessesPane(FilterablePane, SortableTablePane):
         self._sparks = sparks
         title = self.query_one("#processes-exited-title", Static)
         show_text(title, Text(exited_title(doc), style="bold", no_wrap=True, overflow="ellipsis"))
-        exited = [dict(e, key=f"{e['pid']}:{e['exited_ns']}") for e in doc["exited"][:50]]
+        # each keyed row is the same object while the view hands the same row (fill_table then
+        # neither formats nor compares it again)
+        last_keyed = self._exited_keyed
+        keyed: dict[int, tuple[Mapping[str, Any], dict[str, Any]]] = {}
+        exited: list[dict[str, Any]] = []
+        for e in doc["exited"][:50]:
+            hit = last_keyed.get(id(e))
+            row: dict[str, Any] = (
+                hit[1] if hit is not None and hit[0] is e else {**e, "key": f"{e['pid']}:{e['exited_ns']}"}
+            )
+            keyed[id(e)] = (e, row)
+            exited.append(row)
+        self._exited_keyed = keyed
         fill_table(self.query_one("#processes-exited", DataTable), EXITED_COLUMNS, exited, "key")
 
     # -- actions ----------------------------------------------------------------------------------

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.screen import Screen
-
 from memtop.state import State
+from memtop.ui.textual_compat import LeanScreen
 from memtop.views import Options, View
 
 
-class DrillScreen(Screen[None]):
+class DrillScreen(LeanScreen):
+    """A drill-in: its partial updates, as the main screen's, render only the lines they send
+    (memtop/ui/textual_compat.py ``LeanCompositor``)."""
+
     view: View[Any]
 
     def help_entries(self) -> list[tuple[str, str]]:
