@@ -275,6 +275,17 @@ def _limit_hits(s: CgroupSample) -> int | None:
 
 class CgroupsState(SubState):
     key = "cgroups"
+    takes = (
+        CgroupSample,
+        CgroupPoll,
+        CgroupGone,
+        CgroupLayout,
+        CgroupLruGen,
+        ReclaimEvent,
+        ReclaimTotals,
+        SwapinProc,
+        OomKill,
+    )
 
     def __init__(self) -> None:
         self.layout: CgroupLayout | None = None

@@ -58,6 +58,15 @@ class Traced:
 @dataclass
 class KernelState(SubState):
     key = "kernel"
+    takes = (
+        KernelMem,
+        SlabCaches,
+        BuddyInfo,
+        VmallocCallers,
+        AllocProfile,
+        SlabTrace,
+        PageAlloc,
+    )
 
     meminfo: dict[str, int] = field(default_factory=dict)
     zspages_bytes: int | None = None

@@ -191,7 +191,10 @@ class ExitedRow:
 
 class ProcessesState(SubState):
     key = "processes"
-    process_samples = True
+    takes = (
+        ProcSample,
+        ProcEvent,
+    )
 
     def __init__(self) -> None:
         self.rows: dict[int, ProcRow] = {}
