@@ -24,9 +24,13 @@ def _load_submodules() -> None:
 
 
 class State:
-    def __init__(self, mode: str = "procfs") -> None:
+    def __init__(self, mode: str = "procfs", *, panes: bool = True) -> None:
         _load_submodules()
         self.mode = mode  # "bpf" | "procfs" | "replay"
+        #: whether what only the panes show is kept (a process's sparkline and history, gone
+        #: processes' rows, the exited lists); the exporter, which serves none of it, sets False
+        #: before the first batch (tests/unit/test_state_dispatch.py: the same exposition)
+        self.panes = panes
         self.ts_ns = 0
         self.first_ts_ns = 0
         self.batches = 0
