@@ -602,6 +602,10 @@ class Exporter:
 
     def __init__(self, runner: Runner, opts: Options, *, background: bool = False) -> None:
         self.runner = runner
+        # the exporter shows no pane: its state keeps nothing only a pane shows (a process's
+        # sparkline and history, gone rows, the exited lists), which cost a ring update per
+        # process a tick and an entry per exit (memtop.state.State.panes)
+        runner.state.panes = False
         self.opts = opts
         self.background = background
         #: monotonic seconds (tests step it)

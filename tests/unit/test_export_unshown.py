@@ -1,0 +1,116 @@
+"""The exporter's state keeps nothing only a pane shows (``State.panes`` False) and exports what a
+full state exports, series for series and value for value."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import pytest
+
+from memtop.export.families import Metric
+from memtop.export.metrics import Accumulators, Options, families
+from memtop.export.server import TEXT_0_0_4, TextMemo, _encode
+from memtop.records import Batch, ProbeStatus
+from memtop.records.processes import ProcEvent, ProcSample
+from memtop.state import State
+from memtop.state.processes import ProcessesState
+from memtop.stream.recfile import Recording
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+RECORDINGS = sorted(DATA.glob("*.jsonl.gz"))
+S = 1_000_000_000
+
+
+@functools.cache
+def _batches(path: Path) -> tuple[Batch, ...]:
+    return tuple(Recording.load(path).batches())
+
+
+def _exposed(state: State, acc: Accumulators, opts: Options) -> list[Metric]:
+    return list(families(state, opts, acc))
+
+
+def _row_figures(state: State) -> dict[int, tuple[object, ...]]:
+    """What a process's row holds that the exporter reads or derives figures from."""
+    return {
+        pid: (r.sample, r.ts_ns, r.minflt_per_s, r.majflt_per_s, r.first_ts_ns, r.first_minor_faults)
+        for pid, r in state.get(ProcessesState).rows.items()
+    }
+
+
+def _same_along(batches: tuple[Batch, ...] | list[Batch], opts: Options) -> int:
+    """Apply ``batches`` to a full state and to the exporter's, and compare after each batch their
+    families, their text and the rows the exporter reads; the number of process series seen."""
+    full, unshown = State(), State(panes=False)
+    acc_full, acc_unshown = Accumulators(), Accumulators()
+    memo_full, memo_unshown = TextMemo(), TextMemo()
+    seen = 0
+    for b in batches:
+        full.apply(b)
+        unshown.apply(b)
+        a, u = _exposed(full, acc_full, opts), _exposed(unshown, acc_unshown, opts)
+        assert a == u
+        assert _encode(TEXT_0_0_4, a, "n", memo_full) == _encode(TEXT_0_0_4, u, "n", memo_unshown)
+        assert _row_figures(full) == _row_figures(unshown)
+        seen += sum(len(f.samples) for f in u if f.name.startswith("memtop_process_"))
+    procs = unshown.get(ProcessesState)
+    assert not procs.gone and not procs.exited and not procs.exited_between
+    assert all(not r.history and not r.spark for r in procs.rows.values())
+    return seen
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_recordings_export_the_same_from_the_exporters_state(path: Path) -> None:
+    assert _same_along(_batches(path), Options(topk=3, pid_labels=True)) > 0 or path.name == "kernel.jsonl.gz"
+
+
+def _sample(pid: int, *, comm: str = "sleep", rss: int = 4096, minflt: int = 0, start: int = 5) -> ProcSample:
+    return ProcSample(
+        pid=pid,
+        comm=comm,
+        user="root",
+        uid=0,
+        rss_anon_bytes=rss,
+        rss_file_bytes=0,
+        rss_shmem_bytes=0,
+        swap_bytes=0,
+        minor_faults=minflt,
+        major_faults=0,
+        start_time_ns=start,
+    )
+
+
+def _churn() -> list[Batch]:
+    """Ticks of a live /proc reader: quiet processes handed back as the same objects, one that
+    faults and grows, exec renames, short-lived processes' exec and exit events between polls,
+    a process that exits and its pid reused by a new one (another start time)."""
+    statuses = tuple(ProbeStatus(p, "attached", "") for p in ("procfs", "vmscan"))
+    quiet = {pid: _sample(pid, rss=pid * 4096) for pid in range(100, 140)}
+    out: list[Batch] = []
+    for tick in range(1, 12):
+        ts = tick * S
+        events: list[ProcEvent] = []
+        for k in range(30):  # born and gone between two polls
+            events += [
+                ProcEvent(ts, "exec", 10_000 + tick * 100 + k, "true"),
+                ProcEvent(ts, "exit", 10_000 + tick * 100 + k, "true", 1000),
+            ]
+        busy = _sample(200, rss=tick * (1 << 20), minflt=tick * 50)
+        if tick == 4:
+            events.append(ProcEvent(ts, "exec", 101, "renamed"))
+        samples = [s for pid, s in quiet.items() if not (tick >= 6 and pid == 120)]
+        if tick == 6:
+            events.append(ProcEvent(ts, "exit", 120, quiet[120].comm, 5 * S))
+        if tick >= 8:  # its pid taken by a new process
+            samples.append(_sample(120, comm="new", rss=1 << 30, start=ts))
+        if tick == 5:
+            quiet[101] = dataclasses.replace(quiet[101], comm="renamed")
+        out.append(Batch(ts, (*statuses, *events, *samples, busy)))
+    return out
+
+
+def test_a_live_churn_exports_the_same_from_the_exporters_state() -> None:
+    assert _same_along(_churn(), Options(topk=5)) > 0
+    assert _same_along(_churn(), Options(topk=5, pid_labels=True)) > 0
