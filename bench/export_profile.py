@@ -11,17 +11,19 @@ and an exit each, what a build or a shell loop does to the process lifecycle pro
 checkout's exporter and, with ``--against``, that checkout's (run with this venv's Python),
 each in a Python that first wraps a few functions with timers (``time.thread_time_ns`` per
 call, so each thread's work is counted where it runs): the probes' polls, the state's apply and
-each sub-state's, the build's families, its text, the whole build with gzip, and the scrapes
-served. Both are scraped every ``--scrape-every`` seconds with gzip (and Prometheus's own Accept
-header with ``--openmetrics``). ``--warmup`` seconds after every probe is attached each counts for ``--seconds`` and
-writes each part's CPU ms a second and per call, beside its whole process's CPU; the bench
-prints both side by side. The timers cost a little themselves: compare parts with each other
-and the two exporters with each other, and the whole with bench/export_cost.py's figures. A part
+each sub-state's, the build's families, its text, the whole build with gzip, the scrapes served
+and the cyclic collector's passes. Both are scraped every ``--scrape-every`` seconds with gzip
+(and Prometheus's own Accept header with ``--openmetrics``). ``--warmup`` seconds after every
+probe is attached each counts for ``--seconds`` and writes each part's CPU ms a second and per
+call, beside its whole process's CPU; the bench prints both side by side. The timers cost a
+little themselves: compare parts with each other and the two exporters with each other, and the
+whole with bench/export_cost.py's figures. A part
 whose function is not in a checkout is left out and named."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import importlib
 import json
@@ -100,11 +102,27 @@ def _wrap(spent: Counter[str], calls: Counter[str]) -> list[str]:
     return missing
 
 
+def _time_gc(spent: Counter[str], calls: Counter[str]) -> None:
+    """The cyclic collector's passes (any thread's), by generation."""
+    started: list[int] = []
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[:] = [time.thread_time_ns()]
+        elif started:
+            label = f"the collector (generation {info.get('generation', '?')})"
+            spent[label] += time.thread_time_ns() - started[0]
+            calls[label] += 1
+
+    gc.callbacks.append(on_gc)
+
+
 def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
     """In the exporter's process: wrap, run memtop, write the figures to ``out`` once counted."""
     spent: Counter[str] = Counter()
     calls: Counter[str] = Counter()
     missing = _wrap(spent, calls)
+    _time_gc(spent, calls)
 
     def count() -> None:
         # the warm-up counts from the moment every probe is attached (BCC's compiles are not
