@@ -1,5 +1,7 @@
-"""The exporter's state keeps nothing only a pane shows (``State.panes`` False) and exports what a
-full state exports, series for series and value for value."""
+"""What the exporter keeps to build less exports what a build from scratch exports: its state keeps
+nothing only a pane shows (``State.panes`` False), its derived cgroup families are kept from
+build to build while their inputs hold (``Accumulators.column``); series for series, value for
+value."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from memtop.export.families import Metric
+from memtop.export.families import Metric, Sample
 from memtop.export.metrics import Accumulators, Options, families
 from memtop.export.server import TEXT_0_0_4, TextMemo, _encode
 from memtop.records import Batch, ProbeStatus
 from memtop.records.processes import ProcEvent, ProcSample
 from memtop.state import State
+from memtop.state.cgroups import CgroupsState, Probed
 from memtop.state.processes import ProcessesState
 from memtop.stream.recfile import Recording
 
@@ -114,3 +117,47 @@ def _churn() -> list[Batch]:
 def test_a_live_churn_exports_the_same_from_the_exporters_state() -> None:
     assert _same_along(_churn(), Options(topk=5)) > 0
     assert _same_along(_churn(), Options(topk=5, pid_labels=True)) > 0
+
+
+class _Unmemoised(Accumulators):
+    """The derived per-cgroup families made anew at every build."""
+
+    def column(
+        self, name: str, paths: list[str], labels: list[dict[str, str]], values: list[float]
+    ) -> list[Sample]:
+        return [Sample(name, lab, v) for lab, v in zip(labels, values, strict=True)]
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_families_kept_from_build_to_build_are_those_made_anew(path: Path) -> None:
+    """Each recording, a build after every batch, by one exporter's accumulators kept from build
+    to build and by one that makes every derived cgroup family anew: the same families."""
+    state = State(panes=False)
+    kept, anew = Accumulators(), _Unmemoised()
+    opts = Options()
+    cgroup_series = 0
+    for b in _batches(path):
+        state.apply(b)
+        k, a = _exposed(state, kept, opts), _exposed(state, anew, opts)
+        assert k == a
+        cgroup_series += sum(len(f.samples) for f in k if f.name.startswith("memtop_cgroup_"))
+    assert cgroup_series or path.name != "cgroups.jsonl.gz"
+
+
+def test_a_moved_derived_figure_is_exported_at_once() -> None:
+    """One cgroup's reclaim moves between two builds: its series has the new value, the others
+    are the last build's samples."""
+    state = State(panes=False)
+    for b in _batches(DATA / "cgroups.jsonl.gz"):
+        state.apply(b)
+    acc = Accumulators()
+    first = {f.name: f for f in _exposed(state, acc, Options())}
+    eps = first["memtop_cgroup_reclaim_episodes"].samples
+    assert eps
+    cg = state.get(CgroupsState)
+    path = eps[0].labels["id"]
+    cg.probed.setdefault(path, Probed()).reclaim_events += 5
+    second = {f.name: f for f in _exposed(state, acc, Options())}
+    moved = second["memtop_cgroup_reclaim_episodes"].samples
+    assert moved[0].value == eps[0].value + 5
+    assert all(x is y for x, y in zip(moved[1:], eps[1:], strict=True))
