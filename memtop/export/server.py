@@ -51,6 +51,11 @@ EOF = b"# EOF\n"
 GZIP_LEVEL = 5
 #: the gzip member's header (RFC 1952: deflate, no flags, no time, OS Unix), as zlib writes it
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+#: the text is compressed in pieces of at least this many bytes of text, consecutive families
+#: together (``gzip_body``): a piece starts without the text before it and costs its own block
+#: headers, so a piece per family made a machine's many small families (no cgroups: 46 kB of
+#: text) 13.4 kB gzipped instead of 6.8; with 500 cgroups each cgroup family is a piece of its own
+PIECE_BYTES = 16384
 #: the interpreter's switch interval while serving (see ``export``)
 SWITCH_INTERVAL_S = 0.001
 INDEX = b"<html><body><h1>memtop exporter</h1><p><a href='/metrics'>/metrics</a></p></body></html>\n"
@@ -263,9 +268,6 @@ class _FamilyText:
     head: str = ""
     lines: list[str] | None = None
     unit: str = ""
-    #: its text compressed on its own (``deflated``), once a scraper asked for gzip: kept with
-    #: the text, so a family reused from build to build is not compressed again
-    gz: bytes | None = None
 
     def body(self) -> bytes:
         """Its text as written."""
@@ -281,6 +283,9 @@ class TextMemo:
 
     labels: dict[int, LabelText] = field(default_factory=dict)
     families: dict[str, _FamilyText] = field(default_factory=dict)
+    #: the last gzipped build's pieces (``gzip_body``): by the identities of the families in
+    #: each, those families (held: no other can take their identity) and their text compressed
+    pieces: dict[tuple[int, ...], tuple[tuple[_FamilyText, ...], bytes]] = field(default_factory=dict)
 
 
 def _encode(
@@ -589,6 +594,34 @@ def deflated(text: bytes, last: bool = False) -> bytes:
     return comp.compress(text) + comp.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
 
 
+def gzip_body(memo: TextMemo, parts: list[tuple[_FamilyText, bytes]]) -> bytes:
+    """The families' texts (``parts``, in order) as one deflate stream of pieces compressed
+    apart (``deflated``): consecutive families together until a piece holds PIECE_BYTES of text.
+    A piece of the same families (the same memo entries, so the same text) as one of the last
+    call's is that piece again, not compressed anew."""
+    before, now = memo.pieces, {}
+    out: list[bytes] = []
+    group: list[tuple[_FamilyText, bytes]] = []
+    size = 0
+    for i, (part, body) in enumerate(parts):
+        group.append((part, body))
+        size += len(body)
+        if size < PIECE_BYTES and i < len(parts) - 1:
+            continue
+        fams = tuple(p for p, _ in group)
+        key = tuple(map(id, fams))
+        hit = before.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], fams, strict=True)):
+            gz = hit[1]
+        else:
+            gz = deflated(b"".join([b for _, b in group]))
+        now[key] = (fams, gz)
+        out.append(gz)
+        group, size = [], 0
+    memo.pieces = now
+    return b"".join(out)
+
+
 def gzip_trailer(crc: int, size: int) -> bytes:
     """A gzip member's end (RFC 1952): the CRC-32 and the length mod 2**32 of what it holds."""
     return struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF)
@@ -753,13 +786,8 @@ class Exporter:
             text = _encode(fmt, self._build(), self.opts.node, memo, eof=False, parts=parts)
             built = _Built(key, text, at, parts)
         if gzip and built.gz_prefix is None:
-            if built.parts:
-                for part, body in built.parts:
-                    if part.gz is None:
-                        part.gz = deflated(body)
-                body_gz = b"".join([part.gz or b"" for part, _ in built.parts])
-            else:
-                body_gz = deflated(built.text)
+            memo = self._memos.setdefault(ctype, TextMemo())
+            body_gz = gzip_body(memo, built.parts) if built.parts else deflated(built.text)
             built.gz_crc = zlib.crc32(built.text)
             # set last: a scrape that finds the prefix finds its CRC
             built.gz_prefix = GZIP_HEADER + body_gz
