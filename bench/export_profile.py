@@ -3,7 +3,7 @@ process, beside another checkout's exporter in the same run, both scraped alike.
 
     sudo unshare --pid --fork --mount-proc .venv/bin/python bench/export_profile.py \\
         [--sleepers N] [--churn PER_S] [--interval S] [--scrape-every S] [--warmup S] \\
-        [--seconds S] [--openmetrics] [--against CHECKOUT]
+        [--seconds S] [--openmetrics] [--against CHECKOUT [--label NAME]] [--save]
 
 It starts ``--sleepers`` idle processes (in a PID namespace of their own, as above, the rest of
 the machine does not see them), optionally ``--churn`` short-lived processes a second (an exec
@@ -18,7 +18,8 @@ probe is attached each counts for ``--seconds`` and writes each part's CPU ms a 
 call, beside its whole process's CPU; the bench prints both side by side. The timers cost a
 little themselves: compare parts with each other and the two exporters with each other, and the
 whole with bench/export_cost.py's figures. A part
-whose function is not in a checkout is left out and named."""
+whose function is not in a checkout is left out and named. ``--save`` records the run in
+bench/results/export_profile.json (bench/report.py's table), one run per scrape format."""
 
 from __future__ import annotations
 
@@ -273,6 +274,44 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         tmp.rmdir()
 
 
+def per_tick(doc: dict[str, Any], part: str) -> float | None:
+    """A part's CPU ms per call (None: not timed)."""
+    p = doc["parts"].get(part)
+    return p["cpu_ms"] / p["calls"] if p else None
+
+
+def record(args: argparse.Namespace, docs: dict[str, Any]) -> None:
+    """The run, with its settings, as bench/results/export_profile.json's run for its format."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from harness import machine, save
+
+    path = ROOT / "bench" / "results" / "export_profile.json"
+    runs: dict[str, Any] = json.loads(path.read_text())["runs"] if path.exists() else {}
+    runs["openmetrics" if args.openmetrics else "text"] = {
+        "machine": machine(),
+        "sleepers": args.sleepers,
+        "churn_per_s": args.churn,
+        "interval_s": args.interval,
+        "scrape_every_s": args.scrape_every,
+        "seconds": args.seconds,
+        "against": args.against or "",
+        "label": args.label,
+        "exporters": {
+            label: {
+                "process_cpu_ms_per_s": d["process_cpu_ms_per_s"],
+                "polls_ms": per_tick(d, PARTS[0][3]),
+                "apply_ms": per_tick(d, PARTS[1][3]),
+                "build_ms": per_tick(d, PARTS[2][3]),
+                "families_ms": per_tick(d, PARTS[3][3]),
+                "gzipped_bytes": d["gzipped_bytes"],
+                "plain_bytes": d["plain_bytes"],
+            }
+            for label, d in docs.items()
+        },
+    }
+    save("export_profile", {"runs": runs})
+
+
 def show(docs: dict[str, Any]) -> None:
     labels = list(docs)
     keys: list[str] = []
@@ -313,6 +352,12 @@ if __name__ == "__main__":
     ap.add_argument("--openmetrics", action="store_true", help="scrape with Prometheus's Accept header")
     ap.add_argument("--against", help="another checkout's exporter beside this one")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument(
+        "--save",
+        action="store_true",
+        help="record the run in bench/results/export_profile.json (one run per scrape format)",
+    )
+    ap.add_argument("--label", default="", help="what --against is, for the record (e.g. a commit)")
     ap.add_argument("--inside", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("memtop_args", nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -322,3 +367,5 @@ if __name__ == "__main__":
     if a.json is not None:
         a.json.write_text(json.dumps(result, indent=1))
     show(result)
+    if a.save:
+        record(a, result)
