@@ -19,6 +19,7 @@ their last value. ``memtop_probe_last_success_timestamp_seconds`` says when each
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -847,10 +848,7 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
         if name == "memtop_process_reclaim_stall_seconds" and not measuring(state, "vmscan"):
             continue  # the stalls come from vmscan's tracepoints
         fam = GaugeMetricFamily(name, doc, labels=lab)
-        # by value, then pid, largest first: (value, pid) is unique, so the index never decides;
-        # each value computed once, the tuples compared in C
-        ranked = sorted(zip(values(), pids, range(len(pids)), strict=True), reverse=True)
-        top, rest = ranked[: opts.topk], ranked[opts.topk :]
+        top, rest = top_and_rest(values(), pids, opts.topk)
         # processes with the same labels (two bash in one cgroup, without pid labels) are one series
         series: dict[tuple[str, ...], float] = {}
         for value, pid, i in top:
@@ -858,9 +856,32 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
             series[key] = series.get(key, 0.0) + value
         for key, value in series.items():
             fam.add_metric(list(key), value)
-        if rest:
-            add_rest(fam, sum(map(itemgetter(0), rest)))  # in rank order, as the values were summed
+        if rest is not None:
+            add_rest(fam, rest)
         yield fam
+
+
+def top_and_rest(
+    values: list[float], pids: list[int], k: int
+) -> tuple[list[tuple[float, int, int]], float | None]:
+    """The ``k`` largest (value, pid, index) of the processes, largest first (by value, then
+    pid: (value, pid) is unique, so the index never decides), and the sum of the others'
+    values in that order (None when there are no others): what sorting them all gives. Values
+    are >= 0, and most processes have no swap and no reclaim stall: only the others are sorted
+    (tuples compared in C); the zeros rank last, by pid, and add nothing to the sum."""
+    n = len(values)
+    if values.count(0.0) * 4 < n:  # few zeros (RSS): leaving them out costs more than it saves
+        ranked = sorted(zip(values, pids, range(n), strict=True), reverse=True)
+    else:
+        ranked = sorted([t for t in zip(values, pids, range(n), strict=True) if t[0]], reverse=True)
+    if len(ranked) < min(k, n):
+        ranked += heapq.nlargest(
+            k - len(ranked), [t for t in zip(values, pids, range(n), strict=True) if not t[0]]
+        )
+    if n <= k:
+        return ranked, None
+    # in rank order, as the values were summed; from a float 0.0 as the zeros made it
+    return ranked[:k], sum(map(itemgetter(0), ranked[k:]), 0.0)
 
 
 def add_rest(fam: Metric, value: float) -> None:

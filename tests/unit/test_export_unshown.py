@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import random
+from operator import itemgetter
 from pathlib import Path
 
 import pytest
 
 from memtop.export.families import Metric, Sample
-from memtop.export.metrics import Accumulators, Options, families
+from memtop.export.metrics import Accumulators, Options, families, top_and_rest
 from memtop.export.server import TEXT_0_0_4, TextMemo, _encode
 from memtop.records import Batch, ProbeStatus
 from memtop.records.processes import ProcEvent, ProcSample
@@ -161,3 +163,29 @@ def test_a_moved_derived_figure_is_exported_at_once() -> None:
     moved = second["memtop_cgroup_reclaim_episodes"].samples
     assert moved[0].value == eps[0].value + 5
     assert all(x is y for x, y in zip(moved[1:], eps[1:], strict=True))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_top_processes_and_the_rest_are_those_of_a_full_sort(seed: int) -> None:
+    """Values with many zeros (no swap, no stall) or few (RSS), ties, fewer or more processes than K: the
+    top K and the rest's sum are, bit for bit, those of every process sorted."""
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 3, 10, 11, 50, 400])
+    k = rng.choice([1, 3, 10, 20])
+    pids = rng.sample(range(1, 100_000), n)
+    choices = [4096.0, 8192.0, rng.random() * 1e-3, rng.random() * 1e9]
+    zeros = rng.choice([0.0, 0.1, 0.5, 0.9])  # the share of processes with none (RSS: few)
+    values = [
+        0.0
+        if rng.random() < zeros
+        else rng.choice(choices) * (rng.randint(1, 3) if rng.random() < 0.5 else 1)
+        for _ in pids
+    ]
+    ranked = sorted(zip(values, pids, range(n), strict=True), reverse=True)
+    top, rest = top_and_rest(values, pids, k)
+    assert top == ranked[:k]
+    if n <= k:
+        assert rest is None
+    else:
+        expected = sum(map(itemgetter(0), ranked[k:]))
+        assert rest is not None and rest.hex() == float(expected).hex()
