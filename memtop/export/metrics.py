@@ -19,7 +19,6 @@ their last value. ``memtop_probe_last_success_timestamp_seconds`` says when each
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -867,20 +866,19 @@ def top_and_rest(
     """The ``k`` largest (value, pid, index) of the processes, largest first (by value, then
     pid: (value, pid) is unique, so the index never decides), and the sum of the others'
     values in that order (None when there are no others): what sorting them all gives. Values
-    are >= 0, and most processes have no swap and no reclaim stall: only the others are sorted
-    (tuples compared in C); the zeros rank last, by pid, and add nothing to the sum."""
+    are >= 0, and on a machine that swaps most processes still have no swap and no reclaim
+    stall: when at least K are not zero and a quarter or more are, only those not zero are
+    sorted (tuples compared in C); the zeros would rank after them and add nothing to the sum.
+    Otherwise (RSS, or no K processes with any) all are sorted."""
     n = len(values)
-    if values.count(0.0) * 4 < n:  # few zeros (RSS): leaving them out costs more than it saves
+    zeros = values.count(0.0)
+    if zeros * 4 < n or n - zeros < k:
         ranked = sorted(zip(values, pids, range(n), strict=True), reverse=True)
     else:
         ranked = sorted([t for t in zip(values, pids, range(n), strict=True) if t[0]], reverse=True)
-    if len(ranked) < min(k, n):
-        ranked += heapq.nlargest(
-            k - len(ranked), [t for t in zip(values, pids, range(n), strict=True) if not t[0]]
-        )
     if n <= k:
         return ranked, None
-    # in rank order, as the values were summed; from a float 0.0 as the zeros made it
+    # in rank order, as the values were summed; from a float 0.0, as a zero would have made it
     return ranked[:k], sum(map(itemgetter(0), ranked[k:]), 0.0)
 
 
