@@ -309,7 +309,7 @@ def record(args: argparse.Namespace, docs: dict[str, Any]) -> None:
             for label, d in docs.items()
         },
     }
-    save("export_profile", {"runs": runs})
+    save("export_profile", {"machine": machine(), "runs": runs})
 
 
 def show(docs: dict[str, Any]) -> None:

@@ -834,6 +834,40 @@ def export_profile(r: dict[str, Any]) -> Iterator[Row]:
         yield Row(f"export · where a tick goes, beside another exporter: {how}", cmd, figure)
 
 
+def export_build(r: dict[str, Any]) -> Iterator[Row]:
+    for fmt, run in sorted(r["runs"].items()):
+        om = fmt == "openmetrics"
+        cmd = (
+            f"`.venv/bin/python bench/export_build.py --ticks {run['ticks']}"
+            + (" --openmetrics" if om else "")
+            + (" --against CHECKOUT" if any("against" in run[c] for c in ("idle", "busy")) else "")
+            + " --save`"
+        )
+
+        def parts(d: dict[str, Any]) -> str:
+            return (
+                f"apply {d['apply']:.2f} ms, build {d['build']:.2f} (families {d['families']:.2f}, text "
+                f"{d['text']:.2f}, gzip {d['gzip']:.2f}), {d['gzipped_bytes'] / 1000:.1f} kB"
+            )
+
+        for case in ("idle", "busy"):
+            this, other = run[case]["this"], run[case].get("against")
+            figure = parts(this)
+            if other is not None:
+                who = run["label"] or "the other checkout"
+                figure += (
+                    f"; {who}: {parts(other)}; apply and build "
+                    f"{x((this['apply'] + this['build']) / (other['apply'] + other['build']))}"
+                )
+            what = "no cgroup sample sent" if case == "idle" else "a tenth of the cgroups sent anew each tick"
+            yield Row(
+                f"export · a tick's apply and build in process, 1,000 processes, 500 cgroups ({what}), "
+                f"800 exec/exit events a tick{' (OpenMetrics)' if om else ''}",
+                cmd,
+                figure,
+            )
+
+
 def export_churn(r: dict[str, Any]) -> Iterator[Row]:
     samples = r["rss_anon_mib"]
     yield judged(
@@ -1150,6 +1184,7 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("export_cost", export_cost),
     ("export_churn", export_churn),
     ("export_profile", export_profile),
+    ("export_build", export_build),
     ("pane_cost", pane_cost),
     ("drill_fault_cost", drill_fault_cost),
     ("kernel_cost", kernel_cost),
