@@ -15,7 +15,8 @@ each sub-state's, the build's families, its text, the whole build with gzip, the
 and the cyclic collector's passes. Both are scraped every ``--scrape-every`` seconds with gzip
 (and Prometheus's own Accept header with ``--openmetrics``). ``--warmup`` seconds after every
 probe is attached each counts for ``--seconds`` and writes each part's CPU ms a second and per
-call, beside its whole process's CPU; the bench prints both side by side. The timers cost a
+call, beside its whole process's CPU, and its RssAnon at the end; the bench prints both side
+by side. The timers cost a
 little themselves: compare parts with each other and the two exporters with each other, and the
 whole with bench/export_cost.py's figures. A part
 whose function is not in a checkout is left out and named. ``--save`` records the run in
@@ -213,6 +214,17 @@ class Exporter:
         self.log.close()
 
 
+def rss_anon_kib(pid: int) -> int:
+    """The process's RssAnon now (0: not found)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def _sleepers(n: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen(["sleep", "100000"]) for _ in range(n)]
 
@@ -256,6 +268,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         docs: dict[str, Any] = {}
         for e in exporters:
             doc = json.loads(e.out.read_text())
+            doc["rss_anon_kib"] = rss_anon_kib(e.proc.pid)
             last = e.scrapes[-1] if e.scrapes else (0.0, 0, 0)
             doc["gzipped_bytes"], doc["plain_bytes"] = last[1], last[2]
             doc["scrapes"] = len(e.scrapes)
@@ -305,6 +318,7 @@ def record(args: argparse.Namespace, docs: dict[str, Any]) -> None:
                 "families_ms": per_tick(d, PARTS[3][3]),
                 "gzipped_bytes": d["gzipped_bytes"],
                 "plain_bytes": d["plain_bytes"],
+                "rss_anon_kib": d.get("rss_anon_kib", 0),
             }
             for label, d in docs.items()
         },
@@ -335,6 +349,10 @@ def show(docs: dict[str, Any]) -> None:
     print(
         f"{'gzipped bytes (plain)':<52}"
         + "".join(f"{d['gzipped_bytes']:>14} ({d['plain_bytes']:>7})" for d in docs.values())
+    )
+    print(
+        f"{'RssAnon at the end (MiB)':<52}"
+        + "".join(f"{d['rss_anon_kib'] / 1024:>24.1f}" for d in docs.values())
     )
     for lab, d in docs.items():
         if d["missing"]:
