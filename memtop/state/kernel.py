@@ -95,7 +95,8 @@ class KernelState(SubState):
                 self.meminfo = dict(rec.meminfo)
                 self.zspages_bytes = rec.zspages_bytes
                 self.vmap_stack = rec.vmap_stack
-                self.history.append((ts, self.breakdown()))
+                if state.panes:  # the Kernel pane's chart only (a dict a tick, 600 kept)
+                    self.history.append((ts, self.breakdown()))
             elif isinstance(rec, SlabCaches):
                 self._on_slabs(rec, ts)
             elif isinstance(rec, BuddyInfo):
