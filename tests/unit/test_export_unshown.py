@@ -20,6 +20,7 @@ from memtop.records import Batch, ProbeStatus
 from memtop.records.processes import ProcEvent, ProcSample
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState, Probed
+from memtop.state.kernel import KernelState
 from memtop.state.processes import ProcessesState
 from memtop.stream.recfile import Recording
 
@@ -63,6 +64,7 @@ def _same_along(batches: tuple[Batch, ...] | list[Batch], opts: Options) -> int:
     procs = unshown.get(ProcessesState)
     assert not procs.gone and not procs.exited and not procs.exited_between
     assert all(not r.history and not r.spark for r in procs.rows.values())
+    assert not unshown.get(KernelState).history
     return seen
 
 
