@@ -55,8 +55,8 @@ GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
 #: together (``gzip_body``): a piece starts without the text before it and costs its own block
 #: headers, so a piece per family made a machine's many small families (no cgroups: 46 kB of
 #: text) 13.4 kB gzipped instead of 6.8, and 16 kB pieces 7.4. At 32 kB a 29 kB text is 2 %
-#: larger than compressed whole; with 500 cgroups (0.7 MB of text, most cgroup families a piece
-#: of their own) it is 7 % smaller
+#: larger than compressed whole, bench/export_cost.py's (500 memcgs, 0.88 MB of text) 0.7 %
+#: larger (44.1 kB), bench/export_build.py's synthetic 500 cgroups 7 % smaller
 PIECE_BYTES = 32768
 #: the interpreter's switch interval while serving (see ``export``)
 SWITCH_INTERVAL_S = 0.001
