@@ -800,6 +800,74 @@ def export_cost(r: dict[str, Any]) -> Iterator[Row]:
         )
 
 
+def export_profile(r: dict[str, Any]) -> Iterator[Row]:
+    for fmt, run in sorted(r["runs"].items()):
+        ex = run["exporters"]
+        this, other = ex["this"], ex.get("against")
+        how = (
+            f"{run['sleepers']:,} idle processes and {run['churn_per_s']:g} short-lived a second in a PID "
+            f"namespace, --interval {run['interval_s']:g}, scraped every {run['scrape_every_s']:g} s"
+            + (" (OpenMetrics)" if fmt == "openmetrics" else "")
+        )
+        cmd = (
+            "`sudo unshare --pid --fork --mount-proc .venv/bin/python bench/export_profile.py "
+            f"--sleepers {run['sleepers']} --churn {run['churn_per_s']:g} --interval {run['interval_s']:g} "
+            f"--scrape-every {run['scrape_every_s']:g} --seconds {run['seconds']:g}"
+            + (" --openmetrics" if fmt == "openmetrics" else "")
+            + (f" --against {run['against']}" if run["against"] else "")
+            + " --save`"
+        )
+
+        def tick(d: dict[str, Any]) -> str:
+            return (
+                f"the state's apply {d['apply_ms']:.2f} ms a tick, a build {d['build_ms']:.2f} ms "
+                f"(families {d['families_ms']:.2f}), the polls {d['polls_ms']:.1f} ms"
+            )
+
+        figure = f"{this['process_cpu_ms_per_s']:.2f} ms of CPU a second; {tick(this)}"
+        if other is not None:
+            who = run["label"] or "the other checkout"
+            figure += (
+                f"; {who}'s beside it: {other['process_cpu_ms_per_s']:.2f} ms a second "
+                f"({x(this['process_cpu_ms_per_s'] / other['process_cpu_ms_per_s'])}); {tick(other)}"
+            )
+        yield Row(f"export · where a tick goes, beside another exporter: {how}", cmd, figure)
+
+
+def export_build(r: dict[str, Any]) -> Iterator[Row]:
+    for fmt, run in sorted(r["runs"].items()):
+        om = fmt == "openmetrics"
+        cmd = (
+            f"`.venv/bin/python bench/export_build.py --ticks {run['ticks']}"
+            + (" --openmetrics" if om else "")
+            + (" --against CHECKOUT" if any("against" in run[c] for c in ("idle", "busy")) else "")
+            + " --save`"
+        )
+
+        def parts(d: dict[str, Any]) -> str:
+            return (
+                f"apply {d['apply']:.2f} ms, build {d['build']:.2f} (families {d['families']:.2f}, text "
+                f"{d['text']:.2f}, gzip {d['gzip']:.2f}), {d['gzipped_bytes'] / 1000:.1f} kB"
+            )
+
+        for case in ("idle", "busy"):
+            this, other = run[case]["this"], run[case].get("against")
+            figure = parts(this)
+            if other is not None:
+                who = run["label"] or "the other checkout"
+                figure += (
+                    f"; {who}: {parts(other)}; apply and build "
+                    f"{x((this['apply'] + this['build']) / (other['apply'] + other['build']))}"
+                )
+            what = "no cgroup sample sent" if case == "idle" else "a tenth of the cgroups sent anew each tick"
+            yield Row(
+                f"export · a tick's apply and build in process, 1,000 processes, 500 cgroups ({what}), "
+                f"800 exec/exit events a tick{' (OpenMetrics)' if om else ''}",
+                cmd,
+                figure,
+            )
+
+
 def export_churn(r: dict[str, Any]) -> Iterator[Row]:
     samples = r["rss_anon_mib"]
     yield judged(
@@ -1115,6 +1183,8 @@ CASES: tuple[tuple[str, Callable[[dict[str, Any]], Iterator[Row]]], ...] = (
     ("forecast_cost", forecast_cost),
     ("export_cost", export_cost),
     ("export_churn", export_churn),
+    ("export_profile", export_profile),
+    ("export_build", export_build),
     ("pane_cost", pane_cost),
     ("drill_fault_cost", drill_fault_cost),
     ("kernel_cost", kernel_cost),

@@ -163,6 +163,11 @@ class Accumulators:
     cgroup_blocks: dict[str, CgroupBlock] = field(default_factory=dict)
     #: each cgroup's derived samples by sample name, then path (``sample``)
     cgroup_samples: dict[str, dict[str, Sample]] = field(default_factory=dict)
+    #: each derived per-cgroup family's last samples by sample name, with the paths, label sets
+    #: and values they were made of (``column``)
+    cgroup_columns: dict[str, tuple[list[str], list[dict[str, str]], list[float], list[Sample]]] = field(
+        default_factory=dict
+    )
 
     def labels_of(self, path: str, r: CgroupRow) -> dict[str, str]:
         """The cgroup's label set (the same object as at the last build while it holds)."""
@@ -219,6 +224,21 @@ class Accumulators:
             return hit
         by_path[path] = out = Sample(name, labels, value)
         return out
+
+    def column(
+        self, name: str, paths: list[str], labels: list[dict[str, str]], values: list[float]
+    ) -> list[Sample]:
+        """A family of figures derived beyond the cgroups' samples, one sample per path: the
+        last build's samples when the paths, label sets and values are all the last build's
+        (compared in C: most cgroups neither reclaim nor swap, and an idle one's needed memory
+        is flat), else each path's from :meth:`sample`. Equal values make equal samples, as
+        :meth:`sample` has them (memtop's figures here have no negative zero or NaN)."""
+        last = self.cgroup_columns.get(name)
+        if last is not None and last[2] == values and last[0] == paths and last[1] == labels:
+            return list(last[3])
+        out = [self.sample(name, p, lab, v) for p, lab, v in zip(paths, labels, values, strict=True)]
+        self.cgroup_columns[name] = (paths, labels, values, out)
+        return list(out)
 
     def add(self, name: str, key: int, value: int) -> None:
         prev = self.last.get((name, key), 0)
@@ -286,11 +306,12 @@ def families(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     yield from _compressed(state)
     yield from _oom(state)
     yield from _kills(state, opts)
-    yield from _cgroups(state, opts, acc)
+    cgroups = _exported_cgroups(state, opts, acc)
+    yield from _cgroups(state, cgroups, acc)
     yield from _processes(state, opts)
     yield from _kernel(state, opts)
     yield from _shared(state)
-    yield from _pagecache(state, opts, acc)
+    yield from _pagecache(state, opts, cgroups)
 
 
 def measuring(state: State, probe: str) -> bool:
@@ -648,19 +669,36 @@ def _column(blocks: list[CgroupBlock], i: int) -> list[Sample]:
     return [x for x in [b.container[i] for b in blocks] if x is not None]
 
 
-def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]:
+@dataclass(slots=True)
+class ExportedCgroups:
+    """The cgroups a build exports (``_cgroup_rows``), in order, and each one's
+    :class:`CgroupBlock`: found once per build for the cAdvisor and page cache families."""
+
+    rows: list[tuple[str, CgroupRow]]
+    blocks: list[CgroupBlock]
+
+
+def _exported_cgroups(state: State, opts: Options, acc: Accumulators) -> ExportedCgroups | None:
+    """None while the cgroups probe is not measuring (or found none): no cgroup series."""
     cg = state.get(CgroupsState)
     if not cg.rows or not measuring(state, "cgroups"):
-        return
+        return None
     rows = _cgroup_rows(cg, opts)
-
     # one label set per cgroup, shared by its samples of every family (read-only): built once
     # per cgroup while its labels hold, not once per series (7,000 of them with 500 cgroups);
     # and the samples of its sample alone, made once while its sample holds (an idle cgroup's
     # from build to build: the text writer then reuses their lines)
     acc.forget_cgroups(path for path, _r in rows)
-    blocks = [acc.block_of(path, r) for path, r in rows]
-    labs = {path: b.labels for (path, _r), b in zip(rows, blocks, strict=True)}
+    return ExportedCgroups(rows, [acc.block_of(path, r) for path, r in rows])
+
+
+def _cgroups(state: State, cgroups: ExportedCgroups | None, acc: Accumulators) -> Iterator[Metric]:
+    if cgroups is None:
+        return
+    cg = state.get(CgroupsState)
+    rows, blocks = cgroups.rows, cgroups.blocks
+    paths = [path for path, _r in rows]
+    labels = [b.labels for b in blocks]
 
     # cAdvisor's names and labels (id = the cgroup path, name = the container's)
     for i, (name, doc) in enumerate(CONTAINER_GAUGES):
@@ -693,7 +731,7 @@ def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
     )
     full.samples = _column(blocks, 10)
     yield full
-    yield from _needed(cg, rows, labs, acc)
+    yield from _needed(cg, rows, labels, acc)
     # memtop's own per cgroup: memcg reclaim (its processes', not its children's: sum by prefix)
     if measuring(state, "vmscan"):
         eps = CounterMetricFamily(
@@ -706,24 +744,19 @@ def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
             "Time the cgroup's own processes stalled in memcg reclaim",
             labels=CONTAINER_LABELS,
         )
-        for path, _r in rows:
-            p = cg.probed.get(path)
-            eps.samples.append(
-                acc.sample(
-                    "memtop_cgroup_reclaim_episodes_total",
-                    path,
-                    labs[path],
-                    float(p.reclaim_events if p else 0),
-                )
-            )
-            stall.samples.append(
-                acc.sample(
-                    "memtop_cgroup_reclaim_stall_seconds_total",
-                    path,
-                    labs[path],
-                    (p.reclaim_ns if p else 0) * NS,
-                )
-            )
+        probed = [cg.probed.get(path) for path in paths]
+        eps.samples = acc.column(
+            "memtop_cgroup_reclaim_episodes_total",
+            paths,
+            labels,
+            [float(p.reclaim_events if p else 0) for p in probed],
+        )
+        stall.samples = acc.column(
+            "memtop_cgroup_reclaim_stall_seconds_total",
+            paths,
+            labels,
+            [(p.reclaim_ns if p else 0) * NS for p in probed],
+        )
         yield eps
         yield stall
     if measuring(state, "swapin"):
@@ -733,22 +766,19 @@ def _cgroups(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]
             labels=CONTAINER_LABELS,
         )
         by_path = cg.swapin_by_path()
-        for path, _r in rows:
-            sw.samples.append(
-                acc.sample(
-                    "memtop_cgroup_swapin_wait_seconds_total",
-                    path,
-                    labs[path],
-                    by_path.get(path, (0, 0))[1] * NS,
-                )
-            )
+        sw.samples = acc.column(
+            "memtop_cgroup_swapin_wait_seconds_total",
+            paths,
+            labels,
+            [by_path.get(path, (0, 0))[1] * NS for path in paths],
+        )
         yield sw
 
 
 def _needed(
     cg: CgroupsState,
     rows: list[tuple[str, CgroupRow]],
-    labs: dict[str, dict[str, str]],
+    labels: list[dict[str, str]],
     acc: Accumulators,
 ) -> Iterator[Metric]:
     """The needed-memory estimate per cgroup (docs/panes/cgroups.md): what it needs, what is cold,
@@ -768,14 +798,18 @@ def _needed(
         "1 when refaults are high and needed memory exceeds the limit",
         labels=CONTAINER_LABELS,
     )
-    for path, r in rows:
+    paths: list[str] = []
+    labs: list[dict[str, str]] = []
+    figures: list[tuple[int, int, bool]] = []
+    for (path, r), lab in zip(rows, labels, strict=True):
         n = r.needed_figures(cg.polled_ns or r.ts_ns)
         if n is None:
             continue  # memory.stat lacks the inputs: absent, not 0
-        lab = labs[path]
-        need.samples.append(acc.sample("memtop_working_set_bytes", path, lab, float(n[0])))
-        cold.samples.append(acc.sample("memtop_cgroup_cold_bytes", path, lab, float(n[1])))
-        thrash.samples.append(acc.sample("memtop_cgroup_thrashing", path, lab, float(n[2])))
+        paths.append(path)
+        labs.append(lab)
+        figures.append(n)
+    for fam, i in ((need, 0), (cold, 1), (thrash, 2)):
+        fam.samples = acc.column(fam.name, paths, labs, [float(n[i]) for n in figures])
     yield need
     yield cold
     yield thrash
@@ -813,10 +847,7 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
         if name == "memtop_process_reclaim_stall_seconds" and not measuring(state, "vmscan"):
             continue  # the stalls come from vmscan's tracepoints
         fam = GaugeMetricFamily(name, doc, labels=lab)
-        # by value, then pid, largest first: (value, pid) is unique, so the index never decides;
-        # each value computed once, the tuples compared in C
-        ranked = sorted(zip(values(), pids, range(len(pids)), strict=True), reverse=True)
-        top, rest = ranked[: opts.topk], ranked[opts.topk :]
+        top, rest = top_and_rest(values(), pids, opts.topk)
         # processes with the same labels (two bash in one cgroup, without pid labels) are one series
         series: dict[tuple[str, ...], float] = {}
         for value, pid, i in top:
@@ -824,9 +855,31 @@ def _processes(state: State, opts: Options) -> Iterator[Metric]:
             series[key] = series.get(key, 0.0) + value
         for key, value in series.items():
             fam.add_metric(list(key), value)
-        if rest:
-            add_rest(fam, sum(map(itemgetter(0), rest)))  # in rank order, as the values were summed
+        if rest is not None:
+            add_rest(fam, rest)
         yield fam
+
+
+def top_and_rest(
+    values: list[float], pids: list[int], k: int
+) -> tuple[list[tuple[float, int, int]], float | None]:
+    """The ``k`` largest (value, pid, index) of the processes, largest first (by value, then
+    pid: (value, pid) is unique, so the index never decides), and the sum of the others'
+    values in that order (None when there are no others): what sorting them all gives. Values
+    are >= 0, and on a machine that swaps most processes still have no swap and no reclaim
+    stall: when at least K are not zero and a quarter or more are, only those not zero are
+    sorted (tuples compared in C); the zeros would rank after them and add nothing to the sum.
+    Otherwise (RSS, or no K processes with any) all are sorted."""
+    n = len(values)
+    zeros = values.count(0.0)
+    if zeros * 4 < n or n - zeros < k:
+        ranked = sorted(zip(values, pids, range(n), strict=True), reverse=True)
+    else:
+        ranked = sorted([t for t in zip(values, pids, range(n), strict=True) if t[0]], reverse=True)
+    if n <= k:
+        return ranked, None
+    # in rank order, as the values were summed; from a float 0.0, as a zero would have made it
+    return ranked[:k], sum(map(itemgetter(0), ranked[k:]), 0.0)
 
 
 def add_rest(fam: Metric, value: float) -> None:
@@ -940,15 +993,13 @@ CGROUP_CACHE_STATES = (
 )
 
 
-def _pagecache(state: State, opts: Options, acc: Accumulators) -> Iterator[Metric]:
+def _pagecache(state: State, opts: Options, cgroups: ExportedCgroups | None) -> Iterator[Metric]:
     """The Page cache pane's figures: per cgroup its page cache by state and its file refaults
     (the cgroups probe; the whole of it is cAdvisor's container_memory_cache), the machine's
     workingset events (/proc/vmstat), pages added to and deleted from the cache (the pagecache
     probe), the listed files' total, and per file only for the files under the directories the
     user named with --cache-path (a series per open file would be unbounded)."""
-    cg = state.get(CgroupsState)
-    if cg.rows and measuring(state, "cgroups"):
-        rows = _cgroup_rows(cg, opts)
+    if cgroups is not None:
         g = GaugeMetricFamily(
             "memtop_cgroup_page_cache_bytes",
             "The cgroup's page cache by state (memory.stat: active/inactive file, dirty, writeback)",
@@ -959,7 +1010,7 @@ def _pagecache(state: State, opts: Options, acc: Accumulators) -> Iterator[Metri
             "File pages the cgroup read back after their eviction (memory.stat workingset_refault_file)",
             labels=CONTAINER_LABELS,
         )
-        blocks = [acc.block_of(path, r) for path, r in rows]
+        blocks = cgroups.blocks
         n = len(CGROUP_CACHE_STATES)
         g.samples = [x for b in blocks for x in b.cache[:n] if x is not None]
         refaults.samples = [x for x in [b.cache[n] for b in blocks] if x is not None]

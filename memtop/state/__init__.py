@@ -11,15 +11,10 @@ import importlib
 import pkgutil
 from typing import TypeVar
 
-from memtop.records import Batch, Lost, ProbeStatus
-from memtop.records.processes import ProcEvent, ProcSample
+from memtop.records import Batch, Lost, ProbeStatus, Record
 from memtop.state.base import SubState
 
 S = TypeVar("S", bound=SubState)
-
-#: the records only the sub-states with ``process_samples`` get (exact types: a batch's records
-#: are the registered record classes themselves)
-PER_PROCESS: frozenset[type] = frozenset((ProcSample, ProcEvent))
 
 
 def _load_submodules() -> None:
@@ -29,9 +24,13 @@ def _load_submodules() -> None:
 
 
 class State:
-    def __init__(self, mode: str = "procfs") -> None:
+    def __init__(self, mode: str = "procfs", *, panes: bool = True) -> None:
         _load_submodules()
         self.mode = mode  # "bpf" | "procfs" | "replay"
+        #: whether what only the panes show is kept (a process's sparkline and history, gone
+        #: processes' rows, the exited lists); the exporter, which serves none of it, sets False
+        #: before the first batch (tests/unit/test_state_dispatch.py: the same exposition)
+        self.panes = panes
         self.ts_ns = 0
         self.first_ts_ns = 0
         self.batches = 0
@@ -48,6 +47,9 @@ class State:
         # batch's figures in every run, not the last batch's in some
         ordered = sorted(SubState.registry, key=lambda cls: (cls.__module__, cls.__qualname__))
         self.subs: dict[str, SubState] = {cls.key: cls() for cls in ordered}
+        self._subs = list(self.subs.values())
+        #: by record type, the sub-states it goes to (``_route``), filled as types arrive
+        self._routes: dict[type, tuple[int, ...]] = {}
 
     def get(self, cls: type[S]) -> S:
         sub = self.subs[cls.key]
@@ -59,26 +61,45 @@ class State:
             self.first_ts_ns = batch.ts_ns
         self.ts_ns = batch.ts_ns
         self.batches += 1
-        # the per-process records, most of a batch, go only to the sub-states that read them
-        # (``SubState.process_samples``): one pass over the batch here instead of one isinstance
-        # chain over each of them in every sub-state. Besides the /proc reader's samples (one a
-        # process a tick), the lifecycle probe's exec and exit events: the machine's process
-        # churn, ~60-80 a tick on the shared test VM, each went through a dozen sub-states
-        rest = tuple(r for r in batch.records if type(r) not in PER_PROCESS)
-        lean = batch if len(rest) == len(batch.records) else Batch(batch.ts_ns, rest)
-        for rec in rest:
-            if isinstance(rec, ProbeStatus):
+        # each record goes only to the sub-states that read its type (``SubState.takes``): one
+        # pass over the batch here instead of one isinstance chain over it in every sub-state
+        subs = self._subs
+        mine: list[list[Record]] = [[] for _ in subs]
+        routes = self._routes
+        for rec in batch.records:
+            kind = type(rec)
+            route = routes.get(kind)
+            if route is None:
+                route = routes[kind] = self._route(kind)
+            for i in route:
+                mine[i].append(rec)
+            if kind is ProbeStatus:
+                assert isinstance(rec, ProbeStatus)
                 self.statuses[rec.probe] = rec
                 if rec.last_ok_ns:
                     self.last_ok_ns[rec.probe] = rec.last_ok_ns
-            elif isinstance(rec, Lost):
+            elif kind is Lost:
+                assert isinstance(rec, Lost)
                 self.lost[(rec.probe, rec.what)] = rec.count
         for name, st in self.statuses.items():
             if st.state == "attached":
                 self.last_ok_ns[name] = batch.ts_ns
                 self.last_ok_batch[name] = self.batches
-        for sub in self.subs.values():
-            sub.apply(batch if sub.process_samples else lean, self)
+        n = len(batch.records)
+        for sub, recs in zip(subs, mine, strict=True):
+            if sub.takes is None or len(recs) == n:
+                sub.apply(batch, self)
+            else:
+                sub.apply(Batch(batch.ts_ns, tuple(recs)), self)
+
+    def _route(self, kind: type) -> tuple[int, ...]:
+        """The indexes (in ``_subs``) of the sub-states that take records of ``kind``: those
+        that take every record, and those that take it or a base class of it."""
+        return tuple(
+            i
+            for i, sub in enumerate(self._subs)
+            if sub.takes is None or any(issubclass(kind, t) for t in sub.takes)
+        )
 
     def probe_state(self, name: str) -> ProbeStatus | None:
         return self.statuses.get(name)

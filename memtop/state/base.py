@@ -6,7 +6,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple, SupportsIndex
 
-from memtop.records import Batch
+from memtop.records import Batch, Record
 
 if TYPE_CHECKING:
     from memtop.state import State
@@ -33,12 +33,15 @@ class SubState:
 
     key: ClassVar[str] = ""
     registry: ClassVar[list[type[SubState]]] = []
-    #: whether ``apply`` reads the per-process records (``memtop.state.PER_PROCESS``: the /proc
-    #: reader's ``ProcSample``, one per process every tick, most of a batch's records (2,000
-    #: processes: 2,000 of ~2,100), and the lifecycle probe's ``ProcEvent``, one per exec and
-    #: exit on the machine); a sub-state that does not gets each batch without them (its
-    #: isinstance chain ran over every one of them, in each of a dozen sub-states)
-    process_samples: ClassVar[bool] = False
+    #: the record types ``apply`` reads (a record of a subclass counts, as for ``isinstance``):
+    #: each batch reaches it with only those records, in their order (None: every record).
+    #: Most of a batch is one sub-state's: the /proc reader's per-process samples (2,000
+    #: processes: 2,000 of ~2,100 records) and the lifecycle probe's exec and exit events (a
+    #: build or other users' shell loops: hundreds a tick) are the processes state's, and each
+    #: other sub-state's isinstance chain ran over every one of them. ``apply`` is still called
+    #: at every batch, with no records of its own too (its per-batch work: forecasts, ages).
+    #: tests/unit/test_state_dispatch.py holds each list to what ``apply`` reads.
+    takes: ClassVar[tuple[type[Record], ...] | None] = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -26,7 +26,7 @@ from memtop.records.cgroups import CgroupGone, CgroupLayout, CgroupLruGen, Cgrou
 from memtop.records.oom import OomKill
 from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
 from memtop.records.swapin import SwapinProc
-from memtop.state.base import Ring, SubState, rate
+from memtop.state.base import SubState, rate
 
 if TYPE_CHECKING:
     from memtop.state import State
@@ -128,7 +128,6 @@ class CgroupRow:
     history: deque[tuple[int, int | None, int | None, int | None, int | None, int | None, int | None]] = (
         field(default_factory=lambda: deque(maxlen=HISTORY))
     )
-    usage_ring: Ring = field(default_factory=lambda: Ring(HISTORY))
     #: (ts_ns, refault_anon, refault_file, activate_file) pages, cumulative, one per sample
     workingset: deque[tuple[int, int | None, int | None, int | None]] = field(
         default_factory=lambda: deque(maxlen=WORKINGSET_POINTS)
@@ -275,6 +274,17 @@ def _limit_hits(s: CgroupSample) -> int | None:
 
 class CgroupsState(SubState):
     key = "cgroups"
+    takes = (
+        CgroupSample,
+        CgroupPoll,
+        CgroupGone,
+        CgroupLayout,
+        CgroupLruGen,
+        ReclaimEvent,
+        ReclaimTotals,
+        SwapinProc,
+        OomKill,
+    )
 
     def __init__(self) -> None:
         self.layout: CgroupLayout | None = None
@@ -589,8 +599,6 @@ class CgroupsState(SubState):
                 s.swap_bytes,
             )
         )
-        if s.usage_bytes is not None:
-            row.usage_ring.append((ts, float(s.usage_bytes)))
         row.workingset.append((ts, st.get("refault_anon"), st.get("refault_file"), st.get("activate_file")))
 
     # -- derived ------------------------------------------------------------------------------------

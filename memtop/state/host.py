@@ -18,6 +18,12 @@ class HostState(SubState):
     """Host-wide memory accounting: /proc/meminfo, /proc/pressure/memory, /proc/vmstat."""
 
     key = "host"
+    takes = (
+        MemInfo,
+        Pressure,
+        HostFacts,
+        VmStat,
+    )
 
     def __init__(self) -> None:
         self.meminfo: MemInfo | None = None

@@ -58,6 +58,15 @@ class Traced:
 @dataclass
 class KernelState(SubState):
     key = "kernel"
+    takes = (
+        KernelMem,
+        SlabCaches,
+        BuddyInfo,
+        VmallocCallers,
+        AllocProfile,
+        SlabTrace,
+        PageAlloc,
+    )
 
     meminfo: dict[str, int] = field(default_factory=dict)
     zspages_bytes: int | None = None
@@ -86,7 +95,8 @@ class KernelState(SubState):
                 self.meminfo = dict(rec.meminfo)
                 self.zspages_bytes = rec.zspages_bytes
                 self.vmap_stack = rec.vmap_stack
-                self.history.append((ts, self.breakdown()))
+                if state.panes:  # the Kernel pane's chart only (a dict a tick, 600 kept)
+                    self.history.append((ts, self.breakdown()))
             elif isinstance(rec, SlabCaches):
                 self._on_slabs(rec, ts)
             elif isinstance(rec, BuddyInfo):

@@ -41,6 +41,14 @@ class StackRow:
 
 class LeaksState(SubState):
     key = "leaks"
+    takes = (
+        LeakStack,
+        LeakTarget,
+        LeakPreflight,
+        LeakBudget,
+        LeakVerdict,
+        LeakCalls,
+    )
 
     def __init__(self) -> None:
         self.targets: dict[int, LeakTarget] = {}

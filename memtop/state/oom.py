@@ -97,6 +97,15 @@ class SignalKillRow:
 
 class OomState(SubState):
     key = "oom"
+    takes = (
+        MemInfo,
+        OomScoreAdj,
+        MemoryKillers,
+        OomdMonitored,
+        KillReason,
+        SignalKill,
+        OomKill,
+    )
 
     def __init__(self) -> None:
         self.kills: deque[OomKill] = deque(maxlen=LOG_LEN)

@@ -110,6 +110,11 @@ class FileSeen:
 
 class PagecacheState(SubState):
     key = "pagecache"
+    takes = (
+        CachedFile,
+        CachedFiles,
+        PagecacheActivity,
+    )
 
     def __init__(self) -> None:
         self.files: dict[tuple[int, int], FileSeen] = {}

@@ -64,6 +64,18 @@ def _size_sum(rows: tuple[MappingRow, ...]) -> int:
 
 class ProcessState(SubState):
     key = "process"
+    takes = (
+        Focus,
+        FaultStack,
+        FaultFile,
+        GrowthStack,
+        FaultCoverage,
+        Mappings,
+        MappingTotals,
+        WorkingSetStart,
+        WorkingSetWindow,
+        TargetGone,
+    )
 
     def __init__(self) -> None:
         self.targets: dict[int, Target] = {}

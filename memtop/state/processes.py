@@ -191,7 +191,10 @@ class ExitedRow:
 
 class ProcessesState(SubState):
     key = "processes"
-    process_samples = True
+    takes = (
+        ProcSample,
+        ProcEvent,
+    )
 
     def __init__(self) -> None:
         self.rows: dict[int, ProcRow] = {}
@@ -210,6 +213,9 @@ class ProcessesState(SubState):
         return self.rows.get(pid) or self.gone.get(pid)
 
     def apply(self, batch: Batch, state: State) -> None:
+        if not state.panes:
+            self._apply_unshown(batch)
+            return
         samples = [r for r in batch.records if isinstance(r, ProcSample)]
         for rec in batch.records:
             if isinstance(rec, ProcEvent) and rec.event == "exit":
@@ -276,6 +282,51 @@ class ProcessesState(SubState):
         if len(self.gone) > MAX_GONE:
             self._trim_gone(state)
         self._exit_seen = {p: e for p, e in self._exit_seen.items() if ts - e.exited_ns < self.grace_ns}
+
+    def _apply_unshown(self, batch: Batch) -> None:
+        """For a front end that shows no pane (the exporter: ``State.panes`` False): each live
+        process's row with its sample and fault rates, exactly as :meth:`apply` keeps them, and
+        nothing only a pane shows: no sparkline or history (two ring updates a process a tick),
+        no gone rows and no exited lists (an exit event, hundreds a tick under other users'
+        process churn, costs nothing here unless its process had a row: it leaves at the next
+        poll)."""
+        samples: list[ProcSample] = []
+        rows = self.rows
+        for rec in batch.records:
+            if isinstance(rec, ProcSample):
+                samples.append(rec)
+            elif isinstance(rec, ProcEvent) and rec.event == "exec":
+                row = rows.get(rec.pid)
+                if row is not None:
+                    row.sample = _with_comm(row.sample, rec.comm)
+        if not samples:
+            return
+        ts = batch.ts_ns
+        self.samples_ts_ns = ts
+        for s in samples:
+            row = rows.get(s.pid)
+            if row is not None and s is row.sample and not row.minflt_per_s and not row.majflt_per_s:
+                row.ts_ns = ts  # nothing moved (see apply)
+            elif row is None or (row.sample.start_time_ns and s.start_time_ns != row.sample.start_time_ns):
+                rows[s.pid] = ProcRow(
+                    sample=s,
+                    ts_ns=ts,
+                    spark=IntRing(0),
+                    spark_ts=IntRing(0),
+                    history=History(0),
+                    first_ts_ns=ts,
+                    first_minor_faults=s.minor_faults,
+                    first_major_faults=s.major_faults,
+                )
+            else:
+                dt = ts - row.ts_ns
+                row.minflt_per_s = rate(s.minor_faults, row.sample.minor_faults, dt)
+                row.majflt_per_s = rate(s.major_faults, row.sample.major_faults, dt)
+                row.sample, row.ts_ns = s, ts
+        if len(rows) != len(samples):
+            seen = {s.pid for s in samples}
+            for pid in [p for p in rows if p not in seen]:
+                del rows[pid]
 
     def _trim_gone(self, state: State) -> None:
         """Drop the oldest gone rows over MAX_GONE (the dict is in the order they went), but

@@ -38,6 +38,10 @@ class PidRow:
 
 class ReclaimState(SubState):
     key = "reclaim"
+    takes = (
+        ReclaimEvent,
+        ReclaimTotals,
+    )
 
     def __init__(self) -> None:
         self.totals: ReclaimTotals | None = None

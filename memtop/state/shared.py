@@ -48,6 +48,17 @@ class Caller:
 
 class SharedState(SubState):
     key = "shared"
+    takes = (
+        ShmSegment,
+        ShmTable,
+        SharedCall,
+        HugePools,
+        SharedProc,
+        TmpfsMount,
+        SharedScan,
+        MigrateTotals,
+        KhugepagedTotals,
+    )
 
     def __init__(self) -> None:
         self.segments: dict[int, ShmSegment] = {}

@@ -27,6 +27,11 @@ class SwapinRow:
 
 class SwapinState(SubState):
     key = "swapin"
+    takes = (
+        SwapinProc,
+        SwapinHistogram,
+        SwapInfo,
+    )
 
     def __init__(self) -> None:
         self.rows: dict[int, SwapinRow] = {}

@@ -42,6 +42,7 @@ class ShrinkerRow:
 
 class VmscanState(SubState):
     key = "vmscan"
+    takes = (VmscanTotals,)
 
     def __init__(self) -> None:
         self.totals: VmscanTotals | None = None

@@ -1,82 +1,113 @@
-"""How State.apply hands a batch to its sub-states: the per-process records (the /proc reader's
-samples, the lifecycle probe's exec and exit events: most of a batch) go only to the sub-states
-that read them, and that changes nothing any sub-state ends up with."""
+"""The state's dispatch of records to sub-states (``SubState.takes``): each sub-state gets only
+the records of the types it reads, and its state is what it would have been given every record.
+"""
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
 import inspect
-import sys
+import pickle
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
-from support.paths import DATA
 
 from memtop.records import Batch, Record
-from memtop.records.host import MemInfo
 from memtop.records.processes import ProcEvent, ProcSample
-from memtop.state import PER_PROCESS, State
+from memtop.state import State
 from memtop.state.base import SubState
-from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.stream.recfile import Recording
-from memtop.stream.replay import freeze
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+RECORDINGS = sorted(DATA.glob("*.jsonl.gz"))
 
 
-def sample(pid: int) -> ProcSample:
-    return ProcSample(pid, f"p{pid}", "root", 0, 4096, 0, 0, 0, 10, 0)
+def _substates() -> list[type[SubState]]:
+    State()  # imports every sub-state's module
+    return sorted(SubState.registry, key=lambda c: c.key)
 
 
-def received(monkeypatch: pytest.MonkeyPatch, cls: type[SubState]) -> list[type[Record]]:
-    """The record types ``cls.apply`` is handed from now on."""
-    got: list[type[Record]] = []
-    apply = cls.apply
+def _isinstance_types(cls: type[SubState]) -> set[type[Record]]:
+    """The record types named in an ``isinstance`` check anywhere in the class's own code."""
+    module = importlib.import_module(cls.__module__)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    found: set[type[Record]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            for name in ast.walk(node.args[1]):
+                if isinstance(name, ast.Name):
+                    obj = getattr(module, name.id, None)
+                    if isinstance(obj, type) and issubclass(obj, Record):
+                        found.add(obj)
+    return found
 
-    def recording(self: SubState, batch: Batch, state: State) -> None:
-        got.extend(type(r) for r in batch.records)
-        apply(self, batch, state)
 
-    monkeypatch.setattr(cls, "apply", recording)
-    return got
+@pytest.mark.parametrize("cls", _substates(), ids=lambda c: c.key)
+def test_each_substate_takes_the_record_types_it_reads(cls: type[SubState]) -> None:
+    """``takes`` names exactly the record types the sub-state's code checks for: one it reads but
+    does not take would never reach it, one it takes but never reads costs a pass for nothing."""
+    assert cls.takes is not None, f"{cls.__name__}: no takes (every record goes through its apply)"
+    assert set(cls.takes) == _isinstance_types(cls)
 
 
-def test_process_records_reach_only_the_substates_that_read_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    host, procs = received(monkeypatch, HostState), received(monkeypatch, ProcessesState)
+@functools.cache
+def _batches(path: Path) -> tuple[Batch, ...]:
+    return tuple(Recording.load(path).batches())
+
+
+def _pickled(state: State) -> dict[str, bytes]:
+    return {key: pickle.dumps(sub) for key, sub in state.subs.items()}
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)
+def test_a_recording_applied_leaves_what_every_record_everywhere_left(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each recording, batch by batch: every sub-state's state (pickled) equals that of a state
+    that handed every record to every sub-state, the way before ``takes``."""
+    batches = _batches(path)
+    assert batches
+    with monkeypatch.context() as m:
+        for cls in _substates():
+            m.setattr(cls, "takes", None)
+        everything = State(mode="replay")
+        for b in batches:
+            everything.apply(b)
+    dispatched = State(mode="replay")
+    for b in batches:
+        dispatched.apply(b)
+    assert _pickled(dispatched) == _pickled(everything)
+    assert dispatched.statuses == everything.statuses
+    assert dispatched.lost == everything.lost
+
+
+@dataclass(frozen=True, slots=True)
+class _LaterEvent(ProcEvent):
+    """A record type derived from one a sub-state takes (as isinstance would see it)."""
+
+
+def _sample(pid: int) -> ProcSample:
+    return ProcSample(
+        pid=pid,
+        comm="x",
+        user="root",
+        uid=0,
+        rss_anon_bytes=4096,
+        rss_file_bytes=0,
+        rss_shmem_bytes=0,
+        swap_bytes=0,
+        minor_faults=0,
+        major_faults=0,
+    )
+
+
+def test_a_subclass_of_a_taken_type_reaches_its_substate() -> None:
     state = State()
-    meminfo = MemInfo(*(1 << 30,) * len(MemInfo.__dataclass_fields__))
-    state.apply(Batch(1_000_000_000, (sample(10), sample(11), meminfo)))
-    exits = tuple(ProcEvent(1_500_000_000 + i, "exit", 100 + i, "gone", 10**6) for i in range(5))
-    state.apply(Batch(2_000_000_000, (sample(10), ProcEvent(1_200_000_000, "exec", 11, "p11"), *exits)))
-    assert ProcEvent not in host and ProcSample not in host
-    assert MemInfo in host
-    assert procs.count(ProcEvent) == 6 and procs.count(ProcSample) == 3
-    # the Processes pane's state took them: the processes born and gone between two polls
-    assert state.get(ProcessesState).exited_between_total == 5
-
-
-def test_every_substate_that_reads_process_records_gets_them() -> None:
-    """A sub-state whose module names a per-process record must say it reads them, or it would
-    never see one."""
-    State()  # every sub-state module imported
-    for cls in SubState.registry:
-        source = inspect.getsource(sys.modules[cls.__module__])
-        names = [t.__name__ for t in PER_PROCESS if t.__name__ in source]
-        assert not names or cls.process_samples, (
-            f"{cls.__module__}.{cls.__qualname__} names {names} but does not set process_samples = True"
-        )
-
-
-def test_handing_process_records_to_fewer_substates_changes_no_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pressure recording (its 6,000 exec and exit events and every process's samples) applied
-    as shipped and with every sub-state handed the whole batch: the same state."""
-    rec = Recording.load(DATA / "pressure.jsonl.gz")
-    batches = list(rec.batches())
-    assert sum(isinstance(r, ProcEvent) for b in batches for r in b.records) > 1000
-    shipped = State(mode="replay")
-    for b in batches:
-        shipped.apply(b)
-    for cls in SubState.registry:
-        monkeypatch.setattr(cls, "process_samples", True)
-    everything = State(mode="replay")
-    for b in batches:
-        everything.apply(b)
-    for key, sub in shipped.subs.items():
-        assert freeze(sub) == freeze(everything.subs[key]), key
+    state.apply(Batch(1_000_000_000, (_sample(7),)))
+    state.apply(Batch(2_000_000_000, (_LaterEvent(2_000_000_000, "exec", 7, "renamed"), _sample(8))))
+    procs = state.get(ProcessesState)
+    assert 7 in procs.gone and procs.gone[7].sample.comm == "renamed"
