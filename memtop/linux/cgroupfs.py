@@ -14,6 +14,7 @@ the v2 memory controller cannot be enabled where the v1 one is bound.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -299,6 +300,12 @@ class HeldFiles:
     def close(self) -> None:
         for path in list(self._fds):
             self.drop(path)
+
+    def __del__(self) -> None:
+        # raw fds are not closed with the object: a holder dropped unclosed (its probe never
+        # closed) would keep them for the life of the process
+        with contextlib.suppress(Exception):
+            self.close()
 
     def __len__(self) -> int:
         return len(self._fds)

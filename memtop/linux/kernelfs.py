@@ -10,6 +10,7 @@ files) is made printable with :func:`memtop.core.text.clean`.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import select
@@ -471,6 +472,12 @@ class MountTable:
             os.close(self._fd)
             self._fd = None
         self._text = None
+
+    def __del__(self) -> None:
+        # a raw fd is not closed with the object: one dropped unclosed (a probe never closed)
+        # would keep it for the life of the process
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 def debugfs_mount(mountinfo: str | None) -> str | None:

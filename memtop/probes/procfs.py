@@ -228,6 +228,12 @@ class ProcfsProbe(Probe):
             os.close(fd)
         self._host_fds.clear()
 
+    def __del__(self) -> None:
+        # its fds are raw: a probe dropped unclosed (a test's, say) would keep hundreds of them
+        # (a held schedstat a process) for the life of the process
+        with contextlib.suppress(Exception):
+            self.close()
+
     def read_host(self, name: str) -> bytes | None:
         """A whole machine-wide file below the proc root (``meminfo``, ``vmstat``,
         ``pressure/memory``): held open and pread to its end from offset 0 on the real /proc
