@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import kb, pid_reads, proc_status, waking_sleepers
+from support import kb, pid_reads, proc_status, wait_asleep, waking_sleepers
 from support import proc_samples as samples
 
 from memtop.probes.procfs import BACKSTOP_TICKS, QUIET_AFTER, ProcfsProbe
@@ -54,6 +54,9 @@ def test_a_quiet_process_that_wakes_shows_at_the_next_tick(monkeypatch: pytest.M
         for k in kids:
             assert k.stdout is not None and k.stdout.readline().strip() == "ready"
         pids = {k.pid for k in kids}
+        # "ready" is printed before the read: on a loaded machine a child still runs for a while
+        # (its schedstat moves, so its stat is read): quiet only once the kernel has it asleep
+        wait_asleep(pids)
         for _ in range(QUIET_AFTER + 2):
             samples(probe)
         # asleep: their stat is not read (their schedstat is), yet every one is listed
@@ -87,6 +90,7 @@ def test_a_sleeper_whose_parent_exits_shows_its_new_parent_at_once(monkeypatch: 
     )
     assert sh.stdout is not None and sh.stdin is not None
     sleeper = int(sh.stdout.readline())
+    wait_asleep([sleeper], "nanosleep")  # started, not yet asleep, it runs: its schedstat moves
     probe, read = quiet_probe(monkeypatch)
     try:
         for _ in range(QUIET_AFTER + 2):

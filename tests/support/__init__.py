@@ -43,6 +43,7 @@ from support.procs import (
     proc_stat_faults,
     proc_status,
     vmstat,
+    wait_asleep,
     waking_sleepers,
     within,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "readable",
     "wait_until",
     "wait_until_async",
+    "wait_asleep",
     "waking_sleepers",
     "within",
     "zram_filesystem",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -135,3 +136,22 @@ def waking_sleepers(n: int) -> list[subprocess.Popen[str]]:
         )
         for _ in range(n)
     ]
+
+
+def asleep_in(pid: int, wchan: str) -> bool:
+    """Whether the kernel has ``pid`` asleep (state S) in a function whose name ends with
+    ``wchan`` ("pipe_read": reading a pipe; "nanosleep": sleep(1))."""
+    try:
+        where = Path(f"/proc/{pid}/wchan").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return where.endswith(wchan) and stat[stat.rindex(")") + 2 :].startswith("S")
+
+
+def wait_asleep(pids: Iterable[int], wchan: str = "pipe_read") -> None:
+    """Wait (on the kernel) until every one of ``pids`` sleeps in ``wchan`` (see :func:`asleep_in`):
+    a child that printed "ready" may not have reached its read yet, and until it does it still
+    runs (its schedstat moves)."""
+    for pid in pids:
+        wait_until(functools.partial(asleep_in, pid, wchan), f"pid {pid} asleep in {wchan}")
