@@ -221,9 +221,7 @@ class ProcessesState(SubState):
             if isinstance(rec, ProcEvent) and rec.event == "exit":
                 self._on_exit(rec)
             elif isinstance(rec, ProcEvent) and rec.event == "exec":
-                row = self.rows.get(rec.pid)
-                if row is not None:
-                    row.sample = _with_comm(row.sample, rec.comm)
+                self._on_exec(rec)
         if not samples:
             return
         ts = batch.ts_ns
@@ -283,6 +281,13 @@ class ProcessesState(SubState):
             self._trim_gone(state)
         self._exit_seen = {p: e for p, e in self._exit_seen.items() if ts - e.exited_ns < self.grace_ns}
 
+    def _on_exec(self, rec: ProcEvent) -> None:
+        """A process that exec'd shows its new name at once (its sample otherwise keeps the old
+        comm until the next /proc read)."""
+        row = self.rows.get(rec.pid)
+        if row is not None:
+            row.sample = _with_comm(row.sample, rec.comm)
+
     def _apply_unshown(self, batch: Batch) -> None:
         """For a front end that shows no pane (the exporter: ``State.panes`` False): each live
         process's row with its sample and fault rates, exactly as :meth:`apply` keeps them, and
@@ -296,9 +301,7 @@ class ProcessesState(SubState):
             if isinstance(rec, ProcSample):
                 samples.append(rec)
             elif isinstance(rec, ProcEvent) and rec.event == "exec":
-                row = rows.get(rec.pid)
-                if row is not None:
-                    row.sample = _with_comm(row.sample, rec.comm)
+                self._on_exec(rec)
         if not samples:
             return
         ts = batch.ts_ns
