@@ -115,7 +115,7 @@ class MemtopApp(RecordReplay):
         Binding("f1", "help", "Help", show=False, tooltip="this help"),  # htop's keys
         Binding("f10", "quit", "Quit", show=False, tooltip="quit"),
         Binding("s", "snapshot", "Snapshot", tooltip="snapshot the pane to a file"),
-        Binding("space", "pause", "Pause", tooltip="pause the display (nothing is lost)"),
+        Binding("space", "pause", "Pause", tooltip="freeze what is shown (data is still collected)"),
         Binding("plus", "interval(0.5)", "Slower", show=False, tooltip="refresh less often"),
         Binding("minus", "interval(-0.5)", "Faster", show=False, tooltip="refresh more often"),
     ]
@@ -158,6 +158,10 @@ class MemtopApp(RecordReplay):
         self.leak_pids = list(leak_pids or [])
         self.ask_before_tracing = ask_before_tracing and snapshot_request is None
         self.paused = False
+        #: while paused, what is shown: a copy of the state as it was when the pause began (the
+        #: runner's goes on being updated), so a resize, a sort key or a drill-in redraws the
+        #: moment paused and not the data collected since
+        self._frozen: State | None = None
         #: the panes' view names, in tab order
         self.pane_names = pane_names()
         #: the view name of the pane shown (its tab is marked; the pane is built when first shown)
@@ -189,8 +193,9 @@ class MemtopApp(RecordReplay):
 
     @property
     def state(self) -> State:
-        """The runner's state (a replay's seek may replace it: never keep it across ticks)."""
-        return self.runner.state
+        """What is shown: the runner's state (a replay's seek may replace it: never keep it
+        across ticks), or while paused the copy taken when the pause began."""
+        return self._frozen if self._frozen is not None else self.runner.state
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -625,8 +630,23 @@ class MemtopApp(RecordReplay):
     def action_pause(self) -> None:
         if self.replay_toggle():  # Space plays/pauses a replay itself
             return
-        self.paused = not self.paused
-        self.redraw() if not self.paused else self._draw_header()
+        self.set_paused(not self.paused)
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause the display (data keeps being collected) or go on from the data now."""
+        self.paused = paused
+        if paused:
+            from memtop.stream.replay import freeze, thaw
+
+            with self.runner.lock:  # never half a batch
+                frozen = freeze(self.runner.state)
+            self._frozen = thaw(frozen)
+            # drawn from the copy at once (the same figures): a pane or drill-in redrawn later by
+            # itself (a resize, a sort key) draws from the state it was last given
+            self.redraw()
+        else:
+            self._frozen = None
+            self.redraw()
 
     def action_interval(self, delta: float) -> None:
         # the Runner owns the interval (headers, recordings and snapshots read it there); the

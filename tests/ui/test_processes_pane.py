@@ -97,7 +97,9 @@ async def test_sort_filter_pause(fake_proc: Path, no_bpf: None) -> None:
         force_tick(app)
         await settle(pilot)
         assert 404 not in table_pids(app)
-        assert 404 in {r["pid"] for r in get_view("processes").document(app.state, Options())["rows"]}
+        # collected (the runner's state), not shown (the app's: the copy taken at the pause)
+        assert 404 in {r["pid"] for r in get_view("processes").document(app.runner.state, Options())["rows"]}
+        assert 404 not in {r["pid"] for r in get_view("processes").document(app.state, Options())["rows"]}
         await pilot.press("space")
         await settle(pilot)
         assert table_pids(app)[0] == 404
