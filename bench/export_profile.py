@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from self_profile import _timed  # one timer for both profiles (thread CPU time, calls)
+from self_profile import _timed, time_probe_polls  # one timer for both profiles (thread CPU time, calls)
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -88,6 +88,7 @@ def _wrap(spent: Counter[str], calls: Counter[str]) -> list[str]:
             ):
                 timed = _timed(spent, calls, f"  apply: {v.__name__}", vars(v)["apply"])
                 setattr(v, "apply", timed)  # noqa: B010 (mypy: a method cannot be assigned)
+    time_probe_polls(spent, calls)
     return missing
 
 

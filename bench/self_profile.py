@@ -58,6 +58,24 @@ def _timed(
     return timed
 
 
+def time_probe_polls(spent: Counter[str], calls: Counter[str]) -> None:
+    """Wrap each probe class's own poll (where it is defined) with the timer, as "  poll: NAME"."""
+    import memtop.probes as probes
+    from memtop.probes.base import Probe
+
+    poll = "poll"
+    for info in pkgutil.iter_modules(probes.__path__):
+        mod = importlib.import_module(f"memtop.probes.{info.name}")
+        for v in list(vars(mod).values()):
+            if (
+                isinstance(v, type)
+                and issubclass(v, Probe)
+                and v.__module__ == mod.__name__
+                and poll in vars(v)
+            ):
+                setattr(v, poll, _timed(spent, calls, f"  poll: {v.__name__}", vars(v)[poll]))
+
+
 def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
     """In memtop's process: wrap, run memtop, write the figures to ``out`` once counted."""
     spent: Counter[str] = Counter()
@@ -70,20 +88,7 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
             missing.append(f"{module}.{cls_name}.{method}")
             continue
         setattr(cls, method, _timed(spent, calls, label, fn))
-    import memtop.probes as probes
-    from memtop.probes.base import Probe
-
-    poll = "poll"  # each probe class's own poll, wrapped where it is defined
-    for info in pkgutil.iter_modules(probes.__path__):
-        mod = importlib.import_module(f"memtop.probes.{info.name}")
-        for v in list(vars(mod).values()):
-            if (
-                isinstance(v, type)
-                and issubclass(v, Probe)
-                and v.__module__ == mod.__name__
-                and poll in vars(v)
-            ):
-                setattr(v, poll, _timed(spent, calls, f"  poll: {v.__name__}", vars(v)[poll]))
+    time_probe_polls(spent, calls)
 
     def threads_cpu_s() -> dict[str, float]:
         # each live thread's own CPU clock (the main thread: Textual, the redraw, the state; the

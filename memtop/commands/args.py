@@ -129,12 +129,14 @@ HELP_KEYS = (
 )
 
 
-def common(p: argparse.ArgumentParser) -> None:
+def common(p: argparse.ArgumentParser, interval_default: str = "1") -> None:
+    """``interval_default``: what --interval's help says when it is not given (the exporter's
+    default is its own: None, read at the scrapes' pace)."""
     p.add_argument(
         "--interval",
         type=interval_arg,
         default=1.0,
-        help=f"refresh interval, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds (default 1)",
+        help=f"refresh interval, {MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g} seconds (default {interval_default})",
     )
     p.add_argument("--no-bpf", action="store_true", help="do not load BPF: the /proc view only")
     p.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)

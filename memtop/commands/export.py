@@ -19,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         help="serve memtop's figures to Prometheus (/metrics), write them for node_exporter's "
         "textfile collector, or turn a recording into OpenMetrics; no TUI",
     )
-    common(e)
+    common(e, interval_default="at each scrape's pace; 1 with --textfile")
+    e.set_defaults(interval=None)  # memtop.export.pace
     e.add_argument(
         "--listen",
         default=None,

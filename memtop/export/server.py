@@ -38,6 +38,7 @@ from memtop.export.families import CounterMetricFamily, GaugeMetricFamily, Metri
 from memtop.export.http import HttpServer, Request, Response, Stats, accepts_gzip
 from memtop.export.metrics import EXPORTED_PARTS, Accumulators, Budget, Options, families
 from memtop.export.node import with_node
+from memtop.export.pace import FRESH_S, IDLE_READ_S, LEAD_S, MIN_GAP_S, Pace, follow
 from memtop.export.textfile import Textfile
 from memtop.runtime.heap import release_heap
 from memtop.stream.runner import Runner
@@ -708,6 +709,9 @@ class Exporter:
         #: the kinds of scrape seen, keyed by what they ask (content type, gzip), not by the
         #: Accept header's text: a few entries whatever clients send
         self._scrapers: dict[tuple[str, bool], _Scraper] = {}
+        #: without --interval, the export loop's pace (memtop.export.pace): a scrape of a state
+        #: older than FRESH_S asks for a reading first
+        self.pace: Pace | None = None
         runner.subscribe(self._changed)
 
     def _changed(self, _batch: object) -> None:
@@ -747,6 +751,9 @@ class Exporter:
         ctype = fmt.content_type
         now = self.clock()
         self._note_scrape(accept, ctype, gzip, now)
+        if self.pace is not None and not latest and now - self._generation_at > FRESH_S:
+            self.pace.ask()  # a state that old is read anew first (node_exporter reads at each scrape)
+            now = self.clock()
         built = self._built.get(ctype)
         if latest or not self._servable(built, gzip):
             with self._lock:
@@ -769,9 +776,26 @@ class Exporter:
             sc = self._scrapers.get((ctype, gzip))
             if sc is None:
                 self._scrapers[(ctype, gzip)] = _Scraper(accept, gzip, now)
-                return
-            sc.gaps.append(now - sc.last)
-            sc.last, sc.built = now, False
+            else:
+                sc.gaps.append(now - sc.last)
+                sc.last, sc.built = now, False
+        if self.pace is not None:
+            self.pace.wake()  # its next scrape moved: the export loop looks at when to read again
+
+    def next_read_at(self, last: float) -> float:
+        """Without --interval: when the export loop reads next, its last reading having started at
+        ``last`` (memtop.export.pace): ``LEAD_S`` (at most half its period) before the next scrape
+        of a scraper whose period is known, unless a reading was made since that time; at the
+        latest ``IDLE_READ_S`` after the last; never sooner than ``MIN_GAP_S`` after it."""
+        at = last + IDLE_READ_S
+        with self._meta:
+            for sc in self._scrapers.values():
+                if sc.gaps:
+                    period = min(sc.gaps)  # a scraper faster than 2 LEAD_S: half its period
+                    t = sc.last + period - min(LEAD_S, period / 2)
+                    if last < t < at:
+                        at = t
+        return max(at, last + MIN_GAP_S)
 
     def _fresh(self, accept: str, gzip: bool) -> _Built:
         """The exposition of the state now for ``accept``, built unless the cache has it (the
@@ -878,6 +902,13 @@ class Exporter:
         )
         c.add_metric([], float(self.dropped_total))
         yield c
+        c = CounterMetricFamily(
+            "memtop_exporter_readings",
+            "Times memtop read the kernel and applied what it read, up to the state shown (its ticks: "
+            "every --interval, or without it at the scrapes' pace)",
+        )
+        c.add_metric([], float(self.generation))
+        yield c
         if BpfRunTime.enabled():
             run = CounterMetricFamily(
                 "memtop_bpf_prog_run_seconds",
@@ -943,11 +974,12 @@ async def export(
     *,
     listen: tuple[str, int] | None,
     textfile: str | None,
-    interval_s: float = 1.0,
+    interval_s: float | None = 1.0,
     duration_s: float | None = None,
 ) -> int:
     """Run until SIGINT/SIGTERM (or ``duration_s``): serve /metrics and/or write ``textfile``
-    every interval. A textfile that cannot be written is an error (exit 2)."""
+    every interval. ``interval_s`` None: every second with a textfile, else at the pace of the
+    scrapes (memtop.export.pace). A textfile that cannot be written is an error (exit 2)."""
     from memtop.headless.start import begin, stop_on_signals
 
     # the textfile's directory is opened and checked once, before anything else starts, and its
@@ -960,13 +992,19 @@ async def export(
     try:
         # before the first poll: nothing the exporter does not export is ever read
         source.use_parts(EXPORTED_PARTS)
+        paced = interval_s is None and out is None and listen is not None
+        if interval_s is None:
+            interval_s = 1.0  # with a textfile, which no scrape paces: its writes every second
         runner = Runner(source, interval_s=interval_s, checkpoints=False)
         exporter = Exporter(runner, opts, background=listen is not None)
+        if paced:
+            exporter.pace = Pace()
         if listen is not None:
             server = serve(listen, exporter)
             host, port = listen
             where = f"[{host}]" if ":" in host else host
-            sys.stderr.write(f"memtop: serving http://{where}:{port}/metrics\n")
+            pace = " (the kernel read at each scrape's pace)" if paced else ""
+            sys.stderr.write(f"memtop: serving http://{where}:{port}/metrics{pace}\n")
         if out is not None:
             sys.stderr.write(f"memtop: writing {out.path} every {interval_s:g} s\n")
         await begin(runner, stop, None, ())
@@ -980,6 +1018,9 @@ async def export(
             # the background build holds it; each hand-back waited up to the switch interval
             # (5 ms by default): at 1 ms, a scrape during a build no longer waits tens of ms
             sys.setswitchinterval(SWITCH_INTERVAL_S)
+        if paced:
+            await follow(runner, exporter, stop, duration_s)
+            return 0
         async for n in runner.ticks(stop):
             if server is not None:  # off the loop: a build must not delay the signals' handling
                 await asyncio.to_thread(exporter.prebuild)
