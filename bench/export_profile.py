@@ -2,10 +2,12 @@
 process, beside another checkout's exporter in the same run, both scraped alike.
 
     sudo unshare --pid --fork --mount-proc .venv/bin/python bench/export_profile.py \\
-        [--sleepers N] [--churn PER_S] [--interval S] [--scrape-every S] [--warmup S] \\
+        [--sleepers N] [--cgroups N] [--churn PER_S] [--interval S] [--scrape-every S] [--warmup S] \\
         [--seconds S] [--openmetrics] [--against CHECKOUT [--label NAME]] [--save]
 
-It starts ``--sleepers`` idle processes (in a PID namespace of their own, as above, the rest of
+``--cgroups N`` makes N memcgs with a sleeper in each (bench/export_cost.py's load is
+``--sleepers 500 --cgroups 500``: 1,000 processes, 500 memcgs); ``--interval 0`` runs the exporters
+without ``--interval`` (reading at the scrapes' pace). It starts ``--sleepers`` idle processes (in a PID namespace of their own, as above, the rest of
 the machine does not see them), optionally ``--churn`` short-lived processes a second (an exec
 and an exit each, what a build or a shell loop does to the process lifecycle probe), then this
 checkout's exporter and, with ``--against``, that checkout's (run with this venv's Python),
@@ -184,8 +186,8 @@ class Exporter:
             "export",
             "--listen",
             f"127.0.0.1:{self.port}",
-            "--interval",
-            str(args.interval),
+            # 0: none, the exporter's default (the kernel read at the scrapes' pace)
+            *(("--interval", str(args.interval)) if args.interval else ()),
         ]
         self.log = open(tmp / f"{label}.log", "wb")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -224,12 +226,19 @@ def _churn(per_s: float, stop: threading.Event) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from contextlib import ExitStack
+
+    from cgroups_cost import many_cgroups  # bench/export_cost.py's memcgs, a sleeper in each
+
     tmp = Path(tempfile.mkdtemp(prefix=f"memtop-export-profile-{os.getpid()}-"))
     sleepers = _sleepers(args.sleepers)
     stop = threading.Event()
     churn = threading.Thread(target=_churn, args=(args.churn, stop), daemon=True) if args.churn else None
     exporters: list[Exporter] = []
+    memcgs = ExitStack()
     try:
+        if args.cgroups:
+            memcgs.enter_context(many_cgroups(args.cgroups))
         if churn is not None:
             churn.start()
         exporters.append(Exporter("this", ROOT, args, tmp))
@@ -270,6 +279,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             p.kill()
         for p in sleepers:
             p.wait()
+        memcgs.close()
         for f in tmp.iterdir():
             f.unlink()
         tmp.rmdir()
@@ -291,6 +301,7 @@ def record(args: argparse.Namespace, docs: dict[str, Any]) -> None:
     runs["openmetrics" if args.openmetrics else "text"] = {
         "machine": machine(),
         "sleepers": args.sleepers,
+        "cgroups": args.cgroups,
         "churn_per_s": args.churn,
         "interval_s": args.interval,
         "scrape_every_s": args.scrape_every,
@@ -350,8 +361,16 @@ def show(docs: dict[str, Any]) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sleepers", type=int, default=1000, help="idle processes started (default 1000)")
+    ap.add_argument(
+        "--cgroups", type=int, default=0, help="memcgs made, a sleeper in each (bench/export_cost.py's 500)"
+    )
     ap.add_argument("--churn", type=float, default=0.0, help="short-lived processes a second (default 0)")
-    ap.add_argument("--interval", type=float, default=15.0, help="the exporter's --interval (default 15)")
+    ap.add_argument(
+        "--interval",
+        type=float,
+        default=15.0,
+        help="the exporter's --interval (default 15; 0: none, the scrapes' pace)",
+    )
     ap.add_argument("--scrape-every", type=float, default=15.0, help="seconds between scrapes (default 15)")
     ap.add_argument("--warmup", type=float, default=30.0, help="seconds before counting")
     ap.add_argument("--seconds", type=float, default=120.0, help="seconds counted")
