@@ -4,6 +4,7 @@ distribution's server) run on a configuration a test writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
@@ -14,6 +15,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from memtop.export.metrics import Options
+from memtop.export.server import Exporter
+from memtop.stream.runner import Runner
+from support.fakes import FakeSource, vmscan_batches
 from support.paths import ROOT
 from support.waits import wait_until
 
@@ -98,3 +103,16 @@ def dashboard_expressions() -> list[tuple[str, str]]:
 def rated_metrics(expr: str) -> set[str]:
     """Metric names inside rate(), irate(), increase() or resets(): each must be a counter."""
     return set(re.findall(r"(?:rate|irate|increase|resets)\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)", expr))
+
+
+def clocked_exporter(ticks: int) -> tuple[Exporter, list[float]]:
+    """A served (background) exporter over ``ticks`` batches a second apart, alternating the two
+    of ``vmscan_batches`` (a state that moves at every tick), and its clock (``now[0]``, from
+    1000 s, moved by the caller)."""
+    two = vmscan_batches()
+    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(ticks)]
+    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
+    ex = Exporter(runner, Options(), background=True)
+    now = [1000.0]
+    ex.clock = lambda: now[0]
+    return ex, now

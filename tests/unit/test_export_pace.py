@@ -7,29 +7,15 @@ each scrape and by the test, and what it does is decided by the clock the test m
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 from collections.abc import Callable
 
-from support import FakeSource, vmscan_batches
+from support.exporter import clocked_exporter
 
-from memtop.export.metrics import Options
 from memtop.export.pace import FRESH_S, IDLE_READ_S, LEAD_S, MIN_GAP_S, Pace, follow
-from memtop.export.server import Exporter
-from memtop.stream.runner import Runner
 
 #: a bound on waits for the loop (a broken run), never what a test asserts
 WAIT_S = 60.0
-
-
-def paced_exporter(batches: int = 50) -> tuple[Exporter, list[float]]:
-    two = vmscan_batches()
-    seq = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(batches)]
-    runner = Runner(FakeSource(seq), interval_s=1.0, checkpoints=False)
-    ex = Exporter(runner, Options(), background=True)
-    now = [1000.0]
-    ex.clock = lambda: now[0]
-    return ex, now
 
 
 def value(body: bytes, name: str) -> float:
@@ -39,7 +25,7 @@ def value(body: bytes, name: str) -> float:
 
 
 def test_when_the_next_reading_is_due() -> None:
-    ex, now = paced_exporter()
+    ex, now = clocked_exporter(50)
     assert ex.next_read_at(1000.0) == 1000.0 + IDLE_READ_S  # nobody scrapes: the idle bound
     for t in (1000.0, 1015.0):  # a scraper every 15 s: its period known at its second scrape
         now[0] = t
@@ -64,7 +50,7 @@ async def until(what: str, ok: Callable[[], bool]) -> None:
 
 
 def test_the_loop_reads_when_a_scrape_is_due_or_asks_and_not_in_between() -> None:
-    ex, now = paced_exporter()
+    ex, now = clocked_exporter(50)
     pace = ex.pace = Pace()
 
     async def run() -> None:

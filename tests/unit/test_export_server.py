@@ -28,6 +28,7 @@ from pathlib import Path
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import CollectorRegistry
 from support import FakeSource, memtop_cmd, vmscan_batches
+from support.exporter import clocked_exporter
 
 from memtop.export.families import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from memtop.export.http import MAX_PER_ADDRESS, REQUEST_DEADLINE_S, accepts_gzip, parse_head
@@ -594,16 +595,11 @@ def ticking_exporter(ticks: int) -> tuple[ServedExporter, list[float], Callable[
     """A background exporter over ``ticks`` alternating vmscan batches a second apart, its clock
     (``now[0]``, moved by the caller for a scrape between ticks) and a tick: the clock a second on,
     the runner's tick and the prebuild a served exporter makes after it."""
-    two = vmscan_batches()
-    batches = [dataclasses.replace(two[i % 2], ts_ns=two[0].ts_ns + i * 10**9) for i in range(ticks)]
-    runner = Runner(FakeSource(batches), interval_s=1.0, checkpoints=False)
-    ex = ServedExporter(runner, Options(), background=True)
-    now = [1000.0]
-    ex.clock = lambda: now[0]
+    ex, now = clocked_exporter(ticks)
 
     def tick() -> None:
         now[0] += 1.0
-        asyncio.run(runner.tick())
+        asyncio.run(ex.runner.tick())
         ex.prebuild()
 
     return ex, now, tick
