@@ -44,7 +44,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from self_profile import _timed, time_probe_polls  # one timer for both profiles (thread CPU time, calls)
+from self_profile import (  # one timer for both profiles (thread CPU time, calls)
+    _timed,
+    run_inside,
+    time_probe_polls,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
@@ -116,7 +120,7 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
     missing = _wrap(spent, calls)
     _time_gc(spent, calls)
 
-    def count() -> None:
+    def count() -> dict[str, Any]:
         # the warm-up counts from the moment every probe is attached (BCC's compiles are not
         # the exporter's steady cost)
         ready = Path(os.environ.get("MEMTOP_READY_FILE", "/nonexistent"))
@@ -136,15 +140,9 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
             },
             "missing": missing,
         }
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc))
-        tmp.rename(out)
+        return doc
 
-    threading.Thread(target=count, daemon=True).start()
-    from memtop.cli import entry
-
-    sys.argv = ["memtop", *argv]
-    return entry()
+    return run_inside(out, argv, count)
 
 
 def free_port() -> int:

@@ -103,7 +103,7 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
                 continue
         return out
 
-    def count() -> None:
+    def count() -> dict[str, Any]:
         time.sleep(warmup_s)
         t0, s0, c0, p0 = time.monotonic(), Counter(spent), Counter(calls), os.times()
         th0 = threads_cpu_s()
@@ -120,11 +120,22 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
             },
             "missing": missing,
         }
+        return doc
+
+    return run_inside(out, argv, count)
+
+
+def run_inside(out: Path, argv: list[str], count: Callable[[], dict[str, Any]]) -> int:
+    """Run memtop with ``argv`` in this process while ``count`` (in a thread) counts; what it
+    returns is written to ``out`` (atomically: the bench waits for the file)."""
+
+    def counted() -> None:
+        doc = count()
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc))
         tmp.rename(out)
 
-    threading.Thread(target=count, daemon=True).start()
+    threading.Thread(target=counted, daemon=True).start()
     from memtop.cli import entry
 
     sys.argv = ["memtop", *argv]
