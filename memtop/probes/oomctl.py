@@ -165,8 +165,9 @@ def run(exe: str) -> tuple[Dump | None, str]:
     except OSError as exc:
         return None, f"oomctl could not run: {exc.strerror or exc}"
     if done.returncode != 0:
-        err = clean(done.stderr[:400]).strip().splitlines()
-        why = err[-1] if err else f"exit status {done.returncode}"
+        # its last line, cleaned (cleaned first, the newlines were escapes: "…directory\x0a")
+        err = done.stderr[:400].strip().splitlines()
+        why = clean(err[-1]) if err else f"exit status {done.returncode}"
         return None, f"oomctl dump failed (systemd-oomd not running?): {why}"
     dump = parse_dump(clean(done.stdout[:MAX_BYTES]))
     if dump is None:

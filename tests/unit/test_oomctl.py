@@ -81,6 +81,7 @@ def test_installed_oomctl_without_daemon_says_why() -> None:
     assert dump is None
     assert why.startswith("oomctl dump failed (systemd-oomd not running?): ")
     assert "\n" not in why
+    assert not why.endswith("\\x0a")  # its stderr's last line, not the newline after it, escaped
     assert reader.runs == 1
     assert reader.take() is None and reader.runs == 1  # not again before every_s
 
