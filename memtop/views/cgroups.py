@@ -721,6 +721,10 @@ def row_detail(r: CgroupRowDoc | None) -> Sentence:
         t.add(f"  unit {r['unit']}")
     t.add("\n")
     parts = [f"usage {fmt.bytes_h(r['usage_bytes'])}"]
+    if r["path"] == "/" and r["version"] == 1:
+        # mm/memcontrol-v1.c: the root's usage is its page cache and anon pages (and swap), while
+        # every other memcg's counter also charges kernel memory: a child may show more
+        parts[0] += " (the v1 root's: page cache and anon only; its children's count kernel memory too)"
     if r["limit_bytes"] is not None:
         parts.append(f"limit {fmt.bytes_h(r['limit_bytes'])}")
     for value, label in (
