@@ -6,7 +6,8 @@
   size x 5;
 * CPU of both at a 15 s scrape interval (memtop at ``--interval 15``, as a deployment sets it to
   its scrape interval; both scraped every 15 s with gzip), % of a core; target: memtop <= 2x
-  node_exporter's. Beside it memtop's at its default ``--interval 1``;
+  node_exporter's. Beside it, in the same phase and scraped alike, memtop without ``--interval``
+  (its default: the kernel read at the scrapes' pace), and memtop's at ``--interval 1``;
 * RssAnon of both once BCC has compiled every program and a few scrapes are done; target: memtop
   <= 40 MiB;
 * the same CPU and RssAnon, of both, scraped with Prometheus's own Accept header (OpenMetrics
@@ -101,12 +102,13 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], marker: bytes, accept: str 
 
 @contextmanager
 def exporter(
-    interval: float, exe: str | None = None, accept: str = ""
+    interval: float | None, exe: str | None = None, accept: str = ""
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`memtop export` of this tree, or of the memtop executable ``exe`` (``--against``), waited
     for by scrapes with ``accept``: the phase's own format, so that an exporter only ever
     Prometheus scrapes (a deployment's: the DaemonSet's probes read /, not /metrics) is not also
-    holding a text writer's memo for the readiness polls."""
+    holding a text writer's memo for the readiness polls. ``interval`` None: no --interval (the
+    kernel read at the scrapes' pace)."""
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -114,8 +116,7 @@ def exporter(
             "export",
             "--listen",
             f"127.0.0.1:{port}",
-            "--interval",
-            str(interval),
+            *(("--interval", str(interval)) if interval is not None else ()),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -215,6 +216,8 @@ def one_round(out: dict[str, list[float]], against: str | None = None) -> None:
         # with --against, the other memtop's exporter runs beside this one in the same 15 s
         # phase, scraped alike: the same machine, the same load, at the same time
         them = other.enter_context(exporter(15.0, against)) if against else None
+        # and this tree's without --interval, reading at the scrapes' pace, scraped alike
+        paced, paced_url = other.enter_context(exporter(None))
         with exporter(15.0) as (proc, url):
             time.sleep(20)  # steady state: every row read, BCC's compilations done
             for who, u in (("memtop", url), ("node", node_url)):
@@ -225,17 +228,22 @@ def one_round(out: dict[str, list[float]], against: str | None = None) -> None:
                 out[f"{who}_series"].append(series(plain))
             if them is not None:
                 fetch(them[1])
+            fetch(paced_url)
             c0, n0, t0 = cpu_s(proc.pid), cpu_s(node.pid), time.monotonic()
             a0 = cpu_s(them[0].pid) if them is not None else 0.0
+            q0 = cpu_s(paced.pid)
             for _ in range(8):  # a Prometheus scraping both every 15 s
                 fetch(url)
                 fetch(node_url)
                 if them is not None:
                     fetch(them[1])
+                fetch(paced_url)
                 time.sleep(15)
             dt = time.monotonic() - t0
             out["memtop_cpu_pct_15s"].append(100 * (cpu_s(proc.pid) - c0) / dt)
             out["node_cpu_pct_15s"].append(100 * (cpu_s(node.pid) - n0) / dt)
+            out["memtop_paced_cpu_pct_15s"].append(100 * (cpu_s(paced.pid) - q0) / dt)
+            out["memtop_paced_rss_anon_mib"].append(rss_anon_mib(paced.pid))
             out["memtop_rss_anon_mib"].append(rss_anon_mib(proc.pid))
             out["node_rss_anon_mib"].append(rss_anon_mib(node.pid))
             if them is not None:
@@ -348,6 +356,8 @@ def main(rounds: int = 3, fault: bool = True, against: str | None = None, label:
             "memtop_cpu_pct_15s",
             "node_cpu_pct_15s",
             "memtop_cpu_pct_1s",
+            "memtop_paced_cpu_pct_15s",
+            "memtop_paced_rss_anon_mib",
             "memtop_rss_anon_mib",
             "memtop_rss_anon_mib_1s",
             "node_rss_anon_mib",

@@ -753,6 +753,14 @@ def export_cost(r: dict[str, Any]) -> Iterator[Row]:
             "export_cpu_vs_node",
             ratio,
         )
+    if "memtop_paced_cpu_pct_15s" in r:
+        yield Row(
+            "export · without --interval (the kernel read at the scrapes' pace), scraped every 15 s "
+            "beside the rows above",
+            cmd,
+            f"{r['memtop_paced_cpu_pct_15s']:.2f} % of a core (--interval 15: {r['cpu_pct_15s']:.2f} %, "
+            f"--interval 1: {r['cpu_pct_1s']:.1f} %); RssAnon {r['memtop_paced_rss_anon_mib']:.1f} MiB",
+        )
     if "against_cpu_pct_15s" in r:
         yield Row(
             f"export · beside {r.get('against', 'another memtop')}'s exporter in the same 15 s phase, "
