@@ -205,6 +205,27 @@ def parse_slabinfo(text: str) -> dict[str, Slab]:
     return out
 
 
+SlabTuple = tuple[str, int, int, int, int, int, int]
+
+
+def slab_tuples(text: str, memo: dict[str, SlabTuple]) -> tuple[dict[str, SlabTuple], dict[str, SlabTuple]]:
+    """:func:`parse_slabinfo`'s caches as tuples (``Slab.as_tuple``), a line parsed only when it is
+    not in ``memo`` (the lines of the read before: most caches' lines are the same from one read
+    to the next); (the caches by name, the memo for the next read)."""
+    out: dict[str, SlabTuple] = {}
+    lines: dict[str, SlabTuple] = {}
+    for line in text.splitlines():
+        t = memo.get(line)
+        if t is None:
+            one = parse_slabinfo(line)
+            if not one:
+                continue
+            t = next(iter(one.values())).as_tuple()
+        lines[line] = t
+        out[t[0]] = t
+    return out, lines
+
+
 # -- /proc/buddyinfo ---------------------------------------------------------------------------------
 def parse_buddyinfo(text: str) -> list[tuple[int, str, tuple[int, ...]]]:
     """(node, zone, free blocks per order) per zone."""

@@ -44,7 +44,9 @@ class KernelProbe(Probe):
         #: has them all within that many ticks
         self.full_every = full_every
         self._tick = 0
-        self._slabs: dict[str, tuple[str, int, int, int, int, int, int]] = {}
+        self._slabs: dict[str, kernelfs.SlabTuple] = {}
+        #: slabinfo's lines as last read, parsed (kernelfs.slab_tuples)
+        self._slab_lines: dict[str, kernelfs.SlabTuple] = {}
         self._slab_error: tuple[str, str] | None = None
         self._vmap_stack: bool | None = None
         self._buddy: tuple[tuple[int, str, tuple[int, ...]], ...] | None = None
@@ -115,7 +117,7 @@ class KernelProbe(Probe):
             return SlabCaches(full=first, readable=False, message=err[0], hint=err[1])
         full = self._slab_error is not None or not self._slabs or self._tick % self.full_every == 0
         self._slab_error = None
-        now = {name: s.as_tuple() for name, s in kernelfs.parse_slabinfo(text).items()}
+        now, self._slab_lines = kernelfs.slab_tuples(text, self._slab_lines)
         old = self._slabs
         self._slabs = now
         if full:

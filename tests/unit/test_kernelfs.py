@@ -87,6 +87,23 @@ def test_slabinfo_parses_every_cache_with_its_size() -> None:
     assert d.total_bytes == d.num_slabs * d.pagesperslab * kernelfs.PAGE
 
 
+def test_slab_tuples_parse_only_the_lines_that_changed() -> None:
+    text = (DATA / "slabinfo-2.1.txt").read_text()
+    whole = {name: s.as_tuple() for name, s in kernelfs.parse_slabinfo(text).items()}
+    first, memo = kernelfs.slab_tuples(text, {})
+    assert first == whole
+    line = next(line for line in text.splitlines() if line.startswith("dentry "))
+    f = line.split()
+    moved = line.replace(f" {f[1]} ", f" {int(f[1]) + 7} ", 1)  # dentry's active objects moved
+    again, memo2 = kernelfs.slab_tuples(text.replace(line, moved), memo)
+    assert again["dentry"][1] == whole["dentry"][1] + 7
+    assert {k: v for k, v in again.items() if k != "dentry"} == {
+        k: v for k, v in whole.items() if k != "dentry"
+    }
+    assert all(again[k] is first[k] for k in again if k != "dentry")  # not parsed again
+    assert moved in memo2 and line not in memo2  # the memo holds the last read's lines only
+
+
 def test_slabinfo_skips_what_it_cannot_read_and_cleans_names() -> None:
     text = "slabinfo - version: 2.1\nbad line\nx\x1b[31m 1 2 3 4 5 : tunables 0 0 0 : slabdata 1 1 0\n"
     caches = kernelfs.parse_slabinfo(text)
