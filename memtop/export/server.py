@@ -933,7 +933,7 @@ class Exporter:
             g = GaugeMetricFamily(
                 "memtop_exporter_exposition_age_seconds",
                 "Seconds since the tick whose state this exposition shows was read (at most about "
-                "an --interval, plus a build while one runs)",
+                "an --interval, or 2 s without it, plus a build while one runs)",
             )
             g.add_metric([], max(0.0, now - built.at))
             yield g

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,25 @@ for line in sys.stdin:
         held.append(bytearray(int(line) << 20))  # zeroed: every page written, so charged
         print("grown", flush=True)
 """
+
+
+@contextmanager
+def probed_grower(cg: MemCgroup) -> Iterator[tuple[subprocess.Popen[str], LineReader, CgroupsProbe, str]]:
+    """GROWER started (the caller adds it to ``cg`` once it said ready), a cgroups probe loaded,
+    and ``cg``'s path as the probe names it; the probe closed and the grower ended on the way out."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    out = LineReader(proc.stdout, "grower")
+    probe = CgroupsProbe()
+    try:
+        probe.load()
+        yield proc, out, probe, "/" + cg.name
+    finally:
+        probe.close()
+        proc.kill()
+        proc.wait()
 
 
 def anon_now(cg: MemCgroup) -> int:
@@ -96,36 +117,23 @@ def test_the_probe_holds_a_moving_cgroups_files_and_reads_it_as_the_kernel_does(
     lay = cgroupfs.layout()
     if lay.memory is None:
         pytest.skip("no memory controller mounted")
-    with memcg(1024 * MiB) as cg:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert proc.stdout is not None
-        out = LineReader(proc.stdout, "grower")
-        probe = CgroupsProbe()
-        probe.load()
-        path = "/" + cg.name
+    with memcg(1024 * MiB) as cg, probed_grower(cg) as (proc, out, probe, path):
 
         def sample() -> CgroupSample:
             return next(r for r in probe.poll() if isinstance(r, CgroupSample) and r.path == path)
 
-        try:
-            assert out.readline() == "ready"
-            cg.add(proc.pid)
+        assert out.readline() == "ready"
+        cg.add(proc.pid)
+        grow(proc, out, 16)
+        sample()  # new: read in full, files opened for the read
+        held_stat = str(Path(lay.memory.dir(path)) / "memory.stat")
+        for n in range(4):
             grow(proc, out, 16)
-            sample()  # new: read in full, files opened for the read
-            held_stat = str(Path(lay.memory.dir(path)) / "memory.stat")
-            for n in range(4):
-                grow(proc, out, 16)
-                s = sample()
-                assert dict(s.stat)["anon"] == anon_now(cg), f"poll {n + 2}"
-                assert proc.pid in s.pids
-            # moved again since its first: its full read's files are held
-            assert held_stat in probe._full_held._fds  # noqa: SLF001
-        finally:
-            probe.close()
-            proc.kill()
-            proc.wait()
+            s = sample()
+            assert dict(s.stat)["anon"] == anon_now(cg), f"poll {n + 2}"
+            assert proc.pid in s.pids
+        # moved again since its first: its full read's files are held
+        assert held_stat in probe._full_held._fds  # noqa: SLF001
 
 
 @pytest.mark.bpf
@@ -133,33 +141,20 @@ def test_a_busy_cgroups_forks_and_exits_show_at_the_next_poll_between_walks() ->
     """Its usage moving at every poll, the cgroup's members are read again once a task was
     created or exited (/proc/loadavg): a child forked into it shows at the next poll, and is
     gone at the one after it exits, on polls that are no walk."""
-    with memcg(1024 * MiB) as cg:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert proc.stdout is not None
-        out = LineReader(proc.stdout, "grower")
-        probe = CgroupsProbe()
-        probe.load()
-        path = "/" + cg.name
+    with memcg(1024 * MiB) as cg, probed_grower(cg) as (proc, out, probe, path):
 
         def pids() -> tuple[int, ...]:
             probe.poll()
             return probe._last[path].pids  # noqa: SLF001
 
-        try:
-            assert out.readline() == "ready"
-            cg.add(proc.pid)
-            assert pids() == (proc.pid,)  # the first poll: a walk
-            probe.walk_every = 1_000_000  # no walk from now on
-            for _ in range(2):
-                child = int(ask(proc, out, "fork").split()[1])
-                grow(proc, out, 4)
-                assert sorted(pids()) == sorted((proc.pid, child))
-                assert ask(proc, out, "reap") == "reaped"
-                grow(proc, out, 4)
-                assert pids() == (proc.pid,)
-        finally:
-            probe.close()
-            proc.kill()
-            proc.wait()
+        assert out.readline() == "ready"
+        cg.add(proc.pid)
+        assert pids() == (proc.pid,)  # the first poll: a walk
+        probe.walk_every = 1_000_000  # no walk from now on
+        for _ in range(2):
+            child = int(ask(proc, out, "fork").split()[1])
+            grow(proc, out, 4)
+            assert sorted(pids()) == sorted((proc.pid, child))
+            assert ask(proc, out, "reap") == "reaped"
+            grow(proc, out, 4)
+            assert pids() == (proc.pid,)
