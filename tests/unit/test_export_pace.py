@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from support.exporter import clocked_exporter
 
-from memtop.export.pace import FRESH_S, IDLE_READ_S, LEAD_S, MIN_GAP_S, Pace, follow
+from memtop.export.pace import FRESH_S, IDLE_READ_S, LEAD_S, Pace, follow
 
 #: a bound on waits for the loop (a broken run), never what a test asserts
 WAIT_S = 60.0
@@ -35,10 +35,19 @@ def test_when_the_next_reading_is_due() -> None:
     now[0] = 1030.0
     ex.exposition(gzip=True)
     assert ex.next_read_at(1029.0) == 1045.0 - LEAD_S
-    for t in (1030.2, 1030.4, 1030.6):  # another scraper, every 0.2 s: not a reading each
+    for t in (1030.2, 1030.4, 1030.6):  # another kind of scrape, every 0.2 s: no prediction
         now[0] = t
         ex.exposition()
-    assert ex.next_read_at(1030.5) == 1030.5 + MIN_GAP_S
+    assert ex.next_read_at(1029.0) == 1045.0 - LEAD_S  # (it is read for when it asks: FRESH_S)
+    for t in (1045.0, 1045.2, 1045.4, 1045.6):  # the first scraper's burst: its period holds
+        now[0] = t
+        ex.exposition(gzip=True)
+    assert ex.next_read_at(1045.0) == 1060.6 - LEAD_S
+    for t in (1050.6, 1055.6):  # a scraper every 5 s on that kind: its period, whatever before
+        now[0] = t
+        ex.exposition(gzip=True)
+    assert ex.next_read_at(1055.0) == 1060.6 - LEAD_S
+    assert ex.next_read_at(1059.7) == 1059.7 + IDLE_READ_S  # read for it already
 
 
 async def until(what: str, ok: Callable[[], bool]) -> None:
