@@ -785,15 +785,16 @@ class Exporter:
     def next_read_at(self, last: float) -> float:
         """Without --interval: when the export loop reads next, its last reading having started at
         ``last`` (memtop.export.pace): ``LEAD_S`` (at most half its period) before the next scrape
-        of a scraper whose period is known (its gaps of at least ``MIN_GAP_S``: a burst of scrapes
-        says nothing of the next), unless a reading was made since that time; at the latest
+        of a scraper whose period is known (its gaps of at least half ``MIN_GAP_S``: a burst of
+        scrapes says nothing of the next), unless a reading was made since that time; at the latest
         ``IDLE_READ_S`` after the last; never sooner than ``MIN_GAP_S`` after it."""
         at = last + IDLE_READ_S
         with self._meta:
             for sc in self._scrapers.values():
-                # gaps shorter than MIN_GAP_S say nothing of when to read (a burst of scrapes, a
-                # readiness poll; a scraper that fast is answered on demand, FRESH_S apart)
-                gaps = [g for g in sc.gaps if g >= MIN_GAP_S]
+                # gaps under half of MIN_GAP_S say nothing of when to read (a burst of scrapes, a
+                # readiness poll; a scraper that fast is answered on demand, FRESH_S apart); a
+                # scraper every MIN_GAP_S has gaps on both sides of it
+                gaps = [g for g in sc.gaps if g >= MIN_GAP_S / 2]
                 if gaps:
                     period = min(gaps)  # a scraper faster than 2 LEAD_S: half its period
                     t = sc.last + period - min(LEAD_S, period / 2)

@@ -10,6 +10,7 @@ import asyncio
 import re
 from collections.abc import Callable
 
+import pytest
 from support.exporter import clocked_exporter
 
 from memtop.export.pace import FRESH_S, IDLE_READ_S, LEAD_S, Pace, follow
@@ -48,6 +49,11 @@ def test_when_the_next_reading_is_due() -> None:
         ex.exposition(gzip=True)
     assert ex.next_read_at(1055.0) == 1060.6 - LEAD_S
     assert ex.next_read_at(1059.7) == 1059.7 + IDLE_READ_S  # read for it already
+    for t in (1060.0, 1060.999, 1061.998, 1062.997):  # a Prometheus every second, gaps a hair short
+        now[0] = t
+        ex.exposition(accept="application/openmetrics-text", gzip=True)
+    # half its period (the smallest gap) before its next scrape, not left to be asked for
+    assert ex.next_read_at(1062.0) == pytest.approx(1062.997 + 0.999 / 2)
 
 
 async def until(what: str, ok: Callable[[], bool]) -> None:
