@@ -151,9 +151,12 @@ class Runner:
             self.state = State(mode=self.source.mode)
 
     def save_state(self) -> bytes:
+        """The state, frozen (a replay's checkpoint, a pause's copy): under the lock, never half
+        a batch."""
         from memtop.stream.replay import freeze
 
-        return freeze(self.state)
+        with self.lock:
+            return freeze(self.state)
 
     def restore_state(self, saved: bytes) -> None:
         from memtop.stream.replay import thaw

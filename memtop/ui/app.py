@@ -634,19 +634,13 @@ class MemtopApp(RecordReplay):
 
     def set_paused(self, paused: bool) -> None:
         """Pause the display (data keeps being collected) or go on from the data now."""
-        self.paused = paused
-        if paused:
-            from memtop.stream.replay import freeze, thaw
+        from memtop.stream.replay import thaw
 
-            with self.runner.lock:  # never half a batch
-                frozen = freeze(self.runner.state)
-            self._frozen = thaw(frozen)
-            # drawn from the copy at once (the same figures): a pane or drill-in redrawn later by
-            # itself (a resize, a sort key) draws from the state it was last given
-            self.redraw()
-        else:
-            self._frozen = None
-            self.redraw()
+        self.paused = paused
+        self._frozen = thaw(self.runner.save_state()) if paused else None
+        # drawn from the copy at once (the same figures) or from the data now: a pane or drill-in
+        # redrawn later by itself (a resize, a sort key) draws from the state it was last given
+        self.redraw()
 
     def action_interval(self, delta: float) -> None:
         # the Runner owns the interval (headers, recordings and snapshots read it there); the
