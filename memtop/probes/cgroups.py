@@ -470,11 +470,24 @@ class CgroupsProbe(Probe):
             if sample != prev:
                 out.append(sample)
         out.extend(self._gone(last, now, mem, uni))
+        self._finish(now, raw_now, walk_tick, out)
+        return out
+
+    def _finish(
+        self,
+        now: dict[str, CgroupSample],
+        raw_now: dict[str, tuple[str | None, str | None]],
+        walk_tick: bool,
+        out: list[Record],
+    ) -> None:
+        """A poll's end: what it read kept for the next, what went forgotten, and the poll's
+        own records (MGLRU's ages, the count, the cgroups left out) added to ``out``."""
         self._last = now
         self._raw = raw_now
         self._psi_after_parent.intersection_update(now)
         if walk_tick:
             self._psi_totals = {p: t for p, t in self._psi_totals.items() if p in self._parents}
+        files = self._files
         for path in [p for p in files if p not in now]:
             del files[path]
         self._release_quiet(now)
@@ -484,7 +497,6 @@ class CgroupsProbe(Probe):
         out.append(CgroupPoll(len(now), over_limit=len(self._left_out), max_cgroups=self.max_cgroups))
         if self._left_out_total:
             out.append(Lost(self.name, OVER_LIMIT, self._left_out_total))
-        return out
 
     def _held_for(self, path: str, moving: bool) -> cgroupfs.HeldFiles | None:
         """Where a full read of ``path`` finds its files: held open when its usage or pressure
