@@ -203,6 +203,9 @@ class HeldFiles:
         self.max_open = 0
         self._limit()
         self._fds: dict[str, int] = {}
+        #: the held files by directory: a cgroup gone closes its own without a pass over every
+        #: held file (with 500 cgroups, 0.8 ms of CPU for each one removed)
+        self._by_dir: dict[str, set[str]] = {}
         #: files that refused a pread (ESPIPE): opened for each read
         self._unseekable: set[str] = set()
 
@@ -239,6 +242,7 @@ class HeldFiles:
             os.close(fd)
             return None
         self._fds[path] = fd
+        self._by_dir.setdefault(os.path.dirname(path), set()).add(path)
         return fd
 
     def read(self, path: str, size: int = 4096) -> str | None:
@@ -290,11 +294,17 @@ class HeldFiles:
     def drop(self, path: str) -> None:
         fd = self._fds.pop(path, None)
         if fd is not None:
+            directory = os.path.dirname(path)
+            held = self._by_dir.get(directory)
+            if held is not None:
+                held.discard(path)
+                if not held:
+                    del self._by_dir[directory]
             os.close(fd)
 
     def drop_under(self, directory: str) -> None:
         """Close the files of a cgroup that went away."""
-        for path in [p for p in self._fds if os.path.dirname(p) == directory]:
+        for path in list(self._by_dir.get(directory, ())):
             self.drop(path)
 
     def close(self) -> None:

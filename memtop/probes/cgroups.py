@@ -169,8 +169,9 @@ class CgroupsProbe(Probe):
         #: the layout is the machine's, found by load() (a fixture tree's members move with no
         #: task created: the epoch moves at every poll there)
         self._real_tree = False
-        #: per cgroup: (memory dir, cgroup2 dir, usage file, pressure file, a spread for full reads)
-        self._files: dict[str, tuple[str | None, str | None, str | None, str | None, int]] = {}
+        #: per cgroup: (memory dir, cgroup2 dir, usage file, pressure file, a spread for full
+        #: reads, its parent's path)
+        self._files: dict[str, tuple[str | None, str | None, str | None, str | None, int, str]] = {}
         #: per cgroup: the usage and pressure text read last tick (unchanged: nothing to parse)
         self._raw: dict[str, tuple[str | None, str | None]] = {}
         #: the cgroups another read cgroup is the child of (their PSI totals are compared from
@@ -344,17 +345,48 @@ class CgroupsProbe(Probe):
         now: dict[str, CgroupSample] = {}
         files = self._files
         raw_last, raw_now = self._raw, {}
-        held = self._held
+        held, parents, after = self._held, self._parents, self._psi_after_parent
+        tick, full_every = self._tick, self.full_every
         for path in paths[: self.max_cgroups]:
-            mdir, udir = mem_dirs.get(path), uni_dirs.get(path)
-            prev = last.get(path)
             f = files.get(path)
-            if f is None or f[0] != mdir or f[1] != udir:
-                f = files[path] = cgroup_files(path, mdir, udir, mem, lay.psi)
+            if f is None or walk_tick:
+                mdir, udir = mem_dirs.get(path), uni_dirs.get(path)
+                if f is None or f[0] != mdir or f[1] != udir:
+                    f = files[path] = cgroup_files(path, mdir, udir, mem, lay.psi)
+            else:
+                # the directories change only at a walk (a cgroup gone since is not listed)
+                mdir, udir = f[0], f[1]
             usage_text = held.read(f[2]) if f[2] is not None else None
-            full = (self._tick + f[4]) % self.full_every == 0
+            full = (tick + f[4]) % full_every == 0
             before = raw_last.get(path)
-            psi_text = self._pressure(path, f[3], full, before[1] if before else None, psi_moved)
+            last_psi = before[1] if before else None
+            if f[3] is None:
+                psi_text = None
+            elif (
+                not full
+                and last_psi is not None
+                and path not in parents
+                and f[5] != path
+                and psi_moved.get(f[5]) is False
+                and path in after
+            ):
+                psi_text = last_psi  # _pressure's common case inline: its parent's totals held
+            else:
+                psi_text = self._pressure(path, f[3], full, last_psi, psi_moved)
+            prev = last.get(path)
+            if (
+                not walk_tick
+                and not full
+                and prev is not None
+                and before is not None
+                and usage_text is not None
+                and usage_text == before[0]
+                and psi_text == last_psi
+            ):
+                # _as_before's common case inline: its files read as last tick, no full read due
+                raw_now[path] = before
+                now[path] = prev
+                continue
             raw = (usage_text, psi_text)
             raw_now[path] = raw
             stands, walk_pids = self._as_before(prev, before, raw, full, walk_tick, mdir, udir, mem)
@@ -438,11 +470,24 @@ class CgroupsProbe(Probe):
             if sample != prev:
                 out.append(sample)
         out.extend(self._gone(last, now, mem, uni))
+        self._finish(now, raw_now, walk_tick, out)
+        return out
+
+    def _finish(
+        self,
+        now: dict[str, CgroupSample],
+        raw_now: dict[str, tuple[str | None, str | None]],
+        walk_tick: bool,
+        out: list[Record],
+    ) -> None:
+        """A poll's end: what it read kept for the next, what went forgotten, and the poll's
+        own records (MGLRU's ages, the count, the cgroups left out) added to ``out``."""
         self._last = now
         self._raw = raw_now
         self._psi_after_parent.intersection_update(now)
         if walk_tick:
             self._psi_totals = {p: t for p, t in self._psi_totals.items() if p in self._parents}
+        files = self._files
         for path in [p for p in files if p not in now]:
             del files[path]
         self._release_quiet(now)
@@ -452,7 +497,6 @@ class CgroupsProbe(Probe):
         out.append(CgroupPoll(len(now), over_limit=len(self._left_out), max_cgroups=self.max_cgroups))
         if self._left_out_total:
             out.append(Lost(self.name, OVER_LIMIT, self._left_out_total))
-        return out
 
     def _held_for(self, path: str, moving: bool) -> cgroupfs.HeldFiles | None:
         """Where a full read of ``path`` finds its files: held open when its usage or pressure
@@ -616,9 +660,9 @@ def layout_record(lay: cgroupfs.Layout) -> CgroupLayout:
 
 def cgroup_files(
     path: str, mdir: str | None, udir: str | None, mem: cgroupfs.Hierarchy | None, psi: bool
-) -> tuple[str | None, str | None, str | None, str | None, int]:
-    """A cgroup's directories, the files read every tick (usage, pressure) and its place in the
-    spread of full reads."""
+) -> tuple[str | None, str | None, str | None, str | None, int, str]:
+    """A cgroup's directories, the files read every tick (usage, pressure), its place in the
+    spread of full reads and its parent."""
     usage_file = (
         os.path.join(mdir, "memory.current" if mem.version == 2 else "memory.usage_in_bytes")
         if mdir is not None and mem is not None
@@ -628,7 +672,7 @@ def cgroup_files(
     # the path as the directory's name: a cgroup may be named with bytes that are not UTF-8 (os
     # gives them surrogate-escaped; a record shows them as \xff)
     spread = zlib.crc32(os.fsencode(path))
-    return (mdir, udir, usage_file, psi_file, spread)
+    return (mdir, udir, usage_file, psi_file, spread, cgroupfs.parent(path))
 
 
 def unchanged(before: tuple[str | None, str | None] | None, now: tuple[str | None, str | None]) -> bool:

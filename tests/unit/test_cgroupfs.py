@@ -674,3 +674,26 @@ def test_a_held_file_that_refuses_pread_is_read_as_it_is_opened(
     refusing["errno"] = errno.EIO
     assert held.read(str(other)) is None and len(held) == 0
     held.close()
+
+
+def test_held_files_dropped_by_directory(tmp_path: Path) -> None:
+    """A cgroup gone closes its own held files, and only those (found by its directory)."""
+    held = cgroupfs.HeldFiles()
+    dirs = [tmp_path / "a", tmp_path / "a" / "b", tmp_path / "ab"]
+    for d in dirs:
+        d.mkdir()
+        for name in ("memory.current", "memory.pressure"):
+            (d / name).write_text("1\n")
+            assert held.read(str(d / name)) == "1\n"
+    assert len(held) == 6
+    held.drop_under(str(dirs[0]))
+    assert len(held) == 4
+    held.drop_under(str(dirs[0]))  # nothing held there any more
+    held.drop(str(dirs[1] / "memory.current"))
+    assert len(held) == 3
+    held.drop_under(str(dirs[1]))
+    assert len(held) == 2
+    (dirs[2] / "memory.current").write_text("2\n")
+    assert held.read(str(dirs[2] / "memory.current")) == "2\n"  # still held, read anew
+    held.close()
+    assert len(held) == 0
