@@ -21,6 +21,11 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
     from memtop.stream.bridge import Bridge
 
     probes = default_probes(args.proc_root, bpf=not args.no_bpf)
+    cache_paths = tuple(os.path.abspath(d) for d in getattr(args, "cache_path", []))
+    # the exporter's --page-cache-listing (absent elsewhere: the Page cache pane lists always)
+    listing = getattr(args, "page_cache_listing", True)
+    if not listing and not cache_paths:
+        probes = [p for p in probes if p.name != "pagecacheinfo"]
     for p in probes:
         if p.name == "kills":
             from memtop.probes.kills import KillsProbe
@@ -31,7 +36,7 @@ def make_source(args: argparse.Namespace, defer_bpf: bool = False) -> Source:
             from memtop.probes.pagecache import PagecacheinfoProbe
 
             if isinstance(p, PagecacheinfoProbe):
-                p.configure(tuple(os.path.abspath(d) for d in getattr(args, "cache_path", [])))
+                p.configure(cache_paths, procs=listing)
     bridge = Bridge(probes, defer_bpf=defer_bpf)
     bridge.leaks_sample_bytes = getattr(args, "sample_bytes", None)
     bridge.leaks_budget = getattr(args, "budget", None) or 0.0

@@ -54,6 +54,13 @@ def add_parser(sub: argparse._SubParsersAction[Parser]) -> None:
         metavar="NAME",
         help="the node label on every series (default: $MEMTOP_NODE_NAME, else the host's name; '' for none)",
     )
+    e.add_argument(
+        "--page-cache-listing",
+        action="store_true",
+        help="also sum the page cache of every process's open and mapped files "
+        "(memtop_page_cache_listed_bytes; reads each process's fds and maps, off by default as "
+        "node_exporter's costlier collectors are; --cache-path files are exported either way)",
+    )
     e.add_argument("--replay", metavar="FILE", help="read a recording instead (with --openmetrics)")
     e.add_argument(
         "--openmetrics", metavar="OUT", help="--replay: write timestamped OpenMetrics for promtool"

@@ -252,6 +252,8 @@ class PagecacheinfoProbe(Probe):
         self.last_owner_s = 0.0
         #: "cachestat" or "mincore" ("": cachestat, mincore when the kernel has none)
         self.method = method or "cachestat"
+        #: whether the processes' open and mapped files are found (configure)
+        self.scan_procs = True
         self._tick = 0
         #: whether the "files" part is read this poll (optional_parts)
         self._per_file = True
@@ -295,8 +297,11 @@ class PagecacheinfoProbe(Probe):
         it True), what it feeds elsewhere (the totals, the exporter) then older."""
         return self.budget if self.watched else self.budget / 4
 
-    def configure(self, paths: tuple[str, ...]) -> None:
+    def configure(self, paths: tuple[str, ...], procs: bool = True) -> None:
+        """``paths``: the --cache-path trees; ``procs``: whether every process's open and mapped
+        files are listed too (the exporter's ``--page-cache-listing``: off, only the trees)."""
         self.paths = tuple(paths)
+        self.scan_procs = procs
 
     def load(self) -> None:
         pass  # nothing to attach; a file that cannot be opened is left out
@@ -846,7 +851,7 @@ class PagecacheinfoProbe(Probe):
             # a _File a file, no cycle among them: the collector would only walk them (six
             # full passes over the 110,000 of the bench, a sixth of its first poll)
             with startup_gc.paused():
-                self._files = self._scan_procs()
+                self._files = self._scan_procs() if self.scan_procs else {}
             self.last_scan_s = time.monotonic() - t0
             # the scans and the walk take a quarter of the budget each, the refresh the rest
             self._next_scan = self._tick + max(self.scan_every, int(self.last_scan_s * 4 / self._budget()))
