@@ -19,7 +19,7 @@ def _probes(argv: list[str]) -> dict[str, object]:
     try:
         return {p.name: p for p in source.probes}  # type: ignore[attr-defined]
     finally:
-        source.close()  # type: ignore[attr-defined]
+        source.close()
 
 
 def _held(tmp_path: Path) -> tuple[int, tuple[int, int]]:
