@@ -6,6 +6,7 @@ time.thread_time() (user+sys of the reading thread) around each way.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import subprocess
@@ -15,9 +16,14 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from iterread import parse, read_raw  # noqa: E402
 
-PIN = sys.argv[1] if len(sys.argv) > 1 else "/sys/fs/bpf/iterproto_task"
+PINS = (sys.argv[1] if len(sys.argv) > 1 else "/sys/fs/bpf/iterproto_task").split(",")
+PIN = PINS[0]
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
 ROUNDS = 20
+
+
+def read_raw_only(path: str) -> None:
+    read_raw(path)
 
 
 def t(fn) -> float:  # type: ignore[no-untyped-def]
@@ -28,8 +34,16 @@ def t(fn) -> float:  # type: ignore[no-untyped-def]
 
 def main() -> None:
     kids = [subprocess.Popen(["sleep", "3600"]) for _ in range(N)]
-    pids = [k.pid for k in kids]
-    held = [os.open(f"/proc/{p}/schedstat", os.O_RDONLY | os.O_CLOEXEC) for p in pids]
+    time.sleep(0.5)
+    # every process of the system, as memtop reads them all (other people's too)
+    pids, held = [], []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                held.append(os.open(f"/proc/{name}/schedstat", os.O_RDONLY | os.O_CLOEXEC))
+                pids.append(int(name))
+            except OSError:
+                pass
     try:
         time.sleep(0.5)
 
@@ -42,33 +56,41 @@ def main() -> None:
         def schedstat() -> None:
             pread = os.pread
             for fd in held:
-                pread(fd, 128, 0).split()
+                try:
+                    pread(fd, 128, 0).split()
+                except OSError:
+                    pass
 
         def full() -> None:
             for p in pids:
                 for name in ("stat", "status"):
-                    fd = os.open(f"/proc/{p}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+                    try:
+                        fd = os.open(f"/proc/{p}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+                    except OSError:
+                        continue
                     try:
                         os.read(fd, 4096).split()
                     finally:
                         os.close(fd)
 
-        ways = {
-            "iter read (raw)": it_raw,
-            "iter read + parse": it_parse,
-            "held schedstat pread x N": schedstat,
-            "open/read stat+status x N": full,
-        }
+        ways = {"iter read (raw)": it_raw, "iter read + parse": it_parse}
+        for extra in PINS[1:]:
+            ways[f"raw {os.path.basename(extra)}"] = functools.partial(read_raw_only, extra)
+        ways |= {"held schedstat pread x P": schedstat, "open/read stat+status x P": full}
         res: dict[str, list[float]] = {k: [] for k in ways}
         for _ in range(ROUNDS):  # interleaved so load drifts hit every way alike
             for k, fn in ways.items():
                 res[k].append(t(fn))
         ntasks = len(read_raw(PIN)) // 96
+        P = len(pids)
         base = statistics.median(res["iter read + parse"])
-        print(f"{N} sleepers, {ntasks} tasks in the iterator's walk, median of {ROUNDS}, thread_time us")
+        print(
+            f"{N} sleepers of ours, P={P} processes on the system, {ntasks} tasks (threads) in the"
+            f" iterator's walk; median of {ROUNDS}, thread_time us"
+        )
         for k, v in res.items():
             m = statistics.median(v)
-            print(f"  {k:28s} {m:9.0f} us  ({m / N:5.2f} us/process, x{m / base:4.1f} of iter+parse)")
+            print(f"  {k:28s} {m:9.0f} us  ({m / P:5.2f} us/process, x{m / base:4.1f} of iter+parse)")
     finally:
         for fd in held:
             os.close(fd)

@@ -81,8 +81,8 @@ def main() -> None:
                 pv = proc_view(pid)
             except (FileNotFoundError, ProcessLookupError):
                 continue
-            if pid == faulter.pid or "VmRSS" not in pv:  # kernel threads: no mm
-                continue
+            if pid in (faulter.pid, os.getpid()) or "VmRSS" not in pv:
+                continue  # the faulter and this reader move; kernel threads have no mm
             tot += 1
             it = iter_view(p)
             diff = {f: (it[f], pv[f]) for f in it if it[f] != pv[f]}

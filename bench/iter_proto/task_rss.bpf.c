@@ -94,12 +94,14 @@ int dump_task(struct bpf_iter__task *ctx)
 				 * instance address; then bpf_probe_read_kernel */
 				__u64 base = (__u64)BPF_CORE_READ(c, counters);
 
+#ifndef NO_PCPU_SUM
 				for (cpu = 0; cpu < MAX_CPUS && cpu < ncpu; cpu++) {
 					__s32 d = 0;
 
 					bpf_probe_read_kernel(&d, sizeof(d), (void *)(base + offs[cpu]));
 					v += d;
 				}
+#endif
 				r.rss[i] = v < 0 ? 0 : v;
 			}
 		}
