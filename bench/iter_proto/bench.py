@@ -8,18 +8,27 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(__file__))
-from iterread import parse, read_raw  # noqa: E402
+from iterread import REC, parse, read_raw  # noqa: E402
 
 PINS = (sys.argv[1] if len(sys.argv) > 1 else "/sys/fs/bpf/iterproto_task").split(",")
 PIN = PINS[0]
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
 ROUNDS = 20
+
+
+LEADERS = "/sys/fs/bpf/iterproto_task_leaders"
+
+
+def leaders() -> None:
+    {r[0]: r for r in REC.iter_unpack(read_raw(LEADERS))}
 
 
 def read_raw_only(path: str) -> None:
@@ -30,6 +39,42 @@ def t(fn) -> float:  # type: ignore[no-untyped-def]
     a = time.thread_time()
     fn()
     return (time.thread_time() - a) * 1e6
+
+
+def build_ways(pids: list[int], held: list[int]) -> dict[str, Callable[[], None]]:
+    def it_raw() -> None:
+        read_raw(PIN)
+
+    def it_parse() -> None:
+        parse(read_raw(PIN))
+
+    def schedstat() -> None:
+        pread = os.pread
+        for fd in held:
+            try:
+                pread(fd, 128, 0).split()
+            except OSError:
+                pass
+
+    def full() -> None:
+        for p in pids:
+            for name in ("stat", "status"):
+                try:
+                    fd = os.open(f"/proc/{p}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    os.read(fd, 4096).split()
+                finally:
+                    os.close(fd)
+
+    ways: dict[str, Callable[[], None]] = {"iter read (raw)": it_raw, "iter read + parse": it_parse}
+    for extra in PINS[1:]:
+        ways[f"raw {os.path.basename(extra)}"] = functools.partial(read_raw_only, extra)
+    if os.path.exists(LEADERS):  # one row per process, threads summed in the kernel
+        ways["leaders read + tuples"] = leaders
+    ways |= {"held schedstat pread x P": schedstat, "open/read stat+status x P": full}
+    return ways
 
 
 def main() -> None:
@@ -47,40 +92,13 @@ def main() -> None:
     try:
         time.sleep(0.5)
 
-        def it_raw() -> None:
-            read_raw(PIN)
-
-        def it_parse() -> None:
-            parse(read_raw(PIN))
-
-        def schedstat() -> None:
-            pread = os.pread
-            for fd in held:
-                try:
-                    pread(fd, 128, 0).split()
-                except OSError:
-                    pass
-
-        def full() -> None:
-            for p in pids:
-                for name in ("stat", "status"):
-                    try:
-                        fd = os.open(f"/proc/{p}/{name}", os.O_RDONLY | os.O_CLOEXEC)
-                    except OSError:
-                        continue
-                    try:
-                        os.read(fd, 4096).split()
-                    finally:
-                        os.close(fd)
-
-        ways = {"iter read (raw)": it_raw, "iter read + parse": it_parse}
-        for extra in PINS[1:]:
-            ways[f"raw {os.path.basename(extra)}"] = functools.partial(read_raw_only, extra)
-        ways |= {"held schedstat pread x P": schedstat, "open/read stat+status x P": full}
+        ways = build_ways(pids, held)
         res: dict[str, list[float]] = {k: [] for k in ways}
-        for _ in range(ROUNDS):  # interleaved so load drifts hit every way alike
-            for k, fn in ways.items():
-                res[k].append(t(fn))
+        order = list(ways)
+        for _ in range(ROUNDS):  # interleaved, in a shuffled order: drifts and cache hit all alike
+            random.shuffle(order)
+            for k in order:
+                res[k].append(t(ways[k]))
         ntasks = len(read_raw(PIN)) // 96
         P = len(pids)
         base = statistics.median(res["iter read + parse"])

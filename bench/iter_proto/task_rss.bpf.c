@@ -19,6 +19,13 @@ struct {
 __u64 offs[MAX_CPUS];
 int ncpu;
 
+#ifdef LEADERS_ONLY
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
+			     unsigned int flags) __weak __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
+#endif
+
 char LICENSE[] SEC("license") = "GPL";
 
 struct rec {
@@ -71,6 +78,27 @@ int dump_task(struct bpf_iter__task *ctx)
 		ncpu++;
 	}
 	}
+#ifdef LEADERS_ONLY
+	/* one row per process: its threads' faults summed here */
+	if (t->pid != t->tgid)
+		return 0;
+	{
+		struct bpf_iter_task it;
+		struct task_struct *th;
+		__u64 mn = 0, mj = 0;
+
+		bpf_iter_task_new(&it, t, BPF_TASK_ITER_PROC_THREADS);
+		while ((th = bpf_iter_task_next(&it))) {
+			if (th == t)
+				continue;
+			mn += th->min_flt;
+			mj += th->maj_flt;
+		}
+		bpf_iter_task_destroy(&it);
+		r.sig_min_flt = mn; /* folded into sig_* below */
+		r.sig_maj_flt = mj;
+	}
+#endif
 	r.tgid = t->tgid;
 	r.pid = t->pid;
 	r.min_flt = t->min_flt;
@@ -105,8 +133,8 @@ int dump_task(struct bpf_iter__task *ctx)
 				r.rss[i] = v < 0 ? 0 : v;
 			}
 		}
-		r.sig_min_flt = BPF_CORE_READ(t, signal, min_flt);
-		r.sig_maj_flt = BPF_CORE_READ(t, signal, maj_flt);
+		r.sig_min_flt += BPF_CORE_READ(t, signal, min_flt);
+		r.sig_maj_flt += BPF_CORE_READ(t, signal, maj_flt);
 		__builtin_memcpy(r.comm, t->comm, sizeof(r.comm));
 		int mid = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
 		r.memcg_ino = BPF_CORE_READ(t, cgroups, subsys[mid], cgroup, kn, id);
