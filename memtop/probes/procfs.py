@@ -41,6 +41,7 @@ import os
 import pwd
 import re
 import resource
+import sys
 from pathlib import Path
 from typing import Self
 
@@ -384,11 +385,13 @@ class ProcfsProbe(Probe):
         elif cmdline is None:
             raw_argv = read_bytes(f"{self._root_s}/{pid}/cmdline") or b""
             argv = raw_argv.decode("utf-8", errors="surrogateescape")
-            cmdline = clean(argv.replace("\x00", " ").strip(), limit=512)
+            # interned, as comm below: many processes run the same command (1,000 sleepers, a
+            # pool of workers) and each sample held a copy of its own
+            cmdline = sys.intern(clean(argv.replace("\x00", " ").strip(), limit=512))
             self._cmdline[pid] = cmdline
         sample = ProcSample(
             pid=pid,
-            comm=clean(comm),
+            comm=sys.intern(clean(comm)),
             user=self._user(uid),
             uid=uid,
             rss_anon_bytes=int(vals.get(b"RssAnon", 0)) * 1024,
