@@ -86,8 +86,11 @@ def census() -> list[str]:
     rows = [o for o in gc.get_objects() if isinstance(o, ProcRow)]
     out = [f"ProcRow objects: {len(rows)}"]
     if rows:
-        # the sparkline windows with the objects they hold (a deque's ints, a ring's array)
-        spark = sum(_deep(r.spark) + _deep(r.spark_ts) for r in rows)
+        # the sparkline windows with the objects they hold (a ring's array); their times are
+        # one ring for every row (ProcRow.ticks)
+        spark = sum(_deep(r.spark) for r in rows) + sum(
+            _deep(t) for t in {id(r.ticks): r.ticks for r in rows}.values()
+        )
         hist = sum(r.history.nbytes() + sys.getsizeof(r.history) for r in rows)
         samples = sum(sys.getsizeof(r.sample) for r in rows)
         strs = sum(
@@ -98,7 +101,7 @@ def census() -> list[str]:
         n = len(rows)
         out += [
             f"  the rows themselves {own} B ({own / n:.0f} B a row)",
-            f"  spark + spark_ts deques {spark} B ({spark / n:.0f} B a row)",
+            f"  sparkline rings and their times {spark} B ({spark / n:.0f} B a row)",
             f"  histories {hist} B ({hist / n:.0f} B a row)",
             f"  samples {samples} B ({samples / n:.0f} B a row), their strings {strs} B ({strs / n:.0f})",
         ]

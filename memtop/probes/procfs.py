@@ -41,6 +41,7 @@ import os
 import pwd
 import re
 import resource
+import sys
 from pathlib import Path
 from typing import Self
 
@@ -164,7 +165,7 @@ class ProcfsProbe(Probe):
         #: would keep showing its old content)
         self.keep_open = real if keep_open is None else keep_open
         #: pid -> (raw stat line, parsed key, sample): an unchanged stat line is not even parsed
-        self._cache: dict[int, tuple[bytes, tuple[str, ...], ProcSample]] = {}
+        self._cache: dict[int, tuple[bytes, str, ProcSample]] = {}
         self._cmdline: dict[int, str] = {}
         self._users: dict[int, str] = {}
         self._fds: dict[int, int] = {}
@@ -358,7 +359,9 @@ class ProcfsProbe(Probe):
         # f[0] is state; minflt=f[7], majflt=f[9], num_threads=f[17], starttime=f[19], vsize=f[20],
         # rss=f[21]: what status adds (the RSS split, swap, threads, uid) moves with these: RSS
         # and swap by reclaim with rss, a thread come or gone with num_threads
-        key = (comm, f[7], f[9], f[20], f[21], f[1], f[17])
+        # kept as one string (the fields are digits, comm is what precedes the last six): a
+        # tuple of seven strings was ~0.4 KiB a process, ~0.3 MiB more with 1,000 processes
+        key = " ".join((comm, f[7], f[9], f[20], f[21], f[1], f[17]))
         if cached is not None and cached[1] == key:
             self._cache[pid] = (raw, key, cached[2])
             return cached[2]
@@ -382,11 +385,13 @@ class ProcfsProbe(Probe):
         elif cmdline is None:
             raw_argv = read_bytes(f"{self._root_s}/{pid}/cmdline") or b""
             argv = raw_argv.decode("utf-8", errors="surrogateescape")
-            cmdline = clean(argv.replace("\x00", " ").strip(), limit=512)
+            # interned, as comm below: many processes run the same command (1,000 sleepers, a
+            # pool of workers) and each sample held a copy of its own
+            cmdline = sys.intern(clean(argv.replace("\x00", " ").strip(), limit=512))
             self._cmdline[pid] = cmdline
         sample = ProcSample(
             pid=pid,
-            comm=clean(comm),
+            comm=sys.intern(clean(comm)),
             user=self._user(uid),
             uid=uid,
             rss_anon_bytes=int(vals.get(b"RssAnon", 0)) * 1024,

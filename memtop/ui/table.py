@@ -34,7 +34,12 @@ log = logging.getLogger(__name__)
 #: what a per-frame lookup computes (FastTable._per_frame)
 T = TypeVar("T")
 
-CACHE_LINES = 512
+#: lines kept by what they show, the least recently drawn dropped first: about three screens of
+#: a 45-line table, enough for its lines to be drawn again after a scroll or a whole repaint. A
+#: line's Strip holds its segments and Textual's crop and style caches of it (with their own
+#: Strips), ~1-2 KiB: 512 lines, all cleared when full, held ~0.4 MiB more than these with
+#: 1,000 processes (tracemalloc)
+CACHE_LINES = 160
 #: cells' combined styles kept (a screen of rows, zebra and cursor, a few colours)
 CACHE_CELL_STYLES = 4096
 
@@ -197,11 +202,15 @@ class FastTable(CompatDataTable):
             if not self._single_line_rows:
                 return self.refresh_row(row)
             # DataTable finds a row's region by summing the heights of the rows above it, after
-            # every update an O(rows) walk; one-line rows need no walk
+            # every update an O(rows) walk; one-line rows need no walk. Whether it is in the
+            # window is compared as integers: Region.overlaps and .translate are lru_caches of
+            # Textual's, which kept the regions of 1,000 rows repainted once each (~0.15 MiB)
             y = row + (self.header_height if self.show_header else 0)
-            region = Region(0, y, max(self.size.width, self.virtual_size.width), 1)
-            if self.window_region.overlaps(region):
-                super().refresh(region.translate(-self.scroll_offset))
+            scroll_x, scroll_y = self.scroll_offset
+            width = max(self.size.width, self.virtual_size.width)
+            _, _, window_w, window_h = self.region  # the window_region's size
+            if scroll_y <= y < scroll_y + window_h and scroll_x < width and scroll_x + window_w > 0:
+                super().refresh(Region(-scroll_x, y - scroll_y, width, 1))
             return self
         if self._quiet and not regions and not recompose:
             # a whole repaint asked while rows are edited: the lines that changed are repainted
@@ -398,14 +407,16 @@ class FastTable(CompatDataTable):
         return self._body_key(y - view[1] + view[2]) if y >= view[1] else self._header_key(y)
 
     def _line(self, y: int, key: tuple[Any, ...]) -> Strip | None:
-        strip = self._fast_lines.get(key)
+        lines = self._fast_lines
+        strip = lines.pop(key, None)
         if strip is not None:
+            lines[key] = strip  # the most recently drawn last
             return strip
         strip = self._header_strip(y) if key[0] == "header" else self._body_strip(key)
         if strip is not None:
-            if len(self._fast_lines) >= CACHE_LINES:
-                self._fast_lines.clear()
-            self._fast_lines[key] = strip
+            if len(lines) >= CACHE_LINES:
+                del lines[next(iter(lines))]  # the least recently drawn
+            lines[key] = strip
         return strip
 
     def _header_key(self, y: int) -> tuple[Any, ...]:
@@ -447,8 +458,7 @@ class FastTable(CompatDataTable):
         if row_key is None or self.rows[row_key].height != 1:
             return None
         columns, widths = self._columns_now()
-        data = self.row_cells(row_key)
-        cells = [data[c.key] for c in columns]
+        cells = self.row_values(row_key, self._per_frame("column keys", lambda: [c.key for c in columns]))
         texts: list[str] = []
         justify: list[str] = []
         # a cell's own style (a figure past its threshold, memtop/views/levels.py), drawn as

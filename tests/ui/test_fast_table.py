@@ -13,7 +13,7 @@ from rich.text import Text
 from support.ui import count_layouts, settle
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from memtop.ui.panes.base import _reorder
 from memtop.ui.table import FastTable
@@ -692,3 +692,45 @@ def test_a_scrollbar_whose_thumb_did_not_move_is_not_repainted(monkeypatch: Any)
         assert re.sub(r"terminal-\d+", "terminal-N", a) == re.sub(r"terminal-\d+", "terminal-N", b), i
     assert len(asked) >= 9  # each step that moved the range
     assert 0 < len(made) <= 4, (asked, made)  # the thumb's moves
+
+
+def test_a_fast_table_s_compact_rows_read_and_edit_as_data_table_s() -> None:
+    """FastTable keeps a row's cells in a list with positions shared by the rows (RowCells), not
+    a dict a row: every DataTable call that reads or edits them (a cell, a row, a column added
+    or removed, a sort, a row removed) gives what a DataTable's dicts give."""
+    from memtop.ui.textual_compat import RowCells
+
+    async def run(cls: type[DataTable[Any]]) -> list[Any]:
+        app = _app(cls)
+        out: list[Any] = []
+        async with app.run_test(size=(90, 24)) as pilot:
+            t = app.query_one("#t", DataTable)
+            t.add_column("a", key="a")
+            t.add_column("b", key="b")
+            for i in range(5):
+                t.add_row(Text(str(5 - i)), Text(f"b{i}"), key=f"r{i}")
+            if isinstance(t, FastTable):
+                t.add_keyed_rows([("r5", [Text("9"), Text("b5")])])
+            else:
+                t.add_row(Text("9"), Text("b5"), key="r5")
+            await settle(pilot)
+            t.update_cell("r1", "b", Text("changed"))
+            t.add_column("c", key="c", default=Text("-"))
+            out.append([[c.plain for c in t.get_row(f"r{i}")] for i in range(6)])
+            t.sort("a", key=lambda v: int(v.plain))
+            out.append([str(r.key.value) for r in t.ordered_rows])
+            t.remove_column("b")
+            t.remove_row("r3")
+            out.append([[c.plain for c in t.get_row(str(r.key.value))] for r in t.ordered_rows])
+            out.append([c.plain for c in t.get_column("c")])
+            out.append(t.get_cell("r0", "a").plain)
+            await settle(pilot)
+            if isinstance(t, FastTable):
+                rows = [t.row_cells(r.key) for r in t.ordered_rows]
+                assert all(isinstance(r, RowCells) for r in rows)
+                row = t.row_cells(RowKey("r0"))
+                a, c = ColumnKey("a"), ColumnKey("c")
+                assert dict(row) == {a: row[a], c: row[c]} and ColumnKey("b") not in row and len(row) == 2
+        return out
+
+    assert asyncio.run(run(FastTable)) == asyncio.run(run(DataTable))
