@@ -574,6 +574,47 @@ def percpu_sums(bpf: Any, table: str) -> list[int]:
 PERCPU_BUFFERS = "_memtop_percpu_buffers"
 
 
+def percpu_rows(bpf: Any, table: str, fields: int) -> list[tuple[int, ...]]:
+    """Every slot of a per-CPU array of structs of ``fields`` u64 fields (the vmscan probe's
+    origins: scanned, reclaimed, events), each field summed over the CPUs, in one
+    BPF_MAP_LOOKUP_BATCH call: what bcc's getvalue reads slot by slot (a syscall and a ctypes
+    array each). Index i of the list is slot i. OSError where the kernel cannot batch."""
+    import ctypes as ct
+
+    from memtop.linux import bpfout
+
+    t = bpf[table]
+    n = int(t.max_entries)
+    width = 8 * fields
+    ncpu = ct.sizeof(t.Leaf) // width
+    if ct.sizeof(t.Leaf) != width * ncpu or ct.sizeof(t.Key) != 4 or ct.sizeof(t.sLeaf) != width:
+        raise TypeError(f"{table} is not a per-CPU array of {fields} u64 fields")
+    bufs = getattr(t, PERCPU_BUFFERS, None)
+    if bufs is None:
+        bufs = ((ct.c_uint32 * n)(), (ct.c_uint64 * (n * ncpu * fields))())
+        setattr(t, PERCPU_BUFFERS, bufs)
+    keys, values = bufs
+    total = _batch_read(bpfout.lib().bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
+    # slot-major, then CPU, then field: field f of every (slot, CPU) is every fields-th value
+    flat = memoryview(values).cast("B").cast("Q")[: total * ncpu * fields].tolist()
+    columns = []
+    for f in range(fields):
+        col = flat[f::fields]
+        sums = col[0::ncpu]
+        for cpu in range(1, ncpu):
+            sums = list(map(operator.add, sums, col[cpu::ncpu]))
+        columns.append(sums)
+    rows = list(zip(*columns, strict=True))
+    got = memoryview(keys).cast("B").cast("I")[:total].tolist()
+    zero = (0,) * fields
+    if got == list(range(total)):
+        return rows + [zero] * (n - total)
+    out = [zero] * n
+    for slot, row in zip(got, rows, strict=True):
+        out[slot] = row
+    return out
+
+
 def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
     """Look up and delete every entry of a hash map in a few BPF_MAP_LOOKUP_AND_DELETE_BATCH calls
     (each entry is copied and removed atomically, so no increment is lost between read and

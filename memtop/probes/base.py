@@ -204,6 +204,22 @@ class BpfProbe(Probe):
             return [int(t.sum(t.Key(i)).value) for i in range(n)]
         return [int(t[t.Key(i)].value) for i in range(n)]
 
+    def array_rows(self, table: str, n: int, fields: tuple[str, ...]) -> list[tuple[int, ...]]:
+        """Slots 0..n-1 of a per-CPU array of structs of u64 ``fields``, each field summed over
+        the CPUs: one batched lookup (memtop.linux.bcc_compat.percpu_rows), slot by slot where the
+        kernel cannot batch."""
+        if self._batch_reads:
+            try:
+                return bcc_compat.percpu_rows(self.bpf, table, len(fields))[:n]
+            except OSError:
+                self._batch_reads = False
+        t = self.bpf[table]
+        rows = []
+        for i in range(n):
+            vals = t.getvalue(t.Key(i))
+            rows.append(tuple(sum(int(getattr(v, f)) for v in vals) for f in fields))
+        return rows
+
     def read_array_sum(self, table: str) -> int:
         """Sum of a (per-CPU) array's slot 0, e.g. a lost-event counter."""
         t = self.bpf[table]

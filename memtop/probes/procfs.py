@@ -42,8 +42,9 @@ import pwd
 import re
 import resource
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Self
+from typing import Self, TypeVar, cast
 
 from memtop.core.text import clean
 from memtop.linux.kernelfs import parse_meminfo
@@ -53,6 +54,7 @@ from memtop.records.host import MemInfo, Pressure, VmStat
 from memtop.records.processes import ProcSample
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+R = TypeVar("R", bound=Record)
 
 VMSTAT_PREFIXES = (
     "pgscan",
@@ -195,6 +197,12 @@ class ProcfsProbe(Probe):
         #: from offset 0 every tick (the kernel prints them anew there): three opens and closes
         #: a tick less
         self._host_fds: dict[str, int] = {}
+        #: per host file, the text last read and the record built of it: the same text again
+        #: (pressure/memory on a machine that never stalled, every file while nothing moves) is
+        #: the same record, neither parsed nor cleaned at the record boundary again
+        self._host_last: dict[str, tuple[bytes, Record]] = {}
+        #: /proc/vmstat's names as read, decoded (the same ~95 every tick)
+        self._vm_names: dict[bytes, str] = {}
 
     def follow(self, pid: int) -> None:
         """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
@@ -528,10 +536,25 @@ class ProcfsProbe(Probe):
         before, self._last_reclaim = self._last_reclaim, now
         return before is None or before != now
 
-    def meminfo(self) -> MemInfo | None:
-        raw = self.read_host("meminfo")
+    def _host_record(self, name: str, build: Callable[[bytes], R]) -> R | None:
+        """The record of host file ``name`` (None when it cannot be read): the one last built
+        when the text is the one it was built of (bytes compared: cheaper than any parse), else
+        ``build`` of the text."""
+        raw = self.read_host(name)
         if raw is None:
+            self._host_last.pop(name, None)
             return None
+        last = self._host_last.get(name)
+        if last is not None and last[0] == raw:
+            return cast(R, last[1])
+        rec = build(raw)
+        self._host_last[name] = (raw, rec)
+        return rec
+
+    def meminfo(self) -> MemInfo | None:
+        return self._host_record("meminfo", self._meminfo)
+
+    def _meminfo(self, raw: bytes) -> MemInfo:
         text = raw.decode("utf-8", errors="replace")
         vals = parse_meminfo(text)
         return MemInfo(
@@ -550,9 +573,9 @@ class ProcfsProbe(Probe):
         )
 
     def pressure(self) -> Pressure | None:
-        raw = self.read_host("pressure/memory")
-        if raw is None:
-            return None
+        return self._host_record("pressure/memory", self._pressure)
+
+    def _pressure(self, raw: bytes) -> Pressure:
         text = raw.decode("utf-8", errors="replace")
         lines: dict[str, dict[str, str]] = {}
         for line in text.splitlines():
@@ -570,9 +593,15 @@ class ProcfsProbe(Probe):
         )
 
     def vmstat(self) -> VmStat | None:
-        raw = self.read_host("vmstat")
-        if raw is None:
-            return None
+        return self._host_record("vmstat", self._vmstat)
+
+    def _vmstat(self, raw: bytes) -> VmStat:
         # one regex pass in C over the ~180 lines, the ~90 wanted found by prefix (a Python loop
-        # over every line was ~0.1 ms a tick, most of this read)
-        return VmStat(counters=tuple((k.decode(), int(v)) for k, v in VMSTAT_LINES.findall(b"\n" + raw)))
+        # over every line was ~0.1 ms a tick, most of this read); each name decoded once
+        names = self._vm_names
+        return VmStat(
+            counters=tuple(
+                (names.get(k) or names.setdefault(k, k.decode()), int(v))
+                for k, v in VMSTAT_LINES.findall(b"\n" + raw)
+            )
+        )

@@ -179,6 +179,11 @@ class VmscanProbe(BpfProbe):
         self._episodes: int | None = None
         self._still = 0
         self._polls = 0
+        #: the compaction count at the last poll, how many polls in a row it held, and the
+        #: compaction histogram as last read
+        self._compactions: int | None = None
+        self._compact_still = 0
+        self._chist: list[int] | None = None
         #: the per-process and per-cgroup maps as last read (pids, pid cgroups, cgroups, histograms)
         self._maps: tuple[Any, ...] | None = None
         #: map reads done (for tests)
@@ -230,19 +235,8 @@ class VmscanProbe(BpfProbe):
 
     # -- map readers ------------------------------------------------------------------------------
     def _origins(self) -> tuple[tuple[str, int, int, int], ...]:
-        t = self.bpf["origins"]
-        out = []
-        for i, origin in enumerate(ORIGINS):
-            vals = t.getvalue(t.Key(i))
-            out.append(
-                (
-                    origin,
-                    sum(int(v.scanned) for v in vals),
-                    sum(int(v.reclaimed) for v in vals),
-                    sum(int(v.events) for v in vals),
-                )
-            )
-        return tuple(out)
+        rows = self.array_rows("origins", len(ORIGINS), ("scanned", "reclaimed", "events"))
+        return tuple((origin, r[0], r[1], r[2]) for origin, r in zip(ORIGINS, rows, strict=True))
 
     def _slab(self) -> tuple[tuple[str, int, int, int], ...]:
         merged: dict[str, list[int]] = {}
@@ -287,6 +281,20 @@ class VmscanProbe(BpfProbe):
 
     def poll_failed(self) -> None:
         self._episodes = None  # the next polls read the maps: this one may not have
+        self._compactions = None
+
+    def _compact_hist(self, compactions: int) -> list[int]:
+        """The compaction histogram, read when it may have changed. Only the compaction end's
+        program changes it, and each run of it bumps the compaction count first (bpf/vmscan.bpf.c,
+        mm_compaction_end): when the count (read before this) held at this poll and the one
+        before, no run bumped the histogram since two polls ago (a run's two bumps come
+        microseconds apart), so it is as last read. Read at least once in MAPS_BACKSTOP polls
+        all the same, as the per-process maps are (:meth:`_maps_due`)."""
+        self._compact_still = self._compact_still + 1 if compactions == self._compactions else 0
+        self._compactions = compactions
+        if self._chist is None or self._compact_still < 2 or self._polls % MAPS_BACKSTOP == 0:
+            self._chist = self.array_slots("compact_hist", HIST_SLOTS)
+        return self._chist
 
     def _maps_due(self, rhist: list[int]) -> bool:
         """Whether the per-process and per-cgroup maps (pid_stats, cg_stats, reclaim_pid_hist)
@@ -308,7 +316,7 @@ class VmscanProbe(BpfProbe):
         """Read every kernel map once (cumulative since load); the per-process and per-cgroup
         maps when they may have changed (:meth:`_maps_due`)."""
         c = self.array_slots("vmscan_counters", len(Counter))
-        chist = self.array_slots("compact_hist", HIST_SLOTS)
+        chist = self._compact_hist(c[Counter.COMPACT_COUNT])
         rhist = self.array_slots("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
         vm_parts = (
             self._origins(),

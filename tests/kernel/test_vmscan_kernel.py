@@ -412,6 +412,24 @@ def test_per_cpu_arrays_read_in_one_batch_match_slot_by_slot(live: Live) -> None
         assert len(batch) == len(before)
         assert all(b <= x <= a for b, x, a in zip(before, batch, after, strict=True)), table
     assert sum(bcc_compat.percpu_sums(live.probe.bpf, "reclaim_hist")) > 0, "the hog's reclaim counted"
+    # the origins, a per-CPU array of (scanned, reclaimed, events): each field summed as bcc's
+    # getvalue reads it slot by slot
+    t = live.probe.bpf["origins"]
+    fields = ("scanned", "reclaimed", "events")
+
+    def origins_slot_by_slot() -> list[tuple[int, ...]]:
+        n = int(t.max_entries)
+        return [
+            tuple(sum(int(getattr(v, f)) for v in t.getvalue(t.Key(i))) for f in fields) for i in range(n)
+        ]
+
+    before_rows = origins_slot_by_slot()
+    rows = bcc_compat.percpu_rows(live.probe.bpf, "origins", len(fields))
+    after_rows = origins_slot_by_slot()
+    assert len(rows) == len(before_rows)
+    for b, x, a in zip(before_rows, rows, after_rows, strict=True):
+        assert all(bf <= xf <= af for bf, xf, af in zip(b, x, a, strict=True)), (b, x, a)
+    assert any(r[2] for r in rows), "the hog's LRU scans counted"
 
 
 @pytest.mark.bpf

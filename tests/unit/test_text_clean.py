@@ -61,3 +61,44 @@ def test_examples() -> None:
     assert clean("é€ [b]x[/]") == "é€ [b]x[/]"  # printable text, markup included, is kept
     assert clean("x" * 10, 4) == "xxxx…"
     assert clean("\x1b" * 10, 8) == "\\x1b\\x1b…"
+
+
+#: rows as the records' tuple fields hold them: text at some places, ints and None elsewhere
+rows = st.lists(
+    st.tuples(hostile, st.integers(0, 9), st.one_of(hostile, st.none()), hostile, st.integers(0, 9)),
+    max_size=6,
+)
+
+
+@given(rows, st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_fast_row_fixers_clean_as_the_general_ones(
+    raw: list[tuple[str, int, str | None, str, int]], short: bool
+) -> None:
+    """The record boundary's one-loop fixers of ``tuple[str, ...]`` and of tuples of rows with
+    plain strings (VmStat's pairs) give what the general fixers give, and the very tuple when
+    nothing in it needed cleaning."""
+    from memtop.records import _fix_fixed, _fix_items, _fix_rows, _fix_str, _fix_strs
+
+    pairs = tuple((r[0], r[1]) for r in raw)
+    wide = tuple(r[:1] if short and i == 0 else (r[0], r[1], r[3], r[4]) for i, r in enumerate(raw))
+    strs = tuple(r[0] for r in raw)
+    cases = [
+        (
+            _fix_rows((0,), _fix_items(_fix_fixed(((0, _fix_str),)))),
+            _fix_items(_fix_fixed(((0, _fix_str),))),
+            pairs,
+        ),
+        (
+            _fix_rows((0, 2), _fix_items(_fix_fixed(((0, _fix_str), (2, _fix_str))))),
+            _fix_items(_fix_fixed(((0, _fix_str), (2, _fix_str)))),
+            wide,
+        ),
+        (_fix_strs, _fix_items(_fix_str), strs),
+    ]
+    for fast, general, value in cases:
+        want = general(value)
+        got = fast(value)
+        assert got == want
+        if want is value:
+            assert got is value

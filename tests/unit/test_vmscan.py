@@ -155,6 +155,7 @@ def test_per_process_and_cgroup_maps_are_walked_only_when_an_episode_may_have_ch
         "reclaim_hist": [0] * (2 * HIST_SLOTS),
     }
     monkeypatch.setattr(probe, "array_slots", lambda table, n: list(arrays[table][:n]))
+    monkeypatch.setattr(probe, "array_rows", lambda table, n, fields: [(0,) * len(fields)] * n)
     walked: list[int] = []
     records: list[Any] = []
     for poll in range(1, 25):
@@ -177,3 +178,42 @@ def test_per_process_and_cgroup_maps_are_walked_only_when_an_episode_may_have_ch
     assert records[18].pids == () and records[19].pids == ((4242, "leaker", "memcg", 1, 1500, 1500, 32),)
     assert records[19].pid_cgroups == ((4242, 7),)
     assert records[2] is records[1] and records[20] is records[19]  # unchanged: the same record
+
+
+def test_the_compaction_histogram_is_read_only_when_a_compaction_may_have_changed_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compaction end's program bumps the compaction count, then the histogram: while the
+    count holds at two polls in a row the histogram is as last read and is not read again, but
+    once in MAPS_BACKSTOP polls; a compaction has it read at that poll and the next (its bump
+    may come after the count's), and the record has it."""
+    from memtop.probes.base import MAPS_BACKSTOP
+    from memtop.probes.vmscan import HIST_SLOTS, Counter, VmscanProbe
+
+    probe = VmscanProbe()
+    probe.bpf = _Maps()
+    arrays = {
+        "vmscan_counters": [0] * len(Counter),
+        "compact_hist": [0] * HIST_SLOTS,
+        "reclaim_hist": [0] * (2 * HIST_SLOTS),
+    }
+    reads: list[int] = []
+    poll = 0
+
+    def slots(table: str, n: int) -> list[int]:
+        if table == "compact_hist":
+            reads.append(poll)
+        return list(arrays[table][:n])
+
+    monkeypatch.setattr(probe, "array_slots", slots)
+    monkeypatch.setattr(probe, "array_rows", lambda table, n, fields: [(0,) * len(fields)] * n)
+    seen = []
+    for poll in range(1, 25):
+        if poll == 20:  # a compaction ends: its count first, its histogram slot after this read
+            arrays["vmscan_counters"][Counter.COMPACT_COUNT] += 1
+        vm, _rc = probe.totals()
+        if poll == 20:
+            arrays["compact_hist"][12] += 1
+        seen.append(vm.compaction_hist)
+    assert reads == [1, 2, MAPS_BACKSTOP + 1, 20, 21]
+    assert seen[18] == () and seen[19] == () and seen[20] == ((12, 1),) and seen[23] == ((12, 1),)
