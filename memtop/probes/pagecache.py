@@ -961,12 +961,30 @@ class PagecacheinfoProbe(Probe):
         return "; ".join(parts)
 
 
-def _file_counts(key: bytes, value: bytes) -> tuple[int, int, int, int]:
-    """(device, inode, pages added, pages deleted) of a pc_files entry."""
-    ino, kdev, _pad = FILE_KEY.unpack_from(key)
-    added, deleted = COUNTS.unpack_from(value)
+def _file_counts(entry: bytes, key_size: int) -> tuple[int, int, int, int]:
+    """(device, inode, pages added, pages deleted) of a pc_files entry, its key (``key_size``
+    bytes) then its value."""
+    ino, kdev, _pad = FILE_KEY.unpack_from(entry)
+    added, deleted = COUNTS.unpack_from(entry, key_size)
     # the kernel's dev_t (major << 20 | minor) as stat's st_dev encodes it
     return os.makedev(kdev >> 20, kdev & 0xFFFFF), ino, added, deleted
+
+
+def _entries(keys: bytes, values: bytes, n: int, ksz: int, vsz: int) -> bytes:
+    """A map dump's keys and values as one buffer of entries, each its key then its value (the
+    sizes multiples of 8: copied 8 bytes at a time, a strided copy per word of an entry)."""
+    if ksz % 8 or vsz % 8:
+        return b"".join(keys[i * ksz : (i + 1) * ksz] + values[i * vsz : (i + 1) * vsz] for i in range(n))
+    kw, vw = ksz // 8, vsz // 8
+    width = kw + vw
+    buf = bytearray(n * (ksz + vsz))
+    out = memoryview(buf).cast("Q")
+    k, v = memoryview(keys).cast("Q"), memoryview(values).cast("Q")
+    for w in range(kw):
+        out[w::width] = k[w::kw]
+    for w in range(vw):
+        out[kw + w :: width] = v[w::vw]
+    return bytes(buf)
 
 
 class PagecacheProbe(BpfProbe):
@@ -991,9 +1009,10 @@ class PagecacheProbe(BpfProbe):
         super().__init__()
         self.max_files = max_files
         self.max_pids = max_pids
-        #: what the last poll read, per file as the map's raw key and value bytes (only changes
-        #: are decoded and sent again), and per pid as sent
-        self._files: dict[bytes, bytes] = {}
+        #: what the last poll read: the files as the map's entries (key then value) in one
+        #: buffer, only those that changed decoded and sent again (a dict of each entry's key and
+        #: value bytes was ~130 B a file, 16,384 at most; :meth:`poll`), and per pid as sent
+        self._files = b""
         self._pids: dict[int, tuple[str, int, int]] = {}
 
     def defines(self) -> dict[str, int]:
@@ -1006,18 +1025,24 @@ class PagecacheProbe(BpfProbe):
         if not self.reads("per_file"):
             return [PagecacheActivity(added=added, deleted=deleted, page_bytes=PAGE_SIZE)]
         # the maps in a few batched lookups: a syscall per entry would cost 16,384 a tick. Each
-        # file's entry is kept as its raw bytes and only one that changed since the last poll is
-        # decoded: unpacking every entry of a full map was ~9 ms of a poll, the bytes ~3.5
-        keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_files")
-        files_now = dict(
-            zip(
-                [keys[i : i + ksz] for i in range(0, n * ksz, ksz)],
-                [values[i : i + vsz] for i in range(0, n * vsz, vsz)],
-                strict=True,
-            )
-        )
+        # file's entry is compared as its raw bytes and only one that changed since the last
+        # poll is decoded: unpacking every entry of a full map was ~9 ms of a poll, the bytes
+        # ~3.5. An entry (key and value) not among the last poll's changed or is new; a map
+        # dump holds a key once (a hash map's batched lookup reads each bucket once, and a key
+        # has one bucket), so the entries are the files
+        keys, values, n_files, key_size, value_size = bcc_compat.map_dump(self.bpf, "pc_files")
+        files_now = _entries(keys, values, n_files, key_size, value_size)
+        del keys, values
+        size = key_size + value_size
         last_files = self._files
-        changed = [(k, v) for k, v in files_now.items() if last_files.get(k) != v]
+        if files_now == last_files:
+            changed: list[bytes] = []
+        else:
+            last = {last_files[i : i + size] for i in range(0, len(last_files), size)}
+            changed = [
+                e for e in (files_now[i : i + size] for i in range(0, len(files_now), size)) if e not in last
+            ]
+            del last
         keys, values, n, ksz, vsz = bcc_compat.map_dump(self.bpf, "pc_pids")
         pids_now: dict[int, tuple[str, int, int]] = {}
         for i in range(n):
@@ -1027,7 +1052,7 @@ class PagecacheProbe(BpfProbe):
             prev = self._pids.get(pid)
             name = prev[0] if prev is not None else clean(comm.split(b"\0", 1)[0], 16)
             pids_now[pid] = (name, a, d)
-        files = tuple(sorted(_file_counts(k, v) for k, v in changed))
+        files = tuple(sorted(_file_counts(e, key_size) for e in changed))
         pids = tuple(sorted((p, *v) for p, v in pids_now.items() if self._pids.get(p) != v))
         self._files, self._pids = files_now, pids_now
         return [
@@ -1036,7 +1061,7 @@ class PagecacheProbe(BpfProbe):
                 deleted=deleted,
                 files=files,
                 pids=pids,
-                files_tracked=len(files_now),
+                files_tracked=n_files,
                 pids_tracked=len(pids_now),
                 page_bytes=PAGE_SIZE,
             )

@@ -4,10 +4,12 @@ the window). Rates of the cumulative counters are derived here."""
 
 from __future__ import annotations
 
-from array import array
+import dataclasses
+import struct
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from memtop.records import Batch
@@ -30,46 +32,100 @@ Sample = tuple[int, int, int]  # (ts_ns, a, b)
 
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+_SAMPLE = struct.Struct("=3q")
+_TS = struct.Struct("=q")
+_COUNTS = struct.Struct("=2q")
+_SIZE = _SAMPLE.size
+_U64 = (1 << 64) - 1
+
+#: a file's key in :attr:`PagecacheState.file_counts`: its device and inode as one int
+#: (``dev << 64 | ino``); an inode beyond 64 bits (only a recording's) keeps its (dev, ino)
+FileKey = int | tuple[int, int]
+
+
+def file_key(dev: int, ino: int) -> FileKey:
+    """The key of file (dev, ino) in :attr:`PagecacheState.file_counts`: one int of ~40 B where
+    a tuple of two ints was ~120 B a file, every file the pagecache probe ever counted (up to
+    MAX_ACTIVE_FILES); a one-to-one map (the inode in the low 64 bits, any device above)."""
+    return dev << 64 | ino if 0 <= ino <= _U64 else (dev, ino)
+
+
+def dev_ino(key: FileKey) -> tuple[int, int]:
+    """(dev, ino) of a :func:`file_key`."""
+    return key if isinstance(key, tuple) else (key >> 64, key & _U64)
+
+
+def packed_append(data: bytes, ts_ns: int, a: int, b: int) -> bytes:
+    """``data`` (samples packed as int64 triples, the latest last) with (ts_ns, a, b) after it,
+    and of those before only the ones the thrashing window can still need (see
+    :class:`Samples`). Values beyond int64 are kept at its bounds."""
+    try:
+        new = _SAMPLE.pack(ts_ns, a, b)
+    except struct.error:
+        new = _SAMPLE.pack(*(max(I64_MIN, min(v, I64_MAX)) for v in (ts_ns, a, b)))
+    d = data + new
+    n = len(d) // _SIZE
+    # the sample in force at the window's start (the last at or before it), as of now
+    start = _TS.unpack_from(new)[0] - WINDOW_NS
+    keep_from = 0
+    for i in range(n - 1, -1, -1):
+        if _TS.unpack_from(d, _SIZE * i)[0] <= start:
+            keep_from = i
+            break
+    keep_from = max(keep_from, n - SAMPLES)
+    keep_from = min(keep_from, n - 2) if n >= 2 else 0
+    return d[_SIZE * keep_from :] if keep_from > 0 else d
+
+
+def packed_len(data: bytes) -> int:
+    """How many samples packed ``data`` holds."""
+    return len(data) // _SIZE
+
+
+def packed_last(data: bytes) -> tuple[int, int]:
+    """(a, b) of the latest sample of packed ``data`` (not empty)."""
+    a, b = _COUNTS.unpack_from(data, len(data) - 16)
+    return a, b
+
+
+def packed_since(data: bytes, now_ns: int) -> tuple[Sample, Sample] | None:
+    """:func:`_since` of packed samples."""
+    n = len(data) // _SIZE
+    if n < 2:
+        return None
+    unpack = _SAMPLE.unpack_from
+    first: Sample = unpack(data, 0)
+    for i in range(1, n):
+        sample: Sample = unpack(data, _SIZE * i)
+        if sample[0] > now_ns - WINDOW_NS:
+            break
+        first = sample
+    return first, unpack(data, _SIZE * (n - 1))
 
 
 class Samples:
-    """A file's (ts_ns, a, b) samples, one per change, the latest last, in one flat array of
-    64-bit integers: only those the thrashing window can still need are kept. A ``deque`` of
+    """A file's (ts_ns, a, b) samples, one per change, the latest last, packed as int64 triples
+    in one bytes object: only those the thrashing window can still need are kept. A ``deque`` of
     3-tuples was ~0.6 KiB a file empty and ~0.1 KiB a sample, and with every file the pagecache
     probe counted (up to 32,768) it was what grew most in memtop's RssAnon over a session's first
-    minutes (bench/self_memory.py, docs/performance.md). Kept: the newest SAMPLES, of them only
+    minutes (bench/self_memory.py, docs/performance.md); an ``array`` was ~190 B a file with two
+    samples, the bytes ~100. Kept: the newest SAMPLES, of them only
     from the one in force at the window's start as of the newest sample's tick (a later view's
     window starts later still), and at least two (two samples equal to the last make a span of
     nothing, one makes no span): :meth:`since` answers as the deque did. Values beyond int64 (a
-    recording may hold any uint64) are kept at its bounds, as a process's History keeps them."""
+    recording may hold any uint64) are kept at its bounds, as a process's History keeps them.
+    The page cache state's per-file counts hold the bytes alone (:func:`packed_append`)."""
 
     __slots__ = ("_data",)
 
     def __init__(self) -> None:
-        self._data = array("q")
+        self._data = b""
 
     def append(self, ts_ns: int, a: int, b: int) -> None:
-        d = self._data
-        try:
-            d.extend((ts_ns, a, b))
-        except OverflowError:  # what extend took before the value that overflowed goes too
-            del d[len(d) - len(d) % 3 :]
-            d.extend(max(I64_MIN, min(v, I64_MAX)) for v in (ts_ns, a, b))
-        n = len(d) // 3
-        # the sample in force at the window's start (the last at or before it), as of now
-        start = d[-3] - WINDOW_NS
-        keep_from = 0
-        for i in range(n - 1, -1, -1):
-            if d[3 * i] <= start:
-                keep_from = i
-                break
-        keep_from = max(keep_from, n - SAMPLES)
-        keep_from = min(keep_from, n - 2) if n >= 2 else 0
-        if keep_from > 0:
-            del d[: 3 * keep_from]
+        self._data = packed_append(self._data, ts_ns, a, b)
 
     def __len__(self) -> int:
-        return len(self._data) // 3
+        return len(self._data) // _SIZE
 
     def __getitem__(self, i: int) -> Sample:
         n = len(self)
@@ -77,26 +133,18 @@ class Samples:
             i += n
         if not 0 <= i < n:
             raise IndexError("sample index out of range")
-        d = self._data
-        return d[3 * i], d[3 * i + 1], d[3 * i + 2]
+        sample: Sample = _SAMPLE.unpack_from(self._data, _SIZE * i)
+        return sample
 
     def __iter__(self) -> Iterator[Sample]:
-        d = self._data
-        for i in range(0, len(d), 3):
-            yield d[i], d[i + 1], d[i + 2]
+        for sample in _SAMPLE.iter_unpack(self._data):
+            yield sample[0], sample[1], sample[2]
 
 
 def _since(history: Samples, now_ns: int) -> tuple[Sample, Sample] | None:
     """The sample in force at the window's start and the latest (a sample holds until the next:
     one is kept per change); None with fewer than two."""
-    if len(history) < 2:
-        return None
-    first = history[0]
-    for sample in history:
-        if sample[0] > now_ns - WINDOW_NS:
-            break
-        first = sample
-    return first, history[-1]
+    return packed_since(history._data, now_ns)
 
 
 @dataclass(slots=True)
@@ -124,12 +172,15 @@ class PagecacheState(SubState):
         self.activity_ts_ns = 0
         self.totals_prev: tuple[int, int] | None = None
         self.page_bytes = 4096
-        #: per file: (ts_ns, added, deleted) at each change, the latest last
-        self.file_counts: OrderedDict[tuple[int, int], Samples] = OrderedDict()
+        #: per file (:func:`file_key`): (ts_ns, added, deleted) at each change, the latest last,
+        #: packed (:func:`packed_append`), the least recently changed first. A dict, not an
+        #: OrderedDict (~50 B more a file): a file counted again is taken out and put back at the
+        #: end, and the least recent go from the front (:meth:`_activity`)
+        self.file_counts: dict[FileKey, bytes] = {}
         #: per pid: (comm, added, deleted) now
         self.pid_counts: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
         #: what changed in the latest reading: per file and pid, (added, deleted) since the one before
-        self.file_delta: dict[tuple[int, int], tuple[int, int]] = {}
+        self.file_delta: dict[FileKey, tuple[int, int]] = {}
         self.pid_delta: dict[int, tuple[int, int]] = {}
 
     def apply(self, batch: Batch, state: State) -> None:
@@ -152,26 +203,39 @@ class PagecacheState(SubState):
         if self.activity is not None:
             self.totals_prev = (self.activity.added, self.activity.deleted)
         self.activity_prev_ts_ns, self.activity_ts_ns = self.activity_ts_ns, ts
-        self.activity = rec
+        # its totals only: the files and pids it lists are applied below (a full map's 16,384
+        # files kept till the next reading were ~3 MiB)
+        self.activity = dataclasses.replace(rec, files=(), pids=()) if rec.files or rec.pids else rec
         self.page_bytes = rec.page_bytes
         first = self.totals_prev is None
         self.file_delta, self.pid_delta = {}, {}
+        counts = self.file_counts
+        # the least recently changed go first, as OrderedDict.popitem(last=False) took them: the
+        # dict's order is its keys not counted again in this reading (in the order they had),
+        # then those that were (put back at the end): the first of its first keys as they were
+        # before it that is still there and not counted again is the one (next(iter()) of a dict
+        # scans the holes its front's deletions left: one scan per file would be quadratic)
+        front: Iterator[FileKey] | None = None
+        touched: set[FileKey] = set()
+        if len(counts) + len(rec.files) > MAX_ACTIVE_FILES:
+            front = iter(list(islice(counts, 2 * len(rec.files))))
         for dev, ino, a, d in rec.files:
-            key = (dev, ino)
-            hist = self.file_counts.pop(key, None)
+            key = file_key(dev, ino)
+            hist = counts.pop(key, None)
             if hist is None:
-                hist = Samples()
                 # first seen (or pushed out of the kernel's LRU and back): counted from 0
-                hist.append(self.activity_prev_ts_ns or ts, 0, 0)
-            pa, pd = hist[-1][1], hist[-1][2]
+                hist = packed_append(b"", self.activity_prev_ts_ns or ts, 0, 0)
+            pa, pd = packed_last(hist)
             if a < pa or d < pd:  # counted again from 0 by the kernel after an eviction
                 pa = pd = 0
             if not first:
                 self.file_delta[key] = (a - pa, d - pd)
-            hist.append(ts, a, d)
-            self.file_counts[key] = hist
-            while len(self.file_counts) > MAX_ACTIVE_FILES:
-                self.file_counts.popitem(last=False)
+            counts[key] = packed_append(hist, ts, a, d)
+            if front is not None:
+                touched.add(key)
+                while len(counts) > MAX_ACTIVE_FILES:
+                    oldest = next((k for k in front if k in counts and k not in touched), None)
+                    del counts[next(iter(counts)) if oldest is None else oldest]
         for pid, comm, a, d in rec.pids:
             prev = self.pid_counts.pop(pid, None)
             pa, pd = (prev[1], prev[2]) if prev is not None and prev[1] <= a and prev[2] <= d else (0, 0)
@@ -192,7 +256,7 @@ class PagecacheState(SubState):
         dt = self.dt_ns()
         if dt <= 0:
             return {}, {}
-        files = {k: (a * 1e9 / dt, d * 1e9 / dt) for k, (a, d) in self.file_delta.items()}
+        files = {dev_ino(k): (a * 1e9 / dt, d * 1e9 / dt) for k, (a, d) in self.file_delta.items()}
         pids = {
             p: (self.pid_counts[p][0], a * 1e9 / dt, d * 1e9 / dt)
             for p, (a, d) in self.pid_delta.items()
@@ -213,8 +277,8 @@ class PagecacheState(SubState):
         pages evicted by reclaim, whose shadow entries cachestat counts). Without: from
         cachestat alone, evictions rose and the cached bytes fell by less (the rest came back)."""
         r = seen.rec
-        counts = self.file_counts.get((r.dev, r.ino))
-        span = _since(counts, now_ns) if counts is not None else None
+        counts = self.file_counts.get(file_key(r.dev, r.ino))
+        span = packed_since(counts, now_ns) if counts is not None else None
         if span is not None:
             (_, a0, d0), (_, a1, d1) = span
             deleted, added = max(0, d1 - d0), max(0, a1 - a0)
