@@ -3,30 +3,16 @@ no pin; the iterator fd is read directly. Prints the load+attach cost and one re
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from iterread import parse  # noqa: E402
+from iterread import libbpf, parse  # noqa: E402
 
 OBJ = sys.argv[1] if len(sys.argv) > 1 else "/tmp/iterproto/task_rss.bpf.o"
 
-lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
-lib.bpf_object__open_file.restype = ctypes.c_void_p
-lib.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-lib.bpf_object__load.argtypes = [ctypes.c_void_p]
-lib.bpf_object__find_program_by_name.restype = ctypes.c_void_p
-lib.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-lib.bpf_program__attach_iter.restype = ctypes.c_void_p
-lib.bpf_program__attach_iter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-lib.bpf_link__fd.argtypes = [ctypes.c_void_p]
-lib.bpf_iter_create.argtypes = [ctypes.c_int]
-lib.bpf_link__destroy.argtypes = [ctypes.c_void_p]
-lib.bpf_object__close.argtypes = [ctypes.c_void_p]
-lib.libbpf_get_error.restype = ctypes.c_long
-lib.libbpf_get_error.argtypes = [ctypes.c_void_p]
+lib = libbpf()
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 from dataclasses import dataclass
@@ -66,3 +67,23 @@ def parse(raw: bytes) -> dict[int, Proc]:
             p.min_flt += mn
             p.maj_flt += mj
     return procs
+
+
+def libbpf() -> ctypes.CDLL:
+    """The distribution's libbpf1 with the signatures the prototypes call."""
+    lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
+    p, i = ctypes.c_void_p, ctypes.c_int
+    for name, res, args in (
+        ("bpf_object__open_file", p, [ctypes.c_char_p, p]),
+        ("bpf_object__load", i, [p]),
+        ("bpf_object__find_program_by_name", p, [p, ctypes.c_char_p]),
+        ("bpf_program__attach_iter", p, [p, p]),
+        ("bpf_link__fd", i, [p]),
+        ("bpf_iter_create", i, [i]),
+        ("bpf_link__destroy", i, [p]),
+        ("bpf_object__close", None, [p]),
+        ("libbpf_get_error", ctypes.c_long, [p]),
+    ):
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib

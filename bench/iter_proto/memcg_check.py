@@ -10,24 +10,16 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(__file__))
+from iterread import libbpf  # noqa: E402
+
 OBJ = os.environ.get("MEMCG_OBJ", "/tmp/iterproto/memcg_noflush.bpf.o")
 ROOT = "/sys/fs/cgroup/memory"
 NSTATE = int(os.environ.get("MEMCG_NSTATE", "40"))
 REC = struct.Struct(f"<Qqq{NSTATE}q")
 PAGE = os.sysconf("SC_PAGESIZE")
 
-lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
-lib.bpf_object__open_file.restype = ctypes.c_void_p
-lib.bpf_object__open_file.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-lib.bpf_object__load.argtypes = [ctypes.c_void_p]
-lib.bpf_object__find_program_by_name.restype = ctypes.c_void_p
-lib.bpf_object__find_program_by_name.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-lib.bpf_program__attach_iter.restype = ctypes.c_void_p
-lib.bpf_program__attach_iter.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-lib.bpf_link__fd.argtypes = [ctypes.c_void_p]
-lib.bpf_iter_create.argtypes = [ctypes.c_int]
-lib.libbpf_get_error.restype = ctypes.c_long
-lib.libbpf_get_error.argtypes = [ctypes.c_void_p]
+lib = libbpf()
 
 
 class CgroupInfo(ctypes.Structure):  # union bpf_iter_link_info, its cgroup member
