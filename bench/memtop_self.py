@@ -164,7 +164,8 @@ def sleep_until(t: float) -> None:
 
 
 #: ``--against ROOT --label L``: that checkout's memtop (this venv's Python) runs beside the others
-#: as "memtop at L", for an A/B in the same run (its CPU and memory; its first frame is not timed)
+#: as "memtop at L", for an A/B in the same run (its CPU and memory, its RssAnon once attached as
+#: memtop's; its first frame is not timed)
 AGAINST: tuple[str, str] | None = None
 
 
@@ -199,8 +200,15 @@ def run_condition(window_s: float) -> dict[str, dict[str, float]]:
             # that checkout first on the path (``-m`` would put the working directory, this
             # checkout when run from it, before PYTHONPATH), as bench/startup_ab.py runs it
             code = f"import sys; sys.path.insert(0, {root!r}); from memtop.cli import entry; raise SystemExit(entry())"
-            env = dict(os.environ, PYTHONPATH=root)
-            progs[f"memtop at {label}"] = OnTerminal([str(VENV_PYTHON), "-c", code], env)
+            ready_against = Path(tempfile.mkdtemp(prefix="memtop-self-")) / "ready"
+            dirs.append(ready_against.parent)
+            env = dict(os.environ, PYTHONPATH=root, MEMTOP_READY_FILE=str(ready_against))
+            name = f"memtop at {label}"
+            progs[name] = OnTerminal([str(VENV_PYTHON), "-c", code], env)
+            # its RssAnon once every probe is attached, taken as memtop's is (a few ticks after)
+            wait_ready(progs[name], ready_against, [0])
+            time.sleep(2.0)
+            out[name] = {"rss_anon_attached_mib": status_kb(progs[name].pid, "RssAnon")["RssAnon"] / 1024}
         first: dict[str, float] = {}
         for name, p in sorted(progs.items(), key=lambda kv: kv[1].started):
             sleep_until(p.started + FIRST_MINUTE_S)

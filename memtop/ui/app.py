@@ -37,7 +37,7 @@ from memtop.ui.panes.base import ChooseTracing, DrillIn, Pane, TraceAllocations
 from memtop.ui.recplay import RecordReplay
 from memtop.ui.screens import DrillScreen
 from memtop.ui.textual_compat import LeanScreen
-from memtop.views import ALWAYS_SHOWN_PROBES, FIRST_FRAME_PROBES, LEGEND, get_view
+from memtop.views import ALWAYS_SHOWN_PROBES, FIRST_FRAME_PROBES, LEGEND, TABS, get_view
 from memtop.views.header import header_line
 
 if TYPE_CHECKING:
@@ -202,10 +202,7 @@ class MemtopApp(RecordReplay):
         yield Static(id="header")
         yield Static(id="banner", classes="hidden")
         yield Static(id="too-small", classes="hidden")
-        tabs = [
-            (name, f"{i} {get_view(name).tab_title or get_view(name).title}")
-            for i, name in enumerate(self.pane_names, 1)
-        ]
+        tabs = [(name, f"{i} {TABS[name]}") for i, name in enumerate(self.pane_names, 1)]
         yield TabLine(tabs, self.active_name, id="tabline")
         # only the pane shown at start is built now; the others when first shown (_pane_in): the
         # unseen panes' widgets cost CPU before the first frame for nothing (docs/performance.md)

@@ -423,10 +423,36 @@ def panes_of_probes() -> dict[str, tuple[str, ...]]:
     return out
 
 
+#: every view's name and its tab's label (``tab_title or title``), in the views' order: what the
+#: TUI's tab line draws before any view is needed, so a session imports only the views of the
+#: panes it shows (the other eleven views' modules were ~1.3 MiB of RssAnon in every TUI;
+#: docs/performance.md). Each view's module is named after it. The views' own attributes are
+#: the truth: tests/unit/test_view_tabs.py checks this table against them.
+TABS: dict[str, str] = {
+    "processes": "Processes",
+    "process": "Process",
+    "vmscan": "vmscan",
+    "reclaim": "Reclaim",
+    "swapin": "Swap",
+    "oom": "OOM",
+    "leaks": "Leaks",
+    "cgroups": "Cgroups",
+    "kernel": "Kernel",
+    "shared": "Shared",
+    "pagecache": "Cache",
+}
+
+
 def get_view(name: str) -> View[Mapping[str, Any]]:
     """The view of pane ``name``; its document is some TypedDict, read here as a Mapping (a
-    caller that needs its type takes the view's class)."""
-    all_views = views()
-    if name not in all_views:
-        raise MemtopError(f"unknown pane {name!r}", "panes: " + ", ".join(all_views))
-    return all_views[name]()
+    caller that needs its type takes the view's class). Imports only that view's module."""
+    cls = View.registry.get(name)
+    if cls is None and name in TABS:
+        importlib.import_module(f"{__name__}.{name}")
+        cls = View.registry.get(name)
+    if cls is None:
+        all_views = views()
+        if name not in all_views:
+            raise MemtopError(f"unknown pane {name!r}", "panes: " + ", ".join(all_views))
+        cls = all_views[name]
+    return cls()

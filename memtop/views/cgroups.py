@@ -23,6 +23,7 @@ from memtop.state.oom import OomState
 from memtop.state.processes import ProcessesState
 from memtop.state.reclaim import ReclaimState
 from memtop.views import Column, Head, Options, View, measuring
+from memtop.views.layout import cut_middle
 from memtop.views.pagecache import CgroupCache, cache_line, cgroup_cache
 from memtop.views.segments import Segment, Sentence
 
@@ -233,19 +234,6 @@ def hist_p99(hist: dict[int, int], max_ns: int) -> int | None:
         if seen >= rank:
             return min(log2_le(bucket), max_ns) if max_ns else log2_le(bucket)
     return None
-
-
-#: the longest name a tree row shows (a 64-hex container id is cut in the middle)
-NAME_CELLS = 24
-
-
-def cut_middle(name: str, cells: int = NAME_CELLS) -> str:
-    """``name`` at most ``cells`` long: its two ends around an ellipsis (an id's ends tell ids
-    apart)."""
-    if len(name) <= cells:
-        return name
-    half = (cells - 1) // 2
-    return name[:half] + "…" + name[-(cells - 1 - half) :]
 
 
 def tree_label(row: Mapping[str, Any]) -> str:

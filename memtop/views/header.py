@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from memtop.core import fmt
 from memtop.records.host import HostFacts
+from memtop.records.swapin import SwapInfo
 from memtop.state import State
 from memtop.state.host import HostState
 from memtop.state.swapin import SwapinState
 from memtop.views.layout import cell_len
 from memtop.views.levels import level
 from memtop.views.segments import Segment
-from memtop.views.swapin import compressed_swap
 
 #: the style names of levels in the header (Rich style strings, as the other segments'); the UI
 #: shows them by weight only under NO_COLOR
@@ -61,6 +61,16 @@ class HeaderLine:
         if essential <= room:
             return _by_priority(self.narrow, room), ()
         return (), _by_priority(self.narrow, width)
+
+
+def compressed_swap(info: SwapInfo | None, zswapped_bytes: int | None = None) -> int:
+    """Bytes of used swap that are held compressed in RAM, not on a disk: what zswap holds plus
+    what swap devices on zram use (``zswapped_bytes`` from a fresher meminfo when given). Here,
+    not in the swap-in view, so the header does not import that view into every TUI."""
+    if info is None:
+        return zswapped_bytes or 0
+    zram = sum(d[3] for d in info.devices if d[0].startswith("/dev/zram"))
+    return (info.zswapped_bytes if zswapped_bytes is None else zswapped_bytes) + zram
 
 
 def _by_priority(parts: tuple[Part, ...], room: int) -> tuple[Segment, ...]:

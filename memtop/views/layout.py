@@ -212,3 +212,17 @@ def cut(text: str, width: int) -> str:
             break
         out += ch
     return out + "…"
+
+
+#: the longest name a cgroup's row shows (a 64-hex container id is cut in the middle)
+NAME_CELLS = 24
+
+
+def cut_middle(name: str, cells: int = NAME_CELLS) -> str:
+    """``name`` at most ``cells`` long: its two ends around an ellipsis (an id's ends tell ids
+    apart). Here, not in the cgroups view, so the Processes view's CGROUP column does not import
+    that view (and the page cache's) into every TUI."""
+    if len(name) <= cells:
+        return name
+    half = (cells - 1) // 2
+    return name[:half] + "…" + name[-(cells - 1 - half) :]

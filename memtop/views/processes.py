@@ -16,7 +16,7 @@ from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Head, Options, View, measuring, render_table
-from memtop.views.cgroups import cut_middle
+from memtop.views.layout import cut_middle
 from memtop.views.segments import Segment
 
 #: what the table can be sorted by: its columns' keys

@@ -15,6 +15,7 @@ from memtop.state.host import HostState
 from memtop.state.processes import ProcessesState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Head, Options, View, measuring, render_table
+from memtop.views.header import compressed_swap
 from memtop.views.segments import Sentence
 
 #: the table's columns
@@ -275,15 +276,6 @@ class SwapinView(View[SwapinDoc]):
         out.append("")
         out.extend(system_text(doc["system"]))
         return "\n".join(out) + "\n"
-
-
-def compressed_swap(info: SwapInfo | None, zswapped_bytes: int | None = None) -> int:
-    """Bytes of used swap that are held compressed in RAM, not on a disk: what zswap holds plus
-    what swap devices on zram use (``zswapped_bytes`` from a fresher meminfo when given)."""
-    if info is None:
-        return zswapped_bytes or 0
-    zram = sum(d[3] for d in info.devices if d[0].startswith("/dev/zram"))
-    return (info.zswapped_bytes if zswapped_bytes is None else zswapped_bytes) + zram
 
 
 def zswap_doc(info: SwapInfo, host: HostState) -> Zswap:

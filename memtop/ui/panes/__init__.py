@@ -11,13 +11,13 @@ import importlib
 import pkgutil
 
 from memtop.ui.panes.base import Pane
-from memtop.views import views
+from memtop.views import TABS
 
 
 def pane_names() -> list[str]:
-    """The panes, in tab order, without importing their modules."""
+    """The panes, in tab order, without importing their modules (nor their views')."""
     modules = {info.name for info in pkgutil.iter_modules(__path__)} - {"base"}
-    return [name for name in views() if name in modules]
+    return [name for name in TABS if name in modules]
 
 
 def pane_class(name: str) -> type[Pane]:
