@@ -219,3 +219,5 @@ class PtyMemtop:
             os.waitpid(self.pid, 0)
         if not self._closing:
             self.close_terminal()
+        # the ready file's directory: each run left one in /tmp
+        shutil.rmtree(self.ready.parent, ignore_errors=True)
