@@ -536,49 +536,27 @@ def percpu_sums(bpf: Any, table: str) -> list[int]:
     """Every slot of a per-CPU array of u64 counters, summed over the CPUs (a plain array of u64:
     its values), in one BPF_MAP_LOOKUP_BATCH call (bcc's getvalue is a syscall and a ctypes array
     per slot: a reclaim histogram of 128 slots read slot by slot was most of the vmscan probe's
-    poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6).
-    The buffers are the table's own, kept from call to call (a table is read by one poll at a
-    time), and are read as memoryviews: a ctypes array's elements one by one, and a Python sum
-    per slot, were ~5x the cost of the lookup itself for a 384-slot histogram."""
-    import ctypes as ct
-
-    from memtop.linux import bpfout
-
-    t = bpf[table]
-    n = int(t.max_entries)
-    ncpu = ct.sizeof(t.Leaf) // 8  # bcc's per-CPU Leaf: a u64 per possible CPU
-    if ct.sizeof(t.Leaf) != 8 * ncpu or ct.sizeof(t.Key) != 4:
-        raise TypeError(f"{table} is not a per-CPU array of u64")
-    # kept on the table itself: BCC's own tables (in the compiler's process, and tests) are
-    # mappings, which cannot key a dict
-    bufs = getattr(t, PERCPU_BUFFERS, None)
-    if bufs is None:
-        bufs = ((ct.c_uint32 * n)(), (ct.c_uint64 * (n * ncpu))())
-        setattr(t, PERCPU_BUFFERS, bufs)
-    keys, values = bufs
-    total = _batch_read(bpfout.lib().bpf_lookup_batch, f"BPF_MAP_LOOKUP_BATCH on {table}", t, keys, values)
-    flat = memoryview(values).cast("B").cast("Q")[: total * ncpu].tolist()
-    sums = flat[0::ncpu]
-    for cpu in range(1, ncpu):
-        sums = list(map(operator.add, sums, flat[cpu::ncpu]))
-    got = memoryview(keys).cast("B").cast("I")[:total].tolist()
-    if got == list(range(total)):  # an array hands its slots in order
-        return sums + [0] * (n - total)
-    out = [0] * n
-    for slot, value in zip(got, sums, strict=True):
-        out[slot] = value
-    return out
-
-
-#: the attribute of a table holding the key and value buffers percpu_sums reads into
-PERCPU_BUFFERS = "_memtop_percpu_buffers"
+    poll). Index i of the list is slot i. OSError where the kernel cannot batch (before 5.6)."""
+    (sums,), got, n = _percpu_columns(bpf, table, 1)
+    return _by_slot(sums, got, n, 0)
 
 
 def percpu_rows(bpf: Any, table: str, fields: int) -> list[tuple[int, ...]]:
     """Every slot of a per-CPU array of structs of ``fields`` u64 fields (the vmscan probe's
     origins: scanned, reclaimed, events), each field summed over the CPUs, in one
-    BPF_MAP_LOOKUP_BATCH call: what bcc's getvalue reads slot by slot (a syscall and a ctypes
-    array each). Index i of the list is slot i. OSError where the kernel cannot batch."""
+    BPF_MAP_LOOKUP_BATCH call, as :func:`percpu_sums` reads counters. Index i of the list is
+    slot i. OSError where the kernel cannot batch."""
+    columns, got, n = _percpu_columns(bpf, table, fields)
+    return _by_slot(list(zip(*columns, strict=True)), got, n, (0,) * fields)
+
+
+def _percpu_columns(bpf: Any, table: str, fields: int) -> tuple[list[list[int]], list[int], int]:
+    """One batched lookup of a per-CPU array (a plain one: one CPU) whose slots are ``fields``
+    u64s: each field's values summed over the CPUs, a list per field in the order the kernel
+    handed the slots, those slots' indexes, and the array's size. The buffers are the table's
+    own, kept from call to call (a table is read by one poll at a time), and are read as
+    memoryviews: a ctypes array's elements one by one, and a Python sum per slot, were ~5x the
+    cost of the lookup itself for a 384-slot histogram."""
     import ctypes as ct
 
     from memtop.linux import bpfout
@@ -586,9 +564,16 @@ def percpu_rows(bpf: Any, table: str, fields: int) -> list[tuple[int, ...]]:
     t = bpf[table]
     n = int(t.max_entries)
     width = 8 * fields
-    ncpu = ct.sizeof(t.Leaf) // width
-    if ct.sizeof(t.Leaf) != width * ncpu or ct.sizeof(t.Key) != 4 or ct.sizeof(t.sLeaf) != width:
+    ncpu = ct.sizeof(t.Leaf) // width  # bcc's per-CPU Leaf: a slot's struct per possible CPU
+    if (
+        ct.sizeof(t.Leaf) != width * ncpu
+        or ct.sizeof(t.Key) != 4
+        # a struct's size, for rows (bcc widens a per-CPU u32 counter's Leaf to u64s)
+        or (fields > 1 and ct.sizeof(getattr(t, "sLeaf", t.Leaf)) != width)
+    ):
         raise TypeError(f"{table} is not a per-CPU array of {fields} u64 fields")
+    # kept on the table itself: BCC's own tables (in the compiler's process, and tests) are
+    # mappings, which cannot key a dict
     bufs = getattr(t, PERCPU_BUFFERS, None)
     if bufs is None:
         bufs = ((ct.c_uint32 * n)(), (ct.c_uint64 * (n * ncpu * fields))())
@@ -599,20 +584,27 @@ def percpu_rows(bpf: Any, table: str, fields: int) -> list[tuple[int, ...]]:
     flat = memoryview(values).cast("B").cast("Q")[: total * ncpu * fields].tolist()
     columns = []
     for f in range(fields):
-        col = flat[f::fields]
+        col = flat[f::fields] if fields > 1 else flat
         sums = col[0::ncpu]
         for cpu in range(1, ncpu):
             sums = list(map(operator.add, sums, col[cpu::ncpu]))
         columns.append(sums)
-    rows = list(zip(*columns, strict=True))
-    got = memoryview(keys).cast("B").cast("I")[:total].tolist()
-    zero = (0,) * fields
-    if got == list(range(total)):
-        return rows + [zero] * (n - total)
+    return columns, memoryview(keys).cast("B").cast("I")[:total].tolist(), n
+
+
+def _by_slot(values: list[Any], got: list[int], n: int, zero: Any) -> list[Any]:
+    """``values`` of the slots ``got`` placed at their indexes in a list of ``n`` (``zero`` for
+    a slot not handed)."""
+    if got == list(range(len(got))):  # an array hands its slots in order
+        return values + [zero] * (n - len(got))
     out = [zero] * n
-    for slot, row in zip(got, rows, strict=True):
-        out[slot] = row
+    for slot, value in zip(got, values, strict=True):
+        out[slot] = value
     return out
+
+
+#: the attribute of a table holding the key and value buffers the per-CPU readers read into
+PERCPU_BUFFERS = "_memtop_percpu_buffers"
 
 
 def map_drain(bpf: Any, table: str) -> list[tuple[Any, Any]]:
