@@ -158,21 +158,6 @@ def _fix_rows(at: tuple[int, ...], slow: Fix) -> Fix:
     itself while every one of those is clean, tested in one loop (the general fixer made two
     calls a row: VmStat's 95 counters were most of the record's cost every tick); ``slow`` (the
     general fixer) where one is not, or a row is not a tuple long enough."""
-    if len(at) == 1:
-        (i,) = at
-
-        def fix_pairs(v: Any) -> Any:
-            if type(v) is not tuple:
-                return v
-            for x in v:
-                if type(x) is not tuple or len(x) <= i:
-                    return slow(v)
-                s = x[i]
-                if type(s) is str and not (s.isascii() and s.isprintable() and len(s) <= LIMIT):
-                    return slow(v)
-            return v
-
-        return fix_pairs
     last = max(at)
 
     def fix_rows(v: Any) -> Any:
