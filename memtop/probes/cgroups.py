@@ -208,27 +208,20 @@ class CgroupsProbe(Probe):
         if self._loadavg is not None:
             self._loadavg.close()
 
-    def _as_before(
+    def _at_walk(
         self,
-        prev: CgroupSample | None,
-        before: tuple[str | None, str | None] | None,
-        raw: tuple[str | None, str | None],
-        full: bool,
-        walk_tick: bool,
+        prev: CgroupSample,
         mdir: str | None,
         udir: str | None,
         mem: cgroupfs.Hierarchy | None,
     ) -> tuple[CgroupSample | None, tuple[int, ...] | None]:
-        """A cgroup's last sample when it stands (its usage and pressure read as before, no full
-        read due), and at a walk the members read to tell (None when not read)."""
-        if prev is None or full or not unchanged(before, raw):
-            return None, None
-        if not walk_tick:
-            return prev, None
+        """At a walk, of a cgroup whose usage and pressure read as before with no full read due:
+        its last sample when who is in it did not move either, and the members read to tell
+        (None when not read)."""
         if mdir is None or (udir is not None and udir != mdir and self.reads("unified_pids")):
             return None, None
-        # a walk: of a cgroup whose files read as before, only who is in it may have moved (a
-        # process moved in or out takes no charge along on v2, nor on v1 by default)
+        # only who is in it may have moved (a process moved in or out takes no charge along on
+        # v2, nor on v1 by default)
         pids = self._members(mdir, mem)
         return (prev if pids == prev.pids else None), pids
 
@@ -345,8 +338,7 @@ class CgroupsProbe(Probe):
         now: dict[str, CgroupSample] = {}
         files = self._files
         raw_last, raw_now = self._raw, {}
-        held, parents, after = self._held, self._parents, self._psi_after_parent
-        tick, full_every = self._tick, self.full_every
+        held, tick, full_every = self._held, self._tick, self.full_every
         for path in paths[: self.max_cgroups]:
             f = files.get(path)
             if f is None or walk_tick:
@@ -359,40 +351,18 @@ class CgroupsProbe(Probe):
             usage_text = held.read(f[2]) if f[2] is not None else None
             full = (tick + f[4]) % full_every == 0
             before = raw_last.get(path)
-            last_psi = before[1] if before else None
-            if f[3] is None:
-                psi_text = None
-            elif (
-                not full
-                and last_psi is not None
-                and path not in parents
-                and f[5] != path
-                and psi_moved.get(f[5]) is False
-                and path in after
-            ):
-                psi_text = last_psi  # _pressure's common case inline: its parent's totals held
-            else:
-                psi_text = self._pressure(path, f[3], full, last_psi, psi_moved)
+            psi_text = self._pressure(path, f[5], f[3], full, before[1] if before else None, psi_moved)
             prev = last.get(path)
-            if (
-                not walk_tick
-                and not full
-                and prev is not None
-                and before is not None
-                and usage_text is not None
-                and usage_text == before[0]
-                and psi_text == last_psi
-            ):
-                # _as_before's common case inline: its files read as last tick, no full read due
-                raw_now[path] = before
-                now[path] = prev
-                continue
-            raw = (usage_text, psi_text)
-            raw_now[path] = raw
-            stands, walk_pids = self._as_before(prev, before, raw, full, walk_tick, mdir, udir, mem)
-            if stands is not None:
-                now[path] = stands  # nothing moved since the last tick: the common case, kept cheap
-                continue
+            raw_now[path] = raw = (usage_text, psi_text)
+            walk_pids = None
+            if prev is not None and not full and unchanged(before, raw):
+                if not walk_tick:
+                    now[path] = prev  # nothing moved since the last tick: the common case, kept cheap
+                    continue
+                stands, walk_pids = self._at_walk(prev, mdir, udir, mem)
+                if stands is not None:
+                    now[path] = stands
+                    continue
             psi = cgroupfs.parse_pressure(psi_text) if psi_text is not None else None
             if mdir is not None and mem is not None:
                 version = mem.version
@@ -522,7 +492,7 @@ class CgroupsProbe(Probe):
                 self._full_held.drop_under(mdir)
 
     def _pressure(
-        self, path: str, file: str | None, full: bool, last: str | None, moved: dict[str, bool]
+        self, path: str, up: str, file: str | None, full: bool, last: str | None, moved: dict[str, bool]
     ) -> str | None:
         """The cgroup's memory.pressure text: read, or the last poll's when its parent's PSI
         totals did not move since the last poll (``moved``: this poll's answer of each parent
@@ -541,7 +511,6 @@ class CgroupsProbe(Probe):
         With 500 idle cgroups this is 500 reads (and the kernel's text of each) less a tick."""
         if file is None:
             return None
-        up = cgroupfs.parent(path)
         after = self._psi_after_parent
         if not full and last is not None and up != path and moved.get(up) is False and path in after:
             text: str | None = last
