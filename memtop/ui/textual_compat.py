@@ -21,7 +21,7 @@ from codecs import getincrementaldecoder
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from itertools import zip_longest
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from rich.color import Color as RichColor
 from rich.style import Style
@@ -242,9 +242,7 @@ class CompatDataTable(DataTable[Any]):
         """The row's cells of the columns ``column_keys``, in that order (KeyError for a row
         that is gone or a cell it does not hold): the lookups of ``row_cells`` without a call
         a cell."""
-        data = self._data[row_key]
-        if not isinstance(data, RowCells):
-            return [data[k] for k in column_keys]
+        data = cast(RowCells, self._data[row_key])  # CompactRows stores every row as one
         index, values = data._index, data._values
         try:
             got = [values[index[k]] for k in column_keys]
@@ -270,15 +268,12 @@ class CompatDataTable(DataTable[Any]):
             raise DuplicateKey(f"repeated row keys among {len(keys)} new rows")
         was_empty = self.row_count == 0
         index = self.row_count
-        data = self._data
+        data = cast(CompactRows, self._data)  # set in __init__, never replaced by DataTable
         column_keys = [column.key for column in columns]
         for row_key, cells in rows:
             self._row_locations[row_key] = index
             index += 1
-            if isinstance(data, CompactRows):
-                data[row_key] = data.row(column_keys, (c for _, c in zip_longest(column_keys, cells)))
-            else:
-                data[row_key] = {column.key: cell for column, cell in zip_longest(columns, cells)}
+            data[row_key] = data.row(column_keys, (c for _, c in zip_longest(column_keys, cells)))
             self.rows[row_key] = Row(row_key, 1, None, False)
             self._new_rows.add(row_key)
         self._require_update_dimensions = True
