@@ -47,6 +47,58 @@ UNWATCHED_EVERY = 5
 MAPS_BACKSTOP = 16
 
 
+class Generation:
+    """A poll's shortcut past maps that did not change: the program bumps a per-CPU generation
+    slot (bpf/common.h ``memtop_generation``) after every update of the maps its probe reads;
+    the poll reads the slot first, and when its sum is the one the last complete read began
+    with, it hands back that read's records without reading the maps again.
+
+    Why nothing is missed: a CPU's slot only grows, and this poll reads each CPU's after the
+    last read did, so an equal sum means no CPU's slot moved between the two reads. An update
+    whose bump the last read saw was made before that bump, so before the maps were read after
+    it: that read has it. An update whose bump comes after this poll's read of the slot moves
+    the sum at the next poll, which reads the maps again. An update made but not yet bumped (its
+    program still running) is like one made just after the read: the next poll has it. A ring
+    buffer's events are submitted after their program's bump, so a poll that drains the ring
+    before reading the slot never hands back totals older than an event it delivers.
+
+    The bump is an atomic add (a full barrier: the maps' stores are visible before it), and the
+    poll's reads are syscalls made in order. The maps are read all the same once in
+    :data:`MAPS_BACKSTOP` polls, and after a failed poll (:meth:`forget`): a read that raised
+    half-way may have left the records it would hand back half-made."""
+
+    def __init__(self) -> None:
+        #: the generation the last complete read began with (None: read at the next poll)
+        self._seen: int | None = None
+        self._polls = 0
+        #: polls handed back without reading the maps (for tests and benches)
+        self.skipped = 0
+
+    def quiet(self, gen: int, kept: bool = True) -> bool:
+        """Whether the maps are as last read (``gen``: the slot's sum, read first this poll) and
+        the last read's records can be handed back (``kept``: the probe has them, made for what
+        is asked of it now); a poll that gets False reads them and calls :meth:`read` once it
+        has. Called once every poll: it counts them."""
+        self._polls += 1
+        if kept and self._seen is not None and gen == self._seen and not self.backstop:
+            self.skipped += 1
+            return True
+        return False
+
+    @property
+    def backstop(self) -> bool:
+        """This poll reads every map whatever the counts say (once in MAPS_BACKSTOP polls)."""
+        return self._polls % MAPS_BACKSTOP == 0
+
+    def read(self, gen: int) -> None:
+        """The maps were read, completely, after the slot showed ``gen``."""
+        self._seen = gen
+
+    def forget(self) -> None:
+        """A poll failed: the next one reads the maps."""
+        self._seen = None
+
+
 class Probe(ABC):
     name: ClassVar[str] = ""
     #: tracepoints this probe needs, as "category:event"
