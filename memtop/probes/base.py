@@ -42,8 +42,9 @@ def enumerated(prefix: str, names: Sequence[str], count: str = "") -> dict[str, 
 UNWATCHED_EVERY = 5
 
 #: a probe that skips reading a kernel map while the counters its programs bump with each update
-#: held (the vmscan and swap-in probes' per-process maps) reads it at least once in this many
-#: polls all the same: a program preempted between its count and its update for over a tick
+#: held (the vmscan and swap-in probes' per-process maps, and every map but their counters while
+#: their generation holds: :class:`Generation`) reads it at least once in this many polls all
+#: the same: a program preempted between its count and its update for over a tick
 MAPS_BACKSTOP = 16
 
 

@@ -375,6 +375,62 @@ def test_log_rate_limit_counts_unlisted_apart_from_lost() -> None:
 
 
 @pytest.mark.bpf
+def test_reclaim_after_polls_that_read_only_the_generation_is_counted_exactly() -> None:
+    """Polls that found the programs' generation where it was hand back their last read and read
+    no other map (bpf/common.h memtop_generation); then a memcg's reclaim: at the first poll
+    after it, every episode of the workload's is in its process's totals and in the ring's log
+    alike (every episode logged: two paths that must agree exactly), the pages it reclaimed are
+    its cgroup's, and a read of every map finds nothing the polls missed."""
+    from memtop.probes.vmscan import Counter
+
+    lv = Live(log_per_s=0)
+    try:
+        with hog_in_memcg(LIMIT_MIB, 200, passes=1) as hog:
+
+            def idle_poll() -> bool:
+                lv.tick()
+                return lv.probe.generation.skipped > 0
+
+            # the machine's own reclaim (other tests) may move the generation meanwhile
+            wait_until(idle_poll, "a poll that read only the generation", 120)
+            rc0 = {r["pid"]: r for r in lv.reclaim()["rows"]}
+            assert hog.pid not in rc0
+            s0 = hog.cg.stat()
+            reads0 = lv.probe.map_reads
+            hog.go()
+            hog.wait_done(lv.tick)
+            s1 = hog.cg.stat()
+            lv.tick()  # every episode of the workload's ended before it said done
+            doc = lv.reclaim()
+            mine = {r["pid"]: r for r in doc["rows"]}[hog.pid]
+            assert lv.probe.map_reads > reads0
+            # nothing left behind: what a poll hands back is what every map read again holds
+            # (at one generation: others' reclaim may move it between the two)
+            counters = lv.probe.array_slots
+            for _ in range(50):
+                g0 = counters("vmscan_counters", len(Counter))[Counter.GENERATION]
+                handed = lv.probe.totals()
+                lv.probe.generation.forget()
+                fresh = lv.probe.totals()
+                if counters("vmscan_counters", len(Counter))[Counter.GENERATION] == g0:
+                    break
+            assert fresh == handed
+    finally:
+        lv.close()
+    report = {
+        "pid_events": mine["events"],
+        "received": lv.received[hog.pid],
+        "lost": doc["lost_events"],
+        "unlisted": doc["unlisted_events"],
+    }
+    print(json.dumps(report))
+    assert mine["events"] > 0 and mine["memcg_events"] == mine["events"], report
+    assert doc["lost_events"] == doc["unlisted_events"] == 0, report
+    assert lv.received[hog.pid] == mine["events"], report
+    assert close(mine["pages_reclaimed"], delta(s1, s0, "pgpgout")), (mine, delta(s1, s0, "pgpgout"))
+
+
+@pytest.mark.bpf
 def test_compaction_and_kcompactd(live: Live) -> None:
     live.tick()
     d0, k0 = live.vmscan()["compaction"], vmstat()
