@@ -182,6 +182,9 @@ class BpfProbe(Probe):
         self._lost_seen = 0
         #: arrays are read in one batched lookup (False: slot by slot, after the kernel refused)
         self._batch_reads = True
+        #: prepared readers of counter arrays read every poll, by table (None: the generic
+        #: readers, for a table that is not one or a kernel that refused)
+        self._counter_readers: dict[str, bcc_compat.PerCpuCounters | None] = {}
 
     def defines(self) -> dict[str, int]:
         """The sizes, enums, slots and flags this probe's program shares with Python, by C name.
@@ -227,6 +230,7 @@ class BpfProbe(Probe):
         """Take this program's share of ``compiled``: load and attach its functions, then
         ``after_load``. A failure leaves the share to ``close``."""
         self.bpf = compiled.view(self.name)
+        self._counter_readers.clear()
         with bcc_errors(f"{self.program}.bpf.c"):
             self.bpf.attach_tracepoints()
         self.after_load()
@@ -239,6 +243,7 @@ class BpfProbe(Probe):
         return self.bpf.shared_with() if self.bpf is not None else []
 
     def close(self) -> None:
+        self._counter_readers.clear()  # bound to the maps' fds
         if self.bpf is not None:
             self.bpf.release()
             self.bpf = None
@@ -256,6 +261,35 @@ class BpfProbe(Probe):
         if hasattr(t, "sum"):  # per-CPU array
             return [int(t.sum(t.Key(i)).value) for i in range(n)]
         return [int(t[t.Key(i)].value) for i in range(n)]
+
+    def _counter_reader(self, table: str) -> bcc_compat.PerCpuCounters | None:
+        if table not in self._counter_readers:
+            try:
+                self._counter_readers[table] = bcc_compat.PerCpuCounters(self.bpf, table)
+            except (TypeError, AttributeError, KeyError, OSError):  # not such an array: generic reads
+                self._counter_readers[table] = None
+        return self._counter_readers[table]
+
+    def counter_slots(self, table: str, n: int) -> list[int]:
+        """:meth:`array_slots` of a small per-CPU counter array a poll reads first, every poll,
+        by a prepared call (bcc_compat.PerCpuCounters: a cold poll's cheapest read)."""
+        reader = self._counter_reader(table)
+        if reader is not None:
+            try:
+                return reader.slots()[:n]
+            except OSError:
+                self._counter_readers[table] = None
+        return self.array_slots(table, n)
+
+    def counter_slot(self, table: str, i: int) -> int:
+        """Slot ``i`` of such an array alone, summed over the CPUs (one lookup of one slot)."""
+        reader = self._counter_reader(table)
+        if reader is not None:
+            try:
+                return reader.slot(i)
+            except OSError:
+                self._counter_readers[table] = None
+        return self.array_slots(table, i + 1)[i]
 
     def array_rows(self, table: str, n: int, fields: tuple[str, ...]) -> list[tuple[int, ...]]:
         """Slots 0..n-1 of a per-CPU array of structs of u64 ``fields``, each field summed over

@@ -283,7 +283,7 @@ class SwapinProbe(BpfProbe):
         counts are sent again with the counters read now (base.Generation); else every map."""
         if self.bpf is None:
             return []
-        counters = self.array_slots("swapin_counters", len(COUNTERS))
+        counters = self.counter_slots("swapin_counters", len(COUNTERS))
         gen = counters[COUNTERS.index("generation")]
         if self.generation.quiet(gen, kept=self._last is not None):
             assert self._last is not None

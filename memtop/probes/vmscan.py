@@ -318,18 +318,17 @@ class VmscanProbe(BpfProbe):
 
     def totals(self) -> tuple[VmscanTotals, ReclaimTotals, Lost]:
         """Every kernel map's totals (cumulative since load) and the ring's lost count. The
-        counters first: when their generation held since the last complete read (no program
-        updated a map since), that read's records again, nothing else read (base.Generation:
-        an idle machine's poll is this one lookup). Else every map once; the per-process and
-        per-cgroup maps when they may have changed (:meth:`_maps_due`)."""
-        c = self.array_slots("vmscan_counters", len(Counter))
-        gen = c[Counter.GENERATION]
+        generation first (one slot's lookup): when it held since the last complete read (no
+        program updated a map since), that read's records again, nothing else read
+        (base.Generation: an idle machine's poll is this one lookup). Else every map once; the
+        per-process and per-cgroup maps when they may have changed (:meth:`_maps_due`)."""
+        gen = self.counter_slot("vmscan_counters", Counter.GENERATION)
         shrinkers = self.reads("shrinkers")
         last = self._last
         if self.generation.quiet(gen, kept=last is not None and last[0] == shrinkers):
             assert last is not None
             return last[1], last[2], last[3]
-        vm, rc = self._totals(c, shrinkers)
+        vm, rc = self._totals(self.counter_slots("vmscan_counters", len(Counter)), shrinkers)
         lost = self.lost_record("vmscan_lost")
         self._last = (shrinkers, vm, rc, lost)
         self.generation.read(gen)

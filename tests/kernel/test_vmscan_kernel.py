@@ -468,6 +468,21 @@ def test_per_cpu_arrays_read_in_one_batch_match_slot_by_slot(live: Live) -> None
         assert len(batch) == len(before)
         assert all(b <= x <= a for b, x, a in zip(before, batch, after, strict=True)), table
     assert sum(bcc_compat.percpu_sums(live.probe.bpf, "reclaim_hist")) > 0, "the hog's reclaim counted"
+    # the prepared reader a poll makes first: every slot, and one slot alone, likewise
+    from memtop.probes.vmscan import Counter
+
+    counters = bcc_compat.PerCpuCounters(live.probe.bpf, "vmscan_counters")
+    t = live.probe.bpf["vmscan_counters"]
+    before = slot_by_slot(t)
+    got, gen = counters.slots(), counters.slot(Counter.GENERATION)
+    after = slot_by_slot(t)
+    assert len(got) == len(before) == len(Counter)
+    assert all(b <= x <= a for b, x, a in zip(before, got, after, strict=True))
+    assert before[Counter.GENERATION] <= gen <= after[Counter.GENERATION]
+    assert gen > 0, "the hog's reclaim bumped the generation"
+    assert live.probe._counter_reader("vmscan_counters") is not None  # the probe reads through one
+    with pytest.raises(TypeError):
+        bcc_compat.PerCpuCounters(live.probe.bpf, "origins")  # rows of three fields: not counters
     # the origins, a per-CPU array of (scanned, reclaimed, events): each field summed as bcc's
     # getvalue reads it slot by slot
     t = live.probe.bpf["origins"]
