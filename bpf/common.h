@@ -52,4 +52,15 @@ static __always_inline void memtop_bump(u64 *slot) {
     memtop_add(slot, 1);
 }
 
+// A program's generation: one more in its per-CPU slot, taken AFTER every update of the maps its
+// probe reads (and before a ring-buffer submit), so that a poll that reads the slot first and
+// finds the sum where it was at the last poll knows those maps are as it last read them
+// (memtop.probes.base.Generation has the argument). Atomic although the slot is this CPU's: a
+// program preempted on this CPU between the load and the store of a plain add could write back a
+// value a poll already saw, and its update would not show until the next bump.
+static __always_inline void memtop_generation(u64 *slot) {
+    if (slot)
+        __sync_fetch_and_add(slot, 1);
+}
+
 #endif

@@ -61,8 +61,11 @@
 #ifndef CTR_STACK_WALKS
 #define CTR_STACK_WALKS 1  // D-state stack walks (the probe's own cost driver)
 #endif
+#ifndef CTR_GENERATION
+#define CTR_GENERATION 2  // bumped by on_major_fault after it updates what user space reads
+#endif
 #ifndef NR_COUNTERS
-#define NR_COUNTERS 2
+#define NR_COUNTERS 3
 #endif
 #ifndef PF1_LO
 #define PF1_LO 0ULL
@@ -156,6 +159,16 @@ BPF_PERCPU_ARRAY(stackbuf, struct stack_t, 1);
 BPF_PERCPU_ARRAY(swapin_lost, u64, NR_LOST);
 BPF_PERCPU_ARRAY(swapin_counters, u64, NR_COUNTERS);
 
+// on_major_fault ends every run that updated a map the probe reads (stats, pid_hist,
+// nowait_regions, the histograms, swapin_lost) by this, after its updates: a poll that finds the
+// generation where it was reads only swapin_counters (memtop.probes.base.Generation).
+// sched_switch updates only its own maps (sleeping, pending) and swapin_counters, which every poll
+// reads: it needs no bump, and the stack walks it counts do not make an idle poll read the maps.
+static __always_inline void swapin_updated(void) {
+    int slot = CTR_GENERATION;
+    memtop_generation(swapin_counters.lookup(&slot));
+}
+
 static __always_inline int ip_in(u64 ip, u64 lo, u64 hi) {
     return ip >= lo && ip < hi;
 }
@@ -247,6 +260,7 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         if (!s) {
             int slot = LOST_PROCESSES;
             memtop_bump(swapin_lost.lookup(&slot));
+            swapin_updated();
             return 0;
         }
     }
@@ -259,10 +273,12 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
         if (!e) {
             int slot = LOST_REGIONS;
             memtop_bump(swapin_lost.lookup(&slot));
+            swapin_updated();
             return 0;
         }
         __sync_fetch_and_add(&e->count, 1);
         e->addr = ctx->addr;
+        swapin_updated();
         return 0;
     }
     int b = memtop_log2(wait);
@@ -284,5 +300,6 @@ int on_major_fault(struct bpf_perf_event_data *ctx) {
             s->swap_wait_max_ns = wait;
         memtop_bump(hist.lookup(&b));
     }
+    swapin_updated();
     return 0;
 }

@@ -115,8 +115,11 @@ enum zone_type { MEMTOP_ZONE_ANY };
 #ifndef C_UNLISTED
 #define C_UNLISTED 8        // episodes the log left out (the token bucket was empty)
 #endif
+#ifndef C_GENERATION
+#define C_GENERATION 9      // bumped after every update of a map user space reads (common.h)
+#endif
 #ifndef NR_COUNTERS
-#define NR_COUNTERS 9
+#define NR_COUNTERS 10
 #endif
 
 struct begin_t {
@@ -219,6 +222,14 @@ static __always_inline void vmscan_count(u32 slot, u64 n) {
     memtop_add(vmscan_counters.lookup(&slot), n);
 }
 
+// Every program that updates a map the probe reads ends by this, after its updates and before any
+// ring submit: a poll that finds the generation where it was hands back its last read
+// (memtop.probes.base.Generation). The begin programs update only their own begin maps.
+static __always_inline void vmscan_updated(void) {
+    u32 slot = C_GENERATION;
+    memtop_generation(vmscan_counters.lookup(&slot));
+}
+
 static __always_inline u32 hist_slot(u64 v) {
     u32 r = memtop_log2(v);
     return r < HIST_SLOTS ? r : HIST_SLOTS - 1;
@@ -269,6 +280,7 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     struct begin_t *b = reclaim_begin.lookup(&tid);
     if (!b || b->kind != kind) {
         vmscan_count(C_PAIRS_DROPPED, 1);
+        vmscan_updated();
         return;
     }
     u64 now = bpf_ktime_get_ns();
@@ -322,12 +334,14 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
 
     if (!log_allowed(now)) {
         vmscan_count(C_UNLISTED, 1);
+        vmscan_updated();
         return;
     }
     struct reclaim_event_t *e = vmscan_events.ringbuf_reserve(sizeof(*e));
     if (!e) {
         u32 zero = 0;
         memtop_bump(vmscan_lost.lookup(&zero));
+        vmscan_updated();
         return;
     }
     e->ts_ns = now;
@@ -339,6 +353,7 @@ static __always_inline void reclaim_end_common(u32 kind, u64 nr_reclaimed) {
     e->pad = 0;
     e->cgroup_id = cgid;
     bpf_get_current_comm(&e->comm, sizeof(e->comm));
+    vmscan_updated();  // before the submit: a poll that drains the event sees its totals
     vmscan_events.ringbuf_submit(e, 0);
 }
 
@@ -380,16 +395,19 @@ TRACEPOINT_PROBE(vmscan, mm_vmscan_lru_shrink_inactive) {
         o->reclaimed += args->nr_reclaimed;
         o->events += 1;
     }
+    vmscan_updated();
     return 0;
 }
 
 TRACEPOINT_PROBE(vmscan, mm_vmscan_kswapd_wake) {
     vmscan_count(C_KSWAPD_WAKE, 1);
+    vmscan_updated();
     return 0;
 }
 
 TRACEPOINT_PROBE(vmscan, mm_vmscan_kswapd_sleep) {
     vmscan_count(C_KSWAPD_SLEEP, 1);
+    vmscan_updated();
     return 0;
 }
 
@@ -415,6 +433,7 @@ TRACEPOINT_PROBE(vmscan, mm_shrink_slab_end) {
         s = slab_stats.lookup(&key);
         if (!s) {
             vmscan_count(C_SLAB_DROPPED, 1);
+            vmscan_updated();
             return 0;
         }
     }
@@ -423,6 +442,7 @@ TRACEPOINT_PROBE(vmscan, mm_shrink_slab_end) {
     long freed = args->retval;
     if (freed > 0)
         __sync_fetch_and_add(&s->freed, (u64)freed);
+    vmscan_updated();
     return 0;
 }
 
@@ -444,10 +464,12 @@ TRACEPOINT_PROBE(compaction, mm_compaction_end) {
     vmscan_count(C_COMPACT_NS, lat);
     u32 slot = hist_slot(lat);
     memtop_bump(compact_hist.lookup(&slot));
+    vmscan_updated();
     return 0;
 }
 
 TRACEPOINT_PROBE(compaction, mm_compaction_kcompactd_wake) {
     vmscan_count(C_KCOMPACTD_WAKE, 1);
+    vmscan_updated();
     return 0;
 }

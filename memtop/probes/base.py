@@ -42,9 +42,62 @@ def enumerated(prefix: str, names: Sequence[str], count: str = "") -> dict[str, 
 UNWATCHED_EVERY = 5
 
 #: a probe that skips reading a kernel map while the counters its programs bump with each update
-#: held (the vmscan and swap-in probes' per-process maps) reads it at least once in this many
-#: polls all the same: a program preempted between its count and its update for over a tick
+#: held (the vmscan and swap-in probes' per-process maps, and every map but their counters while
+#: their generation holds: :class:`Generation`) reads it at least once in this many polls all
+#: the same: a program preempted between its count and its update for over a tick
 MAPS_BACKSTOP = 16
+
+
+class Generation:
+    """A poll's shortcut past maps that did not change: the program bumps a per-CPU generation
+    slot (bpf/common.h ``memtop_generation``) after every update of the maps its probe reads;
+    the poll reads the slot first, and when its sum is the one the last complete read began
+    with, it hands back that read's records without reading the maps again.
+
+    Why nothing is missed: a CPU's slot only grows, and this poll reads each CPU's after the
+    last read did, so an equal sum means no CPU's slot moved between the two reads. An update
+    whose bump the last read saw was made before that bump, so before the maps were read after
+    it: that read has it. An update whose bump comes after this poll's read of the slot moves
+    the sum at the next poll, which reads the maps again. An update made but not yet bumped (its
+    program still running) is like one made just after the read: the next poll has it. A ring
+    buffer's events are submitted after their program's bump, so a poll that drains the ring
+    before reading the slot never hands back totals older than an event it delivers.
+
+    The bump is an atomic add (a full barrier: the maps' stores are visible before it), and the
+    poll's reads are syscalls made in order. The maps are read all the same once in
+    :data:`MAPS_BACKSTOP` polls, and after a failed poll (:meth:`forget`): a read that raised
+    half-way may have left the records it would hand back half-made."""
+
+    def __init__(self) -> None:
+        #: the generation the last complete read began with (None: read at the next poll)
+        self._seen: int | None = None
+        self._polls = 0
+        #: polls handed back without reading the maps (for tests and benches)
+        self.skipped = 0
+
+    def quiet(self, gen: int, kept: bool = True) -> bool:
+        """Whether the maps are as last read (``gen``: the slot's sum, read first this poll) and
+        the last read's records can be handed back (``kept``: the probe has them, made for what
+        is asked of it now); a poll that gets False reads them and calls :meth:`read` once it
+        has. Called once every poll: it counts them."""
+        self._polls += 1
+        if kept and self._seen is not None and gen == self._seen and not self.backstop:
+            self.skipped += 1
+            return True
+        return False
+
+    @property
+    def backstop(self) -> bool:
+        """This poll reads every map whatever the counts say (once in MAPS_BACKSTOP polls)."""
+        return self._polls % MAPS_BACKSTOP == 0
+
+    def read(self, gen: int) -> None:
+        """The maps were read, completely, after the slot showed ``gen``."""
+        self._seen = gen
+
+    def forget(self) -> None:
+        """A poll failed: the next one reads the maps."""
+        self._seen = None
 
 
 class Probe(ABC):
@@ -129,6 +182,9 @@ class BpfProbe(Probe):
         self._lost_seen = 0
         #: arrays are read in one batched lookup (False: slot by slot, after the kernel refused)
         self._batch_reads = True
+        #: prepared readers of counter arrays read every poll, by table (None: the generic
+        #: readers, for a table that is not one or a kernel that refused)
+        self._counter_readers: dict[str, bcc_compat.PerCpuCounters | None] = {}
 
     def defines(self) -> dict[str, int]:
         """The sizes, enums, slots and flags this probe's program shares with Python, by C name.
@@ -174,6 +230,7 @@ class BpfProbe(Probe):
         """Take this program's share of ``compiled``: load and attach its functions, then
         ``after_load``. A failure leaves the share to ``close``."""
         self.bpf = compiled.view(self.name)
+        self._counter_readers.clear()
         with bcc_errors(f"{self.program}.bpf.c"):
             self.bpf.attach_tracepoints()
         self.after_load()
@@ -186,6 +243,7 @@ class BpfProbe(Probe):
         return self.bpf.shared_with() if self.bpf is not None else []
 
     def close(self) -> None:
+        self._counter_readers.clear()  # bound to the maps' fds
         if self.bpf is not None:
             self.bpf.release()
             self.bpf = None
@@ -203,6 +261,35 @@ class BpfProbe(Probe):
         if hasattr(t, "sum"):  # per-CPU array
             return [int(t.sum(t.Key(i)).value) for i in range(n)]
         return [int(t[t.Key(i)].value) for i in range(n)]
+
+    def _counter_reader(self, table: str) -> bcc_compat.PerCpuCounters | None:
+        if table not in self._counter_readers:
+            try:
+                self._counter_readers[table] = bcc_compat.PerCpuCounters(self.bpf, table)
+            except (TypeError, AttributeError, KeyError, OSError):  # not such an array: generic reads
+                self._counter_readers[table] = None
+        return self._counter_readers[table]
+
+    def counter_slots(self, table: str, n: int) -> list[int]:
+        """:meth:`array_slots` of a small per-CPU counter array a poll reads first, every poll,
+        by a prepared call (bcc_compat.PerCpuCounters: a cold poll's cheapest read)."""
+        reader = self._counter_reader(table)
+        if reader is not None:
+            try:
+                return reader.slots()[:n]
+            except OSError:
+                self._counter_readers[table] = None
+        return self.array_slots(table, n)
+
+    def counter_slot(self, table: str, i: int) -> int:
+        """Slot ``i`` of such an array alone, summed over the CPUs (one lookup of one slot)."""
+        reader = self._counter_reader(table)
+        if reader is not None:
+            try:
+                return reader.slot(i)
+            except OSError:
+                self._counter_readers[table] = None
+        return self.array_slots(table, i + 1)[i]
 
     def array_rows(self, table: str, n: int, fields: tuple[str, ...]) -> list[tuple[int, ...]]:
         """Slots 0..n-1 of a per-CPU array of structs of u64 ``fields``, each field summed over

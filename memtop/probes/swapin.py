@@ -20,7 +20,7 @@ from memtop.core.text import clean
 from memtop.linux import bcc_compat, cgroupfs, kernelfs
 from memtop.linux.cgroupfs import read_text
 from memtop.linux.ksyms import TEXT_TYPES, text_symbols
-from memtop.probes.base import MAPS_BACKSTOP, BpfProbe, Probe
+from memtop.probes.base import BpfProbe, Generation, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
@@ -39,8 +39,9 @@ HIST_SLOTS = 64
 #: slots of the program's ``swapin_lost`` array: processes the stats map could not take, no-wait
 #: faults the region map could not take
 LOST = ("processes", "unclassified no-wait faults")
-#: slots of ``swapin_counters``: blocked-in-fault sleeps timed, D-state stack walks
-COUNTERS = ("sleeps", "stack walks")
+#: slots of ``swapin_counters``: blocked-in-fault sleeps timed, D-state stack walks, and the
+#: major-fault program's generation (bumped after its updates: base.Generation)
+COUNTERS = ("sleeps", "stack walks", "generation")
 
 
 def kernel_text_ranges(
@@ -182,8 +183,12 @@ class SwapinProbe(BpfProbe):
         #: polls in a row it held, and the no-wait faults taken as file reads at the last read
         self._signal: tuple[int, int, int] | None = None
         self._still = 0
-        self._polls = 0
         self._nowait_file_total = 0
+        #: the major-fault program's generation at the last complete read, and what that read
+        #: made: the histograms' counts (no-wait faults in bucket 0) and the lost records
+        self.generation = Generation()
+        self._last: tuple[tuple[int, ...], tuple[int, ...], list[Lost]] | None = None
+        self._last_hist: SwapinHistogram | None = None
         #: map reads done (for tests)
         self.map_reads = 0
 
@@ -200,6 +205,7 @@ class SwapinProbe(BpfProbe):
             "NR_LOST": len(LOST),
             "CTR_SLEEPS": COUNTERS.index("sleeps"),
             "CTR_STACK_WALKS": COUNTERS.index("stack walks"),
+            "CTR_GENERATION": COUNTERS.index("generation"),
             "NR_COUNTERS": len(COUNTERS),
         }
 
@@ -256,6 +262,7 @@ class SwapinProbe(BpfProbe):
 
     def poll_failed(self) -> None:
         self._signal = None  # the next polls read the maps: this one may not have
+        self.generation.forget()
 
     def _maps_due(self, signal: tuple[int, int, int], drained: bool) -> bool:
         """Whether the per-process maps (stats, pid_hist) must be read this poll. Only the
@@ -268,12 +275,20 @@ class SwapinProbe(BpfProbe):
         more) even when they are empty. Read at least once in MAPS_BACKSTOP polls all the same."""
         self._still = self._still + 1 if signal == self._signal and not drained else 0
         self._signal = signal
-        self._polls += 1
-        return self._still < 2 or self._polls % MAPS_BACKSTOP == 0
+        return self._still < 2 or self.generation.backstop
 
     def poll(self) -> list[Record]:
+        """The counters first (one lookup): when the major-fault program's generation held since
+        the last complete read, no fault was counted since, and that read's histograms and lost
+        counts are sent again with the counters read now (base.Generation); else every map."""
         if self.bpf is None:
             return []
+        counters = self.counter_slots("swapin_counters", len(COUNTERS))
+        gen = counters[COUNTERS.index("generation")]
+        if self.generation.quiet(gen, kept=self._last is not None):
+            assert self._last is not None
+            swap_counts, file_counts, lost_records = self._last
+            return [self._histogram(swap_counts, file_counts, counters), *lost_records]
         out: list[Record] = []
         # drain first: every drained region's faults are already in the stats map (BPF bumps
         # that first), so a no-wait fault is never counted as file before the stats show it
@@ -288,17 +303,32 @@ class SwapinProbe(BpfProbe):
         # a fault that never blocked waited 0 ns: bucket 0 of its kind
         swap_hist[0] += sum(v[6] for v in self._sent.values())
         file_hist[0] += self._nowait_file_total
-        counters = self.array_slots("swapin_counters", len(COUNTERS))
-        out.append(
-            SwapinHistogram(
-                swapin_counts=tuple(swap_hist),
-                file_counts=tuple(file_hist),
-                fault_sleeps=counters[COUNTERS.index("sleeps")],
-                stack_walks=counters[COUNTERS.index("stack walks")],
-            )
-        )
-        out += [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
+        lost_records = [Lost(self.name, what, n) for what, n in zip(LOST, lost, strict=True)]
+        self._last = (tuple(swap_hist), tuple(file_hist), lost_records)
+        self.generation.read(gen)
+        out.append(self._histogram(self._last[0], self._last[1], counters))
+        out += lost_records
         return out
+
+    def _histogram(
+        self, swap_counts: tuple[int, ...], file_counts: tuple[int, ...], counters: list[int]
+    ) -> SwapinHistogram:
+        """The histograms' record; the last one again when nothing in it moved (not rebuilt)."""
+        sleeps = counters[COUNTERS.index("sleeps")]
+        walks = counters[COUNTERS.index("stack walks")]
+        last = self._last_hist
+        if (
+            last is not None
+            and last.fault_sleeps == sleeps
+            and last.stack_walks == walks
+            and last.swapin_counts == swap_counts
+            and last.file_counts == file_counts
+        ):
+            return last
+        self._last_hist = SwapinHistogram(
+            swapin_counts=swap_counts, file_counts=file_counts, fault_sleeps=sleeps, stack_walks=walks
+        )
+        return self._last_hist
 
     def _read_maps(self, out: list[Record]) -> int:
         """Each process's totals and histograms whose figures changed since sent, into ``out``;

@@ -20,8 +20,8 @@ from typing import Any
 
 from memtop.core.text import clean
 from memtop.linux.ksyms import text_symbols
-from memtop.probes.base import MAPS_BACKSTOP, BpfProbe, enumerated
-from memtop.records import Record
+from memtop.probes.base import BpfProbe, Generation, enumerated
+from memtop.records import Lost, Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import ORIGINS, VmscanTotals
 
@@ -43,6 +43,8 @@ class Counter(IntEnum):
     PAIRS_DROPPED = 6  # reclaim ends whose begin was not seen
     CGROUPS_DROPPED = 7  # episodes not counted per cgroup: cgroup table full
     UNLISTED = 8  # episodes the log left out (the token bucket was empty)
+    #: bumped by every program after it updates a map this probe reads (base.Generation)
+    GENERATION = 9
 
 
 #: episodes logged through the ring per second per CPU, and the burst the log takes at once: a
@@ -178,7 +180,9 @@ class VmscanProbe(BpfProbe):
         #: the reclaim histogram's total at the last poll, and how many polls in a row it held
         self._episodes: int | None = None
         self._still = 0
-        self._polls = 0
+        #: the programs' generation at the last complete read, and that read's records
+        self.generation = Generation()
+        self._last: tuple[bool, VmscanTotals, ReclaimTotals, Lost] | None = None
         #: the compaction count at the last poll, how many polls in a row it held, and the
         #: compaction histogram as last read
         self._compactions: int | None = None
@@ -282,6 +286,7 @@ class VmscanProbe(BpfProbe):
     def poll_failed(self) -> None:
         self._episodes = None  # the next polls read the maps: this one may not have
         self._compactions = None
+        self.generation.forget()
 
     def _compact_hist(self, compactions: int) -> list[int]:
         """The compaction histogram, read when it may have changed. Only the compaction end's
@@ -292,7 +297,7 @@ class VmscanProbe(BpfProbe):
         all the same, as the per-process maps are (:meth:`_maps_due`)."""
         self._compact_still = self._compact_still + 1 if compactions == self._compactions else 0
         self._compactions = compactions
-        if self._chist is None or self._compact_still < 2 or self._polls % MAPS_BACKSTOP == 0:
+        if self._chist is None or self._compact_still < 2 or self.generation.backstop:
             self._chist = self.array_slots("compact_hist", HIST_SLOTS)
         return self._chist
 
@@ -309,20 +314,35 @@ class VmscanProbe(BpfProbe):
         total = sum(rhist)
         self._still = self._still + 1 if total == self._episodes else 0
         self._episodes = total
-        self._polls += 1
-        return self._maps is None or self._still < 2 or self._polls % MAPS_BACKSTOP == 0
+        return self._maps is None or self._still < 2 or self.generation.backstop
 
-    def totals(self) -> tuple[VmscanTotals, ReclaimTotals]:
-        """Read every kernel map once (cumulative since load); the per-process and per-cgroup
-        maps when they may have changed (:meth:`_maps_due`)."""
-        c = self.array_slots("vmscan_counters", len(Counter))
+    def totals(self) -> tuple[VmscanTotals, ReclaimTotals, Lost]:
+        """Every kernel map's totals (cumulative since load) and the ring's lost count. The
+        generation first (one slot's lookup): when it held since the last complete read (no
+        program updated a map since), that read's records again, nothing else read
+        (base.Generation: an idle machine's poll is this one lookup). Else every map once; the
+        per-process and per-cgroup maps when they may have changed (:meth:`_maps_due`)."""
+        gen = self.counter_slot("vmscan_counters", Counter.GENERATION)
+        shrinkers = self.reads("shrinkers")
+        last = self._last
+        if self.generation.quiet(gen, kept=last is not None and last[0] == shrinkers):
+            assert last is not None
+            return last[1], last[2], last[3]
+        vm, rc = self._totals(self.counter_slots("vmscan_counters", len(Counter)), shrinkers)
+        lost = self.lost_record("vmscan_lost")
+        self._last = (shrinkers, vm, rc, lost)
+        self.generation.read(gen)
+        return vm, rc, lost
+
+    def _totals(self, c: list[int], shrinkers: bool) -> tuple[VmscanTotals, ReclaimTotals]:
+        c = c[: Counter.GENERATION]  # the generation is no figure: records hold the rest
         chist = self._compact_hist(c[Counter.COMPACT_COUNT])
         rhist = self.array_slots("reclaim_hist", len(RECLAIM_KINDS) * HIST_SLOTS)
         vm_parts = (
             self._origins(),
             tuple(c),
             tuple(chist),
-            self._slab() if self.reads("shrinkers") else (),
+            self._slab() if shrinkers else (),
         )
         if self._last_vm is not None and self._last_vm[0] == vm_parts:
             vm = self._last_vm[1]  # nothing moved: the same record (not built and cleaned again)
@@ -379,6 +399,6 @@ class VmscanProbe(BpfProbe):
             return []
         # drain first, then totals: a totals record never lags the events it counts
         out = self.drain()
-        vm, rc = self.totals()
-        out += [vm, rc, self.lost_record("vmscan_lost")]
+        vm, rc, lost = self.totals()
+        out += [vm, rc, lost]
         return out

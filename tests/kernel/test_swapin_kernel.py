@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import PausedWorkload, compile_c, memcg, proc_stat_faults, swapfile, within, zram_filesystem
+from support import (
+    PausedWorkload,
+    compile_c,
+    memcg,
+    proc_stat_faults,
+    swapfile,
+    wait_until,
+    within,
+    zram_filesystem,
+)
 
 from memtop.probes.swapin import SwapinProbe
 from memtop.records import Batch
@@ -71,6 +80,47 @@ def test_swapins_match_kernel_major_faults(probe: SwapinProbe) -> None:
     # the system-wide histogram holds at least this process's swap-ins
     whole = get_view("swapin").document(state, Options())
     assert sum(h["count"] for h in whole["histogram"]) >= row["swapins"]
+
+
+@pytest.mark.bpf
+def test_swapins_after_polls_that_read_only_the_generation_are_counted_exactly(
+    probe: SwapinProbe,
+) -> None:
+    """Polls that found the major-fault program's generation where it was hand back their last
+    read and read no other map (bpf/common.h memtop_generation); then a workload swaps: the
+    first poll after it has every one of its major faults (the kernel's majflt for it, exactly),
+    its histogram holds each swap-in, and a read of every map finds nothing the polls missed."""
+    exe = compile_c("swapfill")
+    state = State(mode="bpf")
+    skipped0 = probe.generation.skipped
+
+    def idle_poll() -> bool:
+        state.apply(Batch(now_ns(), tuple(probe.poll())))
+        return probe.generation.skipped > skipped0
+
+    with swapfile(), memcg(100 * MiB) as cg:
+        w = PausedWorkload(str(exe), "200")
+        try:
+            cg.add(w.pid)
+            # the machine's own major faults (other tests) may move the generation meanwhile
+            wait_until(idle_poll, "a poll that read only the generation", 120)
+            reads0 = probe.map_reads
+            before_maj = proc_stat_faults(w.pid)[1]
+            w.run()
+            majflt = proc_stat_faults(w.pid)[1] - before_maj
+            doc = snapshot(probe, state, pid=w.pid)
+            assert probe.map_reads > reads0
+            probe.generation.forget()  # every map read again: the same row
+            again = snapshot(probe, state, pid=w.pid)
+        finally:
+            w.close()
+    assert majflt > 1000, f"the workload did not swap (majflt {majflt}): no pressure, test is void"
+    row = {r["pid"]: r for r in doc["rows"]}[w.pid]
+    assert {r["pid"]: r for r in again["rows"]}[w.pid] == row
+    print({"majflt": majflt, "swapins": row["swapins"], "file": row["file_major_faults"]})
+    assert row["swapins"] + row["file_major_faults"] == majflt, (row, majflt)
+    assert within(row["swapins"], majflt), (row, majflt)
+    assert sum(h["count"] for h in doc["histogram"]) == row["swapins"]
 
 
 def cold_file_faults(probe: SwapinProbe, directory: Path) -> tuple[dict[str, Any], int, dict[str, Any]]:

@@ -375,6 +375,62 @@ def test_log_rate_limit_counts_unlisted_apart_from_lost() -> None:
 
 
 @pytest.mark.bpf
+def test_reclaim_after_polls_that_read_only_the_generation_is_counted_exactly() -> None:
+    """Polls that found the programs' generation where it was hand back their last read and read
+    no other map (bpf/common.h memtop_generation); then a memcg's reclaim: at the first poll
+    after it, every episode of the workload's is in its process's totals and in the ring's log
+    alike (every episode logged: two paths that must agree exactly), the pages it reclaimed are
+    its cgroup's, and a read of every map finds nothing the polls missed."""
+    from memtop.probes.vmscan import Counter
+
+    lv = Live(log_per_s=0)
+    try:
+        with hog_in_memcg(LIMIT_MIB, 200, passes=1) as hog:
+
+            def idle_poll() -> bool:
+                lv.tick()
+                return lv.probe.generation.skipped > 0
+
+            # the machine's own reclaim (other tests) may move the generation meanwhile
+            wait_until(idle_poll, "a poll that read only the generation", 120)
+            rc0 = {r["pid"]: r for r in lv.reclaim()["rows"]}
+            assert hog.pid not in rc0
+            s0 = hog.cg.stat()
+            reads0 = lv.probe.map_reads
+            hog.go()
+            hog.wait_done(lv.tick)
+            s1 = hog.cg.stat()
+            lv.tick()  # every episode of the workload's ended before it said done
+            doc = lv.reclaim()
+            mine = {r["pid"]: r for r in doc["rows"]}[hog.pid]
+            assert lv.probe.map_reads > reads0
+            # nothing left behind: what a poll hands back is what every map read again holds
+            # (at one generation: others' reclaim may move it between the two)
+            counters = lv.probe.array_slots
+            for _ in range(50):
+                g0 = counters("vmscan_counters", len(Counter))[Counter.GENERATION]
+                handed = lv.probe.totals()
+                lv.probe.generation.forget()
+                fresh = lv.probe.totals()
+                if counters("vmscan_counters", len(Counter))[Counter.GENERATION] == g0:
+                    break
+            assert fresh == handed
+    finally:
+        lv.close()
+    report = {
+        "pid_events": mine["events"],
+        "received": lv.received[hog.pid],
+        "lost": doc["lost_events"],
+        "unlisted": doc["unlisted_events"],
+    }
+    print(json.dumps(report))
+    assert mine["events"] > 0 and mine["memcg_events"] == mine["events"], report
+    assert doc["lost_events"] == doc["unlisted_events"] == 0, report
+    assert lv.received[hog.pid] == mine["events"], report
+    assert close(mine["pages_reclaimed"], delta(s1, s0, "pgpgout")), (mine, delta(s1, s0, "pgpgout"))
+
+
+@pytest.mark.bpf
 def test_compaction_and_kcompactd(live: Live) -> None:
     live.tick()
     d0, k0 = live.vmscan()["compaction"], vmstat()
@@ -412,6 +468,21 @@ def test_per_cpu_arrays_read_in_one_batch_match_slot_by_slot(live: Live) -> None
         assert len(batch) == len(before)
         assert all(b <= x <= a for b, x, a in zip(before, batch, after, strict=True)), table
     assert sum(bcc_compat.percpu_sums(live.probe.bpf, "reclaim_hist")) > 0, "the hog's reclaim counted"
+    # the prepared reader a poll makes first: every slot, and one slot alone, likewise
+    from memtop.probes.vmscan import Counter
+
+    counters = bcc_compat.PerCpuCounters(live.probe.bpf, "vmscan_counters")
+    t = live.probe.bpf["vmscan_counters"]
+    before = slot_by_slot(t)
+    got, gen = counters.slots(), counters.slot(Counter.GENERATION)
+    after = slot_by_slot(t)
+    assert len(got) == len(before) == len(Counter)
+    assert all(b <= x <= a for b, x, a in zip(before, got, after, strict=True))
+    assert before[Counter.GENERATION] <= gen <= after[Counter.GENERATION]
+    assert gen > 0, "the hog's reclaim bumped the generation"
+    assert live.probe._counter_reader("vmscan_counters") is not None  # the probe reads through one
+    with pytest.raises(TypeError):
+        bcc_compat.PerCpuCounters(live.probe.bpf, "origins")  # rows of three fields: not counters
     # the origins, a per-CPU array of (scanned, reclaimed, events): each field summed as bcc's
     # getvalue reads it slot by slot
     t = live.probe.bpf["origins"]

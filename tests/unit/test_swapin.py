@@ -60,10 +60,11 @@ def test_per_process_maps_are_walked_only_when_a_fault_may_have_changed_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The major-fault program, the only one that changes the per-process maps, ends each run
-    that does by counting the fault in a histogram, a lost count or a no-wait region: while
-    none moved at two polls in a row the maps are as last read and are not walked (an empty one
-    costs the kernel a walk of every bucket), but once in MAPS_BACKSTOP polls; a fault has them
-    walked at that poll and the next, its process's totals sent."""
+    that does by bumping its generation, after its updates: while the generation holds only the
+    counters are read (an empty hash map costs the kernel a walk of every bucket; the no-wait
+    regions are not drained), but every map once in MAPS_BACKSTOP polls; a fault has them
+    walked at the poll that sees its generation, its process's totals sent; the counters the
+    context switches move are sent at every poll."""
     from types import SimpleNamespace
     from typing import Any
 
@@ -71,7 +72,8 @@ def test_per_process_maps_are_walked_only_when_a_fault_may_have_changed_them(
     from memtop.probes import swapin
     from memtop.probes.base import MAPS_BACKSTOP
     from memtop.probes.swapin import COUNTERS, HIST_SLOTS, LOST, SwapinProbe, _Stats
-    from memtop.records.swapin import SwapinProc
+    from memtop.records import Lost
+    from memtop.records.swapin import SwapinHistogram, SwapinProc
 
     stats: dict[int, _Stats] = {}
     walks = {"stats": 0, "pid_hist": 0}
@@ -98,8 +100,11 @@ def test_per_process_maps_are_walked_only_when_a_fault_may_have_changed_them(
             return list(counters)
         return list(arrays[table][:n])
 
+    drains: list[int] = []
+
     def drain(_bpf: Any, table: str) -> list[tuple[Any, Any]]:
         assert table == "nowait_regions"
+        drains.append(poll)
         out = list(regions)
         regions.clear()
         return out
@@ -109,13 +114,17 @@ def test_per_process_maps_are_walked_only_when_a_fault_may_have_changed_them(
     monkeypatch.setattr(swapin, "read_maps", lambda _pid: [])
     walked: list[int] = []
     sent: dict[int, list[int]] = {}
+    hists: list[SwapinHistogram] = []
+    generation = COUNTERS.index("generation")
     for poll in range(1, 25):
-        if poll == 10:  # a swap-in that waited: its process's totals, then its histogram's count
+        if poll == 10:  # a swap-in that waited: its totals, its histogram's count, the generation
             stats[4242] = _Stats(swapins=1, swap_wait_ns=5000, swap_wait_max_ns=5000, comm=b"pager")
             arrays["hist"][12] += 1
-        if poll == 18:  # a fault that never waited: its totals, then its region (drained next)
+            counters[generation] += 1
+        if poll == 18:  # a fault that never waited: its totals, its region, the generation
             stats[4242].swapins_nowait += 1
             regions.append((SimpleNamespace(pid=4242, region=7), SimpleNamespace(count=1, addr=7 << 21)))
+            counters[generation] += 1
         before = walks["stats"]
         recs = probe.poll()
         if walks["stats"] > before:
@@ -124,6 +133,14 @@ def test_per_process_maps_are_walked_only_when_a_fault_may_have_changed_them(
         for r in recs:
             if isinstance(r, SwapinProc):
                 sent.setdefault(r.pid, []).append(poll)
-    assert walked == [1, 2, 10, 11, MAPS_BACKSTOP, 18, 19]
+        hists += [r for r in recs if isinstance(r, SwapinHistogram)]
+        assert [(r.what, r.count) for r in recs if isinstance(r, Lost)] == [(w, 0) for w in LOST]
+    assert walked == drains == [1, 10, MAPS_BACKSTOP, 18]
     assert probe.map_reads == len(walked)
+    assert probe.generation.skipped == 24 - len(walked)
     assert sent == {4242: [10, 18]}
+    # every poll's record has the counters read at it, the histograms of the last read
+    assert [h.fault_sleeps for h in hists] == [100 * p for p in range(1, 25)]
+    assert [h.swapin_counts[12] for h in hists] == [0] * 9 + [1] * 15
+    # the no-wait fault (swap-backed: no mapping says file) lands in bucket 0 at the poll that drained it
+    assert [h.swapin_counts[0] for h in hists] == [0] * 17 + [1] * 7

@@ -133,48 +133,89 @@ class _Maps:
         return SimpleNamespace(items=items)
 
 
+def _fake_probe(monkeypatch: pytest.MonkeyPatch, maps: _Maps, arrays: dict[str, list[int]]) -> Any:
+    """A VmscanProbe on faked maps: ``arrays`` its per-CPU arrays of counters (each read
+    counted in ``probe.reads_of``), the origins zero, the lost count ``arrays["vmscan_lost"]``."""
+    from collections import Counter as Tally
+
+    from memtop.probes.vmscan import VmscanProbe
+    from memtop.records import Lost
+
+    probe = VmscanProbe()
+    probe.bpf = maps
+    reads: Tally[str] = Tally()
+
+    def slots(table: str, n: int) -> list[int]:
+        reads[table] += 1
+        return list(arrays[table][:n])
+
+    def rows(table: str, n: int, fields: tuple[str, ...]) -> list[tuple[int, ...]]:
+        reads[table] += 1
+        return [(0,) * len(fields)] * n
+
+    def lost(table: str = "lost", what: str = "events") -> Lost:
+        reads[table] += 1
+        return Lost(probe.name, what, arrays[table][0])
+
+    monkeypatch.setattr(probe, "array_slots", slots)
+    monkeypatch.setattr(probe, "array_rows", rows)
+    monkeypatch.setattr(probe, "lost_record", lost)
+    probe.reads_of = reads  # type: ignore[attr-defined]
+    return probe
+
+
+def _arrays() -> dict[str, list[int]]:
+    from memtop.probes.vmscan import HIST_SLOTS, Counter
+
+    return {
+        "vmscan_counters": [0] * len(Counter),
+        "compact_hist": [0] * HIST_SLOTS,
+        "reclaim_hist": [0] * (2 * HIST_SLOTS),
+        "vmscan_lost": [0],
+    }
+
+
 def test_per_process_and_cgroup_maps_are_walked_only_when_an_episode_may_have_changed_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The reclaim end's program, the only one that changes the per-process and per-cgroup maps,
-    bumps the reclaim histogram first: while its total holds at two polls in a row the maps are
-    as last read and are not walked (an empty one costs the kernel a walk of every bucket), but
-    once in MAPS_BACKSTOP polls; an episode has them walked at that poll and the next, its
-    process's totals in the record; and totals that did not move are the same record again."""
+    bumps the reclaim histogram, updates them, then the programs' generation: while the
+    generation holds nothing but the counters is read (an empty hash map costs the kernel a
+    walk of every bucket), but every map once in MAPS_BACKSTOP polls; an episode has them walked
+    at the poll that sees its generation, its process's totals in the record; and totals that
+    did not move are the same record again."""
     from types import SimpleNamespace
 
     from memtop.probes.base import MAPS_BACKSTOP
-    from memtop.probes.vmscan import HIST_SLOTS, Counter, VmscanProbe
+    from memtop.probes.vmscan import HIST_SLOTS, Counter
 
-    probe = VmscanProbe()
     maps = _Maps()
-    probe.bpf = maps
-    arrays = {
-        "vmscan_counters": [0] * len(Counter),
-        "compact_hist": [0] * HIST_SLOTS,
-        "reclaim_hist": [0] * (2 * HIST_SLOTS),
-    }
-    monkeypatch.setattr(probe, "array_slots", lambda table, n: list(arrays[table][:n]))
-    monkeypatch.setattr(probe, "array_rows", lambda table, n, fields: [(0,) * len(fields)] * n)
+    arrays = _arrays()
+    probe = _fake_probe(monkeypatch, maps, arrays)
     walked: list[int] = []
     records: list[Any] = []
     for poll in range(1, 25):
-        if poll == 20:  # an episode ends: its histogram slot first, then its process's totals
+        if poll == 20:  # an episode ends: its histogram slot, its process's totals, the generation
             arrays["reclaim_hist"][HIST_SLOTS + 10] += 1
             key = SimpleNamespace(pid=4242, kind=1)
             stat = SimpleNamespace(
                 cgroup_id=7, comm=b"leaker", events=1, total_ns=1500, max_ns=1500, reclaimed=32
             )
             maps.entries["pid_stats"].append((key, stat))
+            arrays["vmscan_counters"][Counter.GENERATION] += 1
         before = maps.walks["pid_stats"]
-        _vm, rc = probe.totals()
+        _vm, rc, _lost = probe.totals()
         if maps.walks["pid_stats"] > before:
             walked.append(poll)
             assert maps.walks["cg_stats"] == maps.walks["reclaim_pid_hist"] == maps.walks["pid_stats"]
         records.append(rc)
-    assert walked == [1, 2, MAPS_BACKSTOP, 20, 21]
+    assert walked == [1, MAPS_BACKSTOP, 20]
     assert probe.map_reads == len(walked)
-    assert maps.walks["slab_stats"] == 24  # no counter says a shrinker ran: read every poll
+    assert maps.walks["slab_stats"] == 3  # with the other maps: a shrinker's run bumps the generation
+    # the generation, the one read of an idle poll (then the counters, at the three reads)
+    assert probe.reads_of["vmscan_counters"] == 24 + 3
+    assert probe.reads_of["reclaim_hist"] == probe.reads_of["vmscan_lost"] == 3
+    assert probe.generation.skipped == 24 - 3
     assert records[18].pids == () and records[19].pids == ((4242, "leaker", "memcg", 1, 1500, 1500, 32),)
     assert records[19].pid_cgroups == ((4242, 7),)
     assert records[2] is records[1] and records[20] is records[19]  # unchanged: the same record
@@ -183,37 +224,66 @@ def test_per_process_and_cgroup_maps_are_walked_only_when_an_episode_may_have_ch
 def test_the_compaction_histogram_is_read_only_when_a_compaction_may_have_changed_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The compaction end's program bumps the compaction count, then the histogram: while the
-    count holds at two polls in a row the histogram is as last read and is not read again, but
-    once in MAPS_BACKSTOP polls; a compaction has it read at that poll and the next (its bump
-    may come after the count's), and the record has it."""
+    """The compaction end's program bumps the compaction count, then the histogram, then the
+    generation: a poll between the count and the generation hands back the last read (the
+    count is not sent ahead of its histogram), and the poll that sees the generation reads the
+    histogram and sends both; the histogram is read otherwise only at the first poll and once
+    in MAPS_BACKSTOP polls."""
     from memtop.probes.base import MAPS_BACKSTOP
-    from memtop.probes.vmscan import HIST_SLOTS, Counter, VmscanProbe
+    from memtop.probes.vmscan import Counter
 
-    probe = VmscanProbe()
-    probe.bpf = _Maps()
-    arrays = {
-        "vmscan_counters": [0] * len(Counter),
-        "compact_hist": [0] * HIST_SLOTS,
-        "reclaim_hist": [0] * (2 * HIST_SLOTS),
-    }
+    arrays = _arrays()
+    probe = _fake_probe(monkeypatch, _Maps(), arrays)
     reads: list[int] = []
-    poll = 0
-
-    def slots(table: str, n: int) -> list[int]:
-        if table == "compact_hist":
-            reads.append(poll)
-        return list(arrays[table][:n])
-
-    monkeypatch.setattr(probe, "array_slots", slots)
-    monkeypatch.setattr(probe, "array_rows", lambda table, n, fields: [(0,) * len(fields)] * n)
     seen = []
     for poll in range(1, 25):
-        if poll == 20:  # a compaction ends: its count first, its histogram slot after this read
+        if poll == 20:  # a compaction ends: its count, then (after this poll's read) the rest
             arrays["vmscan_counters"][Counter.COMPACT_COUNT] += 1
-        vm, _rc = probe.totals()
+        before = probe.reads_of["compact_hist"]
+        vm, _rc, _lost = probe.totals()
+        if probe.reads_of["compact_hist"] > before:
+            reads.append(poll)
         if poll == 20:
             arrays["compact_hist"][12] += 1
-        seen.append(vm.compaction_hist)
-    assert reads == [1, 2, MAPS_BACKSTOP + 1, 20, 21]
-    assert seen[18] == () and seen[19] == () and seen[20] == ((12, 1),) and seen[23] == ((12, 1),)
+            arrays["vmscan_counters"][Counter.GENERATION] += 1
+        seen.append((vm.compaction_count, vm.compaction_hist))
+    assert reads == [1, MAPS_BACKSTOP, 21]
+    assert seen[18] == seen[19] == (0, ())
+    assert seen[20] == seen[23] == (1, ((12, 1),))
+
+
+def test_an_idle_poll_hands_back_the_last_read_until_the_generation_moves_or_a_poll_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The generation gates every read but the counters': the records handed back on a quiet
+    poll are the last complete read's (cumulative: the state's rates are 0 for them, as for the
+    same figures read again); a kswapd wake-up (a counter and the generation) is read at the
+    poll that sees it, the lost count with it; a poll that failed has the next one read every
+    map, as does a front end that starts using the shrinkers."""
+    from memtop.probes.vmscan import Counter
+
+    maps = _Maps()
+    arrays = _arrays()
+    probe = _fake_probe(monkeypatch, maps, arrays)
+    probe.used_parts = frozenset()  # the exporter: no shrinkers
+    first = probe.totals()
+    assert maps.walks["slab_stats"] == 0 and probe.reads_of["reclaim_hist"] == 1
+    assert probe.totals() == first and all(a is b for a, b in zip(probe.totals(), first, strict=True))
+    assert probe.reads_of["reclaim_hist"] == 1 and probe.reads_of["vmscan_lost"] == 1
+
+    arrays["vmscan_counters"][Counter.KSWAPD_WAKE] += 1
+    arrays["vmscan_lost"][0] += 3  # a ring that overflowed: counted, then the generation
+    arrays["vmscan_counters"][Counter.GENERATION] += 2
+    vm, _rc, lost = probe.totals()
+    assert vm.kswapd_wakes == 1 and lost.count == 3
+    assert probe.reads_of["reclaim_hist"] == 2 and probe.reads_of["vmscan_lost"] == 2
+
+    probe.poll_failed()
+    again = probe.totals()
+    assert probe.reads_of["reclaim_hist"] == 3 and again[0].kswapd_wakes == 1
+    probe.totals()
+    assert probe.reads_of["reclaim_hist"] == 3
+
+    probe.used_parts = None  # the TUI: the shrinkers read at once
+    probe.totals()
+    assert maps.walks["slab_stats"] == 1 and probe.reads_of["reclaim_hist"] == 4
