@@ -42,6 +42,8 @@ PARTS = (
     ("memtop.ui.table", "FastTable", "render_line", "    of which: the tables' own lines"),
     ("textual.app", "App", "_display", "  of which: the terminal write"),
     ("memtop.ui.app", "MemtopApp", "redraw", "the app's redraw (views, tables filled)"),
+    ("memtop.ui.app", "MemtopApp", "_draw_header", "  of which: the header"),
+    ("memtop.ui.panes.processes", "ProcessesPane", "refresh_from", "  of which: the Processes pane"),
     ("memtop.stream.runner", "Runner", "_on_batch", "the state's apply"),
     ("memtop.stream.bridge", "Bridge", "poll_sync", "the probes' polls (poll thread)"),
 )
@@ -187,6 +189,7 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str], cprofile
         doc = {
             "window_s": dt,
             "process_cpu_ms_per_s": 1000 * ((p1.user + p1.system) - (p0.user + p0.system)) / dt,
+            "process_system_ms_per_s": 1000 * (p1.system - p0.system) / dt,
             "threads_cpu_ms_per_s": {k: 1000 * (v - th0[k]) / dt for k, v in th1.items() if k in th0},
             "threads_switches_per_s": {k: (v - w0[k]) / dt for k, v in w1.items() if k in w0},
             "parts": {
@@ -252,7 +255,11 @@ def main(warmup_s: float, seconds: float, argv: list[str], cprofile: Path | None
 
 
 def show(doc: dict[str, Any]) -> None:
-    print(f"memtop's CPU over {doc['window_s']:.0f} s: {doc['process_cpu_ms_per_s']:.1f} ms a second")
+    sys_ms = doc.get("process_system_ms_per_s")
+    in_kernel = f" ({sys_ms:.1f} of it in the kernel)" if sys_ms is not None else ""
+    print(
+        f"memtop's CPU over {doc['window_s']:.0f} s: {doc['process_cpu_ms_per_s']:.1f} ms a second{in_kernel}"
+    )
     threads: dict[str, float] = doc.get("threads_cpu_ms_per_s", {})
     switches: dict[str, float] = doc.get("threads_switches_per_s", {})
     for name, ms in sorted(threads.items(), key=lambda kv: -kv[1]):
