@@ -117,21 +117,18 @@ def remeasured(
     """What :func:`widest_of` gives for the rows measured last time (their widths ``known``, their
     widest cells ``widest``) less those whose ids are ``went``, with the rows ``came``: only the
     rows that came are measured, and ``known`` is kept as widest_of keeps it. None when that
-    cannot tell (every row that was the widest of a column went, or a row is not known): then
-    measure them all (``known`` stays a good cache). With 1,000 idle processes, measuring every
-    row for the one whose figures moved was a fifth of a table's fill."""
+    cannot tell (every row that was the widest of a column went and none as wide came, or a row
+    is not known): then measure them all (``known`` stays a good cache). With 1,000 idle
+    processes, measuring every row for the one whose figures moved was a fifth of a table's fill."""
     measured = [c for c in columns if not (c.numeric and (c.width or c.fmt in _FORMAT_WIDTHS))]
     if [c.key for c in measured] != list(widest.widths):
         return None
     top, count = list(widest.widths.values()), list(widest.count)
     if any(rid not in known for rid in went) or any(id(r) in known for r in came):
         return None
-    for rid in went:
-        for c, w in enumerate(known.pop(rid)[1]):
-            if w == top[c]:
-                count[c] -= 1
-                if not count[c]:  # the widest gone: the next widest is among the rows kept
-                    return None
+    # the rows that came first: a row replaced by one as wide (the widest process, memtop
+    # itself often, whose figures moved) leaves its column as wide, which taking the row that
+    # went first could not tell (every row was measured again nearly every idle tick)
     for r in came:
         widths = tuple(cell_len(c.cell(r)) for c in measured)
         known[id(r)] = (r, widths)
@@ -140,6 +137,12 @@ def remeasured(
                 top[c], count[c] = w, 1
             elif w == top[c]:
                 count[c] += 1
+    for rid in went:
+        for c, w in enumerate(known.pop(rid)[1]):
+            if w == top[c]:
+                count[c] -= 1
+                if not count[c]:  # the widest gone: the next widest is among the rows kept
+                    return None
     return Widest(dict(zip(widest.widths, top, strict=True)), count)
 
 

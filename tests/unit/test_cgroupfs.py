@@ -475,6 +475,40 @@ def test_an_episode_before_its_process_was_read_is_attributed_at_the_next_read()
     assert st.unattributed == 1 and sum(p.reclaim_events for p in st.probed.values()) == 1
 
 
+def test_each_pid_is_mapped_to_the_cgroup_that_listed_it_last() -> None:
+    """The pid maps (the CGROUP column, a kill's or a stall's cgroup) follow each sample's
+    members in the order read, in both hierarchies of a v1 machine, whether a sample lists
+    members already known there, one new among them, or one another cgroup had."""
+    state = State(mode="bpf")
+    st = state.get(CgroupsState)
+    ts = 1_000_000_000
+
+    def tick(*samples: CgroupSample) -> None:
+        nonlocal ts
+        ts += 1_000_000_000
+        state.apply(Batch(ts, (*samples, CgroupPoll(1))))
+
+    tick(
+        CgroupSample("/a", 1, usage_bytes=1, pids=(1, 2, 3), unified_pids=(1, 2, 3)),
+        CgroupSample("/b", 1, usage_bytes=1, pids=(4,), unified_pids=(4,)),
+    )
+    assert dict(st.pid_memcg) == {1: "/a", 2: "/a", 3: "/a", 4: "/b"}
+    tick(CgroupSample("/a", 1, usage_bytes=2, pids=(1, 2, 3, 5), unified_pids=(1, 2, 3)))  # 5 came
+    assert st.pid_memcg[5] == "/a" and list(st.pid_memcg)[-1] == 5 and 5 not in st.pid_unified
+    tick(CgroupSample("/b", 1, usage_bytes=2, pids=(4, 2), unified_pids=(4, 2)))  # 2 moved to /b
+    assert st.pid_memcg[2] == "/b" and st.pid_unified[2] == "/b" and list(st.pid_memcg)[-1] == 2
+    # /a read again before its members were (the same list): the last to list 2 has it
+    tick(CgroupSample("/a", 1, usage_bytes=3, pids=(1, 2, 3, 5), unified_pids=(1, 2, 3)))
+    assert st.pid_memcg[2] == "/a" and st.pid_unified[2] == "/a"
+    tick(CgroupSample("/a", 1, usage_bytes=4, pids=(1, 2, 3, 5), unified_pids=(1, 2, 3)))  # all known
+    assert list(st.pid_memcg) == [1, 3, 4, 5, 2] and dict(st.pid_unified) == {
+        1: "/a",
+        2: "/a",
+        3: "/a",
+        4: "/b",
+    }
+
+
 def _totals(*pids: tuple[int, int, int, int], hist: tuple[tuple[int, int, int], ...] = ()) -> ReclaimTotals:
     """ReclaimTotals of memcg reclaim: (pid, events, total_ns, max_ns) and (pid, bucket, count)."""
     return ReclaimTotals(

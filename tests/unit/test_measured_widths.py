@@ -59,6 +59,13 @@ def test_rows_that_came_are_the_only_ones_measured_and_the_widths_stay_exact() -
     got = remeasured(columns, [perl], [id(given[2])], known, widest)
     assert measured == ["perl"]
     assert got == Widest({"comm": 7}, [1]) and got.widths == measured_widths(columns, rows)
+    # the only widest replaced by a row as wide (its figures moved): told from that row alone
+    again = {"comm": "python3"}
+    measured.clear()
+    got = remeasured(columns, [again], [id(rows[3])], known, got)
+    rows = [*rows[:3], again, *rows[4:]]
+    assert measured == ["python3"]
+    assert got == Widest({"comm": 7}, [1]) == widest_of(columns, rows, {})
     # the only widest gone, a short one come: cannot tell
     assert remeasured(columns, [{"comm": "sh"}], [id(rows[3])], known, got) is None
     rows2 = [*rows[:3], *rows[4:]]
