@@ -43,11 +43,11 @@ def parse_meminfo(text: str) -> dict[str, int]:
     return out
 
 
-def parse_meminfo_of(text: str, word: str) -> dict[str, int]:
-    """:func:`parse_meminfo` of only the lines that hold ``word`` (found by ``str.find``, the
-    other ~55 lines neither split nor parsed): its figures of every name that holds
-    ``word`` are parse_meminfo's of the whole text. Each line found is parsed as parse_meminfo
-    parses it (split again where ``str.splitlines`` splits and ``\\n`` does not), in order."""
+def lines_with(text: str, word: str) -> str:
+    """The lines of ``text`` (split at ``\\n``) that hold ``word``, in order, found by
+    ``str.find``: a parser given them alone gives the figures of every name that holds ``word``
+    as it does given the whole text (a line it splits further, where ``str.splitlines`` splits
+    and ``\\n`` does not, is split the same), without splitting the other lines."""
     lines = []
     at = text.find(word)
     while at >= 0:
@@ -55,7 +55,13 @@ def parse_meminfo_of(text: str, word: str) -> dict[str, int]:
         end = len(text) if end < 0 else end
         lines.append(text[text.rfind("\n", 0, at) + 1 : end])
         at = text.find(word, end)
-    return parse_meminfo("\n".join(lines))
+    return "\n".join(lines)
+
+
+def parse_meminfo_of(text: str, word: str) -> dict[str, int]:
+    """:func:`parse_meminfo` of only the lines that hold ``word`` (:func:`lines_with`): the
+    figures of every name that holds it, the other ~55 lines not parsed."""
+    return parse_meminfo(lines_with(text, word))
 
 
 def parse_vmstat(text: str) -> dict[str, int]:
