@@ -87,6 +87,43 @@ VMSTAT_PREFIXES = (
 VMSTAT_LINES = re.compile(
     rb"\n((?:" + b"|".join(re.escape(p.encode()) for p in VMSTAT_PREFIXES) + rb")[^ \n]*) (\d+)"
 )
+#: the prefixes as bytes (``bytes.startswith``)
+VMSTAT_PREFIXES_B = tuple(p.encode() for p in VMSTAT_PREFIXES)
+
+
+def vmstat_layout(
+    raw: bytes, found: list[tuple[bytes, bytes]]
+) -> tuple[re.Pattern[bytes], list[bytes]] | None:
+    """A pattern of this /proc/vmstat text's lines (the kernel prints the same names in the same
+    order for its whole life: mm/vmstat.c vmstat_text) that a later text matches whole only when
+    :data:`VMSTAT_LINES` would find in it the same names, in the same order, as ``found`` (its
+    findall in ``raw``): each line of theirs ``name digits`` (its digits the group), each other
+    line its name, a space and anything but a newline; the names captured. A later text it does
+    not match is parsed by VMSTAT_LINES. None when ``raw`` is not such a text (a line of a
+    prefix's name that VMSTAT_LINES did not take, a line without a space, no newline at the
+    end): then every text is."""
+    lines = raw.split(b"\n")
+    if not lines or lines.pop() != b"":
+        return None
+    wanted = iter(found)
+    nxt = next(wanted, None)
+    parts: list[bytes] = []
+    names: list[bytes] = []
+    for line in lines:
+        name, sep, _ = line.partition(b" ")
+        if nxt is not None and name == nxt[0] and line == name + b" " + nxt[1]:
+            parts.append(re.escape(name) + rb" ([0-9]+)\n")
+            names.append(name)
+            nxt = next(wanted, None)
+        elif not sep or name.startswith(VMSTAT_PREFIXES_B):
+            return None
+        else:
+            parts.append(re.escape(name) + rb" [^\n]*\n")
+    if nxt is not None:
+        return None
+    return re.compile(b"".join(parts)), names
+
+
 #: vmstat counters whose movement means the kernel took pages from processes this tick
 RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
 #: the /proc/PID/status fields a sample needs (Uid: the real uid, the first of four)
@@ -203,6 +240,9 @@ class ProcfsProbe(Probe):
         self._host_last: dict[str, tuple[bytes, Record]] = {}
         #: /proc/vmstat's names as read, decoded (the same ~95 every tick)
         self._vm_names: dict[bytes, str] = {}
+        #: the pattern of vmstat's lines (:func:`vmstat_layout`) and its counters' names: a text
+        #: it matches is parsed by that one match (its values the groups), none else made
+        self._vm_layout: tuple[re.Pattern[bytes], tuple[str, ...]] | None = None
 
     def follow(self, pid: int) -> None:
         """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
@@ -596,12 +636,16 @@ class ProcfsProbe(Probe):
         return self._host_record("vmstat", self._vmstat)
 
     def _vmstat(self, raw: bytes) -> VmStat:
+        layout = self._vm_layout
+        if layout is not None and (m := layout[0].fullmatch(raw)) is not None:
+            # the lines as last time (every tick but the first): the counters are the match's
+            # groups, paired with their names in C (half the CPU of the findall below)
+            return VmStat(counters=tuple(zip(layout[1], map(int, m.groups()), strict=True)))
         # one regex pass in C over the ~180 lines, the ~90 wanted found by prefix (a Python loop
         # over every line was ~0.1 ms a tick, most of this read); each name decoded once
         names = self._vm_names
-        return VmStat(
-            counters=tuple(
-                (names.get(k) or names.setdefault(k, k.decode()), int(v))
-                for k, v in VMSTAT_LINES.findall(b"\n" + raw)
-            )
-        )
+        found = VMSTAT_LINES.findall(b"\n" + raw)
+        counters = tuple((names.get(k) or names.setdefault(k, k.decode()), int(v)) for k, v in found)
+        made = vmstat_layout(raw, found)
+        self._vm_layout = None if made is None else (made[0], tuple(names[k] for k in made[1]))
+        return VmStat(counters=counters)

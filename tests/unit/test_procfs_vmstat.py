@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fakeproc import make_fake_proc
 
-from memtop.probes.procfs import VMSTAT_PREFIXES, ProcfsProbe
+from memtop.probes.procfs import VMSTAT_LINES, VMSTAT_PREFIXES, ProcfsProbe
 
 
 def test_vmstat_counters_with_the_prefixes_in_file_order(tmp_path: Path) -> None:
@@ -60,3 +61,67 @@ def test_an_unchanged_host_file_is_the_same_record(tmp_path: Path) -> None:
     (root / "vmstat").write_text("pgfault 11\npgscan_kswapd 1\n")
     again = p.vmstat()
     assert again == after and again is not after
+
+
+def findall(raw: bytes) -> tuple[tuple[str, int], ...]:
+    """What the one regex pass finds: the counters a fresh reader gives."""
+    return tuple((k.decode(), int(v)) for k, v in VMSTAT_LINES.findall(b"\n" + raw))
+
+
+LINES = b"nr_free_pages 5\npgfault 10\nnr_anon_pages 1\npgscan_kswapd 900\noom_kill 1\n"
+
+
+@pytest.mark.parametrize(
+    ("later", "matched"),
+    [
+        (LINES.replace(b"pgfault 10", b"pgfault 11").replace(b"nr_free_pages 5", b"nr_free_pages 77"), True),
+        (LINES, True),
+        (LINES.replace(b"oom_kill 1", b"oom_kill 18446744073709551615"), True),
+        # another layout: a line more, one less, renamed, a value that is not digits, no newline
+        (LINES + b"pgsteal_direct 3\n", False),
+        (LINES.replace(b"nr_anon_pages 1\n", b""), False),
+        (LINES.replace(b"nr_anon_pages 1\n", b"pgmajfault 4\n"), False),
+        (LINES.replace(b"pgfault 10", b"pgfault -1"), False),
+        (LINES.replace(b"pgfault 10", b"pgfault 10 x"), False),
+        (LINES.replace(b"nr_free_pages 5", b"nr_free_pages -5"), True),  # a line not counted
+        (LINES.rstrip(b"\n"), False),
+    ],
+)
+def test_the_layout_of_the_last_read_parses_a_text_as_the_regex_pass(later: bytes, matched: bool) -> None:
+    """Every read after the first is matched whole against the pattern of the lines it had (one
+    match, its groups the counters); a text that match takes gives the counters the regex pass
+    gives, and any other layout is parsed by that pass (and its own pattern made)."""
+    p = ProcfsProbe(Path("/nonexistent"))
+    assert p._vmstat(LINES).counters == findall(LINES)  # noqa: SLF001 - the first read makes the pattern
+    layout = p._vm_layout  # noqa: SLF001
+    assert layout is not None
+    assert (layout[0].fullmatch(later) is not None) == matched
+    assert p._vmstat(later).counters == findall(later)  # noqa: SLF001
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"pgfault 10\npgscan_kswapd x\n",  # a counter's line the regex pass does not take
+        b"pgfault 10\nnospace\n",
+        b"pgfault 10",
+    ],
+)
+def test_a_text_of_no_fixed_layout_is_parsed_by_the_regex_pass_every_time(raw: bytes) -> None:
+    p = ProcfsProbe(Path("/nonexistent"))
+    assert p._vmstat(raw).counters == findall(raw)  # noqa: SLF001
+    assert p._vm_layout is None  # noqa: SLF001
+
+
+def test_the_real_files_layout_holds_from_read_to_read() -> None:
+    p = ProcfsProbe()
+    p.load()
+    try:
+        for _ in range(3):
+            raw = p.read_host("vmstat")
+            assert raw is not None
+            assert p._vmstat(raw).counters == findall(raw)  # noqa: SLF001
+            layout = p._vm_layout  # noqa: SLF001
+            assert layout is not None and layout[0].fullmatch(raw) is not None
+    finally:
+        p.close()
