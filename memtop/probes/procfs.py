@@ -124,6 +124,52 @@ def vmstat_layout(
     return re.compile(b"".join(parts)), names
 
 
+#: the /proc/meminfo figures a MemInfo is made of
+MEMINFO_NAMES = (
+    "MemTotal",
+    "MemFree",
+    "MemAvailable",
+    "Buffers",
+    "Cached",
+    "SReclaimable",
+    "SwapTotal",
+    "SwapFree",
+    "Shmem",
+    "Slab",
+    "Zswap",
+    "Zswapped",
+)
+#: a meminfo line's name as the kernel prints them (fs/proc/meminfo.c: "Active(anon)", "DirectMap4k")
+MEMINFO_NAME = re.compile(rb"[A-Za-z0-9_()]+")
+
+
+def meminfo_layout(raw: bytes, wanted: tuple[str, ...]) -> tuple[re.Pattern[bytes], tuple[str, ...]] | None:
+    """A pattern of this /proc/meminfo text's lines (the kernel prints the same lines in the same
+    order for its life) that a later text matches whole only when parse_meminfo would give of it,
+    for each name of ``wanted``, the figure its groups give: each line its name and a colon; the
+    last line of a wanted name then spaces, digits (a group) and " kB" or not (a group); every
+    other line printable ASCII or tabs to its newline (nothing parse_meminfo's ``splitlines``
+    would split into another line). The wanted names it captures, in order. None when ``raw`` is
+    not such a text (a name of other characters, a line without a colon, no newline at the
+    end): then every text is parsed whole."""
+    lines = raw.split(b"\n")
+    if not lines or lines.pop() != b"":
+        return None
+    names = [line.partition(b":")[0] for line in lines]
+    last = {name: i for i, name in enumerate(names)}
+    parts: list[bytes] = []
+    order: list[str] = []
+    for i, (line, name) in enumerate(zip(lines, names, strict=True)):
+        if MEMINFO_NAME.fullmatch(name) is None or len(line) == len(name):
+            return None
+        if name.decode() in wanted and last[name] == i:
+            parts.append(re.escape(name) + rb":[ ]*([0-9]+)( kB)?\n")
+            order.append(name.decode())
+        else:
+            parts.append(re.escape(name) + rb":[\t\x20-\x7e]*\n")
+    return re.compile(b"".join(parts)), tuple(order)
+
+
 #: vmstat counters whose movement means the kernel took pages from processes this tick
 RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
 #: the /proc/PID/status fields a sample needs (Uid: the real uid, the first of four)
@@ -240,6 +286,8 @@ class ProcfsProbe(Probe):
         self._host_last: dict[str, tuple[bytes, Record]] = {}
         #: /proc/vmstat's names as read, decoded (the same ~95 every tick)
         self._vm_names: dict[bytes, str] = {}
+        #: the pattern of meminfo's lines (:func:`meminfo_layout`) and the figures it captures
+        self._mi_layout: tuple[re.Pattern[bytes], tuple[str, ...]] | None = None
         #: the pattern of vmstat's lines (:func:`vmstat_layout`) and its counters' names: a text
         #: it matches is parsed by that one match (its values the groups), none else made
         self._vm_layout: tuple[re.Pattern[bytes], tuple[str, ...]] | None = None
@@ -595,8 +643,18 @@ class ProcfsProbe(Probe):
         return self._host_record("meminfo", self._meminfo)
 
     def _meminfo(self, raw: bytes) -> MemInfo:
-        text = raw.decode("utf-8", errors="replace")
-        vals = parse_meminfo(text)
+        layout = self._mi_layout
+        if layout is not None and (m := layout[0].fullmatch(raw)) is not None:
+            # the lines as last time: the dozen figures from the match's groups, the other ~45
+            # lines not split
+            groups = m.groups()
+            vals = {
+                name: int(groups[2 * i]) * 1024 if groups[2 * i + 1] else int(groups[2 * i])
+                for i, name in enumerate(layout[1])
+            }
+        else:
+            vals = parse_meminfo(raw.decode("utf-8", errors="replace"))
+            self._mi_layout = meminfo_layout(raw, MEMINFO_NAMES)
         return MemInfo(
             total_bytes=vals.get("MemTotal", 0),
             free_bytes=vals.get("MemFree", 0),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakeproc import make_fake_proc
 
-from memtop.probes.procfs import VMSTAT_LINES, VMSTAT_PREFIXES, ProcfsProbe
+from memtop.probes.procfs import MEMINFO_NAMES, VMSTAT_LINES, VMSTAT_PREFIXES, ProcfsProbe
 
 
 def test_vmstat_counters_with_the_prefixes_in_file_order(tmp_path: Path) -> None:
@@ -122,6 +122,57 @@ def test_the_real_files_layout_holds_from_read_to_read() -> None:
             assert raw is not None
             assert p._vmstat(raw).counters == findall(raw)  # noqa: SLF001
             layout = p._vm_layout  # noqa: SLF001
+            assert layout is not None and layout[0].fullmatch(raw) is not None
+    finally:
+        p.close()
+
+
+MEMINFO = (Path(__file__).resolve().parents[1] / "data" / "kernel" / "meminfo-6.18.txt").read_bytes()
+
+
+def parsed_whole(raw: bytes) -> object:
+    """The MemInfo a fresh reader makes of ``raw``: parse_meminfo of every line."""
+    return ProcfsProbe(Path("/nonexistent"))._meminfo(raw)  # noqa: SLF001
+
+
+@pytest.mark.parametrize(
+    ("later", "matched"),
+    [
+        (MEMINFO.replace(b"23619028 kB", b"3619029 kB").replace(b"504912 kB", b"1504912 kB"), True),
+        (MEMINFO, True),
+        (MEMINFO.replace(b"KernelStack:", b"KernelStack: x"), True),  # a line not made a figure
+        # another layout, or a text parse_meminfo reads otherwise: a line more, one less, a
+        # figure's value not digits, a tab, a line split by a vertical tab, no newline at the end
+        (MEMINFO + b"MemFree: 5 kB\n", False),
+        (MEMINFO.replace(b"Buffers:", b"Bufers:"), False),
+        (MEMINFO.replace(b"MemFree:", b"MemFree: x"), False),
+        (MEMINFO.replace(b"MemFree:        ", b"MemFree:\t"), False),
+        (MEMINFO.replace(b"KernelStack:", b"KernelStack: 1\x0bMemFree: 3 kB\nX:"), False),
+        (MEMINFO.rstrip(b"\n"), False),
+    ],
+)
+def test_meminfos_layout_parses_a_text_as_the_whole_parse(later: bytes, matched: bool) -> None:
+    """meminfo read again is matched whole against the pattern of its lines (one match, the dozen
+    figures its groups); whatever that match takes gives the MemInfo a parse of every line
+    gives, and any other text is parsed whole."""
+    assert MEMINFO != later or matched
+    p = ProcfsProbe(Path("/nonexistent"))
+    assert p._meminfo(MEMINFO) == parsed_whole(MEMINFO)  # noqa: SLF001
+    layout = p._mi_layout  # noqa: SLF001
+    assert layout is not None and set(layout[1]) <= set(MEMINFO_NAMES)
+    assert (layout[0].fullmatch(later) is not None) == matched
+    assert p._meminfo(later) == parsed_whole(later)  # noqa: SLF001
+
+
+def test_the_real_meminfos_layout_holds_from_read_to_read() -> None:
+    p = ProcfsProbe()
+    p.load()
+    try:
+        for _ in range(3):
+            raw = p.read_host("meminfo")
+            assert raw is not None
+            assert p._meminfo(raw) == parsed_whole(raw)  # noqa: SLF001
+            layout = p._mi_layout  # noqa: SLF001
             assert layout is not None and layout[0].fullmatch(raw) is not None
     finally:
         p.close()
