@@ -378,7 +378,7 @@ class SwapinfoProbe(Probe):
         self._mounts = kernelfs.MountTable(str(self.proc))
         #: zswap's parameters this kernel has, on the real /sys (found at load: fixed for the
         #: kernel's life, kernelfs.zswap_param_names); every known one elsewhere
-        self._params = kernelfs.ZSWAP_PARAMS
+        self._params: tuple[str, ...] = kernelfs.ZSWAP_PARAMS
         #: the last poll's figures and the record made of them: the same figures again (an
         #: idle machine's swap) are the same record, not made and cleaned again
         self._last: tuple[tuple[object, ...], SwapInfo] | None = None

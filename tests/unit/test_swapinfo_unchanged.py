@@ -52,7 +52,12 @@ def test_the_mount_tables_debugfs_is_found_again_for_another_text(
     monkeypatch.setattr(table, "text", lambda: text)
     parsed: list[str | None] = []
     real = kernelfs.debugfs_mount
-    monkeypatch.setattr(kernelfs, "debugfs_mount", lambda t: parsed.append(t) or real(t))
+
+    def counted(t: str | None) -> str | None:
+        parsed.append(t)
+        return real(t)
+
+    monkeypatch.setattr(kernelfs, "debugfs_mount", counted)
     assert table.debugfs() is None
     assert table.debugfs() is None and len(parsed) == 1  # the same text: not parsed again
     text = next(texts)  # a mount (another text object)
