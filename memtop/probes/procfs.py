@@ -43,6 +43,7 @@ import re
 import resource
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Self, TypeVar, cast
 
@@ -258,7 +259,9 @@ class ProcfsProbe(Probe):
         #: pid -> consecutive reads that returned the same stat line
         self._same: dict[int, int] = {}
         self._tick = 0
-        self._last_reclaim: tuple[int, ...] | None = None
+        self._last_reclaim: tuple[tuple[str, int], ...] | None = None
+        #: where vmstat's record has the reclaim counters, and the names of all it had then
+        self._reclaim_at: tuple[tuple[int, ...], tuple[str, ...]] | None = None
         #: stat files read on the last tick (for tests and the bench)
         self.last_reads = 0
         #: pids read every tick however quiet (the process in focus); replaced whole, never
@@ -685,7 +688,17 @@ class ProcfsProbe(Probe):
         idle process's RSS may have changed without it running). True when it cannot tell."""
         if vmstat is None:
             return True
-        now = tuple(v for k, v in vmstat.counters if k.startswith(RECLAIM_COUNTERS))
+        counters = vmstat.counters
+        names = tuple(map(itemgetter(0), counters))
+        known = self._reclaim_at
+        if known is not None and known[1] == names:
+            at = known[0]
+        else:
+            # where the reclaim counters are, found again only for another list of names (the
+            # same ~95 in the same order every tick: then the pairs are picked in C)
+            at = tuple(i for i, k in enumerate(names) if k.startswith(RECLAIM_COUNTERS))
+            self._reclaim_at = (at, names)
+        now = tuple(map(counters.__getitem__, at))
         before, self._last_reclaim = self._last_reclaim, now
         return before is None or before != now
 

@@ -176,3 +176,26 @@ def test_the_real_meminfos_layout_holds_from_read_to_read() -> None:
             assert layout is not None and layout[0].fullmatch(raw) is not None
     finally:
         p.close()
+
+
+def test_reclaim_is_told_by_its_counters_alone_wherever_they_are(tmp_path: Path) -> None:
+    """The reclaim counters are picked where the last list of names had them: a move of one says
+    reclaim, of another counter not, and another list of names finds them again."""
+    from memtop.records.host import VmStat
+
+    p = ProcfsProbe(tmp_path)
+
+    def told(*pairs: tuple[str, int]) -> bool:
+        return p._reclaimed(VmStat(counters=pairs))  # noqa: SLF001
+
+    assert told(("pgfault", 1), ("pgscan_kswapd", 5), ("pswpout", 2))  # the first: cannot tell
+    assert not told(("pgfault", 9), ("pgscan_kswapd", 5), ("pswpout", 2))
+    assert told(("pgfault", 9), ("pgscan_kswapd", 6), ("pswpout", 2))
+    assert told(("pgfault", 9), ("pgscan_kswapd", 6), ("pswpout", 3))
+    assert not told(("pgfault", 9), ("pgscan_kswapd", 6), ("pswpout", 3))
+    # the counters elsewhere (another layout): found there, and a move there still told
+    assert not told(("pgscan_kswapd", 6), ("pgfault", 9), ("pswpout", 3))
+    assert told(("pgscan_kswapd", 6), ("pgfault", 9), ("zswpout", 1), ("pswpout", 3))
+    assert told(("pgscan_kswapd", 6), ("pgfault", 9), ("zswpout", 2), ("pswpout", 3))
+    assert not told(("pgscan_kswapd", 6), ("pgfault", 10), ("zswpout", 2), ("pswpout", 3))
+    assert p._reclaimed(None)  # noqa: SLF001
