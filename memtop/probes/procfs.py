@@ -26,6 +26,11 @@ runs on the fault path for them. To keep memtop cheap with thousands of processe
   tick where ``/proc/vmstat`` shows reclaim; a long-idle process that wakes up then shows its
   first change up to ``quiet_every - 1`` ticks late. Exits are seen at once (the pid leaves the
   /proc listing);
+- /proc is listed only when a task was created since the last poll (/proc/stat's ``processes``,
+  the count of tasks the kernel created, read first: ``ProcfsProbe._forks``); otherwise the last
+  listing's pids are read again, and one that exited since is found by its read failing and its
+  directory gone (no pid can have come or been reused without a task created). Where schedstat
+  cannot tell (the fallback above) every poll lists;
 - a pid whose /proc/PID directory has another inode than when it was read is another process (the
   pid was reused between two listings: the kernel gives each process's directory an inode of its
   own), read at once however quiet; so a kernel thread, whose figures never change, is read once
