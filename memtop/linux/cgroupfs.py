@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import stat as stat_mod
@@ -346,6 +347,64 @@ def _flat_keyed(text: str | None) -> dict[str, int]:
     return out
 
 
+#: a flat-keyed file's name as the kernel prints them (memory.stat: "total_rss", "pgscan")
+_FLAT_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+class FlatLayouts:
+    """memory.stat's figures of ``wanted`` names by one match of its layout: the kernel prints a
+    memcg's memory.stat lines in the same order for its life, the same for every memcg of a
+    hierarchy (mm/memcontrol*.c memcg_stat_format(), memcg1_stat_format()), so a text is
+    matched whole against the pattern of the lines of one read before (the last few kept), its
+    wanted values the groups; a text no pattern matches is parsed line by line
+    (:func:`_flat_keyed`) and makes a pattern of its own. A pattern matches a text only where
+    _flat_keyed would give each wanted name the value its group gives: each line its name and a
+    space, a wanted name's last line then digits, every other line printable ASCII or tabs to
+    its newline (nothing ``str.splitlines`` would split into another line)."""
+
+    def __init__(self, wanted: frozenset[str], keep: int = 4) -> None:
+        self.wanted = wanted
+        self.keep = keep
+        #: (pattern, the wanted names it captures in order), the last matched first
+        self._layouts: list[tuple[re.Pattern[str], tuple[str, ...]]] = []
+
+    def parse(self, text: str | None) -> dict[str, int]:
+        """The wanted names' values as :func:`_flat_keyed` gives them (other names left out)."""
+        if not text:
+            return {}
+        layouts = self._layouts
+        for i, (pattern, names) in enumerate(layouts):
+            m = pattern.fullmatch(text)
+            if m is not None:
+                if i:
+                    layouts.insert(0, layouts.pop(i))
+                return dict(zip(names, map(int, m.groups()), strict=True))
+        raw = _flat_keyed(text)
+        made = self._layout(text)
+        if made is not None:
+            layouts.insert(0, made)
+            del layouts[self.keep :]
+        return {k: v for k, v in raw.items() if k in self.wanted}
+
+    def _layout(self, text: str) -> tuple[re.Pattern[str], tuple[str, ...]] | None:
+        lines = text.split("\n")
+        if lines.pop() != "":
+            return None  # no newline at the end
+        names = [line.partition(" ")[0] for line in lines]
+        last = {name: i for i, name in enumerate(names)}
+        parts: list[str] = []
+        order: list[str] = []
+        for i, (line, name) in enumerate(zip(lines, names, strict=True)):
+            if _FLAT_NAME.fullmatch(name) is None or len(line) == len(name):
+                return None
+            if name in self.wanted and last[name] == i:
+                parts.append(re.escape(name) + " ([0-9]+)\n")
+                order.append(name)
+            else:
+                parts.append(re.escape(name) + " [\t\x20-\x7e]*\n")
+        return re.compile("".join(parts)), tuple(order)
+
+
 def parse_pressure(text: str | None) -> tuple[int, int] | None:
     """(some total µs, full total µs) of a PSI file; None when it cannot be read."""
     if text is None:
@@ -417,6 +476,16 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
 }
 
 
+#: memory.stat's layouts, v2's and v1's (the names read: STAT_NAMES's)
+_STAT_V2 = FlatLayouts(frozenset(k2 for k2, _ in STAT_NAMES.values() if k2))
+_STAT_V1 = FlatLayouts(frozenset(k1 for _, k1 in STAT_NAMES.values() if k1))
+
+
+#: a cgroup file's path (os.path.join of its directory and name), kept for the cgroups read most:
+#: a moving cgroup's full read joins nine a tick
+_file_of = functools.lru_cache(maxsize=8192)(os.path.join)
+
+
 def read_memory(
     version: int, d: str, held: HeldFiles | None = None, usage_text: str | None = None
 ) -> Reading:
@@ -425,7 +494,7 @@ def read_memory(
     usage keeps moving). ``usage_text``: its usage file's text as the caller just read it (not
     read again)."""
     r = Reading()
-    j = os.path.join
+    j = _file_of
 
     def read(path: str, size: int = 4096) -> str | None:
         if held is None:
@@ -443,7 +512,7 @@ def read_memory(
         r.swap_bytes = parse_int(read(j(d, "memory.swap.current")))
         r.swap_limit_bytes = parse_int(read(j(d, "memory.swap.max")))
         r.events = _flat_keyed(read(j(d, "memory.events")))
-        raw = _flat_keyed(read(j(d, "memory.stat"), MAX_STAT))
+        raw = _STAT_V2.parse(read(j(d, "memory.stat"), MAX_STAT))
         r.stat = {name: raw[k2] for name, (k2, _) in STAT_NAMES.items() if k2 and k2 in raw}
         return r
 
@@ -466,7 +535,7 @@ def read_memory(
     for k in ("oom_kill", "under_oom"):
         if k in oom:
             r.events[k] = oom[k]
-    raw = _flat_keyed(read(j(d, "memory.stat"), MAX_STAT))
+    raw = _STAT_V1.parse(read(j(d, "memory.stat"), MAX_STAT))
     r.stat = {name: raw[k1] for name, (_, k1) in STAT_NAMES.items() if k1 and k1 in raw}
     kmem = parse_int(read(j(d, "memory.kmem.usage_in_bytes")))
     if kmem is not None:

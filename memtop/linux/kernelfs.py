@@ -43,6 +43,27 @@ def parse_meminfo(text: str) -> dict[str, int]:
     return out
 
 
+def lines_with(text: str, word: str) -> str:
+    """The lines of ``text`` (split at ``\\n``) that hold ``word``, in order, found by
+    ``str.find``: a parser given them alone gives the figures of every name that holds ``word``
+    as it does given the whole text (a line it splits further, where ``str.splitlines`` splits
+    and ``\\n`` does not, is split the same), without splitting the other lines."""
+    lines = []
+    at = text.find(word)
+    while at >= 0:
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        lines.append(text[text.rfind("\n", 0, at) + 1 : end])
+        at = text.find(word, end)
+    return "\n".join(lines)
+
+
+def parse_meminfo_of(text: str, word: str) -> dict[str, int]:
+    """:func:`parse_meminfo` of only the lines that hold ``word`` (:func:`lines_with`): the
+    figures of every name that holds it, the other ~55 lines not parsed."""
+    return parse_meminfo(lines_with(text, word))
+
+
 def parse_vmstat(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for line in text.splitlines():
@@ -434,12 +455,27 @@ def _reader(held: HeldFiles | None) -> Callable[[str, int], str | None]:
     return lambda path, limit: held.read(path, limit)
 
 
-def read_zswap_params(sys: str = "/sys", held: HeldFiles | None = None) -> dict[str, str]:
-    """zswap's parameters as text (``Y``/``N``, ``lzo``, ``20``); empty without zswap."""
+def zswap_param_names(sys: str = "/sys") -> tuple[str, ...]:
+    """The parameters of :data:`ZSWAP_PARAMS` this kernel has (a kernel drops some: zpool went
+    in 6.15), in that order; none without zswap. Fixed for the kernel's life: zswap is built in
+    (mm/Kconfig: ``bool``), and a built-in's parameters are made once at boot
+    (kernel/params.c param_sysfs_builtin()), none added or removed after."""
+    try:
+        present = set(os.listdir(os.path.join(sys, "module", "zswap", "parameters")))
+    except OSError:
+        return ()
+    return tuple(name for name in ZSWAP_PARAMS if name in present)
+
+
+def read_zswap_params(
+    sys: str = "/sys", held: HeldFiles | None = None, names: tuple[str, ...] = ZSWAP_PARAMS
+) -> dict[str, str]:
+    """zswap's parameters as text (``Y``/``N``, ``lzo``, ``20``); empty without zswap.
+    ``names``: those read (:func:`zswap_param_names`: not a missing file's open at each read)."""
     d = os.path.join(sys, "module", "zswap", "parameters")
     out: dict[str, str] = {}
     read = _reader(held)
-    for name in ZSWAP_PARAMS:
+    for name in names:
         text = read(os.path.join(d, name), 256)
         if text is not None:
             out[name] = clean(text.strip())
@@ -460,6 +496,20 @@ class MountTable:
         self._text: str | None = None
         #: reads of the file (for tests)
         self.reads = 0
+        #: (the text, where debugfs is in it) of the last :meth:`debugfs`
+        self._debugfs: tuple[str | None, str | None] | None = None
+
+    def debugfs(self) -> str | None:
+        """Where debugfs is mounted (:func:`debugfs_mount` of :meth:`text`), found again only
+        when the text is another object: one read of the table is one text, kept while no mount
+        or unmount happened (the table's ~30 lines are not split again at every poll)."""
+        text = self.text()
+        last = self._debugfs
+        if last is not None and last[0] is text and text is not None:
+            return last[1]
+        where = debugfs_mount(text)
+        self._debugfs = (text, where)
+        return where
 
     def text(self) -> str | None:
         if not self._watch:

@@ -185,6 +185,8 @@ class CgroupsProbe(Probe):
         #: cgroups the last walk found past ``max_cgroups`` and left out; how many times one was
         self._left_out: set[str] = set()
         self._left_out_total = 0
+        #: the last poll's count record
+        self._poll_rec: CgroupPoll | None = None
 
     @classmethod
     def at_start(cls, proc_root: str | os.PathLike[str]) -> CgroupsProbe:
@@ -464,7 +466,12 @@ class CgroupsProbe(Probe):
         lru = self._lru_gen(now)
         if lru is not None:
             out.append(lru)
-        out.append(CgroupPoll(len(now), over_limit=len(self._left_out), max_cgroups=self.max_cgroups))
+        count = (len(now), len(self._left_out), self.max_cgroups)
+        poll = self._poll_rec
+        if poll is None or (poll.cgroups, poll.over_limit, poll.max_cgroups) != count:
+            # made again only when a figure of it moved (most ticks send the same one)
+            poll = self._poll_rec = CgroupPoll(count[0], over_limit=count[1], max_cgroups=count[2])
+        out.append(poll)
         if self._left_out_total:
             out.append(Lost(self.name, OVER_LIMIT, self._left_out_total))
 

@@ -14,7 +14,7 @@ import os
 
 from memtop.core.errors import ProbeError
 from memtop.linux import kernelfs
-from memtop.linux.cgroupfs import read_text
+from memtop.linux.cgroupfs import HeldFiles, read_text
 from memtop.probes.base import Probe
 from memtop.records import Record
 from memtop.records.kernel import AllocProfile, BuddyInfo, KernelMem, SlabCaches, VmallocCallers
@@ -50,6 +50,12 @@ class KernelProbe(Probe):
         self._slab_error: tuple[str, str] | None = None
         self._vmap_stack: bool | None = None
         self._buddy: tuple[tuple[int, str, tuple[int, ...]], ...] | None = None
+        #: buddyinfo's text when ``_buddy`` was parsed of it (the same text: not parsed again)
+        self._buddy_text: str | None = None
+        #: meminfo, vmstat and buddyinfo held open on the real /proc and pread from offset 0
+        #: (procfs prints them anew there: an open, fstat and close each a poll less); opened
+        #: for each read elsewhere (a fixture file replaced would keep its old text)
+        self._held = HeldFiles(max_open=3) if proc_root == "/proc" else None
 
     @classmethod
     def at_start(cls, proc_root: str | os.PathLike[str]) -> KernelProbe:
@@ -66,12 +72,25 @@ class KernelProbe(Probe):
     def note(self) -> str:
         return "slabinfo unreadable" if self._slab_error else ""
 
+    def close(self) -> None:
+        if self._held is not None:
+            self._held.close()
+
+    def _read(self, name: str) -> str:
+        """A small /proc file's whole text ("" when it cannot be read), held open where it can
+        be (``_held``), else read as read_text reads it."""
+        path = self._path(name)
+        if self._held is None:
+            return read_text(path, 65536) or ""
+        raw = self._held.read_whole(path, 65536)
+        return "" if raw is None else raw.decode("utf-8", "replace")
+
     def poll(self) -> list[Record]:
         self._tick += 1
         out: list[Record] = []
-        mem = kernelfs.parse_meminfo(read_text(self._path("meminfo"), 65536) or "")
-        vm = kernelfs.parse_vmstat(read_text(self._path("vmstat"), 65536) or "")
-        zs = vm.get("nr_zspages")
+        mem = kernelfs.parse_meminfo(self._read("meminfo"))
+        # of vmstat's ~180 lines, only nr_zspages's is parsed
+        zs = kernelfs.parse_vmstat(kernelfs.lines_with(self._read("vmstat"), "nr_zspages")).get("nr_zspages")
         out.append(
             KernelMem(
                 meminfo=tuple(mem.items()),
@@ -88,7 +107,12 @@ class KernelProbe(Probe):
             self._slab_tick = self._tick
             out.append(self._slabinfo())
         if self.reads("buddyinfo"):
-            buddy = tuple(kernelfs.parse_buddyinfo(read_text(self._path("buddyinfo"), 65536) or ""))
+            text = self._read("buddyinfo")
+            if text != self._buddy_text or self._buddy is None:
+                self._buddy_text = text
+                buddy = tuple(kernelfs.parse_buddyinfo(text))
+            else:
+                buddy = self._buddy  # the same text: the same zones
             if buddy != self._buddy or self._tick % self.full_every == 0:
                 self._buddy = buddy
                 out.append(BuddyInfo(buddy))

@@ -26,6 +26,11 @@ runs on the fault path for them. To keep memtop cheap with thousands of processe
   tick where ``/proc/vmstat`` shows reclaim; a long-idle process that wakes up then shows its
   first change up to ``quiet_every - 1`` ticks late. Exits are seen at once (the pid leaves the
   /proc listing);
+- /proc is listed only when a task was created since the last poll (/proc/stat's ``processes``,
+  the count of tasks the kernel created, read first: ``ProcfsProbe._forks``); otherwise the last
+  listing's pids are read again, and one that exited since is found by its read failing and its
+  directory gone (no pid can have come or been reused without a task created). Where schedstat
+  cannot tell (the fallback above) every poll lists;
 - a pid whose /proc/PID directory has another inode than when it was read is another process (the
   pid was reused between two listings: the kernel gives each process's directory an inode of its
   own), read at once however quiet; so a kernel thread, whose figures never change, is read once
@@ -42,7 +47,8 @@ import pwd
 import re
 import resource
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from pathlib import Path
 from typing import Self, TypeVar, cast
 
@@ -87,6 +93,89 @@ VMSTAT_PREFIXES = (
 VMSTAT_LINES = re.compile(
     rb"\n((?:" + b"|".join(re.escape(p.encode()) for p in VMSTAT_PREFIXES) + rb")[^ \n]*) (\d+)"
 )
+#: the prefixes as bytes (``bytes.startswith``)
+VMSTAT_PREFIXES_B = tuple(p.encode() for p in VMSTAT_PREFIXES)
+
+
+def vmstat_layout(
+    raw: bytes, found: list[tuple[bytes, bytes]]
+) -> tuple[re.Pattern[bytes], list[bytes]] | None:
+    """A pattern of this /proc/vmstat text's lines (the kernel prints the same names in the same
+    order for its whole life: mm/vmstat.c vmstat_text) that a later text matches whole only when
+    :data:`VMSTAT_LINES` would find in it the same names, in the same order, as ``found`` (its
+    findall in ``raw``): each line of theirs ``name digits`` (its digits the group), each other
+    line its name, a space and anything but a newline; the names captured. A later text it does
+    not match is parsed by VMSTAT_LINES. None when ``raw`` is not such a text (a line of a
+    prefix's name that VMSTAT_LINES did not take, a line without a space, no newline at the
+    end): then every text is."""
+    lines = raw.split(b"\n")
+    if not lines or lines.pop() != b"":
+        return None
+    wanted = iter(found)
+    nxt = next(wanted, None)
+    parts: list[bytes] = []
+    names: list[bytes] = []
+    for line in lines:
+        name, sep, _ = line.partition(b" ")
+        if nxt is not None and name == nxt[0] and line == name + b" " + nxt[1]:
+            parts.append(re.escape(name) + rb" ([0-9]+)\n")
+            names.append(name)
+            nxt = next(wanted, None)
+        elif not sep or name.startswith(VMSTAT_PREFIXES_B):
+            return None
+        else:
+            parts.append(re.escape(name) + rb" [^\n]*\n")
+    if nxt is not None:
+        return None
+    return re.compile(b"".join(parts)), names
+
+
+#: the /proc/meminfo figures a MemInfo is made of
+MEMINFO_NAMES = (
+    "MemTotal",
+    "MemFree",
+    "MemAvailable",
+    "Buffers",
+    "Cached",
+    "SReclaimable",
+    "SwapTotal",
+    "SwapFree",
+    "Shmem",
+    "Slab",
+    "Zswap",
+    "Zswapped",
+)
+#: a meminfo line's name as the kernel prints them (fs/proc/meminfo.c: "Active(anon)", "DirectMap4k")
+MEMINFO_NAME = re.compile(rb"[A-Za-z0-9_()]+")
+
+
+def meminfo_layout(raw: bytes, wanted: tuple[str, ...]) -> tuple[re.Pattern[bytes], tuple[str, ...]] | None:
+    """A pattern of this /proc/meminfo text's lines (the kernel prints the same lines in the same
+    order for its life) that a later text matches whole only when parse_meminfo would give of it,
+    for each name of ``wanted``, the figure its groups give: each line its name and a colon; the
+    last line of a wanted name then spaces, digits (a group) and " kB" or not (a group); every
+    other line printable ASCII or tabs to its newline (nothing parse_meminfo's ``splitlines``
+    would split into another line). The wanted names it captures, in order. None when ``raw`` is
+    not such a text (a name of other characters, a line without a colon, no newline at the
+    end): then every text is parsed whole."""
+    lines = raw.split(b"\n")
+    if not lines or lines.pop() != b"":
+        return None
+    names = [line.partition(b":")[0] for line in lines]
+    last = {name: i for i, name in enumerate(names)}
+    parts: list[bytes] = []
+    order: list[str] = []
+    for i, (line, name) in enumerate(zip(lines, names, strict=True)):
+        if MEMINFO_NAME.fullmatch(name) is None or len(line) == len(name):
+            return None
+        if name.decode() in wanted and last[name] == i:
+            parts.append(re.escape(name) + rb":[ ]*([0-9]+)( kB)?\n")
+            order.append(name.decode())
+        else:
+            parts.append(re.escape(name) + rb":[\t\x20-\x7e]*\n")
+    return re.compile(b"".join(parts)), tuple(order)
+
+
 #: vmstat counters whose movement means the kernel took pages from processes this tick
 RECLAIM_COUNTERS = ("pgsteal", "pgscan", "pswpout", "zswpout")
 #: the /proc/PID/status fields a sample needs (Uid: the real uid, the first of four)
@@ -175,7 +264,9 @@ class ProcfsProbe(Probe):
         #: pid -> consecutive reads that returned the same stat line
         self._same: dict[int, int] = {}
         self._tick = 0
-        self._last_reclaim: tuple[int, ...] | None = None
+        self._last_reclaim: tuple[tuple[str, int], ...] | None = None
+        #: where vmstat's record has the reclaim counters, and the names of all it had then
+        self._reclaim_at: tuple[tuple[int, ...], tuple[str, ...]] | None = None
         #: stat files read on the last tick (for tests and the bench)
         self.last_reads = 0
         #: pids read every tick however quiet (the process in focus); replaced whole, never
@@ -203,6 +294,19 @@ class ProcfsProbe(Probe):
         self._host_last: dict[str, tuple[bytes, Record]] = {}
         #: /proc/vmstat's names as read, decoded (the same ~95 every tick)
         self._vm_names: dict[bytes, str] = {}
+        #: /proc/stat's count of tasks created at the last poll, and the pids as that poll's
+        #: listing had them (less those found gone since): while the count holds, the next poll
+        #: reads those and does not list /proc (an idle tick's listing was ~0.16 ms of CPU with
+        #: 60 processes, the largest part of its reads). Where schedstat tells (the real /proc)
+        self._last_forks: int | None = None
+        self._order: list[int] | None = None
+        #: whether the last poll listed /proc (for tests and the bench)
+        self.last_listed = True
+        #: the pattern of meminfo's lines (:func:`meminfo_layout`) and the figures it captures
+        self._mi_layout: tuple[re.Pattern[bytes], tuple[str, ...]] | None = None
+        #: the pattern of vmstat's lines (:func:`vmstat_layout`) and its counters' names: a text
+        #: it matches is parsed by that one match (its values the groups), none else made
+        self._vm_layout: tuple[re.Pattern[bytes], tuple[str, ...]] | None = None
 
     def follow(self, pid: int) -> None:
         """Read ``pid``'s stat every tick, however quiet it is (the source's focus intent)."""
@@ -426,10 +530,13 @@ class ProcfsProbe(Probe):
         phase = self._tick % self.quiet_every
         cache, same = self._cache, self._same
         self.last_reads = 0
-        try:
-            entries = os.scandir(self.root)
-        except OSError:
-            entries = None
+        # the pids as the last listing had them, when no task was created since (read before
+        # the listing it stands for: a task made after this read moves the count at the next)
+        forks = self._forks() if self.schedstat else None
+        order = self._order if forks is not None and forks == self._last_forks else None
+        self._last_forks = forks
+        entries, listing, order_now = self._pid_source(order)
+        self.last_listed = order is None
         kthreads, inodes, followed, every = self._kthreads, self._inodes, self.followed, self.quiet_every
         exact = self.schedstat
         backstop = self._tick % BACKSTOP_TICKS
@@ -448,14 +555,11 @@ class ProcfsProbe(Probe):
         read_pid = self.read_pid
         sched = self._sched
         sfds_get, sched_get, pread = self._sfds.get, sched.get, os.pread
-        with entries if entries is not None else contextlib.nullcontext(()) as listing:
-            for entry in listing:
-                name = entry.name
-                if not name.isdigit():
-                    continue
-                pid = int(name)
+        #: pids not read (None) while the listing was skipped: gone if their directory is
+        unread: list[int] = []
+        with entries if entries is not None else contextlib.nullcontext(()):
+            for pid, ino in listing:
                 listed_add(pid)
-                ino = entry.inode()
                 known = inodes_get(pid)
                 if known == ino:
                     if pid in kthreads:
@@ -500,6 +604,9 @@ class ProcfsProbe(Probe):
                 sample = read_pid(pid)
                 if sample is not None:
                     out_append(sample)
+                elif order is not None:
+                    unread.append(pid)
+        self._next_order(order_now, unread, listed)
         # every pid read has its inode noted first: those gone from the listing are all there
         gone_pids = inodes.keys() - listed
         for gone in gone_pids:
@@ -515,6 +622,60 @@ class ProcfsProbe(Probe):
             if rec is not None:
                 out.append(rec)
         return out
+
+    def _pid_source(
+        self, order: list[int] | None
+    ) -> tuple[contextlib.AbstractContextManager[object] | None, Iterable[tuple[int, int]], list[int] | None]:
+        """(the listing to close, the (pid, inode) pairs to go through, the pids in their order):
+        ``order``'s pids with their known inodes when the listing is skipped, else /proc's
+        listing (the order filled as it goes; None when /proc cannot be listed)."""
+        if order is not None:
+            inodes = self._inodes
+            return None, ((pid, inodes[pid]) for pid in order), order
+        try:
+            entries = os.scandir(self.root)
+        except OSError:
+            return None, (), None
+        order_now: list[int] = []
+        return entries, self._listing(entries, order_now), order_now
+
+    def _next_order(self, order: list[int] | None, unread: list[int], listed: set[int]) -> None:
+        """The pids the next poll goes through if no task is created by then: this poll's, less
+        those found gone. With the listing skipped, a process that exited since is found by its
+        read failing (its held files say ESRCH) and its directory gone; no other pid can have
+        come (no task was created), nor its pid been given to another process."""
+        if unread and order is not None:
+            exited = {pid for pid in unread if not os.path.isdir(f"{self._root_s}/{pid}")}
+            listed -= exited
+            order = [pid for pid in order if pid not in exited]
+        self._order = order if self.schedstat else None
+
+    @staticmethod
+    def _listing(entries: Iterable[os.DirEntry[str]] | None, order: list[int]) -> Iterator[tuple[int, int]]:
+        """(pid, inode of its directory) of each process the /proc listing has, in its order
+        (noted in ``order``)."""
+        for entry in entries or ():
+            name = entry.name
+            if name.isdigit():
+                pid = int(name)
+                order.append(pid)
+                yield pid, entry.inode()
+
+    def _forks(self) -> int | None:
+        """How many tasks the kernel has created since boot (/proc/stat's ``processes``: the
+        count kernel/fork.c copy_process() moves on, in the same tasklist_lock section where it
+        makes the task seen by pid, so by /proc's listing); None when it cannot be read. The
+        same count at two reads: no task was created in between, so no process appeared and
+        no pid was given to another."""
+        raw = self.read_host("stat")
+        if raw is None:
+            return None
+        at = raw.find(b"\nprocesses ")
+        if at < 0:
+            return None
+        end = raw.find(b"\n", at + 11)
+        value = raw[at + 11 : end if end >= 0 else len(raw)]
+        return int(value) if value.isdigit() else None
 
     def _reparented(self, out: list[Record], kept: dict[int, int], gone: set[int]) -> None:
         """The kept samples of processes whose parent exited this tick, read: the kernel gave
@@ -532,7 +693,17 @@ class ProcfsProbe(Probe):
         idle process's RSS may have changed without it running). True when it cannot tell."""
         if vmstat is None:
             return True
-        now = tuple(v for k, v in vmstat.counters if k.startswith(RECLAIM_COUNTERS))
+        counters = vmstat.counters
+        names = tuple(map(itemgetter(0), counters))
+        known = self._reclaim_at
+        if known is not None and known[1] == names:
+            at = known[0]
+        else:
+            # where the reclaim counters are, found again only for another list of names (the
+            # same ~95 in the same order every tick: then the pairs are picked in C)
+            at = tuple(i for i, k in enumerate(names) if k.startswith(RECLAIM_COUNTERS))
+            self._reclaim_at = (at, names)
+        now = tuple(map(counters.__getitem__, at))
         before, self._last_reclaim = self._last_reclaim, now
         return before is None or before != now
 
@@ -555,8 +726,18 @@ class ProcfsProbe(Probe):
         return self._host_record("meminfo", self._meminfo)
 
     def _meminfo(self, raw: bytes) -> MemInfo:
-        text = raw.decode("utf-8", errors="replace")
-        vals = parse_meminfo(text)
+        layout = self._mi_layout
+        if layout is not None and (m := layout[0].fullmatch(raw)) is not None:
+            # the lines as last time: the dozen figures from the match's groups, the other ~45
+            # lines not split
+            groups = m.groups()
+            vals = {
+                name: int(groups[2 * i]) * 1024 if groups[2 * i + 1] else int(groups[2 * i])
+                for i, name in enumerate(layout[1])
+            }
+        else:
+            vals = parse_meminfo(raw.decode("utf-8", errors="replace"))
+            self._mi_layout = meminfo_layout(raw, MEMINFO_NAMES)
         return MemInfo(
             total_bytes=vals.get("MemTotal", 0),
             free_bytes=vals.get("MemFree", 0),
@@ -596,12 +777,16 @@ class ProcfsProbe(Probe):
         return self._host_record("vmstat", self._vmstat)
 
     def _vmstat(self, raw: bytes) -> VmStat:
+        layout = self._vm_layout
+        if layout is not None and (m := layout[0].fullmatch(raw)) is not None:
+            # the lines as last time (every tick but the first): the counters are the match's
+            # groups, paired with their names in C (half the CPU of the findall below)
+            return VmStat(counters=tuple(zip(layout[1], map(int, m.groups()), strict=True)))
         # one regex pass in C over the ~180 lines, the ~90 wanted found by prefix (a Python loop
         # over every line was ~0.1 ms a tick, most of this read); each name decoded once
         names = self._vm_names
-        return VmStat(
-            counters=tuple(
-                (names.get(k) or names.setdefault(k, k.decode()), int(v))
-                for k, v in VMSTAT_LINES.findall(b"\n" + raw)
-            )
-        )
+        found = VMSTAT_LINES.findall(b"\n" + raw)
+        counters = tuple((names.get(k) or names.setdefault(k, k.decode()), int(v)) for k, v in found)
+        made = vmstat_layout(raw, found)
+        self._vm_layout = None if made is None else (made[0], tuple(names[k] for k in made[1]))
+        return VmStat(counters=counters)

@@ -406,10 +406,18 @@ class SwapinfoProbe(Probe):
         self._held = cgroupfs.HeldFiles(max_open=64) if real else None
         #: the mount table, read again only when it changed (where debugfs is)
         self._mounts = kernelfs.MountTable(str(self.proc))
+        #: zswap's parameters this kernel has, on the real /sys (found at load: fixed for the
+        #: kernel's life, kernelfs.zswap_param_names); every known one elsewhere
+        self._params: tuple[str, ...] = kernelfs.ZSWAP_PARAMS
+        #: the last poll's figures and the record made of them: the same figures again (an
+        #: idle machine's swap) are the same record, not made and cleaned again
+        self._last: tuple[tuple[object, ...], SwapInfo] | None = None
 
     def load(self) -> None:
         if not (self.proc / "swaps").is_file():
             raise ProbeError(f"{self.proc}/swaps is missing", "this kernel has no swap support")
+        if self._held is not None:
+            self._params = kernelfs.zswap_param_names(str(self.sys))
 
     def close(self) -> None:
         if self._held is not None:
@@ -417,7 +425,13 @@ class SwapinfoProbe(Probe):
         self._mounts.close()
 
     def poll(self) -> list[Record]:
-        return [read_swapinfo(self.proc, self.sys, self._held, self._mounts)]
+        fields = swapinfo_fields(self.proc, self.sys, self._held, self._mounts, self._params)
+        last = self._last
+        if last is not None and last[0] == fields:
+            return [last[1]]
+        rec = SwapInfo(*fields)
+        self._last = (fields, rec)
+        return [rec]
 
 
 def _read(path: Path, held: cgroupfs.HeldFiles | None = None) -> str:
@@ -438,6 +452,27 @@ def read_swapinfo(
     """The swap devices, zswap's pool, parameters and debugfs counters, and zram's devices: the
     files opened for the read, or held open in ``held``; the mount table (where debugfs is) read
     anew or from ``mounts``."""
+    return SwapInfo(*swapinfo_fields(proc, sys, held, mounts))
+
+
+def swapinfo_fields(
+    proc: Path,
+    sys: Path,
+    held: cgroupfs.HeldFiles | None = None,
+    mounts: kernelfs.MountTable | None = None,
+    params_read: tuple[str, ...] = kernelfs.ZSWAP_PARAMS,
+) -> tuple[
+    tuple[tuple[str, str, int, int, int], ...],
+    bool,
+    int,
+    int,
+    tuple[tuple[str, str], ...],
+    tuple[tuple[str, int], ...],
+    str,
+    tuple[tuple[str, str, int, tuple[tuple[str, int], ...]], ...],
+]:
+    """:func:`read_swapinfo`'s figures, in the order of SwapInfo's fields (``params_read``: the
+    zswap parameters read, kernelfs.zswap_param_names)."""
     devices: list[tuple[str, str, int, int, int]] = []
     for line in _read(proc / "swaps", held).splitlines()[1:]:
         parts = line.split()
@@ -454,24 +489,25 @@ def read_swapinfo(
                 )
             except ValueError:
                 continue
-    meminfo = kernelfs.parse_meminfo(_read(proc / "meminfo", held))
-    params = kernelfs.read_zswap_params(str(sys), held)
-    mountinfo = (
-        mounts.text()
-        if mounts is not None
-        else read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape")
-    )
-    debugfs = kernelfs.debugfs_mount(mountinfo)
+    # the two zswap lines only (Zswap, Zswapped): the other ~55 are not parsed
+    meminfo = kernelfs.parse_meminfo_of(_read(proc / "meminfo", held), "Zswap")
+    params = kernelfs.read_zswap_params(str(sys), held, params_read)
+    if mounts is not None:
+        debugfs = mounts.debugfs()
+    else:
+        debugfs = kernelfs.debugfs_mount(
+            read_text(str(proc / "self" / "mountinfo"), errors="surrogateescape")
+        )
     debug = kernelfs.read_zswap_debug(debugfs) if debugfs else {}
-    return SwapInfo(
-        devices=tuple(devices),
-        zswap_enabled=params.get("enabled") in ("Y", "1"),
-        zswap_pool_bytes=meminfo.get("Zswap", 0),
-        zswapped_bytes=meminfo.get("Zswapped", 0),
-        zswap_params=tuple(params.items()),
-        zswap_debug=tuple(debug.items()),
-        debugfs=clean(debugfs) if debug and debugfs else "",
-        zram=tuple(
+    return (
+        tuple(devices),
+        params.get("enabled") in ("Y", "1"),
+        meminfo.get("Zswap", 0),
+        meminfo.get("Zswapped", 0),
+        tuple(params.items()),
+        tuple(debug.items()),
+        clean(debugfs) if debug and debugfs else "",
+        tuple(
             (z.name, z.algorithm, z.disksize_bytes, tuple(z.stats.items()))
             for z in kernelfs.read_zram(str(sys), held=held)
         ),

@@ -731,3 +731,56 @@ def test_held_files_dropped_by_directory(tmp_path: Path) -> None:
     assert held.read(str(dirs[2] / "memory.current")) == "2\n"  # still held, read anew
     held.close()
     assert len(held) == 0
+
+
+V1_STAT_TEXT = "".join(
+    f"{name} {i * 4096}\n"
+    for i, name in enumerate(
+        ["cache", "rss", "rss_huge", "shmem", "mapped_file", "dirty", "writeback", "pgfault"]
+        + ["hierarchical_memory_limit", "total_cache", "total_rss", "total_shmem", "total_dirty"]
+        + ["total_writeback", "total_mapped_file", "total_pgfault", "total_pgmajfault"]
+        + ["total_inactive_anon", "total_active_anon", "total_inactive_file", "total_active_file"]
+    )
+)
+
+
+def wanted_of(text: str, layouts: cgroupfs.FlatLayouts) -> dict[str, int]:
+    return {k: v for k, v in cgroupfs._flat_keyed(text).items() if k in layouts.wanted}  # noqa: SLF001
+
+
+@pytest.mark.parametrize(
+    ("later", "matched"),
+    [
+        (V1_STAT_TEXT.replace("total_rss 40960", "total_rss 99").replace("rss 4096", "rss 7"), True),
+        (V1_STAT_TEXT, True),
+        (V1_STAT_TEXT.replace("pgfault 28672", "pgfault x"), True),  # a name not read
+        # another layout, or a text _flat_keyed reads otherwise: a line more, one less, a value
+        # not digits, a sign, a line split by a vertical tab, a duplicate, no newline at the end
+        (V1_STAT_TEXT + "total_rss 5\n", False),
+        (V1_STAT_TEXT.replace("rss_huge 8192\n", ""), False),
+        (V1_STAT_TEXT.replace("total_rss 40960", "total_rss x"), False),
+        (V1_STAT_TEXT.replace("total_rss 40960", "total_rss -4"), False),
+        (V1_STAT_TEXT.replace("pgfault 28672", "pgfault 1\x0btotal_rss 3"), False),
+        (V1_STAT_TEXT.replace("cache 0", "total_cache 7"), False),
+        (V1_STAT_TEXT.rstrip("\n"), False),
+    ],
+)
+def test_memory_stat_by_its_layout_gives_what_a_line_by_line_parse_gives(later: str, matched: bool) -> None:
+    """memory.stat read again is matched whole against the layout of a read before (its wanted
+    figures the groups); what that match takes gives the figures _flat_keyed gives, and any
+    other text is parsed line by line (and makes a layout of its own)."""
+    layouts = cgroupfs.FlatLayouts(frozenset(k1 for _, k1 in cgroupfs.STAT_NAMES.values() if k1))
+    assert layouts.parse(V1_STAT_TEXT) == wanted_of(V1_STAT_TEXT, layouts)
+    (pattern, _names) = layouts._layouts[0]  # noqa: SLF001
+    assert (pattern.fullmatch(later) is not None) == matched
+    assert layouts.parse(later) == wanted_of(later, layouts)
+    assert layouts.parse(V1_STAT_TEXT) == wanted_of(V1_STAT_TEXT, layouts)  # the first layout kept
+
+
+def test_memory_stat_layouts_of_two_hierarchies_are_both_kept() -> None:
+    layouts = cgroupfs.FlatLayouts(frozenset(k2 for k2, _ in cgroupfs.STAT_NAMES.values() if k2), keep=2)
+    other = "anon 5\nfile 6\n"
+    for text in (V2_STAT, other, V2_STAT, other):
+        assert layouts.parse(text) == wanted_of(text, layouts)
+    assert len(layouts._layouts) == 2  # noqa: SLF001
+    assert layouts.parse("") == {} and layouts.parse(None) == {}

@@ -367,3 +367,51 @@ def test_exporter_gauges_from_the_kernel_pane(tmp_path: Path) -> None:
     assert sum(sizes.values()) == sum(c.total_bytes for c in caches.values())
     objs = {s.labels["cache"]: s.value for s in fams["memtop_slab_cache_objects"].samples}
     assert objs[top[0].name] == top[0].active_objs
+
+
+def test_the_kernel_probe_reads_what_moved_in_buddyinfo_and_vmstat(tmp_path: Path) -> None:
+    """buddyinfo's text unchanged is not parsed again (no record: nothing moved); changed, its
+    new figures are sent at once. nr_zspages is found in vmstat's lines as a whole parse finds it."""
+    from memtop.records.kernel import BuddyInfo, KernelMem
+
+    root = _proc(tmp_path, None, None)
+    buddy = (DATA / "buddyinfo.txt").read_text()
+    (root / "buddyinfo").write_text(buddy)
+    vmstat = "nr_free_pages 100\nnr_zspages_x 9\nnr_zspages 7\npgfault 3\n"
+    (root / "vmstat").write_text(vmstat)
+    probe = KernelProbe(str(root))
+    probe.load()
+
+    def polled() -> tuple[KernelMem, list[BuddyInfo]]:
+        recs = probe.poll()
+        (mem,) = [r for r in recs if isinstance(r, KernelMem)]
+        return mem, [r for r in recs if isinstance(r, BuddyInfo)]
+
+    mem, (first,) = polled()
+    assert mem.zspages_bytes == kernelfs.parse_vmstat(vmstat)["nr_zspages"] * kernelfs.PAGE
+    assert first.zones == tuple(kernelfs.parse_buddyinfo(buddy))
+    assert polled()[1] == []  # the same text: nothing moved
+    line = buddy.splitlines()[0]
+    moved = buddy.replace(line, line.rsplit(" ", 1)[0] + " 12345", 1)
+    assert moved != buddy
+    (root / "buddyinfo").write_text(moved)
+    (root / "vmstat").write_text(vmstat.replace("nr_zspages 7", "nr_zspages 8"))
+    mem, (changed,) = polled()
+    assert changed.zones == tuple(kernelfs.parse_buddyinfo(moved)) != first.zones
+    assert mem.zspages_bytes == 8 * kernelfs.PAGE
+    assert polled()[1] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "nr_free_pages 100\nnr_zspages 7\npgfault 3\n",
+        "nr_zspages 7\nnr_zspages 9",  # the last wins, no newline at the end
+        "nr_zspages_x 1\nx nr_zspages 2\nnr_zspages -3\n",
+        "a\rnr_zspages 4\r\nnr_zspages\x0b5\n",  # str.splitlines splits where \n does not
+        "",
+    ],
+)
+def test_the_lines_with_a_name_parse_as_the_whole_text(text: str) -> None:
+    whole = kernelfs.parse_vmstat(text).get("nr_zspages")
+    assert kernelfs.parse_vmstat(kernelfs.lines_with(text, "nr_zspages")).get("nr_zspages") == whole

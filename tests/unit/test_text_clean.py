@@ -102,3 +102,38 @@ def test_fast_row_fixers_clean_as_the_general_ones(
         assert got == want
         if want is value:
             assert got is value
+
+
+#: mostly clean names (as /proc/vmstat's and memory.stat's are), some hostile, some too long
+names = st.one_of(
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xA0), max_size=4),
+    hostile,
+    st.just("n" * (LIMIT + 1)),
+)
+#: rows that are not (str, int) pairs: short, a list, a str, another type where the text is
+odd_rows = st.one_of(
+    st.tuples(names, st.integers()),
+    st.tuples(names),
+    st.just(()),
+    st.lists(st.one_of(names, st.integers()), max_size=3),
+    names,
+    st.tuples(st.one_of(st.integers(), st.none(), st.binary(max_size=3)), st.integers()),
+    st.dictionaries(st.integers(0, 2), names, max_size=2),
+)
+
+
+@given(st.lists(odd_rows, max_size=8))
+@settings(max_examples=500, deadline=None)
+def test_the_row_fixer_vouches_only_for_what_the_general_one_leaves(raw: list[object]) -> None:
+    """The rows' fixer's passes in C (every name joined, tested at once) return the very tuple
+    only where the general fixer does, whatever the rows are, and give what it gives."""
+    from memtop.records import _fix_fixed, _fix_items, _fix_rows, _fix_str
+
+    general = _fix_items(_fix_fixed(((0, _fix_str),)))
+    fast = _fix_rows((0,), general)
+    value = tuple(raw)
+    want = general(value)
+    got = fast(value)
+    assert got == want
+    assert (got is value) == (want is value)
