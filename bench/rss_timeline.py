@@ -72,7 +72,7 @@ def inside(out: Path, after_s: float, min_kib: int) -> int:
         trim()
         note(f"malloc_trim: {was} -> {rss_anon_kib()} kB ({threading.current_thread().name})")
 
-    bridge.release_heap = traced_trim
+    bridge.release_heap = traced_trim  # type: ignore[attr-defined]  # the name the bridge calls
     poll_probes = bridge.Bridge._poll_probes
 
     def each_poll(self: Any, probes: list[Any], now: float, force: bool) -> Any:
