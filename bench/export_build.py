@@ -111,7 +111,7 @@ def measure(case: str, ticks: int, openmetrics: bool) -> dict[str, Any]:
         def subscribe(self, fn: Callable[[Batch], None]) -> None:
             self.subs.append(fn)
 
-        async def poll(self) -> Batch | None:
+        async def poll(self, at: float | None = None) -> Batch | None:
             self.n += 1
             ts = self.n * 15 * S
             sent: list[Record] = list(cgroups.values()) if self.n == 1 else []

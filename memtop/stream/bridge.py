@@ -126,39 +126,88 @@ async def in_daemon_thread(fn: Callable[[], T], name: str) -> T:
 WORKER_IDLE_S = 30.0
 
 
+class Due:
+    """When a job given to :class:`DaemonWorker` is to run (``time.monotonic()`` seconds), and
+    whether it has begun or is not to run at all (under the worker's lock)."""
+
+    __slots__ = ("at", "begun", "dropped")
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.begun = False
+        self.dropped = False
+
+
 class DaemonWorker:
     """One long-lived daemon thread that runs the functions given to it one at a time, each
     awaited: the polls. A thread per poll (:func:`in_daemon_thread`) cost a thread's creation,
     start-up handshake and exit every tick. The thread ends after :data:`WORKER_IDLE_S` without
     a job, or when :meth:`stop` is called (a new job starts it again), so a source left unclosed
-    leaves no thread behind for long; daemon, it never keeps an exiting memtop alive."""
+    leaves no thread behind for long; daemon, it never keeps an exiting memtop alive.
+
+    A job may wait for its time in the thread (``due``): the event loop that awaits it then
+    sleeps until the job's result comes, one wake-up for a timed poll where a timer firing in
+    the loop, then the result, were two."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._jobs: queue.SimpleQueue[
-            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any], Due | None] | None
         ] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        #: wakes a job waiting for its time (told to run now, or dropped)
+        self._due_changed = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
         #: threads started (for tests: one per run of jobs, not one per job)
         self.started = 0
 
-    async def run(self, fn: Callable[[], T]) -> T:
+    async def run(self, fn: Callable[[], T], due: Due | None = None) -> T | None:
+        """``fn()`` in the thread, once ``due.at`` has come (at once without ``due``); None
+        when the job was dropped (:meth:`drop`) before it began."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
+        fut: asyncio.Future[T | None] = loop.create_future()
         with self._lock:
-            self._jobs.put((loop, fut, fn))
+            self._jobs.put((loop, fut, fn, due))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
                 self.started += 1
                 self._thread.start()
         return await fut
 
+    def retime(self, due: Due, at: float) -> bool:
+        """Run the job of ``due`` at ``at`` instead (0: now): False when it has begun already
+        (or was dropped)."""
+        with self._lock:
+            if due.begun or due.dropped:
+                return False
+            due.at = at
+            self._due_changed.notify_all()
+            return True
+
+    def drop(self, due: Due) -> None:
+        """The job of ``due``, if it has not begun, is not run: its awaiter gets None."""
+        with self._lock:
+            if not due.begun:
+                due.dropped = True
+                self._due_changed.notify_all()
+
     def stop(self) -> None:
         """End the thread once the job it runs (if any) is done."""
         with self._lock:
             if self._thread is not None:
                 self._jobs.put(None)
+
+    def _wait_for(self, due: Due) -> bool:
+        """Wait until ``due``'s time (which may change meanwhile) or until it is dropped;
+        whether to run it."""
+        with self._lock:
+            while not due.dropped:
+                left = due.at - time.monotonic()
+                if left <= 0:
+                    break
+                self._due_changed.wait(left)
+            due.begun = not due.dropped
+            return due.begun
 
     def _serve(self) -> None:
         while True:
@@ -172,7 +221,11 @@ class DaemonWorker:
                         self._thread = None
                         return
                 continue
-            _run_into(*job)
+            loop, fut, fn, due = job
+            if due is not None and not self._wait_for(due):
+                _run_into(loop, fut, lambda: None)
+                continue
+            _run_into(loop, fut, fn)
 
 
 def _run_into(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], fn: Callable[[], Any]) -> None:
@@ -268,7 +321,9 @@ class Bridge:
         self._loader: asyncio.Task[None] | None = None
         self._polling = False
         #: the poll in flight (shielded from its awaiter's cancellation; see poll)
-        self._poll_task: asyncio.Task[Batch] | None = None
+        self._poll_task: asyncio.Task[Batch | None] | None = None
+        #: when the poll in flight is to run, while it is a timed one (see poll)
+        self._poll_due: Due | None = None
         #: the thread the polls run in, kept from poll to poll
         self._poller = DaemonWorker("memtop-poll")
         self._stopped = False
@@ -834,23 +889,44 @@ class Bridge:
         for fn in self._subs:
             fn(batch)
 
-    async def poll(self) -> Batch | None:
-        if self._polling or self._stopped:
-            return None  # a slow poll absorbs this tick
+    async def poll(self, at: float | None = None) -> Batch | None:
+        """The next batch; with ``at`` (``time.monotonic()`` seconds), polled then: the poll
+        thread waits for it, so the event loop sleeps until the batch comes. A poll asked for
+        while a timed one still waits for its time takes that one over at its own time (now,
+        without ``at``: a pane shown again is polled at once, not at the next tick; a timer
+        started again at a new interval) and returns its batch."""
+        if self._stopped:
+            return None
+        if self._polling:  # a slow poll absorbs this tick
+            due, task = self._poll_due, self._poll_task
+            if due is not None and task is not None and self._poller.retime(due, at or 0.0):
+                return await asyncio.shield(task)
+            return None
         self._polling = True
+        due = Due(at) if at is not None else None
+        self._poll_due = due
         # shielded: the poll takes the pending statuses in its thread, so an awaiter cancelled
         # meanwhile (the drill-in's first-data worker, when the drill-in is left) must not drop
         # the batch: it is handed on all the same (a status lost so never reached the state)
-        self._poll_task = asyncio.get_running_loop().create_task(self._poll_and_publish())
+        self._poll_task = asyncio.get_running_loop().create_task(self._poll_and_publish(due))
         return await asyncio.shield(self._poll_task)
 
-    async def _poll_and_publish(self) -> Batch:
+    async def _poll_and_publish(self, due: Due | None = None) -> Batch | None:
         try:
-            batch = await self._poller.run(self.poll_sync)
+            batch = await self._poller.run(self.poll_sync, due)
         finally:
             self._polling = False
+            self._poll_due = None
+        if batch is None:  # a timed poll dropped before its time (the source stopped)
+            return None
         self.publish(batch)
         return batch
+
+    def _drop_timed_poll(self) -> None:
+        """A timed poll still waiting for its time is not made (the source stops)."""
+        due = self._poll_due
+        if due is not None:
+            self._poller.drop(due)
 
     async def wait_settled(self, timeout_s: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -864,6 +940,7 @@ class Bridge:
         """Detach every probe (idempotent, safe from signal/atexit paths). A poll still running
         in a worker finishes first, waited for at most ``wait_s``."""
         self._stopped = True
+        self._drop_timed_poll()
         self._poller.stop()
         from memtop.probes import symbols
 
@@ -898,6 +975,7 @@ class Bridge:
         """Detach everything, promptly: symbol lookups are cut short, a compilation under way is
         waited for briefly (the probe it loads closes itself when it ends), and a poll too."""
         self._stopped = True
+        self._drop_timed_poll()  # a poll waiting for its time is not waited for
         from memtop.probes import symbols
 
         symbols.shutdown()

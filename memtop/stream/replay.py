@@ -22,7 +22,7 @@ from memtop.core.errors import BadRecording
 from memtop.records import Batch, ProbeStatus, Record
 from memtop.records.process import Focus
 from memtop.stream.recfile import Recording
-from memtop.stream.source import Subscriber
+from memtop.stream.source import Subscriber, sleep_until
 
 #: a checkpoint of the subscribers' state every this many batches (see ReplaySource)
 CHECKPOINT_EVERY = 64
@@ -128,7 +128,8 @@ class ReplaySource:
         self.seek_ns(target)
         self._wall = time.monotonic()
 
-    async def poll(self) -> Batch | None:
+    async def poll(self, at: float | None = None) -> Batch | None:
+        await sleep_until(at)
         now = time.monotonic()
         last, self._wall = self._wall, now
         if not self.playing or last is None:

@@ -96,10 +96,11 @@ class Runner:
         """Start the source: its first batch (the /proc readers) is in the state on return."""
         await self.source.start()
 
-    async def tick(self) -> Batch | None:
+    async def tick(self, at: float | None = None) -> Batch | None:
         """One poll of the source, applied and passed on. None when the source had nothing this
-        time (a poll still running absorbs the tick; a paused replay)."""
-        return await self.source.poll()
+        time (a poll still running absorbs the tick; a paused replay). ``at``: the poll is made
+        at that ``time.monotonic()`` (the source waits for it), else now."""
+        return await self.source.poll(at)
 
     async def settle(self, stop: asyncio.Event | None = None, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
         """Wait until every probe is attached or has failed (or ``stop``, or the timeout)."""

@@ -10,6 +10,8 @@ record (``memtop.records.process.Focus``), so a recording carries it.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
@@ -46,6 +48,15 @@ class ReplayControls(Protocol):
         ...
 
 
+async def sleep_until(at: float | None) -> None:
+    """Sleep until ``time.monotonic()`` reaches ``at`` (None: return at once): a source whose
+    polls are made in the event loop waits for a timed poll here."""
+    if at is not None:
+        left = at - time.monotonic()
+        if left > 0:
+            await asyncio.sleep(left)
+
+
 class Source(Protocol):
     """Batches of records in, intents out."""
 
@@ -68,9 +79,11 @@ class Source(Protocol):
         """Begin: the first batch is published before this returns; probes attach in the background."""
         ...
 
-    async def poll(self) -> Batch | None:
+    async def poll(self, at: float | None = None) -> Batch | None:
         """The next batch (also handed to subscribers); None when there is none this tick (a poll
-        still running absorbs this one; a paused replay)."""
+        still running absorbs this one; a paused replay). ``at``: polled at that
+        ``time.monotonic()`` (the live source waits in its poll thread, see
+        :func:`sleep_until`), else now."""
         ...
 
     def settled(self) -> bool:

@@ -28,7 +28,7 @@ from memtop.records import Batch
 from memtop.runtime import lifecycle, priority, ready, resources, startup_gc
 from memtop.state import State
 from memtop.stream.runner import Runner
-from memtop.stream.source import Source
+from memtop.stream.source import Source, sleep_until
 from memtop.ui import help, term_compat
 from memtop.ui.levels import mono
 from memtop.ui.lines import KeyLine, TabLine, show_text
@@ -317,16 +317,36 @@ class MemtopApp(RecordReplay):
 
     def _start_timer(self) -> None:
         if self._timer is not None:
-            self._timer.stop()
-        self._timer = self.set_interval(self.runner.interval_s, self._tick) if self.timer_ticks else None
+            self._timer.cancel()
+        self._timer = (
+            self.run_worker(self._ticks(), name="ticks", exit_on_error=True) if self.timer_ticks else None
+        )
 
-    async def _tick(self) -> None:
-        await self.tick()
+    async def _ticks(self) -> None:
+        """A tick every ``interval_s`` on a fixed grid from now, as Textual's ``set_interval``
+        (a late tick skips the times it missed). Each tick's poll is asked for its time (the
+        live source waits for it in its poll thread): the event loop is woken once a tick, by
+        the batch, not first by a timer and then by the batch."""
+        step = self.runner.interval_s
+        start = time.monotonic()
+        n = 1
+        while True:  # cancelled when the timer is started again and when the app ends
+            at = start + n * step
+            now = time.monotonic()
+            if at < now:  # late: the next time on the grid
+                n = int((now - start) / step) + 1
+                continue
+            await self.tick(at)
+            # absorbed at once by a poll in flight (a pane's catch-up): this tick's time is waited
+            # for here, not spun through
+            await sleep_until(at)
+            n += 1
 
-    async def tick(self) -> Batch | None:
-        """One tick, as the timer runs it: poll the source, apply, announce notices, redraw.
-        The batch applied (None: the source had nothing, or a poll in flight absorbed this one)."""
-        batch = await self.runner.tick()
+    async def tick(self, at: float | None = None) -> Batch | None:
+        """One tick, as the timer runs it: poll the source (at ``time.monotonic()`` ``at``, else
+        now), apply, announce notices, redraw. The batch applied (None: the source had nothing,
+        or a poll in flight absorbed this one)."""
+        batch = await self.runner.tick(at)
         # notices any state asks for (e.g. an OOM kill) show on whatever screen is up, paused
         # too, except on the pane that shows the same thing in full: there a toast would cover
         # the detail it repeats

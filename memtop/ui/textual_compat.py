@@ -13,6 +13,8 @@ starts with an underscore.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import inspect
 import os
 import selectors
@@ -29,6 +31,7 @@ from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
 from textual._two_way_dict import TwoWayDict
 from textual.geometry import Region
+from textual.screen import UPDATE_PERIOD as SCREEN_UPDATE_PERIOD_S
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
@@ -474,12 +477,78 @@ class LeanCompositor(Compositor):
         return chops
 
 
+class UpdateTimer:
+    """The screen's update timer (``Screen._update_timer``) without its wake-up for nothing.
+
+    Textual's is a :class:`textual.timer.Timer` that the screen resumes when a widget asks for a
+    repaint and pauses in the update it fires. After each update the timer's task still sleeps to
+    its next 1/60 s before waiting to be resumed again: on an idle tick (one update a second)
+    that sleep is a wake-up of the event loop of its own, a third of the main thread's. Here an
+    update is one callback on the loop, scheduled when resumed: at once, or as Textual's would,
+    no sooner than one period after the last (the frame-rate cap), and nothing is left to wake
+    up once it ran. Paused, the scheduled update is cancelled, as Textual's waits."""
+
+    def __init__(self, screen: Screen[Any], period_s: float) -> None:
+        self._screen = screen
+        self._period_s = period_s
+        self._handle: asyncio.Handle | None = None
+        #: the loop's time of the last update (its frame-rate cap)
+        self._last = float("-inf")
+        self._stopped = False
+        #: the context the screen's own timer task would run in (its app, its message pump)
+        self._context = contextvars.copy_context()
+
+    def resume(self) -> None:
+        if self._handle is not None or self._stopped:
+            return
+        loop = asyncio.get_running_loop()
+        delay = self._last + self._period_s - loop.time()
+        if delay > 0:
+            self._handle = loop.call_later(delay, self._fire, context=self._context)
+        else:
+            self._handle = loop.call_soon(self._fire, context=self._context)
+
+    def pause(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def stop(self) -> None:
+        self.pause()
+        self._stopped = True
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._last = asyncio.get_running_loop().time()
+        app = self._screen.app
+        if app._exit:  # as Timer._tick: no update once the app is exiting
+            return
+        try:
+            self._screen._on_timer_update()
+        except Exception as error:  # noqa: BLE001 - as Timer._tick: the app shows it and exits
+            app._handle_exception(error)
+
+
 class LeanScreen(Screen[Any]):
-    """A screen that draws its partial updates through :class:`LeanCompositor`."""
+    """A screen that draws its partial updates through :class:`LeanCompositor`, and updates
+    through an :class:`UpdateTimer`."""
 
     def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._compositor = LeanCompositor()
+        self._lean_timer: UpdateTimer | None = None
+
+    @property
+    def _update_timer(self) -> Any:  # Screen's is a Timer: every use of it is pause and resume
+        timer = self._lean_timer
+        if timer is None:
+            timer = self._lean_timer = UpdateTimer(self, SCREEN_UPDATE_PERIOD_S)
+        return timer
+
+    async def _message_loop_exit(self) -> None:
+        if self._lean_timer is not None:
+            self._lean_timer.stop()
+        await super()._message_loop_exit()
 
 
 def _compositor_problems() -> list[str]:
@@ -490,6 +559,12 @@ def _compositor_problems() -> list[str]:
     params = list(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
     if params != ["chops", "spans", "chop_ends"]:
         out.append(f"textual._compositor.ChopsUpdate takes {params}, not chops, spans, chop_ends")
+    updates = inspect.getsource(Screen._on_idle) + inspect.getsource(Screen._refresh_layout)
+    updates += inspect.getsource(Screen._on_timer_update)
+    if not isinstance(Screen.__dict__.get("_update_timer"), property) or any(
+        f"self._update_timer.{call}()" not in updates for call in ("resume", "pause")
+    ):
+        out.append("Screen._update_timer is no longer a property that is resumed and paused")
     if "self._compositor = Compositor()" not in inspect.getsource(Screen.__init__):
         out.append("Screen.__init__ no longer sets self._compositor = Compositor()")
     source = inspect.getsource(Compositor._render_chops)

@@ -13,6 +13,7 @@ from memtop.records.host import HostFacts, VmStat
 from memtop.records.oom import OomKill
 from memtop.records.reclaim import ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import VmscanTotals
+from memtop.stream.source import sleep_until
 
 if TYPE_CHECKING:
     from memtop.ui.app import MemtopApp
@@ -150,7 +151,8 @@ class FakeSource:
     async def start(self) -> None:
         return None
 
-    async def poll(self) -> Batch | None:
+    async def poll(self, at: float | None = None) -> Batch | None:
+        await sleep_until(at)
         if not self.batches:
             return None
         b = self.batches.pop(0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 
 from support.waits import wait_until_async
 
@@ -136,3 +137,63 @@ async def test_the_poll_thread_hands_back_a_failure_and_starts_again_after_stopp
     assert await worker.run(lambda: 2) == 2
     assert worker.started == 2
     worker.stop()
+
+
+class TimedProbe(Probe):
+    """Notes when (``time.monotonic()``) each poll runs."""
+
+    name = "timed"
+    needs_bpf = False
+    cadence_s = 0.0
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def load(self) -> None:
+        return None
+
+    def poll(self) -> list[Record]:
+        self.times.append(time.monotonic())
+        return []
+
+
+async def test_a_timed_poll_waits_in_the_poll_thread_for_its_time() -> None:
+    """The TUI asks for each tick's poll at its time (one wake-up of the event loop a tick):
+    the poll is made then, not before."""
+    probe = TimedProbe()
+    bridge = Bridge([probe])
+    await bridge.start()
+    probe.times.clear()
+    at = time.monotonic() + 0.3
+    batch = await bridge.poll(at)
+    assert batch is not None
+    assert len(probe.times) == 1 and probe.times[0] >= at
+    await bridge.stop()
+
+
+async def test_a_poll_asked_now_takes_over_a_timed_poll_still_waiting() -> None:
+    """A pane shown again is polled at once (its probes were polled less often): a timed poll
+    waiting for the next tick is made now and both awaiters get its batch. A timer started
+    again (a new interval) re-times it the same way; a stopped source does not make it."""
+    probe = TimedProbe()
+    bridge = Bridge([probe])
+    await bridge.start()
+    probe.times.clear()
+    loop = asyncio.get_running_loop()
+    timed = loop.create_task(bridge.poll(time.monotonic() + 3600))
+    await asyncio.sleep(0)  # the timed poll is handed to the thread
+    now = await asyncio.wait_for(bridge.poll(), 60)  # the bound is not the test: an hour is
+    assert now is not None and await asyncio.wait_for(timed, 60) is now
+    assert len(probe.times) == 1
+
+    timed = loop.create_task(bridge.poll(time.monotonic() + 3600))
+    await asyncio.sleep(0)
+    again = await asyncio.wait_for(bridge.poll(time.monotonic()), 60)
+    assert again is not None and await asyncio.wait_for(timed, 60) is again
+    assert len(probe.times) == 2
+
+    timed = loop.create_task(bridge.poll(time.monotonic() + 3600))
+    await asyncio.sleep(0)
+    await asyncio.wait_for(bridge.stop(), 60)
+    assert await asyncio.wait_for(timed, 60) is None
+    assert len(probe.times) == 2

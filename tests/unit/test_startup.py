@@ -99,9 +99,9 @@ def test_a_long_headless_snapshot_gives_the_collector_back_once_started(tmp_path
     class Watching(FakeSource):
         seen: list[bool] = []
 
-        async def poll(self) -> Any:
+        async def poll(self, at: float | None = None) -> Any:
             self.seen.append(gc.isenabled())
-            return await super().poll()
+            return await super().poll(at)
 
     source = Watching()
     startup_gc.hold()
