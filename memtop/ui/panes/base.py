@@ -323,6 +323,9 @@ def _unchanged(
         return False
     if sort is not None:
         mark_sort(table, tuple(c for c in last[1].columns if c.key not in (extra or {})), *sort, memo=memo)
+    if isinstance(table, FastTable):
+        # the cells kept for sharing are those of the last two fills, as a filler keeps them
+        memo.texts_before, memo.texts = memo.texts, {}
     return True
 
 
