@@ -12,7 +12,7 @@ from memtop.linux import cgroupfs
 from memtop.records.processes import ProcSample
 from memtop.state import State
 from memtop.state.cgroups import CgroupsState
-from memtop.state.processes import ExitedRow, ProcessesState, rss_growth_per_s
+from memtop.state.processes import SPARK_LEN, ExitedRow, ProcessesState, rss_growth_per_s
 from memtop.state.reclaim import ReclaimState
 from memtop.state.swapin import SwapinState
 from memtop.views import Column, Head, Options, View, measuring, render_table
@@ -243,8 +243,10 @@ class ProcessesView(View[ProcessesDoc]):
         cache: dict[int, tuple[ProcSample, Figures, ProcessRow]] = {}
         memcg = state.get(CgroupsState).pid_memcg
         old_cache = self._row_cache
+        needle = opts.filter
         for pid, r in procs.rows.items():
             s = r.sample
+            same = r.spark_same
             figures: Figures = (
                 r.minflt_per_s,
                 r.majflt_per_s,
@@ -252,13 +254,15 @@ class ProcessesView(View[ProcessesDoc]):
                 swapwait.get(pid, swap_default),
                 memcg.get(pid),
                 # a window of equal values grows at 0.0: rss_growth_per_s reads its ring's ends
-                # through Python, which with 1,000 idle processes was half of this document
-                0.0 if r.spark_same >= len(r.spark) else round(rss_growth_per_s(r), 1),
+                # through Python, which with 1,000 idle processes was half of this document. A
+                # window is at most SPARK_LEN long: a sleeper's count of equal values, past it,
+                # says so without the ring's length (a call into Python a row)
+                0.0 if same >= SPARK_LEN or same >= len(r.spark) else round(rss_growth_per_s(r), 1),
             )
             hit = old_cache.get(pid)
             if hit is not None and hit[0] is s and hit[1] == figures:
                 cache[pid] = hit
-                if matches(hit[2], opts.filter):
+                if not needle or matches(hit[2], needle):
                     rows.append(hit[2])
                 continue
             row = _process_row(
@@ -283,7 +287,7 @@ class ProcessesView(View[ProcessesDoc]):
                 }
             )
             cache[pid] = (s, figures, row)
-            if matches(row, opts.filter):
+            if not needle or matches(row, needle):
                 rows.append(row)
         self._row_cache = cache
         key = opts.sort if opts.sort in SORT_KEYS else "rss_bytes"

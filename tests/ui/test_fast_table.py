@@ -734,3 +734,71 @@ def test_a_fast_table_s_compact_rows_read_and_edit_as_data_table_s() -> None:
         return out
 
     assert asyncio.run(run(FastTable)) == asyncio.run(run(DataTable))
+
+
+def test_the_same_rows_again_are_not_fitted_keyed_or_compared(monkeypatch: Any) -> None:
+    """An idle tick hands fill_table the very rows of the last (the "Recently exited" table
+    every tick, the processes when none moved): nothing is fitted, keyed or compared again, but
+    the sort mark still follows the sort, a new width fits the columns again, computed cells
+    that may have moved are computed, and a table changed behind fill_table's back is filled."""
+    from memtop.ui.panes import base
+    from memtop.views import Column
+
+    fills: list[int] = []
+    filler_init = base._Filler.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        fills.append(1)
+        filler_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(base._Filler, "__init__", counted)
+    columns = (Column("key", "KEY", numeric=False), Column("n", "N"))
+    computed: list[str] = []
+
+    def twice(row: Any) -> str:
+        computed.append(row["key"])
+        return str(2 * row["n"])
+
+    def labels(t: DataTable[Any]) -> list[str]:
+        return [c.label.plain for c in t.ordered_columns]
+
+    def cells(t: DataTable[Any]) -> list[list[str]]:
+        return [[c.plain for c in t.get_row_at(i)] for i in range(t.row_count)]
+
+    async def run() -> None:
+        app = _app(FastTable)
+        async with app.run_test(size=(60, 12)) as pilot:
+            t = app.query_one("#t", FastTable)
+            rows = [{"key": f"p{i}", "n": 1000 + i} for i in range(20)]
+            base.fill_table(t, columns, rows, "key", sort=("n", True))
+            await settle(pilot)
+            assert fills == [1] and labels(t) == ["KEY", "N"]  # measured after: no room yet
+            base.fill_table(t, columns, list(rows), "key", sort=("n", True))
+            assert fills == [1] and labels(t) == ["KEY", "N ▼"]  # the column widened since
+            base.fill_table(t, columns, list(rows), "key", sort=("n", False))  # reversed: the mark
+            assert fills == [1] and labels(t) == ["KEY", "N ▲"]
+            # a row replaced: filled
+            rows[3] = {"key": "p3", "n": 3333}
+            base.fill_table(t, columns, rows, "key", sort=("n", False))
+            assert fills == [1, 1] and cells(t)[3] == ["p3", "3333"]
+            # computed cells: filled unless said unchanged
+            extra: dict[str, base.Cell] = {"TWICE": twice}
+            base.fill_table(t, columns, rows, "key", extra=extra, sort=("n", False))
+            base.fill_table(t, columns, rows, "key", extra=extra, sort=("n", False))
+            assert len(fills) == 4
+            computed.clear()
+            base.fill_table(t, columns, rows, "key", extra=extra, extra_same=lambda r: r["n"] != 3333)
+            assert len(fills) == 5 and computed == ["p3"]
+            base.fill_table(t, columns, rows, "key", extra=extra, extra_same=lambda r: True)
+            assert len(fills) == 5 and cells(t)[3] == ["p3", "3333", "6666"]
+            # another width: fitted again
+            await pilot.resize_terminal(50, 12)
+            await settle(pilot)
+            base.fill_table(t, columns, rows, "key", extra=extra, extra_same=lambda r: True)
+            assert len(fills) == 6
+            # emptied behind its back: filled again
+            t.clear()
+            base.fill_table(t, columns, rows, "key", extra=extra, extra_same=lambda r: True)
+            assert len(fills) == 7 and t.row_count == 20 and cells(t)[3] == ["p3", "3333", "6666"]
+
+    asyncio.run(run())

@@ -205,6 +205,8 @@ def fill_table(
     memo = _MEMOS.get(table)
     if memo is None:
         memo = _MEMOS[table] = TableMemo()
+    if _unchanged(table, columns, rows, extra, extra_same, sort, extra_priority, memo):
+        return
     selected = cursor_key(table)
     # the positions whose row object is not the one given there last time (views hand unchanged
     # rows on): None when as many rows did not come; none at all, the keys and widths are what
@@ -290,6 +292,57 @@ def fill_table(
             table.move_cursor(row=index, animate=False)
 
 
+def _unchanged(
+    table: DataTable[Any],
+    columns: tuple[Column[str], ...],
+    rows: Sequence[Mapping[str, Any]],
+    extra: dict[str, Cell] | None,
+    extra_same: Callable[[Mapping[str, Any]], bool] | None,
+    sort: tuple[str, bool] | None,
+    extra_priority: int,
+    memo: TableMemo,
+) -> bool:
+    """Whether a fill would find nothing to do: the very row objects given last time, in the
+    same order (their keys, cells and widths are what the table shows), their computed cells
+    unchanged, the same width, sort and columns, and the table as the last fill left it. Only the
+    sort mark is checked again (a column widened since may now have room for its arrow). On an
+    idle tick that is the "Recently exited" table every tick, and the process table whenever no
+    process moved: keying, fitting and comparing them found what this finds at once."""
+    last = memo.fit
+    given = memo.given
+    if (
+        last is None
+        or len(rows) != len(given)
+        or not table.columns
+        or len(memo.keys) != table.row_count
+        or last[0] != _fit_key(table, columns, extra or {}, extra_priority, sort)
+        or not all(map(operator.is_, rows, given))
+    ):
+        return False
+    if extra and (extra_same is None or not all(map(extra_same, rows))):
+        return False
+    if sort is not None:
+        mark_sort(table, tuple(c for c in last[1].columns if c.key not in (extra or {})), *sort, memo=memo)
+    if isinstance(table, FastTable):
+        # the cells kept for sharing are those of the last two fills, as a filler keeps them
+        memo.texts_before, memo.texts = memo.texts, {}
+    return True
+
+
+def _fit_key(
+    table: DataTable[Any],
+    columns: tuple[Column[str], ...],
+    extra: dict[str, Cell],
+    extra_priority: int,
+    sort: tuple[str, bool] | None,
+) -> tuple[Any, ...]:
+    """What a fit of the columns depends on besides the rows: the table's width (before the
+    first layout: the terminal's), its vertical scrollbar's room kept whether shown or not, the
+    sort column, the columns and the computed columns."""
+    width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
+    return (width, sort[0] if sort else "", columns, tuple(extra), extra_priority)
+
+
 def _fit(
     table: DataTable[Any],
     columns: tuple[Column[str], ...],
@@ -306,8 +359,8 @@ def _fit(
     last call, and the ids of those given then and not now (None: not known). With none, the
     last fit holds unless the width, the sort or the columns changed; else only the rows that
     came are measured, and the fit is made again only when the widest cell of a column changed."""
-    width = (table.size.width or table.app.size.width) - table.styles.scrollbar_size_vertical
-    key = (width, sort[0] if sort else "", columns, tuple(extra), extra_priority)
+    key = _fit_key(table, columns, extra, extra_priority, sort)
+    width = key[0]
     last = memo.fit
     if last is not None and last[0] == key and change is not None and not change[0] and not change[1]:
         return last[1]
