@@ -349,7 +349,7 @@ class CgroupsState(SubState):
             if len(m) > MAX_PIDS:
                 del m[next(iter(m))]
 
-    def _remember_all(self, m: OrderedDict[int, str], pids: tuple[int, ...], path: str) -> None:
+    def _remember_all(self, m: dict[int, str], pids: tuple[int, ...], path: str) -> None:
         """:meth:`_remember` of each of ``pids``. Most samples list members already remembered
         in ``path`` (the root cgroup's ~150 processes, every tick its usage moved): that is
         checked in C first, and only a sample with a member new to ``path`` goes through them
