@@ -476,9 +476,16 @@ STAT_NAMES: dict[str, tuple[str, str]] = {
 }
 
 
-#: memory.stat's layouts, v2's and v1's (the names read: STAT_NAMES's)
+#: v1 memory.stat's lines of the lowest limits of the cgroup and its ancestors
+#: (mm/memcontrol-v1.c memcg1_stat_format(): the min of each one's ``memory.max`` and
+#: ``memsw.max``, in bytes)
+V1_HIER_LIMIT, V1_HIER_MEMSW = "hierarchical_memory_limit", "hierarchical_memsw_limit"
+
+#: memory.stat's layouts, v2's and v1's (the names read: STAT_NAMES's; v1's hierarchical limits)
 _STAT_V2 = FlatLayouts(frozenset(k2 for k2, _ in STAT_NAMES.values() if k2))
-_STAT_V1 = FlatLayouts(frozenset(k1 for _, k1 in STAT_NAMES.values() if k1))
+_STAT_V1 = FlatLayouts(
+    frozenset([*(k1 for _, k1 in STAT_NAMES.values() if k1), V1_HIER_LIMIT, V1_HIER_MEMSW])
+)
 
 
 #: a cgroup file's path (os.path.join of its directory and name), kept for the cgroups read most:
@@ -519,13 +526,23 @@ def read_memory(
     def unl(v: int | None) -> int | None:
         return None if v is None or v >= V1_UNLIMITED else v
 
+    # memory.stat first: its hierarchical limits are the lowest of the cgroup's own and its
+    # ancestors', so one unlimited there (>= V1_UNLIMITED) is the cgroup's own limit unlimited at
+    # that read (its limit file would say as much, or more: None either way). Then that file is
+    # not read: two reads less for a cgroup without limits, read in full at each tick it moves
+    # (the root, whose limits cannot be set, and the usual parents of a v1 machine)
+    raw = _STAT_V1.parse(read(j(d, "memory.stat"), MAX_STAT))
+    hier, hier_sw = raw.get(V1_HIER_LIMIT), raw.get(V1_HIER_MEMSW)
     r.usage_bytes = parse_int(usage_text if usage_text is not None else read(j(d, "memory.usage_in_bytes")))
-    r.limit_bytes = unl(parse_int(read(j(d, "memory.limit_in_bytes"))))
+    if hier is None or hier < V1_UNLIMITED:
+        r.limit_bytes = unl(parse_int(read(j(d, "memory.limit_in_bytes"))))
     r.soft_limit_bytes = unl(parse_int(read(j(d, "memory.soft_limit_in_bytes"))))
     memsw = parse_int(read(j(d, "memory.memsw.usage_in_bytes")))
     if memsw is not None and r.usage_bytes is not None:
         r.swap_bytes = max(0, memsw - r.usage_bytes)
-    memsw_limit = unl(parse_int(read(j(d, "memory.memsw.limit_in_bytes"))))
+    memsw_limit = None
+    if hier_sw is None or hier_sw < V1_UNLIMITED:
+        memsw_limit = unl(parse_int(read(j(d, "memory.memsw.limit_in_bytes"))))
     if memsw_limit is not None and r.limit_bytes is not None:
         r.swap_limit_bytes = max(0, memsw_limit - r.limit_bytes)
     failcnt = parse_int(read(j(d, "memory.failcnt")))
@@ -535,7 +552,6 @@ def read_memory(
     for k in ("oom_kill", "under_oom"):
         if k in oom:
             r.events[k] = oom[k]
-    raw = _STAT_V1.parse(read(j(d, "memory.stat"), MAX_STAT))
     r.stat = {name: raw[k1] for name, (_, k1) in STAT_NAMES.items() if k1 and k1 in raw}
     kmem = parse_int(read(j(d, "memory.kmem.usage_in_bytes")))
     if kmem is not None:

@@ -124,6 +124,8 @@ class CgroupsProbe(Probe):
         #: when lru_gen was last read (monotonic ns; None: never), and whether the last read gave ages
         self._lru_gen_ns: int | None = None
         self._lru_gen_sent = False
+        #: the kernel has no MGLRU (found at load): ``lru_gen/enabled`` is not looked for again
+        self._no_lru_gen = False
         self.max_cgroups = max_cgroups
         self.full_every = full_every
         self.walk_every = walk_every
@@ -197,6 +199,12 @@ class CgroupsProbe(Probe):
     def load(self) -> None:
         self.layout = cgroupfs.layout(self.proc_root)
         self._real_tree = True
+        # sysfs's mm directory without lru_gen: a kernel built without MGLRU, which cannot gain
+        # it (CONFIG_LRU_GEN is built in, never a module: mm/vmscan.c init_lru_gen() makes the
+        # directory at boot), so its enabled file is not opened again every LRU_GEN_EVERY_NS
+        # only to be missing (no record was ever sent for it: _lru_gen says nothing then)
+        mm = os.path.join(self.sys_root, "kernel", "mm")
+        self._no_lru_gen = os.path.isdir(mm) and not os.path.lexists(os.path.join(mm, "lru_gen"))
         if self.layout.mode == "none":
             raise ProbeError(
                 "no cgroup hierarchy is mounted (/proc/self/mountinfo lists none)",
@@ -562,6 +570,8 @@ class CgroupsProbe(Probe):
         ``lru_gen/enabled`` says MGLRU is on and debugfs (mounted by someone else: memtop never
         mounts it) has the ``lru_gen`` file. A record saying why not when the ages it sent before
         can no longer be read, so none outlives its reading."""
+        if self._no_lru_gen:
+            return None
         t = time.monotonic_ns()
         if self._lru_gen_ns is not None and t - self._lru_gen_ns < LRU_GEN_EVERY_NS:
             return None

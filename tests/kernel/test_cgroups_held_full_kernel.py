@@ -158,3 +158,42 @@ def test_a_busy_cgroups_forks_and_exits_show_at_the_next_poll_between_walks() ->
             assert ask(proc, out, "reap") == "reaped"
             grow(proc, out, 4)
             assert pids() == (proc.pid,)
+
+
+@pytest.mark.bpf
+def test_limits_written_to_a_cgroup_without_limits_are_read_at_once() -> None:
+    """A v1 cgroup whose memory.stat says no limit above or on it has its limit files left
+    unread (memtop.linux.cgroupfs.read_memory): a limit written to it then shows at the next
+    read, as its file opened anew says, and so does its removal; the root's limits (which the
+    kernel refuses to set) read as its files say."""
+    with memcg(1024 * MiB) as cg:
+        version = 1 if cg.v1 else 2
+        limit = cg.path / ("memory.limit_in_bytes" if cg.v1 else "memory.max")
+        memsw = cg.path / ("memory.memsw.limit_in_bytes" if cg.v1 else "memory.swap.max")
+        limit.write_text("-1" if cg.v1 else "max")
+        held = cgroupfs.HeldFiles()
+        try:
+            r = cgroupfs.read_memory(version, str(cg.path), held)
+            assert r.limit_bytes is None and r.swap_limit_bytes is None
+            if cg.v1:
+                assert cg.stat()["hierarchical_memory_limit"] >= cgroupfs.V1_UNLIMITED
+                assert str(limit) not in held._fds  # noqa: SLF001 - not read: memory.stat said
+            limit.write_text(str(700 * MiB))
+            r = cgroupfs.read_memory(version, str(cg.path), held)
+            assert r.limit_bytes == 700 * MiB == cgroupfs.parse_int(limit.read_text())
+            if memsw.exists():
+                memsw.write_text(str(800 * MiB) if cg.v1 else str(100 * MiB))
+                assert cgroupfs.read_memory(version, str(cg.path), held).swap_limit_bytes == 100 * MiB
+                memsw.write_text("-1" if cg.v1 else "max")
+            limit.write_text("-1" if cg.v1 else "max")
+            r = cgroupfs.read_memory(version, str(cg.path), held)
+            assert r.limit_bytes is None and r.swap_limit_bytes is None
+            if cg.v1:
+                root = cg.path.parent
+                with pytest.raises(OSError):  # the kernel refuses: the root's limit is fixed
+                    (root / "memory.limit_in_bytes").write_text(str(700 * MiB))
+                r = cgroupfs.read_memory(1, str(root), held)
+                fresh = cgroupfs.parse_int((root / "memory.limit_in_bytes").read_text())
+                assert fresh is not None and fresh >= cgroupfs.V1_UNLIMITED and r.limit_bytes is None
+        finally:
+            held.close()

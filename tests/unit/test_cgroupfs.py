@@ -784,3 +784,60 @@ def test_memory_stat_layouts_of_two_hierarchies_are_both_kept() -> None:
         assert layouts.parse(text) == wanted_of(text, layouts)
     assert len(layouts._layouts) == 2  # noqa: SLF001
     assert layouts.parse("") == {} and layouts.parse(None) == {}
+
+
+def test_v1_limits_unlimited_in_memory_stat_are_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v1 memory.stat's hierarchical limits are the lowest of the cgroup's and its ancestors':
+    unlimited there, the cgroup's own limit files (which would say as much) are not read;
+    limited there, they are, and their own figures are the cgroup's."""
+    d = tmp_path / "memtop-x"
+    d.mkdir()
+    unlimited = "9223372036854771712"
+    files = {
+        "memory.usage_in_bytes": str(100 * MiB),
+        "memory.limit_in_bytes": unlimited,
+        "memory.soft_limit_in_bytes": unlimited,
+        "memory.memsw.usage_in_bytes": str(100 * MiB),
+        "memory.memsw.limit_in_bytes": unlimited,
+        "memory.failcnt": "0",
+        "memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
+        "memory.kmem.usage_in_bytes": str(MiB),
+        "memory.stat": f"rss 2\nhierarchical_memory_limit {unlimited}\n"
+        f"hierarchical_memsw_limit {unlimited}\ntotal_rss 2\n",
+    }
+    for k, v in files.items():
+        (d / k).write_text(v + "\n")
+    read: list[str] = []
+    real = cgroupfs.read_text
+
+    def counted(path: str, *args: Any, **kwargs: Any) -> str | None:
+        read.append(os.path.basename(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(cgroupfs, "read_text", counted)
+    r = cgroupfs.read_memory(1, str(d))
+    assert r.limit_bytes is None and r.swap_limit_bytes is None
+    assert "memory.limit_in_bytes" not in read and "memory.memsw.limit_in_bytes" not in read
+    assert r.stat == {"anon": 2, "kernel": MiB}  # the limits' lines are not stat figures
+    # a parent's limit below (the hierarchical figures limited): the cgroup's own files say
+    # its own limits, 200 and 300 MiB, above the parent's 150 and 250
+    (d / "memory.limit_in_bytes").write_text(f"{200 * MiB}\n")
+    (d / "memory.memsw.limit_in_bytes").write_text(f"{300 * MiB}\n")
+    (d / "memory.stat").write_text(
+        f"rss 2\nhierarchical_memory_limit {150 * MiB}\nhierarchical_memsw_limit {250 * MiB}\ntotal_rss 2\n"
+    )
+    read.clear()
+    r = cgroupfs.read_memory(1, str(d))
+    assert "memory.limit_in_bytes" in read and "memory.memsw.limit_in_bytes" in read
+    assert r.limit_bytes == 200 * MiB and r.swap_limit_bytes == 100 * MiB
+    # only the memory limit unlimited in the stat: the memsw limit file is still read
+    (d / "memory.limit_in_bytes").write_text(unlimited + "\n")
+    (d / "memory.stat").write_text(
+        f"hierarchical_memory_limit {unlimited}\nhierarchical_memsw_limit {250 * MiB}\n"
+    )
+    read.clear()
+    r = cgroupfs.read_memory(1, str(d))
+    assert read.count("memory.memsw.limit_in_bytes") == 1 and "memory.limit_in_bytes" not in read
+    assert r.limit_bytes is None and r.swap_limit_bytes is None

@@ -255,3 +255,28 @@ def test_doctor_says_a_running_kdamond_is_not_memtops() -> None:
         "file, which memtop never does" in damon.hint
     )
     assert not damon.required and _damon_files() == before
+
+
+def test_a_kernel_without_mglru_is_not_asked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sysfs's mm directory without lru_gen at load (a kernel built without MGLRU, which cannot
+    gain it: it is never a module) is not looked at again; with it, its enabled file is read
+    at the polls as before."""
+    asked: list[str] = []
+    real = kernelfs.lru_gen_enabled
+
+    def counted(sys: str = "/sys") -> tuple[str, bool]:
+        asked.append(sys)
+        return real(sys)
+
+    monkeypatch.setattr(kernelfs, "lru_gen_enabled", counted)
+    probe = tree(tmp_path)
+    monkeypatch.setattr(cgroupfs, "layout", lambda proc: probe.layout)
+    probe.load()
+    assert any(isinstance(r, CgroupLruGen) for r in probe.poll()) and len(asked) == 1
+    shutil.rmtree(tmp_path / "sys" / "kernel" / "mm" / "lru_gen")
+    again = CgroupsProbe(probe.proc_root, sys_root=probe.sys_root)
+    again.load()
+    for _ in range(3):
+        assert not any(isinstance(r, CgroupLruGen) for r in again.poll())
+        again._lru_gen_ns = None  # noqa: SLF001 - as if LRU_GEN_EVERY_NS had passed
+    assert len(asked) == 1
