@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import selectors
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -67,36 +65,7 @@ def inside(out: Path, warmup_s: float, seconds: float, argv: list[str]) -> int:
 
 
 def main(warmup_s: float, seconds: float, argv: list[str]) -> dict[str, Any]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import support.memtop_run as run
-    from support import PtyMemtop
-    from support.waits import wait_until
-
-    out = Path(tempfile.mkdtemp(prefix="memtop-loop-wakeups-")) / "log.json"
-    saved = run.memtop_cmd
-    run.memtop_cmd = lambda: [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--inside",
-        str(out),
-        "--warmup",
-        str(warmup_s),
-        "--seconds",
-        str(seconds),
-        "--",
-    ]
-    try:
-        m = PtyMemtop(argv, size=(45, 160))
-    finally:
-        run.memtop_cmd = saved
-    try:
-        wait_until(out.exists, "memtop's notes", warmup_s + seconds + 120)
-        doc: dict[str, Any] = json.loads(out.read_text())
-        return doc
-    finally:
-        m.kill()
-        out.unlink(missing_ok=True)
-        out.parent.rmdir()
+    return self_profile.run_in_pty(Path(__file__), "memtop's notes", warmup_s, seconds, argv)
 
 
 def show(doc: dict[str, Any], turns: int) -> None:

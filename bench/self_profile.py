@@ -220,24 +220,29 @@ def run_inside(out: Path, argv: list[str], count: Callable[[], dict[str, Any]]) 
     return entry()
 
 
-def main(warmup_s: float, seconds: float, argv: list[str], cprofile: Path | None = None) -> dict[str, Any]:
+def run_in_pty(
+    script: Path, what: str, warmup_s: float, seconds: float, argv: list[str], extra: list[str] | None = None
+) -> dict[str, Any]:
+    """memtop on a 160x45 pseudo-terminal, started as ``script --inside OUT …`` (a bench that
+    wraps memtop's functions before it runs), and the JSON it writes to OUT once its window
+    ends (``what``: how the wait names it)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import support.memtop_run as run
     from support import PtyMemtop
     from support.waits import wait_until
 
-    out = Path(tempfile.mkdtemp(prefix="memtop-self-profile-")) / "parts.json"
+    out = Path(tempfile.mkdtemp(prefix=f"memtop-{script.stem.replace('_', '-')}-")) / "out.json"
     saved = run.memtop_cmd
     run.memtop_cmd = lambda: [
         sys.executable,
-        str(Path(__file__).resolve()),
+        str(script.resolve()),
         "--inside",
         str(out),
         "--warmup",
         str(warmup_s),
         "--seconds",
         str(seconds),
-        *(["--cprofile", str(cprofile.resolve())] if cprofile is not None else []),
+        *(extra or []),
         "--",
     ]
     try:
@@ -245,13 +250,18 @@ def main(warmup_s: float, seconds: float, argv: list[str], cprofile: Path | None
     finally:
         run.memtop_cmd = saved
     try:
-        wait_until(out.exists, "memtop's parts", warmup_s + seconds + 120)
+        wait_until(out.exists, what, warmup_s + seconds + 120)
         doc: dict[str, Any] = json.loads(out.read_text())
         return doc
     finally:
         m.kill()
         out.unlink(missing_ok=True)
         out.parent.rmdir()
+
+
+def main(warmup_s: float, seconds: float, argv: list[str], cprofile: Path | None = None) -> dict[str, Any]:
+    extra = ["--cprofile", str(cprofile.resolve())] if cprofile is not None else []
+    return run_in_pty(Path(__file__), "memtop's parts", warmup_s, seconds, argv, extra)
 
 
 def show(doc: dict[str, Any]) -> None:
