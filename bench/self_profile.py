@@ -40,6 +40,7 @@ PARTS = (
     ("textual._compositor", "Compositor", "reflow", "  of which: layout (the compositor's reflow)"),
     ("textual._styles_cache", "StylesCache", "render_line", "  of which: lines through the styles cache"),
     ("memtop.ui.table", "FastTable", "render_line", "    of which: the tables' own lines"),
+    ("textual.widget", "Widget", "_render_content", "    of which: widgets' content rendered anew"),
     ("textual.app", "App", "_display", "  of which: the terminal write"),
     ("memtop.ui.app", "MemtopApp", "redraw", "the app's redraw (views, tables filled)"),
     ("memtop.ui.app", "MemtopApp", "_draw_header", "  of which: the header"),
