@@ -20,8 +20,9 @@ import functools
 import os
 import re
 import stat as stat_mod
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from typing import AnyStr
 
 #: v1 limits at or above this mean "no limit" (the kernel reports PAGE_COUNTER_MAX * PAGE_SIZE,
 #: rounded down to a page: 9223372036854771712 on 64-bit)
@@ -387,22 +388,43 @@ class FlatLayouts:
         return {k: v for k, v in raw.items() if k in self.wanted}
 
     def _layout(self, text: str) -> tuple[re.Pattern[str], tuple[str, ...]] | None:
-        lines = text.split("\n")
-        if lines.pop() != "":
-            return None  # no newline at the end
-        names = [line.partition(" ")[0] for line in lines]
-        last = {name: i for i, name in enumerate(names)}
-        parts: list[str] = []
-        order: list[str] = []
-        for i, (line, name) in enumerate(zip(lines, names, strict=True)):
-            if _FLAT_NAME.fullmatch(name) is None or len(line) == len(name):
-                return None
-            if name in self.wanted and last[name] == i:
-                parts.append(re.escape(name) + " ([0-9]+)\n")
-                order.append(name)
-            else:
-                parts.append(re.escape(name) + " [\t\x20-\x7e]*\n")
-        return re.compile("".join(parts)), tuple(order)
+        return keyed_layout(text, " ", _FLAT_NAME, self.wanted, " ([0-9]+)\n", " [\t\x20-\x7e]*\n")
+
+
+def keyed_layout(
+    text: AnyStr,
+    sep: AnyStr,
+    name_ok: re.Pattern[AnyStr],
+    wanted: Collection[str],
+    value: AnyStr,
+    other: AnyStr,
+) -> tuple[re.Pattern[AnyStr], tuple[str, ...]] | None:
+    """A pattern of the lines of ``text``, a file of ``name<sep>…`` lines the kernel prints in
+    the same order for its life (memory.stat, /proc/meminfo), that a later text matches whole
+    only when it has the same names in the same order: a ``wanted`` name's last line its escaped
+    name then ``value`` (the groups of its figure), every other line its name then ``other``;
+    with the wanted names it captures, in order. ``value`` and ``other`` end in the newline, and
+    ``other`` takes nothing a line parser's ``splitlines`` would split into another line. None
+    when ``text`` is not such a text (a name ``name_ok`` refuses, a line without ``sep``, no
+    newline at the end): then every text is parsed line by line."""
+    nl = "\n" if isinstance(text, str) else b"\n"
+    lines = text.split(nl)
+    if lines.pop():
+        return None  # no newline at the end
+    names = [line.partition(sep)[0] for line in lines]
+    last = {name: i for i, name in enumerate(names)}
+    parts: list[AnyStr] = []
+    order: list[str] = []
+    for i, (line, name) in enumerate(zip(lines, names, strict=True)):
+        if name_ok.fullmatch(name) is None or len(line) == len(name):
+            return None
+        key = name if isinstance(name, str) else name.decode()
+        if key in wanted and last[name] == i:
+            parts.append(re.escape(name) + value)
+            order.append(key)
+        else:
+            parts.append(re.escape(name) + other)
+    return re.compile(text[:0].join(parts)), tuple(order)
 
 
 def parse_pressure(text: str | None) -> tuple[int, int] | None:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Self, TypeVar, cast
 
 from memtop.core.text import clean
+from memtop.linux.cgroupfs import keyed_layout
 from memtop.linux.kernelfs import parse_meminfo
 from memtop.probes.base import Probe
 from memtop.records import Record
@@ -150,30 +151,13 @@ MEMINFO_NAME = re.compile(rb"[A-Za-z0-9_()]+")
 
 
 def meminfo_layout(raw: bytes, wanted: tuple[str, ...]) -> tuple[re.Pattern[bytes], tuple[str, ...]] | None:
-    """A pattern of this /proc/meminfo text's lines (the kernel prints the same lines in the same
-    order for its life) that a later text matches whole only when parse_meminfo would give of it,
-    for each name of ``wanted``, the figure its groups give: each line its name and a colon; the
-    last line of a wanted name then spaces, digits (a group) and " kB" or not (a group); every
-    other line printable ASCII or tabs to its newline (nothing parse_meminfo's ``splitlines``
-    would split into another line). The wanted names it captures, in order. None when ``raw`` is
-    not such a text (a name of other characters, a line without a colon, no newline at the
-    end): then every text is parsed whole."""
-    lines = raw.split(b"\n")
-    if not lines or lines.pop() != b"":
-        return None
-    names = [line.partition(b":")[0] for line in lines]
-    last = {name: i for i, name in enumerate(names)}
-    parts: list[bytes] = []
-    order: list[str] = []
-    for i, (line, name) in enumerate(zip(lines, names, strict=True)):
-        if MEMINFO_NAME.fullmatch(name) is None or len(line) == len(name):
-            return None
-        if name.decode() in wanted and last[name] == i:
-            parts.append(re.escape(name) + rb":[ ]*([0-9]+)( kB)?\n")
-            order.append(name.decode())
-        else:
-            parts.append(re.escape(name) + rb":[\t\x20-\x7e]*\n")
-    return re.compile(b"".join(parts)), tuple(order)
+    """A pattern of this /proc/meminfo text's lines (cgroupfs.keyed_layout: the kernel prints
+    the same lines in the same order for its life) that a later text matches whole only when
+    parse_meminfo would give of it, for each name of ``wanted``, the figure its groups give: the
+    last line of a wanted name its name, a colon, spaces, digits (a group) and " kB" or not (a
+    group); every other line its name, a colon and printable ASCII or tabs to its newline. The
+    wanted names it captures, in order; None when ``raw`` is not such a text."""
+    return keyed_layout(raw, b":", MEMINFO_NAME, wanted, rb":[ ]*([0-9]+)( kB)?\n", rb":[\t\x20-\x7e]*\n")
 
 
 #: vmstat counters whose movement means the kernel took pages from processes this tick
