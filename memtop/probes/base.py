@@ -48,6 +48,28 @@ UNWATCHED_EVERY = 5
 MAPS_BACKSTOP = 16
 
 
+class Held:
+    """A count a program bumps before it updates some maps, watched from poll to poll: the maps
+    are as last read once the count held at this poll and the one before (a program's bump and
+    its updates come microseconds apart, not a tick). :meth:`held` says so; :meth:`forget` (a
+    failed poll) makes the next polls read them."""
+
+    def __init__(self) -> None:
+        self._last: object = None
+        #: polls in a row the count held
+        self._still = 0
+
+    def held(self, count: object, moved: bool = False) -> bool:
+        """Whether ``count`` (read this poll) held at this poll and the one before, ``moved``
+        (something else said the maps changed) not being so."""
+        self._still = self._still + 1 if count == self._last and not moved else 0
+        self._last = count
+        return self._still >= 2
+
+    def forget(self) -> None:
+        self._last = None
+
+
 class Generation:
     """A poll's shortcut past maps that did not change: the program bumps a per-CPU generation
     slot (bpf/common.h ``memtop_generation``) after every update of the maps its probe reads;

@@ -20,7 +20,7 @@ from memtop.core.text import clean
 from memtop.linux import bcc_compat, cgroupfs, kernelfs
 from memtop.linux.cgroupfs import read_text
 from memtop.linux.ksyms import TEXT_TYPES, text_symbols
-from memtop.probes.base import BpfProbe, Generation, Probe
+from memtop.probes.base import BpfProbe, Generation, Held, Probe
 from memtop.probes.procmaps import MapEntry, read_maps
 from memtop.records import Lost, Record
 from memtop.records.swapin import SwapInfo, SwapinHistogram, SwapinProc
@@ -179,10 +179,9 @@ class SwapinProbe(BpfProbe):
         self._sent: dict[int, tuple[int, ...]] = {}
         #: no-wait major faults classified by address: pid -> [file, swap]
         self._nowait: dict[int, list[int]] = {}
-        #: what says a major fault was counted (:meth:`_maps_due`) at the last poll, how many
-        #: polls in a row it held, and the no-wait faults taken as file reads at the last read
-        self._signal: tuple[int, int, int] | None = None
-        self._still = 0
+        #: what says a major fault was counted, watched from poll to poll (:meth:`_maps_due`),
+        #: and the no-wait faults taken as file reads at the last read
+        self._signal = Held()
         self._nowait_file_total = 0
         #: the major-fault program's generation at the last complete read, and what that read
         #: made: the histograms' counts (no-wait faults in bucket 0) and the lost records
@@ -261,7 +260,7 @@ class SwapinProbe(BpfProbe):
         return bool(by_pid)
 
     def poll_failed(self) -> None:
-        self._signal = None  # the next polls read the maps: this one may not have
+        self._signal.forget()  # the next polls read the maps: this one may not have
         self.generation.forget()
 
     def _maps_due(self, signal: tuple[int, int, int], drained: bool) -> bool:
@@ -273,9 +272,7 @@ class SwapinProbe(BpfProbe):
         at this poll and the one before, the maps are as last read: a run's updates come
         microseconds before its count. Walking them costs the kernel every bucket (16,384 and
         more) even when they are empty. Read at least once in MAPS_BACKSTOP polls all the same."""
-        self._still = self._still + 1 if signal == self._signal and not drained else 0
-        self._signal = signal
-        return self._still < 2 or self.generation.backstop
+        return not self._signal.held(signal, moved=drained) or self.generation.backstop
 
     def poll(self) -> list[Record]:
         """The counters first (one lookup): when the major-fault program's generation held since

@@ -20,7 +20,7 @@ from typing import Any
 
 from memtop.core.text import clean
 from memtop.linux.ksyms import text_symbols
-from memtop.probes.base import BpfProbe, Generation, enumerated
+from memtop.probes.base import BpfProbe, Generation, Held, enumerated
 from memtop.records import Lost, Record
 from memtop.records.reclaim import RECLAIM_KINDS, ReclaimEvent, ReclaimTotals
 from memtop.records.vmscan import ORIGINS, VmscanTotals
@@ -177,16 +177,14 @@ class VmscanProbe(BpfProbe):
         self._pending: list[Record] = []
         #: events delivered through the ring since load (the state counts them too)
         self.delivered = 0
-        #: the reclaim histogram's total at the last poll, and how many polls in a row it held
-        self._episodes: int | None = None
-        self._still = 0
+        #: the reclaim histogram's total, watched from poll to poll (:meth:`_maps_due`)
+        self._episodes = Held()
         #: the programs' generation at the last complete read, and that read's records
         self.generation = Generation()
         self._last: tuple[bool, VmscanTotals, ReclaimTotals, Lost] | None = None
-        #: the compaction count at the last poll, how many polls in a row it held, and the
-        #: compaction histogram as last read
-        self._compactions: int | None = None
-        self._compact_still = 0
+        #: the compaction count, watched from poll to poll, and the compaction histogram as last
+        #: read (:meth:`_compact_hist`)
+        self._compactions = Held()
         self._chist: list[int] | None = None
         #: the per-process and per-cgroup maps as last read (pids, pid cgroups, cgroups, histograms)
         self._maps: tuple[Any, ...] | None = None
@@ -284,8 +282,8 @@ class VmscanProbe(BpfProbe):
         return tuple(out)
 
     def poll_failed(self) -> None:
-        self._episodes = None  # the next polls read the maps: this one may not have
-        self._compactions = None
+        self._episodes.forget()  # the next polls read the maps: this one may not have
+        self._compactions.forget()
         self.generation.forget()
 
     def _compact_hist(self, compactions: int) -> list[int]:
@@ -295,9 +293,8 @@ class VmscanProbe(BpfProbe):
         before, no run bumped the histogram since two polls ago (a run's two bumps come
         microseconds apart), so it is as last read. Read at least once in MAPS_BACKSTOP polls
         all the same, as the per-process maps are (:meth:`_maps_due`)."""
-        self._compact_still = self._compact_still + 1 if compactions == self._compactions else 0
-        self._compactions = compactions
-        if self._chist is None or self._compact_still < 2 or self.generation.backstop:
+        held = self._compactions.held(compactions)
+        if self._chist is None or not held or self.generation.backstop:
             self._chist = self.array_slots("compact_hist", HIST_SLOTS)
         return self._chist
 
@@ -311,10 +308,8 @@ class VmscanProbe(BpfProbe):
         kernel a walk of every bucket (8,192 and more) even when they are empty: ~80 µs each,
         a third of the probe's idle poll. Read at least once in MAPS_BACKSTOP polls all the
         same (a program preempted between its bump and its updates for over a tick)."""
-        total = sum(rhist)
-        self._still = self._still + 1 if total == self._episodes else 0
-        self._episodes = total
-        return self._maps is None or self._still < 2 or self.generation.backstop
+        held = self._episodes.held(sum(rhist))
+        return self._maps is None or not held or self.generation.backstop
 
     def totals(self) -> tuple[VmscanTotals, ReclaimTotals, Lost]:
         """Every kernel map's totals (cumulative since load) and the ring's lost count. The
