@@ -160,57 +160,7 @@ def summary_line(state: State) -> str:
     return "  ".join(parts)
 
 
-#: the last header built and what it was built from (:func:`header_key`)
-_last_header: tuple[tuple[object, ...], HeaderLine] | None = None
-
-
-def header_key(state: State, paused: bool, interval_s: float) -> tuple[object, ...]:
-    """Everything :func:`header_line` reads, as it shows it: the memory figures as the header
-    prints them (its short words are made from the same text), pressure, the probes' states, the
-    host's facts, the mode. The kernel's memory counters move at every poll of an idle machine;
-    what the header prints of them moves a few times a minute."""
-    host = state.get(HostState)
-    m, p = host.meminfo, host.pressure
-    mem: tuple[object, ...] = ()
-    if m is not None:
-        in_ram = compressed_swap(state.get(SwapinState).swapinfo, m.zswapped_bytes)
-        b = fmt.bytes_h
-        mem = (
-            b(m.total_bytes),
-            b(m.used_bytes),
-            b(m.free_bytes),
-            b(m.available_bytes),
-            b(m.cached_bytes),
-            b(m.swap_total_bytes - m.swap_free_bytes),
-            b(m.swap_total_bytes),
-            bool(in_ram),
-            b(in_ram),
-        )
-    return (
-        state.mode,
-        paused,
-        interval_s,
-        host.facts,
-        mem,
-        None if p is None else (p.some_avg10, p.full_avg10),
-        tuple((st.probe, st.state) for st in state.statuses.values()),
-    )
-
-
 def header_line(state: State, *, paused: bool = False, interval_s: float = 1.0) -> HeaderLine:
-    """The header (:class:`HeaderLine`): the very object of the last call when what it shows
-    is the same (a caller tells an unchanged header by identity, without comparing it)."""
-    global _last_header
-    key = header_key(state, paused, interval_s)
-    last = _last_header
-    if last is not None and last[0] == key:
-        return last[1]
-    head = _header_line(state, paused=paused, interval_s=interval_s)
-    _last_header = (key, head)
-    return head
-
-
-def _header_line(state: State, *, paused: bool, interval_s: float) -> HeaderLine:
     host = state.get(HostState)
     mode = state.mode
     lead = [
