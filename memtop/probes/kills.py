@@ -35,6 +35,11 @@ COMM_LEN = 15
 SI_KERNEL = 0x80
 #: seconds between scans of every process's oom_score_adj (rarely changes; a read per process)
 ADJ_EVERY_S = 5.0
+#: a command name read for the first time is read again by the next scan, and trusted only when
+#: both reads agree: a scan that falls between a fork and its exec (``sh -c '... & exec nohang'``)
+#: reads the shell's name; every name is read again each this many scans (an exec, or a prctl
+#: rename, long after the fork is seen within a minute)
+COMM_REREAD_SCANS = 12
 #: oom_score_adj files held open at most (the procfs probe holds each process's stat too; the
 #: file limit is shared with BPF maps); past it, the others are opened per scan
 ADJ_HELD_MAX = 16384
@@ -267,8 +272,11 @@ class KillsProbe(BpfProbe):
         #: pid -> its oom_score_adj file, held open and re-read with pread (see ``scan_adj``)
         self._adj_fds: dict[int, int] = {}
         self._adj_held_max = -1
-        #: pid -> command name of the processes seen by the last scan (read once per process)
+        #: pid -> command name of the processes seen by the last scan, read twice alike
         self._comms: dict[int, str] = {}
+        #: pid -> command name read once by the last scan (read again by the next one)
+        self._comms_new: dict[int, str] = {}
+        self._scans = 0
         self._killers: tuple[Killer, ...] | None = None
         self.oomd_conf = OOMD_CONF
         #: kills by a killer that logs why, waiting for its line: (monotonic s, wall s, record)
@@ -472,19 +480,26 @@ class KillsProbe(BpfProbe):
 
     def scan_killers(self) -> tuple[Killer, ...]:
         """The running earlyoom and systemd-oomd processes and their thresholds. A process's
-        command name is read once (when first seen); the command line of a killer each scan (a
-        restarted earlyoom may have new options)."""
+        command name is read when first seen, again by the next scan and once a minute
+        (``COMM_REREAD_SCANS``); the command line of a killer each scan (a restarted earlyoom
+        may have new options)."""
         try:
             pids = [int(n) for n in os.listdir(self.proc) if n.isdigit()]
         except OSError:
             return ()
+        reread = self._scans % COMM_REREAD_SCANS == 0
+        self._scans += 1
         comms: dict[int, str] = {}
+        fresh: dict[int, str] = {}
         out: list[Killer] = []
         for pid in pids:
-            comm = self._comms.get(pid)
+            comm = None if reread else self._comms.get(pid)
             if comm is None:
                 comm = clean(self._read(f"{self.proc}/{pid}/comm").rstrip(b"\n"))
-            comms[pid] = comm
+                before = self._comms.get(pid, self._comms_new.get(pid))
+                (comms if comm == before else fresh)[pid] = comm
+            else:
+                comms[pid] = comm
             if comm not in THRESHOLD_KILLERS:
                 continue
             if comm == "nohang":
@@ -509,7 +524,7 @@ class KillsProbe(BpfProbe):
                 # it kills when memory and swap are both used over SwapUsedLimit: both free under
                 # 100 - it
                 out.append(("systemd-oomd", pid, 100 - used, 100 - used, 0, 0, psi, "oomd.conf"))
-        self._comms = comms
+        self._comms, self._comms_new = comms, fresh
         return tuple(sorted(out, key=lambda k: (k[0], k[1])))
 
     def _oomd_texts(self) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from support import compile_c, memtop_cmd
+from support import compile_c, memtop_cmd, wait_until
 
 from memtop.probes.killreasons import earlyoom_reasons, journald_runs
 from memtop.views.oom import SignalKill, signal_kill_line
@@ -655,3 +655,57 @@ def test_nohang_is_named_with_its_reason_and_thresholds() -> None:
     assert "SwapFree [" in reason.reason
     if not journald_runs():
         print("journald does not run here: nohang's reason parsed from its captured output only")
+
+
+def test_a_killer_exec_d_after_its_fork_or_later_is_listed() -> None:
+    """The killers' scan reads a process's command name when it first sees it: a scan that falls
+    between a fork and its exec (``sh -c '... & exec nohang'``, as the nohang and earlyoom tests
+    start them) reads "sh". That name is read again by the next scan, which lists the killer;
+    an exec after two scans read the same name is seen by the scan that reads every name again
+    (``COMM_REREAD_SCANS``). Real processes and /proc, scans called one by one (no BPF: the scan
+    reads /proc only)."""
+    from memtop.probes.kills import COMM_REREAD_SCANS, KillsProbe
+
+    def comm(pid: int) -> str:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+
+    def waiting_shell() -> subprocess.Popen[str]:
+        # --dryrun: it kills nothing; -m 1 -s 1: it would not try on this machine anyway
+        return subprocess.Popen(
+            ["sh", "-c", "read x; exec earlyoom --dryrun -m 1 -s 1 -r 0"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def execs(sh: subprocess.Popen[str]) -> None:
+        assert sh.stdin is not None
+        sh.stdin.write("go\n")
+        sh.stdin.flush()
+        wait_until(lambda: comm(sh.pid) == "earlyoom", "the shell's exec of earlyoom", WAIT_S)
+
+    probe = KillsProbe()
+
+    def listed(pid: int) -> bool:
+        return any(k[0] == "earlyoom" and k[1] == pid for k in probe.scan_killers())
+
+    early, late = waiting_shell(), waiting_shell()
+    try:
+        assert comm(early.pid) == comm(late.pid) == "sh"
+        assert not listed(early.pid)  # both read "sh" once
+        execs(early)
+        assert listed(early.pid)  # read again: "earlyoom"
+        assert not listed(late.pid)  # "sh" twice: trusted
+        execs(late)
+        scans = 3
+        while True:
+            scans += 1
+            if listed(late.pid):
+                break
+            assert scans <= COMM_REREAD_SCANS + 1, "an exec after the name was trusted never seen"
+        assert scans == COMM_REREAD_SCANS + 1, scans  # the scan that reads every name again
+    finally:
+        for sh in (early, late):
+            sh.kill()
+            sh.wait()
