@@ -432,6 +432,7 @@ def _swapin(state: State, acc: Accumulators) -> Iterator[Metric]:
     for pid, row in st.rows.items():
         acc.add("swapin_wait_ns", pid, row.rec.swapin_wait_ns)
         acc.add("swapins", pid, row.rec.swapins)
+        acc.add("file_major_faults", pid, row.rec.file_major_faults)
     if st.hist is not None:
         h = HistogramMetricFamily(
             "memtop_swapin_wait_seconds", "Time a swap-in kept its task waiting (kernel log2 histogram)"
@@ -441,6 +442,13 @@ def _swapin(state: State, acc: Accumulators) -> Iterator[Metric]:
     c = CounterMetricFamily("memtop_swapins", "Pages read back from swap by faulting tasks")
     c.add_metric([], float(acc.get("swapins")))
     yield c
+    f = CounterMetricFamily(
+        "memtop_file_major_faults",
+        "Major faults of faulting tasks on file pages (read from disk); with memtop_swapins_total "
+        "every major fault",
+    )
+    f.add_metric([], float(acc.get("file_major_faults")))
+    yield f
 
 
 def _compressed(state: State) -> Iterator[Metric]:

@@ -100,6 +100,15 @@ def scraped_after(api: str, t: float) -> bool:
     return bool(res) and float(res[0]["value"][1]) > t
 
 
+def read_at(port: int, probe: str) -> float:
+    """When memtop's ``probe`` last read (its exposition's Unix time; 0 before the first)."""
+    text = get(f"http://127.0.0.1:{port}/metrics")[2]
+    m = re.search(
+        rf'^memtop_probe_last_success_timestamp_seconds{{[^}}]*\bprobe="{probe}"}} (\S+)$', text, re.M
+    )
+    return float(m.group(1)) if m else 0.0
+
+
 def majflt(pid: int) -> int:
     text = Path(f"/proc/{pid}/stat").read_text()
     return int(text[text.rindex(")") + 2 :].split()[9])
@@ -130,9 +139,13 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
             hog.stdin.flush()
             assert hog.stdout.readline().strip() == "done"
             f1 = majflt(hog.pid)
-            time.sleep(2.5)  # memtop's next tick, then Prometheus's next scrape
+            # a read of memtop's begun after the workload's last fault, then a scrape after it
+            done = time.time()
+            wait_for("memtop's swap-in read after the workload", lambda: read_at(port, "swapin") > done)
+            first = read_at(port, "swapin")
+            wait_for("memtop's next swap-in read", lambda: read_at(port, "swapin") > first)
             t1 = time.time()
-            wait_for("a scrape after t1", lambda: scraped_after(api, t1 + 1))
+            wait_for("a scrape after that read", lambda: scraped_after(api, t1))
             t1 = time.time()
             q = 'memtop_reclaim_latency_seconds_count{kind="memcg"}'
             episodes = value(api, q, t1) - value(api, q, t0)
@@ -144,9 +157,19 @@ def test_prometheus_scrapes_reclaim_swapins_and_an_oom_kill() -> None:
             # the kernel's histogram count and memtop's own per-cgroup count of the same episodes
             # (only this workload reclaims in a memcg here), as Prometheus stored them
             assert episodes == mine == value(api, inf, t1) - value(api, inf, t0)
-            # swap-ins: the workload's own major faults (a few other processes may swap in too)
+            # swap-ins and file major faults: together the workload's own major faults (its text
+            # may be reclaimed in its memcg and read again; a few other processes may fault too)
             swapins = value(api, "memtop_swapins_total", t1) - value(api, "memtop_swapins_total", t0)
-            assert f1 - f0 > 1000 and f1 - f0 <= swapins <= 1.05 * (f1 - f0) + 200, (swapins, f1 - f0)
+            files = value(api, "memtop_file_major_faults_total", t1) - value(
+                api, "memtop_file_major_faults_total", t0
+            )
+            faults = f1 - f0
+            assert faults > 1000 and faults <= swapins + files <= 1.05 * faults + 200, (
+                swapins,
+                files,
+                faults,
+            )
+            assert swapins >= 0.95 * faults, (swapins, files, faults)
             # the cgroup's own figures under cAdvisor's names
             assert value(api, f'container_spec_memory_limit_bytes{{id="{path}"}}', t1) == 100 * MiB
             usage = int((cg.path / "memory.usage_in_bytes").read_text())
