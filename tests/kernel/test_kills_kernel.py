@@ -692,7 +692,9 @@ def test_a_killer_exec_d_after_its_fork_or_later_is_listed() -> None:
 
     early, late = waiting_shell(), waiting_shell()
     try:
-        assert comm(early.pid) == comm(late.pid) == "sh"
+        # Popen returns once the child's memory is the new program's; the kernel names it a
+        # moment later (begin_new_exec): the very window this test is about
+        wait_until(lambda: comm(early.pid) == comm(late.pid) == "sh", "the shells' names", WAIT_S)
         assert not listed(early.pid)  # both read "sh" once
         execs(early)
         assert listed(early.pid)  # read again: "earlyoom"
