@@ -177,7 +177,10 @@ def test_cached_and_dirty_bytes_equal_fincore_and_cachestat(tree: Path, method: 
         assert between(got[name].cached_bytes, *fin) or name == "dirty", (name, got[name], fin)
         assert got[name].size_bytes == p.stat().st_size
         assert got[name].under_path and got[name].holders == ()
-    assert got["full"].cached_bytes == 4 * MiB
+    # the whole file, unless the machine dropped a page of it meanwhile (fincore saw it: the
+    # brackets above hold memtop to the kernel either way)
+    full = str(files["full"])
+    assert got["full"].cached_bytes == 4 * MiB or min(fin_before[full], res[full]) < 4 * MiB
     assert 2 * MiB <= got["half"].cached_bytes < 4 * MiB
     assert got["cold"].cached_bytes == 0
     if method == "cachestat":
