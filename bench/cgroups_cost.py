@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import QUIET_S, machine, memtop_ready, pane_tick_ms, save
-from memtop_self import cpu_s
+from harness import process_cpu_s as cpu_s
 
 from memtop.linux import cgroupfs
 from memtop.probes.cgroups import CgroupsProbe

@@ -54,7 +54,7 @@ from typing import Any
 
 from cgroups_cost import many_cgroups
 from harness import alternate_all, build, machine, memtop_cmd, nothing, parse_kv, save, stop, summary
-from memtop_self import cpu_s
+from harness import process_cpu_s as cpu_s
 
 NODE_EXPORTER = "prometheus-node-exporter"
 MiB = 1 << 20

@@ -8,6 +8,7 @@ own times."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -198,6 +199,21 @@ def polled(probe: Any) -> Iterator[None]:
 @contextmanager
 def nothing() -> Iterator[None]:
     yield None
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU time of process ``pid`` so far (every thread's, the exited ones' too), in seconds, to the
+    nanosecond: its CPU-time clock (clock_getcpuclockid(3), any process on Linux). /proc/PID/stat's
+    utime + stime come in clock ticks (10 ms), so a 30 s window of a program using 0.25 s a minute
+    read them to +-0.04 s a minute, more than the gap a target is judged by."""
+    clock = ctypes.c_int()
+    err = _LIBC.clock_getcpuclockid(pid, ctypes.byref(clock))
+    if err:
+        raise OSError(err, os.strerror(err), f"clock_getcpuclockid({pid})")
+    return time.clock_gettime(clock.value)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def status_kb(pid: int, *keys: str) -> dict[str, int]:

@@ -10,8 +10,8 @@ every probe to be attached or failed (MEMTOP_READY_FILE, which also gives the ti
 frame and to all probes attached, from memtop's process start), sampling its RssAnon every 50 ms
 meanwhile (the peak is the compiler's), and the CPU time memtop had used by its first frame (what
 the load stretches into that wall time). Then htop (``-d 10``: 1 s), atop (``1``) and memtop
-``--no-bpf`` start, each on a terminal of the same size. Each one's CPU time (user + system, from
-/proc/PID/stat) is read 60 s after its own start (its first minute, memtop's including the BPF
+``--no-bpf`` start, each on a terminal of the same size. Each one's CPU time (every thread's, the
+dead ones' too, in nanoseconds: the process's CPU-time clock) is read 60 s after its own start (its first minute, memtop's including the BPF
 compilation) and over a common window of ``--window`` seconds after that (steady state, given as
 CPU seconds a minute); RssAnon and RssFile at the window's end. Nothing draws to a real screen;
 the terminals are drained and their output dropped.
@@ -41,20 +41,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import CONDITIONS, QUIET_S, VENV_PYTHON, load_condition, machine, memtop_cmd, save, status_kb
+from harness import (
+    CONDITIONS,
+    QUIET_S,
+    VENV_PYTHON,
+    load_condition,
+    machine,
+    memtop_cmd,
+    process_cpu_s,
+    save,
+    status_kb,
+)
 
-CLK = os.sysconf("SC_CLK_TCK")
 #: the terminal every program draws on (rows, columns)
 SIZE = (45, 160)
 #: seconds from a program's start that make its first minute
 FIRST_MINUTE_S = 60.0
-
-
-def cpu_s(pid: int) -> float:
-    """CPU time (user + system) of ``pid`` so far, in seconds."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    f = text[text.rindex(")") + 2 :].split()
-    return (int(f[11]) + int(f[12])) / CLK
 
 
 class OnTerminal:
@@ -212,11 +214,11 @@ def run_condition(window_s: float) -> dict[str, dict[str, float]]:
         first: dict[str, float] = {}
         for name, p in sorted(progs.items(), key=lambda kv: kv[1].started):
             sleep_until(p.started + FIRST_MINUTE_S)
-            first[name] = cpu_s(p.pid)
-        c0 = {name: cpu_s(p.pid) for name, p in progs.items()}
+            first[name] = process_cpu_s(p.pid)
+        c0 = {name: process_cpu_s(p.pid) for name, p in progs.items()}
         t0 = time.monotonic()
         time.sleep(window_s)
-        c1 = {name: cpu_s(p.pid) for name, p in progs.items()}
+        c1 = {name: process_cpu_s(p.pid) for name, p in progs.items()}
         t1 = time.monotonic()
         for name, p in progs.items():
             if not p.alive():
@@ -236,7 +238,7 @@ def run_condition(window_s: float) -> dict[str, dict[str, float]]:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def main(rounds: int = 3, window_s: float = 30.0, conditions: tuple[str, ...] = CONDITIONS) -> dict[str, Any]:
+def main(rounds: int = 3, window_s: float = 60.0, conditions: tuple[str, ...] = CONDITIONS) -> dict[str, Any]:
     install_beside()
     samples: dict[str, dict[str, list[dict[str, float]]]] = {c: {} for c in conditions}
     for _ in range(rounds):
@@ -273,7 +275,7 @@ def main(rounds: int = 3, window_s: float = 30.0, conditions: tuple[str, ...] = 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rounds", nargs="?", type=int, default=3)
-    ap.add_argument("--window", type=float, default=30.0, help="seconds of the steady window")
+    ap.add_argument("--window", type=float, default=60.0, help="seconds of the steady window")
     ap.add_argument("--conditions", default=",".join(CONDITIONS), help="of: " + ", ".join(CONDITIONS))
     ap.add_argument("--against", metavar="ROOT", help="another checkout's memtop beside, in the same run")
     ap.add_argument("--label", help="its name in the report (default: ROOT)")

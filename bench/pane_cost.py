@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import support.memtop_run  # noqa: E402
 from harness import BENCH, machine, save  # noqa: E402
-from memtop_self import cpu_s  # noqa: E402
+from harness import process_cpu_s as cpu_s  # noqa: E402
 from support import PtyMemtop, compile_c, memcg, swapfile  # noqa: E402
 
 PANES = ("processes", "vmscan", "reclaim", "swapin", "oom", "leaks", "cgroups", "kernel", "shared")

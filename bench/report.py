@@ -907,8 +907,9 @@ def memtop_self(r: dict[str, Any]) -> Iterator[Row]:
         yield judged(
             f"4 · the TUI at {size}, 1 s refresh, steady, CPU s a minute: {c}",
             cmd,
-            f"memtop {progs['memtop']['cpu_s_per_min']:.2f} (first minute, compiling, "
-            f"{progs['memtop']['first_minute_cpu_s']:.2f}); {others}",
+            f"memtop {progs['memtop']['cpu_s_per_min']:.2f} (rounds "
+            + ", ".join(f"{v['cpu_s_per_min']:.3f}" for v in r["samples"][c]["memtop"])
+            + f"; first minute, compiling, {progs['memtop']['first_minute_cpu_s']:.2f}); {others}",
             "self_cpu_s_min_idle" if c == "idle" else "self_cpu_s_min",
             progs["memtop"]["cpu_s_per_min"],
         )
@@ -1252,8 +1253,8 @@ METHOD = """\
 Each case runs its variants in alternation in one session (bare, memtop, the other tool, bare, …)
 and reports medians; a ratio is to `bare` in the same session, so load on the machine moves every
 variant alike. Cases 1–3 read the workload's own clock and CPU time, with the observer running
-beside it; case 4 reads memtop's `/proc/PID/stat` and `status` and the times memtop reports through
-`MEMTOP_READY_FILE`; case 5 compares memtop's per-process fault totals with the kernel's. The
+beside it; case 4 reads each program's CPU-time clock (every thread's, to the nanosecond), its
+`/proc/PID/status` and the times memtop reports through `MEMTOP_READY_FILE`; case 5 compares memtop's per-process fault totals with the kernel's. The
 machine is a shared 2-vCPU VM: a ratio within ±5 % of 1 reads as "no measurable cost", and a wide
 min–max says the run was noisy. `make bench` runs every case and then this report; each case also
 runs alone (the command column) and rewrites its `bench/results/NAME.json`; the A/B cases against
