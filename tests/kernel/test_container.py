@@ -166,11 +166,24 @@ def test_the_image_sees_the_host_as_the_host_exporter_does(image: str) -> None:
             return episodes(port) == episodes(host_port) > 100
 
         wait_for("the same reclaim episodes of the memcg in both", same)
-        after = (one(host_port, q[0], **q[1]), one(port, q[0], **q[1]))
-        assert None not in before + after
+        assert None not in before
         # the histogram's count: every memcg reclaim episode on the machine since each started
-        # (only this workload reclaims in a memcg here), the same growth in both
-        assert (after[0] or 0) - (before[0] or 0) == (after[1] or 0) - (before[1] or 0) >= episodes(port)
+        # (only this workload reclaims in a memcg here), the same growth in both. Each exporter
+        # serves its last tick's figures and the two tick apart, and the histogram and the
+        # episodes are two probes' figures: equal episodes can be served beside a histogram one
+        # tick behind in one of them (3,208 against 3,209 in a loaded CI run). Waited on until
+        # both served the same count, which must then cover every episode.
+        grown: list[tuple[float, float]] = []
+
+        def same_count() -> bool:
+            after = (one(host_port, q[0], **q[1]), one(port, q[0], **q[1]))
+            if after[0] is None or after[1] is None:
+                return False
+            grown.append((after[0] - (before[0] or 0), after[1] - (before[1] or 0)))
+            return grown[-1][0] == grown[-1][1]
+
+        wait_for("the same count of memcg reclaim latencies in both", same_count)
+        assert grown[-1][0] >= episodes(port), (grown[-1], episodes(port))
 
 
 def test_the_image_says_what_it_lacks(image: str) -> None:

@@ -22,12 +22,22 @@ def probe(tmp_path: Path) -> PagecacheinfoProbe:
     return p
 
 
+def written(path: Path, data: bytes, mode: str = "wb") -> None:
+    """Write and sync: no page is left dirty for the kernel's flusher to start writing back between
+    the two probes' polls (writeback_bytes read differently by two polls a moment apart: the test
+    failed ~2 runs in 5 beside a disk-heavy job)."""
+    with open(path, mode) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def test_records_made_only_when_they_would_differ_are_the_same_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = tmp_path / "a.bin", tmp_path / "b.bin"
-    a.write_bytes(os.urandom(64 << 10))
-    b.write_bytes(os.urandom(16 << 10))
+    written(a, os.urandom(64 << 10))
+    written(b, os.urandom(16 << 10))
     lean, full = probe(tmp_path), probe(tmp_path)
     monkeypatch.setattr(full, "_as_sent", lambda _f: False)
     made: list[int] = []
@@ -50,8 +60,7 @@ def test_records_made_only_when_they_would_differ_are_the_same_records(
         made.clear()
         both()
         assert made == [], "nothing changed: no record made"
-        with open(a, "ab") as grow:
-            grow.write(os.urandom(32 << 10))
+        written(a, os.urandom(32 << 10), "ab")
         changed = both()
         assert made, "a file grew: its record made"
         assert any(getattr(r, "path", "") == str(a) for r in changed)
@@ -61,7 +70,7 @@ def test_records_made_only_when_they_would_differ_are_the_same_records(
         finally:
             os.close(fd)
         both()
-        b.write_bytes(b"x")  # shrunk
+        written(b, b"x")  # shrunk
         both()
         for _ in range(3):
             both()
