@@ -246,16 +246,20 @@ def test_gzip_decodes_to_the_same_exposition() -> None:
     with exporter("--interval", "600") as ex:
         status, headers, plain = get(ex.url)
         assert status == 200 and "content-encoding" not in headers
-        # serving starts with the first poll's figures; the probes attached after it are read
-        # once more (pinned to one busy CPU, a probe's timestamp moved between the two scrapes):
-        # compared once two plain scrapes a moment apart agree
+        # serving starts before the first poll (the probes' states only) and each probe's first
+        # poll comes in at its own time (pinned to one busy CPU, a probe's timestamp moved
+        # between two scrapes): compared once every probe has been read and two plain scrapes a
+        # moment apart agree
+        up = re.compile(rb'^memtop_probe_up\{probe="([^"]+)"', re.M)
+        read = re.compile(rb'^memtop_probe_last_success_timestamp_seconds\{probe="([^"]+)"', re.M)
         last = [plain]
 
         def settled() -> bool:
             again = get(ex.url)[2]
             alike = scrapes.sub(b"", again) == scrapes.sub(b"", last[0])
             last[0] = again
-            return alike
+            probes = set(up.findall(again))
+            return alike and bool(probes) and probes <= set(read.findall(again))
 
         until("two plain scrapes alike", settled)
         plain = last[0]
